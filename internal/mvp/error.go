@@ -1,0 +1,54 @@
+package mvp
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. The HTTP layer maps each to one status in one place.
+const (
+	CodeInvalid      = "invalid"      // bad input: 400
+	CodeUnauthorized = "unauthorized" // no token: 401
+	CodeForbidden    = "forbidden"    // wrong token: 403
+	CodeNotFound     = "not_found"    // 404
+	CodeConflict     = "conflict"     // illegal transition, lost compare-and-set: 409
+	CodeTooLarge     = "too_large"    // body over the cap: 413
+	CodeUnsupported  = "unsupported"  // media type: 415
+	CodeUnavailable  = "unavailable"  // disk full, DB gone, Ray down where it matters: 503
+	CodeInternal     = "internal"     // 500
+	CodeMethod       = "method"       // 405
+)
+
+// Error is an error meant for the user: a code, a message that says what to fix, and the field it is about.
+type Error struct {
+	Code    string
+	Message string
+	Field   string
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s", e.Field, e.Message)
+	}
+	return e.Message
+}
+
+// Errorf builds an *Error.
+func Errorf(code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, CodeInternal when there is none.
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// ErrNotFound is returned by stores for an unknown task or attempt.
+var ErrNotFound = &Error{Code: CodeNotFound, Message: "not found"}
+
+// ErrConflict is returned by stores when a compare-and-set finds another state than expected.
+var ErrConflict = &Error{Code: CodeConflict, Message: "the task changed state meanwhile"}

@@ -1,0 +1,86 @@
+package mvp
+
+import (
+	"context"
+	"time"
+)
+
+// JobSubmission is the exact body mvp sends to Ray's POST /api/jobs/.
+type JobSubmission struct {
+	Entrypoint          string             `json:"entrypoint"`
+	SubmissionID        string             `json:"submission_id"`
+	RuntimeEnv          map[string]any     `json:"runtime_env,omitempty"`
+	Metadata            map[string]string  `json:"metadata,omitempty"`
+	EntrypointNumCPUs   float64            `json:"entrypoint_num_cpus,omitempty"`
+	EntrypointNumGPUs   float64            `json:"entrypoint_num_gpus,omitempty"`
+	EntrypointResources map[string]float64 `json:"entrypoint_resources,omitempty"`
+}
+
+// JobInfo is what Ray's GET /api/jobs/{submission_id} says of a job.
+type JobInfo struct {
+	SubmissionID   string    `json:"submission_id"`
+	JobID          string    `json:"job_id"`
+	Status         RayStatus `json:"status"`
+	Message        string    `json:"message"`
+	ErrorType      string    `json:"error_type"`
+	DriverExitCode *int      `json:"driver_exit_code"`
+	DriverNodeID   string    `json:"driver_node_id"`
+	// StartTime and EndTime are Ray's milliseconds since the epoch; zero when unknown.
+	StartTime int64 `json:"start_time"`
+	EndTime   int64 `json:"end_time"`
+}
+
+// Ray client errors, matched with errors.Is.
+var (
+	// ErrJobNotFound: Ray answered 404 for the submission id.
+	ErrJobNotFound = &Error{Code: CodeNotFound, Message: "ray job not found"}
+	// ErrJobExists: Ray already has a job with this submission id.
+	ErrJobExists = &Error{Code: CodeConflict, Message: "ray job already exists"}
+	// ErrRayUnavailable: Ray could not be reached or answered 5xx for a reason other than the above.
+	ErrRayUnavailable = &Error{Code: CodeUnavailable, Message: "ray is unavailable"}
+)
+
+// RayClient is the part of Ray's Job REST API mvp uses. Every call is keyed by submission id.
+type RayClient interface {
+	SubmitJob(ctx context.Context, s *JobSubmission) error
+	GetJob(ctx context.Context, submissionID string) (*JobInfo, error)
+	StopJob(ctx context.Context, submissionID string) error
+	DeleteJob(ctx context.Context, submissionID string) error
+	JobLogs(ctx context.Context, submissionID string) (string, error)
+}
+
+// Node is one Ray node as the live per-node view shows it.
+type Node struct {
+	ID        string             `json:"node_id"`
+	Alive     bool               `json:"alive"`
+	IsHead    bool               `json:"is_head"`
+	Total     map[string]float64 `json:"total"`
+	Available map[string]float64 `json:"available"`
+}
+
+// PlacementGroup is one Ray placement group, as far as admission needs it.
+type PlacementGroup struct {
+	ID string `json:"placement_group_id"`
+	// CreatorJobID is the hex Ray job id (JobInfo.JobID) that made the group.
+	CreatorJobID string `json:"creator_job_id"`
+	// State is PENDING, CREATED, REMOVED or RESCHEDULING.
+	State string `json:"state"`
+	// SchedulingState is e.g. NO_RESOURCES while a PENDING group cannot be placed.
+	SchedulingState string               `json:"scheduling_state"`
+	Strategy        string               `json:"strategy"`
+	Bundles         []map[string]float64 `json:"bundles"`
+}
+
+// ClusterView is one reading of the cluster: every node with its availability, and the placement groups.
+type ClusterView struct {
+	At     time.Time        `json:"at"`
+	Nodes  []Node           `json:"nodes"`
+	Groups []PlacementGroup `json:"placement_groups"`
+	// Source says where the reading came from: "probe" (live) or "dashboard" (lagging fallback).
+	Source string `json:"source"`
+}
+
+// ClusterReader reads the cluster's live per-node availability.
+type ClusterReader interface {
+	ReadCluster(ctx context.Context) (*ClusterView, error)
+}

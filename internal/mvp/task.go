@@ -1,0 +1,153 @@
+package mvp
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Workload names the verl entrypoint a task runs.
+type Workload string
+
+// The workloads.
+const (
+	WorkloadPPO  Workload = "ppo"
+	WorkloadGRPO Workload = "grpo"
+	WorkloadSFT  Workload = "sft"
+)
+
+// Workloads lists every workload.
+var Workloads = []Workload{WorkloadPPO, WorkloadGRPO, WorkloadSFT}
+
+// Valid reports whether w is a known workload.
+func (w Workload) Valid() bool {
+	return w == WorkloadPPO || w == WorkloadGRPO || w == WorkloadSFT
+}
+
+// Task is what a user submitted, with its service-side state.
+type Task struct {
+	ID          string   `json:"task_id"`
+	Workload    Workload `json:"workload"`
+	Name        string   `json:"name"`
+	State       State    `json:"state"`
+	NNodes      int      `json:"nnodes"`
+	GPUsPerNode int      `json:"n_gpus_per_node"`
+	// JobSpecYAML is the body exactly as submitted.
+	JobSpecYAML string `json:"-"`
+	// SpecJSON is the effective spec: defaults applied, as JSON.
+	SpecJSON        json.RawMessage `json:"-"`
+	CreatedAt       time.Time       `json:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+	NextRunAt       *time.Time      `json:"next_run_at"`
+	PendingReason   string          `json:"pending_reason"`
+	ErrorSummary    string          `json:"error_summary"`
+	LatestAttemptNo int             `json:"latest_attempt_no"`
+	Attempts        []*Attempt      `json:"attempts"`
+}
+
+// GPUs is the task's whole gang size.
+func (t *Task) GPUs() int { return t.NNodes * t.GPUsPerNode }
+
+// Attempt is one Ray job made for a task.
+type Attempt struct {
+	TaskID          string      `json:"-"`
+	No              int         `json:"attempt_no"`
+	RaySubmissionID string      `json:"ray_submission_id"`
+	RayJobID        string      `json:"ray_job_id"`
+	RayStatus       RayStatus   `json:"ray_status"`
+	FailureKind     FailureKind `json:"failure_kind"`
+	Message         string      `json:"message"`
+	DriverNodeID    string      `json:"driver_node_id"`
+	CreatedAt       time.Time   `json:"created_at"`
+	StartTime       *time.Time  `json:"start_time"`
+	EndTime         *time.Time  `json:"end_time"`
+	ExitCode        *int        `json:"exit_code"`
+}
+
+// Event is one line of a task's history.
+type Event struct {
+	ID      int64           `json:"id"`
+	TaskID  string          `json:"task_id"`
+	TS      time.Time       `json:"ts"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// Event types.
+const (
+	EventCreated         = "CREATED"
+	EventStateTransition = "STATE_TRANSITION"
+	EventSubmit          = "SUBMIT"
+	EventRayStatusSync   = "RAY_STATUS_SYNC"
+	EventRetryScheduled  = "RETRY_SCHEDULED"
+	EventCancelRequested = "CANCEL_REQUESTED"
+	EventGangStuck       = "GANG_STUCK"
+	EventLogsFetched     = "LOGS_FETCHED"
+	EventReconciled      = "RECONCILED"
+)
+
+// Change is one compare-and-set write of a task, applied in a single transaction together with its attempt write
+// and its event. The write happens only when the task's state is From; otherwise the store returns ErrConflict
+// and writes nothing.
+type Change struct {
+	TaskID string
+	From   State
+	To     State
+	At     time.Time
+	// Task fields to set; nil leaves the column as it is. A pointer to the zero value clears it.
+	NextRunAt     **time.Time
+	PendingReason *string
+	ErrorSummary  *string
+	// NewAttempt, when set, is inserted and becomes the task's latest attempt.
+	NewAttempt *Attempt
+	// AttemptUpdate, when set, overwrites the attempt row (TaskID, No) with its fields.
+	AttemptUpdate *Attempt
+	// EventType and EventPayload describe the change in the task's history; EventType defaults to
+	// EventStateTransition. The payload gains "from" and "to".
+	EventType    string
+	EventPayload map[string]any
+}
+
+// TaskFilter selects tasks for a listing, newest first.
+type TaskFilter struct {
+	State    State
+	Workload Workload
+	Limit    int
+	// Cursor is opaque to callers: the next_cursor of the previous page.
+	Cursor string
+}
+
+// Store keeps tasks, attempts and events. Every write of a task's state is a compare-and-set.
+type Store interface {
+	// CreateTask inserts a QUEUED task and its CREATED event.
+	CreateTask(ctx context.Context, t *Task) error
+	// GetTask returns a task with all its attempts, or ErrNotFound.
+	GetTask(ctx context.Context, id string) (*Task, error)
+	// ListTasks returns a page of tasks (without attempts) and the cursor of the next page ("" at the end).
+	ListTasks(ctx context.Context, f TaskFilter) ([]*Task, string, error)
+	// Apply writes a Change or returns ErrConflict.
+	Apply(ctx context.Context, c Change) error
+	// UpdateAttempt overwrites an attempt's Ray-side fields without a state change, and records an event.
+	UpdateAttempt(ctx context.Context, a *Attempt, eventType string, payload map[string]any) error
+	// Runnable returns QUEUED tasks and PENDING_RESOURCES tasks, in FIFO order (created_at, then id). The
+	// scheduler filters by next_run_at itself so that Decide sees the whole queue.
+	Runnable(ctx context.Context) ([]*Task, error)
+	// Active returns the tasks in SUBMITTING, SUBMITTED or RUNNING with their latest attempt, and the tasks of
+	// any state whose latest attempt's Ray status is not terminal (for example a CANCELED task whose job is still
+	// stopping).
+	Active(ctx context.Context) ([]*Task, error)
+	// Events returns a page of a task's events in order and the cursor of the next page.
+	Events(ctx context.Context, taskID string, cursor string, limit int) ([]*Event, string, error)
+	// AddEvent appends an event to a task's history.
+	AddEvent(ctx context.Context, e *Event) error
+	Close() error
+}
+
+// Clock tells the time. Tests use a fixed one.
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
