@@ -1,0 +1,359 @@
+// Package config reads the cluster's shared dev.yaml: the Ray settings that other tools use too, and the v2:
+// section that belongs to mvp. Keys outside v2: that mvp does not use are ignored; an unknown key under v2: is an
+// error that names the key and its line.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole of dev.yaml as mvp reads it.
+type Config struct {
+	// Address is the Ray Job server (dashboard) URL, e.g. http://127.0.0.1:8265.
+	Address string `yaml:"address"`
+	// SharedRoot is the shared filesystem root (NFS /private in production); task folders live under
+	// <shared_root>/jobs/.
+	SharedRoot          string             `yaml:"shared_root"`
+	EntrypointNumCPUs   float64            `yaml:"entrypoint_num_cpus"`
+	EntrypointResources map[string]float64 `yaml:"entrypoint_resources"`
+	RuntimeEnv          map[string]any     `yaml:"runtime_env"`
+	UserCodePath        string             `yaml:"user_code_path"`
+	V2                  V2                 `yaml:"v2"`
+}
+
+// V2 is mvp's own section.
+type V2 struct {
+	API       API                       `yaml:"api"`
+	Auth      Auth                      `yaml:"auth"`
+	SQLite    SQLite                    `yaml:"sqlite"`
+	Scheduler Scheduler                 `yaml:"scheduler"`
+	Ray       Ray                       `yaml:"ray"`
+	Workloads map[string]WorkloadConfig `yaml:"workloads"`
+}
+
+// API is where the HTTP API listens.
+type API struct {
+	Host string `yaml:"host"`
+	Port int    `yaml:"port"`
+	// MaxBodyBytes caps a request body.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+}
+
+// Auth names the environment variable holding the internal bearer token.
+type Auth struct {
+	TokenEnv string `yaml:"token_env"`
+}
+
+// SQLite is where the queue lives.
+type SQLite struct {
+	DBPath string `yaml:"db_path"`
+}
+
+// Scheduler tunes the scheduling loop. Durations are in seconds.
+type Scheduler struct {
+	TickS           float64 `yaml:"tick_s"`
+	RetryIntervalS  float64 `yaml:"retry_interval_s"`
+	MaxRunningTasks int     `yaml:"max_running_tasks"`
+	GangWaitS       float64 `yaml:"gang_wait_s"`
+	MaxInfraRetries int     `yaml:"max_infra_retries"`
+}
+
+// Ray tells mvp how to reach Ray beyond the Job server address.
+type Ray struct {
+	// GCSAddress is host:port of the GCS, for the live probe. Default: the Job server's host and port 6379.
+	GCSAddress string `yaml:"gcs_address"`
+	// Python is Ray's Python, which runs the probe. Default python3.
+	Python string `yaml:"python"`
+	// ProbeScript is the path of py-entrypoints/mvp_probe.py.
+	ProbeScript string `yaml:"probe_script"`
+	// TokenEnv names the environment variable with Ray's auth token (RAY_AUTH_MODE=token clusters).
+	TokenEnv string `yaml:"token_env"`
+	// KeepFinishedJobs is how many finished mvp jobs stay in Ray's job server.
+	KeepFinishedJobs int `yaml:"keep_finished_jobs"`
+	// RequestTimeoutS bounds one Ray REST call.
+	RequestTimeoutS float64 `yaml:"request_timeout_s"`
+}
+
+// WorkloadConfig is per-workload admission shape.
+type WorkloadConfig struct {
+	// CPUsPerGPU is the CPU of one verl bundle {"CPU": c, "GPU": 1}.
+	CPUsPerGPU float64 `yaml:"cpus_per_gpu"`
+}
+
+// Defaults, documented in specs/config.md.
+const (
+	DefaultAPIHost          = "127.0.0.1"
+	DefaultAPIPort          = 8080
+	DefaultMaxBodyBytes     = 1 << 20
+	DefaultTokenEnv         = "MVP_INTERNAL_TOKEN"
+	DefaultDBPath           = "/private/common/db/mvp_v2.sqlite3"
+	DefaultTickS            = 2.0
+	DefaultRetryIntervalS   = 60.0
+	DefaultMaxRunningTasks  = 16
+	DefaultGangWaitS        = 120.0
+	DefaultMaxInfraRetries  = 3
+	DefaultRayTokenEnv      = "RAY_AUTH_TOKEN"
+	DefaultKeepFinishedJobs = 100
+	DefaultRequestTimeoutS  = 10.0
+	DefaultAddress          = "http://127.0.0.1:8265"
+	DefaultSharedRoot       = "/private"
+)
+
+// Load reads and validates the file at path.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads a dev.yaml document, applies defaults and validates it.
+func Parse(b []byte) (*Config, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			root = yaml.Node{}
+		} else {
+			return nil, fmt.Errorf("parse yaml: %w", err)
+		}
+	}
+	var c Config
+	if root.Kind != 0 {
+		doc := &root
+		if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+			doc = doc.Content[0]
+		}
+		if doc.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("line %d: the top of the file must be a mapping", doc.Line)
+		}
+		for i := 0; i+1 < len(doc.Content); i += 2 {
+			if doc.Content[i].Value == "v2" {
+				if err := checkKnown(doc.Content[i+1], reflect.TypeOf(V2{}), "v2"); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := doc.Decode(&c); err != nil {
+			return nil, fmt.Errorf("decode: %w", err)
+		}
+	}
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// checkKnown walks a mapping node against a struct type's yaml tags and reports the first unknown key.
+func checkKnown(n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+				return nil
+			}
+			return fmt.Errorf("%s (line %d): must be a mapping", path, n.Line)
+		}
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if name != "" && name != "-" {
+				fields[name] = f.Type
+			}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			ft, ok := fields[k.Value]
+			if !ok {
+				return fmt.Errorf("%s.%s (line %d): unknown key; known keys under %s are %s",
+					path, k.Value, k.Line, path, strings.Join(sortedKeys(fields), ", "))
+			}
+			if err := checkKnown(n.Content[i+1], ft, path+"."+k.Value); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := checkKnown(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]reflect.Type) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+func (c *Config) applyDefaults() {
+	if c.Address == "" {
+		c.Address = DefaultAddress
+	}
+	if c.SharedRoot == "" {
+		c.SharedRoot = DefaultSharedRoot
+	}
+	if len(c.EntrypointResources) == 0 {
+		c.EntrypointResources = map[string]float64{"worker_node": 1}
+	}
+	v := &c.V2
+	if v.API.Host == "" {
+		v.API.Host = DefaultAPIHost
+	}
+	if v.API.Port == 0 {
+		v.API.Port = DefaultAPIPort
+	}
+	if v.API.MaxBodyBytes == 0 {
+		v.API.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if v.Auth.TokenEnv == "" {
+		v.Auth.TokenEnv = DefaultTokenEnv
+	}
+	if v.SQLite.DBPath == "" {
+		v.SQLite.DBPath = DefaultDBPath
+	}
+	s := &v.Scheduler
+	if s.TickS == 0 {
+		s.TickS = DefaultTickS
+	}
+	if s.RetryIntervalS == 0 {
+		s.RetryIntervalS = DefaultRetryIntervalS
+	}
+	if s.MaxRunningTasks == 0 {
+		s.MaxRunningTasks = DefaultMaxRunningTasks
+	}
+	if s.GangWaitS == 0 {
+		s.GangWaitS = DefaultGangWaitS
+	}
+	if s.MaxInfraRetries == 0 {
+		s.MaxInfraRetries = DefaultMaxInfraRetries
+	}
+	r := &v.Ray
+	if r.GCSAddress == "" {
+		if u, err := url.Parse(c.Address); err == nil && u.Hostname() != "" {
+			r.GCSAddress = net.JoinHostPort(u.Hostname(), "6379")
+		}
+	}
+	if r.Python == "" {
+		r.Python = "python3"
+	}
+	if r.ProbeScript == "" {
+		r.ProbeScript = "py-entrypoints/mvp_probe.py"
+	}
+	if r.TokenEnv == "" {
+		r.TokenEnv = DefaultRayTokenEnv
+	}
+	if r.KeepFinishedJobs == 0 {
+		r.KeepFinishedJobs = DefaultKeepFinishedJobs
+	}
+	if r.RequestTimeoutS == 0 {
+		r.RequestTimeoutS = DefaultRequestTimeoutS
+	}
+	if v.Workloads == nil {
+		v.Workloads = map[string]WorkloadConfig{}
+	}
+	for name, cpus := range map[string]float64{"ppo": 3, "grpo": 3, "sft": 10} {
+		w := v.Workloads[name]
+		if w.CPUsPerGPU == 0 {
+			w.CPUsPerGPU = cpus
+		}
+		v.Workloads[name] = w
+	}
+}
+
+// Validate checks ranges and shapes after defaults.
+func (c *Config) Validate() error {
+	u, err := url.Parse(c.Address)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("address: %q is not an http(s) URL of Ray's Job server, e.g. http://127.0.0.1:8265", c.Address)
+	}
+	if !strings.HasPrefix(c.SharedRoot, "/") {
+		return fmt.Errorf("shared_root: %q must be an absolute path", c.SharedRoot)
+	}
+	v := c.V2
+	if v.API.Port < 0 || v.API.Port > 65535 {
+		return fmt.Errorf("v2.api.port: %d is not a port (0..65535)", v.API.Port)
+	}
+	s := v.Scheduler
+	if s.TickS < 0.05 || s.TickS > 3600 {
+		return fmt.Errorf("v2.scheduler.tick_s: %v must be between 0.05 and 3600", s.TickS)
+	}
+	if s.RetryIntervalS < 0 || s.GangWaitS < 0 {
+		return errors.New("v2.scheduler: retry_interval_s and gang_wait_s must not be negative")
+	}
+	if s.MaxRunningTasks < 0 {
+		return fmt.Errorf("v2.scheduler.max_running_tasks: %d must not be negative", s.MaxRunningTasks)
+	}
+	for name, w := range v.Workloads {
+		if name != "ppo" && name != "grpo" && name != "sft" {
+			return fmt.Errorf("v2.workloads.%s: unknown workload (ppo, grpo or sft)", name)
+		}
+		if w.CPUsPerGPU < 0 {
+			return fmt.Errorf("v2.workloads.%s.cpus_per_gpu: must not be negative", name)
+		}
+	}
+	if !validEnvName(v.Auth.TokenEnv) {
+		return fmt.Errorf("v2.auth.token_env: %q is not an environment variable name", v.Auth.TokenEnv)
+	}
+	return nil
+}
+
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r == '_' || (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z') || (i > 0 && r >= '0' && r <= '9') {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// Tick is the scheduler's period.
+func (s Scheduler) Tick() time.Duration { return seconds(s.TickS) }
+
+// RetryInterval is the wait after an INSUFFICIENT_RESOURCES attempt.
+func (s Scheduler) RetryInterval() time.Duration { return seconds(s.RetryIntervalS) }
+
+// GangWait is how long placement groups may stay unplaceable before the attempt is stopped and requeued.
+func (s Scheduler) GangWait() time.Duration { return seconds(s.GangWaitS) }
+
+// RequestTimeout bounds one Ray REST call.
+func (r Ray) RequestTimeout() time.Duration { return seconds(r.RequestTimeoutS) }
+
+func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }

@@ -1,0 +1,77 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseDefaultsAndSharedKeys(t *testing.T) {
+	c, err := Parse([]byte(`
+address: http://10.0.0.1:8265
+shared_root: /private
+entrypoint_num_cpus: 1
+runtime_env:
+  env_vars: {HF_ENDPOINT: "https://example"}
+user_code_path: /private/user/code
+some_v11_key: ignored
+v2:
+  api: {host: 0.0.0.0, port: 8080}
+  scheduler: {tick_s: 1, max_running_tasks: 2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.EntrypointResources["worker_node"]; got != 1 {
+		t.Errorf("entrypoint_resources default: got %v", c.EntrypointResources)
+	}
+	if c.V2.Scheduler.RetryIntervalS != 60 || c.V2.Scheduler.GangWaitS != 120 || c.V2.Scheduler.MaxInfraRetries != 3 {
+		t.Errorf("scheduler defaults: %+v", c.V2.Scheduler)
+	}
+	if c.V2.Ray.GCSAddress != "10.0.0.1:6379" {
+		t.Errorf("gcs default: %q", c.V2.Ray.GCSAddress)
+	}
+	if c.V2.Workloads["sft"].CPUsPerGPU != 10 || c.V2.Workloads["ppo"].CPUsPerGPU != 3 {
+		t.Errorf("workload defaults: %+v", c.V2.Workloads)
+	}
+	if c.V2.Auth.TokenEnv != DefaultTokenEnv || c.V2.SQLite.DBPath != DefaultDBPath {
+		t.Errorf("auth/sqlite defaults: %+v %+v", c.V2.Auth, c.V2.SQLite)
+	}
+}
+
+func TestUnknownV2KeyNamesKeyAndLine(t *testing.T) {
+	_, err := Parse([]byte("address: http://127.0.0.1:8265\nv2:\n  scheduler:\n    tick_s: 1\n    tick_ss: 2\n"))
+	if err == nil {
+		t.Fatal("want error")
+	}
+	for _, want := range []string{"v2.scheduler.tick_ss", "line 5", "unknown key"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestBadValues(t *testing.T) {
+	for _, doc := range []string{
+		"address: ftp://x\n",
+		"shared_root: relative/path\n",
+		"v2: {scheduler: {tick_s: 0.001}}\n",
+		"v2: {api: {port: 70000}}\n",
+		"v2: {workloads: {dpo: {cpus_per_gpu: 3}}}\n",
+		"v2: {auth: {token_env: 'A B'}}\n",
+		"- a list\n",
+	} {
+		if _, err := Parse([]byte(doc)); err == nil {
+			t.Errorf("%q: want error", doc)
+		}
+	}
+}
+
+func TestEmptyFileTakesDefaults(t *testing.T) {
+	c, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Address != DefaultAddress || c.V2.API.Port != DefaultAPIPort {
+		t.Errorf("%+v", c)
+	}
+}

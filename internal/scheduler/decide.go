@@ -1,0 +1,339 @@
+// Package scheduler decides which queued tasks go to Ray (Decide, a pure function) and applies those decisions
+// (Loop). Decide does no I/O and reads no clock: everything it knows is in its arguments.
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// Resource names as Ray spells them.
+const (
+	ResGPU = "GPU"
+	ResCPU = "CPU"
+)
+
+// Policy is what Decide needs to know of the configuration.
+type Policy struct {
+	// MaxRunning bounds the tasks mvp has live in Ray (SUBMITTING, SUBMITTED, RUNNING); 0 means no bound.
+	MaxRunning int
+	// CPUsPerGPU is the CPU of one verl bundle per workload ({"CPU": c, "GPU": 1}).
+	CPUsPerGPU map[mvp.Workload]float64
+	// Driver is what the Ray job's driver itself takes: entrypoint_resources plus {"CPU": entrypoint_num_cpus}.
+	Driver map[string]float64
+	// GangWait is how long an attempt's placement groups may stay unplaceable before it is stopped.
+	GangWait time.Duration
+}
+
+// Snapshot is everything Decide looks at.
+type Snapshot struct {
+	// Cluster is the live reading; nil when Ray could not be read (then nothing is admitted).
+	Cluster *mvp.ClusterView
+	// Queue holds QUEUED and PENDING_RESOURCES tasks in FIFO order.
+	Queue []*mvp.Task
+	// Active holds the attempts that have, or may soon have, a Ray job.
+	Active []ActiveAttempt
+}
+
+// ActiveAttempt is a task with a live attempt.
+type ActiveAttempt struct {
+	Task    *mvp.Task
+	Attempt *mvp.Attempt
+	// StuckSince is when the attempt's placement groups were first seen PENDING for lack of resources; zero if
+	// they are not.
+	StuckSince time.Time
+}
+
+// Action is one thing the loop must do.
+type Action interface{ action() }
+
+// Submit makes the next attempt of a waiting task.
+type Submit struct {
+	Task      *mvp.Task
+	AttemptNo int
+	// Nodes are the nodes the gang was fitted on (informational: Ray places it).
+	Nodes []string
+}
+
+// Wait keeps a task waiting and records why. Emitted only when the state or the reason changes.
+type Wait struct {
+	Task   *mvp.Task
+	Reason string
+	// Never is true when the task cannot fit on this cluster even if it were empty.
+	Never bool
+}
+
+// StopStuck stops an attempt whose gang could not be placed for longer than Policy.GangWait.
+type StopStuck struct {
+	Task    *mvp.Task
+	Attempt *mvp.Attempt
+	Reason  string
+}
+
+func (Submit) action()    {}
+func (Wait) action()      {}
+func (StopStuck) action() {}
+
+// node is a node's free resources while Decide fits gangs.
+type node struct {
+	id    string
+	free  map[string]float64
+	total map[string]float64
+}
+
+// Demand is the shape of a task's gang: nnodes groups, each of GPUs GPUs and CPUs CPUs, on distinct nodes.
+type Demand struct {
+	Groups int
+	GPUs   float64
+	CPUs   float64
+}
+
+// DemandOf returns the gang shape of t under p.
+func DemandOf(t *mvp.Task, p Policy) Demand {
+	g := float64(t.GPUsPerNode)
+	return Demand{Groups: t.NNodes, GPUs: g, CPUs: g * p.CPUsPerGPU[t.Workload]}
+}
+
+// Decide returns what to do now. It is deterministic: the same arguments give the same actions.
+func Decide(now time.Time, s Snapshot, p Policy) []Action {
+	var out []Action
+
+	// Stuck gangs first: they free resources for the queue in a later tick.
+	for _, a := range s.Active {
+		if !a.StuckSince.IsZero() && p.GangWait > 0 && now.Sub(a.StuckSince) >= p.GangWait {
+			d := DemandOf(a.Task, p)
+			out = append(out, StopStuck{Task: a.Task, Attempt: a.Attempt, Reason: fmt.Sprintf(
+				"the gang of %d×%g GPUs could not be placed for %s: no node had room for its placement groups",
+				d.Groups, d.GPUs, now.Sub(a.StuckSince).Round(time.Second))})
+		}
+	}
+
+	if s.Cluster == nil {
+		return out
+	}
+	nodes := freeNodes(s.Cluster)
+
+	// Reserve what submitted attempts will still take: groups not yet placed, and the driver if it has not
+	// started. Without this two tasks could be admitted onto the same free GPUs in the seconds between a submit
+	// and its placement.
+	reservationBlocked := ""
+	running := 0
+	for _, a := range s.Active {
+		if a.Task.State.Active() {
+			running++
+		}
+		d := DemandOf(a.Task, p)
+		unplaced := d.Groups - createdGroups(s.Cluster, a.Attempt)
+		if unplaced < 0 {
+			unplaced = 0
+		}
+		driver := a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending
+		if unplaced == 0 && !driver {
+			continue
+		}
+		if !a.StuckSince.IsZero() {
+			// Its gang does not fit anyway: reserving for it would only stall the queue behind a gang that the
+			// stuck rule will stop.
+			continue
+		}
+		rd := Demand{Groups: unplaced, GPUs: d.GPUs, CPUs: d.CPUs}
+		if _, ok := fit(nodes, rd, p.Driver, driver); !ok && reservationBlocked == "" {
+			reservationBlocked = a.Task.ID
+		}
+	}
+
+	var blockedBy string
+	if reservationBlocked != "" {
+		blockedBy = reservationBlocked
+	}
+	for _, t := range s.Queue {
+		if t.State == mvp.StatePendingResources && t.NextRunAt != nil && now.Before(*t.NextRunAt) {
+			continue // backing off after an attempt that failed for lack of resources; does not hold the queue
+		}
+		d := DemandOf(t, p)
+		if reason, never := neverFits(s.Cluster, d, p.Driver); never {
+			out = appendWait(out, t, reason, true)
+			continue
+		}
+		switch {
+		case blockedBy != "":
+			out = appendWait(out, t, fmt.Sprintf("waiting behind %s (first in, first out)", blockedBy), false)
+		case p.MaxRunning > 0 && running >= p.MaxRunning:
+			out = appendWait(out, t, fmt.Sprintf("max_running_tasks (%d) reached", p.MaxRunning), false)
+		default:
+			chosen, ok := fit(nodes, d, p.Driver, true)
+			if !ok {
+				out = appendWait(out, t, fmt.Sprintf("needs %d node(s) with %g GPU and %g CPU free each; free now: %s",
+					d.Groups, d.GPUs, d.CPUs, describeFree(nodes)), false)
+				blockedBy = t.ID
+				continue
+			}
+			running++
+			out = append(out, Submit{Task: t, AttemptNo: t.LatestAttemptNo + 1, Nodes: chosen})
+		}
+	}
+	return out
+}
+
+func appendWait(out []Action, t *mvp.Task, reason string, never bool) []Action {
+	if t.State == mvp.StatePendingResources && t.PendingReason == reason {
+		return out
+	}
+	return append(out, Wait{Task: t, Reason: reason, Never: never})
+}
+
+// freeNodes returns the alive nodes with their availability, in a stable order.
+func freeNodes(c *mvp.ClusterView) []*node {
+	var ns []*node
+	for _, n := range c.Nodes {
+		if !n.Alive {
+			continue
+		}
+		free := make(map[string]float64, len(n.Available))
+		for k, v := range n.Available {
+			free[k] = v
+		}
+		ns = append(ns, &node{id: n.ID, free: free, total: n.Total})
+	}
+	sort.Slice(ns, func(i, j int) bool { return ns[i].id < ns[j].id })
+	return ns
+}
+
+// createdGroups counts the attempt's placement groups that Ray has placed (their resources already show as used).
+func createdGroups(c *mvp.ClusterView, a *mvp.Attempt) int {
+	if a == nil || a.RayJobID == "" {
+		return 0
+	}
+	n := 0
+	for _, g := range c.Groups {
+		if g.CreatorJobID == a.RayJobID && g.State == "CREATED" {
+			n++
+		}
+	}
+	return n
+}
+
+// fit places d.Groups groups on distinct nodes, best fit first (the node with the fewest free GPUs that holds a
+// group), then the driver anywhere it fits. On success it subtracts what it placed from nodes and returns the
+// chosen node ids; on failure nodes are unchanged.
+func fit(nodes []*node, d Demand, driver map[string]float64, withDriver bool) ([]string, bool) {
+	order := make([]*node, len(nodes))
+	copy(order, nodes)
+	sort.SliceStable(order, func(i, j int) bool { return order[i].free[ResGPU] < order[j].free[ResGPU] })
+	var chosen []*node
+	for _, n := range order {
+		if len(chosen) == d.Groups {
+			break
+		}
+		if n.free[ResGPU] >= d.GPUs && n.free[ResCPU] >= d.CPUs {
+			chosen = append(chosen, n)
+		}
+	}
+	if len(chosen) < d.Groups {
+		return nil, false
+	}
+	for _, n := range chosen {
+		n.free[ResGPU] -= d.GPUs
+		n.free[ResCPU] -= d.CPUs
+	}
+	if withDriver && len(driver) > 0 {
+		placed := false
+		for _, n := range order {
+			if holds(n.free, driver) {
+				for k, v := range driver {
+					n.free[k] -= v
+				}
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			for _, n := range chosen {
+				n.free[ResGPU] += d.GPUs
+				n.free[ResCPU] += d.CPUs
+			}
+			return nil, false
+		}
+	}
+	ids := make([]string, len(chosen))
+	for i, n := range chosen {
+		ids[i] = n.id
+	}
+	return ids, true
+}
+
+func holds(free, want map[string]float64) bool {
+	for k, v := range want {
+		if free[k] < v {
+			return false
+		}
+	}
+	return true
+}
+
+// neverFits reports whether d cannot fit even on an empty cluster of the alive nodes, and why.
+func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string, bool) {
+	fitting, maxGPU, alive := 0, 0.0, 0
+	driverOK := len(driver) == 0
+	for _, n := range c.Nodes {
+		if !n.Alive {
+			continue
+		}
+		alive++
+		if n.Total[ResGPU] > maxGPU {
+			maxGPU = n.Total[ResGPU]
+		}
+		if n.Total[ResGPU] >= d.GPUs && n.Total[ResCPU] >= d.CPUs {
+			fitting++
+		}
+		if holds(n.Total, driver) {
+			driverOK = true
+		}
+	}
+	if fitting < d.Groups {
+		return fmt.Sprintf("can never fit on this cluster: needs %d node(s) with %g GPU and %g CPU each; "+
+			"%d of %d alive node(s) are that large (largest has %g GPU)", d.Groups, d.GPUs, d.CPUs, fitting, alive, maxGPU), true
+	}
+	if !driverOK {
+		return fmt.Sprintf("can never fit on this cluster: no alive node offers the driver's resources %s", describeMap(driver)), true
+	}
+	return "", false
+}
+
+func describeFree(nodes []*node) string {
+	if len(nodes) == 0 {
+		return "no alive nodes"
+	}
+	var parts []string
+	for _, n := range nodes {
+		if n.total[ResGPU] == 0 {
+			continue
+		}
+		id := n.id
+		if len(id) > 8 {
+			id = id[:8]
+		}
+		parts = append(parts, fmt.Sprintf("%s %g GPU/%g CPU", id, n.free[ResGPU], n.free[ResCPU]))
+	}
+	if len(parts) == 0 {
+		return "no GPU nodes"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describeMap(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%g", k, m[k]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}

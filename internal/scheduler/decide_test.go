@@ -1,0 +1,239 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+var t0 = time.Date(2025, 12, 23, 14, 32, 1, 0, time.UTC)
+
+func policy() Policy {
+	return Policy{
+		MaxRunning: 10,
+		CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3, mvp.WorkloadGRPO: 3, mvp.WorkloadSFT: 10},
+		Driver:     map[string]float64{"worker_node": 1, "CPU": 1},
+		GangWait:   2 * time.Minute,
+	}
+}
+
+// worker is a 4-GPU, 48-CPU worker node with gpus GPUs and cpus CPUs free.
+func worker(id string, gpus, cpus float64) mvp.Node {
+	return mvp.Node{ID: id, Alive: true,
+		Total:     map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100},
+		Available: map[string]float64{"GPU": gpus, "CPU": cpus, "worker_node": 100}}
+}
+
+func head() mvp.Node {
+	return mvp.Node{ID: "head", Alive: true, IsHead: true, Total: map[string]float64{"CPU": 0}, Available: map[string]float64{}}
+}
+
+func cluster(nodes ...mvp.Node) *mvp.ClusterView {
+	return &mvp.ClusterView{At: t0, Nodes: append([]mvp.Node{head()}, nodes...), Source: "probe"}
+}
+
+var seq int
+
+func task(w mvp.Workload, nnodes, gpus int, state mvp.State) *mvp.Task {
+	seq++
+	return &mvp.Task{ID: fmt.Sprintf("mvp2-%s-20251223-143201-%04x", w, seq), Workload: w, NNodes: nnodes,
+		GPUsPerNode: gpus, State: state, CreatedAt: t0.Add(time.Duration(seq) * time.Second)}
+}
+
+// summary renders actions compactly: "submit:<id>", "wait:<id>", "never:<id>", "stuck:<id>".
+func summary(as []Action) []string {
+	var out []string
+	for _, a := range as {
+		switch a := a.(type) {
+		case Submit:
+			out = append(out, "submit:"+a.Task.ID)
+		case Wait:
+			if a.Never {
+				out = append(out, "never:"+a.Task.ID)
+			} else {
+				out = append(out, "wait:"+a.Task.ID)
+			}
+		case StopStuck:
+			out = append(out, "stuck:"+a.Task.ID)
+		}
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	type tc struct {
+		name string
+		snap func() (Snapshot, []string) // snapshot and expected summary
+		pol  func(*Policy)
+	}
+	cases := []tc{
+		{name: "fits on one free node", snap: func() (Snapshot, []string) {
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 4, 48)), Queue: []*mvp.Task{a}},
+				[]string{"submit:" + a.ID}
+		}},
+		{name: "2+2 free GPUs never admit a 1x4 gang", snap: func() (Snapshot, []string) {
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 2, 48), worker("n2", 2, 48)), Queue: []*mvp.Task{a}},
+				[]string{"wait:" + a.ID}
+		}},
+		{name: "2x4 needs two distinct nodes", snap: func() (Snapshot, []string) {
+			a := task(mvp.WorkloadPPO, 2, 4, mvp.StateQueued)
+			b := task(mvp.WorkloadPPO, 2, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 4, 48)), Queue: []*mvp.Task{a, b}},
+				[]string{"submit:" + a.ID, "wait:" + b.ID}
+		}},
+		{name: "two small tasks share the cluster, third waits", snap: func() (Snapshot, []string) {
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			b := task(mvp.WorkloadGRPO, 1, 4, mvp.StateQueued)
+			c := task(mvp.WorkloadPPO, 1, 1, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 4, 48)), Queue: []*mvp.Task{a, b, c}},
+				[]string{"submit:" + a.ID, "submit:" + b.ID, "wait:" + c.ID}
+		}},
+		{name: "FIFO: a head that does not fit blocks smaller tasks behind it", snap: func() (Snapshot, []string) {
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			b := task(mvp.WorkloadPPO, 1, 1, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 3, 48), worker("n2", 2, 48)), Queue: []*mvp.Task{a, b}},
+				[]string{"wait:" + a.ID, "wait:" + b.ID}
+		}},
+		{name: "a task that can never fit does not block the queue", snap: func() (Snapshot, []string) {
+			a := task(mvp.WorkloadPPO, 1, 8, mvp.StateQueued)
+			b := task(mvp.WorkloadPPO, 3, 1, mvp.StateQueued)
+			c := task(mvp.WorkloadPPO, 1, 2, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 4, 48)), Queue: []*mvp.Task{a, b, c}},
+				[]string{"never:" + a.ID, "never:" + b.ID, "submit:" + c.ID}
+		}},
+		{name: "SFT bundles need 10 CPUs per GPU", snap: func() (Snapshot, []string) {
+			a := task(mvp.WorkloadSFT, 1, 4, mvp.StateQueued)
+			b := task(mvp.WorkloadSFT, 1, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 4, 39)), Queue: []*mvp.Task{a, b}},
+				[]string{"submit:" + a.ID, "wait:" + b.ID}
+		}},
+		{name: "the driver needs a worker_node somewhere", snap: func() (Snapshot, []string) {
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			n := worker("n1", 4, 12) // exactly the bundles' CPUs, no CPU left for the driver
+			return Snapshot{Cluster: cluster(n), Queue: []*mvp.Task{a}}, []string{"wait:" + a.ID}
+		}},
+		{name: "max_running_tasks holds the queue", pol: func(p *Policy) { p.MaxRunning = 1 }, snap: func() (Snapshot, []string) {
+			r := task(mvp.WorkloadPPO, 1, 1, mvp.StateRunning)
+			a := task(mvp.WorkloadPPO, 1, 1, mvp.StateQueued)
+			g := mvp.PlacementGroup{CreatorJobID: "01000000", State: "CREATED"}
+			c := cluster(worker("n1", 3, 45), worker("n2", 4, 48))
+			c.Groups = []mvp.PlacementGroup{g}
+			return Snapshot{Cluster: c, Queue: []*mvp.Task{a}, Active: []ActiveAttempt{{Task: r,
+					Attempt: &mvp.Attempt{No: 1, RayJobID: "01000000", RayStatus: mvp.RayRunning}}}},
+				[]string{"wait:" + a.ID}
+		}},
+		{name: "GPUs of a submitted gang not yet placed are reserved", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateSubmitted)
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			b := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 4, 48)), Queue: []*mvp.Task{a, b},
+					Active: []ActiveAttempt{{Task: s, Attempt: &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}}}},
+				[]string{"submit:" + a.ID, "wait:" + b.ID}
+		}},
+		{name: "a placed gang is not reserved twice", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			c := cluster(worker("n1", 0, 35), worker("n2", 4, 48))
+			c.Groups = []mvp.PlacementGroup{{CreatorJobID: "02000000", State: "CREATED"}}
+			return Snapshot{Cluster: c, Queue: []*mvp.Task{a},
+					Active: []ActiveAttempt{{Task: s, Attempt: &mvp.Attempt{No: 1, RayJobID: "02000000", RayStatus: mvp.RayRunning}}}},
+				[]string{"submit:" + a.ID}
+		}},
+		{name: "a reservation that cannot be placed holds the queue", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateSubmitted)
+			a := task(mvp.WorkloadPPO, 1, 2, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 2, 48), worker("n2", 2, 48)), Queue: []*mvp.Task{a},
+					Active: []ActiveAttempt{{Task: s, Attempt: &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}}}},
+				[]string{"wait:" + a.ID}
+		}},
+		{name: "a stuck gang is stopped after gang_wait and does not hold the queue", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			a := task(mvp.WorkloadPPO, 1, 2, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 2, 48), worker("n2", 2, 48)), Queue: []*mvp.Task{a},
+					Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-3 * time.Minute),
+						Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning}}}},
+				[]string{"stuck:" + s.ID, "submit:" + a.ID}
+		}},
+		{name: "a gang stuck for less than gang_wait is left alone", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			return Snapshot{Cluster: cluster(worker("n1", 2, 48), worker("n2", 2, 48)),
+				Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-time.Minute),
+					Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning}}}}, nil
+		}},
+		{name: "no cluster reading: nothing admitted", snap: func() (Snapshot, []string) {
+			a := task(mvp.WorkloadPPO, 1, 1, mvp.StateQueued)
+			return Snapshot{Queue: []*mvp.Task{a}}, nil
+		}},
+		{name: "a task backing off is skipped and does not hold the queue", snap: func() (Snapshot, []string) {
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StatePendingResources)
+			later := t0.Add(30 * time.Second)
+			a.NextRunAt = &later
+			a.LatestAttemptNo = 1
+			b := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48)), Queue: []*mvp.Task{a, b}},
+				[]string{"submit:" + b.ID}
+		}},
+		{name: "a dead node offers nothing", snap: func() (Snapshot, []string) {
+			a := task(mvp.WorkloadPPO, 2, 4, mvp.StateQueued)
+			dead := worker("n2", 4, 48)
+			dead.Alive = false
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), dead), Queue: []*mvp.Task{a}},
+				[]string{"never:" + a.ID}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := policy()
+			if c.pol != nil {
+				c.pol(&p)
+			}
+			snap, want := c.snap()
+			got := summary(Decide(t0, snap, p))
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("got  %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+func TestDecideAttemptNumberAndReasons(t *testing.T) {
+	a := task(mvp.WorkloadPPO, 1, 4, mvp.StatePendingResources)
+	a.LatestAttemptNo = 2
+	past := t0.Add(-time.Second)
+	a.NextRunAt = &past
+	acts := Decide(t0, Snapshot{Cluster: cluster(worker("n1", 4, 48)), Queue: []*mvp.Task{a}}, policy())
+	if len(acts) != 1 {
+		t.Fatalf("got %v", summary(acts))
+	}
+	if s := acts[0].(Submit); s.AttemptNo != 3 || len(s.Nodes) != 1 || s.Nodes[0] != "n1" {
+		t.Errorf("submit %+v", s)
+	}
+
+	big := task(mvp.WorkloadPPO, 1, 8, mvp.StateQueued)
+	w := Decide(t0, Snapshot{Cluster: cluster(worker("n1", 4, 48)), Queue: []*mvp.Task{big}}, policy())[0].(Wait)
+	if !w.Never || !strings.Contains(w.Reason, "can never fit") || !strings.Contains(w.Reason, "largest has 4 GPU") {
+		t.Errorf("never reason: %+v", w)
+	}
+
+	// The same reason is not written again.
+	big.State, big.PendingReason = mvp.StatePendingResources, w.Reason
+	if acts := Decide(t0, Snapshot{Cluster: cluster(worker("n1", 4, 48)), Queue: []*mvp.Task{big}}, policy()); len(acts) != 0 {
+		t.Errorf("unchanged reason rewritten: %v", summary(acts))
+	}
+}
+
+func TestDecideIsPure(t *testing.T) {
+	a := task(mvp.WorkloadPPO, 1, 2, mvp.StateQueued)
+	b := task(mvp.WorkloadPPO, 1, 2, mvp.StateQueued)
+	snap := Snapshot{Cluster: cluster(worker("n1", 4, 48)), Queue: []*mvp.Task{a, b}}
+	first := strings.Join(summary(Decide(t0, snap, policy())), " ")
+	second := strings.Join(summary(Decide(t0, snap, policy())), " ")
+	if first != second || snap.Cluster.Nodes[1].Available["GPU"] != 4 {
+		t.Errorf("Decide changed its input or is not deterministic: %q vs %q", first, second)
+	}
+}
