@@ -1,0 +1,471 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/taskfs"
+)
+
+// Builder makes the Ray submission of attempt n of a task from its effective spec.
+type Builder func(t *mvp.Task, attemptNo int) (*mvp.JobSubmission, error)
+
+// Loop applies Decide's actions and follows every live attempt in Ray, once per tick.
+type Loop struct {
+	Store   mvp.Store
+	Ray     mvp.RayClient
+	Cluster mvp.ClusterReader
+	Build   Builder
+	Files   taskfs.FS
+	Clock   mvp.Clock
+	Logger  *slog.Logger
+	Policy  Policy
+	// Tick is the period of Run.
+	Tick time.Duration
+	// RetryInterval is the wait before the next attempt after INSUFFICIENT_RESOURCES.
+	RetryInterval time.Duration
+	// MaxInfraRetries bounds the attempts retried because their Ray job vanished (INFRA).
+	MaxInfraRetries int
+	// Crash, when set (tests only), is called at named points and may end the process there.
+	Crash func(point string)
+
+	mu     sync.Mutex
+	stuck  map[string]time.Time // submission id → first seen unplaceable
+	health Health
+	wake   chan struct{}
+}
+
+// Health is what /healthz reports of the scheduler's view of Ray.
+type Health struct {
+	RayOK         bool      `json:"ray_ok"`
+	RayError      string    `json:"ray_error,omitempty"`
+	RayDownSince  time.Time `json:"ray_down_since,omitempty"`
+	ClusterSource string    `json:"cluster_source,omitempty"`
+	LastTick      time.Time `json:"last_tick"`
+}
+
+// Health returns the latest health reading.
+func (l *Loop) Health() Health {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.health
+}
+
+// Wake asks for a tick as soon as possible (e.g. after a submit or a cancel).
+func (l *Loop) Wake() {
+	l.mu.Lock()
+	if l.wake == nil {
+		l.wake = make(chan struct{}, 1)
+	}
+	ch := l.wake
+	l.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Run ticks until ctx is done. A tick in progress is finished before Run returns.
+func (l *Loop) Run(ctx context.Context) error {
+	l.Wake() // first tick at once: it reconciles what a previous process left
+	l.mu.Lock()
+	ch := l.wake
+	l.mu.Unlock()
+	t := time.NewTicker(l.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-ch:
+		}
+		// The tick runs on its own context so that a shutdown lets it finish its writes.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		if err := l.RunOnce(tctx); err != nil {
+			l.Logger.Error("scheduler tick", "err", err)
+		}
+		cancel()
+	}
+}
+
+// RunOnce is one tick: follow live attempts, read the cluster, decide, apply.
+func (l *Loop) RunOnce(ctx context.Context) error {
+	now := l.Clock.Now()
+	active, err := l.Store.Active(ctx)
+	if err != nil {
+		return fmt.Errorf("load active tasks: %w", err)
+	}
+	rayErr := error(nil)
+	for _, t := range active {
+		if err := l.sync(ctx, t); err != nil {
+			if errors.Is(err, mvp.ErrRayUnavailable) {
+				rayErr = err
+				break // Ray is down: do not hammer it once per attempt
+			}
+			l.Logger.Error("sync attempt", "task_id", t.ID, "err", err)
+		}
+	}
+
+	view, cerr := l.Cluster.ReadCluster(ctx)
+	if cerr != nil {
+		view = nil
+		if rayErr == nil {
+			rayErr = cerr
+		}
+	}
+	l.setHealth(now, view, rayErr)
+
+	queue, err := l.Store.Runnable(ctx)
+	if err != nil {
+		return fmt.Errorf("load queue: %w", err)
+	}
+	if active, err = l.Store.Active(ctx); err != nil {
+		return fmt.Errorf("load active tasks: %w", err)
+	}
+	snap := Snapshot{Cluster: view, Queue: queue, Active: l.activeAttempts(now, view, active)}
+	for _, a := range Decide(now, snap, l.Policy) {
+		if err := l.apply(ctx, now, a); err != nil {
+			if errors.Is(err, mvp.ErrConflict) {
+				continue // the task moved meanwhile (e.g. canceled): nothing to do
+			}
+			l.Logger.Error("apply action", "action", fmt.Sprintf("%T", a), "err", err)
+		}
+	}
+	return nil
+}
+
+func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := &l.health
+	h.LastTick = now
+	if rayErr == nil {
+		h.RayOK, h.RayError, h.RayDownSince = true, "", time.Time{}
+	} else {
+		if h.RayOK || h.RayDownSince.IsZero() {
+			h.RayDownSince = now
+		}
+		h.RayOK, h.RayError = false, rayErr.Error()
+	}
+	if view != nil {
+		h.ClusterSource = view.Source
+	}
+}
+
+// activeAttempts pairs each live task with its latest attempt and tracks since when its gang is unplaceable.
+func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp.Task) []ActiveAttempt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stuck == nil {
+		l.stuck = map[string]time.Time{}
+	}
+	seen := map[string]bool{}
+	var out []ActiveAttempt
+	for _, t := range tasks {
+		a := latest(t)
+		if a == nil || a.RayStatus.Terminal() {
+			continue
+		}
+		aa := ActiveAttempt{Task: t, Attempt: a}
+		if view != nil && a.RayJobID != "" && a.FailureKind == mvp.FailureNone && hasUnplaceableGroup(view, a.RayJobID) {
+			since, ok := l.stuck[a.RaySubmissionID]
+			if !ok {
+				since = now
+				l.stuck[a.RaySubmissionID] = now
+			}
+			aa.StuckSince = since
+			seen[a.RaySubmissionID] = true
+		}
+		out = append(out, aa)
+	}
+	for id := range l.stuck {
+		if !seen[id] {
+			delete(l.stuck, id)
+		}
+	}
+	return out
+}
+
+func hasUnplaceableGroup(v *mvp.ClusterView, jobID string) bool {
+	for _, g := range v.Groups {
+		if g.CreatorJobID == jobID && g.State == "PENDING" {
+			return true
+		}
+	}
+	return false
+}
+
+func latest(t *mvp.Task) *mvp.Attempt {
+	for _, a := range t.Attempts {
+		if a.No == t.LatestAttemptNo {
+			return a
+		}
+	}
+	return nil
+}
+
+func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
+	switch a := a.(type) {
+	case Wait:
+		reason := a.Reason
+		return l.Store.Apply(ctx, mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StatePendingResources,
+			At: now, PendingReason: &reason, EventPayload: map[string]any{"reason": reason, "never_fits": a.Never}})
+	case Submit:
+		return l.submit(ctx, now, a)
+	case StopStuck:
+		att := *a.Attempt
+		att.FailureKind = mvp.FailureInsufficientResources
+		att.Message = a.Reason
+		if err := l.Store.UpdateAttempt(ctx, &att, mvp.EventGangStuck, map[string]any{"reason": a.Reason,
+			"attempt_no": att.No}); err != nil {
+			return err
+		}
+		l.Logger.Warn("stopping stuck gang", "task_id", a.Task.ID, "submission_id", att.RaySubmissionID)
+		if err := l.Ray.StopJob(ctx, att.RaySubmissionID); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+			return fmt.Errorf("stop stuck attempt %s: %w", att.RaySubmissionID, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown action %T", a)
+}
+
+// submit records the attempt (with its deterministic submission id) before calling Ray, then calls Ray.
+func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
+	t := s.Task
+	payload, err := l.Build(t, s.AttemptNo)
+	if err != nil {
+		msg := "cannot build the Ray submission: " + err.Error()
+		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateFailed, At: now,
+			ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
+	}
+	att := &mvp.Attempt{TaskID: t.ID, No: s.AttemptNo, RaySubmissionID: payload.SubmissionID, CreatedAt: now}
+	var none *time.Time
+	empty := ""
+	if err := l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateSubmitting, At: now,
+		NewAttempt: att, NextRunAt: &none, PendingReason: &empty, EventType: mvp.EventSubmit,
+		EventPayload: map[string]any{"submission_id": att.RaySubmissionID, "nodes": s.Nodes}}); err != nil {
+		return fmt.Errorf("record attempt %s: %w", att.RaySubmissionID, err)
+	}
+	l.crash("submitting_before_ray")
+	if err := l.Files.WriteSubmission(t.ID, att.No, payload); err != nil {
+		l.Logger.Error("write submission payload", "task_id", t.ID, "err", err)
+	}
+	t.State = mvp.StateSubmitting
+	return l.callRay(ctx, t, att, payload)
+}
+
+// callRay submits payload; on an unclear outcome it looks the job up before anything else.
+func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, payload *mvp.JobSubmission) error {
+	err := l.Ray.SubmitJob(ctx, payload)
+	l.crash("submitting_after_ray")
+	switch {
+	case err == nil || errors.Is(err, mvp.ErrJobExists):
+		return l.markSubmitted(ctx, t, att)
+	case errors.Is(err, mvp.ErrRayUnavailable):
+		if _, gerr := l.Ray.GetJob(ctx, att.RaySubmissionID); gerr == nil {
+			return l.markSubmitted(ctx, t, att)
+		}
+		l.Logger.Warn("submit did not go through; will look again next tick", "task_id", t.ID,
+			"submission_id", att.RaySubmissionID, "err", err)
+		return fmt.Errorf("submit attempt %s: %w", att.RaySubmissionID, err)
+	default:
+		msg := "Ray refused the submission: " + err.Error()
+		up := *att
+		up.RayStatus, up.FailureKind, up.Message = mvp.RayFailed, mvp.FailureUserError, cut(err.Error())
+		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: mvp.StateSubmitting, To: mvp.StateFailed,
+			At: l.Clock.Now(), AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
+	}
+}
+
+func (l *Loop) markSubmitted(ctx context.Context, t *mvp.Task, att *mvp.Attempt) error {
+	up := *att
+	up.RayStatus = mvp.RayPending
+	err := l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: mvp.StateSubmitting, To: mvp.StateSubmitted,
+		At: l.Clock.Now(), AttemptUpdate: &up, EventPayload: map[string]any{"submission_id": att.RaySubmissionID}})
+	if errors.Is(err, mvp.ErrConflict) {
+		// Canceled while the call was in flight: the job must not run.
+		if serr := l.Ray.StopJob(ctx, att.RaySubmissionID); serr != nil && !errors.Is(serr, mvp.ErrJobNotFound) {
+			return fmt.Errorf("stop canceled attempt %s: %w", att.RaySubmissionID, serr)
+		}
+		return nil
+	}
+	return err
+}
+
+// sync follows one live task's latest attempt in Ray by its submission id.
+func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
+	a := latest(t)
+	if a == nil {
+		return nil
+	}
+	info, err := l.Ray.GetJob(ctx, a.RaySubmissionID)
+	if errors.Is(err, mvp.ErrJobNotFound) {
+		return l.jobMissing(ctx, t, a)
+	}
+	if err != nil {
+		return fmt.Errorf("get job %s: %w", a.RaySubmissionID, err)
+	}
+	up := *a
+	up.RayStatus, up.RayJobID, up.DriverNodeID = info.Status, info.JobID, info.DriverNodeID
+	up.StartTime, up.EndTime = msTime(info.StartTime), msTime(info.EndTime)
+	if info.DriverExitCode != nil {
+		up.ExitCode = info.DriverExitCode
+	}
+	now := l.Clock.Now()
+
+	if !info.Status.Terminal() {
+		if t.State == mvp.StateCanceled {
+			if err := l.Ray.StopJob(ctx, a.RaySubmissionID); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+				return fmt.Errorf("stop canceled attempt %s: %w", a.RaySubmissionID, err)
+			}
+		}
+		to := t.State
+		if t.State == mvp.StateSubmitting {
+			to = mvp.StateSubmitted
+		}
+		if info.Status == mvp.RayRunning && (t.State == mvp.StateSubmitting || t.State == mvp.StateSubmitted) {
+			to = mvp.StateRunning
+		}
+		if to != t.State {
+			if to == mvp.StateRunning {
+				l.crash("submitted_to_running")
+			}
+			return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: to, At: now, AttemptUpdate: &up,
+				EventPayload: map[string]any{"ray_status": info.Status}})
+		}
+		if attemptChanged(a, &up) {
+			return l.Store.UpdateAttempt(ctx, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": info.Status})
+		}
+		return nil
+	}
+
+	// The job ended: keep its log and status in the task folder first, so they outlive Ray's copy.
+	logs, lerr := l.Ray.JobLogs(ctx, a.RaySubmissionID)
+	if lerr == nil {
+		if err := l.Files.WriteLog(t.ID, a.No, logs); err != nil {
+			l.Logger.Error("write driver log", "task_id", t.ID, "err", err)
+		}
+	} else {
+		l.Logger.Warn("fetch driver log", "task_id", t.ID, "submission_id", a.RaySubmissionID, "err", lerr)
+	}
+	l.crash("final_log_fetch")
+	up.Message = cut(info.Message)
+	if up.EndTime == nil {
+		up.EndTime = &now
+	}
+	switch {
+	case t.State == mvp.StateCanceled:
+		up.Message = "canceled by user"
+		l.writeResult(t, &up, info)
+		return l.Store.UpdateAttempt(ctx, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": info.Status})
+	case info.Status == mvp.RaySucceeded:
+		up.FailureKind = mvp.FailureNone
+		l.writeResult(t, &up, info)
+		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateSucceeded, At: now,
+			AttemptUpdate: &up, EventPayload: map[string]any{"ray_status": info.Status}})
+	}
+	kind, summary := Classify(info, logs)
+	if info.Status == mvp.RayStopped && a.FailureKind == mvp.FailureInsufficientResources {
+		kind, summary = a.FailureKind, a.Message // stopped by the stuck-gang rule
+	}
+	up.FailureKind = kind
+	if summary != "" && kind == mvp.FailureInsufficientResources {
+		up.Message = summary
+	}
+	l.writeResult(t, &up, info)
+	if kind == mvp.FailureInsufficientResources {
+		return l.requeue(ctx, t, &up, now, now.Add(l.RetryInterval),
+			fmt.Sprintf("attempt %d failed for lack of resources (%s)", a.No, summary))
+	}
+	msg := fmt.Sprintf("attempt %d: %s: %s", a.No, kind, summary)
+	return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateFailed, At: now,
+		AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"ray_status": info.Status,
+			"failure_kind": kind}})
+}
+
+// requeue puts a task whose attempt ended back in PENDING_RESOURCES, to be tried again from next on.
+func (l *Loop) requeue(ctx context.Context, t *mvp.Task, up *mvp.Attempt, now, next time.Time, why string) error {
+	nextPtr := &next
+	reason := fmt.Sprintf("%s; next attempt at %s", why, next.UTC().Format(time.RFC3339))
+	l.crash("requeue")
+	return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StatePendingResources, At: now,
+		AttemptUpdate: up, NextRunAt: &nextPtr, PendingReason: &reason, EventType: mvp.EventRetryScheduled,
+		EventPayload: map[string]any{"reason": why, "next_run_at": next, "failure_kind": up.FailureKind}})
+}
+
+// jobMissing handles a live attempt that Ray does not know.
+func (l *Loop) jobMissing(ctx context.Context, t *mvp.Task, a *mvp.Attempt) error {
+	now := l.Clock.Now()
+	switch t.State {
+	case mvp.StateSubmitting:
+		// The previous process stopped between writing the attempt and Ray accepting it: submit again with the
+		// same submission id (Ray refuses a duplicate, so this can never make a second job).
+		payload, err := l.Build(t, a.No)
+		if err != nil {
+			return err
+		}
+		l.Logger.Info("resubmitting attempt left in SUBMITTING", "task_id", t.ID, "submission_id", a.RaySubmissionID)
+		return l.callRay(ctx, t, a, payload)
+	case mvp.StateCanceled:
+		up := *a
+		up.RayStatus, up.Message, up.EndTime = mvp.RayStopped, "canceled before the job reached Ray", &now
+		return l.Store.UpdateAttempt(ctx, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": "NOT_FOUND"})
+	}
+	// SUBMITTED or RUNNING, and Ray forgot the job: the head restarted and took it with it.
+	up := *a
+	up.RayStatus, up.FailureKind, up.EndTime = mvp.RayFailed, mvp.FailureInfra, &now
+	up.Message = "the Ray job vanished (the Ray head was restarted?)"
+	l.writeResult(t, &up, &mvp.JobInfo{SubmissionID: a.RaySubmissionID, Status: mvp.RayFailed, Message: up.Message})
+	if infra := countInfra(ctx, l.Store, t.ID); infra < l.MaxInfraRetries {
+		return l.requeue(ctx, t, &up, now, now, fmt.Sprintf("attempt %d was lost by Ray (INFRA, retry %d of %d)",
+			a.No, infra+1, l.MaxInfraRetries))
+	}
+	msg := fmt.Sprintf("attempt %d was lost by Ray and the INFRA retries (%d) are used up", a.No, l.MaxInfraRetries)
+	return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateFailed, At: now,
+		AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"failure_kind": mvp.FailureInfra}})
+}
+
+func countInfra(ctx context.Context, s mvp.Store, id string) int {
+	t, err := s.GetTask(ctx, id)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, a := range t.Attempts {
+		if a.FailureKind == mvp.FailureInfra {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *Loop) writeResult(t *mvp.Task, a *mvp.Attempt, info *mvp.JobInfo) {
+	if err := l.Files.WriteResult(t.ID, a.No, info, a.FailureKind); err != nil {
+		l.Logger.Error("write attempt status", "task_id", t.ID, "err", err)
+	}
+}
+
+func (l *Loop) crash(point string) {
+	if l.Crash != nil {
+		l.Crash(point)
+	}
+}
+
+func attemptChanged(a, b *mvp.Attempt) bool {
+	return a.RayStatus != b.RayStatus || a.RayJobID != b.RayJobID || a.DriverNodeID != b.DriverNodeID ||
+		(a.StartTime == nil) != (b.StartTime == nil)
+}
+
+func msTime(ms int64) *time.Time {
+	if ms <= 0 {
+		return nil
+	}
+	t := time.UnixMilli(ms).UTC()
+	return &t
+}

@@ -1,0 +1,156 @@
+// Package taskfs keeps each task's folder on the shared filesystem: <shared_root>/jobs/<task_id>/ with the
+// jobspec as submitted, the effective spec, and per attempt the Ray submission payload, Ray's final status and the
+// driver log. Task ids are checked before they become paths.
+package taskfs
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// TaskIDPattern is the shape of every task id mvp makes.
+var TaskIDPattern = regexp.MustCompile(`^mvp2-(ppo|grpo|sft)-\d{8}-\d{6}-[0-9a-f]{4,8}$`)
+
+// FS is the task folders under one shared root.
+type FS struct {
+	// Root is shared_root; folders live under Root/jobs.
+	Root string
+}
+
+// TaskDir returns <root>/jobs/<id>, refusing ids that are not mvp task ids.
+func (f FS) TaskDir(id string) (string, error) {
+	if !TaskIDPattern.MatchString(id) {
+		return "", mvp.Errorf(mvp.CodeInvalid, "task_id", "%q is not an mvp task id", id)
+	}
+	jobs := filepath.Join(f.Root, "jobs")
+	dir := filepath.Join(jobs, id)
+	if !strings.HasPrefix(dir, jobs+string(filepath.Separator)) {
+		return "", mvp.Errorf(mvp.CodeInvalid, "task_id", "%q escapes the jobs folder", id)
+	}
+	return dir, nil
+}
+
+// AttemptDir returns <task dir>/attempts/aNN.
+func (f FS) AttemptDir(id string, n int) (string, error) {
+	dir, err := f.TaskDir(id)
+	if err != nil {
+		return "", err
+	}
+	if n < 1 || n > 999 {
+		return "", mvp.Errorf(mvp.CodeInvalid, "attempt", "attempt number %d is out of range", n)
+	}
+	return filepath.Join(dir, "attempts", fmt.Sprintf("a%02d", n)), nil
+}
+
+// WriteTask writes the jobspec exactly as submitted and the effective spec.
+func (f FS) WriteTask(id string, raw []byte, spec json.RawMessage) error {
+	dir, err := f.TaskDir(id)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "jobspec.yaml"), raw); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, "spec.json"), indent(spec))
+}
+
+// WriteSubmission writes an attempt's Ray payload and submission id, before the Ray call is made.
+func (f FS) WriteSubmission(id string, n int, s *mvp.JobSubmission) error {
+	dir, err := f.AttemptDir(id, n)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode submission: %w", err)
+	}
+	if err := writeFile(filepath.Join(dir, "submission.json"), b); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, "submission_id"), []byte(s.SubmissionID+"\n"))
+}
+
+// WriteResult writes Ray's final view of an attempt and, when known, its driver log.
+func (f FS) WriteResult(id string, n int, info *mvp.JobInfo, failure mvp.FailureKind) error {
+	dir, err := f.AttemptDir(id, n)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(struct {
+		*mvp.JobInfo
+		FailureKind mvp.FailureKind `json:"failure_kind"`
+	}{info, failure}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode status: %w", err)
+	}
+	return writeFile(filepath.Join(dir, "status.json"), b)
+}
+
+// WriteLog replaces the attempt's copy of the driver log.
+func (f FS) WriteLog(id string, n int, log string) error {
+	dir, err := f.AttemptDir(id, n)
+	if err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, "driver.log"), []byte(log))
+}
+
+// ReadLog returns the attempt's copy of the driver log, or an error wrapping os.ErrNotExist.
+func (f FS) ReadLog(id string, n int) (string, error) {
+	dir, err := f.AttemptDir(id, n)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "driver.log"))
+	if err != nil {
+		return "", fmt.Errorf("read driver log: %w", err)
+	}
+	return string(b), nil
+}
+
+func indent(b json.RawMessage) []byte {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return b
+	}
+	out, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// writeFile writes atomically: a temporary file in the same folder, then a rename.
+func writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create folder for %s: %w", filepath.Base(path), err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
