@@ -1,0 +1,547 @@
+// Package api is mvp's HTTP API: tasks in, task state, events and logs out, behind an internal bearer token.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/taskfs"
+)
+
+// Preparer validates a request body and returns the task it describes (workload, name, gang shape, the raw
+// jobspec and the effective spec), without an id or state.
+type Preparer func(body []byte) (*mvp.Task, error)
+
+// Server serves the API.
+type Server struct {
+	Store   mvp.Store
+	Files   taskfs.FS
+	Ray     mvp.RayClient
+	Cluster mvp.ClusterReader
+	Prepare Preparer
+	Build   scheduler.Builder
+	Policy  scheduler.Policy
+	Clock   mvp.Clock
+	Logger  *slog.Logger
+	// Token is the internal bearer token; never logged.
+	Token string
+	// MaxBodyBytes caps request bodies.
+	MaxBodyBytes int64
+	// Wake asks the scheduler for a tick (after a submit or a cancel); may be nil.
+	Wake func()
+	// Health reports the scheduler's view of Ray for /healthz; may be nil.
+	Health func() scheduler.Health
+	// LogPoll is the period at which a followed log is read again.
+	LogPoll time.Duration
+}
+
+type route struct {
+	method, pattern string
+	auth            bool
+	h               func(http.ResponseWriter, *http.Request) error
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		{"GET", "/healthz", false, s.healthz},
+		{"GET", "/api/v2/openapi.json", true, s.openapi},
+		{"POST", "/api/v2/tasks", true, s.createTask},
+		{"GET", "/api/v2/tasks", true, s.listTasks},
+		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask},
+		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask},
+		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs},
+		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents},
+	}
+}
+
+// Handler returns the API's http.Handler.
+func (s *Server) Handler() http.Handler {
+	if s.LogPoll == 0 {
+		s.LogPoll = time.Second
+	}
+	mux := http.NewServeMux()
+	byPattern := map[string][]route{}
+	var order []string
+	for _, rt := range s.routes() {
+		if _, ok := byPattern[rt.pattern]; !ok {
+			order = append(order, rt.pattern)
+		}
+		byPattern[rt.pattern] = append(byPattern[rt.pattern], rt)
+	}
+	for _, p := range order {
+		rts := byPattern[p]
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			for _, rt := range rts {
+				if rt.method == r.Method || (rt.method == "GET" && r.Method == "HEAD") {
+					s.serve(w, r, rt)
+					return
+				}
+			}
+			var allow []string
+			for _, rt := range rts {
+				allow = append(allow, rt.method)
+			}
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, s.Logger, r, mvp.Errorf(mvp.CodeMethod, "", "%s is not allowed on %s; use %s",
+				r.Method, r.URL.Path, strings.Join(allow, " or ")))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, s.Logger, r, mvp.Errorf(mvp.CodeNotFound, "", "no such endpoint %s; see /api/v2/openapi.json", r.URL.Path))
+	})
+	return mux
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.Logger.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v))
+			writeError(w, s.Logger, r, mvp.Errorf(mvp.CodeInternal, "", "internal error"))
+		}
+	}()
+	if rt.auth {
+		if err := s.authorize(r); err != nil {
+			if mvp.ErrorCode(err) == mvp.CodeUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="mvp"`)
+			}
+			writeError(w, s.Logger, r, err)
+			return
+		}
+	}
+	if err := rt.h(w, r); err != nil {
+		writeError(w, s.Logger, r, err)
+	}
+}
+
+// authorize checks the bearer token in constant time.
+func (s *Server) authorize(r *http.Request) error {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return mvp.Errorf(mvp.CodeUnauthorized, "", "missing Authorization: Bearer <token> header")
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return mvp.Errorf(mvp.CodeUnauthorized, "", "the Authorization header must be 'Bearer <token>'")
+	}
+	if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.Token)) != 1 {
+		return mvp.Errorf(mvp.CodeForbidden, "", "the token is not valid")
+	}
+	return nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	body := map[string]any{"status": "ok"}
+	status := http.StatusOK
+	if s.Health != nil {
+		h := s.Health()
+		body["ray"] = h
+		if !h.RayOK && !h.LastTick.IsZero() {
+			body["status"] = "degraded"
+		}
+	}
+	writeJSON(w, status, body)
+	return nil
+}
+
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return nil, mvp.Errorf(mvp.CodeUnsupported, "", "Content-Type %q cannot be parsed; send application/yaml or application/json", ct)
+		}
+		switch mt {
+		case "application/yaml", "application/x-yaml", "text/yaml", "application/json", "text/plain":
+		default:
+			return nil, mvp.Errorf(mvp.CodeUnsupported, "", "Content-Type %q is not accepted; send application/yaml or application/json", mt)
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, mvp.Errorf(mvp.CodeTooLarge, "", "the body is larger than %d bytes", s.MaxBodyBytes)
+		}
+		return nil, mvp.Errorf(mvp.CodeInvalid, "", "reading the body failed: %v", err)
+	}
+	if len(body) == 0 {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "", "the body is empty; send a YAML or JSON jobspec")
+	}
+	if !utf8.Valid(body) {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "", "the body is not valid UTF-8")
+	}
+	if strings.ContainsRune(string(body), 0) {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "", "the body contains a NUL byte")
+	}
+	return body, nil
+}
+
+func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
+	dry, err := boolParam(r, "dry_run")
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	t, err := s.Prepare(body)
+	if err != nil {
+		return err
+	}
+	now := s.Clock.Now().UTC()
+	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
+	if dry {
+		return s.dryRun(w, r, t)
+	}
+	for i := 0; ; i++ {
+		t.ID = NewTaskID(t.Workload, now, i)
+		err = s.Store.CreateTask(r.Context(), t)
+		if !errors.Is(err, mvp.ErrConflict) || i >= 16 {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create task: %w", err)
+	}
+	if err := s.Files.WriteTask(t.ID, []byte(t.JobSpecYAML), t.SpecJSON); err != nil {
+		s.Logger.Error("write task folder", "task_id", t.ID, "err", err)
+	}
+	if s.Wake != nil {
+		s.Wake()
+	}
+	w.Header().Set("Location", "/api/v2/tasks/"+t.ID)
+	writeJSON(w, http.StatusCreated, t)
+	return nil
+}
+
+// NewTaskID makes mvp2-<workload>-<YYYYMMDD>-<HHMMSS>-<4 hex>; after many collisions in one second the random
+// part grows to 8 hex digits.
+func NewTaskID(w mvp.Workload, now time.Time, try int) string {
+	n := 2
+	if try >= 8 {
+		n = 4
+	}
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("mvp2-%s-%s-%s", w, now.UTC().Format("20060102-150405"), hex.EncodeToString(b))
+}
+
+// Verdicts of a dry run.
+const (
+	VerdictFitsNow    = "fits_now"
+	VerdictWaits      = "waits_for_resources"
+	VerdictNeverFits  = "never_fits"
+	VerdictRayUnknown = "cluster_unreadable"
+)
+
+func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) error {
+	t.ID = NewTaskID(t.Workload, t.CreatedAt, 0)
+	payload, err := s.Build(t, 1)
+	if err != nil {
+		return err
+	}
+	verdict, reason := VerdictRayUnknown, ""
+	view, err := s.Cluster.ReadCluster(r.Context())
+	if err != nil {
+		reason = "the cluster could not be read: " + err.Error()
+	} else {
+		queue, qerr := s.Store.Runnable(r.Context())
+		active, aerr := s.Store.Active(r.Context())
+		if qerr != nil || aerr != nil {
+			return errors.Join(qerr, aerr)
+		}
+		snap := scheduler.Snapshot{Cluster: view, Queue: append(queue, t)}
+		for _, a := range active {
+			for _, at := range a.Attempts {
+				if at.No == a.LatestAttemptNo && !at.RayStatus.Terminal() {
+					snap.Active = append(snap.Active, scheduler.ActiveAttempt{Task: a, Attempt: at})
+				}
+			}
+		}
+		verdict, reason = VerdictWaits, "waiting behind tasks already queued"
+		for _, a := range scheduler.Decide(s.Clock.Now(), snap, s.Policy) {
+			switch a := a.(type) {
+			case scheduler.Submit:
+				if a.Task == t {
+					verdict, reason = VerdictFitsNow, fmt.Sprintf("would be submitted now on node(s) %s", strings.Join(a.Nodes, ", "))
+				}
+			case scheduler.Wait:
+				if a.Task == t {
+					reason = a.Reason
+					if a.Never {
+						verdict = VerdictNeverFits
+					}
+				}
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"dry_run":        true,
+		"effective_spec": t.SpecJSON,
+		"ray_submission": payload,
+		"admission":      map[string]any{"verdict": verdict, "reason": reason},
+	})
+	return nil
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.task(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+func (s *Server) task(r *http.Request) (*mvp.Task, error) {
+	id := r.PathValue("task_id")
+	if !taskfs.TaskIDPattern.MatchString(id) {
+		return nil, mvp.Errorf(mvp.CodeNotFound, "task_id", "no task %q (task ids look like mvp2-ppo-20251223-143201-7f3a)", clip(id))
+	}
+	t, err := s.Store.GetTask(r.Context(), id)
+	if errors.Is(err, mvp.ErrNotFound) {
+		return nil, mvp.Errorf(mvp.CodeNotFound, "task_id", "no task %q", id)
+	}
+	return t, err
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := mvp.TaskFilter{State: mvp.State(q.Get("state")), Workload: mvp.Workload(q.Get("workload")), Cursor: q.Get("cursor")}
+	if f.State != "" && !f.State.Valid() {
+		return mvp.Errorf(mvp.CodeInvalid, "state", "unknown state %q; one of %v", clip(string(f.State)), mvp.States)
+	}
+	if f.Workload != "" && !f.Workload.Valid() {
+		return mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q; one of ppo, grpo, sft", clip(string(f.Workload)))
+	}
+	var err error
+	if f.Limit, err = intParam(r, "limit", 50, 1, 500); err != nil {
+		return err
+	}
+	tasks, next, err := s.Store.ListTasks(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	if tasks == nil {
+		tasks = []*mvp.Task{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": tasks, "next_cursor": next})
+	return nil
+}
+
+func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.task(r)
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(r, "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	evs, next, err := s.Store.Events(r.Context(), t.ID, r.URL.Query().Get("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	if evs == nil {
+		evs = []*mvp.Event{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": evs, "next_cursor": next})
+	return nil
+}
+
+// cancelTask ends a waiting task at once; for a task with a Ray job it records the cancel first (so the
+// scheduler never revives it) and then stops the job. The attempt ends STOPPED when Ray says so.
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.task(r)
+	if err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		if t.State.Terminal() {
+			return mvp.Errorf(mvp.CodeConflict, "state", "task %s is already %s; only waiting or running tasks can be canceled", t.ID, t.State)
+		}
+		err = s.Store.Apply(r.Context(), mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateCanceled,
+			At: s.Clock.Now(), EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": "api"}})
+		if !errors.Is(err, mvp.ErrConflict) || i >= 5 {
+			break
+		}
+		if t, err = s.Store.GetTask(r.Context(), t.ID); err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if t.LatestAttemptNo > 0 && t.State.Active() {
+		sid := mvp.SubmissionID(t.ID, t.LatestAttemptNo)
+		if err := s.Ray.StopJob(r.Context(), sid); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+			s.Logger.Warn("stop job on cancel; the scheduler will retry", "task_id", t.ID, "err", err)
+		}
+	}
+	if s.Wake != nil {
+		s.Wake()
+	}
+	t, err = s.Store.GetTask(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// taskLogs answers an attempt's driver log: the copy in the task folder once the attempt ended, Ray's live copy
+// before. With follow=true it streams new lines until the attempt ends.
+func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.task(r)
+	if err != nil {
+		return err
+	}
+	follow, err := boolParam(r, "follow")
+	if err != nil {
+		return err
+	}
+	n := t.LatestAttemptNo
+	if r.URL.Query().Has("attempt") {
+		if n, err = intParam(r, "attempt", 0, 1, 999); err != nil {
+			return err
+		}
+	}
+	if n == 0 || n > t.LatestAttemptNo {
+		if n == 0 {
+			return mvp.Errorf(mvp.CodeNotFound, "attempt", "task %s has no attempt yet (it is %s): no log", t.ID, t.State)
+		}
+		return mvp.Errorf(mvp.CodeNotFound, "attempt", "task %s has no attempt %d (latest is %d)", t.ID, n, t.LatestAttemptNo)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	sent := 0
+	for {
+		text, done, err := s.readLog(r.Context(), t.ID, n)
+		if err != nil && sent == 0 {
+			return err
+		}
+		if len(text) > sent {
+			if _, werr := io.WriteString(w, text[sent:]); werr != nil {
+				return nil
+			}
+			sent = len(text)
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+		}
+		if !follow || done {
+			return nil
+		}
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-time.After(s.LogPoll):
+		}
+	}
+}
+
+// readLog returns the log of attempt n and whether the attempt has ended (no more lines will come).
+func (s *Server) readLog(ctx context.Context, id string, n int) (string, bool, error) {
+	t, err := s.Store.GetTask(ctx, id)
+	if err != nil {
+		return "", true, err
+	}
+	var a *mvp.Attempt
+	for _, x := range t.Attempts {
+		if x.No == n {
+			a = x
+		}
+	}
+	if a == nil {
+		return "", true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no attempt %d", n)
+	}
+	ended := a.RayStatus.Terminal()
+	if ended {
+		if text, err := s.Files.ReadLog(id, n); err == nil {
+			return text, true, nil
+		}
+	}
+	text, err := s.Ray.JobLogs(ctx, a.RaySubmissionID)
+	if err != nil {
+		if saved, ferr := s.Files.ReadLog(id, n); ferr == nil {
+			return saved, ended, nil
+		}
+		if errors.Is(err, mvp.ErrJobNotFound) {
+			if t.State.Waiting() || t.State == mvp.StateSubmitting {
+				return "", false, nil
+			}
+			return "", true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt %d", n)
+		}
+		return "", ended, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's log could not be read: %v", err)
+	}
+	return text, ended, nil
+}
+
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, mvp.Errorf(mvp.CodeInvalid, name, "%s must be true or false, got %q", name, clip(v))
+	}
+	return b, nil
+}
+
+func intParam(r *http.Request, name string, def, min, max int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		return 0, mvp.Errorf(mvp.CodeInvalid, name, "%s must be an integer from %d to %d, got %q", name, min, max, clip(v))
+	}
+	return n, nil
+}
+
+// clip shortens user text echoed in an error.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+// TokenFromEnv reads the token from the named variable; with generate it makes one when the variable is empty
+// and says so (the caller prints it once).
+func TokenFromEnv(name string, generate bool) (token string, generated bool, err error) {
+	if t := strings.TrimSpace(os.Getenv(name)); t != "" {
+		if len(t) < 16 {
+			return "", false, fmt.Errorf("the token in $%s is shorter than 16 characters", name)
+		}
+		return t, false, nil
+	}
+	if !generate {
+		return "", false, fmt.Errorf("no API token: set $%s (v2.auth.token_env), or start with --dev-generate-token", name)
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", false, err
+	}
+	return hex.EncodeToString(b), true, nil
+}
