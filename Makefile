@@ -1,0 +1,44 @@
+# mvp — the README's two commands are `make run` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/mvp
+RAY_WORKERS ?= 2
+RAY_GPUS_PER_WORKER ?= 4
+export RAY_WORKERS RAY_GPUS_PER_WORKER
+
+.PHONY: all build ray-up ray-down run test test-unit test-e2e vet fuzz bench stress clean
+
+all: build
+
+build: ## build bin/mvp
+	$(GO) build -o $(BIN) ./cmd/mvp
+
+ray-up: ## start (or find) the local Ray cluster in $$MVP_CLUSTER_DIR (default /tmp/mvp-ray-local)
+	@bash scripts/ray-up.sh
+
+ray-down: ## stop that cluster, by process group
+	@bash scripts/ray-down.sh
+
+run: ray-up build ## local Ray cluster + mvp serve in the foreground (Ctrl-C stops it)
+	@bash scripts/run-local.sh
+
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./...
+
+test-unit: vet ## unit tests (no Ray needed)
+	$(GO) test -count=1 ./...
+
+test-e2e: build ## end-to-end tests against a Ray cluster of their own (free ports, temp folder)
+	@bash scripts/e2e.sh
+
+test: test-unit test-e2e ## everything CI runs
+
+fuzz: ## the jobspec parser's fuzz target (FUZZTIME=60s by default)
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$${FUZZTIME:-60s} ./internal/jobspec/
+
+bench: build ## benchmarks; figures go to BENCHMARKS.md
+	@bash scripts/bench.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,385 @@
+// Package cli is the mvp command line: the client verbs that talk to the API, and the dispatch to `serve`.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/jobspec"
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// Env is what the CLI reads of its surroundings.
+type Env struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// Serve runs `mvp serve` with its arguments.
+	Serve func(ctx context.Context, args []string) error
+}
+
+const usage = `mvp — a durable queue with gang GPU admission in front of a Ray cluster.
+
+Usage:
+  mvp serve --config configs/dev.yaml          run the API and the scheduler
+  mvp submit -f job.yaml [-e key=value …] [--dry-run]
+  mvp get TASK_ID
+  mvp list [--state S] [--workload W] [--limit N] [--cursor C]
+  mvp logs TASK_ID [-f] [--attempt N]
+  mvp cancel TASK_ID
+  mvp events TASK_ID [--limit N] [--cursor C]
+
+The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN.
+Every client verb takes -o table|json|yaml (json is the API's own answer).
+
+Example:
+  export MVP_ADDR=http://127.0.0.1:8080 MVP_TOKEN=...
+  mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline
+  mvp logs -f mvp2-ppo-20251223-143201-7f3a
+`
+
+// Run runs the command line and returns the exit code.
+func Run(ctx context.Context, args []string, env Env) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(env.Stdout, usage)
+		return 0
+	}
+	verb, rest := args[0], args[1:]
+	var err error
+	switch verb {
+	case "serve":
+		err = env.Serve(ctx, rest)
+	case "submit", "get", "list", "logs", "cancel", "events":
+		err = runClient(ctx, verb, rest, env)
+	default:
+		fmt.Fprintf(env.Stderr, "mvp: unknown command %q\n\n%s", verb, usage)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "mvp %s: %v\n", verb, err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ error }
+
+var verbHelp = map[string]string{
+	"submit": "mvp submit -f job.yaml [-e key=value …] [--dry-run]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
+	"get":    "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
+	"list":   "mvp list [--state S] [--workload W] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
+	"logs":   "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
+	"cancel": "mvp cancel TASK_ID\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
+	"events": "mvp events TASK_ID [--limit N] [--cursor C]\n  e.g. mvp events mvp2-ppo-20251223-143201-7f3a -o yaml",
+}
+
+type setFlags []string
+
+func (s *setFlags) String() string     { return strings.Join(*s, ",") }
+func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+func runClient(ctx context.Context, verb string, args []string, env Env) error {
+	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() { fmt.Fprintf(env.Stderr, "usage: %s\n\nflags:\n", verbHelp[verb]); fs.PrintDefaults() }
+	out := fs.String("o", "table", "output: table, json or yaml")
+	var (
+		file     = new(string)
+		sets     setFlags
+		dry      = new(bool)
+		follow   = new(bool)
+		attempt  = new(int)
+		state    = new(string)
+		workload = new(string)
+		limit    = new(int)
+		cursor   = new(string)
+	)
+	switch verb {
+	case "submit":
+		fs.StringVar(file, "f", "", "the jobspec file (YAML or JSON); - reads standard input")
+		fs.Var(&sets, "e", "set a jobspec field by its path before sending, e.g. -e nnodes=1 -e env.WANDB_MODE=offline (repeatable)")
+		fs.BoolVar(dry, "dry-run", false, "validate and show the effective spec, the Ray payload and the admission verdict; store nothing")
+	case "logs":
+		fs.BoolVar(follow, "f", false, "follow: stream new lines until the attempt ends")
+		fs.IntVar(attempt, "attempt", 0, "attempt number (default: the latest)")
+	case "list":
+		fs.StringVar(state, "state", "", "only tasks in this state")
+		fs.StringVar(workload, "workload", "", "only tasks of this workload")
+		fs.IntVar(limit, "limit", 0, "page size (1..500)")
+		fs.StringVar(cursor, "cursor", "", "next_cursor of the previous page")
+	case "events":
+		fs.IntVar(limit, "limit", 0, "page size (1..1000)")
+		fs.StringVar(cursor, "cursor", "", "next_cursor of the previous page")
+	}
+	if err := fs.Parse(interleave(fs, args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if *out != "table" && *out != "json" && *out != "yaml" {
+		return usageError{fmt.Errorf("-o must be table, json or yaml, not %q", *out)}
+	}
+	needID := verb != "submit" && verb != "list"
+	if needID && fs.NArg() != 1 {
+		return usageError{fmt.Errorf("need exactly one TASK_ID\nusage: %s", verbHelp[verb])}
+	}
+	addr := env.Getenv("MVP_ADDR")
+	if addr == "" {
+		addr = "http://127.0.0.1:8080"
+	}
+	c := &api.Client{Addr: addr, Token: env.Getenv("MVP_TOKEN")}
+
+	switch verb {
+	case "submit":
+		if *file == "" {
+			return usageError{fmt.Errorf("-f job.yaml is required\nusage: %s", verbHelp[verb])}
+		}
+		body, err := readSpec(*file, sets)
+		if err != nil {
+			return err
+		}
+		raw, err := c.Submit(ctx, body, *dry)
+		if err != nil {
+			return err
+		}
+		if *dry {
+			return print(env.Stdout, *out, raw, func(w io.Writer) error { return printDryRun(w, raw) })
+		}
+		var t mvp.Task
+		_ = json.Unmarshal(raw, &t)
+		return print(env.Stdout, *out, raw, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "%s\t%s\n", t.ID, t.State)
+			return err
+		})
+	case "get":
+		t, raw, err := c.Get(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		return print(env.Stdout, *out, raw, func(w io.Writer) error { return printTask(w, t) })
+	case "cancel":
+		t, raw, err := c.Cancel(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		return print(env.Stdout, *out, raw, func(w io.Writer) error { return printTask(w, t) })
+	case "list":
+		p, raw, err := c.List(ctx, *state, *workload, *limit, *cursor)
+		if err != nil {
+			return err
+		}
+		return print(env.Stdout, *out, raw, func(w io.Writer) error { return printList(w, p) })
+	case "events":
+		p, raw, err := c.Events(ctx, fs.Arg(0), *cursor, *limit)
+		if err != nil {
+			return err
+		}
+		return print(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, p) })
+	case "logs":
+		return c.Logs(ctx, fs.Arg(0), *attempt, *follow, env.Stdout)
+	}
+	return nil
+}
+
+// interleave lets flags come after positional arguments (mvp logs ID -f).
+func interleave(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && a != "-" {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") {
+				if f := fs.Lookup(name); f != nil {
+					if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !bf.IsBoolFlag() {
+						if i+1 < len(args) {
+							flags = append(flags, args[i+1])
+							i++
+						}
+					}
+				}
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	return append(flags, pos...)
+}
+
+// readSpec reads the jobspec; with -e settings it decodes, sets the fields and re-encodes as YAML.
+func readSpec(path string, sets []string) ([]byte, error) {
+	var body []byte
+	var err error
+	if path == "-" {
+		body, err = io.ReadAll(io.LimitReader(os.Stdin, 8<<20))
+	} else {
+		body, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read jobspec: %w", err)
+	}
+	if len(sets) == 0 {
+		return body, nil
+	}
+	doc := map[string]any{}
+	if err := yaml.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("%s: not a YAML mapping: %w", path, err)
+	}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, usageError{fmt.Errorf("-e %q: want key=value, e.g. -e nnodes=1", s)}
+		}
+		if err := jobspec.SetPath(doc, k, v); err != nil {
+			return nil, usageError{fmt.Errorf("-e %s: %w", s, err)}
+		}
+	}
+	return yaml.Marshal(doc)
+}
+
+func print(w io.Writer, format string, raw json.RawMessage, table func(io.Writer) error) error {
+	switch format {
+	case "json":
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			_, err = w.Write(raw)
+			return err
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
+		_, err := fmt.Fprintf(w, "%s\n", b)
+		return err
+	case "yaml":
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	return table(w)
+}
+
+func ts(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func printTask(w io.Writer, t *mvp.Task) error {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	created := t.CreatedAt
+	fmt.Fprintf(tw, "task_id:\t%s\nworkload:\t%s\nname:\t%s\nstate:\t%s\ngang:\t%d × %d GPU\ncreated_at:\t%s\n",
+		t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, ts(&created))
+	if t.PendingReason != "" {
+		fmt.Fprintf(tw, "pending_reason:\t%s\n", t.PendingReason)
+	}
+	if t.NextRunAt != nil {
+		fmt.Fprintf(tw, "next_run_at:\t%s\n", ts(t.NextRunAt))
+	}
+	if t.ErrorSummary != "" {
+		fmt.Fprintf(tw, "error_summary:\t%s\n", t.ErrorSummary)
+	}
+	tw.Flush()
+	if len(t.Attempts) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+		fmt.Fprintln(tw, "ATTEMPT\tSUBMISSION ID\tRAY STATUS\tFAILURE\tSTART\tEND\tEXIT")
+		for _, a := range t.Attempts {
+			exit := "-"
+			if a.ExitCode != nil {
+				exit = fmt.Sprint(*a.ExitCode)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.No, a.RaySubmissionID, dash(string(a.RayStatus)),
+				dash(string(a.FailureKind)), ts(a.StartTime), ts(a.EndTime), exit)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+func printList(w io.Writer, p *api.TaskPage) error {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK ID\tSTATE\tWORKLOAD\tGANG\tATTEMPTS\tCREATED\tREASON")
+	for _, t := range p.Tasks {
+		c := t.CreatedAt
+		reason := t.PendingReason
+		if t.ErrorSummary != "" {
+			reason = t.ErrorSummary
+		}
+		if len(reason) > 60 {
+			reason = reason[:60] + "…"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%d\t%s\t%s\n", t.ID, t.State, t.Workload, t.NNodes, t.GPUsPerNode,
+			t.LatestAttemptNo, ts(&c), reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if p.NextCursor != "" {
+		fmt.Fprintf(w, "\nmore: mvp list --cursor %s\n", p.NextCursor)
+	}
+	return nil
+}
+
+func printEvents(w io.Writer, p *api.EventPage) error {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTIME\tTYPE\tDETAIL")
+	for _, e := range p.Events {
+		t := e.TS
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.ID, ts(&t), e.Type, string(e.Payload))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if p.NextCursor != "" {
+		fmt.Fprintf(w, "\nmore: --cursor %s\n", p.NextCursor)
+	}
+	return nil
+}
+
+func printDryRun(w io.Writer, raw json.RawMessage) error {
+	var d struct {
+		Admission struct{ Verdict, Reason string } `json:"admission"`
+		Ray       mvp.JobSubmission                `json:"ray_submission"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "verdict:     %s\nreason:      %s\nsubmission:  %s\nentrypoint:  %s\n", d.Admission.Verdict,
+		d.Admission.Reason, d.Ray.SubmissionID, d.Ray.Entrypoint)
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

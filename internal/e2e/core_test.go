@@ -1,0 +1,242 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// TestTaskRunsToSucceeded: a task that fits runs to SUCCEEDED with a complete history and task folder.
+func TestTaskRunsToSucceeded(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	task := s.submit(spec("ppo", 1, 2, 2))
+	if !strings.HasPrefix(task.ID, "mvp2-ppo-") || task.State != mvp.StateQueued {
+		t.Fatalf("submitted task %+v", task)
+	}
+	done := s.waitState(task.ID, mvp.StateSucceeded, 120*time.Second)
+	if len(done.Attempts) != 1 {
+		t.Fatalf("attempts: %d", len(done.Attempts))
+	}
+	a := done.Attempts[0]
+	if a.RaySubmissionID != task.ID+"--a01" || a.RayStatus != mvp.RaySucceeded || a.StartTime == nil ||
+		a.EndTime == nil || a.ExitCode == nil || *a.ExitCode != 0 || a.DriverNodeID == "" || a.FailureKind != "" {
+		t.Errorf("attempt %+v", a)
+	}
+	dir := filepath.Join(s.sharedRoot, "jobs", task.ID)
+	for _, f := range []string{"jobspec.yaml", "spec.json", "attempts/a01/submission.json", "attempts/a01/submission_id",
+		"attempts/a01/status.json", "attempts/a01/driver.log"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("task folder: %v", err)
+		}
+	}
+	if got := readFile(t, filepath.Join(dir, "attempts/a01/submission_id")); got != task.ID+"--a01\n" {
+		t.Errorf("submission_id file %q", got)
+	}
+	if log := readFile(t, filepath.Join(dir, "attempts/a01/driver.log")); !strings.Contains(log, "verl-standin") {
+		t.Errorf("driver.log: %q", tail(log, 5))
+	}
+	if log := s.logs(task.ID, 1); !strings.Contains(log, "verl-standin") {
+		t.Errorf("logs API: %q", tail(log, 5))
+	}
+	var types []string
+	for _, e := range s.events(task.ID) {
+		types = append(types, e.Type)
+	}
+	joined := strings.Join(types, " ")
+	for _, want := range []string{mvp.EventCreated, mvp.EventSubmit, mvp.EventStateTransition} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("events %v lack %s", types, want)
+		}
+	}
+}
+
+// TestWaitsWhileGPUsBusy: with the GPUs busy a task waits in mvp, with no Ray job, and runs by itself later.
+func TestWaitsWhileGPUsBusy(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	first := s.submit(spec("ppo", 2, 4, 12))
+	s.waitState(first.ID, mvp.StateRunning, 90*time.Second)
+	second := s.submit(spec("grpo", 1, 4, 1))
+	w := s.waitState(second.ID, mvp.StatePendingResources, 30*time.Second)
+	if w.PendingReason == "" || w.LatestAttemptNo != 0 {
+		t.Errorf("waiting task: reason %q, attempts %d", w.PendingReason, w.LatestAttemptNo)
+	}
+	if _, err := rayc.GetJob(ctxT(t), second.ID+"--a01"); !errors.Is(err, mvp.ErrJobNotFound) {
+		t.Errorf("a Ray job exists for the waiting task: %v", err)
+	}
+	s.waitState(first.ID, mvp.StateSucceeded, 120*time.Second)
+	done := s.waitState(second.ID, mvp.StateSucceeded, 120*time.Second)
+	if len(done.Attempts) != 1 {
+		t.Errorf("second task took %d attempts", len(done.Attempts))
+	}
+}
+
+// TestRaceFailsFastThenRetries: GPUs taken behind mvp's back between admission and verl's check make the attempt
+// fail with verl's message; it is classed INSUFFICIENT_RESOURCES, requeued, and attempt 2 succeeds.
+func TestRaceFailsFastThenRetries(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 2})
+	gate := filepath.Join(t.TempDir(), "go")
+	task := s.submit(spec("ppo", 2, 4, 1, "mvp_test.wait_file="+gate))
+	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
+
+	thief := uniq("thief")
+	direct(t, thief, "python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 2 --hold 15")
+	waitFor(t, 60*time.Second, "the thief to hold 2 GPUs", func() (bool, string) {
+		sum := 0.0
+		for _, g := range freeGPUs(t) {
+			sum += g
+		}
+		return sum <= 6, ""
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := s.waitState(task.ID, mvp.StatePendingResources, 90*time.Second)
+	if w.Attempts[0].FailureKind != mvp.FailureInsufficientResources || w.NextRunAt == nil {
+		t.Fatalf("after the race: %+v attempt %+v", w, w.Attempts[0])
+	}
+	if !strings.Contains(w.Attempts[0].Message, "Total available GPUs 6.0 is less than total desired GPUs 8") {
+		t.Errorf("attempt message %q", w.Attempts[0].Message)
+	}
+	done := s.waitState(task.ID, mvp.StateSucceeded, 180*time.Second)
+	if len(done.Attempts) != 2 || done.Attempts[1].RaySubmissionID != task.ID+"--a02" {
+		t.Errorf("attempts %+v", done.Attempts)
+	}
+}
+
+// TestFragmentedGangWaitsAndStuckGangIsCaught: 2 + 2 free GPUs never admit a 1×4 task; and a fragmenting race
+// after admission leaves verl waiting for a placement group forever, which the stuck-gang rule catches.
+func TestFragmentedGangWaitsAndStuckGangIsCaught(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 1, gangWaitS: 4})
+	gate := filepath.Join(t.TempDir(), "go")
+	task := s.submit(spec("ppo", 1, 4, 1, "mvp_test.wait_file="+gate))
+	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
+
+	// Fragment: one 2-GPU bundle on each node, so 2 + 2 stay free.
+	frag := uniq("fragmenter")
+	direct(t, frag, "python3 -m mvp_testkit.hold --bundles 2 --gpus-per-bundle 2 --strategy STRICT_SPREAD --hold 600")
+	waitFor(t, 60*time.Second, "2 + 2 free GPUs", func() (bool, string) {
+		g := freeGPUs(t)
+		return len(g) == 2 && g[0] == 2 && g[1] == 2, ""
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// verl's total check passes (4 ≥ 4); its placement group cannot be placed; mvp stops it after gang_wait_s.
+	w := s.waitState(task.ID, mvp.StatePendingResources, 120*time.Second)
+	a1 := w.Attempts[0]
+	if a1.FailureKind != mvp.FailureInsufficientResources || a1.RayStatus != mvp.RayStopped ||
+		!strings.Contains(a1.Message, "could not be placed") {
+		t.Errorf("stuck attempt %+v", a1)
+	}
+
+	// While 2 + 2 are free, the task waits in mvp and attempt 2 never reaches Ray.
+	other := s.submit(spec("ppo", 1, 4, 1))
+	ow := s.waitState(other.ID, mvp.StatePendingResources, 30*time.Second)
+	if ow.LatestAttemptNo != 0 {
+		t.Errorf("a 1×4 task was submitted on 2 + 2 free GPUs: %+v", ow)
+	}
+	if _, err := rayc.GetJob(ctxT(t), task.ID+"--a02"); !errors.Is(err, mvp.ErrJobNotFound) {
+		t.Errorf("attempt 2 reached Ray while the cluster was fragmented: %v", err)
+	}
+	if _, err := rayc.GetJob(ctxT(t), other.ID+"--a01"); !errors.Is(err, mvp.ErrJobNotFound) {
+		t.Errorf("the 1×4 task reached Ray on 2 + 2 free GPUs: %v", err)
+	}
+
+	if err := rayc.StopJob(context.Background(), frag); err != nil {
+		t.Fatal(err)
+	}
+	done := s.waitState(task.ID, mvp.StateSucceeded, 180*time.Second)
+	if len(done.Attempts) != 2 {
+		t.Errorf("attempts %d", len(done.Attempts))
+	}
+	s.waitState(other.ID, mvp.StateSucceeded, 180*time.Second)
+}
+
+// TestOwnFailureIsNotRetried: a workload that exits non-zero for its own reasons ends FAILED after one attempt.
+func TestOwnFailureIsNotRetried(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 1})
+	task := s.submit(spec("ppo", 1, 1, 1, "mvp_test.exit_code=3"))
+	done := s.waitState(task.ID, mvp.StateFailed, 120*time.Second)
+	if len(done.Attempts) != 1 || done.Attempts[0].FailureKind != mvp.FailureRuntimeError || done.ErrorSummary == "" {
+		t.Errorf("failed task %+v attempts %+v", done, done.Attempts)
+	}
+	if _, err := rayc.GetJob(ctxT(t), task.ID+"--a02"); !errors.Is(err, mvp.ErrJobNotFound) {
+		t.Errorf("a failed task was retried: %v", err)
+	}
+}
+
+// TestCancelRunningStopsRayJob: cancel while RUNNING stops the Ray job; the attempt ends STOPPED.
+func TestCancelRunningStopsRayJob(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	task := s.submit(spec("ppo", 1, 2, 300))
+	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
+	c, _, err := s.c.Cancel(ctxT(t), task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State != mvp.StateCanceled {
+		t.Errorf("after cancel: %s", c.State)
+	}
+	waitJob(t, task.ID+"--a01", 60*time.Second, func(i *mvp.JobInfo) bool { return i.Status == mvp.RayStopped })
+	waitFor(t, 60*time.Second, "the attempt to end STOPPED", func() (bool, string) {
+		a := s.get(task.ID).Attempts[0]
+		return a.RayStatus == mvp.RayStopped, string(a.RayStatus)
+	})
+	if _, _, err := s.c.Cancel(ctxT(t), task.ID); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Errorf("second cancel: %v", err)
+	}
+	waitIdle(t)
+}
+
+// TestKillDuringSubmittingAndRunning: SIGKILL of mvp serve at the riskiest moments, then a start: exactly one Ray
+// job per attempt and the right final state.
+func TestKillDuringSubmittingAndRunning(t *testing.T) {
+	for _, point := range []string{"submitting_before_ray", "submitting_after_ray"} {
+		t.Run(point, func(t *testing.T) {
+			waitIdle(t)
+			s := startService(t, serviceOpts{env: []string{"MVP_CRASH_POINT=" + point}})
+			task := s.submit(spec("ppo", 1, 1, 1))
+			if code := s.waitExit(60 * time.Second); code != 86 {
+				t.Fatalf("exit code %d, want the crash point's 86", code)
+			}
+			s.extraEnv = nil
+			s.start()
+			done := s.waitState(task.ID, mvp.StateSucceeded, 120*time.Second)
+			if len(done.Attempts) != 1 {
+				t.Errorf("attempts %d", len(done.Attempts))
+			}
+			if _, err := rayc.GetJob(ctxT(t), task.ID+"--a02"); !errors.Is(err, mvp.ErrJobNotFound) {
+				t.Errorf("a second Ray job: %v", err)
+			}
+		})
+	}
+	t.Run("running", func(t *testing.T) {
+		waitIdle(t)
+		s := startService(t, serviceOpts{})
+		task := s.submit(spec("ppo", 1, 2, 6))
+		s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
+		s.kill()
+		s.start()
+		done := s.waitState(task.ID, mvp.StateSucceeded, 120*time.Second)
+		if len(done.Attempts) != 1 || done.Attempts[0].RayStatus != mvp.RaySucceeded {
+			t.Errorf("attempts %+v", done.Attempts)
+		}
+		if _, err := rayc.GetJob(ctxT(t), task.ID+"--a02"); !errors.Is(err, mvp.ErrJobNotFound) {
+			t.Errorf("a second Ray job: %v", err)
+		}
+	})
+}

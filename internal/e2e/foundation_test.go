@@ -1,0 +1,84 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// TestStandInStraightToRay submits the verl stand-in straight to Ray's Job REST API, as users did before mvp.
+func TestStandInStraightToRay(t *testing.T) {
+	waitIdle(t)
+	id := uniq("direct-ppo")
+	direct(t, id, "python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.n_gpus_per_node=4 mvp_test.hold_s=10")
+
+	// The GPUs it asked for are taken on one node while it runs.
+	waitFor(t, 60*time.Second, "4 GPUs taken on one worker", func() (bool, string) {
+		for _, n := range workers(t) {
+			if n.Total["GPU"]-n.Available["GPU"] == 4 {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(freeGPUs(t))
+	})
+
+	// With 4 GPUs left in all, a 1×8 request fails fast with verl's own message.
+	big := uniq("direct-ppo-1x8")
+	direct(t, big, "python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.n_gpus_per_node=8")
+	info := waitJob(t, big, 90*time.Second, func(i *mvp.JobInfo) bool { return i.Status.Terminal() })
+	if info.Status != mvp.RayFailed || !strings.Contains(info.Message, "ValueError: Total available GPUs 4.0 is less than total desired GPUs 8") {
+		t.Errorf("1×8 on 4 free GPUs: status %s, message %q", info.Status, tail(info.Message, 5))
+	}
+
+	info = waitJob(t, id, 90*time.Second, func(i *mvp.JobInfo) bool { return i.Status.Terminal() })
+	if info.Status != mvp.RaySucceeded {
+		t.Fatalf("stand-in ended %s: %s", info.Status, info.Message)
+	}
+	isWorker := false
+	for _, n := range workers(t) {
+		if n.ID == info.DriverNodeID {
+			isWorker = true
+		}
+	}
+	if !isWorker {
+		t.Errorf("driver_node_id %q is not a worker node", info.DriverNodeID)
+	}
+	logs, err := rayc.JobLogs(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs, "verl-standin: workload=ppo nnodes=1 n_gpus_per_node=4") {
+		t.Errorf("log lacks the stand-in's first line:\n%s", tail(logs, 20))
+	}
+}
+
+// TestGangHangsWithoutMVP shows the problem mvp solves: on 4 + 4 free GPUs a 1×8 gang passes verl's total check
+// and then waits forever for a placement group no node can hold.
+func TestGangHangsWithoutMVP(t *testing.T) {
+	waitIdle(t)
+	id := uniq("direct-hang")
+	direct(t, id, "python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.n_gpus_per_node=8 mvp_test.hold_s=1")
+	info := waitJob(t, id, 60*time.Second, func(i *mvp.JobInfo) bool { return i.JobID != "" && i.Status == mvp.RayRunning })
+	waitFor(t, 60*time.Second, "a PENDING placement group of the job", func() (bool, string) {
+		v, err := probe.ReadCluster(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, g := range v.Groups {
+			if g.CreatorJobID == info.JobID {
+				return g.State == "PENDING", g.State + "/" + g.SchedulingState
+			}
+		}
+		return false, "no group yet"
+	})
+	if err := rayc.StopJob(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, id, 60*time.Second, func(i *mvp.JobInfo) bool { return i.Status.Terminal() })
+}

@@ -1,0 +1,388 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/ray"
+)
+
+// env is what scripts/e2e.sh hands the tests.
+var env struct {
+	dashboard, gcs, python, probeScript, repo, bin string
+}
+
+var (
+	rayc  *ray.Client
+	probe *ray.Probe
+)
+
+func TestMain(m *testing.M) {
+	env.dashboard = os.Getenv("MVP_E2E_DASHBOARD_URL")
+	env.gcs = os.Getenv("MVP_E2E_GCS_ADDRESS")
+	env.python = os.Getenv("MVP_E2E_RAY_PYTHON")
+	env.probeScript = os.Getenv("MVP_E2E_PROBE_SCRIPT")
+	env.repo = os.Getenv("MVP_E2E_REPO")
+	env.bin = os.Getenv("MVP_E2E_BIN")
+	if env.dashboard == "" || env.bin == "" {
+		fmt.Println("e2e: MVP_E2E_* not set; run `make test-e2e` (scripts/e2e.sh), which starts a cluster. Skipping.")
+		os.Exit(0)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	rayc = ray.New(ray.Options{DashboardURL: env.dashboard, Timeout: 15 * time.Second, Logger: logger})
+	probe = ray.NewProbe(ray.ProbeOptions{Python: env.python, Script: env.probeScript, Address: env.gcs, Logger: logger})
+	code := m.Run()
+	probe.Close()
+	os.Exit(code)
+}
+
+// waitFor polls cond until it holds or the deadline passes; cond returns whether it holds and what it saw.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, seen := cond()
+		if seen != "" {
+			last = seen
+		}
+		if ok {
+			return last
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// workers returns the alive worker nodes of the live view.
+func workers(t testing.TB) []mvp.Node {
+	t.Helper()
+	v, err := probe.ReadCluster(ctxT(t))
+	if err != nil {
+		t.Fatalf("read cluster: %v", err)
+	}
+	var out []mvp.Node
+	for _, n := range v.Nodes {
+		if n.Alive && !n.IsHead && n.Total["GPU"] > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func freeGPUs(t testing.TB) []float64 {
+	var out []float64
+	for _, n := range workers(t) {
+		out = append(out, n.Available["GPU"])
+	}
+	return out
+}
+
+// waitIdle waits until every worker GPU is free again, so a test starts on an idle cluster.
+func waitIdle(t testing.TB) {
+	t.Helper()
+	waitFor(t, 90*time.Second, "an idle cluster", func() (bool, string) {
+		ns := workers(t)
+		for _, n := range ns {
+			if n.Available["GPU"] != n.Total["GPU"] {
+				return false, fmt.Sprint(freeGPUs(t))
+			}
+		}
+		return len(ns) > 0, fmt.Sprintf("%d workers", len(ns))
+	})
+}
+
+// direct submits a job to Ray behind mvp's back; it is stopped when the test ends.
+func direct(t testing.TB, id, entrypoint string) {
+	t.Helper()
+	err := rayc.SubmitJob(ctxT(t), &mvp.JobSubmission{Entrypoint: entrypoint, SubmissionID: id,
+		EntrypointResources: map[string]float64{"worker_node": 1}})
+	if err != nil {
+		t.Fatalf("direct submit %s: %v", id, err)
+	}
+	t.Cleanup(func() { _ = rayc.StopJob(context.Background(), id) })
+}
+
+func waitJob(t testing.TB, id string, timeout time.Duration, want func(*mvp.JobInfo) bool) *mvp.JobInfo {
+	t.Helper()
+	var info *mvp.JobInfo
+	waitFor(t, timeout, "ray job "+id, func() (bool, string) {
+		var err error
+		info, err = rayc.GetJob(ctxT(t), id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return want(info), string(info.Status)
+	})
+	return info
+}
+
+func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()) }
+
+// service is a real `mvp serve` process.
+type service struct {
+	t          testing.TB
+	dir        string
+	cfgPath    string
+	sharedRoot string
+	dbPath     string
+	port       int
+	token      string
+	extraEnv   []string
+	cmd        *exec.Cmd
+	logPath    string
+	c          *api.Client
+	exited     chan struct{}
+}
+
+// serviceOpts tune the service's dev.yaml.
+type serviceOpts struct {
+	tickS, retryS, gangWaitS float64
+	maxRunning               int
+	extraV2                  string
+	env                      []string
+}
+
+func startService(t testing.TB, o serviceOpts) *service {
+	t.Helper()
+	if o.tickS == 0 {
+		o.tickS = 0.5
+	}
+	if o.retryS == 0 {
+		o.retryS = 3
+	}
+	if o.gangWaitS == 0 {
+		o.gangWaitS = 120
+	}
+	dir := t.TempDir()
+	s := &service{t: t, dir: dir, sharedRoot: filepath.Join(dir, "shared"), dbPath: filepath.Join(dir, "db", "mvp.sqlite3"),
+		port: freePort(t), token: "e2e-token-0123456789abcdef", extraEnv: o.env}
+	s.cfgPath = filepath.Join(dir, "dev.yaml")
+	cfg := fmt.Sprintf(`address: %s
+shared_root: %s
+entrypoint_num_cpus: 1
+entrypoint_resources: {worker_node: 1}
+runtime_env:
+  env_vars:
+    PYTHONPATH: %s
+v2:
+  api: {host: 127.0.0.1, port: %d}
+  auth: {token_env: MVP_E2E_TOKEN}
+  sqlite: {db_path: %s}
+  scheduler: {tick_s: %g, retry_interval_s: %g, max_running_tasks: %d, gang_wait_s: %g}
+  ray: {gcs_address: %s, python: %s, probe_script: %s}
+%s`, env.dashboard, s.sharedRoot, filepath.Join(env.repo, "py-entrypoints"), s.port, s.dbPath, o.tickS, o.retryS,
+		o.maxRunning, o.gangWaitS, env.gcs, env.python, env.probeScript, o.extraV2)
+	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.logPath = filepath.Join(dir, "mvp.log")
+	s.c = &api.Client{Addr: fmt.Sprintf("http://127.0.0.1:%d", s.port), Token: s.token}
+	s.start()
+	t.Cleanup(func() {
+		s.stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(s.logPath)
+			t.Logf("=== mvp serve log (%s) ===\n%s", s.logPath, tail(string(b), 200))
+		}
+	})
+	return s
+}
+
+func (s *service) start() {
+	s.t.Helper()
+	f, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	fmt.Fprintf(f, "=== start %s\n", time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(env.bin, "serve", "--config", s.cfgPath, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), append([]string{"MVP_E2E_TOKEN=" + s.token}, s.extraEnv...)...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.cmd = cmd
+	s.exited = make(chan struct{})
+	go func() { _ = cmd.Wait(); f.Close(); close(s.exited) }()
+	waitFor(s.t, 30*time.Second, "mvp serve to answer /healthz", func() (bool, string) {
+		select {
+		case <-s.exited:
+			return true, "exited"
+		default:
+		}
+		resp, err := http.Get(s.c.Addr + "/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200, resp.Status
+	})
+}
+
+// kill ends the process at once (SIGKILL to its group: the probe child dies too).
+func (s *service) kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.exited
+	s.cmd = nil
+}
+
+// stop sends SIGTERM and waits for a graceful exit.
+func (s *service) stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.t.Errorf("mvp serve did not stop within 30 s of SIGTERM")
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// waitExit waits for the process to end by itself (a crash point) and returns its exit code.
+func (s *service) waitExit(timeout time.Duration) int {
+	s.t.Helper()
+	select {
+	case <-s.exited:
+	case <-time.After(timeout):
+		s.t.Fatalf("mvp serve did not exit within %s", timeout)
+	}
+	code := s.cmd.ProcessState.ExitCode()
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) // its probe child
+	s.cmd = nil
+	return code
+}
+
+func (s *service) submit(spec string) *mvp.Task {
+	s.t.Helper()
+	raw, err := s.c.Submit(ctxT(s.t), []byte(spec), false)
+	if err != nil {
+		s.t.Fatalf("submit: %v", err)
+	}
+	var t mvp.Task
+	if err := json.Unmarshal(raw, &t); err != nil {
+		s.t.Fatal(err)
+	}
+	return &t
+}
+
+func (s *service) get(id string) *mvp.Task {
+	s.t.Helper()
+	t, _, err := s.c.Get(ctxT(s.t), id)
+	if err != nil {
+		s.t.Fatalf("get %s: %v", id, err)
+	}
+	return t
+}
+
+// waitState waits for a task to reach state; a terminal state other than the one wanted fails at once.
+func (s *service) waitState(id string, state mvp.State, timeout time.Duration) *mvp.Task {
+	s.t.Helper()
+	var t *mvp.Task
+	waitFor(s.t, timeout, fmt.Sprintf("%s to be %s", id, state), func() (bool, string) {
+		t = s.get(id)
+		if t.State.Terminal() && t.State != state {
+			s.t.Fatalf("%s ended %s (want %s): %s", id, t.State, state, t.ErrorSummary)
+		}
+		return t.State == state, fmt.Sprintf("%s %s", t.State, t.PendingReason)
+	})
+	return t
+}
+
+func (s *service) events(id string) []*mvp.Event {
+	s.t.Helper()
+	var all []*mvp.Event
+	cursor := ""
+	for {
+		p, _, err := s.c.Events(ctxT(s.t), id, cursor, 1000)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		all = append(all, p.Events...)
+		if p.NextCursor == "" {
+			return all
+		}
+		cursor = p.NextCursor
+	}
+}
+
+func (s *service) logs(id string, attempt int) string {
+	s.t.Helper()
+	var b bytes.Buffer
+	if err := s.c.Logs(ctxT(s.t), id, attempt, false, &b); err != nil {
+		s.t.Fatalf("logs %s: %v", id, err)
+	}
+	return b.String()
+}
+
+// spec is a jobspec for the stand-in: hold seconds, exit code, and extra overrides.
+func spec(workload string, nnodes, gpus int, hold float64, extra ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "workload: %s\nnnodes: %d\nn_gpus_per_node: %d\nmodel_path: /models/qwen\ntrain_file: /data/train.parquet\nval_file: /data/test.parquet\noverrides:\n  - mvp_test.hold_s=%g\n",
+		workload, nnodes, gpus, hold)
+	for _, e := range extra {
+		fmt.Fprintf(&b, "  - %q\n", e)
+	}
+	return b.String()
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return string(b)
+}
+
+var _ = io.Discard

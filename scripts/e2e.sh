@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# e2e.sh — run the end-to-end tests against a Ray cluster of their own.
+#
+# The cluster gets free ports and its own temp folder, so it never collides with a cluster left running by
+# `make run`; it is started once for the whole run and stopped at the end, also on failure or Ctrl-C. When a test
+# fails, the cluster's node logs are printed so that a CI failure can be read.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+mapfile -t ports < <(python3 scripts/free-ports.py 4)
+export MVP_CLUSTER_DIR="${MVP_E2E_CLUSTER_DIR:-$(mktemp -d /tmp/mvp-e2e.XXXXXX)}"
+export MVP_RAY_PORT="${ports[0]}" MVP_RAY_DASHBOARD_PORT="${ports[1]}" MVP_RAY_CLIENT_PORT="${ports[2]}"
+# Agent ports: a block well away from the default 52365 block that `make run` uses.
+export MVP_RAY_AGENT_PORT_BASE="${MVP_E2E_AGENT_PORT_BASE:-$(( 40000 + (ports[3] % 2000) * 10 ))}"
+export RAY_WORKERS="${RAY_WORKERS:-2}" RAY_GPUS_PER_WORKER="${RAY_GPUS_PER_WORKER:-4}"
+
+cleanup() {
+  local rc=$?
+  if [[ $rc -ne 0 ]]; then
+    echo "=== e2e failed (exit $rc): cluster logs from $MVP_CLUSTER_DIR ==="
+    for f in "$MVP_CLUSTER_DIR"/*.log; do
+      [[ -f "$f" ]] || continue
+      echo "--- $f (last 40 lines)"; tail -n 40 "$f" || true
+    done
+    find "$MVP_CLUSTER_DIR" -path '*session_latest/logs/*' \( -name 'job-driver-*.log' -o -name 'gcs_server.err' -o -name 'raylet.err' -o -name 'dashboard.err' \) 2>/dev/null |
+      head -n 20 | while read -r f; do echo "--- $f (last 20 lines)"; tail -n 20 "$f" || true; done
+  fi
+  bash scripts/ray-down.sh || true
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "e2e: starting a Ray cluster in $MVP_CLUSTER_DIR (GCS $MVP_RAY_PORT, dashboard $MVP_RAY_DASHBOARD_PORT)"
+bash scripts/ray-up.sh
+# shellcheck disable=SC1091
+source "$MVP_CLUSTER_DIR/cluster.env"
+
+export MVP_E2E_DASHBOARD_URL="$RAY_DASHBOARD_URL" MVP_E2E_GCS_ADDRESS="$RAY_GCS_ADDRESS" MVP_E2E_RAY_PYTHON="$RAY_PYTHON"
+export MVP_E2E_PROBE_SCRIPT="$repo/py-entrypoints/mvp_probe.py" MVP_E2E_REPO="$repo"
+export MVP_E2E_BIN="$repo/bin/mvp"
+# -p 1: the packages share one cluster and its GPUs.
+set +e
+go test -tags e2e -count=1 -p 1 -timeout "${MVP_E2E_TIMEOUT:-45m}" ${MVP_E2E_RUN:+-run "$MVP_E2E_RUN"} -v \
+  ./internal/e2e/ ./internal/ray/ 2>&1 | tee "$MVP_CLUSTER_DIR/go-test.log"
+status="${PIPESTATUS[0]}"
+set -e
+exit "$status"
