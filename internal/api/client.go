@@ -1,0 +1,182 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// Client is a typed client of this API, used by the CLI and the end-to-end tests.
+type Client struct {
+	// Addr is the API's base URL, e.g. http://127.0.0.1:8080.
+	Addr  string
+	Token string
+	HTTP  *http.Client
+}
+
+// StatusError is an error answer of the API: its HTTP status and its body.
+type StatusError struct {
+	Status int
+	Detail ErrorDetail
+}
+
+func (e *StatusError) Error() string {
+	msg := e.Detail.Message
+	if e.Detail.Field != "" {
+		msg = e.Detail.Field + ": " + msg
+	}
+	return fmt.Sprintf("%s (HTTP %d %s)", msg, e.Status, e.Detail.Code)
+}
+
+func (c *Client) http() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
+}
+
+// Do sends one request and returns the response when its status is 2xx, else a *StatusError.
+func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body []byte, contentType string) (*http.Response, error) {
+	u := strings.TrimRight(c.Addr, "/") + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var eb ErrorBody
+	if json.Unmarshal(b, &eb) != nil || eb.Error.Message == "" {
+		eb.Error = ErrorDetail{Code: "http", Message: strings.TrimSpace(string(b))}
+	}
+	return nil, &StatusError{Status: resp.StatusCode, Detail: eb.Error}
+}
+
+// JSON sends a request and decodes a JSON answer into out (when out is not nil); it also returns the raw body.
+func (c *Client) JSON(ctx context.Context, method, path string, q url.Values, body []byte, contentType string, out any) (json.RawMessage, error) {
+	resp, err := c.Do(ctx, method, path, q, body, contentType)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return b, fmt.Errorf("decode %s: %w", path, err)
+		}
+	}
+	return b, nil
+}
+
+// Submit posts a jobspec (YAML or JSON).
+func (c *Client) Submit(ctx context.Context, spec []byte, dryRun bool) (json.RawMessage, error) {
+	q := url.Values{}
+	if dryRun {
+		q.Set("dry_run", "true")
+	}
+	return c.JSON(ctx, "POST", "/api/v2/tasks", q, spec, "application/yaml", nil)
+}
+
+// Get returns a task.
+func (c *Client) Get(ctx context.Context, id string) (*mvp.Task, json.RawMessage, error) {
+	var t mvp.Task
+	raw, err := c.JSON(ctx, "GET", "/api/v2/tasks/"+url.PathEscape(id), nil, nil, "", &t)
+	return &t, raw, err
+}
+
+// TaskPage is a page of tasks.
+type TaskPage struct {
+	Tasks      []*mvp.Task `json:"tasks"`
+	NextCursor string      `json:"next_cursor"`
+}
+
+// List returns a page of tasks.
+func (c *Client) List(ctx context.Context, state, workload string, limit int, cursor string) (*TaskPage, json.RawMessage, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"state": state, "workload": workload, "cursor": cursor} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var p TaskPage
+	raw, err := c.JSON(ctx, "GET", "/api/v2/tasks", q, nil, "", &p)
+	return &p, raw, err
+}
+
+// Cancel cancels a task.
+func (c *Client) Cancel(ctx context.Context, id string) (*mvp.Task, json.RawMessage, error) {
+	var t mvp.Task
+	raw, err := c.JSON(ctx, "POST", "/api/v2/tasks/"+url.PathEscape(id)+"/cancel", nil, nil, "", &t)
+	return &t, raw, err
+}
+
+// EventPage is a page of events.
+type EventPage struct {
+	Events     []*mvp.Event `json:"events"`
+	NextCursor string       `json:"next_cursor"`
+}
+
+// Events returns a page of a task's events.
+func (c *Client) Events(ctx context.Context, id, cursor string, limit int) (*EventPage, json.RawMessage, error) {
+	q := url.Values{}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var p EventPage
+	raw, err := c.JSON(ctx, "GET", "/api/v2/tasks/"+url.PathEscape(id)+"/events", q, nil, "", &p)
+	return &p, raw, err
+}
+
+// Logs copies an attempt's log to w (attempt 0 means the latest); with follow it streams until the attempt ends.
+func (c *Client) Logs(ctx context.Context, id string, attempt int, follow bool, w io.Writer) error {
+	q := url.Values{}
+	if attempt > 0 {
+		q.Set("attempt", strconv.Itoa(attempt))
+	}
+	if follow {
+		q.Set("follow", "true")
+	}
+	resp, err := c.Do(ctx, "GET", "/api/v2/tasks/"+url.PathEscape(id)+"/logs", q, nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
