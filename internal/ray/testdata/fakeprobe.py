@@ -1,0 +1,21 @@
+"""Speaks mvp_probe.py's protocol with a fixed cluster. FAKE_PROBE_DIE_AFTER=n exits after n answers;
+FAKE_PROBE_HANG=1 never answers a request."""
+import json
+import os
+import sys
+
+die_after = int(os.environ.get("FAKE_PROBE_DIE_AFTER", "0"))
+hang = os.environ.get("FAKE_PROBE_HANG") == "1"
+print(json.dumps({"ready": True}), flush=True)
+n = 0
+for _ in sys.stdin:
+    if hang:
+        continue
+    n += 1
+    print(json.dumps({"ok": True, "nodes": [
+        {"node_id": "aa", "alive": True, "is_head": False, "total": {"GPU": 4.0}, "available": {"GPU": 2.0}}],
+        "placement_groups": [{"placement_group_id": "p1", "creator_job_id": "01000000", "state": "CREATED",
+                              "scheduling_state": "FINISHED", "strategy": "STRICT_PACK", "bundles": [{"GPU": 1.0}]}],
+        "n": n}), flush=True)
+    if die_after and n >= die_after:
+        sys.exit(0)
