@@ -1,0 +1,98 @@
+"""What the stand-in entrypoints share.
+
+Keys read from the Hydra overrides (a leading "+" or "++" is accepted, the last value of a repeated key wins):
+  trainer.nnodes, trainer.n_gpus_per_node     the gang, as verl reads them
+  mvp_test.hold_s        seconds to hold the GPUs once placed (default 5)
+  mvp_test.exit_code     exit code at the end (default 0)
+  mvp_test.wait_file     wait until this file exists before the resource check (tests make races exact with it)
+  mvp_test.dump_args     write {"argv", "env", "cwd"} as JSON to this path first (tests check what arrived)
+Every other key is accepted and ignored, as verl's config would take it.
+"""
+import json
+import os
+import sys
+import time
+
+
+def parse_overrides(argv):
+    """Hydra-style key=value overrides → dict; exits 2 on a malformed one, like Hydra."""
+    out = {}
+    for arg in argv:
+        if "=" not in arg:
+            print(f"Error parsing override '{arg}'\nmissing '=' (overrides are key=value)", file=sys.stderr)
+            sys.exit(2)
+        key, value = arg.split("=", 1)
+        out[key.lstrip("+~")] = value
+    return out
+
+
+def dump_args(path, argv):
+    env = {k: v for k, v in os.environ.items() if k.startswith(("MVP_", "VERL_", "TENSORBOARD", "WANDB"))}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"argv": argv, "env": env, "cwd": os.getcwd()}, f, indent=2)
+
+
+def check_resource_available(nnodes, n_gpus_per_node):
+    """verl's ResourcePoolManager._check_resource_available: the total only, GPUs summed as a float."""
+    import ray
+
+    node_available_resources = ray._private.state.available_resources_per_node()
+    node_available_gpus = {node: info.get("GPU", 0) for node, info in node_available_resources.items()}
+    total_available_gpus = sum(node_available_gpus.values())
+    total_required_gpus = nnodes * n_gpus_per_node
+    if total_available_gpus < total_required_gpus:
+        raise ValueError(
+            f"Total available GPUs {total_available_gpus} is less than total desired GPUs {total_required_gpus}"
+        )
+
+
+def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check):
+    cfg = parse_overrides(argv)
+    if "mvp_test.dump_args" in cfg:
+        dump_args(cfg["mvp_test.dump_args"], argv)
+    try:
+        nnodes = int(cfg.get("trainer.nnodes", 1))
+        gpus = int(cfg.get("trainer.n_gpus_per_node", default_gpus_per_node))
+        hold_s = float(cfg.get("mvp_test.hold_s", 5))
+        exit_code = int(cfg.get("mvp_test.exit_code", 0))
+    except ValueError as e:
+        print(f"Error: bad override value: {e}", file=sys.stderr)
+        return 2
+
+    import ray
+    from ray.util.placement_group import placement_group
+
+    ray.init()
+    print(f"verl-standin: workload={workload} nnodes={nnodes} n_gpus_per_node={gpus}", flush=True)
+    print(f"verl-standin: driver node {ray.get_runtime_context().get_node_id()}", flush=True)
+
+    wait_file = cfg.get("mvp_test.wait_file")
+    if wait_file:
+        print(f"verl-standin: waiting for {wait_file}", flush=True)
+        while not os.path.exists(wait_file):
+            time.sleep(0.2)
+
+    if fail_fast_check:
+        check_resource_available(nnodes, gpus)
+
+    # RayResourcePool.get_placement_groups: one STRICT_PACK group per node, no timeout on ready().
+    pgs = [
+        placement_group([{"CPU": cpus_per_bundle, "GPU": 1}] * gpus, strategy="STRICT_PACK")
+        for _ in range(nnodes)
+    ]
+    print(f"verl-standin: waiting for {nnodes} placement group(s) of {gpus} GPU bundles", flush=True)
+    ray.get([pg.ready() for pg in pgs])
+    print("verl-standin: placement groups ready", flush=True)
+
+    start = time.time()
+    step = 0
+    while True:
+        elapsed = time.time() - start
+        if elapsed >= hold_s:
+            break
+        step += 1
+        print(f"verl-standin: step {step} progress {min(elapsed / hold_s, 1.0):.2f}", flush=True)
+        time.sleep(min(1.0, max(hold_s - elapsed, 0.0)))
+    print(f"verl-standin: done after {step} step(s), exit code {exit_code}", flush=True)
+    return exit_code

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# ray-up.sh — start (or find) a local Ray cluster shaped like production; idempotent.
+#
+# A head with --num-cpus=0 --num-gpus=0 and RAY_WORKERS workers with fake GPUs and the worker_node resource, each
+# node started with setsid in a process group of its own, recorded in $MVP_CLUSTER_DIR so that ray-down.sh stops
+# exactly this cluster (never a blanket `ray stop`). Every node has <repo>/py-entrypoints on PYTHONPATH, so
+# `python3 -m verl.trainer.main_ppo …` in a job runs the verl stand-in.
+#
+# Environment (defaults in brackets):
+#   MVP_CLUSTER_DIR          [/tmp/mvp-ray-local]  state, node logs, pgids, cluster.env, Ray's --temp-dir
+#   RAY_WORKERS              [2]                   worker nodes
+#   RAY_GPUS_PER_WORKER      [4]                   fake GPUs per worker
+#   RAY_CPUS_PER_WORKER      [12 × GPUs]           logical CPUs per worker (verl bundles take 3 or 10 per GPU)
+#   MVP_RAY_PORT             [6379]                GCS port
+#   MVP_RAY_DASHBOARD_PORT   [8265]                dashboard / Job API port (on 127.0.0.1)
+#   MVP_RAY_CLIENT_PORT      [10001]               ray client server port (a non-default one must be ≥ 20000)
+#   MVP_RAY_AGENT_PORT_BASE  [52365]               node i gets dashboard-agent ports base+3i (listen), +1 (grpc), +2 (metrics)
+#   RAY_AUTH_TOKEN           []                    if set, the cluster runs with RAY_AUTH_MODE=token (never written to disk)
+#   MVP_RAY_START_TIMEOUT    [180]                 seconds to wait for every node and the Job API
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dir="${MVP_CLUSTER_DIR:-/tmp/mvp-ray-local}"
+workers="${RAY_WORKERS:-2}"
+gpus="${RAY_GPUS_PER_WORKER:-4}"
+cpus="${RAY_CPUS_PER_WORKER:-$(( 12 * gpus ))}"
+gcs_port="${MVP_RAY_PORT:-6379}"
+dash_port="${MVP_RAY_DASHBOARD_PORT:-8265}"
+client_port="${MVP_RAY_CLIENT_PORT:-10001}"
+agent_base="${MVP_RAY_AGENT_PORT_BASE:-52365}"
+timeout="${MVP_RAY_START_TIMEOUT:-180}"
+dash_url="http://127.0.0.1:${dash_port}"
+
+venv="$(bash "$repo/scripts/ray-venv.sh")"
+export PATH="$venv/bin:$PATH" RAY_USAGE_STATS_ENABLED=0 PYTHONPATH="$repo/py-entrypoints${PYTHONPATH:+:$PYTHONPATH}"
+curl_auth=()
+if [[ -n "${RAY_AUTH_TOKEN:-}" ]]; then
+  export RAY_AUTH_MODE=token RAY_AUTH_TOKEN
+  curl_auth=(-H "Authorization: Bearer ${RAY_AUTH_TOKEN}")
+fi
+
+api_up() { curl -fsS -m 3 "${curl_auth[@]}" "$dash_url/api/version" >/dev/null 2>&1; }
+group_alive() { [[ -f "$1" ]] && kill -0 -- "-$(cat "$1")" 2>/dev/null; }
+
+mkdir -p "$dir"
+exec 8>"$dir/.lock"
+flock 8
+if [[ -f "$dir/cluster.env" ]] && group_alive "$dir/head.pgid" && api_up; then
+  echo "ray-up: cluster already running in $dir"
+  echo "ray-up: dashboard $dash_url"
+  exit 0
+fi
+if ls "$dir"/*.pgid >/dev/null 2>&1; then
+  echo "ray-up: stale state in $dir; stopping what is left of it"
+  MVP_CLUSTER_DIR="$dir" bash "$repo/scripts/ray-down.sh"
+fi
+rm -f "$dir/cluster.env"
+
+# start_node NAME ARGS…: run `ray start` in a new session (process group) and record the group id. `ray start`
+# forks its daemons and returns; they stay in the group, which is what ray-down.sh signals.
+start_node() {
+  local name="$1"; shift
+  local log="$dir/$name.log"
+  setsid -w bash -c 'echo $$ > "$0"; exec ray start "$@"' "$dir/$name.pgid" "$@" >"$log" 2>&1 </dev/null &
+  local pid=$!
+  if ! wait "$pid"; then
+    echo "ray-up: 'ray start' failed for $name; its log:" >&2
+    tail -n 40 "$log" >&2
+    return 1
+  fi
+}
+
+echo "ray-up: starting head (GCS 127.0.0.1:$gcs_port, dashboard $dash_url) in $dir"
+start_node head --head --node-ip-address=127.0.0.1 --port="$gcs_port" --dashboard-host=127.0.0.1 \
+  --dashboard-port="$dash_port" --ray-client-server-port="$client_port" --num-cpus=0 --num-gpus=0 \
+  --object-store-memory=100000000 --temp-dir="$dir/ray" --disable-usage-stats \
+  --dashboard-agent-listen-port="$agent_base" --dashboard-agent-grpc-port="$(( agent_base + 1 ))" \
+  --metrics-export-port="$(( agent_base + 2 ))"
+for i in $(seq 1 "$workers"); do
+  echo "ray-up: starting worker $i ($gpus GPUs, $cpus CPUs)"
+  base=$(( agent_base + 3 * i ))
+  start_node "worker$i" --address="127.0.0.1:$gcs_port" --node-ip-address=127.0.0.1 --num-cpus="$cpus" \
+    --num-gpus="$gpus" --resources='{"worker_node": 100}' --object-store-memory=80000000 --disable-usage-stats \
+    --dashboard-agent-listen-port="$base" --dashboard-agent-grpc-port="$(( base + 1 ))" --metrics-export-port="$(( base + 2 ))"
+done
+
+want=$(( workers + 1 ))
+deadline=$(( SECONDS + timeout ))
+while :; do
+  alive="$(python3 "$repo/py-entrypoints/mvp_probe.py" --address "127.0.0.1:$gcs_port" --once --count-alive 2>/dev/null || echo 0)"
+  if [[ "$alive" == "$want" ]] && api_up; then
+    break
+  fi
+  if (( SECONDS > deadline )); then
+    echo "ray-up: after ${timeout}s: $alive of $want nodes alive, Job API $(api_up && echo up || echo down)" >&2
+    for f in "$dir"/*.log; do echo "--- $f" >&2; tail -n 30 "$f" >&2; done
+    exit 1
+  fi
+  sleep 1
+done
+
+cat >"$dir/cluster.env" <<ENV
+RAY_GCS_ADDRESS=127.0.0.1:$gcs_port
+RAY_DASHBOARD_URL=$dash_url
+RAY_PYTHON=$venv/bin/python3
+RAY_VENV=$venv
+MVP_CLUSTER_DIR=$dir
+RAY_WORKERS=$workers
+RAY_GPUS_PER_WORKER=$gpus
+ENV
+if [[ -n "${RAY_AUTH_TOKEN:-}" ]]; then echo "RAY_AUTH_MODE=token" >>"$dir/cluster.env"; fi
+echo "ray-up: $want nodes alive; dashboard $dash_url"
