@@ -1,0 +1,481 @@
+// Package jobspec parses and validates the YAML (or JSON) jobspec users submit, and applies its defaults.
+//
+// Required fields per workload:
+//
+//	field            ppo  grpo  sft
+//	workload         yes  yes   yes
+//	nnodes           yes  yes   yes
+//	n_gpus_per_node  yes  yes   yes
+//	model_path       yes  yes   yes
+//	train_file       yes  yes   yes
+//	val_file         yes  yes   no
+//
+// Defaults: name = the workload; code_path = dev.yaml's user_code_path; overrides and env empty.
+package jobspec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// Spec is a jobspec. The field names are a contract.
+type Spec struct {
+	Workload    mvp.Workload      `json:"workload" yaml:"workload"`
+	NNodes      int               `json:"nnodes" yaml:"nnodes"`
+	GPUsPerNode int               `json:"n_gpus_per_node" yaml:"n_gpus_per_node"`
+	Name        string            `json:"name,omitempty" yaml:"name,omitempty"`
+	ModelPath   string            `json:"model_path,omitempty" yaml:"model_path,omitempty"`
+	TrainFile   string            `json:"train_file,omitempty" yaml:"train_file,omitempty"`
+	ValFile     string            `json:"val_file,omitempty" yaml:"val_file,omitempty"`
+	CodePath    string            `json:"code_path,omitempty" yaml:"code_path,omitempty"`
+	Overrides   []string          `json:"overrides" yaml:"overrides"`
+	Env         map[string]string `json:"env" yaml:"env"`
+}
+
+// Limits bound what Parse accepts.
+type Limits struct {
+	MaxBytes int
+	MaxDepth int
+	MaxNodes int
+}
+
+// DefaultLimits are the service's limits.
+var DefaultLimits = Limits{MaxBytes: 1 << 20, MaxDepth: 16, MaxNodes: 10000}
+
+// Bounds of values.
+const (
+	MaxNNodes      = 64
+	MaxGPUsPerNode = 16
+	MaxOverrides   = 200
+	MaxEnv         = 100
+	maxValue       = 4096
+	maxEnvValue    = 32 << 10
+)
+
+var (
+	nameRE     = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
+	overrideRE = regexp.MustCompile(`^[+~]{0,2}[A-Za-z_][A-Za-z0-9_.\-\[\]@/]*$`)
+	envRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// fields are the known top-level keys and the kind each must be.
+var fields = map[string]yaml.Kind{
+	"workload": yaml.ScalarNode, "nnodes": yaml.ScalarNode, "n_gpus_per_node": yaml.ScalarNode,
+	"name": yaml.ScalarNode, "model_path": yaml.ScalarNode, "train_file": yaml.ScalarNode, "val_file": yaml.ScalarNode,
+	"code_path": yaml.ScalarNode, "overrides": yaml.SequenceNode, "env": yaml.MappingNode,
+}
+
+func invalid(field, format string, args ...any) error {
+	return mvp.Errorf(mvp.CodeInvalid, field, format, args...)
+}
+
+// Parse reads one YAML or JSON document into a Spec, refusing anything not of its shape, then validates it.
+func Parse(body []byte, l Limits) (*Spec, error) {
+	if l.MaxBytes > 0 && len(body) > l.MaxBytes {
+		return nil, mvp.Errorf(mvp.CodeTooLarge, "", "the jobspec is %d bytes; at most %d are accepted", len(body), l.MaxBytes)
+	}
+	if !utf8.Valid(body) {
+		return nil, invalid("", "the jobspec is not valid UTF-8")
+	}
+	if bytes.IndexByte(body, 0) >= 0 {
+		return nil, invalid("", "the jobspec contains a NUL byte")
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(body))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, invalid("", "the jobspec is empty; it needs at least workload, nnodes and n_gpus_per_node")
+		}
+		return nil, invalid("", "the jobspec is not valid YAML or JSON: %s", yamlMsg(err))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, invalid("", "the jobspec holds more than one YAML document; send one")
+	} else if !errors.Is(err, io.EOF) {
+		return nil, invalid("", "the jobspec is not valid YAML: %s", yamlMsg(err))
+	}
+	count := 0
+	if err := walk(&doc, 0, &count, l); err != nil {
+		return nil, err
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, invalid("", "the jobspec must be a mapping of fields (workload: ppo, nnodes: 1, …)")
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return nil, invalid("", "line %d: a field name must be a plain string", k.Line)
+		}
+		kind, ok := fields[k.Value]
+		if !ok {
+			return nil, invalid(k.Value, "unknown field %q (line %d)%s", clip(k.Value), k.Line, suggest(k.Value))
+		}
+		if seen[k.Value] {
+			return nil, invalid(k.Value, "field %q is given twice (line %d)", k.Value, k.Line)
+		}
+		seen[k.Value] = true
+		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+			continue
+		}
+		if v.Kind != kind {
+			return nil, invalid(k.Value, "must be %s (line %d)", kindName(kind), v.Line)
+		}
+	}
+	var s Spec
+	if err := decodeFields(root, &s); err != nil {
+		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// walk enforces depth and size limits and refuses anchors and aliases (no alias bombs).
+func walk(n *yaml.Node, depth int, count *int, l Limits) error {
+	*count++
+	if l.MaxNodes > 0 && *count > l.MaxNodes {
+		return invalid("", "the jobspec has more than %d YAML nodes", l.MaxNodes)
+	}
+	if l.MaxDepth > 0 && depth > l.MaxDepth {
+		return invalid("", "the jobspec is nested deeper than %d levels", l.MaxDepth)
+	}
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return invalid("", "line %d: YAML anchors and aliases are not accepted in a jobspec", n.Line)
+	}
+	for _, c := range n.Content {
+		if err := walk(c, depth+1, count, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeFields(root *yaml.Node, s *Spec) error {
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i].Value, root.Content[i+1]
+		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+			continue
+		}
+		var err error
+		switch k {
+		case "workload":
+			var w string
+			w, err = str(k, v)
+			s.Workload = mvp.Workload(w)
+		case "nnodes":
+			s.NNodes, err = integer(k, v)
+		case "n_gpus_per_node":
+			s.GPUsPerNode, err = integer(k, v)
+		case "name":
+			s.Name, err = str(k, v)
+		case "model_path":
+			s.ModelPath, err = str(k, v)
+		case "train_file":
+			s.TrainFile, err = str(k, v)
+		case "val_file":
+			s.ValFile, err = str(k, v)
+		case "code_path":
+			s.CodePath, err = str(k, v)
+		case "overrides":
+			for j, item := range v.Content {
+				f := fmt.Sprintf("overrides[%d]", j)
+				if item.Kind != yaml.ScalarNode {
+					return invalid(f, "each override must be a string key=value (line %d)", item.Line)
+				}
+				o, err := str(f, item)
+				if err != nil {
+					return err
+				}
+				s.Overrides = append(s.Overrides, o)
+			}
+		case "env":
+			s.Env = map[string]string{}
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				kn, vn := v.Content[j], v.Content[j+1]
+				f := "env." + clip(kn.Value)
+				if kn.Kind != yaml.ScalarNode || vn.Kind != yaml.ScalarNode {
+					return invalid(f, "env must map names to string values (line %d)", kn.Line)
+				}
+				if _, dup := s.Env[kn.Value]; dup {
+					return invalid(f, "env variable %q is given twice (line %d)", clip(kn.Value), kn.Line)
+				}
+				val, err := str(f, vn)
+				if err != nil {
+					return err
+				}
+				s.Env[kn.Value] = val
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func str(field string, n *yaml.Node) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", invalid(field, "must be a string (line %d)", n.Line)
+	}
+	switch n.Tag {
+	case "!!str", "!!int", "!!float", "!!bool":
+		return n.Value, nil
+	}
+	return "", invalid(field, "must be a string, got %s (line %d)", n.Tag, n.Line)
+}
+
+func integer(field string, n *yaml.Node) (int, error) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		return 0, invalid(field, "must be an integer ≥ 1, got %q (line %d)", clip(n.Value), n.Line)
+	}
+	v, err := strconv.ParseInt(n.Value, 0, 32)
+	if err != nil {
+		return 0, invalid(field, "must be an integer ≥ 1, got %q (line %d)", clip(n.Value), n.Line)
+	}
+	return int(v), nil
+}
+
+// Validate checks every field; the error names the field's path and says what to fix.
+func (s *Spec) Validate() error {
+	if s.Workload == "" {
+		return invalid("workload", "workload is required: one of ppo, grpo, sft")
+	}
+	if !s.Workload.Valid() {
+		return invalid("workload", "unknown workload %q: use ppo, grpo or sft", clip(string(s.Workload)))
+	}
+	if s.NNodes < 1 || s.NNodes > MaxNNodes {
+		return invalid("nnodes", "nnodes is required and must be from 1 to %d, got %d", MaxNNodes, s.NNodes)
+	}
+	if s.GPUsPerNode < 1 || s.GPUsPerNode > MaxGPUsPerNode {
+		return invalid("n_gpus_per_node", "n_gpus_per_node is required and must be from 1 to %d, got %d", MaxGPUsPerNode, s.GPUsPerNode)
+	}
+	if s.Name != "" && !nameRE.MatchString(s.Name) {
+		return invalid("name", "name %q must be 1–40 characters of a-z, 0-9 and '-', starting and ending with a letter or digit", clip(s.Name))
+	}
+	for _, p := range []struct {
+		field, value string
+		required     bool
+	}{
+		{"model_path", s.ModelPath, true},
+		{"train_file", s.TrainFile, true},
+		{"val_file", s.ValFile, s.Workload != mvp.WorkloadSFT},
+		{"code_path", s.CodePath, false},
+	} {
+		if p.value == "" {
+			if p.required {
+				return invalid(p.field, "%s is required for workload %s", p.field, s.Workload)
+			}
+			continue
+		}
+		if err := checkPath(p.field, p.value); err != nil {
+			return err
+		}
+	}
+	if len(s.Overrides) > MaxOverrides {
+		return invalid("overrides", "at most %d overrides, got %d", MaxOverrides, len(s.Overrides))
+	}
+	for i, o := range s.Overrides {
+		f := fmt.Sprintf("overrides[%d]", i)
+		k, v, ok := strings.Cut(o, "=")
+		if !ok || !overrideRE.MatchString(k) {
+			return invalid(f, "%q is not a Hydra override key=value (e.g. trainer.total_epochs=1)", clip(o))
+		}
+		if len(o) > maxValue || strings.ContainsAny(v, "\x00\n\r") {
+			return invalid(f, "the value must be one line of at most %d characters", maxValue)
+		}
+		switch strings.TrimLeft(k, "+~") {
+		case "trainer.nnodes":
+			return invalid(f, "set the nnodes field instead of overriding trainer.nnodes")
+		case "trainer.n_gpus_per_node":
+			return invalid(f, "set the n_gpus_per_node field instead of overriding trainer.n_gpus_per_node")
+		}
+	}
+	if len(s.Env) > MaxEnv {
+		return invalid("env", "at most %d environment variables, got %d", MaxEnv, len(s.Env))
+	}
+	for _, k := range sortedKeys(s.Env) {
+		f := "env." + clip(k)
+		if !envRE.MatchString(k) {
+			return invalid(f, "%q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", clip(k))
+		}
+		if strings.HasPrefix(k, "RAY_") || strings.HasPrefix(k, "MVP_") {
+			return invalid(f, "%s is reserved: RAY_* and MVP_* variables are set by Ray and mvp", k)
+		}
+		if v := s.Env[k]; len(v) > maxEnvValue || strings.ContainsRune(v, 0) {
+			return invalid(f, "the value must be at most %d bytes without NUL", maxEnvValue)
+		}
+	}
+	return nil
+}
+
+func checkPath(field, p string) error {
+	switch {
+	case len(p) > maxValue:
+		return invalid(field, "the path is longer than %d characters", maxValue)
+	case strings.ContainsAny(p, "\x00\n\r"):
+		return invalid(field, "the path must be one line without NUL")
+	case !strings.HasPrefix(p, "/"):
+		return invalid(field, "%q must be an absolute path (e.g. /private/datasets/gsm8k/train.parquet)", clip(p))
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." {
+			return invalid(field, "%q must not contain '..'", clip(p))
+		}
+	}
+	if path.Clean(p) != strings.TrimSuffix(p, "/") && p != "/" {
+		return invalid(field, "%q is not a clean path (double slashes or '.' segments)", clip(p))
+	}
+	return nil
+}
+
+// Defaults are the cluster's values that a jobspec may leave out.
+type Defaults struct {
+	UserCodePath string
+}
+
+// Effective returns a copy with defaults applied.
+func (s *Spec) Effective(d Defaults) *Spec {
+	e := *s
+	if e.Name == "" {
+		e.Name = string(e.Workload)
+	}
+	if e.CodePath == "" {
+		e.CodePath = d.UserCodePath
+	}
+	if e.Overrides == nil {
+		e.Overrides = []string{}
+	}
+	env := make(map[string]string, len(s.Env))
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	e.Env = env
+	return &e
+}
+
+// SetPath sets a field of a decoded jobspec by its dotted path (nnodes=1, env.WANDB_MODE=offline,
+// overrides=a=1 appends one override). Numbers are parsed for nnodes and n_gpus_per_node.
+func SetPath(doc map[string]any, key, value string) error {
+	head, rest, nested := strings.Cut(key, ".")
+	if _, ok := fields[head]; !ok {
+		return fmt.Errorf("unknown field %q%s", head, suggest(head))
+	}
+	switch {
+	case head == "env" && nested:
+		env, _ := doc["env"].(map[string]any)
+		if env == nil {
+			env = map[string]any{}
+		}
+		env[rest] = value
+		doc["env"] = env
+	case head == "overrides" && !nested:
+		list, _ := doc["overrides"].([]any)
+		doc["overrides"] = append(list, value)
+	case nested:
+		return fmt.Errorf("%q has no sub-fields", head)
+	case head == "nnodes" || head == "n_gpus_per_node":
+		n, err := strconv.Atoi(value)
+		if err != nil {
+			return fmt.Errorf("%s must be an integer, got %q", head, value)
+		}
+		doc[head] = n
+	default:
+		doc[head] = value
+	}
+	return nil
+}
+
+func suggest(k string) string {
+	best, bestD := "", 3
+	for f := range fields {
+		if d := distance(strings.ToLower(k), f); d < bestD {
+			best, bestD = f, d
+		}
+	}
+	if best == "" {
+		return "; known fields: " + strings.Join(sortedFieldNames(), ", ")
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+func sortedFieldNames() []string {
+	out := make([]string, 0, len(fields))
+	for f := range fields {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// distance is the Levenshtein distance, for "did you mean".
+func distance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 99
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	}
+	return "a single value"
+}
+
+func yamlMsg(err error) string {
+	s := strings.TrimPrefix(err.Error(), "yaml: ")
+	return clip(s)
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

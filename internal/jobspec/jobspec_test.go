@@ -1,0 +1,195 @@
+package jobspec
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+const good = `workload: ppo
+nnodes: 2
+n_gpus_per_node: 8
+name: gsm8k-baseline
+model_path: /private/models/Qwen2.5-0.5B-Instruct
+train_file: /private/datasets/gsm8k/train.parquet
+val_file: /private/datasets/gsm8k/test.parquet
+code_path: /private/user/code
+overrides:
+  - trainer.total_epochs=1
+env:
+  WANDB_MODE: offline
+`
+
+func TestGoodSpecs(t *testing.T) {
+	s, err := Parse([]byte(good), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Workload != mvp.WorkloadPPO || s.NNodes != 2 || s.GPUsPerNode != 8 || s.Env["WANDB_MODE"] != "offline" ||
+		len(s.Overrides) != 1 || s.CodePath != "/private/user/code" {
+		t.Errorf("%+v", s)
+	}
+	j := `{"workload":"sft","nnodes":1,"n_gpus_per_node":2,"model_path":"/m","train_file":"/d/t.parquet"}`
+	s, err = Parse([]byte(j), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := s.Effective(Defaults{UserCodePath: "/private/code"})
+	if e.Name != "sft" || e.CodePath != "/private/code" || e.Overrides == nil || e.Env == nil {
+		t.Errorf("effective %+v", e)
+	}
+	if s.Name != "" {
+		t.Errorf("Effective changed its receiver")
+	}
+}
+
+// TestBadSpecs: every bad document gets an invalid error naming the field to fix.
+func TestBadSpecs(t *testing.T) {
+	base := "workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
+	with := func(extra string) string { return base + extra }
+	replace := func(old, new string) string { return strings.Replace(base, old, new, 1) }
+	cases := []struct{ doc, field string }{
+		{"", ""},
+		{"   \n", ""},
+		{"- a\n- b\n", ""},
+		{"just a string", ""},
+		{"42", ""},
+		{"{", ""},
+		{"workload: [", ""},
+		{"\x00", ""},
+		{"workload: \xff\xfe\n", ""},
+		{base + "---\nworkload: grpo\n", ""},
+		{"a: &x [1]\nb: *x\n", ""},
+		{with("overrides: &o [a=1]\n"), ""},
+		{strings.Repeat("[", 40) + strings.Repeat("]", 40), ""},
+		{replace("workload: ppo", "workload: dpo"), "workload"},
+		{replace("workload: ppo\n", ""), "workload"},
+		{replace("workload: ppo", "workload: [ppo]"), "workload"},
+		{replace("workload: ppo", "workload: {a: 1}"), "workload"},
+		{replace("nnodes: 1", "nnodes: two"), "nnodes"},
+		{replace("nnodes: 1", "nnodes: 0"), "nnodes"},
+		{replace("nnodes: 1", "nnodes: -3"), "nnodes"},
+		{replace("nnodes: 1", "nnodes: 1.5"), "nnodes"},
+		{replace("nnodes: 1", "nnodes: 65"), "nnodes"},
+		{replace("nnodes: 1", "nnodes: 99999999999999999999"), "nnodes"},
+		{replace("nnodes: 1", "nnodes: true"), "nnodes"},
+		{replace("nnodes: 1", `nnodes: "1"`), "nnodes"},
+		{replace("nnodes: 1\n", ""), "nnodes"},
+		{replace("n_gpus_per_node: 4", "n_gpus_per_node: 0"), "n_gpus_per_node"},
+		{replace("n_gpus_per_node: 4", "n_gpus_per_node: 17"), "n_gpus_per_node"},
+		{replace("n_gpus_per_node: 4", "n_gpus_per_node: [4]"), "n_gpus_per_node"},
+		{with("nnode: 2\n"), "nnode"},
+		{with("n_gpu_per_node: 2\n"), "n_gpu_per_node"},
+		{with("extra: 1\n"), "extra"},
+		{with("nnodes: 2\n"), "nnodes"},
+		{with("name: Has_Upper\n"), "name"},
+		{with("name: -lead\n"), "name"},
+		{with("name: trail-\n"), "name"},
+		{with("name: " + strings.Repeat("a", 41) + "\n"), "name"},
+		{with("name: ../../etc\n"), "name"},
+		{with("name: a/b\n"), "name"},
+		{with("name: \"a b\"\n"), "name"},
+		{replace("model_path: /m", "model_path: relative/path"), "model_path"},
+		{replace("model_path: /m", "model_path: /a/../../etc/passwd"), "model_path"},
+		{replace("model_path: /m\n", ""), "model_path"},
+		{replace("train_file: /t", "train_file: \"/t\\nrm -rf /\""), "train_file"},
+		{replace("train_file: /t", "train_file: /a//b"), "train_file"},
+		{replace("train_file: /t\n", ""), "train_file"},
+		{replace("val_file: /v\n", ""), "val_file"},
+		{replace("val_file: /v", "val_file: ~/v"), "val_file"},
+		{with("code_path: code\n"), "code_path"},
+		{with("code_path: [a]\n"), "code_path"},
+		{with("overrides: trainer.total_epochs=1\n"), "overrides"},
+		{with("overrides:\n  - no_equals_sign\n"), "overrides[0]"},
+		{with("overrides:\n  - ok=1\n  - \"$(rm -rf /)=1\"\n"), "overrides[1]"},
+		{with("overrides:\n  - \"a=b\\nc\"\n"), "overrides[0]"},
+		{with("overrides:\n  - trainer.nnodes=4\n"), "overrides[0]"},
+		{with("overrides:\n  - +trainer.n_gpus_per_node=4\n"), "overrides[0]"},
+		{with("overrides:\n  - {a: 1}\n"), "overrides[0]"},
+		{with("overrides:\n  - \"=1\"\n"), "overrides[0]"},
+		{with("overrides:\n" + strings.Repeat("  - a=1\n", MaxOverrides+1)), "overrides"},
+		{with("env: [A=1]\n"), "env"},
+		{with("env:\n  1BAD: x\n"), "env.1BAD"},
+		{with("env:\n  \"A B\": x\n"), "env.A B"},
+		{with("env:\n  RAY_ADDRESS: x\n"), "env.RAY_ADDRESS"},
+		{with("env:\n  MVP_TASK_ID: x\n"), "env.MVP_TASK_ID"},
+		{with("env:\n  A: [1]\n"), "env.A"},
+		{with("env:\n  A: x\n  A: y\n"), ""},
+		{with("workload: grpo\n"), "workload"},
+	}
+	if len(cases) < 50 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+	for i, c := range cases {
+		s, err := Parse([]byte(c.doc), DefaultLimits)
+		if err == nil {
+			t.Errorf("case %d accepted: %q → %+v", i, c.doc, s)
+			continue
+		}
+		var e *mvp.Error
+		if !asErr(err, &e) || (e.Code != mvp.CodeInvalid && e.Code != mvp.CodeTooLarge) || e.Message == "" {
+			t.Errorf("case %d: not an invalid-input error: %v", i, err)
+			continue
+		}
+		if c.field != "" && e.Field != c.field {
+			t.Errorf("case %d %q: field %q, want %q (%s)", i, c.doc, e.Field, c.field, e.Message)
+		}
+	}
+}
+
+func asErr(err error, e **mvp.Error) bool {
+	x, ok := err.(*mvp.Error)
+	*e = x
+	return ok
+}
+
+func TestLimits(t *testing.T) {
+	big := "workload: ppo\nenv:\n" + strings.Repeat("  A: "+strings.Repeat("x", 100)+"\n", 1)
+	if _, err := Parse([]byte(big), Limits{MaxBytes: 50}); mvp.ErrorCode(err) != mvp.CodeTooLarge {
+		t.Errorf("size: %v", err)
+	}
+	many := "workload: ppo\noverrides:\n" + strings.Repeat("  - a=1\n", 100)
+	if _, err := Parse([]byte(many), Limits{MaxNodes: 50}); mvp.ErrorCode(err) != mvp.CodeInvalid {
+		t.Errorf("nodes: %v", err)
+	}
+}
+
+func TestSetPath(t *testing.T) {
+	doc := map[string]any{"workload": "ppo"}
+	for _, kv := range [][2]string{{"nnodes", "1"}, {"env.WANDB_MODE", "offline"}, {"overrides", "a=1"}, {"name", "x"}} {
+		if err := SetPath(doc, kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if doc["nnodes"] != 1 || doc["env"].(map[string]any)["WANDB_MODE"] != "offline" || len(doc["overrides"].([]any)) != 1 {
+		t.Errorf("%v", doc)
+	}
+	for _, k := range []string{"nnode", "nnodes.x", "env"} {
+		if err := SetPath(doc, k, "1"); err == nil && k != "env" {
+			t.Errorf("%s accepted", k)
+		}
+	}
+	if err := SetPath(doc, "nnodes", "two"); err == nil {
+		t.Error("non-integer nnodes accepted")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add([]byte(`{"workload":"sft","nnodes":1,"n_gpus_per_node":2,"model_path":"/m","train_file":"/t"}`))
+	f.Add([]byte("a: &x [1]\nb: *x\n"))
+	f.Add([]byte("workload: ppo\noverrides: [a=1, 'b=$(x)']\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := Parse(b, DefaultLimits)
+		if err != nil {
+			if _, ok := err.(*mvp.Error); !ok {
+				t.Fatalf("not an *mvp.Error: %T %v", err, err)
+			}
+			return
+		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("Parse accepted what Validate refuses: %v", err)
+		}
+	})
+}

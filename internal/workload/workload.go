@@ -1,0 +1,190 @@
+// Package workload turns an effective jobspec and the cluster's dev.yaml settings into the exact Ray submission
+// of an attempt: the verl entrypoint with its Hydra overrides, runtime_env, entrypoint resources and metadata.
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/mvp2/mvp/internal/jobspec"
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/taskfs"
+)
+
+// Settings are the dev.yaml values a submission takes.
+type Settings struct {
+	SharedRoot          string
+	EntrypointNumCPUs   float64
+	EntrypointResources map[string]float64
+	// RuntimeEnv is dev.yaml's runtime_env; its env_vars are merged with the task's env (the task wins).
+	RuntimeEnv   map[string]any
+	UserCodePath string
+	// Limits bound jobspec parsing; zero means jobspec.DefaultLimits.
+	Limits jobspec.Limits
+}
+
+// Prepare parses and validates a request body and returns the task it describes (no id, no state): the raw
+// jobspec as submitted and the effective spec with defaults applied.
+func Prepare(body []byte, s Settings) (*mvp.Task, error) {
+	l := s.Limits
+	if l == (jobspec.Limits{}) {
+		l = jobspec.DefaultLimits
+	}
+	spec, err := jobspec.Parse(body, l)
+	if err != nil {
+		return nil, err
+	}
+	eff := spec.Effective(jobspec.Defaults{UserCodePath: s.UserCodePath})
+	b, err := json.Marshal(eff)
+	if err != nil {
+		return nil, fmt.Errorf("encode effective spec: %w", err)
+	}
+	return &mvp.Task{Workload: eff.Workload, Name: eff.Name, NNodes: eff.NNodes, GPUsPerNode: eff.GPUsPerNode,
+		JobSpecYAML: string(body), SpecJSON: b}, nil
+}
+
+// Build returns the Ray submission of attempt n of task taskID.
+func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmission, error) {
+	fs := taskfs.FS{Root: s.SharedRoot}
+	taskDir, err := fs.TaskDir(taskID)
+	if err != nil {
+		return nil, err
+	}
+	attemptDir, err := fs.AttemptDir(taskID, n)
+	if err != nil {
+		return nil, err
+	}
+	var module string
+	var args []string
+	common := func() {
+		args = append(args,
+			"trainer.nnodes="+fmt.Sprint(spec.NNodes),
+			"trainer.n_gpus_per_node="+fmt.Sprint(spec.GPUsPerNode),
+			"trainer.project_name=mvp",
+			"trainer.experiment_name="+taskID,
+			"trainer.default_local_dir="+filepath.Join(taskDir, "checkpoints"),
+		)
+	}
+	switch spec.Workload {
+	case mvp.WorkloadPPO, mvp.WorkloadGRPO:
+		module = "verl.trainer.main_ppo"
+		if spec.Workload == mvp.WorkloadPPO {
+			args = append(args, "algorithm.adv_estimator=gae")
+		} else {
+			args = append(args, "algorithm.adv_estimator=grpo",
+				"actor_rollout_ref.rollout.n=5",
+				"actor_rollout_ref.actor.use_kl_loss=True",
+				"actor_rollout_ref.actor.kl_loss_coef=0.001",
+				"actor_rollout_ref.actor.kl_loss_type=low_var_kl",
+				"algorithm.use_kl_in_reward=False")
+		}
+		args = append(args,
+			"data.train_files="+spec.TrainFile,
+			"data.val_files="+spec.ValFile,
+			"actor_rollout_ref.model.path="+spec.ModelPath)
+		if spec.Workload == mvp.WorkloadPPO {
+			args = append(args, "critic.model.path="+spec.ModelPath)
+		}
+		common()
+		args = append(args,
+			"trainer.rollout_data_dir="+filepath.Join(taskDir, "rollout"),
+			"trainer.validation_data_dir="+filepath.Join(taskDir, "validation"))
+	case mvp.WorkloadSFT:
+		module = "verl.trainer.sft_trainer_ray"
+		args = append(args, "model.path="+spec.ModelPath, "data.train_files="+spec.TrainFile)
+		if spec.ValFile != "" {
+			args = append(args, "data.val_files="+spec.ValFile)
+		}
+		common()
+	default:
+		return nil, mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q", spec.Workload)
+	}
+	// The user's overrides come last: Hydra keeps the last value of a repeated key, so they win.
+	args = append(args, spec.Overrides...)
+
+	words := []string{"python3", "-m", module}
+	for _, a := range args {
+		words = append(words, ShellQuote(a))
+	}
+
+	env := map[string]string{}
+	runtimeEnv := map[string]any{}
+	for k, v := range s.RuntimeEnv {
+		if k == "env_vars" {
+			if m, ok := v.(map[string]any); ok {
+				for ek, ev := range m {
+					env[ek] = fmt.Sprint(ev)
+				}
+			}
+			continue
+		}
+		runtimeEnv[k] = v
+	}
+	for k, v := range spec.Env {
+		env[k] = v // the task wins over dev.yaml
+	}
+	codePath := spec.CodePath
+	if codePath == "" {
+		codePath = s.UserCodePath
+	}
+	if codePath != "" {
+		if pp := env["PYTHONPATH"]; pp != "" {
+			env["PYTHONPATH"] = codePath + ":" + pp
+		} else {
+			env["PYTHONPATH"] = codePath
+		}
+	}
+	// mvp's own variables win over both.
+	env["MVP_TASK_ID"] = taskID
+	env["MVP_ATTEMPT_NO"] = fmt.Sprint(n)
+	env["MVP_TASK_DIR"] = taskDir
+	env["VERL_FILE_LOGGER_PATH"] = filepath.Join(attemptDir, "metrics.jsonl")
+	env["TENSORBOARD_DIR"] = filepath.Join(attemptDir, "tensorboard")
+	envAny := make(map[string]any, len(env))
+	for k, v := range env {
+		envAny[k] = v
+	}
+	runtimeEnv["env_vars"] = envAny
+
+	res := map[string]float64{}
+	for k, v := range s.EntrypointResources {
+		res[k] = v
+	}
+	if len(res) == 0 {
+		res["worker_node"] = 1
+	}
+	return &mvp.JobSubmission{
+		Entrypoint:          strings.Join(words, " "),
+		SubmissionID:        mvp.SubmissionID(taskID, n),
+		RuntimeEnv:          runtimeEnv,
+		EntrypointNumCPUs:   s.EntrypointNumCPUs,
+		EntrypointResources: res,
+		Metadata: map[string]string{"mvp": "v2", "task_id": taskID, "attempt_no": fmt.Sprint(n),
+			"workload": string(spec.Workload), "name": spec.Name},
+	}, nil
+}
+
+// ShellQuote quotes s for a POSIX shell: Ray runs the entrypoint through one, and nothing a user wrote may be
+// interpreted by it.
+func ShellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-+=./,:@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// SortedEnv lists env_vars of a submission as KEY=VALUE in order (for tests and display).
+func SortedEnv(s *mvp.JobSubmission) []string {
+	m, _ := s.RuntimeEnv["env_vars"].(map[string]any)
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, fmt.Sprintf("%s=%v", k, v))
+	}
+	sort.Strings(out)
+	return out
+}

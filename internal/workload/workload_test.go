@@ -1,0 +1,133 @@
+package workload
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/jobspec"
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+const taskID = "mvp2-ppo-20251223-143201-7f3a"
+
+func settings() Settings {
+	return Settings{SharedRoot: "/private", EntrypointNumCPUs: 1,
+		EntrypointResources: map[string]float64{"worker_node": 1},
+		RuntimeEnv: map[string]any{"env_vars": map[string]any{"HF_ENDPOINT": "https://hf-mirror.example",
+			"WANDB_MODE": "online", "PYTHONPATH": "/opt/extra"}},
+		UserCodePath: "/private/user/code"}
+}
+
+func prepared(t *testing.T, doc string) *jobspec.Spec {
+	t.Helper()
+	task, err := Prepare([]byte(doc), settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s jobspec.Spec
+	if err := json.Unmarshal(task.SpecJSON, &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+func TestGolden(t *testing.T) {
+	docs := map[string]string{
+		"ppo": "workload: ppo\nnnodes: 2\nn_gpus_per_node: 8\nmodel_path: /private/models/Qwen2.5-0.5B-Instruct\n" +
+			"train_file: /private/datasets/gsm8k/train.parquet\nval_file: /private/datasets/gsm8k/test.parquet\n" +
+			"overrides: [trainer.total_epochs=1, algorithm.adv_estimator=reinforce_plus_plus]\nenv: {WANDB_MODE: offline}\n",
+		"grpo": "workload: grpo\nnnodes: 1\nn_gpus_per_node: 4\nname: grpo-gsm8k\nmodel_path: /private/models/q\n" +
+			"train_file: /private/d/train.parquet\nval_file: /private/d/test.parquet\ncode_path: /private/alice/code\n" +
+			"overrides: [actor_rollout_ref.rollout.n=8]\n",
+		"sft": "workload: sft\nnnodes: 1\nn_gpus_per_node: 2\nmodel_path: /private/models/q\n" +
+			"train_file: /private/d/sft.parquet\noverrides: [data.messages_key=messages]\n",
+	}
+	for name, doc := range docs {
+		t.Run(name, func(t *testing.T) {
+			got, err := Build(strings.Replace(taskID, "ppo", name, 1), 1, prepared(t, doc), settings())
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.MarshalIndent(got, "", "  ")
+			path := filepath.Join("testdata", "golden", name+".json")
+			if *update {
+				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update once)", err)
+			}
+			if strings.TrimSpace(string(want)) != strings.TrimSpace(string(b)) {
+				t.Errorf("payload differs from %s:\n%s", path, b)
+			}
+		})
+	}
+}
+
+func TestMergeAndOrder(t *testing.T) {
+	s := prepared(t, "workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"+
+		"overrides: [trainer.total_epochs=3]\nenv: {WANDB_MODE: offline}\n")
+	p, err := Build(taskID, 2, s, settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Join(SortedEnv(p), "\n")
+	for _, want := range []string{"WANDB_MODE=offline", "HF_ENDPOINT=https://hf-mirror.example",
+		"PYTHONPATH=/private/user/code:/opt/extra", "MVP_ATTEMPT_NO=2",
+		"VERL_FILE_LOGGER_PATH=/private/jobs/" + taskID + "/attempts/a02/metrics.jsonl"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("env lacks %s:\n%s", want, env)
+		}
+	}
+	if p.SubmissionID != taskID+"--a02" || !strings.HasSuffix(p.Entrypoint, "trainer.total_epochs=3") {
+		t.Errorf("%s %s", p.SubmissionID, p.Entrypoint)
+	}
+	if _, err := Build("../etc", 1, s, settings()); mvp.ErrorCode(err) != mvp.CodeInvalid {
+		t.Errorf("bad task id: %v", err)
+	}
+}
+
+// TestNothingReachesTheShell runs the generated entrypoint through /bin/sh with the program swapped for printf and
+// checks that every argument arrives exactly as written.
+func TestNothingReachesTheShell(t *testing.T) {
+	hostile := []string{
+		"a.b=with spaces", "a.c=it's \"quoted\"", "a.d=x; touch /tmp/mvp-pwned", "a.e=$(touch /tmp/mvp-pwned)",
+		"a.f=`id`", "a.g=*", "a.h=$HOME", "a.i=back\\slash", "a.j=", "a.k=tab\there", "a.l=|&><!#~",
+	}
+	s := prepared(t, "workload: sft\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\n")
+	s.Overrides = hostile
+	p, err := Build(strings.Replace(taskID, "ppo", "sft", 1), 1, s, settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := strings.Replace(p.Entrypoint, "python3 -m verl.trainer.sft_trainer_ray", "printf '%s\\n'", 1)
+	out, err := exec.Command("/bin/sh", "-c", cmd).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	got := lines[len(lines)-len(hostile):]
+	for i := range hostile {
+		if got[i] != hostile[i] {
+			t.Errorf("argument %d: got %q, want %q", i, got[i], hostile[i])
+		}
+	}
+	if _, err := os.Stat("/tmp/mvp-pwned"); err == nil {
+		t.Error("the shell ran user text")
+	}
+	for _, s := range []string{"a\nb", "'", "", "plain"} {
+		out, err := exec.Command("/bin/sh", "-c", "printf '%s' "+ShellQuote(s)).Output()
+		if err != nil || string(out) != s {
+			t.Errorf("ShellQuote(%q) round trip: %q %v", s, out, err)
+		}
+	}
+}
