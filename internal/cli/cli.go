@@ -2,6 +2,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -353,7 +354,11 @@ func printEvents(w io.Writer, p *api.EventPage) error {
 	fmt.Fprintln(tw, "ID\tTIME\tTYPE\tDETAIL")
 	for _, e := range p.Events {
 		t := e.TS
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.ID, ts(&t), e.Type, string(e.Payload))
+		var compact bytes.Buffer
+		if json.Compact(&compact, e.Payload) != nil {
+			compact.Write(e.Payload)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.ID, ts(&t), e.Type, compact.String())
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -42,11 +42,11 @@ type Loop struct {
 
 // Health is what /healthz reports of the scheduler's view of Ray.
 type Health struct {
-	RayOK         bool      `json:"ray_ok"`
-	RayError      string    `json:"ray_error,omitempty"`
-	RayDownSince  time.Time `json:"ray_down_since,omitempty"`
-	ClusterSource string    `json:"cluster_source,omitempty"`
-	LastTick      time.Time `json:"last_tick"`
+	RayOK         bool       `json:"ray_ok"`
+	RayError      string     `json:"ray_error,omitempty"`
+	RayDownSince  *time.Time `json:"ray_down_since,omitempty"`
+	ClusterSource string     `json:"cluster_source,omitempty"`
+	LastTick      time.Time  `json:"last_tick"`
 }
 
 // Health returns the latest health reading.
@@ -146,10 +146,11 @@ func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) {
 	h := &l.health
 	h.LastTick = now
 	if rayErr == nil {
-		h.RayOK, h.RayError, h.RayDownSince = true, "", time.Time{}
+		h.RayOK, h.RayError, h.RayDownSince = true, "", nil
 	} else {
-		if h.RayOK || h.RayDownSince.IsZero() {
-			h.RayDownSince = now
+		if h.RayDownSince == nil {
+			since := now
+			h.RayDownSince = &since
 		}
 		h.RayOK, h.RayError = false, rayErr.Error()
 	}

@@ -1,0 +1,242 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/jobspec"
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/sqlite"
+	"github.com/mvp2/mvp/internal/taskfs"
+	"github.com/mvp2/mvp/internal/workload"
+)
+
+const token = "test-token-0123456789abcdef"
+
+// fakeRay is enough Ray for the API's own logic; the real one is exercised by the e2e tests.
+type fakeRay struct{ logs string }
+
+func (f *fakeRay) SubmitJob(context.Context, *mvp.JobSubmission) error { return nil }
+func (f *fakeRay) GetJob(context.Context, string) (*mvp.JobInfo, error) {
+	return nil, mvp.ErrJobNotFound
+}
+func (f *fakeRay) StopJob(context.Context, string) error          { return nil }
+func (f *fakeRay) DeleteJob(context.Context, string) error        { return nil }
+func (f *fakeRay) JobLogs(context.Context, string) (string, error) { return f.logs, nil }
+
+type fixedCluster struct{}
+
+func (fixedCluster) ReadCluster(context.Context) (*mvp.ClusterView, error) {
+	return &mvp.ClusterView{Source: "probe", Nodes: []mvp.Node{
+		{ID: "w1", Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100},
+			Available: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100}}}}, nil
+}
+
+func newServer(t *testing.T) (*httptest.Server, *sqlite.DB) {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	set := workload.Settings{SharedRoot: t.TempDir(), EntrypointResources: map[string]float64{"worker_node": 1}}
+	build := func(task *mvp.Task, n int) (*mvp.JobSubmission, error) {
+		var s jobspec.Spec
+		if err := json.Unmarshal(task.SpecJSON, &s); err != nil {
+			return nil, err
+		}
+		return workload.Build(task.ID, n, &s, set)
+	}
+	srv := &api.Server{Store: db, Files: taskfs.FS{Root: set.SharedRoot}, Ray: &fakeRay{logs: "line 1\n"},
+		Cluster: fixedCluster{}, Build: build, Prepare: func(b []byte) (*mvp.Task, error) { return workload.Prepare(b, set) },
+		Policy: scheduler.Policy{CPUsPerGPU: map[mvp.Workload]float64{"ppo": 3, "grpo": 3, "sft": 10},
+			Driver: map[string]float64{"worker_node": 1}},
+		Clock: mvp.SystemClock{}, Logger: slog.New(slog.DiscardHandler), Token: token, MaxBodyBytes: 1 << 20}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return hs, db
+}
+
+const goodSpec = "workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
+
+func do(t *testing.T, hs *httptest.Server, method, path, ctype, body string, hdr map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range hdr {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// TestBadRequests: every bad request gets a 4xx in the one error shape, with a message, and writes no row.
+func TestBadRequests(t *testing.T) {
+	hs, db := newServer(t)
+	post := func(body string) [6]string { return [6]string{"POST", "/api/v2/tasks", "application/yaml", body, "", ""} }
+	replace := func(o, n string) [6]string { return post(strings.Replace(goodSpec, o, n, 1)) }
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	cases := [][6]string{ // method, path, content type, body, header name, header value
+		post(""), post("workload: [\n"), post("- a\n"), post("\x00"), post("a: &x 1\nb: *x\n"),
+		post(goodSpec + "---\n" + goodSpec), post(goodSpec + "bogus: 1\n"), post(goodSpec + "nnodes: 2\n"),
+		replace("ppo", "dpo"), replace("nnodes: 1", "nnodes: 0"), replace("nnodes: 1", "nnodes: x"),
+		replace("nnodes: 1", "nnodes: 1e9"), replace("n_gpus_per_node: 4", "n_gpus_per_node: -1"),
+		replace("model_path: /m", "model_path: m"), replace("train_file: /t", "train_file: /../../etc/passwd"),
+		replace("val_file: /v\n", ""), post(goodSpec + "name: ../../x\n"), post(goodSpec + "name: \"$(id)\"\n"),
+		post(goodSpec + "overrides: ['; rm -rf /']\n"), post(goodSpec + "overrides: [\"a=1\\nb=2\"]\n"),
+		post(goodSpec + "overrides: [trainer.nnodes=8]\n"), post(goodSpec + "env: {RAY_ADDRESS: x}\n"),
+		post(goodSpec + "env: {'A;B': x}\n"), post(goodSpec + "env: [1]\n"), post(goodSpec + "code_path: ../x\n"),
+		post(strings.Repeat("a", 2<<20)),
+		post("{\"workload\": \"ppo\", \"nnodes\": \"1\"}"), post("{\"workload\": \"ppo\",}"), post("[]"), post("null"),
+		post("\xff\xfe"), post(strings.Repeat("[", 100000)),
+		{"POST", "/api/v2/tasks", "text/html", goodSpec, "", ""},
+		{"POST", "/api/v2/tasks", "application/x-www-form-urlencoded", goodSpec, "", ""},
+		{"POST", "/api/v2/tasks", "multipart/form-data; boundary=x", goodSpec, "", ""},
+		{"POST", "/api/v2/tasks", ";;;", goodSpec, "", ""},
+		{"POST", "/api/v2/tasks?dry_run=maybe", "application/yaml", goodSpec, "", ""},
+		{"POST", "/api/v2/tasks", "application/yaml", goodSpec, "Authorization", ""},
+		{"POST", "/api/v2/tasks", "application/yaml", goodSpec, "Authorization", "Bearer wrong-token-wrong-token"},
+		{"POST", "/api/v2/tasks", "application/yaml", goodSpec, "Authorization", "Basic dXNlcjpwYXNz"},
+		{"POST", "/api/v2/tasks", "application/yaml", goodSpec, "Authorization", "Bearer"},
+		{"PUT", "/api/v2/tasks", "application/yaml", goodSpec, "", ""},
+		{"DELETE", "/api/v2/tasks/" + id, "", "", "", ""},
+		{"PATCH", "/api/v2/tasks/" + id, "", "", "", ""},
+		{"GET", "/api/v2/tasks/" + id + "/cancel", "", "", "", ""},
+		{"GET", "/api/v2/tasks/" + id, "", "", "", ""},
+		{"GET", "/api/v2/tasks/../../etc/passwd", "", "", "", ""},
+		{"GET", "/api/v2/tasks/%2e%2e%2fetc", "", "", "", ""},
+		{"GET", "/api/v2/tasks/" + id + "/logs", "", "", "", ""},
+		{"GET", "/api/v2/tasks/" + id + "/events", "", "", "", ""},
+		{"POST", "/api/v2/tasks/" + id + "/cancel", "", "", "", ""},
+		{"GET", "/api/v2/tasks?state=DONE", "", "", "", ""},
+		{"GET", "/api/v2/tasks?workload=dpo", "", "", "", ""},
+		{"GET", "/api/v2/tasks?limit=0", "", "", "", ""},
+		{"GET", "/api/v2/tasks?limit=100000", "", "", "", ""},
+		{"GET", "/api/v2/tasks?limit=abc", "", "", "", ""},
+		{"GET", "/api/v2/tasks?cursor=!!!", "", "", "", ""},
+		{"GET", "/api/v2/tasks?cursor=Zm9v", "", "", "", ""},
+		{"GET", "/api/v3/tasks", "", "", "", ""},
+		{"GET", "/nope", "", "", "", ""},
+	}
+	if len(cases) < 50 {
+		t.Fatalf("%d cases", len(cases))
+	}
+	for i, c := range cases {
+		hdr := map[string]string{}
+		if c[4] != "" {
+			hdr[c[4]] = c[5]
+		}
+		resp, body := do(t, hs, c[0], c[1], c[2], c[3], hdr)
+		var eb api.ErrorBody
+		if resp.StatusCode < 400 || resp.StatusCode > 499 {
+			t.Errorf("case %d (%s %s %.40q): status %d: %s", i, c[0], c[1], c[3], resp.StatusCode, body)
+			continue
+		}
+		if err := json.Unmarshal(body, &eb); err != nil || eb.Error.Code == "" || len(eb.Error.Message) < 10 {
+			t.Errorf("case %d: not the error shape: %s", i, body)
+		}
+		if strings.Contains(string(body), token) {
+			t.Errorf("case %d: the token is in the answer", i)
+		}
+	}
+	if n, _ := db.CountTasks(context.Background()); n != 0 {
+		t.Errorf("%d rows written by bad requests", n)
+	}
+	if resp, _ := do(t, hs, "GET", "/healthz", "", "", map[string]string{"Authorization": ""}); resp.StatusCode != 200 {
+		t.Errorf("server unhealthy after the bad requests: %d", resp.StatusCode)
+	}
+}
+
+func TestStatusMapping(t *testing.T) {
+	hs, _ := newServer(t)
+	check := func(want int, method, path, body string, hdr map[string]string) []byte {
+		t.Helper()
+		resp, b := do(t, hs, method, path, "application/yaml", body, hdr)
+		if resp.StatusCode != want {
+			t.Errorf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
+		}
+		return b
+	}
+	check(401, "GET", "/api/v2/tasks", "", map[string]string{"Authorization": ""})
+	check(403, "GET", "/api/v2/tasks", "", map[string]string{"Authorization": "Bearer nope-nope-nope-nope"})
+	check(413, "POST", "/api/v2/tasks", strings.Repeat("#", 2<<20), nil)
+	check(404, "GET", "/api/v2/tasks/mvp2-ppo-20251223-143201-0000", "", nil)
+	check(405, "DELETE", "/api/v2/tasks", "", nil)
+	b := check(201, "POST", "/api/v2/tasks", goodSpec, nil)
+	var task mvp.Task
+	json.Unmarshal(b, &task)
+	check(200, "POST", "/api/v2/tasks/"+task.ID+"/cancel", "", nil)
+	check(409, "POST", "/api/v2/tasks/"+task.ID+"/cancel", "", nil)
+	check(200, "GET", "/api/v2/openapi.json", "", nil)
+
+	var dry struct {
+		Admission struct{ Verdict string } `json:"admission"`
+		Ray       mvp.JobSubmission         `json:"ray_submission"`
+	}
+	json.Unmarshal(check(200, "POST", "/api/v2/tasks?dry_run=true", goodSpec, nil), &dry)
+	if dry.Admission.Verdict != api.VerdictFitsNow || !strings.Contains(dry.Ray.Entrypoint, "verl.trainer.main_ppo") {
+		t.Errorf("dry run: %+v", dry)
+	}
+	json.Unmarshal(check(200, "POST", "/api/v2/tasks?dry_run=1", strings.Replace(goodSpec, "n_gpus_per_node: 4", "n_gpus_per_node: 8", 1), nil), &dry)
+	if dry.Admission.Verdict != api.VerdictNeverFits {
+		t.Errorf("dry run 1×8 on a 4-GPU node: %+v", dry.Admission)
+	}
+}
+
+func TestTaskIDsUniqueUnderConcurrency(t *testing.T) {
+	hs, _ := newServer(t)
+	ids := make(chan string, 200)
+	done := make(chan struct{})
+	for g := 0; g < 20; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 10; i++ {
+				resp, b := do(t, hs, "POST", "/api/v2/tasks", "application/yaml", goodSpec, nil)
+				if resp.StatusCode != 201 {
+					t.Errorf("%d %s", resp.StatusCode, b)
+					return
+				}
+				var task mvp.Task
+				json.Unmarshal(b, &task)
+				ids <- task.ID
+			}
+		}()
+	}
+	for g := 0; g < 20; g++ {
+		<-done
+	}
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		if seen[id] || !taskfs.TaskIDPattern.MatchString(id) {
+			t.Errorf("bad or duplicate id %q", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != 200 {
+		t.Errorf("%d ids", len(seen))
+	}
+	_ = time.Second
+}
