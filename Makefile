@@ -27,6 +27,7 @@ vet:
 	$(GO) vet -tags e2e ./...
 
 test-unit: vet ## unit tests (no Ray needed)
+	@bash scripts/ensure-tools.sh
 	$(GO) test -count=1 ./...
 
 test-e2e: build ## end-to-end tests against a Ray cluster of their own (free ports, temp folder)

@@ -15,6 +15,7 @@ export MVP_RAY_PORT="${ports[0]}" MVP_RAY_DASHBOARD_PORT="${ports[1]}" MVP_RAY_C
 export MVP_RAY_AGENT_PORT_BASE="${MVP_E2E_AGENT_PORT_BASE:-$(( 40000 + (ports[3] % 2000) * 10 ))}"
 export RAY_WORKERS="${RAY_WORKERS:-2}" RAY_GPUS_PER_WORKER="${RAY_GPUS_PER_WORKER:-4}"
 
+# shellcheck disable=SC2317 # called from the EXIT trap
 cleanup() {
   local rc=$?
   if [[ $rc -ne 0 ]]; then
@@ -27,7 +28,7 @@ cleanup() {
       head -n 20 | while read -r f; do echo "--- $f (last 20 lines)"; tail -n 20 "$f" || true; done
   fi
   bash scripts/ray-down.sh || true
-  exit $rc
+  exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -44,6 +45,24 @@ export MVP_E2E_BIN="$repo/bin/mvp"
 set +e
 go test -tags e2e -count=1 -p 1 -timeout "${MVP_E2E_TIMEOUT:-45m}" ${MVP_E2E_RUN:+-run "$MVP_E2E_RUN"} -v \
   ./internal/e2e/ ./internal/ray/ 2>&1 | tee "$MVP_CLUSTER_DIR/go-test.log"
+status="${PIPESTATUS[0]}"
+set -e
+[[ "$status" -eq 0 ]] || exit "$status"
+
+# Phase 2: a one-worker cluster with Ray's token auth (RAY_AUTH_MODE=token), for the test that needs it.
+bash scripts/ray-down.sh
+mapfile -t ports < <(python3 scripts/free-ports.py 3)
+export MVP_RAY_PORT="${ports[0]}" MVP_RAY_DASHBOARD_PORT="${ports[1]}" MVP_RAY_CLIENT_PORT="${ports[2]}"
+export MVP_CLUSTER_DIR="$MVP_CLUSTER_DIR/token" RAY_WORKERS=1
+RAY_AUTH_TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+export RAY_AUTH_TOKEN MVP_E2E_RAY_TOKEN="$RAY_AUTH_TOKEN"
+echo "e2e: starting a token-auth Ray cluster in $MVP_CLUSTER_DIR"
+bash scripts/ray-up.sh
+# shellcheck disable=SC1091
+source "$MVP_CLUSTER_DIR/cluster.env"
+export MVP_E2E_DASHBOARD_URL="$RAY_DASHBOARD_URL" MVP_E2E_GCS_ADDRESS="$RAY_GCS_ADDRESS"
+set +e
+go test -tags e2e -count=1 -timeout 10m -run 'TestTokenAuthCluster' -v ./internal/e2e/ 2>&1 | tee -a "$MVP_CLUSTER_DIR/go-test.log"
 status="${PIPESTATUS[0]}"
 set -e
 exit "$status"

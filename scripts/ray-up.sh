@@ -60,6 +60,7 @@ rm -f "$dir/cluster.env"
 start_node() {
   local name="$1"; shift
   local log="$dir/$name.log"
+  # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell
   setsid -w bash -c 'echo $$ > "$0"; exec ray start "$@"' "$dir/$name.pgid" "$@" >"$log" 2>&1 </dev/null &
   local pid=$!
   if ! wait "$pid"; then

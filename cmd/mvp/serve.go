@@ -30,6 +30,7 @@ func serve(ctx context.Context, args []string) error {
 	cfgPath := fs.String("config", "configs/dev.yaml", "the cluster's dev.yaml")
 	devToken := fs.Bool("dev-generate-token", false, "development only: when the token variable is empty, generate a token and print it once")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	dbPath := fs.String("db-path", "", "override v2.sqlite.db_path")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may take after SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -43,6 +44,9 @@ func serve(ctx context.Context, args []string) error {
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		return err
+	}
+	if *dbPath != "" {
+		cfg.V2.SQLite.DBPath = *dbPath
 	}
 	token, generated, err := api.TokenFromEnv(cfg.V2.Auth.TokenEnv, *devToken)
 	if err != nil {

@@ -46,8 +46,13 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rayc = ray.New(ray.Options{DashboardURL: env.dashboard, Timeout: 15 * time.Second, Logger: logger})
-	probe = ray.NewProbe(ray.ProbeOptions{Python: env.python, Script: env.probeScript, Address: env.gcs, Logger: logger})
+	rayToken := os.Getenv("MVP_E2E_RAY_TOKEN")
+	var probeEnv []string
+	if rayToken != "" {
+		probeEnv = []string{"RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN=" + rayToken}
+	}
+	rayc = ray.New(ray.Options{DashboardURL: env.dashboard, Token: rayToken, Timeout: 15 * time.Second, Logger: logger})
+	probe = ray.NewProbe(ray.ProbeOptions{Python: env.python, Script: env.probeScript, Address: env.gcs, Env: probeEnv, Logger: logger})
 	code := m.Run()
 	probe.Close()
 	os.Exit(code)
@@ -166,6 +171,8 @@ type serviceOpts struct {
 	maxRunning               int
 	extraV2                  string
 	env                      []string
+	// rayTokenEnv names the variable holding Ray's token (token-auth clusters).
+	rayTokenEnv string
 }
 
 func startService(t testing.TB, o serviceOpts) *service {
@@ -178,6 +185,9 @@ func startService(t testing.TB, o serviceOpts) *service {
 	}
 	if o.gangWaitS == 0 {
 		o.gangWaitS = 120
+	}
+	if o.rayTokenEnv == "" {
+		o.rayTokenEnv = "MVP_E2E_NO_RAY_TOKEN"
 	}
 	dir := t.TempDir()
 	s := &service{t: t, dir: dir, sharedRoot: filepath.Join(dir, "shared"), dbPath: filepath.Join(dir, "db", "mvp.sqlite3"),
@@ -195,9 +205,9 @@ v2:
   auth: {token_env: MVP_E2E_TOKEN}
   sqlite: {db_path: %s}
   scheduler: {tick_s: %g, retry_interval_s: %g, max_running_tasks: %d, gang_wait_s: %g}
-  ray: {gcs_address: %s, python: %s, probe_script: %s}
+  ray: {gcs_address: %s, python: %s, probe_script: %s, token_env: %s}
 %s`, env.dashboard, s.sharedRoot, filepath.Join(env.repo, "py-entrypoints"), s.port, s.dbPath, o.tickS, o.retryS,
-		o.maxRunning, o.gangWaitS, env.gcs, env.python, env.probeScript, o.extraV2)
+		o.maxRunning, o.gangWaitS, env.gcs, env.python, env.probeScript, o.rayTokenEnv, o.extraV2)
 	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,3 @@
+// Package hostscripts holds the tests of the host scripts in v2/scripts (start, stop, status, logs, restart of
+// `mvp serve` inside the Ray head container). It has no code of its own.
+package hostscripts

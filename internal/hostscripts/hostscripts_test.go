@@ -1,0 +1,191 @@
+package hostscripts
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// fakeDocker records its arguments and runs `docker exec … CONTAINER cmd…` locally; `docker inspect` answers from
+// FAKE_DOCKER_STATE (running, stopped or missing).
+const fakeDocker = `#!/usr/bin/env bash
+printf '%s\n' "$*" >> "$FAKE_DOCKER_LOG"
+case "$1" in
+  inspect)
+    case "${FAKE_DOCKER_STATE:-running}" in
+      running) echo true ;;
+      stopped) echo false ;;
+      *) echo "Error: No such object: ${@: -1}" >&2; exit 1 ;;
+    esac ;;
+  exec)
+    shift
+    while [[ "$1" == -* ]]; do
+      case "$1" in -e) [[ -n "${!2:-}" ]] || { echo "fake docker: -e $2 is not set" >&2; exit 9; }; shift 2 ;; *) shift ;; esac
+    done
+    shift # the container
+    exec "$@" ;;
+  *) echo "fake docker: unexpected $1" >&2; exit 2 ;;
+esac
+`
+
+type rig struct {
+	t    *testing.T
+	dir  string
+	env  []string
+	port int
+}
+
+func repoRoot(t *testing.T) string {
+	_, f, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(f), "..", "..")
+}
+
+func newRig(t *testing.T) *rig {
+	dir := t.TempDir()
+	root := repoRoot(t)
+	bin := filepath.Join(dir, "home", "bin", "mvp")
+	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "cmd", "mvp")).CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "fakebin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fakebin", "docker"), []byte(fakeDocker), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cfg := filepath.Join(dir, "home", "configs", "dev.yaml")
+	os.MkdirAll(filepath.Dir(cfg), 0o755)
+	// Ray is not running: mvp serves its API anyway and reports Ray as down on /healthz.
+	os.WriteFile(cfg, []byte(fmt.Sprintf("address: http://127.0.0.1:1\nshared_root: %s/shared\nv2:\n  api: {port: %d}\n"+
+		"  sqlite: {db_path: %s/db/mvp.sqlite3}\n  ray: {python: /bin/false}\n", dir, port, dir)), 0o644)
+	r := &rig{t: t, dir: dir, port: port, env: append(os.Environ(),
+		"PATH="+filepath.Join(dir, "fakebin")+":"+os.Getenv("PATH"),
+		"FAKE_DOCKER_LOG="+filepath.Join(dir, "docker.log"),
+		"MVP_HOME="+filepath.Join(dir, "home"),
+		"MVP_DB_PATH="+filepath.Join(dir, "db", "override.sqlite3"),
+		fmt.Sprintf("MVP_HEALTH_URL=http://127.0.0.1:%d/healthz", port),
+		"MVP_CONTAINER=ray-head-test",
+		"MVP_INTERNAL_TOKEN=host-token-0123456789abcdef",
+		"MVP_STOP_TIMEOUT=10",
+	)}
+	t.Cleanup(func() { r.run("stop.sh"); r.run("stop.sh", "MVP_LOCAL=1") })
+	return r
+}
+
+func (r *rig) run(script string, extra ...string) (string, int) {
+	r.t.Helper()
+	args := []string{filepath.Join(repoRoot(r.t), "v2", "scripts", script)}
+	env := append([]string{}, r.env...)
+	for _, e := range extra {
+		if strings.HasPrefix(e, "-") {
+			args = append(args, e)
+		} else {
+			env = append(env, e)
+		}
+	}
+	cmd := exec.Command("bash", args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		r.t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func TestLifecycleThroughDocker(t *testing.T) {
+	r := newRig(t)
+	if out, code := r.run("status.sh"); code != 1 || !strings.Contains(out, "not running") {
+		t.Errorf("status before start: %d %s", code, out)
+	}
+	out, code := r.run("start.sh")
+	if code != 0 || !strings.Contains(out, "started") {
+		t.Fatalf("start: %d %s", code, out)
+	}
+	if out, code := r.run("start.sh"); code != 0 || !strings.Contains(out, "already running") {
+		t.Errorf("second start: %d %s", code, out)
+	}
+	if out, code := r.run("status.sh"); code != 0 || !strings.Contains(out, `"status"`) {
+		t.Errorf("status: %d %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "db", "override.sqlite3")); err != nil {
+		t.Errorf("MVP_DB_PATH not honoured: %v", err)
+	}
+	if out, code := r.run("logs.sh", "-n50"); code != 0 || !strings.Contains(out, "mvp serving") {
+		t.Errorf("logs: %d %s", code, out)
+	}
+	if out, code := r.run("restart.sh"); code != 0 || !strings.Contains(out, "stopped") || !strings.Contains(out, "started") {
+		t.Errorf("restart: %d %s", code, out)
+	}
+	if out, code := r.run("stop.sh"); code != 0 || !strings.Contains(out, "graceful") {
+		t.Errorf("stop: %d %s", code, out)
+	}
+	if out, code := r.run("stop.sh"); code != 0 || !strings.Contains(out, "not running") {
+		t.Errorf("second stop: %d %s", code, out)
+	}
+	log, _ := os.ReadFile(filepath.Join(r.dir, "docker.log"))
+	calls := string(log)
+	if !strings.Contains(calls, "exec -i -e MVP_INTERNAL_TOKEN ray-head-test bash -c") || strings.Contains(calls, "host-token-0123456789abcdef") {
+		t.Errorf("docker calls (the token must travel by name only):\n%s", calls)
+	}
+}
+
+func TestMissingOrStoppedContainer(t *testing.T) {
+	r := newRig(t)
+	for _, s := range []string{"start.sh", "stop.sh", "status.sh", "logs.sh", "restart.sh"} {
+		out, code := r.run(s, "FAKE_DOCKER_STATE=missing")
+		if code == 0 || !strings.Contains(out, "container 'ray-head-test' does not exist") {
+			t.Errorf("%s, missing container: %d %s", s, code, out)
+		}
+		out, code = r.run(s, "FAKE_DOCKER_STATE=stopped")
+		if code == 0 || !strings.Contains(out, "is not running") {
+			t.Errorf("%s, stopped container: %d %s", s, code, out)
+		}
+	}
+	if out, code := r.run("start.sh", "MVP_INTERNAL_TOKEN="); code == 0 || !strings.Contains(out, "MVP_INTERNAL_TOKEN is empty") {
+		t.Errorf("start without a token: %d %s", code, out)
+	}
+	if out, code := r.run("start.sh", "--help"); code != 0 || !strings.Contains(out, "MVP_CONTAINER") {
+		t.Errorf("help: %d %s", code, out)
+	}
+}
+
+func TestLocalMode(t *testing.T) {
+	r := newRig(t)
+	if out, code := r.run("start.sh", "MVP_LOCAL=1", "PATH=/usr/local/go/bin:/usr/bin:/bin"); code != 0 {
+		t.Fatalf("local start: %d %s", code, out)
+	}
+	if out, code := r.run("status.sh", "MVP_LOCAL=1"); code != 0 {
+		t.Errorf("local status: %d %s", code, out)
+	}
+	if out, code := r.run("stop.sh", "MVP_LOCAL=1"); code != 0 || !strings.Contains(out, "stopped") {
+		t.Errorf("local stop: %d %s", code, out)
+	}
+	if log, _ := os.ReadFile(filepath.Join(r.dir, "docker.log")); len(log) != 0 {
+		t.Errorf("local mode called docker: %s", log)
+	}
+}
+
+func TestShellcheck(t *testing.T) {
+	if _, err := exec.LookPath("shellcheck"); err != nil {
+		t.Skip("shellcheck is not installed (make test installs it with scripts/ensure-tools.sh)")
+	}
+	root := repoRoot(t)
+	files, _ := filepath.Glob(filepath.Join(root, "v2", "scripts", "*.sh"))
+	more, _ := filepath.Glob(filepath.Join(root, "scripts", "*.sh"))
+	cmd := exec.Command("shellcheck", append([]string{"-x"}, append(files, more...)...)...)
+	cmd.Dir = filepath.Join(root, "v2", "scripts")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("shellcheck:\n%s", out)
+	}
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# lib.sh — shared by the mvp host scripts. Run them on the host, never inside a container: they reach `mvp serve`
+# inside the Ray head container through `docker exec`, or run it directly with MVP_LOCAL=1.
+#
+# Settings (environment; defaults in brackets):
+#   MVP_CONTAINER     [mvp-ray-head]                          the Ray head container
+#   MVP_HOME          [/workspace/mvp/v2]                     mvp's folder inside the container
+#   MVP_BIN           [$MVP_HOME/bin/mvp]                     the mvp binary inside the container
+#   MVP_CONFIG        [$MVP_HOME/configs/dev.yaml]            dev.yaml inside the container
+#   MVP_DB_PATH       [from dev.yaml: v2.sqlite.db_path]      overrides the database path
+#   MVP_TOKEN_ENV     [MVP_INTERNAL_TOKEN]                    the variable holding the API token; its value is
+#                                                             handed to the container by name, never on a command line
+#   MVP_LOG           [$MVP_HOME/logs/mvp.log]                the service's log file
+#   MVP_PIDFILE       [$MVP_HOME/run/mvp.pid]                 where start records the service's pid
+#   MVP_HEALTH_URL    [http://127.0.0.1:8080/healthz]         what status and start ask
+#   MVP_STOP_TIMEOUT  [30]                                    seconds between SIGTERM and SIGKILL
+#   MVP_START_TIMEOUT [30]                                    seconds start waits for /healthz
+#   MVP_LOCAL         [0]                                     1: run on this machine, without docker
+#   DOCKER            [docker]                                the docker command
+set -euo pipefail
+
+MVP_CONTAINER="${MVP_CONTAINER:-mvp-ray-head}"
+MVP_HOME="${MVP_HOME:-/workspace/mvp/v2}"
+MVP_BIN="${MVP_BIN:-$MVP_HOME/bin/mvp}"
+MVP_CONFIG="${MVP_CONFIG:-$MVP_HOME/configs/dev.yaml}"
+MVP_DB_PATH="${MVP_DB_PATH:-}"
+MVP_TOKEN_ENV="${MVP_TOKEN_ENV:-MVP_INTERNAL_TOKEN}"
+MVP_LOG="${MVP_LOG:-$MVP_HOME/logs/mvp.log}"
+MVP_PIDFILE="${MVP_PIDFILE:-$MVP_HOME/run/mvp.pid}"
+MVP_HEALTH_URL="${MVP_HEALTH_URL:-http://127.0.0.1:8080/healthz}"
+MVP_STOP_TIMEOUT="${MVP_STOP_TIMEOUT:-30}"
+MVP_START_TIMEOUT="${MVP_START_TIMEOUT:-30}"
+MVP_LOCAL="${MVP_LOCAL:-0}"
+DOCKER="${DOCKER:-docker}"
+
+die() {
+  echo "mvp: $*" >&2
+  exit 1
+}
+
+# usage_header prints the settings above (the lines of this file's header) for --help.
+usage_settings() {
+  sed -n '/^# Settings/,/^set -euo/p' "$(dirname "${BASH_SOURCE[0]}")/lib.sh" | sed '$d' | sed 's/^# \{0,1\}//'
+}
+
+# need_container fails with a clear message unless the container exists and runs (skipped in local mode).
+need_container() {
+  [[ "$MVP_LOCAL" == 1 ]] && return 0
+  command -v "$DOCKER" >/dev/null 2>&1 || die "'$DOCKER' is not installed or not on PATH (set MVP_LOCAL=1 to run without docker)"
+  local running
+  if ! running="$("$DOCKER" inspect -f '{{.State.Running}}' "$MVP_CONTAINER" 2>/dev/null)"; then
+    die "container '$MVP_CONTAINER' does not exist (set MVP_CONTAINER to the Ray head container's name)"
+  fi
+  [[ "$running" == "true" ]] || die "container '$MVP_CONTAINER' exists but is not running; start it first"
+}
+
+# in_target SCRIPT ARGS…: run a bash script in the container (or here with MVP_LOCAL=1). Values travel as
+# positional arguments ($1, $2, …), never spliced into the script text.
+in_target() {
+  local script="$1"
+  shift
+  if [[ "$MVP_LOCAL" == 1 ]]; then
+    bash -c "$script" mvp "$@"
+  else
+    "$DOCKER" exec -i -e "$MVP_TOKEN_ENV" "$MVP_CONTAINER" bash -c "$script" mvp "$@"
+  fi
+}
+
+# The scripts that run in the target. Each reads only its positional arguments.
+# shellcheck disable=SC2016
+PID_OF='pidfile="$1"; [[ -f "$pidfile" ]] || exit 1; pid="$(cat "$pidfile")"; [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"'
+# shellcheck disable=SC2016
+HEALTH='python3 - "$1" <<PY
+import sys, urllib.request
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=3) as r:
+        print(r.read().decode()); sys.exit(0 if r.status == 200 else 1)
+except Exception as e:
+    print(e); sys.exit(1)
+PY'
+
+running_pid() { in_target "$PID_OF" "$MVP_PIDFILE"; }
+health() { in_target "$HEALTH" "$MVP_HEALTH_URL"; }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# start.sh — start `mvp serve` inside the Ray head container (idempotent: a running service is left alone).
+# Waits until /healthz answers. Settings: see lib.sh or --help.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  echo "usage: start.sh — start mvp serve in the Ray head container"
+  usage_settings
+  exit 0
+fi
+need_container
+if pid="$(running_pid)"; then
+  echo "mvp: already running (pid $pid)"
+  exit 0
+fi
+[[ -n "${!MVP_TOKEN_ENV:-}" ]] || die "\$$MVP_TOKEN_ENV is empty on the host: export the API token in it (see v2.auth.token_env)"
+# shellcheck disable=SC2016
+START='bin="$1" cfg="$2" log="$3" pidfile="$4" db="$5"
+[[ -x "$bin" ]] || { echo "mvp binary $bin not found or not executable" >&2; exit 4; }
+[[ -f "$cfg" ]] || { echo "config $cfg not found" >&2; exit 4; }
+mkdir -p "$(dirname "$log")" "$(dirname "$pidfile")"
+args=(serve --config "$cfg")
+[[ -n "$db" ]] && args+=(--db-path "$db")
+cd "$(dirname "$(dirname "$bin")")"
+nohup setsid "$bin" "${args[@]}" >>"$log" 2>&1 </dev/null &
+echo $! >"$pidfile"
+echo $!'
+pid="$(in_target "$START" "$MVP_BIN" "$MVP_CONFIG" "$MVP_LOG" "$MVP_PIDFILE" "$MVP_DB_PATH")" || die "start failed (see above)"
+deadline=$(( SECONDS + MVP_START_TIMEOUT ))
+until health >/dev/null; do
+  if ! running_pid >/dev/null; then
+    echo "mvp: the service exited; the end of its log:" >&2
+    # shellcheck disable=SC2016
+    in_target 'tail -n 20 "$1"' "$MVP_LOG" >&2 || true
+    exit 1
+  fi
+  (( SECONDS < deadline )) || die "started (pid $pid) but /healthz did not answer within ${MVP_START_TIMEOUT}s; see $MVP_LOG"
+  sleep 0.5
+done
+echo "mvp: started (pid $pid); $MVP_HEALTH_URL answers"

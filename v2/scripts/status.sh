@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# status.sh — is `mvp serve` running, and does /healthz answer? Exit 0: running and healthy; 1: not running (or
+# the container is missing); 2: running but /healthz does not answer. Settings: see lib.sh or --help.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  echo "usage: status.sh — say whether mvp serve runs and answers /healthz"
+  usage_settings
+  exit 0
+fi
+need_container
+if ! pid="$(running_pid)"; then
+  echo "mvp: not running"
+  exit 1
+fi
+if body="$(health)"; then
+  echo "mvp: running (pid $pid); $MVP_HEALTH_URL answers:"
+  echo "$body"
+  exit 0
+fi
+echo "mvp: running (pid $pid) but $MVP_HEALTH_URL does not answer: $body"
+exit 2
