@@ -23,7 +23,7 @@ func TestWorkloadsReceiveTheExactCommand(t *testing.T) {
 			s := startService(t, serviceOpts{})
 			dump := filepath.Join(t.TempDir(), "args.json")
 			doc := spec(w, 1, 2, 1, "mvp_test.dump_args="+dump, "trainer.logger="+hostile) +
-				"env:\n  MY_VAR: " + jsonString(hostile) + "\n"
+				"env:\n  WANDB_NOTES: " + jsonString(hostile) + "\n"
 			task := s.submit(doc)
 			s.waitState(task.ID, mvp.StateSucceeded, 120*time.Second)
 			var got struct {
@@ -55,8 +55,8 @@ func TestWorkloadsReceiveTheExactCommand(t *testing.T) {
 			if last := got.Argv[len(got.Argv)-1]; last != "trainer.logger="+hostile {
 				t.Errorf("the user's override did not arrive intact and last: %q", last)
 			}
-			if got.Env["MY_VAR"] != hostile {
-				t.Errorf("env MY_VAR = %q", got.Env["MY_VAR"])
+			if got.Env["WANDB_NOTES"] != hostile {
+				t.Errorf("env WANDB_NOTES = %q", got.Env["WANDB_NOTES"])
 			}
 			attempt := filepath.Join(s.sharedRoot, "jobs", task.ID, "attempts", "a01")
 			if got.Env["VERL_FILE_LOGGER_PATH"] != filepath.Join(attempt, "metrics.jsonl") ||
