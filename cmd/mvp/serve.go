@@ -97,6 +97,7 @@ func serve(ctx context.Context, args []string) error {
 	loop := &scheduler.Loop{Store: store, Ray: rc, Cluster: probe, Build: build, Files: files, Clock: mvp.SystemClock{},
 		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
 		RetryInterval: cfg.V2.Scheduler.RetryInterval(), MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries,
+		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
 		Crash: crashPoint(logger)}
 	srv := &api.Server{Store: store, Files: files, Ray: rc, Cluster: probe, Prepare: prepare, Build: build,
 		Policy: policy, Clock: mvp.SystemClock{}, Logger: logger.With("component", "api"), Token: token,

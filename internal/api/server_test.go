@@ -30,8 +30,8 @@ func (f *fakeRay) SubmitJob(context.Context, *mvp.JobSubmission) error { return 
 func (f *fakeRay) GetJob(context.Context, string) (*mvp.JobInfo, error) {
 	return nil, mvp.ErrJobNotFound
 }
-func (f *fakeRay) StopJob(context.Context, string) error          { return nil }
-func (f *fakeRay) DeleteJob(context.Context, string) error        { return nil }
+func (f *fakeRay) StopJob(context.Context, string) error           { return nil }
+func (f *fakeRay) DeleteJob(context.Context, string) error         { return nil }
 func (f *fakeRay) JobLogs(context.Context, string) (string, error) { return f.logs, nil }
 
 type fixedCluster struct{}
@@ -95,7 +95,9 @@ func do(t *testing.T, hs *httptest.Server, method, path, ctype, body string, hdr
 // TestBadRequests: every bad request gets a 4xx in the one error shape, with a message, and writes no row.
 func TestBadRequests(t *testing.T) {
 	hs, db := newServer(t)
-	post := func(body string) [6]string { return [6]string{"POST", "/api/v2/tasks", "application/yaml", body, "", ""} }
+	post := func(body string) [6]string {
+		return [6]string{"POST", "/api/v2/tasks", "application/yaml", body, "", ""}
+	}
 	replace := func(o, n string) [6]string { return post(strings.Replace(goodSpec, o, n, 1)) }
 	id := "mvp2-ppo-20251223-143201-7f3a"
 	cases := [][6]string{ // method, path, content type, body, header name, header value
@@ -193,7 +195,7 @@ func TestStatusMapping(t *testing.T) {
 
 	var dry struct {
 		Admission struct{ Verdict string } `json:"admission"`
-		Ray       mvp.JobSubmission         `json:"ray_submission"`
+		Ray       mvp.JobSubmission        `json:"ray_submission"`
 	}
 	json.Unmarshal(check(200, "POST", "/api/v2/tasks?dry_run=true", goodSpec, nil), &dry)
 	if dry.Admission.Verdict != api.VerdictFitsNow || !strings.Contains(dry.Ray.Entrypoint, "verl.trainer.main_ppo") {

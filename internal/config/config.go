@@ -83,6 +83,8 @@ type Ray struct {
 	KeepFinishedJobs int `yaml:"keep_finished_jobs"`
 	// RequestTimeoutS bounds one Ray REST call.
 	RequestTimeoutS float64 `yaml:"request_timeout_s"`
+	// LogCopyS is how often a running attempt's driver log is copied into the task folder.
+	LogCopyS float64 `yaml:"log_copy_s"`
 }
 
 // WorkloadConfig is per-workload admission shape.
@@ -282,6 +284,9 @@ func (c *Config) applyDefaults() {
 	if r.RequestTimeoutS == 0 {
 		r.RequestTimeoutS = DefaultRequestTimeoutS
 	}
+	if r.LogCopyS == 0 {
+		r.LogCopyS = 30
+	}
 	if v.Workloads == nil {
 		v.Workloads = map[string]WorkloadConfig{}
 	}
@@ -352,6 +357,9 @@ func (s Scheduler) RetryInterval() time.Duration { return seconds(s.RetryInterva
 
 // GangWait is how long placement groups may stay unplaceable before the attempt is stopped and requeued.
 func (s Scheduler) GangWait() time.Duration { return seconds(s.GangWaitS) }
+
+// LogCopyInterval is how often a running attempt's log is copied into the task folder.
+func (r Ray) LogCopyInterval() time.Duration { return seconds(r.LogCopyS) }
 
 // RequestTimeout bounds one Ray REST call.
 func (r Ray) RequestTimeout() time.Duration { return seconds(r.RequestTimeoutS) }

@@ -138,6 +138,11 @@ type Store interface {
 	Active(ctx context.Context) ([]*Task, error)
 	// Events returns a page of a task's events in order and the cursor of the next page.
 	Events(ctx context.Context, taskID string, cursor string, limit int) ([]*Event, string, error)
+	// FinishedInRay returns, newest first, the attempts whose Ray job ended and is still in Ray's job server,
+	// skipping the newest keep of them, at most limit.
+	FinishedInRay(ctx context.Context, keep, limit int) ([]*Attempt, error)
+	// MarkRayDeleted records that an attempt's job was removed from Ray's job server.
+	MarkRayDeleted(ctx context.Context, taskID string, attemptNo int) error
 	// AddEvent appends an event to a task's history.
 	AddEvent(ctx context.Context, e *Event) error
 	Close() error

@@ -31,11 +31,17 @@ type Loop struct {
 	RetryInterval time.Duration
 	// MaxInfraRetries bounds the attempts retried because their Ray job vanished (INFRA).
 	MaxInfraRetries int
+	// KeepFinishedJobs is how many ended mvp jobs stay in Ray's job server; older ones are deleted once their
+	// status and log are in the task folder (Ray never deletes them and slows down as they pile up).
+	KeepFinishedJobs int
+	// LogCopyEvery is how often a running attempt's driver log is copied into the task folder; 0 means 30 s.
+	LogCopyEvery time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
 
 	mu     sync.Mutex
 	stuck  map[string]time.Time // submission id → first seen unplaceable
+	copied map[string]time.Time // submission id → last copy of its running log
 	health Health
 	wake   chan struct{}
 }
@@ -127,6 +133,9 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	}
 	if active, err = l.Store.Active(ctx); err != nil {
 		return fmt.Errorf("load active tasks: %w", err)
+	}
+	if rayErr == nil {
+		l.prune(ctx)
 	}
 	snap := Snapshot{Cluster: view, Queue: queue, Active: l.activeAttempts(now, view, active)}
 	for _, a := range Decide(now, snap, l.Policy) {
@@ -340,6 +349,9 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 			return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: to, At: now, AttemptUpdate: &up,
 				EventPayload: map[string]any{"ray_status": info.Status}})
 		}
+		if info.Status == mvp.RayRunning {
+			l.copyRunningLog(ctx, t, a, now)
+		}
 		if attemptChanged(a, &up) {
 			return l.Store.UpdateAttempt(ctx, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": info.Status})
 		}
@@ -469,4 +481,60 @@ func msTime(ms int64) *time.Time {
 	}
 	t := time.UnixMilli(ms).UTC()
 	return &t
+}
+
+// copyRunningLog copies a running attempt's driver log into the task folder every LogCopyEvery, so that what was
+// logged so far stays readable if the Ray head goes away.
+func (l *Loop) copyRunningLog(ctx context.Context, t *mvp.Task, a *mvp.Attempt, now time.Time) {
+	every := l.LogCopyEvery
+	if every == 0 {
+		every = 30 * time.Second
+	}
+	l.mu.Lock()
+	if l.copied == nil {
+		l.copied = map[string]time.Time{}
+	}
+	last := l.copied[a.RaySubmissionID]
+	due := now.Sub(last) >= every
+	if due {
+		l.copied[a.RaySubmissionID] = now
+	}
+	l.mu.Unlock()
+	if !due {
+		return
+	}
+	logs, err := l.Ray.JobLogs(ctx, a.RaySubmissionID)
+	if err != nil {
+		l.Logger.Warn("copy running log", "task_id", t.ID, "err", err)
+		return
+	}
+	if err := l.Files.WriteLog(t.ID, a.No, logs); err != nil {
+		l.Logger.Error("write running log", "task_id", t.ID, "err", err)
+	}
+}
+
+// prune deletes ended jobs from Ray's job server beyond the newest KeepFinishedJobs, a few per tick.
+func (l *Loop) prune(ctx context.Context) {
+	if l.KeepFinishedJobs <= 0 {
+		return
+	}
+	old, err := l.Store.FinishedInRay(ctx, l.KeepFinishedJobs, 50)
+	if err != nil {
+		l.Logger.Error("list finished jobs", "err", err)
+		return
+	}
+	for _, a := range old {
+		err := l.Ray.DeleteJob(ctx, a.RaySubmissionID)
+		if err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+			l.Logger.Warn("delete finished job from Ray", "submission_id", a.RaySubmissionID, "err", err)
+			if errors.Is(err, mvp.ErrRayUnavailable) {
+				return
+			}
+			continue
+		}
+		if err := l.Store.MarkRayDeleted(ctx, a.TaskID, a.No); err != nil {
+			l.Logger.Error("mark job deleted", "submission_id", a.RaySubmissionID, "err", err)
+			return
+		}
+	}
 }

@@ -451,3 +451,31 @@ func (db *DB) CountTasks(ctx context.Context) (int, error) {
 	err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM tasks`).Scan(&n)
 	return n, err
 }
+
+// FinishedInRay returns ended attempts still in Ray's job server, newest first, beyond the newest keep.
+func (db *DB) FinishedInRay(ctx context.Context, keep, limit int) ([]*mvp.Attempt, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts
+		WHERE ray_deleted = 0 AND ray_status IN ('SUCCEEDED', 'FAILED', 'STOPPED')
+		ORDER BY end_time DESC, task_id DESC, attempt_no DESC LIMIT ? OFFSET ?`, limit, keep)
+	if err != nil {
+		return nil, fmt.Errorf("finished attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []*mvp.Attempt
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// MarkRayDeleted records that an attempt's Ray job was deleted.
+func (db *DB) MarkRayDeleted(ctx context.Context, taskID string, no int) error {
+	return db.exec(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE attempts SET ray_deleted = 1 WHERE task_id = ? AND attempt_no = ?`, taskID, no)
+		return err
+	})
+}

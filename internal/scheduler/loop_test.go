@@ -1,0 +1,314 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/sqlite"
+	"github.com/mvp2/mvp/internal/taskfs"
+)
+
+// fakeRay is a scriptable Ray for the loop's harness: jobs live in a map; hooks inject failures.
+type fakeRay struct {
+	mu        sync.Mutex
+	jobs      map[string]*mvp.JobInfo
+	submits   int
+	submitErr func(id string) error // returned instead of (or after) creating the job
+	createOn  bool                  // with submitErr: create the job anyway (a timeout after Ray accepted)
+	deleted   []string
+	stopped   []string
+}
+
+func newFakeRay() *fakeRay { return &fakeRay{jobs: map[string]*mvp.JobInfo{}} }
+
+func (f *fakeRay) SubmitJob(_ context.Context, s *mvp.JobSubmission) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.submits++
+	if f.submitErr != nil {
+		if err := f.submitErr(s.SubmissionID); err != nil {
+			if f.createOn {
+				f.jobs[s.SubmissionID] = &mvp.JobInfo{SubmissionID: s.SubmissionID, Status: mvp.RayPending}
+			}
+			return err
+		}
+	}
+	if _, ok := f.jobs[s.SubmissionID]; ok {
+		return fmt.Errorf("submit: %w", mvp.ErrJobExists)
+	}
+	f.jobs[s.SubmissionID] = &mvp.JobInfo{SubmissionID: s.SubmissionID, Status: mvp.RayPending}
+	return nil
+}
+
+func (f *fakeRay) GetJob(_ context.Context, id string) (*mvp.JobInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j, ok := f.jobs[id]
+	if !ok {
+		return nil, mvp.ErrJobNotFound
+	}
+	c := *j
+	return &c, nil
+}
+
+func (f *fakeRay) StopJob(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = append(f.stopped, id)
+	if j, ok := f.jobs[id]; ok && !j.Status.Terminal() {
+		j.Status = mvp.RayStopped
+	}
+	return nil
+}
+
+func (f *fakeRay) DeleteJob(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleted = append(f.deleted, id)
+	delete(f.jobs, id)
+	return nil
+}
+
+func (f *fakeRay) JobLogs(_ context.Context, id string) (string, error) {
+	return "log of " + id + "\n", nil
+}
+
+func (f *fakeRay) set(id string, st mvp.RayStatus, msg string, exit int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j := f.jobs[id]
+	j.Status, j.Message, j.JobID = st, msg, "01000000"
+	j.DriverExitCode = &exit
+}
+
+type fixedCluster struct{ view *mvp.ClusterView }
+
+func (c fixedCluster) ReadCluster(context.Context) (*mvp.ClusterView, error) { return c.view, nil }
+
+type clock struct{ t time.Time }
+
+func (c *clock) Now() time.Time { return c.t }
+
+type harness struct {
+	t     *testing.T
+	db    *sqlite.DB
+	ray   *fakeRay
+	clock *clock
+	loop  *scheduler.Loop
+	root  string
+}
+
+func newHarness(t *testing.T) *harness {
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	h := &harness{t: t, db: db, ray: newFakeRay(), clock: &clock{t: time.Date(2025, 12, 23, 14, 32, 1, 0, time.UTC)}, root: t.TempDir()}
+	view := &mvp.ClusterView{Source: "probe", Nodes: []mvp.Node{{ID: "w1", Alive: true,
+		Total:     map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100},
+		Available: map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100}}}}
+	h.loop = &scheduler.Loop{Store: db, Ray: h.ray, Cluster: fixedCluster{view}, Files: taskfs.FS{Root: h.root},
+		Clock: h.clock, Logger: slog.New(slog.DiscardHandler), Tick: time.Second, RetryInterval: time.Minute,
+		MaxInfraRetries: 2, KeepFinishedJobs: 1,
+		Policy: scheduler.Policy{MaxRunning: 10, CPUsPerGPU: map[mvp.Workload]float64{"ppo": 3},
+			Driver: map[string]float64{"worker_node": 1}},
+		Build: func(t *mvp.Task, n int) (*mvp.JobSubmission, error) {
+			return &mvp.JobSubmission{Entrypoint: "python3 -m x", SubmissionID: mvp.SubmissionID(t.ID, n)}, nil
+		}}
+	return h
+}
+
+var n int
+
+func (h *harness) task() *mvp.Task {
+	n++
+	t := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
+	if err := h.db.CreateTask(context.Background(), t); err != nil {
+		h.t.Fatal(err)
+	}
+	return t
+}
+
+func (h *harness) tick() {
+	h.t.Helper()
+	h.clock.t = h.clock.t.Add(time.Second)
+	if err := h.loop.RunOnce(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) get(id string) *mvp.Task {
+	t, err := h.db.GetTask(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return t
+}
+
+func TestLoopRunsATaskToSucceeded(t *testing.T) {
+	h := newHarness(t)
+	task := h.task()
+	h.tick()
+	got := h.get(task.ID)
+	if got.State != mvp.StateSubmitted || got.Attempts[0].RaySubmissionID != task.ID+"--a01" {
+		t.Fatalf("after one tick: %s %+v", got.State, got.Attempts)
+	}
+	h.ray.set(task.ID+"--a01", mvp.RayRunning, "", 0)
+	h.tick()
+	if s := h.get(task.ID).State; s != mvp.StateRunning {
+		t.Fatalf("state %s", s)
+	}
+	h.ray.set(task.ID+"--a01", mvp.RaySucceeded, "ok", 0)
+	h.tick()
+	got = h.get(task.ID)
+	if got.State != mvp.StateSucceeded || got.Attempts[0].RayStatus != mvp.RaySucceeded {
+		t.Fatalf("%s %+v", got.State, got.Attempts[0])
+	}
+	if log, err := (taskfs.FS{Root: h.root}).ReadLog(task.ID, 1); err != nil || log == "" {
+		t.Errorf("driver log not kept: %v", err)
+	}
+	if h.ray.submits != 1 {
+		t.Errorf("%d submits", h.ray.submits)
+	}
+}
+
+func TestLoopRequeuesInsufficientResources(t *testing.T) {
+	h := newHarness(t)
+	task := h.task()
+	h.tick()
+	h.ray.set(task.ID+"--a01", mvp.RayFailed, "Traceback\nValueError: Total available GPUs 0.0 is less than total desired GPUs 2", 1)
+	h.tick()
+	got := h.get(task.ID)
+	if got.State != mvp.StatePendingResources || got.Attempts[0].FailureKind != mvp.FailureInsufficientResources ||
+		got.NextRunAt == nil || !got.NextRunAt.Equal(h.clock.t.Add(time.Minute)) {
+		t.Fatalf("%s %+v next %v", got.State, got.Attempts[0], got.NextRunAt)
+	}
+	h.tick() // not due yet: no new attempt
+	if h.get(task.ID).LatestAttemptNo != 1 {
+		t.Fatal("retried before next_run_at")
+	}
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	got = h.get(task.ID)
+	if got.LatestAttemptNo != 2 || got.Attempts[1].RaySubmissionID != task.ID+"--a02" || got.State != mvp.StateSubmitted {
+		t.Fatalf("second attempt: %s %+v", got.State, got.Attempts)
+	}
+}
+
+func TestLoopSubmitOutcomes(t *testing.T) {
+	t.Run("timeout after Ray accepted: found by lookup, one job", func(t *testing.T) {
+		h := newHarness(t)
+		h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable }
+		h.ray.createOn = true
+		task := h.task()
+		h.tick()
+		if s := h.get(task.ID).State; s != mvp.StateSubmitted || h.ray.submits != 1 {
+			t.Errorf("%s after %d submits", s, h.ray.submits)
+		}
+	})
+	t.Run("Ray down: stays SUBMITTING, then resubmitted with the same id", func(t *testing.T) {
+		h := newHarness(t)
+		down := true
+		h.ray.submitErr = func(string) error {
+			if down {
+				return mvp.ErrRayUnavailable
+			}
+			return nil
+		}
+		task := h.task()
+		h.tick()
+		if s := h.get(task.ID).State; s != mvp.StateSubmitting {
+			t.Fatalf("state %s", s)
+		}
+		down = false
+		h.tick()
+		got := h.get(task.ID)
+		if got.State != mvp.StateSubmitted || len(got.Attempts) != 1 || h.ray.submits != 2 {
+			t.Errorf("%s, %d attempts, %d submits", got.State, len(got.Attempts), h.ray.submits)
+		}
+	})
+	t.Run("Ray refuses the payload: FAILED as USER_ERROR", func(t *testing.T) {
+		h := newHarness(t)
+		h.ray.submitErr = func(string) error { return &mvp.Error{Code: mvp.CodeInvalid, Message: "bad runtime_env"} }
+		task := h.task()
+		h.tick()
+		got := h.get(task.ID)
+		if got.State != mvp.StateFailed || got.Attempts[0].FailureKind != mvp.FailureUserError || got.ErrorSummary == "" {
+			t.Errorf("%s %+v", got.State, got.Attempts[0])
+		}
+	})
+	t.Run("canceled while the submit was in flight: the job is stopped", func(t *testing.T) {
+		h := newHarness(t)
+		var task *mvp.Task
+		h.ray.submitErr = func(string) error {
+			// The API's cancel lands while Ray is accepting the job.
+			err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateCanceled, At: h.clock.t})
+			if err != nil {
+				t.Error(err)
+			}
+			return nil
+		}
+		task = h.task()
+		h.tick()
+		if s := h.get(task.ID).State; s != mvp.StateCanceled || len(h.ray.stopped) == 0 {
+			t.Errorf("%s, stopped %v", s, h.ray.stopped)
+		}
+		h.tick()
+		if a := h.get(task.ID).Attempts[0]; a.RayStatus != mvp.RayStopped {
+			t.Errorf("attempt %+v", a)
+		}
+	})
+}
+
+func TestLoopLostJobsAreInfraRetriedThenFail(t *testing.T) {
+	h := newHarness(t)
+	task := h.task()
+	for i := 1; i <= 3; i++ {
+		h.tick() // submit attempt i
+		sid := mvp.SubmissionID(task.ID, i)
+		if _, err := h.ray.GetJob(context.Background(), sid); err != nil {
+			t.Fatalf("attempt %d not submitted: %v (state %s)", i, err, h.get(task.ID).State)
+		}
+		h.ray.DeleteJob(context.Background(), sid) // the head restarted and forgot it
+		h.tick()
+	}
+	got := h.get(task.ID)
+	if got.State != mvp.StateFailed || len(got.Attempts) != 3 {
+		t.Fatalf("%s after %d attempts", got.State, len(got.Attempts))
+	}
+	for _, a := range got.Attempts {
+		if a.FailureKind != mvp.FailureInfra {
+			t.Errorf("attempt %d: %s", a.No, a.FailureKind)
+		}
+	}
+}
+
+func TestLoopPrunesFinishedJobs(t *testing.T) {
+	h := newHarness(t)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		task := h.task()
+		h.tick()
+		h.ray.set(task.ID+"--a01", mvp.RaySucceeded, "", 0)
+		h.clock.t = h.clock.t.Add(time.Second)
+		h.tick()
+		ids = append(ids, task.ID+"--a01")
+	}
+	h.tick()
+	if len(h.ray.deleted) != 2 || h.ray.deleted[0] == ids[2] || h.ray.deleted[1] == ids[2] {
+		t.Errorf("deleted %v; the newest (%s) must stay", h.ray.deleted, ids[2])
+	}
+	h.tick()
+	if len(h.ray.deleted) != 2 {
+		t.Errorf("deleted twice: %v", h.ray.deleted)
+	}
+}
