@@ -221,9 +221,6 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
-	if err := s.Files.WriteTask(t.ID, []byte(t.JobSpecYAML), t.SpecJSON); err != nil {
-		s.Logger.Error("write task folder", "task_id", t.ID, "err", err)
-	}
 	if s.Wake != nil {
 		s.Wake()
 	}

@@ -146,24 +146,41 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 		}
 	}
 
-	var blockedBy string
+	var blockedBy, behindReason, maxReason string
 	if reservationBlocked != "" {
 		blockedBy = reservationBlocked
 	}
+	// Per gang shape, the never-fits verdict is the same for every task: compute it once.
+	type verdict struct {
+		reason string
+		never  bool
+	}
+	never := map[Demand]verdict{}
 	for _, t := range s.Queue {
 		if t.State == mvp.StatePendingResources && t.NextRunAt != nil && now.Before(*t.NextRunAt) {
 			continue // backing off after an attempt that failed for lack of resources; does not hold the queue
 		}
 		d := DemandOf(t, p)
-		if reason, never := neverFits(s.Cluster, d, p.Driver); never {
-			out = appendWait(out, t, reason, true)
+		v, ok := never[d]
+		if !ok {
+			v.reason, v.never = neverFits(s.Cluster, d, p.Driver)
+			never[d] = v
+		}
+		if v.never {
+			out = appendWait(out, t, v.reason, true)
 			continue
 		}
 		switch {
 		case blockedBy != "":
-			out = appendWait(out, t, fmt.Sprintf("waiting behind %s (first in, first out)", blockedBy), false)
+			if behindReason == "" {
+				behindReason = fmt.Sprintf("waiting behind %s (first in, first out)", blockedBy)
+			}
+			out = appendWait(out, t, behindReason, false)
 		case p.MaxRunning > 0 && running >= p.MaxRunning:
-			out = appendWait(out, t, fmt.Sprintf("max_running_tasks (%d) reached", p.MaxRunning), false)
+			if maxReason == "" {
+				maxReason = fmt.Sprintf("max_running_tasks (%d) reached", p.MaxRunning)
+			}
+			out = appendWait(out, t, maxReason, false)
 		default:
 			chosen, ok := fit(nodes, d, p.Driver, true)
 			if !ok {

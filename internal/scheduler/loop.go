@@ -263,6 +263,13 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 		return fmt.Errorf("record attempt %s: %w", att.RaySubmissionID, err)
 	}
 	l.crash("submitting_before_ray")
+	if att.No == 1 {
+		// The task folder starts with the jobspec as submitted and the effective spec (the database holds
+		// both from the moment the task was accepted; the folder is for people and tools on the shared disk).
+		if err := l.Files.WriteTask(t.ID, []byte(t.JobSpecYAML), t.SpecJSON); err != nil {
+			l.Logger.Error("write task folder", "task_id", t.ID, "err", err)
+		}
+	}
 	if err := l.Files.WriteSubmission(t.ID, att.No, payload); err != nil {
 		l.Logger.Error("write submission payload", "task_id", t.ID, "err", err)
 	}

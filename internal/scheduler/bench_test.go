@@ -1,0 +1,54 @@
+package scheduler
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// BenchmarkDecide100k is P2: one decision over a 100,000-deep queue on a 16-node cluster of 8 GPUs each. The
+// queue mixes gang shapes; the pass must admit everything that fits (reported as admitted/op) and write a reason
+// for the rest. Heap in use after building the snapshot and after the decision is reported as heap-MB.
+func BenchmarkDecide100k(b *testing.B) {
+	var nodes []mvp.Node
+	for i := 0; i < 16; i++ {
+		nodes = append(nodes, mvp.Node{ID: fmt.Sprintf("n%02d", i), Alive: true,
+			Total:     map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100},
+			Available: map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100}})
+	}
+	view := &mvp.ClusterView{Nodes: nodes}
+	shapes := [][2]int{{1, 1}, {1, 2}, {1, 4}, {2, 8}, {1, 8}}
+	queue := make([]*mvp.Task, 100000)
+	for i := range queue {
+		s := shapes[i%len(shapes)]
+		queue[i] = &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%05x", i), Workload: mvp.WorkloadPPO,
+			State: mvp.StateQueued, NNodes: s[0], GPUsPerNode: s[1], CreatedAt: t0.Add(time.Duration(i))}
+	}
+	p := Policy{MaxRunning: 0, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3},
+		Driver: map[string]float64{"worker_node": 1, "CPU": 1}}
+	snap := Snapshot{Cluster: view, Queue: queue}
+	runtime.GC()
+	var admitted int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		admitted = 0
+		for _, a := range Decide(t0, snap, p) {
+			if _, ok := a.(Submit); ok {
+				admitted++
+			}
+		}
+	}
+	b.StopTimer()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(admitted), "admitted/op")
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
+	// Everything that fits: 16 nodes × 8 GPUs; FIFO stops at the first task that does not fit.
+	if admitted == 0 {
+		b.Fatal("nothing admitted")
+	}
+}
