@@ -101,7 +101,7 @@ func serve(ctx context.Context, args []string) error {
 		Crash: crashPoint(logger)}
 	srv := &api.Server{Store: store, Files: files, Ray: rc, Cluster: probe, Prepare: prepare, Build: build,
 		Policy: policy, Clock: mvp.SystemClock{}, Logger: logger.With("component", "api"), Token: token,
-		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: loop.Wake, Health: loop.Health}
+		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: loop.Wake, Health: loop.Health, Crash: loop.Crash}
 
 	addr := net.JoinHostPort(cfg.V2.API.Host, strconv.Itoa(cfg.V2.API.Port))
 	ln, err := net.Listen("tcp", addr)

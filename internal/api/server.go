@@ -48,6 +48,14 @@ type Server struct {
 	Health func() scheduler.Health
 	// LogPoll is the period at which a followed log is read again.
 	LogPoll time.Duration
+	// Crash, when set (tests only), is called at named points and may end the process there.
+	Crash func(point string)
+}
+
+func (s *Server) crash(point string) {
+	if s.Crash != nil {
+		s.Crash(point)
+	}
 }
 
 type route struct {
@@ -221,6 +229,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
+	s.crash("api_after_insert")
 	if s.Wake != nil {
 		s.Wake()
 	}
@@ -387,6 +396,7 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.crash("cancel_before_stop")
 	if t.LatestAttemptNo > 0 && t.State.Active() {
 		sid := mvp.SubmissionID(t.ID, t.LatestAttemptNo)
 		if err := s.Ray.StopJob(r.Context(), sid); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {

@@ -84,6 +84,8 @@ const (
 	EventGangStuck       = "GANG_STUCK"
 	EventLogsFetched     = "LOGS_FETCHED"
 	EventReconciled      = "RECONCILED"
+	EventRayUnavailable  = "RAY_UNAVAILABLE"
+	EventRayAvailable    = "RAY_AVAILABLE"
 )
 
 // Change is one compare-and-set write of a task, applied in a single transaction together with its attempt write

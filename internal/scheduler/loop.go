@@ -2,9 +2,11 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -36,14 +38,20 @@ type Loop struct {
 	KeepFinishedJobs int
 	// LogCopyEvery is how often a running attempt's driver log is copied into the task folder; 0 means 30 s.
 	LogCopyEvery time.Duration
+	// MaxBackoff bounds the wait between attempts to reach Ray while it is down; 0 means 30 s.
+	MaxBackoff time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
 
 	mu     sync.Mutex
 	stuck  map[string]time.Time // submission id → first seen unplaceable
 	copied map[string]time.Time // submission id → last copy of its running log
-	health Health
-	wake   chan struct{}
+	// While Ray is unreachable, ticks back off (doubling from Tick to MaxBackoff, jittered) instead of calling
+	// Ray every tick.
+	backoff   time.Duration
+	skipUntil time.Time
+	health    Health
+	wake      chan struct{}
 }
 
 // Health is what /healthz reports of the scheduler's view of Ray.
@@ -103,6 +111,12 @@ func (l *Loop) Run(ctx context.Context) error {
 // RunOnce is one tick: follow live attempts, read the cluster, decide, apply.
 func (l *Loop) RunOnce(ctx context.Context) error {
 	now := l.Clock.Now()
+	l.mu.Lock()
+	skip := now.Before(l.skipUntil)
+	l.mu.Unlock()
+	if skip {
+		return nil // Ray is down: backing off
+	}
 	active, err := l.Store.Active(ctx)
 	if err != nil {
 		return fmt.Errorf("load active tasks: %w", err)
@@ -125,7 +139,9 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 			rayErr = cerr
 		}
 	}
-	l.setHealth(now, view, rayErr)
+	if l.setHealth(now, view, rayErr) {
+		l.recordOutage(ctx, now, active, rayErr)
+	}
 
 	queue, err := l.Store.Runnable(ctx)
 	if err != nil {
@@ -149,14 +165,24 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	return nil
 }
 
-func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) {
+// setHealth records the reading's outcome and the backoff; it reports whether Ray's availability changed.
+func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := &l.health
 	h.LastTick = now
+	wasOK := h.RayOK || h.RayDownSince == nil
 	if rayErr == nil {
 		h.RayOK, h.RayError, h.RayDownSince = true, "", nil
+		l.backoff, l.skipUntil = 0, time.Time{}
 	} else {
+		limit := l.MaxBackoff
+		if limit == 0 {
+			limit = 30 * time.Second
+		}
+		l.backoff = min(max(l.backoff*2, l.Tick), limit)
+		jitter := time.Duration(rand.Int64N(int64(l.backoff)/5 + 1))
+		l.skipUntil = now.Add(l.backoff - l.backoff/10 + jitter)
 		if h.RayDownSince == nil {
 			since := now
 			h.RayDownSince = &since
@@ -165,6 +191,25 @@ func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) {
 	}
 	if view != nil {
 		h.ClusterSource = view.Source
+	}
+	return wasOK != h.RayOK
+}
+
+// recordOutage writes RAY_UNAVAILABLE / RAY_AVAILABLE in the history of every live task when Ray goes away or
+// comes back, so that a user reading a task sees why nothing moved.
+func (l *Loop) recordOutage(ctx context.Context, now time.Time, active []*mvp.Task, rayErr error) {
+	typ, payload := mvp.EventRayAvailable, map[string]any{}
+	if rayErr != nil {
+		typ, payload = mvp.EventRayUnavailable, map[string]any{"error": rayErr.Error()}
+		l.Logger.Warn("Ray is unavailable; backing off", "err", rayErr)
+	} else {
+		l.Logger.Info("Ray is available again")
+	}
+	b, _ := json.Marshal(payload)
+	for _, t := range active {
+		if err := l.Store.AddEvent(ctx, &mvp.Event{TaskID: t.ID, TS: now, Type: typ, Payload: b}); err != nil {
+			l.Logger.Error("record outage event", "task_id", t.ID, "err", err)
+		}
 	}
 }
 

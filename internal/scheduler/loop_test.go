@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,8 @@ type fakeRay struct {
 	createOn  bool                  // with submitErr: create the job anyway (a timeout after Ray accepted)
 	deleted   []string
 	stopped   []string
+	down      bool // every call fails as if Ray were unreachable
+	gets      int
 }
 
 func newFakeRay() *fakeRay { return &fakeRay{jobs: map[string]*mvp.JobInfo{}} }
@@ -50,6 +53,10 @@ func (f *fakeRay) SubmitJob(_ context.Context, s *mvp.JobSubmission) error {
 func (f *fakeRay) GetJob(_ context.Context, id string) (*mvp.JobInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gets++
+	if f.down {
+		return nil, mvp.ErrRayUnavailable
+	}
 	j, ok := f.jobs[id]
 	if !ok {
 		return nil, mvp.ErrJobNotFound
@@ -88,9 +95,17 @@ func (f *fakeRay) set(id string, st mvp.RayStatus, msg string, exit int) {
 	j.DriverExitCode = &exit
 }
 
-type fixedCluster struct{ view *mvp.ClusterView }
+type fixedCluster struct {
+	view *mvp.ClusterView
+	ray  *fakeRay
+}
 
-func (c fixedCluster) ReadCluster(context.Context) (*mvp.ClusterView, error) { return c.view, nil }
+func (c fixedCluster) ReadCluster(context.Context) (*mvp.ClusterView, error) {
+	if c.ray != nil && c.ray.down {
+		return nil, mvp.ErrRayUnavailable
+	}
+	return c.view, nil
+}
 
 type clock struct{ t time.Time }
 
@@ -115,7 +130,7 @@ func newHarness(t *testing.T) *harness {
 	view := &mvp.ClusterView{Source: "probe", Nodes: []mvp.Node{{ID: "w1", Alive: true,
 		Total:     map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100},
 		Available: map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100}}}}
-	h.loop = &scheduler.Loop{Store: db, Ray: h.ray, Cluster: fixedCluster{view}, Files: taskfs.FS{Root: h.root},
+	h.loop = &scheduler.Loop{Store: db, Ray: h.ray, Cluster: fixedCluster{view, h.ray}, Files: taskfs.FS{Root: h.root},
 		Clock: h.clock, Logger: slog.New(slog.DiscardHandler), Tick: time.Second, RetryInterval: time.Minute,
 		MaxInfraRetries: 2, KeepFinishedJobs: 1,
 		Policy: scheduler.Policy{MaxRunning: 10, CPUsPerGPU: map[mvp.Workload]float64{"ppo": 3},
@@ -310,5 +325,46 @@ func TestLoopPrunesFinishedJobs(t *testing.T) {
 	h.tick()
 	if len(h.ray.deleted) != 2 {
 		t.Errorf("deleted twice: %v", h.ray.deleted)
+	}
+}
+
+func TestLoopBacksOffWhileRayIsDown(t *testing.T) {
+	h := newHarness(t)
+	task := h.task()
+	h.tick()
+	h.ray.set(task.ID+"--a01", mvp.RayRunning, "", 0)
+	h.tick()
+	h.ray.down = true
+	h.ray.gets = 0
+	for i := 0; i < 30; i++ {
+		h.tick() // one second each
+	}
+	if h.ray.gets >= 15 {
+		t.Errorf("%d calls to Ray in 30 ticks while it was down: no backoff", h.ray.gets)
+	}
+	if h.ray.gets < 3 {
+		t.Errorf("only %d calls in 30 s: the backoff is too long", h.ray.gets)
+	}
+	got := h.get(task.ID)
+	if got.State != mvp.StateRunning {
+		t.Errorf("Ray's absence changed the task: %s", got.State)
+	}
+	if hl := h.loop.Health(); hl.RayOK || hl.RayDownSince == nil {
+		t.Errorf("health %+v", hl)
+	}
+	h.ray.down = false
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	if hl := h.loop.Health(); !hl.RayOK {
+		t.Errorf("health after Ray came back: %+v", hl)
+	}
+	evs, _, _ := h.db.Events(context.Background(), task.ID, "", 1000)
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	joined := fmt.Sprint(types)
+	if !strings.Contains(joined, mvp.EventRayUnavailable) || !strings.Contains(joined, mvp.EventRayAvailable) {
+		t.Errorf("events %v", types)
 	}
 }
