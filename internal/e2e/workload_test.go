@@ -17,13 +17,14 @@ import (
 // what its process received, hostile values included, and holds its GPUs.
 func TestWorkloadsReceiveTheExactCommand(t *testing.T) {
 	hostile := `it's "quoted"; $(touch /tmp/mvp-e2e-pwned) ` + "`id`" + ` * $HOME`
+	hostileEnv := hostile + "\nsecond line; $(touch /tmp/mvp-e2e-pwned)"
 	for _, w := range []string{"ppo", "grpo", "sft"} {
 		t.Run(w, func(t *testing.T) {
 			waitIdle(t)
 			s := startService(t, serviceOpts{})
 			dump := filepath.Join(t.TempDir(), "args.json")
 			doc := spec(w, 1, 2, 1, "mvp_test.dump_args="+dump, "trainer.logger="+hostile) +
-				"env:\n  WANDB_NOTES: " + jsonString(hostile) + "\n"
+				"env:\n  WANDB_NOTES: " + jsonString(hostileEnv) + "\n"
 			task := s.submit(doc)
 			s.waitState(task.ID, mvp.StateSucceeded, 120*time.Second)
 			var got struct {
@@ -55,7 +56,7 @@ func TestWorkloadsReceiveTheExactCommand(t *testing.T) {
 			if last := got.Argv[len(got.Argv)-1]; last != "trainer.logger="+hostile {
 				t.Errorf("the user's override did not arrive intact and last: %q", last)
 			}
-			if got.Env["WANDB_NOTES"] != hostile {
+			if got.Env["WANDB_NOTES"] != hostileEnv {
 				t.Errorf("env WANDB_NOTES = %q", got.Env["WANDB_NOTES"])
 			}
 			attempt := filepath.Join(s.sharedRoot, "jobs", task.ID, "attempts", "a01")

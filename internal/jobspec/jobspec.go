@@ -68,6 +68,8 @@ var (
 	nameRE     = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 	overrideRE = regexp.MustCompile(`^[+~]{0,2}[A-Za-z_][A-Za-z0-9_.\-\[\]@/]*$`)
 	envRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// pathRE is the character set of paths: no spaces, quotes or shell metacharacters.
+	pathRE = regexp.MustCompile(`^/[A-Za-z0-9._/@+=,:%~-]*$`)
 )
 
 // fields are the known top-level keys and the kind each must be.
@@ -334,6 +336,8 @@ func checkPath(field, p string) error {
 		return invalid(field, "the path must be one line without NUL")
 	case !strings.HasPrefix(p, "/"):
 		return invalid(field, "%q must be an absolute path (e.g. /private/datasets/gsm8k/train.parquet)", clip(p))
+	case !pathRE.MatchString(p):
+		return invalid(field, "%q: paths may contain only letters, digits and . _ / @ + = , : %% ~ - (no spaces, quotes or shell metacharacters)", clip(p))
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == ".." {

@@ -99,6 +99,8 @@ func TestBadSpecs(t *testing.T) {
 		{replace("val_file: /v\n", ""), "val_file"},
 		{replace("val_file: /v", "val_file: ~/v"), "val_file"},
 		{with("code_path: code\n"), "code_path"},
+		{with("code_path: \"/a/$(id)\"\n"), "code_path"},
+		{replace("model_path: /m", "model_path: \"/models/my model\""), "model_path"},
 		{with("code_path: [a]\n"), "code_path"},
 		{with("overrides: trainer.total_epochs=1\n"), "overrides"},
 		{with("overrides:\n  - no_equals_sign\n"), "overrides[0]"},

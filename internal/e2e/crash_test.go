@@ -1,0 +1,129 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// crashCase drives a service armed with a crash point to that point; it returns the task involved ("" when the
+// client never learnt its id) and the state the task must settle in after the restart.
+type crashCase struct {
+	point string
+	drive func(t *testing.T, s *service) (id string, want mvp.State)
+}
+
+var crashCases = []crashCase{
+	{"api_after_insert", func(t *testing.T, s *service) (string, mvp.State) {
+		if _, err := s.c.Submit(ctxT(t), []byte(spec("ppo", 1, 1, 1)), false); err == nil {
+			t.Errorf("the submit was answered although the process died before answering")
+		}
+		return "", mvp.StateSucceeded
+	}},
+	{"submitting_before_ray", func(t *testing.T, s *service) (string, mvp.State) {
+		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
+	}},
+	{"submitting_after_ray", func(t *testing.T, s *service) (string, mvp.State) {
+		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
+	}},
+	{"submitted_to_running", func(t *testing.T, s *service) (string, mvp.State) {
+		return s.submit(spec("ppo", 1, 1, 2)).ID, mvp.StateSucceeded
+	}},
+	{"final_log_fetch", func(t *testing.T, s *service) (string, mvp.State) {
+		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
+	}},
+	{"cancel_before_stop", func(t *testing.T, s *service) (string, mvp.State) {
+		id := s.submit(spec("ppo", 1, 1, 300)).ID
+		s.waitState(id, mvp.StateRunning, 90*time.Second)
+		if _, _, err := s.c.Cancel(ctxT(t), id); err == nil {
+			t.Errorf("the cancel was answered although the process died before answering")
+		}
+		return id, mvp.StateCanceled
+	}},
+	{"requeue", func(t *testing.T, s *service) (string, mvp.State) {
+		// The race of TestRaceFailsFastThenRetries: GPUs taken between admission and verl's check.
+		gate := filepath.Join(t.TempDir(), "go")
+		id := s.submit(spec("ppo", 2, 4, 1, "mvp_test.wait_file="+gate)).ID
+		s.waitState(id, mvp.StateRunning, 90*time.Second)
+		thief := uniq("thief")
+		direct(t, thief, "python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 2 --hold 8")
+		waitFor(t, 60*time.Second, "the thief to hold 2 GPUs", func() (bool, string) {
+			sum := 0.0
+			for _, g := range freeGPUs(t) {
+				sum += g
+			}
+			return sum <= 6, ""
+		})
+		if err := os.WriteFile(gate, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return id, mvp.StateSucceeded
+	}},
+}
+
+// TestCrashMatrix kills mvp serve at each named crash point ($MVP_CRASH_REPEAT times, default 1), starts it again
+// and checks: no acknowledged task lost, exactly one Ray job per attempt, every task settles.
+func TestCrashMatrix(t *testing.T) {
+	repeat := 1
+	if n, err := strconv.Atoi(os.Getenv("MVP_CRASH_REPEAT")); err == nil && n > 0 {
+		repeat = n
+	}
+	report := os.Getenv("MVP_CRASH_REPORT")
+	for _, c := range crashCases {
+		for run := 1; run <= repeat; run++ {
+			t.Run(fmt.Sprintf("%s/%d", c.point, run), func(t *testing.T) {
+				start := time.Now()
+				waitIdle(t)
+				s := startService(t, serviceOpts{retryS: 1, env: []string{"MVP_CRASH_POINT=" + c.point}})
+				id, want := c.drive(t, s)
+				if code := s.waitExit(120 * time.Second); code != 86 {
+					t.Fatalf("exit code %d, want 86 from crash point %s", code, c.point)
+				}
+				s.extraEnv = nil
+				s.start()
+				if id == "" {
+					page, _, err := s.c.List(ctxT(t), "", "", 10, "")
+					if err != nil || len(page.Tasks) != 1 {
+						t.Fatalf("after the restart: %v tasks (err %v), want the 1 inserted", page, err)
+					}
+					id = page.Tasks[0].ID
+				}
+				final := s.waitState(id, want, 180*time.Second)
+				if want == mvp.StateCanceled {
+					waitFor(t, 60*time.Second, "the canceled attempt to end", func() (bool, string) {
+						a := s.get(id).Attempts[0]
+						return a.RayStatus.Terminal(), string(a.RayStatus)
+					})
+				}
+				for _, a := range final.Attempts {
+					if _, err := rayc.GetJob(ctxT(t), a.RaySubmissionID); err != nil {
+						t.Errorf("attempt %d has no Ray job: %v", a.No, err)
+					}
+				}
+				next := mvp.SubmissionID(id, final.LatestAttemptNo+1)
+				if _, err := rayc.GetJob(ctxT(t), next); !errors.Is(err, mvp.ErrJobNotFound) {
+					t.Errorf("an extra Ray job %s exists: %v", next, err)
+				}
+				if report != "" {
+					result := "ok"
+					if t.Failed() {
+						result = "FAILED"
+					}
+					f, err := os.OpenFile(report, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+					if err == nil {
+						fmt.Fprintf(f, "%s\t%d\t%s\t%d\t%.1f\n", c.point, run, result, len(final.Attempts), time.Since(start).Seconds())
+						f.Close()
+					}
+				}
+			})
+		}
+	}
+}
