@@ -17,14 +17,16 @@ import (
 // what its process received, hostile values included, and holds its GPUs.
 func TestWorkloadsReceiveTheExactCommand(t *testing.T) {
 	hostile := `it's "quoted"; $(touch /tmp/mvp-e2e-pwned) ` + "`id`" + ` * $HOME`
-	hostileEnv := hostile + "\nsecond line; $(touch /tmp/mvp-e2e-pwned)"
+	// Ray expands $NAME and ${NAME} in runtime_env env values (os.path.expandvars), so the env value carries no
+	// $NAME: everything else in it must arrive verbatim, newline included. WANDB_DIR shows the expansion.
+	hostileEnv := `it's "quoted"; $(touch /tmp/mvp-e2e-pwned) ` + "`id` *\nsecond line; | & > <"
 	for _, w := range []string{"ppo", "grpo", "sft"} {
 		t.Run(w, func(t *testing.T) {
 			waitIdle(t)
 			s := startService(t, serviceOpts{})
 			dump := filepath.Join(t.TempDir(), "args.json")
 			doc := spec(w, 1, 2, 1, "mvp_test.dump_args="+dump, "trainer.logger="+hostile) +
-				"env:\n  WANDB_NOTES: " + jsonString(hostileEnv) + "\n"
+				"env:\n  WANDB_NOTES: " + jsonString(hostileEnv) + "\n  WANDB_DIR: \"$HOME/wandb\"\n"
 			task := s.submit(doc)
 			s.waitState(task.ID, mvp.StateSucceeded, 120*time.Second)
 			var got struct {
@@ -58,6 +60,9 @@ func TestWorkloadsReceiveTheExactCommand(t *testing.T) {
 			}
 			if got.Env["WANDB_NOTES"] != hostileEnv {
 				t.Errorf("env WANDB_NOTES = %q", got.Env["WANDB_NOTES"])
+			}
+			if home, _ := os.UserHomeDir(); got.Env["WANDB_DIR"] != home+"/wandb" {
+				t.Errorf("Ray's expansion of $HOME in env values: WANDB_DIR = %q", got.Env["WANDB_DIR"])
 			}
 			attempt := filepath.Join(s.sharedRoot, "jobs", task.ID, "attempts", "a01")
 			if got.Env["VERL_FILE_LOGGER_PATH"] != filepath.Join(attempt, "metrics.jsonl") ||
