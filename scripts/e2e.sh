@@ -48,8 +48,10 @@ go test -tags e2e -count=1 -p 1 -timeout "${MVP_E2E_TIMEOUT:-45m}" ${MVP_E2E_RUN
 status="${PIPESTATUS[0]}"
 set -e
 [[ "$status" -eq 0 ]] || exit "$status"
+[[ "${MVP_E2E_SKIP_PHASE2:-0}" == 1 ]] && exit 0
 
-# Phase 2: a one-worker cluster with Ray's token auth (RAY_AUTH_MODE=token), for the test that needs it.
+# Phase 2: a one-worker cluster with Ray's token auth (RAY_AUTH_MODE=token), for the tests that need it: token
+# auth, and the Ray outage (the test stops and restarts this cluster with ray-down.sh / ray-up.sh).
 bash scripts/ray-down.sh
 mapfile -t ports < <(python3 scripts/free-ports.py 3)
 export MVP_RAY_PORT="${ports[0]}" MVP_RAY_DASHBOARD_PORT="${ports[1]}" MVP_RAY_CLIENT_PORT="${ports[2]}"
@@ -62,7 +64,8 @@ bash scripts/ray-up.sh
 source "$MVP_CLUSTER_DIR/cluster.env"
 export MVP_E2E_DASHBOARD_URL="$RAY_DASHBOARD_URL" MVP_E2E_GCS_ADDRESS="$RAY_GCS_ADDRESS"
 set +e
-go test -tags e2e -count=1 -timeout 10m -run 'TestTokenAuthCluster' -v ./internal/e2e/ 2>&1 | tee -a "$MVP_CLUSTER_DIR/go-test.log"
+export MVP_E2E_OUTAGE=1
+go test -tags e2e -count=1 -timeout 20m -run 'TestTokenAuthCluster|TestRayOutage' -v ./internal/e2e/ 2>&1 | tee -a "$MVP_CLUSTER_DIR/go-test.log"
 status="${PIPESTATUS[0]}"
 set -e
 exit "$status"

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/jobspec"
+	"github.com/mvp2/mvp/internal/loadgen"
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
@@ -39,6 +40,7 @@ Usage:
   mvp logs TASK_ID [-f] [--attempt N]
   mvp cancel TASK_ID
   mvp events TASK_ID [--limit N] [--cursor C]
+  mvp bench load [--clients N] [--duration D] [-f job.yaml]   load the API; report throughput and latency
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN.
 Every client verb takes -o table|json|yaml (json is the API's own answer).
@@ -62,6 +64,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = env.Serve(ctx, rest)
 	case "submit", "get", "list", "logs", "cancel", "events":
 		err = runClient(ctx, verb, rest, env)
+	case "bench":
+		err = runBench(ctx, rest, env)
 	default:
 		fmt.Fprintf(env.Stderr, "mvp: unknown command %q\n\n%s", verb, usage)
 		return 2
@@ -387,4 +391,49 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// loadSpec never fits a real cluster (64 GPUs on one node), so a load run starts no Ray job.
+const loadSpec = "workload: ppo\nnnodes: 1\nn_gpus_per_node: 16\nname: load\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
+
+func runBench(ctx context.Context, args []string, env Env) error {
+	if len(args) == 0 || args[0] != "load" {
+		return usageError{fmt.Errorf("usage: mvp bench load [--clients N] [--duration D] [-f job.yaml]")}
+	}
+	fs := flag.NewFlagSet("bench load", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	clients := fs.Int("clients", 64, "concurrent clients")
+	duration := fs.Duration("duration", 10*time.Second, "how long to run")
+	file := fs.String("f", "", "jobspec to submit (default: a 1×16 PPO spec, which waits in the queue)")
+	out := fs.String("o", "table", "output: table or json")
+	if err := fs.Parse(args[1:]); err != nil {
+		return usageError{err}
+	}
+	body := []byte(loadSpec)
+	if *file != "" {
+		b, err := os.ReadFile(*file)
+		if err != nil {
+			return err
+		}
+		body = b
+	}
+	addr := env.Getenv("MVP_ADDR")
+	if addr == "" {
+		addr = "http://127.0.0.1:8080"
+	}
+	res, err := loadgen.Run(ctx, loadgen.Options{Addr: addr, Token: env.Getenv("MVP_TOKEN"), Clients: *clients,
+		Duration: *duration, Spec: body})
+	if err != nil {
+		return err
+	}
+	if *out == "json" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+	} else {
+		fmt.Fprintln(env.Stdout, res.Report())
+	}
+	if res.Missing > 0 {
+		return fmt.Errorf("%d acknowledged submits are missing", res.Missing)
+	}
+	return nil
 }

@@ -173,6 +173,8 @@ type serviceOpts struct {
 	env                      []string
 	// rayTokenEnv names the variable holding Ray's token (token-auth clusters).
 	rayTokenEnv string
+	// logCopyS is v2.ray.log_copy_s (default 1 in tests).
+	logCopyS float64
 }
 
 func startService(t testing.TB, o serviceOpts) *service {
@@ -185,6 +187,9 @@ func startService(t testing.TB, o serviceOpts) *service {
 	}
 	if o.gangWaitS == 0 {
 		o.gangWaitS = 120
+	}
+	if o.logCopyS == 0 {
+		o.logCopyS = 1
 	}
 	if o.rayTokenEnv == "" {
 		o.rayTokenEnv = "MVP_E2E_NO_RAY_TOKEN"
@@ -205,9 +210,9 @@ v2:
   auth: {token_env: MVP_E2E_TOKEN}
   sqlite: {db_path: %s}
   scheduler: {tick_s: %g, retry_interval_s: %g, max_running_tasks: %d, gang_wait_s: %g}
-  ray: {gcs_address: %s, python: %s, probe_script: %s, token_env: %s}
+  ray: {gcs_address: %s, python: %s, probe_script: %s, token_env: %s, log_copy_s: %g}
 %s`, env.dashboard, s.sharedRoot, filepath.Join(env.repo, "py-entrypoints"), s.port, s.dbPath, o.tickS, o.retryS,
-		o.maxRunning, o.gangWaitS, env.gcs, env.python, env.probeScript, o.rayTokenEnv, o.extraV2)
+		o.maxRunning, o.gangWaitS, env.gcs, env.python, env.probeScript, o.rayTokenEnv, o.logCopyS, o.extraV2)
 	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,181 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
+)
+
+// TestGracefulShutdown: SIGTERM while clients submit: answered submits are all there after a restart, the process
+// exits 0 after finishing its tick and closing the database.
+func TestGracefulShutdown(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	var mu sync.Mutex
+	var acked []string
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for c := 0; c < 16; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				raw, err := s.c.Submit(ctxT(t), []byte(spec("ppo", 1, 8, 1)), false) // never fits: stays queued
+				if err != nil {
+					continue
+				}
+				var task mvp.Task
+				if json.Unmarshal(raw, &task) == nil {
+					mu.Lock()
+					acked = append(acked, task.ID)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	waitFor(t, 30*time.Second, "100 acknowledged submits", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= 100, strconv.Itoa(len(acked))
+	})
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := s.waitExit(30 * time.Second)
+	close(stop)
+	wg.Wait()
+	if code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+	if log := readFile(t, s.logPath); !strings.Contains(log, "msg=stopped") {
+		t.Errorf("no orderly stop in the log:\n%s", tail(log, 10))
+	}
+	s.start()
+	for _, id := range acked {
+		if _, _, err := s.c.Get(ctxT(t), id); err != nil {
+			t.Fatalf("acknowledged task %s lost across the shutdown: %v", id, err)
+		}
+	}
+	page, _, err := s.c.List(ctxT(t), "", "", 500, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d acknowledged, %d stored (a submit cut by the shutdown may be stored unanswered)", len(acked), len(page.Tasks))
+}
+
+// TestRayOutage stops the whole Ray cluster for $MVP_E2E_OUTAGE_S seconds (default 60) with tasks running and
+// waiting, then starts it again. It runs in the last phase of scripts/e2e.sh, which owns that cluster.
+func TestRayOutage(t *testing.T) {
+	if os.Getenv("MVP_E2E_OUTAGE") != "1" {
+		t.Skip("runs in the last phase of scripts/e2e.sh (MVP_E2E_OUTAGE=1), which may stop its cluster")
+	}
+	outage := 60 * time.Second
+	if v, err := strconv.Atoi(os.Getenv("MVP_E2E_OUTAGE_S")); err == nil {
+		outage = time.Duration(v) * time.Second
+	}
+	waitIdle(t)
+	s := startService(t, serviceOpts{rayTokenEnv: "MVP_E2E_RAY_TOKEN", retryS: 1})
+	running := s.submit(spec("ppo", 1, 2, 300))
+	s.waitState(running.ID, mvp.StateRunning, 90*time.Second)
+	logFile := filepath.Join(s.sharedRoot, "jobs", running.ID, "attempts", "a01", "driver.log")
+	waitFor(t, 60*time.Second, "the running log copied into the task folder", func() (bool, string) {
+		b, _ := os.ReadFile(logFile)
+		return strings.Contains(string(b), "verl-standin: step"), ""
+	})
+	waiting := s.submit(spec("ppo", 1, 4, 1))
+	s.waitState(waiting.ID, mvp.StatePendingResources, 30*time.Second)
+
+	script := func(name string) {
+		t.Helper()
+		cmd := exec.Command("bash", filepath.Join(env.repo, "scripts", name))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+	}
+	script("ray-down.sh")
+	down := time.Now()
+	health := func() scheduler.Health {
+		var h struct {
+			Status string           `json:"status"`
+			Ray    scheduler.Health `json:"ray"`
+		}
+		resp, err := http.Get(s.c.Addr + "/healthz")
+		if err != nil {
+			t.Fatalf("the API stopped answering during the outage: %v", err)
+		}
+		defer resp.Body.Close()
+		json.NewDecoder(resp.Body).Decode(&h)
+		return h.Ray
+	}
+	waitFor(t, 60*time.Second, "/healthz to report Ray down", func() (bool, string) {
+		h := health()
+		return !h.RayOK && h.RayDownSince != nil, h.RayError
+	})
+	for time.Since(down) < outage {
+		for _, id := range []string{running.ID, waiting.ID} {
+			if st := s.get(id).State; st.Terminal() {
+				t.Fatalf("%s became %s while Ray was away", id, st)
+			}
+		}
+		if _, _, err := s.c.List(ctxT(t), "", "", 10, ""); err != nil {
+			t.Fatalf("list during the outage: %v", err)
+		}
+		if log := s.logs(running.ID, 1); !strings.Contains(log, "verl-standin: step") {
+			t.Errorf("the copied log is not readable during the outage: %q", tail(log, 3))
+		}
+		time.Sleep(2 * time.Second) // pacing the checks during a deliberate outage, not waiting for a condition
+	}
+	hasEvent := func(id, typ string) bool {
+		for _, e := range s.events(id) {
+			if e.Type == typ {
+				return true
+			}
+		}
+		return false
+	}
+	if !hasEvent(running.ID, mvp.EventRayUnavailable) {
+		t.Errorf("no %s event on the running task", mvp.EventRayUnavailable)
+	}
+	script("ray-up.sh")
+	waitFor(t, 120*time.Second, "/healthz to report Ray back", func() (bool, string) {
+		h := health()
+		return h.RayOK, h.RayError
+	})
+	// The running attempt's job vanished with the old head: INFRA, retried; the waiting task runs too.
+	waitFor(t, 120*time.Second, "the lost attempt to be classed INFRA", func() (bool, string) {
+		task := s.get(running.ID)
+		a := task.Attempts[0]
+		return a.FailureKind == mvp.FailureInfra, string(a.FailureKind) + " " + string(task.State)
+	})
+	waitFor(t, 120*time.Second, "attempt 2 of the lost task", func() (bool, string) {
+		task := s.get(running.ID)
+		return task.LatestAttemptNo == 2 && task.State == mvp.StateRunning, string(task.State)
+	})
+	if !hasEvent(running.ID, mvp.EventRetryScheduled) {
+		t.Errorf("no %s event with the INFRA reason", mvp.EventRetryScheduled)
+	}
+	if _, _, err := s.c.Cancel(ctxT(t), running.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.waitState(waiting.ID, mvp.StateSucceeded, 180*time.Second)
+	if log := s.logs(running.ID, 1); !strings.Contains(log, "verl-standin: step") {
+		t.Errorf("attempt 1's copied log is gone after the outage: %q", tail(log, 3))
+	}
+}
