@@ -7,7 +7,7 @@
 # Figures, not assertions: a failed crash run is recorded as such (and makes the script exit non-zero).
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$repo"
+cd "$repo" || exit 1
 repeat="${STRESS_CRASH_REPEAT:-20}"
 clients="${STRESS_CLIENTS:-500}"
 duration="${STRESS_DURATION:-60s}"

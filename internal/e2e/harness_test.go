@@ -87,10 +87,16 @@ func ctxT(t testing.TB) context.Context {
 // workers returns the alive worker nodes of the live view.
 func workers(t testing.TB) []mvp.Node {
 	t.Helper()
-	v, err := probe.ReadCluster(ctxT(t))
-	if err != nil {
-		t.Fatalf("read cluster: %v", err)
-	}
+	var v *mvp.ClusterView
+	// The probe restarts itself after a cluster restart (TestRayOutage): retry for a while before failing.
+	waitFor(t, 60*time.Second, "a cluster reading", func() (bool, string) {
+		var err error
+		v, err = probe.ReadCluster(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 	var out []mvp.Node
 	for _, n := range v.Nodes {
 		if n.Alive && !n.IsHead && n.Total["GPU"] > 0 {
@@ -175,6 +181,8 @@ type serviceOpts struct {
 	rayTokenEnv string
 	// logCopyS is v2.ray.log_copy_s (default 1 in tests).
 	logCopyS float64
+	// dataDir, when set, holds the database and the shared root (e.g. a small filesystem).
+	dataDir string
 }
 
 func startService(t testing.TB, o serviceOpts) *service {
@@ -195,7 +203,11 @@ func startService(t testing.TB, o serviceOpts) *service {
 		o.rayTokenEnv = "MVP_E2E_NO_RAY_TOKEN"
 	}
 	dir := t.TempDir()
-	s := &service{t: t, dir: dir, sharedRoot: filepath.Join(dir, "shared"), dbPath: filepath.Join(dir, "db", "mvp.sqlite3"),
+	data := dir
+	if o.dataDir != "" {
+		data = o.dataDir
+	}
+	s := &service{t: t, dir: dir, sharedRoot: filepath.Join(data, "shared"), dbPath: filepath.Join(data, "db", "mvp.sqlite3"),
 		port: freePort(t), token: "e2e-token-0123456789abcdef", extraEnv: o.env}
 	s.cfgPath = filepath.Join(dir, "dev.yaml")
 	cfg := fmt.Sprintf(`address: %s
