@@ -85,22 +85,7 @@ func TestWaitsWhileGPUsBusy(t *testing.T) {
 func TestRaceFailsFastThenRetries(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 2})
-	gate := filepath.Join(t.TempDir(), "go")
-	task := s.submit(spec("ppo", 2, 4, 1, "mvp_test.wait_file="+gate))
-	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
-
-	thief := uniq("thief")
-	direct(t, thief, "python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 2 --hold 15")
-	waitFor(t, 60*time.Second, "the thief to hold 2 GPUs", func() (bool, string) {
-		sum := 0.0
-		for _, g := range freeGPUs(t) {
-			sum += g
-		}
-		return sum <= 6, ""
-	})
-	if err := os.WriteFile(gate, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	task := raceBehindMVPsBack(t, s, 15)
 	w := s.waitState(task.ID, mvp.StatePendingResources, 90*time.Second)
 	if w.Attempts[0].FailureKind != mvp.FailureInsufficientResources || w.NextRunAt == nil {
 		t.Fatalf("after the race: %+v attempt %+v", w, w.Attempts[0])

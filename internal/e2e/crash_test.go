@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -50,22 +49,7 @@ var crashCases = []crashCase{
 	}},
 	{"requeue", func(t *testing.T, s *service) (string, mvp.State) {
 		// The race of TestRaceFailsFastThenRetries: GPUs taken between admission and verl's check.
-		gate := filepath.Join(t.TempDir(), "go")
-		id := s.submit(spec("ppo", 2, 4, 1, "mvp_test.wait_file="+gate)).ID
-		s.waitState(id, mvp.StateRunning, 90*time.Second)
-		thief := uniq("thief")
-		direct(t, thief, "python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 2 --hold 8")
-		waitFor(t, 60*time.Second, "the thief to hold 2 GPUs", func() (bool, string) {
-			sum := 0.0
-			for _, g := range freeGPUs(t) {
-				sum += g
-			}
-			return sum <= 6, ""
-		})
-		if err := os.WriteFile(gate, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return id, mvp.StateSucceeded
+		return raceBehindMVPsBack(t, s, 8).ID, mvp.StateSucceeded
 	}},
 }
 

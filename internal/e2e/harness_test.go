@@ -413,3 +413,24 @@ func readFile(t testing.TB, path string) string {
 }
 
 var _ = io.Discard
+
+// raceBehindMVPsBack submits a 2×4 task that waits (mvp_test.wait_file) between admission and verl's resource
+// check, takes 2 GPUs behind mvp's back for holdS seconds, then lets the check run: it fails with verl's message.
+func raceBehindMVPsBack(t *testing.T, s *service, holdS int) *mvp.Task {
+	t.Helper()
+	gate := filepath.Join(t.TempDir(), "go")
+	task := s.submit(spec("ppo", 2, 4, 1, "mvp_test.wait_file="+gate))
+	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
+	direct(t, uniq("thief"), fmt.Sprintf("python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 2 --hold %d", holdS))
+	waitFor(t, 60*time.Second, "the thief to hold 2 GPUs", func() (bool, string) {
+		sum := 0.0
+		for _, g := range freeGPUs(t) {
+			sum += g
+		}
+		return sum <= 6, fmt.Sprint(freeGPUs(t))
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
