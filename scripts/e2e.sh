@@ -43,8 +43,9 @@ export MVP_E2E_PROBE_SCRIPT="$repo/py-entrypoints/mvp_probe.py" MVP_E2E_REPO="$r
 export MVP_E2E_BIN="$repo/bin/mvp"
 # -p 1: the packages share one cluster and its GPUs.
 set +e
-go test -tags e2e -count=1 -p 1 -timeout "${MVP_E2E_TIMEOUT:-45m}" ${MVP_E2E_RUN:+-run "$MVP_E2E_RUN"} -v \
-  ./internal/e2e/ ./internal/ray/ 2>&1 | tee "$MVP_CLUSTER_DIR/go-test.log"
+# shellcheck disable=SC2086 # MVP_E2E_BENCH_ARGS is a list of flags
+go test -tags e2e -count=1 -p 1 -timeout "${MVP_E2E_TIMEOUT:-45m}" ${MVP_E2E_RUN:+-run "$MVP_E2E_RUN"} \
+  ${MVP_E2E_BENCH_ARGS:-} -v ${MVP_E2E_PKGS:-./internal/e2e/ ./internal/ray/} 2>&1 | tee "$MVP_CLUSTER_DIR/go-test.log"
 status="${PIPESTATUS[0]}"
 set -e
 [[ "$status" -eq 0 ]] || exit "$status"

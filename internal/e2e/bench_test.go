@@ -1,0 +1,69 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// BenchmarkGPUsFreedToSubmit is P3a: the time from a gang's Ray job ending (its GPUs freed) to mvp's submission
+// of the next task, which was waiting for those GPUs (measured from Ray's end_time to the attempt's created_at).
+// The tick is 1 s; the goal is at most one tick + 50 ms.
+func BenchmarkGPUsFreedToSubmit(b *testing.B) {
+	s := startService(b, serviceOpts{tickS: 1})
+	var lags []time.Duration
+	for i := 0; i < b.N; i++ {
+		waitIdle(b)
+		first := s.submit(spec("ppo", 2, 4, 2))
+		s.waitState(first.ID, mvp.StateRunning, 90*time.Second)
+		next := s.submit(spec("ppo", 2, 4, 1))
+		s.waitState(next.ID, mvp.StatePendingResources, 30*time.Second)
+		done := s.waitState(first.ID, mvp.StateSucceeded, 90*time.Second)
+		var sub *mvp.Task
+		waitFor(b, 60*time.Second, "the next task's attempt", func() (bool, string) {
+			sub = s.get(next.ID)
+			return sub.LatestAttemptNo == 1, string(sub.State)
+		})
+		lags = append(lags, sub.Attempts[0].CreatedAt.Sub(*done.Attempts[0].EndTime))
+		s.waitState(next.ID, mvp.StateSucceeded, 90*time.Second)
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	b.ReportMetric(float64(lags[len(lags)/2].Milliseconds()), "freed-to-submit-ms")
+	b.ReportMetric(float64(lags[len(lags)-1].Milliseconds()), "max-ms")
+}
+
+// BenchmarkRayCallOverhead is P3b: GET /api/jobs/{id} through mvp's Ray client versus a bare net/http GET of the
+// same URL, alternating, on the live cluster.
+func BenchmarkRayCallOverhead(b *testing.B) {
+	id := uniq("bench-job")
+	direct(b, id, "python3 -c 'print(1)'")
+	waitJob(b, id, 60*time.Second, func(i *mvp.JobInfo) bool { return i.Status.Terminal() })
+	ctx := context.Background()
+	var viaClient, bare time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if _, err := rayc.GetJob(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		viaClient += time.Since(t0)
+		t0 = time.Now()
+		resp, err := http.Get(env.dashboard + "/api/jobs/" + id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		bare += time.Since(t0)
+	}
+	b.ReportMetric(float64(viaClient.Microseconds())/float64(b.N), "client-µs")
+	b.ReportMetric(float64(bare.Microseconds())/float64(b.N), "bare-µs")
+	b.ReportMetric(float64((viaClient-bare).Microseconds())/float64(b.N), "added-µs")
+}
