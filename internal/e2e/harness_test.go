@@ -434,3 +434,10 @@ func raceBehindMVPsBack(t *testing.T, s *service, holdS int) *mvp.Task {
 	}
 	return task
 }
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
