@@ -166,11 +166,11 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 			return err
 		}
 		if *dry {
-			return print(env.Stdout, *out, raw, func(w io.Writer) error { return printDryRun(w, raw) })
+			return render(env.Stdout, *out, raw, func(w io.Writer) error { return printDryRun(w, raw) })
 		}
 		var t mvp.Task
 		_ = json.Unmarshal(raw, &t)
-		return print(env.Stdout, *out, raw, func(w io.Writer) error {
+		return render(env.Stdout, *out, raw, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s\t%s\n", t.ID, t.State)
 			return err
 		})
@@ -179,25 +179,25 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
-		return print(env.Stdout, *out, raw, func(w io.Writer) error { return printTask(w, t) })
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printTask(w, t) })
 	case "cancel":
 		t, raw, err := c.Cancel(ctx, fs.Arg(0))
 		if err != nil {
 			return err
 		}
-		return print(env.Stdout, *out, raw, func(w io.Writer) error { return printTask(w, t) })
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printTask(w, t) })
 	case "list":
 		p, raw, err := c.List(ctx, *state, *workload, *limit, *cursor)
 		if err != nil {
 			return err
 		}
-		return print(env.Stdout, *out, raw, func(w io.Writer) error { return printList(w, p) })
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printList(w, p) })
 	case "events":
 		p, raw, err := c.Events(ctx, fs.Arg(0), *cursor, *limit)
 		if err != nil {
 			return err
 		}
-		return print(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, p) })
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, p) })
 	case "logs":
 		return c.Logs(ctx, fs.Arg(0), *attempt, *follow, env.Stdout)
 	}
@@ -264,7 +264,7 @@ func readSpec(path string, sets []string) ([]byte, error) {
 	return yaml.Marshal(doc)
 }
 
-func print(w io.Writer, format string, raw json.RawMessage, table func(io.Writer) error) error {
+func render(w io.Writer, format string, raw json.RawMessage, table func(io.Writer) error) error {
 	switch format {
 	case "json":
 		var v any

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+func TestInterleaveLetsFlagsFollowArguments(t *testing.T) {
+	fs := flag.NewFlagSet("logs", flag.ContinueOnError)
+	follow := fs.Bool("f", false, "")
+	attempt := fs.Int("attempt", 0, "")
+	if err := fs.Parse(interleave(fs, []string{"mvp2-ppo-20251223-143201-7f3a", "-f", "--attempt", "2"})); err != nil {
+		t.Fatal(err)
+	}
+	if !*follow || *attempt != 2 || fs.Arg(0) != "mvp2-ppo-20251223-143201-7f3a" {
+		t.Errorf("follow %v attempt %d args %v", *follow, *attempt, fs.Args())
+	}
+}
+
+func TestReadSpecAppliesSettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	os.WriteFile(path, []byte("workload: ppo\nnnodes: 2\nn_gpus_per_node: 8\n"), 0o644)
+	b, err := readSpec(path, []string{"nnodes=1", "env.WANDB_MODE=offline", "overrides=trainer.total_epochs=2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	yaml.Unmarshal(b, &doc)
+	if doc["nnodes"] != 1 || doc["env"].(map[string]any)["WANDB_MODE"] != "offline" ||
+		doc["overrides"].([]any)[0] != "trainer.total_epochs=2" {
+		t.Errorf("%v", doc)
+	}
+	if _, err := readSpec(path, []string{"nnode=1"}); err == nil || !strings.Contains(err.Error(), `did you mean "nnodes"`) {
+		t.Errorf("typo: %v", err)
+	}
+	raw, _ := readSpec(path, nil)
+	if string(raw) != "workload: ppo\nnnodes: 2\nn_gpus_per_node: 8\n" {
+		t.Errorf("without -e the file must go as it is: %q", raw)
+	}
+}
+
+func TestHelpAndUsageErrors(t *testing.T) {
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	if code := Run(context.Background(), []string{"--help"}, env); code != 0 || !strings.Contains(out.String(), "Example:") {
+		t.Errorf("help: %d %s", code, out.String())
+	}
+	if code := Run(context.Background(), []string{"frobnicate"}, env); code != 2 {
+		t.Errorf("unknown verb: %d", code)
+	}
+	if code := Run(context.Background(), []string{"get"}, env); code != 2 || !strings.Contains(errb.String(), "TASK_ID") {
+		t.Errorf("get without id: %d %s", code, errb.String())
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"submit", "-h"}, env); code != 0 || !strings.Contains(errb.String(), "e.g. mvp submit") {
+		t.Errorf("verb help: %d %s", code, errb.String())
+	}
+}
