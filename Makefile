@@ -43,3 +43,6 @@ bench: build ## benchmarks; figures go to BENCHMARKS.md
 
 clean:
 	rm -rf bin
+
+stress: build ## long reliability runs (crash matrix ×20, 500-client load, 10 min fuzz) → RELIABILITY.md
+	@bash scripts/stress.sh
