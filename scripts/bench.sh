@@ -24,6 +24,11 @@ MVP_E2E_RUN='^$' MVP_E2E_PKGS=./internal/e2e/ MVP_E2E_SKIP_PHASE2=1 \
   MVP_E2E_BENCH_ARGS="-bench RayCallOverhead -benchtime 500x" bash scripts/e2e.sh 2>&1 |
   grep -E '^Benchmark' | tee -a "$out"
 
+echo "bench: P4 Ray's job server after ${MVP_BENCH_P4_N:-500} jobs, direct vs through mvp (slow: tens of minutes)"
+MVP_E2E_RUN='^$' MVP_E2E_PKGS=./internal/e2e/ MVP_E2E_SKIP_PHASE2=1 MVP_E2E_TIMEOUT=180m \
+  MVP_E2E_BENCH_ARGS="-bench JobServerAfterManyJobs -benchtime 1x" bash scripts/e2e.sh 2>&1 |
+  grep -E '^Benchmark' | tee -a "$out"
+
 echo "bench: P5 cold start with 100,000 tasks"
 go build -o "$work/mvp" ./cmd/mvp
 MVP_BENCH_DB="$work/db/mvp.sqlite3" go test -count=1 -run TestGenerateBenchDB ./internal/sqlite/ >/dev/null
@@ -73,6 +78,7 @@ dec = med(vals("BenchmarkDecide100k", "ns/op")) / 1e6
 heap = med(vals("BenchmarkDecide100k", "heap-MB")); adm = med(vals("BenchmarkDecide100k", "admitted/op"))
 cold = [float(x) for x in re.findall(r"ColdStart100k ([\d.]+) ms", text)]
 p3 = med(vals("BenchmarkGPUsFreedToSubmit", "freed-to-submit-ms")); p3max = med(vals("BenchmarkGPUsFreedToSubmit", "max-ms"))
+p4d = med(vals("BenchmarkJobServerAfterManyJobs", "direct-get-µs")); p4m = med(vals("BenchmarkJobServerAfterManyJobs", "via-mvp-get-µs")); p4n = med(vals("BenchmarkJobServerAfterManyJobs", "jobs"))
 added = vals("BenchmarkRayCallOverhead", "added-µs"); client = vals("BenchmarkRayCallOverhead", "client-µs"); bare = vals("BenchmarkRayCallOverhead", "bare-µs")
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 mem = next((l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")), "0")
@@ -96,7 +102,7 @@ Written by `make bench` (`scripts/bench.sh`); each run overwrites this file. Fig
 | P5 | cold start of `mvp serve` with 100,000 tasks to `/healthz` answering | **{med(cold):.0f} ms** (min {min(cold) if cold else float('nan'):.0f}, max {max(cold) if cold else float('nan'):.0f}) | < 300 ms |
 | P3 | GPUs freed (Ray end_time of the running gang) → next task's submission, tick 1 s | **{p3:.0f} ms** (max {p3max:.0f}) | ≤ 1,050 ms |
 | P3 | GET /api/jobs/{{id}} through mvp's client vs a bare net/http GET (500 alternating calls) | **{added[-1] if added else float('nan'):.0f} µs added** ({client[-1] if client else float('nan'):.0f} vs {bare[-1] if bare else float('nan'):.0f} µs) | < 5 ms |
-| P4 | Ray `GET /api/jobs/{{id}}` after 500 tasks through mvp vs 500 undeleted | not measured yet | — |
+| P4 | Ray `GET /api/jobs/{{id}}` median after {p4n:.0f} undeleted direct jobs vs after as many tasks through mvp (keeps 100) | **{p4d/1000:.1f} ms vs {p4m/1000:.1f} ms** | mvp keeps Ray fast |
 
 ## Method
 - P1: `BenchmarkSubmitHTTP` (internal/api) starts the real handler on a loopback TCP port over a real SQLite file
@@ -112,6 +118,9 @@ Written by `make bench` (`scripts/bench.sh`); each run overwrites this file. Fig
   2×4 task waits; the figure is the second task's attempt `created_at` minus the first attempt's Ray `end_time`
   (Ray's clock and mvp's are the same machine's). `BenchmarkRayCallOverhead` alternates mvp's resty client and a
   bare `net/http` GET of the same job 500 times.
+- P4: `BenchmarkJobServerAfterManyJobs` (internal/e2e): N `python3 -c pass` jobs straight to Ray, never deleted,
+  then the median of 200 GETs of the last one; the jobs are deleted; then N short PPO tasks through mvp
+  (keep_finished_jobs 100) and the same measurement once mvp has pruned the older ones.
 - P5: a database with 100,000 tasks is generated (`TestGenerateBenchDB`), then `mvp serve` is started and
   `/healthz` polled every 2 ms; the figure is start-of-exec to first 200. Ray is not running (it is not needed for
   `/healthz`).

@@ -4,9 +4,13 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -66,4 +70,67 @@ func BenchmarkRayCallOverhead(b *testing.B) {
 	b.ReportMetric(float64(viaClient.Microseconds())/float64(b.N), "client-µs")
 	b.ReportMetric(float64(bare.Microseconds())/float64(b.N), "bare-µs")
 	b.ReportMetric(float64((viaClient-bare).Microseconds())/float64(b.N), "added-µs")
+}
+
+// BenchmarkJobServerAfterManyJobs is P4: Ray's GET /api/jobs/{id} latency after $MVP_BENCH_P4_N (default 500)
+// short jobs submitted straight to Ray and never deleted, versus after as many short tasks through mvp, which
+// deletes ended jobs beyond keep_finished_jobs (100). Latency is the median of 200 bare GETs of the last job.
+func BenchmarkJobServerAfterManyJobs(b *testing.B) {
+	n := 500
+	if v, err := strconv.Atoi(os.Getenv("MVP_BENCH_P4_N")); err == nil && v > 0 {
+		n = v
+	}
+	median := func(id string) time.Duration {
+		var ds []time.Duration
+		for i := 0; i < 200; i++ {
+			t0 := time.Now()
+			resp, err := http.Get(env.dashboard + "/api/jobs/" + id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			ds = append(ds, time.Since(t0))
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	for i := 0; i < b.N; i++ {
+		// Direct: n jobs nobody deletes.
+		var ids []string
+		for j := 0; j < n; j++ {
+			id := fmt.Sprintf("p4-direct-%d-%d", time.Now().UnixNano(), j)
+			if err := rayc.SubmitJob(context.Background(), &mvp.JobSubmission{Entrypoint: "python3 -c pass",
+				SubmissionID: id, EntrypointResources: map[string]float64{"worker_node": 1}}); err != nil {
+				b.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		for _, id := range ids {
+			waitJob(b, id, 30*time.Minute, func(i *mvp.JobInfo) bool { return i.Status.Terminal() })
+		}
+		direct := median(ids[len(ids)-1])
+		for _, id := range ids {
+			_ = rayc.DeleteJob(context.Background(), id)
+		}
+
+		// Through mvp: n short tasks; mvp keeps the newest 100 ended jobs in Ray.
+		s := startService(b, serviceOpts{tickS: 0.2, maxRunning: 64})
+		var tasks []string
+		for j := 0; j < n; j++ {
+			tasks = append(tasks, s.submit(spec("ppo", 1, 1, 0)).ID)
+		}
+		for _, id := range tasks {
+			s.waitState(id, mvp.StateSucceeded, 30*time.Minute)
+		}
+		last := tasks[len(tasks)-1] + "--a01"
+		waitFor(b, 5*time.Minute, "mvp to prune Ray's job server", func() (bool, string) {
+			_, err := rayc.GetJob(context.Background(), tasks[0]+"--a01")
+			return errors.Is(err, mvp.ErrJobNotFound), ""
+		})
+		viaMVP := median(last)
+		b.ReportMetric(float64(direct.Microseconds()), "direct-get-µs")
+		b.ReportMetric(float64(viaMVP.Microseconds()), "via-mvp-get-µs")
+		b.ReportMetric(float64(n), "jobs")
+	}
 }
