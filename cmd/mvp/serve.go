@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/config"
-	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/ray"
 	"github.com/mvp2/mvp/internal/scheduler"
@@ -72,13 +70,7 @@ func serve(ctx context.Context, args []string) error {
 	files := taskfs.FS{Root: cfg.SharedRoot}
 	settings := workload.Settings{SharedRoot: cfg.SharedRoot, EntrypointNumCPUs: cfg.EntrypointNumCPUs,
 		EntrypointResources: cfg.EntrypointResources, RuntimeEnv: cfg.RuntimeEnv, UserCodePath: cfg.UserCodePath}
-	build := func(t *mvp.Task, n int) (*mvp.JobSubmission, error) {
-		var spec jobspec.Spec
-		if err := json.Unmarshal(t.SpecJSON, &spec); err != nil {
-			return nil, fmt.Errorf("decode effective spec of %s: %w", t.ID, err)
-		}
-		return workload.Build(t.ID, n, &spec, settings)
-	}
+	build := func(t *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(t, n, settings) }
 	prepare := func(body []byte) (*mvp.Task, error) {
 		return workload.Prepare(body, settings)
 	}

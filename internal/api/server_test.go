@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mvp2/mvp/internal/api"
-	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/sqlite"
@@ -50,13 +49,7 @@ func newServer(t *testing.T) (*httptest.Server, *sqlite.DB) {
 	}
 	t.Cleanup(func() { db.Close() })
 	set := workload.Settings{SharedRoot: t.TempDir(), EntrypointResources: map[string]float64{"worker_node": 1}}
-	build := func(task *mvp.Task, n int) (*mvp.JobSubmission, error) {
-		var s jobspec.Spec
-		if err := json.Unmarshal(task.SpecJSON, &s); err != nil {
-			return nil, err
-		}
-		return workload.Build(task.ID, n, &s, set)
-	}
+	build := func(task *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(task, n, set) }
 	srv := &api.Server{Store: db, Files: taskfs.FS{Root: set.SharedRoot}, Ray: &fakeRay{logs: "line 1\n"},
 		Cluster: fixedCluster{}, Build: build, Prepare: func(b []byte) (*mvp.Task, error) { return workload.Prepare(b, set) },
 		Policy: scheduler.Policy{CPUsPerGPU: map[mvp.Workload]float64{"ppo": 3, "grpo": 3, "sft": 10},

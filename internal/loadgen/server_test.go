@@ -2,14 +2,12 @@ package loadgen_test
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
 
 	"github.com/mvp2/mvp/internal/api"
-	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/sqlite"
 	"github.com/mvp2/mvp/internal/taskfs"
@@ -27,13 +25,7 @@ func startServer(t *testing.T) (string, string) {
 	srv := &api.Server{Store: db, Files: taskfs.FS{Root: set.SharedRoot}, Clock: mvp.SystemClock{},
 		Logger: slog.New(slog.DiscardHandler), Token: token, MaxBodyBytes: 1 << 20,
 		Prepare: func(b []byte) (*mvp.Task, error) { return workload.Prepare(b, set) },
-		Build: func(task *mvp.Task, n int) (*mvp.JobSubmission, error) {
-			var s jobspec.Spec
-			if err := json.Unmarshal(task.SpecJSON, &s); err != nil {
-				return nil, err
-			}
-			return workload.Build(task.ID, n, &s, set)
-		}}
+		Build:   func(task *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(task, n, set) }}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return hs.URL, token

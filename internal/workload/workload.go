@@ -46,6 +46,15 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 		JobSpecYAML: string(body), SpecJSON: b}, nil
 }
 
+// BuildTask returns the Ray submission of attempt n of a stored task, from its effective spec.
+func BuildTask(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
+	var spec jobspec.Spec
+	if err := json.Unmarshal(t.SpecJSON, &spec); err != nil {
+		return nil, fmt.Errorf("decode effective spec of %s: %w", t.ID, err)
+	}
+	return Build(t.ID, n, &spec, s)
+}
+
 // Build returns the Ray submission of attempt n of task taskID.
 func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmission, error) {
 	fs := taskfs.FS{Root: s.SharedRoot}
