@@ -1,5 +1,6 @@
 // Package sqlite is mvp's Store on one SQLite file: WAL, one writer connection that commits concurrent writes
-// in groups (one fsync for many callers), a small pool of read connections, and embedded migrations.
+// in groups (one fsync for many callers, each write in its own savepoint), a small pool of read connections, and
+// embedded migrations recorded in schema_migrations.
 package sqlite
 
 import (
@@ -12,8 +13,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -24,39 +28,42 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Options tune the store.
+// Options tune the store. The zero value gives the defaults the service uses.
 type Options struct {
-	// MaxBatch bounds how many writes share one transaction. Default 256.
+	// MaxBatch bounds how many writes share one transaction (one fsync). Default 256.
 	MaxBatch int
 	// Readers is the size of the read pool. Default 4.
 	Readers int
 }
 
-// DB is the store. It implements mvp.Store.
+// DB is the store. It implements mvp.Store. Every write goes through one writer goroutine that owns the only
+// write connection; reads use a separate pool of query-only connections.
 type DB struct {
-	path   string
-	write  *sql.DB
-	read   *sql.DB
-	ops    chan *op
-	stop   chan struct{}
-	done   chan struct{}
-	closed sync.Once
-	max    int
+	path  string
+	write *sql.DB // one connection, owned by the writer goroutine once Open returns
+	read  *sql.DB // query_only connections
+	max   int
+
+	// mu guards closing against sends on ops: Close takes it exclusively, so once closing is set no sender is
+	// half-way through a send and everything queued is in ops for the writer to drain.
+	mu      sync.RWMutex
+	closing bool
+	ops     chan *op
+	stop    chan struct{}
+	done    chan struct{}
+	closed  sync.Once
+	wconn   *sql.Conn
+	stmts   map[string]*sql.Stmt
+	stats   counters
 }
 
 var _ mvp.Store = (*DB)(nil)
 
-// op is one write waiting for the writer.
-type op struct {
-	ctx  context.Context
-	fn   func(*sql.Tx) error
-	done chan error
-}
-
-// Open opens (creating if needed) the database at path and applies the migrations that are missing.
+// Open opens (creating the file and its folder if needed) the database at path, applies the migrations that are
+// missing and starts the writer. path must be a file: the store is durable or it is nothing.
 func Open(ctx context.Context, path string, o Options) (*DB, error) {
-	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("open database: %q must be a file path", path)
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("open database: %q must be a plain file path", path)
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
@@ -64,90 +71,163 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 	if o.Readers <= 0 {
 		o.Readers = 4
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("create database folder: %w", err)
 	}
+
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	q.Set("_busy_timeout", "5000")
 	q.Set("_foreign_keys", "1")
 	q.Set("_synchronous", "FULL")
 	q.Set("_txlock", "immediate")
-	w, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	w, err := sql.Open("sqlite3", dsn(abs, q))
 	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	q.Set("_query_only", "1")
-	q.Del("_txlock")
-	r, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	w.SetConnMaxIdleTime(0)
+
+	// Readers: no journal-mode change (the writer set WAL, which is persistent), and query_only so that a bug
+	// can never write outside the writer.
+	rq := url.Values{}
+	rq.Set("_busy_timeout", "5000")
+	rq.Set("_foreign_keys", "1")
+	rq.Set("_query_only", "1")
+	r, err := sql.Open("sqlite3", dsn(abs, rq))
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("open database: %w", err)
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
 	}
 	r.SetMaxOpenConns(o.Readers)
 	r.SetMaxIdleConns(o.Readers)
-	db := &DB{path: path, write: w, read: r, ops: make(chan *op, 4*o.MaxBatch), stop: make(chan struct{}),
-		done: make(chan struct{}), max: o.MaxBatch}
-	if err := db.migrate(ctx); err != nil {
+
+	db := &DB{path: abs, write: w, read: r, max: o.MaxBatch, ops: make(chan *op, 4*o.MaxBatch),
+		stop: make(chan struct{}), done: make(chan struct{}), stmts: map[string]*sql.Stmt{}}
+	fail := func(err error) (*DB, error) {
 		w.Close()
 		r.Close()
 		return nil, err
+	}
+	var mode string
+	if err := w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return fail(fmt.Errorf("open database %s: %w", abs, db.mapErr(err)))
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fail(fmt.Errorf("open database %s: journal mode is %q, not WAL (is the file on a network filesystem?)", abs, mode))
+	}
+	if err := db.migrate(ctx); err != nil {
+		return fail(err)
+	}
+	if db.wconn, err = w.Conn(ctx); err != nil {
+		return fail(fmt.Errorf("open database %s: take the write connection: %w", abs, db.mapErr(err)))
 	}
 	go db.writer()
 	return db, nil
 }
 
-// migrate applies each embedded migration not yet recorded in schema_migrations, one transaction each.
+// dsn builds a mattn/go-sqlite3 DSN. The path is used as is (Open refuses '?' and '#' in it).
+func dsn(path string, q url.Values) string { return "file:" + path + "?" + q.Encode() }
+
+// Path returns the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// migration is one embedded file migrations/NNNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	body    string
+}
+
+func loadMigrations() ([]migration, error) {
+	entries, err := migrations.ReadDir("migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read embedded migrations: %w", err)
+	}
+	var out []migration
+	seen := map[int]string{}
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 || !strings.HasSuffix(e.Name(), ".sql") {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", e.Name())
+		}
+		if prev, dup := seen[v]; dup {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, e.Name(), v)
+		}
+		seen[v] = e.Name()
+		body, err := migrations.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
+		}
+		out = append(out, migration{version: v, name: e.Name(), body: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// migrate applies, in version order and one IMMEDIATE transaction each, every embedded migration not yet
+// recorded in schema_migrations. The check is made inside the transaction, so two processes opening the same
+// file cannot both apply a migration.
 func (db *DB) migrate(ctx context.Context) error {
 	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", mapErr(err, db.path))
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at INTEGER NOT NULL) STRICT`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", db.mapErr(err))
 	}
-	names, err := migrations.ReadDir("migrations")
+	ms, err := loadMigrations()
 	if err != nil {
 		return err
 	}
-	sort.Slice(names, func(i, j int) bool { return names[i].Name() < names[j].Name() })
-	for i, e := range names {
-		version := i + 1
-		var n int
-		if err := db.write.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
-			return fmt.Errorf("read schema_migrations: %w", err)
-		}
-		if n > 0 {
-			continue
-		}
-		body, err := migrations.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return err
-		}
-		tx, err := db.write.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("migration %s: %w", e.Name(), mapErr(err, db.path))
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", e.Name(), mapErr(err, db.path))
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			version, e.Name(), time.Now().UnixNano()); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("record migration %s: %w", e.Name(), err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %s: %w", e.Name(), mapErr(err, db.path))
+	for _, m := range ms {
+		if err := db.applyMigration(ctx, m); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
 		}
 	}
 	return nil
 }
 
-// Close stops the writer after the writes already queued, and closes the database.
+func (db *DB) applyMigration(ctx context.Context, m migration) error {
+	tx, err := db.write.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
+	if err != nil {
+		return db.mapErr(err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
+		return fmt.Errorf("read schema_migrations: %w", db.mapErr(err))
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, m.body); err != nil {
+		return db.mapErr(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, time.Now().UTC().UnixNano()); err != nil {
+		return fmt.Errorf("record: %w", db.mapErr(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", db.mapErr(err))
+	}
+	return nil
+}
+
+// Close refuses new writes, lets the writer commit everything already queued, stops it and closes the database.
+// It is safe to call more than once.
 func (db *DB) Close() error {
 	var err error
 	db.closed.Do(func() {
+		db.mu.Lock()
+		db.closing = true
+		db.mu.Unlock()
 		close(db.stop)
 		<-db.done
 		err = errors.Join(db.write.Close(), db.read.Close())
@@ -155,139 +235,104 @@ func (db *DB) Close() error {
 	return err
 }
 
+// Ping checks that the writer is running and that the database file answers a query.
+func (db *DB) Ping(ctx context.Context) error {
+	db.mu.RLock()
+	closing := db.closing
+	db.mu.RUnlock()
+	if closing {
+		return errClosed
+	}
+	var n int
+	if err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
+		return fmt.Errorf("ping database %s: %w", db.path, db.mapErr(err))
+	}
+	return nil
+}
+
+// Stats are the writer's counters since Open.
+type Stats struct {
+	// Transactions is the number of write transactions committed (one fsync each).
+	Transactions int64
+	// Writes is the number of write requests committed; Writes/Transactions is the mean group size.
+	Writes int64
+	// Failed is the number of write requests answered with an error (conflicts included).
+	Failed int64
+	// Skipped is the number of write requests dropped because their context ended before the writer took them.
+	Skipped int64
+	// LargestBatch is the largest number of requests taken in one transaction.
+	LargestBatch int64
+}
+
+type counters struct {
+	transactions, writes, failed, skipped, largest atomic.Int64
+}
+
+// Stats returns the writer's counters.
+func (db *DB) Stats() Stats {
+	c := &db.stats
+	return Stats{Transactions: c.transactions.Load(), Writes: c.writes.Load(), Failed: c.failed.Load(),
+		Skipped: c.skipped.Load(), LargestBatch: c.largest.Load()}
+}
+
+// errClosed answers writes made after Close.
 var errClosed = &mvp.Error{Code: mvp.CodeUnavailable, Message: "the database is closed (mvp is shutting down)"}
 
-// exec hands fn to the writer and waits until the transaction holding it is committed (or fn failed alone).
-func (db *DB) exec(ctx context.Context, fn func(*sql.Tx) error) error {
-	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	select {
-	case db.ops <- o:
-	case <-db.stop:
-		return errClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	// Once queued, the outcome is decided by the writer: wait for it even if ctx ends, so a caller never
-	// believes a write failed that was in fact committed.
-	return <-o.done
+// withMessage is an *mvp.Error with a message of its own that still matches a sentinel (mvp.ErrConflict,
+// mvp.ErrNotFound) with errors.Is. errors.As finds the specific error first.
+type withMessage struct {
+	err      *mvp.Error
+	sentinel *mvp.Error
 }
 
-// writer runs every write: it takes all that is waiting (up to MaxBatch), runs each in its own savepoint of one
-// transaction, commits once, then answers each caller.
-func (db *DB) writer() {
-	defer close(db.done)
-	batch := make([]*op, 0, db.max)
-	for {
-		var first *op
-		select {
-		case first = <-db.ops:
-		case <-db.stop:
-			// Drain what was queued before Close.
-			for {
-				select {
-				case o := <-db.ops:
-					db.run([]*op{o})
-				default:
-					return
-				}
-			}
-		}
-		batch = append(batch[:0], first)
-	fill:
-		for len(batch) < db.max {
-			select {
-			case o := <-db.ops:
-				batch = append(batch, o)
-			default:
-				break fill
-			}
-		}
-		db.run(batch)
-	}
+func (e *withMessage) Error() string   { return e.err.Error() }
+func (e *withMessage) Unwrap() []error { return []error{e.err, e.sentinel} }
+
+func conflict(format string, args ...any) error {
+	return &withMessage{err: mvp.Errorf(mvp.CodeConflict, "", format, args...), sentinel: mvp.ErrConflict}
 }
 
-func (db *DB) run(batch []*op) {
-	results := make([]error, len(batch))
-	answer := func(err error) {
-		for i, o := range batch {
-			if results[i] == nil {
-				results[i] = err
-			}
-			o.done <- results[i]
-		}
-	}
-	tx, err := db.write.Begin()
-	if err != nil {
-		answer(fmt.Errorf("begin: %w", mapErr(err, db.path)))
-		return
-	}
-	ok := 0
-	for i, o := range batch {
-		if err := o.ctx.Err(); err != nil {
-			results[i] = err
-			continue
-		}
-		if _, err := tx.Exec(`SAVEPOINT op`); err != nil {
-			results[i] = mapErr(err, db.path)
-			continue
-		}
-		if err := o.fn(tx); err != nil {
-			results[i] = mapErr(err, db.path)
-			if _, rerr := tx.Exec(`ROLLBACK TO op`); rerr != nil {
-				tx.Rollback()
-				answer(fmt.Errorf("rollback to savepoint: %w", mapErr(rerr, db.path)))
-				return
-			}
-		} else {
-			ok++
-		}
-		if _, err := tx.Exec(`RELEASE op`); err != nil {
-			tx.Rollback()
-			answer(fmt.Errorf("release savepoint: %w", mapErr(err, db.path)))
-			return
-		}
-	}
-	if ok == 0 {
-		tx.Rollback()
-		answer(nil)
-		return
-	}
-	if err := tx.Commit(); err != nil {
-		tx.Rollback()
-		err = fmt.Errorf("commit: %w", mapErr(err, db.path))
-		for i := range results {
-			if results[i] == nil {
-				results[i] = err
-			}
-		}
-	}
-	answer(nil)
+func notFound(format string, args ...any) error {
+	return &withMessage{err: mvp.Errorf(mvp.CodeNotFound, "", format, args...), sentinel: mvp.ErrNotFound}
 }
 
-// mapErr turns SQLite's disk-full and constraint errors into mvp errors, matched by code, never by text.
-func mapErr(err error, path string) error {
+// mapErr turns SQLite errors into mvp errors by their codes, never by their text: disk full and I/O errors
+// become CodeUnavailable, UNIQUE/PRIMARY KEY violations mvp.ErrConflict, FOREIGN KEY violations
+// mvp.ErrNotFound, CHECK/NOT NULL violations CodeInvalid. Other errors are returned as they are.
+func (db *DB) mapErr(err error) error {
 	var se sqlite3.Error
-	if !errors.As(err, &se) {
+	if err == nil || !errors.As(err, &se) {
 		return err
 	}
+	dir := filepath.Dir(db.path)
 	switch se.Code {
 	case sqlite3.ErrFull:
-		return &mvp.Error{Code: mvp.CodeUnavailable, Message: fmt.Sprintf(
-			"the database disk is full: free space on the filesystem of %s", filepath.Dir(path))}
-	case sqlite3.ErrIoErr, sqlite3.ErrCantOpen, sqlite3.ErrReadonly:
-		return &mvp.Error{Code: mvp.CodeUnavailable, Message: fmt.Sprintf("the database cannot be written (%v)", se.Code)}
+		return mvp.Errorf(mvp.CodeUnavailable, "", "database disk is full: free space on %s", dir)
+	case sqlite3.ErrIoErr:
+		if se.SystemErrno == syscall.ENOSPC || se.SystemErrno == syscall.EDQUOT {
+			return mvp.Errorf(mvp.CodeUnavailable, "", "database disk is full: free space on %s", dir)
+		}
+		return mvp.Errorf(mvp.CodeUnavailable, "", "database I/O error on %s: %v", db.path, se)
+	case sqlite3.ErrCantOpen, sqlite3.ErrReadonly, sqlite3.ErrCorrupt, sqlite3.ErrNotADB:
+		return mvp.Errorf(mvp.CodeUnavailable, "", "database %s cannot be used: %v", db.path, se)
 	case sqlite3.ErrBusy, sqlite3.ErrLocked:
-		return &mvp.Error{Code: mvp.CodeUnavailable, Message: "the database is busy; try again"}
+		return mvp.Errorf(mvp.CodeUnavailable, "", "database %s is busy (another process holds it?); try again", db.path)
+	case sqlite3.ErrConstraint:
+		switch se.ExtendedCode {
+		case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
+			return conflict("already exists (%v)", se)
+		case sqlite3.ErrConstraintForeignKey:
+			return notFound("refers to a task or attempt that does not exist (%v)", se)
+		case sqlite3.ErrConstraintCheck, sqlite3.ErrConstraintNotNull:
+			return mvp.Errorf(mvp.CodeInvalid, "", "a value is out of range (%v)", se)
+		}
 	}
 	return err
 }
 
-// isConstraint reports a UNIQUE or PRIMARY KEY violation.
-func isConstraint(err error) bool {
+// isUnique reports a UNIQUE or PRIMARY KEY violation.
+func isUnique(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.Code == sqlite3.ErrConstraint &&
 		(se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
 }
-
-// Ping checks that the database answers.
-func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }

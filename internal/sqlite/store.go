@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,12 +15,23 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
-const taskCols = `task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml, spec_json, created_at,
-	updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no`
+// Columns, in the order scanTask and scanAttempt read them.
+const (
+	taskCols = `t.task_id, t.workload, t.name, t.state, t.nnodes, t.n_gpus_per_node, t.jobspec_yaml, t.spec_json,
+		t.created_at, t.updated_at, t.next_run_at, t.pending_reason, t.error_summary, t.latest_attempt_no`
+	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
+		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code`
+)
 
-const attemptCols = `task_id, attempt_no, ray_submission_id, ray_job_id, ray_status, failure_kind, message,
-	driver_node_id, created_at, start_time, end_time, exit_code`
+// Page sizes of ListTasks and Events: the default when the caller gives none, and the cap.
+const (
+	DefaultListLimit   = 50
+	MaxListLimit       = 500
+	DefaultEventsLimit = 100
+	MaxEventsLimit     = 1000
+)
 
+// Times are stored as unix nanoseconds, UTC, so that ordering is exact.
 func nanos(t time.Time) int64 { return t.UTC().UnixNano() }
 
 func nullNanos(t *time.Time) any {
@@ -39,72 +51,151 @@ func fromNull(n sql.NullInt64) *time.Time {
 	return &t
 }
 
+// orNow stands in for a zero time, which has no unix-nanosecond value.
+func orNow(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Now().UTC()
+	}
+	return t
+}
+
+func nullInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
 type scanner interface{ Scan(...any) error }
 
+// taskRow and attemptRow are the scan targets of one task and one (possibly absent, LEFT JOINed) attempt.
+type taskRow struct {
+	t                mvp.Task
+	spec             string
+	created, updated int64
+	next             sql.NullInt64
+}
+
+func (r *taskRow) dest() []any {
+	t := &r.t
+	return []any{&t.ID, &t.Workload, &t.Name, &t.State, &t.NNodes, &t.GPUsPerNode, &t.JobSpecYAML, &r.spec,
+		&r.created, &r.updated, &r.next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo}
+}
+
+func (r *taskRow) task() *mvp.Task {
+	t := r.t
+	t.SpecJSON = json.RawMessage(r.spec)
+	t.CreatedAt, t.UpdatedAt, t.NextRunAt = fromNanos(r.created), fromNanos(r.updated), fromNull(r.next)
+	return &t
+}
+
+type attemptRow struct {
+	taskID, sid, jobID, status, kind, msg, node sql.NullString
+	no, created, start, end, exit               sql.NullInt64
+}
+
+func (r *attemptRow) dest() []any {
+	return []any{&r.taskID, &r.no, &r.sid, &r.jobID, &r.status, &r.kind, &r.msg, &r.node, &r.created, &r.start,
+		&r.end, &r.exit}
+}
+
+// attempt returns nil when the LEFT JOIN found no attempt.
+func (r *attemptRow) attempt() *mvp.Attempt {
+	if !r.no.Valid {
+		return nil
+	}
+	a := &mvp.Attempt{TaskID: r.taskID.String, No: int(r.no.Int64), RaySubmissionID: r.sid.String,
+		RayJobID: r.jobID.String, RayStatus: mvp.RayStatus(r.status.String), FailureKind: mvp.FailureKind(r.kind.String),
+		Message: r.msg.String, DriverNodeID: r.node.String, CreatedAt: fromNanos(r.created.Int64),
+		StartTime: fromNull(r.start), EndTime: fromNull(r.end)}
+	if r.exit.Valid {
+		c := int(r.exit.Int64)
+		a.ExitCode = &c
+	}
+	return a
+}
+
 func scanTask(s scanner) (*mvp.Task, error) {
-	var t mvp.Task
-	var spec string
-	var created, updated int64
-	var next sql.NullInt64
-	if err := s.Scan(&t.ID, &t.Workload, &t.Name, &t.State, &t.NNodes, &t.GPUsPerNode, &t.JobSpecYAML, &spec,
-		&created, &updated, &next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo); err != nil {
+	var r taskRow
+	if err := s.Scan(r.dest()...); err != nil {
 		return nil, err
 	}
-	t.SpecJSON = json.RawMessage(spec)
-	t.CreatedAt, t.UpdatedAt, t.NextRunAt = fromNanos(created), fromNanos(updated), fromNull(next)
-	return &t, nil
+	return r.task(), nil
 }
 
 func scanAttempt(s scanner) (*mvp.Attempt, error) {
-	var a mvp.Attempt
-	var created int64
-	var start, end, exit sql.NullInt64
-	if err := s.Scan(&a.TaskID, &a.No, &a.RaySubmissionID, &a.RayJobID, &a.RayStatus, &a.FailureKind, &a.Message,
-		&a.DriverNodeID, &created, &start, &end, &exit); err != nil {
+	var r attemptRow
+	if err := s.Scan(r.dest()...); err != nil {
 		return nil, err
 	}
-	a.CreatedAt, a.StartTime, a.EndTime = fromNanos(created), fromNull(start), fromNull(end)
-	if exit.Valid {
-		c := int(exit.Int64)
-		a.ExitCode = &c
-	}
-	return &a, nil
+	return r.attempt(), nil
 }
 
-func insertEvent(tx *sql.Tx, taskID string, at time.Time, typ string, payload map[string]any) error {
-	if payload == nil {
-		payload = map[string]any{}
+// scanTaskAttempt reads a row of taskCols followed by attemptCols (the attempt may be all NULL).
+func scanTaskAttempt(s scanner) (*mvp.Task, *mvp.Attempt, error) {
+	var tr taskRow
+	var ar attemptRow
+	if err := s.Scan(append(tr.dest(), ar.dest()...)...); err != nil {
+		return nil, nil, err
 	}
-	b, err := json.Marshal(payload)
+	return tr.task(), ar.attempt(), nil
+}
+
+func encodePayload(p map[string]any) (string, error) {
+	if len(p) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(p)
 	if err != nil {
-		return fmt.Errorf("encode event payload: %w", err)
+		return "", mvp.Errorf(mvp.CodeInvalid, "payload", "event payload cannot be encoded as JSON: %v", err)
 	}
-	_, err = tx.Exec(`INSERT INTO events (task_id, ts, event_type, payload_json) VALUES (?, ?, ?, ?)`,
-		taskID, nanos(at), typ, string(b))
-	return err
+	return string(b), nil
 }
 
-// CreateTask inserts a QUEUED task and its CREATED event. A task id that exists already is mvp.ErrConflict.
+const insertEventSQL = `INSERT INTO events (task_id, ts, event_type, payload_json) VALUES (?, ?, ?, ?)`
+
+const insertTaskSQL = `INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml,
+	spec_json, created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`
+
+// CreateTask inserts a QUEUED task (without attempts) and its CREATED event in one transaction. A task id that
+// exists already is mvp.ErrConflict. A zero CreatedAt is taken as now, a zero UpdatedAt as CreatedAt.
 func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
+	if t == nil || t.ID == "" {
+		return mvp.Errorf(mvp.CodeInvalid, "task_id", "create task: the task has no id")
+	}
 	if t.State != mvp.StateQueued {
-		return fmt.Errorf("create task %s: state must be QUEUED, not %s", t.ID, t.State)
+		return fmt.Errorf("create task %s: %w", t.ID,
+			mvp.Errorf(mvp.CodeInvalid, "state", "a new task must be %s, not %q", mvp.StateQueued, t.State))
+	}
+	created := orNow(t.CreatedAt)
+	updated := t.UpdatedAt
+	if updated.IsZero() {
+		updated = created
 	}
 	spec := string(t.SpecJSON)
 	if spec == "" {
 		spec = "{}"
 	}
-	err := db.exec(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec, nanos(t.CreatedAt),
-			nanos(t.UpdatedAt), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.LatestAttemptNo)
-		if isConstraint(err) {
-			return mvp.ErrConflict
+	payload, err := encodePayload(map[string]any{"state": t.State, "workload": t.Workload, "name": t.Name,
+		"nnodes": t.NNodes, "n_gpus_per_node": t.GPUsPerNode})
+	if err != nil {
+		return fmt.Errorf("create task %s: %w", t.ID, err)
+	}
+	taskArgs := []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
+		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary}
+	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
+	err = db.exec(ctx, func(w *wtx) error {
+		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
+			if isUnique(err) {
+				return conflict("a task with id %q exists already", t.ID)
+			}
+			return fmt.Errorf("insert task: %w", err)
 		}
-		if err != nil {
-			return err
+		if _, err := w.exec(insertEventSQL, eventArgs...); err != nil {
+			return fmt.Errorf("insert event: %w", err)
 		}
-		return insertEvent(tx, t.ID, t.CreatedAt, mvp.EventCreated, map[string]any{"state": t.State,
-			"workload": t.Workload, "nnodes": t.NNodes, "n_gpus_per_node": t.GPUsPerNode})
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
@@ -112,64 +203,132 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 	return nil
 }
 
-// Apply writes a compare-and-set state change with its attempt write and its event, all or nothing.
+const insertAttemptSQL = `INSERT INTO attempts (task_id, attempt_no, ray_submission_id, ray_job_id, ray_status,
+	failure_kind, message, driver_node_id, created_at, start_time, end_time, exit_code)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+const updateAttemptSQL = `UPDATE attempts SET ray_job_id = ?, ray_status = ?, failure_kind = ?, message = ?,
+	driver_node_id = ?, start_time = ?, end_time = ?, exit_code = ? WHERE task_id = ? AND attempt_no = ?`
+
+func attemptUpdateArgs(taskID string, a *mvp.Attempt) []any {
+	return []any{a.RayJobID, a.RayStatus, a.FailureKind, a.Message, a.DriverNodeID, nullNanos(a.StartTime),
+		nullNanos(a.EndTime), nullInt(a.ExitCode), taskID, a.No}
+}
+
+// updateAttempt overwrites the Ray-side fields of attempt (taskID, no); an unknown attempt is mvp.ErrNotFound.
+func updateAttempt(w *wtx, taskID string, no int, args []any) error {
+	res, err := w.exec(updateAttemptSQL, args...)
+	if err != nil {
+		return fmt.Errorf("update attempt %d: %w", no, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("update attempt %d: %w", no, err)
+	} else if n == 0 {
+		return notFound("task %s has no attempt %d", taskID, no)
+	}
+	return nil
+}
+
+// Apply writes c as one compare-and-set: the task's row changes only if its state is still c.From, and then the
+// new attempt, the attempt update and the event are written in the same transaction. A transition the table
+// refuses returns mvp.CheckTransition's error and touches nothing; a task that is no longer in c.From gives
+// mvp.ErrConflict, an unknown task mvp.ErrNotFound, and in every error case nothing is written. The event's
+// type defaults to mvp.EventStateTransition; its payload is c.EventPayload plus "from", "to" and, when an
+// attempt is written, "attempt_no". A zero c.At is taken as now.
 func (db *DB) Apply(ctx context.Context, c mvp.Change) error {
 	if err := mvp.CheckTransition(c.From, c.To); err != nil {
 		return err
 	}
-	err := db.exec(ctx, func(tx *sql.Tx) error {
-		set := []string{"state = ?", "updated_at = ?"}
-		args := []any{c.To, nanos(c.At)}
-		if c.NextRunAt != nil {
-			set = append(set, "next_run_at = ?")
-			args = append(args, nullNanos(*c.NextRunAt))
+	at := orNow(c.At)
+	set := []string{"state = ?", "updated_at = ?"}
+	args := []any{c.To, nanos(at)}
+	if c.NextRunAt != nil {
+		set = append(set, "next_run_at = ?")
+		args = append(args, nullNanos(*c.NextRunAt))
+	}
+	if c.PendingReason != nil {
+		set = append(set, "pending_reason = ?")
+		args = append(args, *c.PendingReason)
+	}
+	if c.ErrorSummary != nil {
+		set = append(set, "error_summary = ?")
+		args = append(args, *c.ErrorSummary)
+	}
+	payload := make(map[string]any, len(c.EventPayload)+3)
+	for k, v := range c.EventPayload {
+		payload[k] = v
+	}
+	payload["from"], payload["to"] = c.From, c.To
+	var newArgs, upArgs []any
+	if a := c.NewAttempt; a != nil {
+		if a.No < 1 || a.RaySubmissionID == "" {
+			return fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, mvp.Errorf(mvp.CodeInvalid,
+				"attempt", "a new attempt needs a number ≥ 1 and a submission id (got %d, %q)", a.No, a.RaySubmissionID))
 		}
-		if c.PendingReason != nil {
-			set = append(set, "pending_reason = ?")
-			args = append(args, *c.PendingReason)
-		}
-		if c.ErrorSummary != nil {
-			set = append(set, "error_summary = ?")
-			args = append(args, *c.ErrorSummary)
-		}
-		if c.NewAttempt != nil {
-			set = append(set, "latest_attempt_no = ?")
-			args = append(args, c.NewAttempt.No)
-		}
-		args = append(args, c.TaskID, c.From)
-		res, err := tx.Exec(`UPDATE tasks SET `+strings.Join(set, ", ")+` WHERE task_id = ? AND state = ?`, args...)
+		set = append(set, "latest_attempt_no = ?")
+		args = append(args, a.No)
+		newArgs = []any{c.TaskID, a.No, a.RaySubmissionID, a.RayJobID, a.RayStatus, a.FailureKind, a.Message,
+			a.DriverNodeID, nanos(orNow(a.CreatedAt)), nullNanos(a.StartTime), nullNanos(a.EndTime), nullInt(a.ExitCode)}
+	}
+	if a := c.AttemptUpdate; a != nil {
+		upArgs = attemptUpdateArgs(c.TaskID, a)
+		payload["attempt_no"] = a.No
+	}
+	if a := c.NewAttempt; a != nil {
+		payload["attempt_no"] = a.No
+	}
+	typ := c.EventType
+	if typ == "" {
+		typ = mvp.EventStateTransition
+	}
+	body, err := encodePayload(payload)
+	if err != nil {
+		return fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, err)
+	}
+	args = append(args, c.TaskID, c.From)
+	update := `UPDATE tasks SET ` + strings.Join(set, ", ") + ` WHERE task_id = ? AND state = ?`
+
+	err = db.exec(ctx, func(w *wtx) error {
+		res, err := w.exec(update, args...)
 		if err != nil {
-			return err
+			return fmt.Errorf("update task: %w", err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			var one int
-			if err := tx.QueryRow(`SELECT 1 FROM tasks WHERE task_id = ?`, c.TaskID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-				return mvp.ErrNotFound
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("update task: %w", err)
+		}
+		if n == 0 {
+			var now string
+			st, err := w.stmt(`SELECT state FROM tasks WHERE task_id = ?`)
+			if err != nil {
+				return err
 			}
-			return mvp.ErrConflict
+			switch err := st.QueryRowContext(context.Background(), c.TaskID).Scan(&now); {
+			case errors.Is(err, sql.ErrNoRows):
+				return notFound("no task %q", c.TaskID)
+			case err != nil:
+				return fmt.Errorf("read task state: %w", err)
+			}
+			return conflict("task %s is %s, not %s: it changed meanwhile", c.TaskID, now, c.From)
 		}
-		payload := map[string]any{}
-		for k, v := range c.EventPayload {
-			payload[k] = v
+		if newArgs != nil {
+			if _, err := w.exec(insertAttemptSQL, newArgs...); err != nil {
+				if isUnique(err) {
+					return conflict("attempt %d of task %s or submission id %q exists already",
+						c.NewAttempt.No, c.TaskID, c.NewAttempt.RaySubmissionID)
+				}
+				return fmt.Errorf("insert attempt %d: %w", c.NewAttempt.No, err)
+			}
 		}
-		payload["from"], payload["to"] = c.From, c.To
-		if a := c.NewAttempt; a != nil {
-			payload["attempt_no"] = a.No
-			if err := insertAttempt(tx, c.TaskID, a); err != nil {
+		if upArgs != nil {
+			if err := updateAttempt(w, c.TaskID, c.AttemptUpdate.No, upArgs); err != nil {
 				return err
 			}
 		}
-		if a := c.AttemptUpdate; a != nil {
-			payload["attempt_no"] = a.No
-			if err := updateAttempt(tx, c.TaskID, a); err != nil {
-				return err
-			}
+		if _, err := w.exec(insertEventSQL, c.TaskID, nanos(at), typ, body); err != nil {
+			return fmt.Errorf("insert event: %w", err)
 		}
-		typ := c.EventType
-		if typ == "" {
-			typ = mvp.EventStateTransition
-		}
-		return insertEvent(tx, c.TaskID, c.At, typ, payload)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, err)
@@ -177,48 +336,36 @@ func (db *DB) Apply(ctx context.Context, c mvp.Change) error {
 	return nil
 }
 
-func insertAttempt(tx *sql.Tx, taskID string, a *mvp.Attempt) error {
-	_, err := tx.Exec(`INSERT INTO attempts (`+attemptCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		taskID, a.No, a.RaySubmissionID, a.RayJobID, a.RayStatus, a.FailureKind, a.Message, a.DriverNodeID,
-		nanos(a.CreatedAt), nullNanos(a.StartTime), nullNanos(a.EndTime), exitCode(a.ExitCode))
-	if isConstraint(err) {
-		return fmt.Errorf("attempt %s exists already: %w", a.RaySubmissionID, mvp.ErrConflict)
-	}
-	return err
-}
-
-func updateAttempt(tx *sql.Tx, taskID string, a *mvp.Attempt) error {
-	res, err := tx.Exec(`UPDATE attempts SET ray_job_id = ?, ray_status = ?, failure_kind = ?, message = ?,
-		driver_node_id = ?, start_time = ?, end_time = ?, exit_code = ? WHERE task_id = ? AND attempt_no = ?`,
-		a.RayJobID, a.RayStatus, a.FailureKind, a.Message, a.DriverNodeID, nullNanos(a.StartTime),
-		nullNanos(a.EndTime), exitCode(a.ExitCode), taskID, a.No)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("attempt %d of %s: %w", a.No, taskID, mvp.ErrNotFound)
-	}
-	return nil
-}
-
-func exitCode(c *int) any {
-	if c == nil {
-		return nil
-	}
-	return *c
-}
-
-// UpdateAttempt overwrites an attempt's Ray-side fields and records an event; the task's state is unchanged.
+// UpdateAttempt overwrites the Ray-side fields (job id, status, failure kind, message, driver node, start and
+// end times, exit code) of attempt (a.TaskID, a.No) and records an event of eventType (default
+// mvp.EventRayStatusSync) whose payload gains "attempt_no"; the task's state is unchanged. An unknown attempt is
+// mvp.ErrNotFound. The event is stamped with the wall clock: the interface carries no time.
 func (db *DB) UpdateAttempt(ctx context.Context, a *mvp.Attempt, eventType string, payload map[string]any) error {
-	err := db.exec(ctx, func(tx *sql.Tx) error {
-		if err := updateAttempt(tx, a.TaskID, a); err != nil {
+	if a == nil {
+		return mvp.Errorf(mvp.CodeInvalid, "attempt", "update attempt: no attempt given")
+	}
+	if eventType == "" {
+		eventType = mvp.EventRayStatusSync
+	}
+	p := make(map[string]any, len(payload)+1)
+	for k, v := range payload {
+		p[k] = v
+	}
+	p["attempt_no"] = a.No
+	body, err := encodePayload(p)
+	if err != nil {
+		return fmt.Errorf("update attempt %d of %s: %w", a.No, a.TaskID, err)
+	}
+	args := attemptUpdateArgs(a.TaskID, a)
+	ts := nanos(time.Now())
+	err = db.exec(ctx, func(w *wtx) error {
+		if err := updateAttempt(w, a.TaskID, a.No, args); err != nil {
 			return err
 		}
-		p := map[string]any{"attempt_no": a.No}
-		for k, v := range payload {
-			p[k] = v
+		if _, err := w.exec(insertEventSQL, a.TaskID, ts, eventType, body); err != nil {
+			return fmt.Errorf("insert event: %w", err)
 		}
-		return insertEvent(tx, a.TaskID, time.Now(), eventType, p)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("update attempt %d of %s: %w", a.No, a.TaskID, err)
@@ -226,98 +373,100 @@ func (db *DB) UpdateAttempt(ctx context.Context, a *mvp.Attempt, eventType strin
 	return nil
 }
 
-// AddEvent appends an event to a task's history.
+// AddEvent appends an event to a task's history. The payload must be JSON (empty means {}); a zero TS is taken
+// as now. On success e.ID and e.TS are set. An unknown task is mvp.ErrNotFound.
 func (db *DB) AddEvent(ctx context.Context, e *mvp.Event) error {
-	var payload map[string]any
+	if e == nil || e.TaskID == "" || e.Type == "" {
+		return mvp.Errorf(mvp.CodeInvalid, "event", "add event: an event needs a task id and a type")
+	}
+	body := "{}"
 	if len(e.Payload) > 0 {
-		if err := json.Unmarshal(e.Payload, &payload); err != nil {
-			return fmt.Errorf("event payload: %w", err)
+		if !json.Valid(e.Payload) {
+			return fmt.Errorf("add %s event to %s: %w", e.Type, e.TaskID,
+				mvp.Errorf(mvp.CodeInvalid, "payload", "event payload is not JSON"))
 		}
+		body = string(e.Payload)
 	}
-	return db.exec(ctx, func(tx *sql.Tx) error { return insertEvent(tx, e.TaskID, e.TS, e.Type, payload) })
+	ts := orNow(e.TS)
+	var id int64
+	err := db.exec(ctx, func(w *wtx) error {
+		res, err := w.exec(insertEventSQL, e.TaskID, nanos(ts), e.Type, body)
+		if err != nil {
+			return fmt.Errorf("insert event: %w", err)
+		}
+		id, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("add %s event to %s: %w", e.Type, e.TaskID, err)
+	}
+	e.ID, e.TS = id, ts
+	return nil
 }
 
-// GetTask returns a task with all its attempts.
+// MarkRayDeleted records that an attempt's Ray job was deleted from Ray's job server. An unknown attempt is
+// mvp.ErrNotFound.
+func (db *DB) MarkRayDeleted(ctx context.Context, taskID string, attemptNo int) error {
+	err := db.exec(ctx, func(w *wtx) error {
+		res, err := w.exec(`UPDATE attempts SET ray_deleted = 1 WHERE task_id = ? AND attempt_no = ?`, taskID, attemptNo)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return notFound("task %s has no attempt %d", taskID, attemptNo)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark attempt %d of %s deleted from Ray: %w", attemptNo, taskID, err)
+	}
+	return nil
+}
+
+// GetTask returns a task with all its attempts ordered by number (an empty, non-nil slice when it has none), or
+// mvp.ErrNotFound. One statement reads both, so they come from one snapshot.
 func (db *DB) GetTask(ctx context.Context, id string) (*mvp.Task, error) {
-	t, err := scanTask(db.read.QueryRowContext(ctx, `SELECT `+taskCols+` FROM tasks WHERE task_id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, mvp.ErrNotFound
-	}
+	rows, err := db.read.QueryContext(ctx, `SELECT `+taskCols+`, `+attemptCols+`
+		FROM tasks t LEFT JOIN attempts a ON a.task_id = t.task_id
+		WHERE t.task_id = ? ORDER BY a.attempt_no`, id)
 	if err != nil {
-		return nil, fmt.Errorf("get task %s: %w", id, err)
-	}
-	rows, err := db.read.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts WHERE task_id = ? ORDER BY attempt_no`, id)
-	if err != nil {
-		return nil, fmt.Errorf("get attempts of %s: %w", id, err)
+		return nil, fmt.Errorf("get task %s: %w", id, db.mapErr(err))
 	}
 	defer rows.Close()
-	t.Attempts = []*mvp.Attempt{}
+	var t *mvp.Task
 	for rows.Next() {
-		a, err := scanAttempt(rows)
+		rt, a, err := scanTaskAttempt(rows)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("get task %s: %w", id, err)
 		}
-		t.Attempts = append(t.Attempts, a)
-	}
-	return t, rows.Err()
-}
-
-// ListTasks returns tasks newest first, a page at a time, with a keyset cursor.
-func (db *DB) ListTasks(ctx context.Context, f mvp.TaskFilter) ([]*mvp.Task, string, error) {
-	if f.Limit <= 0 {
-		f.Limit = 50
-	}
-	if f.Limit > 500 {
-		f.Limit = 500
-	}
-	where := []string{"1 = 1"}
-	var args []any
-	if f.State != "" {
-		where = append(where, "state = ?")
-		args = append(args, f.State)
-	}
-	if f.Workload != "" {
-		where = append(where, "workload = ?")
-		args = append(args, f.Workload)
-	}
-	if f.Cursor != "" {
-		at, id, err := decodeTaskCursor(f.Cursor)
-		if err != nil {
-			return nil, "", err
+		if t == nil {
+			t = rt
+			t.Attempts = []*mvp.Attempt{}
 		}
-		where = append(where, "(created_at < ? OR (created_at = ? AND task_id < ?))")
-		args = append(args, at, at, id)
-	}
-	args = append(args, f.Limit+1)
-	rows, err := db.read.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY created_at DESC, task_id DESC LIMIT ?`, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []*mvp.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, "", err
+		if a != nil {
+			t.Attempts = append(t.Attempts, a)
 		}
-		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", err
+		return nil, fmt.Errorf("get task %s: %w", id, db.mapErr(err))
 	}
-	next := ""
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		last := out[len(out)-1]
-		next = encodeCursor(strconv.FormatInt(nanos(last.CreatedAt), 10) + ":" + last.ID)
+	if t == nil {
+		return nil, notFound("no task %q", id)
 	}
-	return out, next, nil
+	return t, nil
 }
+
+// errCursor answers a cursor this store did not give out.
+var errCursor = mvp.Errorf(mvp.CodeInvalid, "cursor", "the cursor is not one this server gave out; start again without it")
 
 func encodeCursor(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 
-var errCursor = &mvp.Error{Code: mvp.CodeInvalid, Field: "cursor", Message: "the cursor is not one this server gave out; start again without it"}
+// The task cursor is base64url("<created_at ns>:<task_id>") of the last task of the page.
+func encodeTaskCursor(t *mvp.Task) string {
+	return encodeCursor(strconv.FormatInt(nanos(t.CreatedAt), 10) + ":" + t.ID)
+}
 
 func decodeTaskCursor(c string) (int64, string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
@@ -332,81 +481,144 @@ func decodeTaskCursor(c string) (int64, string, error) {
 	return n, id, nil
 }
 
-// Runnable returns QUEUED and PENDING_RESOURCES tasks in FIFO order.
-func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks WHERE state IN ('QUEUED', 'PENDING_RESOURCES')
-		ORDER BY created_at, task_id`)
+// ListTasks returns a page of tasks, without attempts, newest first (created_at, then task id, descending),
+// filtered by state and workload, and the cursor of the next page ("" at the end). The limit defaults to 50 and
+// is capped at 500. A cursor this store did not give out is a CodeInvalid error on field "cursor".
+func (db *DB) ListTasks(ctx context.Context, f mvp.TaskFilter) ([]*mvp.Task, string, error) {
+	if f.Limit <= 0 {
+		f.Limit = DefaultListLimit
+	}
+	f.Limit = min(f.Limit, MaxListLimit)
+	var where []string
+	var args []any
+	if f.State != "" {
+		if !f.State.Valid() {
+			return nil, "", mvp.Errorf(mvp.CodeInvalid, "state", "unknown state %q", f.State)
+		}
+		where = append(where, "t.state = ?")
+		args = append(args, f.State)
+	}
+	if f.Workload != "" {
+		if !f.Workload.Valid() {
+			return nil, "", mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q", f.Workload)
+		}
+		where = append(where, "t.workload = ?")
+		args = append(args, f.Workload)
+	}
+	if f.Cursor != "" {
+		at, id, err := decodeTaskCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		where = append(where, "(t.created_at, t.task_id) < (?, ?)")
+		args = append(args, at, id)
+	}
+	q := `SELECT ` + taskCols + ` FROM tasks t`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY t.created_at DESC, t.task_id DESC LIMIT ?`
+	args = append(args, f.Limit+1)
+	rows, err := db.read.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("load queue: %w", err)
+		return nil, "", fmt.Errorf("list tasks: %w", db.mapErr(err))
 	}
 	defer rows.Close()
 	var out []*mvp.Task
 	for rows.Next() {
 		t, err := scanTask(rows)
 		if err != nil {
-			return nil, err
+			return nil, "", fmt.Errorf("list tasks: %w", err)
 		}
 		out = append(out, t)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list tasks: %w", db.mapErr(err))
+	}
+	next := ""
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		next = encodeTaskCursor(out[len(out)-1])
+	}
+	return out, next, nil
 }
 
-// Active returns tasks in SUBMITTING, SUBMITTED or RUNNING, and tasks whose latest attempt's Ray job may still be
-// alive (a canceled task whose job is stopping), each with its latest attempt.
-func (db *DB) Active(ctx context.Context) ([]*mvp.Task, error) {
-	rows, err := db.read.QueryContext(ctx, `
-		SELECT `+prefixed("t", taskCols)+`, `+prefixed("a", attemptCols)+`
-		FROM tasks t JOIN attempts a ON a.task_id = t.task_id AND a.attempt_no = t.latest_attempt_no
-		WHERE t.task_id IN (
-			SELECT task_id FROM tasks WHERE state IN ('SUBMITTING', 'SUBMITTED', 'RUNNING')
-			UNION SELECT task_id FROM attempts WHERE ray_status IN ('', 'PENDING', 'RUNNING'))
-		ORDER BY t.created_at, t.task_id`)
+// Runnable returns the QUEUED and PENDING_RESOURCES tasks, without attempts, oldest first (created_at, then task
+// id).
+func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks t
+		WHERE t.state IN ('QUEUED', 'PENDING_RESOURCES') ORDER BY t.created_at, t.task_id`)
 	if err != nil {
-		return nil, fmt.Errorf("load active tasks: %w", err)
+		return nil, fmt.Errorf("load queue: %w", db.mapErr(err))
 	}
 	defer rows.Close()
 	var out []*mvp.Task
 	for rows.Next() {
-		var t mvp.Task
-		var a mvp.Attempt
-		var spec string
-		var created, updated, acreated int64
-		var next, start, end, exit sql.NullInt64
-		if err := rows.Scan(&t.ID, &t.Workload, &t.Name, &t.State, &t.NNodes, &t.GPUsPerNode, &t.JobSpecYAML, &spec,
-			&created, &updated, &next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo,
-			&a.TaskID, &a.No, &a.RaySubmissionID, &a.RayJobID, &a.RayStatus, &a.FailureKind, &a.Message,
-			&a.DriverNodeID, &acreated, &start, &end, &exit); err != nil {
-			return nil, err
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("load queue: %w", err)
 		}
-		t.SpecJSON = json.RawMessage(spec)
-		t.CreatedAt, t.UpdatedAt, t.NextRunAt = fromNanos(created), fromNanos(updated), fromNull(next)
-		a.CreatedAt, a.StartTime, a.EndTime = fromNanos(acreated), fromNull(start), fromNull(end)
-		if exit.Valid {
-			c := int(exit.Int64)
-			a.ExitCode = &c
-		}
-		t.Attempts = []*mvp.Attempt{&a}
-		out = append(out, &t)
+		out = append(out, t)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load queue: %w", db.mapErr(err))
+	}
+	return out, nil
 }
 
-func prefixed(p, cols string) string {
-	parts := strings.Split(cols, ",")
-	for i, c := range parts {
-		parts[i] = p + "." + strings.TrimSpace(c)
+// activeSQL: the tasks in an active state, and the tasks in any other state whose latest attempt's Ray job may
+// still be alive: a non-terminal ray_status (empty, PENDING or RUNNING), no end time and not deleted from Ray. A
+// CANCELED task whose job is stopping thus stays until a sync writes the job's terminal status. The second
+// part walks the partial index attempts_live.
+const activeSQL = `SELECT ` + taskCols + `, ` + attemptCols + `
+	FROM tasks t LEFT JOIN attempts a ON a.task_id = t.task_id AND a.attempt_no = t.latest_attempt_no
+	WHERE t.state IN ('SUBMITTING', 'SUBMITTED', 'RUNNING')
+	UNION ALL
+	SELECT ` + taskCols + `, ` + attemptCols + `
+	FROM attempts a JOIN tasks t ON t.task_id = a.task_id AND t.latest_attempt_no = a.attempt_no
+	WHERE a.ray_status IN ('', 'PENDING', 'RUNNING') AND a.end_time IS NULL AND a.ray_deleted = 0
+		AND t.state NOT IN ('SUBMITTING', 'SUBMITTED', 'RUNNING')`
+
+// Active returns, oldest first, the tasks in SUBMITTING, SUBMITTED or RUNNING and the tasks of any state whose
+// latest attempt's Ray job may still be alive (non-terminal ray_status, no end time, not deleted from Ray), each
+// with only its latest attempt in Attempts (empty if it has none).
+func (db *DB) Active(ctx context.Context) ([]*mvp.Task, error) {
+	rows, err := db.read.QueryContext(ctx, activeSQL)
+	if err != nil {
+		return nil, fmt.Errorf("load active tasks: %w", db.mapErr(err))
 	}
-	return strings.Join(parts, ", ")
+	defer rows.Close()
+	var out []*mvp.Task
+	for rows.Next() {
+		t, a, err := scanTaskAttempt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("load active tasks: %w", err)
+		}
+		t.Attempts = []*mvp.Attempt{}
+		if a != nil {
+			t.Attempts = append(t.Attempts, a)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load active tasks: %w", db.mapErr(err))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
 }
 
-// Events returns a task's events in order, a page at a time.
+// Events returns a page of a task's events in ascending id order and the cursor of the next page ("" at the
+// end). The limit defaults to 100 and is capped at 1000. The cursor is base64url of the last event id.
 func (db *DB) Events(ctx context.Context, taskID, cursor string, limit int) ([]*mvp.Event, string, error) {
 	if limit <= 0 {
-		limit = 100
+		limit = DefaultEventsLimit
 	}
-	if limit > 1000 {
-		limit = 1000
-	}
+	limit = min(limit, MaxEventsLimit)
 	after := int64(0)
 	if cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(cursor)
@@ -420,7 +632,7 @@ func (db *DB) Events(ctx context.Context, taskID, cursor string, limit int) ([]*
 	rows, err := db.read.QueryContext(ctx, `SELECT id, task_id, ts, event_type, payload_json FROM events
 		WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?`, taskID, after, limit+1)
 	if err != nil {
-		return nil, "", fmt.Errorf("events of %s: %w", taskID, err)
+		return nil, "", fmt.Errorf("events of %s: %w", taskID, db.mapErr(err))
 	}
 	defer rows.Close()
 	var out []*mvp.Event
@@ -429,13 +641,13 @@ func (db *DB) Events(ctx context.Context, taskID, cursor string, limit int) ([]*
 		var ts int64
 		var payload string
 		if err := rows.Scan(&e.ID, &e.TaskID, &ts, &e.Type, &payload); err != nil {
-			return nil, "", err
+			return nil, "", fmt.Errorf("events of %s: %w", taskID, err)
 		}
 		e.TS, e.Payload = fromNanos(ts), json.RawMessage(payload)
 		out = append(out, &e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("events of %s: %w", taskID, db.mapErr(err))
 	}
 	next := ""
 	if len(out) > limit {
@@ -448,34 +660,37 @@ func (db *DB) Events(ctx context.Context, taskID, cursor string, limit int) ([]*
 // CountTasks returns the number of tasks.
 func (db *DB) CountTasks(ctx context.Context) (int, error) {
 	var n int
-	err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM tasks`).Scan(&n)
-	return n, err
+	if err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM tasks`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count tasks: %w", db.mapErr(err))
+	}
+	return n, nil
 }
 
-// FinishedInRay returns ended attempts still in Ray's job server, newest first, beyond the newest keep.
+// FinishedInRay returns the attempts whose Ray job ended (SUCCEEDED, FAILED or STOPPED) and that are not yet
+// marked deleted from Ray, newest first (end time, or creation time when Ray gave none), skipping the newest keep
+// of them, at most limit.
 func (db *DB) FinishedInRay(ctx context.Context, keep, limit int) ([]*mvp.Attempt, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts
-		WHERE ray_deleted = 0 AND ray_status IN ('SUCCEEDED', 'FAILED', 'STOPPED')
-		ORDER BY end_time DESC, task_id DESC, attempt_no DESC LIMIT ? OFFSET ?`, limit, keep)
+	if limit <= 0 {
+		return nil, nil
+	}
+	keep = max(keep, 0)
+	rows, err := db.read.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts a
+		WHERE a.ray_deleted = 0 AND a.ray_status IN ('SUCCEEDED', 'FAILED', 'STOPPED')
+		ORDER BY coalesce(a.end_time, a.created_at) DESC, a.task_id DESC, a.attempt_no DESC LIMIT ? OFFSET ?`, limit, keep)
 	if err != nil {
-		return nil, fmt.Errorf("finished attempts: %w", err)
+		return nil, fmt.Errorf("finished attempts: %w", db.mapErr(err))
 	}
 	defer rows.Close()
 	var out []*mvp.Attempt
 	for rows.Next() {
 		a, err := scanAttempt(rows)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("finished attempts: %w", err)
 		}
 		out = append(out, a)
 	}
-	return out, rows.Err()
-}
-
-// MarkRayDeleted records that an attempt's Ray job was deleted.
-func (db *DB) MarkRayDeleted(ctx context.Context, taskID string, no int) error {
-	return db.exec(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE attempts SET ray_deleted = 1 WHERE task_id = ? AND attempt_no = ?`, taskID, no)
-		return err
-	})
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("finished attempts: %w", db.mapErr(err))
+	}
+	return out, nil
 }

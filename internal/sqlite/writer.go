@@ -1,0 +1,243 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync/atomic"
+)
+
+// The life of a write request: queued by its caller, then either taken by the writer (its outcome is then
+// decided by the commit) or abandoned by its caller whose context ended first (the writer then skips it).
+const (
+	opQueued int32 = iota
+	opTaken
+	opAbandoned
+)
+
+// op is one write request waiting for the writer.
+type op struct {
+	ctx   context.Context
+	fn    func(*wtx) error
+	state atomic.Int32
+	done  chan error // buffered: the writer never blocks on a caller
+}
+
+// wtx runs statements in the writer's open transaction. Statements are prepared once on the write connection
+// and kept for the life of the DB; they run with a background context because once the writer took a request,
+// its caller's context no longer decides anything (and mattn/go-sqlite3 starts a goroutine per call otherwise).
+type wtx struct{ db *DB }
+
+func (w *wtx) stmt(query string) (*sql.Stmt, error) {
+	if st := w.db.stmts[query]; st != nil {
+		return st, nil
+	}
+	st, err := w.db.wconn.PrepareContext(context.Background(), query)
+	if err != nil {
+		return nil, fmt.Errorf("prepare %q: %w", query, err)
+	}
+	w.db.stmts[query] = st
+	return st, nil
+}
+
+func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
+	st, err := w.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(context.Background(), args...)
+}
+
+// exists reports whether query returns a row.
+func (w *wtx) exists(query string, args ...any) (bool, error) {
+	st, err := w.stmt(query)
+	if err != nil {
+		return false, err
+	}
+	var one int
+	switch err := st.QueryRowContext(context.Background(), args...).Scan(&one); err {
+	case nil:
+		return true, nil
+	case sql.ErrNoRows:
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// exec hands fn to the writer and waits for its outcome: nil once the transaction holding it is committed (and
+// synced), or fn's own error (its savepoint rolled back, the other requests of the batch unaffected), or the
+// error that made the whole transaction fail. If ctx ends before the writer takes the request, the request is
+// dropped and ctx's error returned; once taken, the caller waits for the commit, so that it never believes
+// failed a write that was in fact committed.
+func (db *DB) exec(ctx context.Context, fn func(*wtx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	db.mu.RLock()
+	if db.closing {
+		db.mu.RUnlock()
+		return errClosed
+	}
+	select {
+	case db.ops <- o:
+		db.mu.RUnlock()
+	case <-ctx.Done():
+		db.mu.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-ctx.Done():
+		if o.state.CompareAndSwap(opQueued, opAbandoned) {
+			return ctx.Err()
+		}
+		return <-o.done
+	}
+}
+
+// writer runs every write. It takes all the requests waiting (up to MaxBatch), runs each in its own savepoint of
+// one transaction, commits once, then answers each caller. After Close it drains what was queued, then stops.
+func (db *DB) writer() {
+	defer close(db.done)
+	defer db.closeWriter()
+	batch := make([]*op, 0, db.max)
+	for {
+		select {
+		case o := <-db.ops:
+			db.run(db.fill(append(batch[:0], o)))
+		case <-db.stop:
+			for {
+				b := db.fill(batch[:0])
+				if len(b) == 0 {
+					return
+				}
+				db.run(b)
+			}
+		}
+	}
+}
+
+// fill adds to batch the requests waiting, without blocking, up to MaxBatch.
+func (db *DB) fill(batch []*op) []*op {
+	for len(batch) < db.max {
+		select {
+		case o := <-db.ops:
+			batch = append(batch, o)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+func (db *DB) closeWriter() {
+	for _, st := range db.stmts {
+		st.Close()
+	}
+	db.wconn.Close()
+}
+
+// run writes one batch in one transaction.
+func (db *DB) run(batch []*op) {
+	live := make([]*op, 0, len(batch))
+	for _, o := range batch {
+		if !o.state.CompareAndSwap(opQueued, opTaken) {
+			db.stats.skipped.Add(1) // abandoned by its caller
+			continue
+		}
+		if err := o.ctx.Err(); err != nil {
+			db.stats.skipped.Add(1)
+			o.done <- err
+			continue
+		}
+		live = append(live, o)
+	}
+	if len(live) == 0 {
+		return
+	}
+	for n := int64(len(live)); ; {
+		cur := db.stats.largest.Load()
+		if n <= cur || db.stats.largest.CompareAndSwap(cur, n) {
+			break
+		}
+	}
+
+	results := make([]error, len(live))
+	// answer tells every caller its outcome, after the counters are updated (so a caller sees them).
+	answer := func(all error) {
+		failed := 0
+		for i := range live {
+			if results[i] == nil {
+				results[i] = all
+			}
+			if results[i] != nil {
+				failed++
+			}
+		}
+		db.stats.failed.Add(int64(failed))
+		db.stats.writes.Add(int64(len(live) - failed))
+		for i, o := range live {
+			o.done <- results[i]
+		}
+	}
+	w := &wtx{db: db}
+	abort := func(what string, err error) {
+		db.rollback(w)
+		answer(fmt.Errorf("%s: %w", what, db.mapErr(err)))
+	}
+
+	if _, err := w.exec(`BEGIN IMMEDIATE`); err != nil {
+		abort("begin", err)
+		return
+	}
+	ok := 0
+	if len(live) == 1 {
+		// Alone in its transaction: no savepoint needed.
+		if err := live[0].fn(w); err != nil {
+			results[0] = db.mapErr(err)
+		} else {
+			ok++
+		}
+	} else {
+		for i, o := range live {
+			if _, err := w.exec(`SAVEPOINT op`); err != nil {
+				abort("savepoint", err)
+				return
+			}
+			if err := o.fn(w); err != nil {
+				results[i] = db.mapErr(err)
+				// If SQLite already rolled the whole transaction back (disk full, I/O error), this fails and
+				// every request of the batch gets the error.
+				if _, rerr := w.exec(`ROLLBACK TO op`); rerr != nil {
+					abort("roll back to savepoint", rerr)
+					return
+				}
+			} else {
+				ok++
+			}
+			if _, err := w.exec(`RELEASE op`); err != nil {
+				abort("release savepoint", err)
+				return
+			}
+		}
+	}
+	if ok == 0 {
+		db.rollback(w)
+		answer(nil)
+		return
+	}
+	if _, err := w.exec(`COMMIT`); err != nil {
+		abort("commit", err)
+		return
+	}
+	db.stats.transactions.Add(1)
+	answer(nil)
+}
+
+// rollback ends the open transaction, if SQLite has not already done so.
+func (db *DB) rollback(w *wtx) {
+	_, _ = w.exec(`ROLLBACK`) // "no transaction is active" when SQLite rolled back by itself
+}
