@@ -289,7 +289,7 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) err
 				if a.Task == t {
 					verdict, reason = VerdictFitsNow, fmt.Sprintf("would be submitted now on node(s) %s", strings.Join(a.Nodes, ", "))
 				}
-			case scheduler.Wait:
+			case *scheduler.Wait:
 				if a.Task == t {
 					reason = a.Reason
 					if a.Never {

@@ -59,7 +59,8 @@ type Submit struct {
 	Nodes []string
 }
 
-// Wait keeps a task waiting and records why. Emitted only when the state or the reason changes.
+// Wait keeps a task waiting and records why. Emitted only when the state or the reason changes. Decide emits it as
+// *Wait: the Waits of one pass share one backing array, so a 100,000-deep queue costs one allocation, not 100,000.
 type Wait struct {
 	Task   *mvp.Task
 	Reason string
@@ -75,7 +76,7 @@ type StopStuck struct {
 }
 
 func (Submit) action()    {}
-func (Wait) action()      {}
+func (*Wait) action()     {}
 func (StopStuck) action() {}
 
 // node is a node's free resources while Decide fits gangs.
@@ -94,13 +95,19 @@ type Demand struct {
 
 // DemandOf returns the gang shape of t under p.
 func DemandOf(t *mvp.Task, p Policy) Demand {
+	return demand(t, p.CPUsPerGPU[t.Workload])
+}
+
+// demand is DemandOf with the workload's CPUs per GPU already looked up.
+func demand(t *mvp.Task, cpusPerGPU float64) Demand {
 	g := float64(t.GPUsPerNode)
-	return Demand{Groups: t.NNodes, GPUs: g, CPUs: g * p.CPUsPerGPU[t.Workload]}
+	return Demand{Groups: t.NNodes, GPUs: g, CPUs: g * cpusPerGPU}
 }
 
 // Decide returns what to do now. It is deterministic: the same arguments give the same actions.
 func Decide(now time.Time, s Snapshot, p Policy) []Action {
-	var out []Action
+	out := make([]Action, 0, len(s.Active)+len(s.Queue))
+	ws := waits{buf: make([]Wait, 0, len(s.Queue))}
 
 	// Stuck gangs first: they free resources for the queue in a later tick.
 	for _, a := range s.Active {
@@ -156,18 +163,27 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 		never  bool
 	}
 	never := map[Demand]verdict{}
+	var (
+		lastWorkload mvp.Workload
+		lastCPG      float64
+		haveCPG      bool
+	)
 	for _, t := range s.Queue {
 		if t.State == mvp.StatePendingResources && t.NextRunAt != nil && now.Before(*t.NextRunAt) {
 			continue // backing off after an attempt that failed for lack of resources; does not hold the queue
 		}
-		d := DemandOf(t, p)
+		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
+		if !haveCPG || t.Workload != lastWorkload {
+			lastWorkload, lastCPG, haveCPG = t.Workload, p.CPUsPerGPU[t.Workload], true
+		}
+		d := demand(t, lastCPG)
 		v, ok := never[d]
 		if !ok {
 			v.reason, v.never = neverFits(s.Cluster, d, p.Driver)
 			never[d] = v
 		}
 		if v.never {
-			out = appendWait(out, t, v.reason, true)
+			out = ws.appendTo(out, t, v.reason, true)
 			continue
 		}
 		switch {
@@ -175,16 +191,16 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 			if behindReason == "" {
 				behindReason = fmt.Sprintf("waiting behind %s (first in, first out)", blockedBy)
 			}
-			out = appendWait(out, t, behindReason, false)
+			out = ws.appendTo(out, t, behindReason, false)
 		case p.MaxRunning > 0 && running >= p.MaxRunning:
 			if maxReason == "" {
 				maxReason = fmt.Sprintf("max_running_tasks (%d) reached", p.MaxRunning)
 			}
-			out = appendWait(out, t, maxReason, false)
+			out = ws.appendTo(out, t, maxReason, false)
 		default:
 			chosen, ok := fit(nodes, d, p.Driver, true)
 			if !ok {
-				out = appendWait(out, t, fmt.Sprintf("needs %d node(s) with %g GPU and %g CPU free each; free now: %s",
+				out = ws.appendTo(out, t, fmt.Sprintf("needs %d node(s) with %g GPU and %g CPU free each; free now: %s",
 					d.Groups, d.GPUs, d.CPUs, describeFree(nodes)), false)
 				blockedBy = t.ID
 				continue
@@ -196,11 +212,19 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 	return out
 }
 
-func appendWait(out []Action, t *mvp.Task, reason string, never bool) []Action {
+// waits hands out the Wait actions of one Decide from a single backing array (sized to the queue, never grown, so
+// the pointers stay valid).
+type waits struct{ buf []Wait }
+
+func (w *waits) appendTo(out []Action, t *mvp.Task, reason string, never bool) []Action {
 	if t.State == mvp.StatePendingResources && t.PendingReason == reason {
 		return out
 	}
-	return append(out, Wait{Task: t, Reason: reason, Never: never})
+	if len(w.buf) == cap(w.buf) { // only if the caller under-sized it
+		w.buf = make([]Wait, 0, 16)
+	}
+	w.buf = append(w.buf, Wait{Task: t, Reason: reason, Never: never})
+	return append(out, &w.buf[len(w.buf)-1])
 }
 
 // freeNodes returns the alive nodes with their availability, in a stable order.

@@ -50,7 +50,7 @@ func summary(as []Action) []string {
 		switch a := a.(type) {
 		case Submit:
 			out = append(out, "submit:"+a.Task.ID)
-		case Wait:
+		case *Wait:
 			if a.Never {
 				out = append(out, "never:"+a.Task.ID)
 			} else {
@@ -215,7 +215,7 @@ func TestDecideAttemptNumberAndReasons(t *testing.T) {
 	}
 
 	big := task(mvp.WorkloadPPO, 1, 8, mvp.StateQueued)
-	w := Decide(t0, Snapshot{Cluster: cluster(worker("n1", 4, 48)), Queue: []*mvp.Task{big}}, policy())[0].(Wait)
+	w := Decide(t0, Snapshot{Cluster: cluster(worker("n1", 4, 48)), Queue: []*mvp.Task{big}}, policy())[0].(*Wait)
 	if !w.Never || !strings.Contains(w.Reason, "can never fit") || !strings.Contains(w.Reason, "largest has 4 GPU") {
 		t.Errorf("never reason: %+v", w)
 	}

@@ -267,7 +267,7 @@ func latest(t *mvp.Task) *mvp.Attempt {
 
 func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
 	switch a := a.(type) {
-	case Wait:
+	case *Wait:
 		reason := a.Reason
 		return l.Store.Apply(ctx, mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StatePendingResources,
 			At: now, PendingReason: &reason, EventPayload: map[string]any{"reason": reason, "never_fits": a.Never}})
