@@ -32,6 +32,7 @@ func BenchmarkSubmitHTTP(b *testing.B) {
 		work <- struct{}{}
 	}
 	close(work)
+	before := db.Stats()
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -72,6 +73,9 @@ func BenchmarkSubmitHTTP(b *testing.B) {
 		b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "submits/s")
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	}
+	if after := db.Stats(); after.Transactions > before.Transactions {
+		b.ReportMetric(float64(after.Writes-before.Writes)/float64(after.Transactions-before.Transactions), "writes/txn")
 	}
 	for _, id := range ids {
 		if _, err := db.GetTask(context.Background(), id); err != nil {
