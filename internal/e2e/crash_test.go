@@ -27,6 +27,9 @@ var crashCases = []crashCase{
 		}
 		return "", mvp.StateSucceeded
 	}},
+	{"queued_to_submitting", func(t *testing.T, s *service) (string, mvp.State) {
+		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
+	}},
 	{"submitting_before_ray", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
 	}},
@@ -53,10 +56,10 @@ var crashCases = []crashCase{
 	}},
 }
 
-// TestCrashMatrix kills mvp serve at each named crash point ($MVP_CRASH_REPEAT times, default 1), starts it again
+// TestCrashMatrix kills mvp serve at each named crash point ($MVP_CRASH_REPEAT times, default 3), starts it again
 // and checks: no acknowledged task lost, exactly one Ray job per attempt, every task settles.
 func TestCrashMatrix(t *testing.T) {
-	repeat := 1
+	repeat := 3
 	if n, err := strconv.Atoi(os.Getenv("MVP_CRASH_REPEAT")); err == nil && n > 0 {
 		repeat = n
 	}

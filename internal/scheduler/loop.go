@@ -300,6 +300,7 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 			ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
 	}
 	att := &mvp.Attempt{TaskID: t.ID, No: s.AttemptNo, RaySubmissionID: payload.SubmissionID, CreatedAt: now}
+	l.crash("queued_to_submitting") // decided and built, QUEUED→SUBMITTING not yet written
 	var none *time.Time
 	empty := ""
 	if err := l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateSubmitting, At: now,
