@@ -17,7 +17,7 @@ import (
 // clients (real TCP, real SQLite file with synchronous=FULL). It reports submissions/s and p50/p99 latency, and
 // checks afterwards that every acknowledged task is in the database.
 func BenchmarkSubmitHTTP(b *testing.B) {
-	hs, db := newServer(&testing.T{})
+	hs, db := newServer(b)
 	defer hs.Close()
 	defer db.Close()
 	const clients = 64

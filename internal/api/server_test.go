@@ -41,7 +41,7 @@ func (fixedCluster) ReadCluster(context.Context) (*mvp.ClusterView, error) {
 			Available: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100}}}}, nil
 }
 
-func newServer(t *testing.T) (*httptest.Server, *sqlite.DB) {
+func newServer(t testing.TB) (*httptest.Server, *sqlite.DB) {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), sqlite.Options{})
 	if err != nil {
