@@ -8,4 +8,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
-require golang.org/x/net v0.33.0 // indirect
+require (
+	github.com/robfig/cron/v3 v3.0.1
+	golang.org/x/net v0.33.0 // indirect
+)

@@ -57,6 +57,13 @@ func serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer store.Close()
+	if cs := cfg.V2.SQLite.CheckpointSchedule; cs != "off" {
+		stopCheckpoints, err := store.ScheduleCheckpoints(cs, logger.With("component", "sqlite"))
+		if err != nil {
+			return err
+		}
+		defer stopCheckpoints() // runs before store.Close
+	}
 
 	rc := ray.New(ray.Options{DashboardURL: cfg.Address, Token: rayToken, Timeout: cfg.V2.Ray.RequestTimeout(), Logger: logger})
 	probeEnv := []string{}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 )
 
@@ -58,6 +59,9 @@ type Auth struct {
 // SQLite is where the queue lives.
 type SQLite struct {
 	DBPath string `yaml:"db_path"`
+	// CheckpointSchedule is when the WAL is checkpointed and truncated: a 5-field cron line or a descriptor such
+	// as "@every 10m"; "off" turns it off (SQLite's own automatic checkpoints still run).
+	CheckpointSchedule string `yaml:"checkpoint_schedule"`
 }
 
 // Scheduler tunes the scheduling loop. Durations are in seconds.
@@ -100,6 +104,7 @@ const (
 	DefaultMaxBodyBytes     = 1 << 20
 	DefaultTokenEnv         = "MVP_INTERNAL_TOKEN"
 	DefaultDBPath           = "/private/common/db/mvp_v2.sqlite3"
+	DefaultCheckpoint       = "@every 10m"
 	DefaultTickS            = 2.0
 	DefaultRetryIntervalS   = 60.0
 	DefaultMaxRunningTasks  = 16
@@ -247,6 +252,9 @@ func (c *Config) applyDefaults() {
 	if v.SQLite.DBPath == "" {
 		v.SQLite.DBPath = DefaultDBPath
 	}
+	if v.SQLite.CheckpointSchedule == "" {
+		v.SQLite.CheckpointSchedule = DefaultCheckpoint
+	}
 	s := &v.Scheduler
 	if s.TickS == 0 {
 		s.TickS = DefaultTickS
@@ -311,6 +319,11 @@ func (c *Config) Validate() error {
 	v := c.V2
 	if v.API.Port < 0 || v.API.Port > 65535 {
 		return fmt.Errorf("v2.api.port: %d is not a port (0..65535)", v.API.Port)
+	}
+	if cs := v.SQLite.CheckpointSchedule; cs != "off" {
+		if _, err := cron.ParseStandard(cs); err != nil {
+			return fmt.Errorf("v2.sqlite.checkpoint_schedule: %q is not a schedule (%v); use a 5-field cron line such as \"*/10 * * * *\", a descriptor such as \"@every 10m\", or \"off\"", cs, err)
+		}
 	}
 	s := v.Scheduler
 	if s.TickS < 0.05 || s.TickS > 3600 {

@@ -33,7 +33,8 @@ v2:
 	if c.V2.Workloads["sft"].CPUsPerGPU != 10 || c.V2.Workloads["ppo"].CPUsPerGPU != 3 {
 		t.Errorf("workload defaults: %+v", c.V2.Workloads)
 	}
-	if c.V2.Auth.TokenEnv != DefaultTokenEnv || c.V2.SQLite.DBPath != DefaultDBPath {
+	if c.V2.Auth.TokenEnv != DefaultTokenEnv || c.V2.SQLite.DBPath != DefaultDBPath ||
+		c.V2.SQLite.CheckpointSchedule != "@every 10m" {
 		t.Errorf("auth/sqlite defaults: %+v %+v", c.V2.Auth, c.V2.SQLite)
 	}
 }
@@ -73,5 +74,19 @@ func TestEmptyFileTakesDefaults(t *testing.T) {
 	}
 	if c.Address != DefaultAddress || c.V2.API.Port != DefaultAPIPort {
 		t.Errorf("%+v", c)
+	}
+}
+
+func TestCheckpointSchedule(t *testing.T) {
+	for _, ok := range []string{"off", "@hourly", "@every 90s", "*/5 * * * *"} {
+		if _, err := Parse([]byte("v2: {sqlite: {checkpoint_schedule: '" + ok + "'}}\n")); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"every 10m", "@every", "* * *", "61 * * * *", "; rm -rf /"} {
+		_, err := Parse([]byte("v2: {sqlite: {checkpoint_schedule: '" + bad + "'}}\n"))
+		if err == nil || !strings.Contains(err.Error(), "v2.sqlite.checkpoint_schedule") || !strings.Contains(err.Error(), "@every 10m") {
+			t.Errorf("%q: want an error naming the key and an example, got %v", bad, err)
+		}
 	}
 }

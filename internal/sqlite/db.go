@@ -55,6 +55,11 @@ type DB struct {
 	wconn   *sql.Conn
 	stmts   map[string]*sql.Stmt
 	stats   counters
+
+	// maint is the connection of scheduled checkpoints, opened on first use.
+	maintOnce sync.Once
+	maint     *sql.DB
+	maintErr  error
 }
 
 var _ mvp.Store = (*DB)(nil)
@@ -230,7 +235,12 @@ func (db *DB) Close() error {
 		db.mu.Unlock()
 		close(db.stop)
 		<-db.done
-		err = errors.Join(db.write.Close(), db.read.Close())
+		db.maintOnce.Do(func() {}) // no checkpoint connection opens after this
+		var merr error
+		if db.maint != nil {
+			merr = db.maint.Close()
+		}
+		err = errors.Join(db.write.Close(), db.read.Close(), merr)
 	})
 	return err
 }
