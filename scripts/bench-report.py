@@ -8,7 +8,7 @@ def vals(name, unit):
     pat = re.compile(r"^" + name + r"\S*\s+\d+\s+(.*)$", re.M)
     out = []
     for m in pat.finditer(text):
-        for v, u in re.findall(r"([\d.]+) (\S+)", m.group(1)):
+        for v, u in re.findall(r"(-?[\d.]+) (\S+)", m.group(1)):
             if u == unit:
                 out.append(float(v))
     return out
@@ -46,7 +46,7 @@ Written by `make bench` (`scripts/bench.sh`); each run overwrites this file. Fig
 | P2 | one Decide over a 100,000-deep queue, 16 nodes × 8 GPUs | **{dec:.1f} ms**, peak RSS {rss:.0f} MB (heap in use {heap:.0f} MB), admitted {adm:.0f}, a second pass admits 0 | < 20 ms, < 200 MB |
 | P5 | cold start of `mvp serve` with 100,000 tasks to `/healthz` answering | **{med(cold):.0f} ms** (min {min(cold) if cold else float('nan'):.0f}, max {max(cold) if cold else float('nan'):.0f}) | < 300 ms |
 | P3 | GPUs freed (Ray end_time of the running gang) → next task's submission, tick 1 s | **{p3:.0f} ms** (max {p3max:.0f}) | ≤ 1,050 ms |
-| P3 | GET /api/jobs/{{id}} through mvp's client vs a bare net/http GET (500 alternating calls) | **{added[-1] if added else float('nan'):.0f} µs added** ({client[-1] if client else float('nan'):.0f} vs {bare[-1] if bare else float('nan'):.0f} µs) | < 5 ms |
+| P3 | GET /api/jobs/{{id}} through mvp's client vs a bare net/http GET (500 alternating calls) | **{added[-1] if added else float('nan'):+.0f} µs added** (client {client[-1] if client else float('nan'):.0f} µs vs bare {bare[-1] if bare else float('nan'):.0f} µs; a negative figure means the difference is within the noise of Ray's own answer) | < 5 ms |
 | P4 | Ray `GET /api/jobs/{{id}}` median: after {p4n:.0f} direct jobs nobody deletes vs after {p4n:.0f} tasks through mvp | {p4d/1000:.1f} ms vs {p4m/1000:.1f} ms | — |
 | P4 | Ray `GET /api/jobs/` (list) median, same two moments ({p4dn:.0f} vs {p4mn:.0f} jobs listed) | **{p4dl/1000:.0f} ms vs {p4ml/1000:.0f} ms** (direct ÷ mvp: {p4dl/p4ml if p4ml else float('nan'):.1f}×) | mvp keeps Ray fast |
 
