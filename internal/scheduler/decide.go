@@ -163,18 +163,15 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 		never  bool
 	}
 	never := map[Demand]verdict{}
-	var (
-		lastWorkload mvp.Workload
-		lastCPG      float64
-		haveCPG      bool
-	)
+	var lastWorkload mvp.Workload // "" to start with, looked up like any other name
+	lastCPG := p.CPUsPerGPU[lastWorkload]
 	for _, t := range s.Queue {
 		if t.State == mvp.StatePendingResources && t.NextRunAt != nil && now.Before(*t.NextRunAt) {
 			continue // backing off after an attempt that failed for lack of resources; does not hold the queue
 		}
 		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
-		if !haveCPG || t.Workload != lastWorkload {
-			lastWorkload, lastCPG, haveCPG = t.Workload, p.CPUsPerGPU[t.Workload], true
+		if t.Workload != lastWorkload {
+			lastWorkload, lastCPG = t.Workload, p.CPUsPerGPU[t.Workload]
 		}
 		d := demand(t, lastCPG)
 		v, ok := never[d]
@@ -212,16 +209,13 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 	return out
 }
 
-// waits hands out the Wait actions of one Decide from a single backing array (sized to the queue, never grown, so
-// the pointers stay valid).
+// waits hands out the Wait actions of one Decide from one backing array, sized to the queue by Decide (a pointer
+// into it stays valid even if an append ever had to grow it).
 type waits struct{ buf []Wait }
 
 func (w *waits) appendTo(out []Action, t *mvp.Task, reason string, never bool) []Action {
 	if t.State == mvp.StatePendingResources && t.PendingReason == reason {
 		return out
-	}
-	if len(w.buf) == cap(w.buf) { // only if the caller under-sized it
-		w.buf = make([]Wait, 0, 16)
 	}
 	w.buf = append(w.buf, Wait{Task: t, Reason: reason, Never: never})
 	return append(out, &w.buf[len(w.buf)-1])

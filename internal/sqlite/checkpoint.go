@@ -2,10 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -26,26 +24,11 @@ type CheckpointResult struct {
 // checkpoints (every 1,000 pages) never shrink the WAL file, and one long reader can keep them from reaching its
 // end, so a long-lived service checkpoints on a schedule too (see ScheduleCheckpoints).
 //
-// It runs on a connection of its own with a busy timeout of one second: a TRUNCATE checkpoint makes new writers
+// It runs on a connection of its own (db.maint) with a busy timeout of one second: a TRUNCATE checkpoint makes new writers
 // wait while it waits for readers, so it gives up quickly (Busy) rather than stall submissions.
 func (db *DB) Checkpoint(ctx context.Context) (CheckpointResult, error) {
-	db.maintOnce.Do(func() {
-		q := url.Values{}
-		q.Set("_busy_timeout", "1000")
-		db.maint, db.maintErr = sql.Open("sqlite3", dsn(db.path, q))
-		if db.maintErr == nil {
-			db.maint.SetMaxOpenConns(1)
-			db.maint.SetMaxIdleConns(0) // a connection only while a checkpoint runs
-		}
-	})
 	var r CheckpointResult
-	if db.maintErr != nil {
-		return r, fmt.Errorf("checkpoint %s: %w", db.path, db.maintErr)
-	}
-	db.mu.RLock()
-	closing := db.closing
-	db.mu.RUnlock()
-	if closing {
+	if db.isClosing() {
 		return r, errClosed
 	}
 	var busy, logFrames, checkpointed int

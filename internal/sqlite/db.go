@@ -55,11 +55,7 @@ type DB struct {
 	wconn   *sql.Conn
 	stmts   map[string]*sql.Stmt
 	stats   counters
-
-	// maint is the connection of scheduled checkpoints, opened on first use.
-	maintOnce sync.Once
-	maint     *sql.DB
-	maintErr  error
+	maint   *sql.DB // checkpoints: at most one connection, held only while one runs
 }
 
 var _ mvp.Store = (*DB)(nil)
@@ -113,11 +109,25 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 	r.SetMaxOpenConns(o.Readers)
 	r.SetMaxIdleConns(o.Readers)
 
-	db := &DB{path: abs, write: w, read: r, max: o.MaxBatch, ops: make(chan *op, 4*o.MaxBatch),
+	// Checkpoints (see Checkpoint): a busy timeout of one second, so one that waits for readers gives up quickly
+	// rather than hold up the writer. sql.Open connects on first use only.
+	mq := url.Values{}
+	mq.Set("_busy_timeout", "1000")
+	m, err := sql.Open("sqlite3", dsn(abs, mq))
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	m.SetMaxOpenConns(1)
+	m.SetMaxIdleConns(0)
+
+	db := &DB{path: abs, write: w, read: r, maint: m, max: o.MaxBatch, ops: make(chan *op, 4*o.MaxBatch),
 		stop: make(chan struct{}), done: make(chan struct{}), stmts: map[string]*sql.Stmt{}}
 	fail := func(err error) (*DB, error) {
 		w.Close()
 		r.Close()
+		m.Close()
 		return nil, err
 	}
 	var mode string
@@ -235,22 +245,14 @@ func (db *DB) Close() error {
 		db.mu.Unlock()
 		close(db.stop)
 		<-db.done
-		db.maintOnce.Do(func() {}) // no checkpoint connection opens after this
-		var merr error
-		if db.maint != nil {
-			merr = db.maint.Close()
-		}
-		err = errors.Join(db.write.Close(), db.read.Close(), merr)
+		err = errors.Join(db.write.Close(), db.read.Close(), db.maint.Close())
 	})
 	return err
 }
 
 // Ping checks that the writer is running and that the database file answers a query.
 func (db *DB) Ping(ctx context.Context) error {
-	db.mu.RLock()
-	closing := db.closing
-	db.mu.RUnlock()
-	if closing {
+	if db.isClosing() {
 		return errClosed
 	}
 	var n int
@@ -258,6 +260,13 @@ func (db *DB) Ping(ctx context.Context) error {
 		return fmt.Errorf("ping database %s: %w", db.path, db.mapErr(err))
 	}
 	return nil
+}
+
+// isClosing reports whether Close has begun.
+func (db *DB) isClosing() bool {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.closing
 }
 
 // Stats are the writer's counters since Open.
