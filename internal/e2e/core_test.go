@@ -225,3 +225,28 @@ func TestKillDuringSubmittingAndRunning(t *testing.T) {
 		}
 	})
 }
+
+// TestScheduledCheckpointWhileTasksRun: mvp serve with v2.sqlite.checkpoint_schedule "@every 1s" truncates the WAL
+// while a task runs on the real cluster, and the task still runs to SUCCEEDED with its history intact.
+func TestScheduledCheckpointWhileTasksRun(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{checkpoint: "@every 1s"})
+	id := s.submit(spec("ppo", 1, 2, 3)).ID
+	final := s.waitState(id, mvp.StateSucceeded, 120*time.Second)
+	if len(final.Attempts) != 1 {
+		t.Errorf("attempts: %d, want 1", len(final.Attempts))
+	}
+	waitFor(t, 30*time.Second, "a scheduled checkpoint that truncated the WAL in mvp's log", func() (bool, string) {
+		b, _ := os.ReadFile(s.logPath)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, `msg="wal checkpoint"`) && strings.Contains(line, "busy=false") &&
+				strings.Contains(line, "wal_bytes_after=0") {
+				return true, ""
+			}
+		}
+		return false, ""
+	})
+	if len(s.events(id)) == 0 {
+		t.Error("no events after the checkpoints")
+	}
+}

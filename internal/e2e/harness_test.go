@@ -183,6 +183,8 @@ type serviceOpts struct {
 	logCopyS float64
 	// dataDir, when set, holds the database and the shared root (e.g. a small filesystem).
 	dataDir string
+	// checkpoint is v2.sqlite.checkpoint_schedule (default: the service's own, every 10 min).
+	checkpoint string
 }
 
 func startService(t testing.TB, o serviceOpts) *service {
@@ -195,6 +197,9 @@ func startService(t testing.TB, o serviceOpts) *service {
 	}
 	if o.gangWaitS == 0 {
 		o.gangWaitS = 120
+	}
+	if o.checkpoint == "" {
+		o.checkpoint = "@every 10m"
 	}
 	if o.logCopyS == 0 {
 		o.logCopyS = 1
@@ -220,10 +225,10 @@ runtime_env:
 v2:
   api: {host: 127.0.0.1, port: %d}
   auth: {token_env: MVP_E2E_TOKEN}
-  sqlite: {db_path: %s}
+  sqlite: {db_path: %s, checkpoint_schedule: %q}
   scheduler: {tick_s: %g, retry_interval_s: %g, max_running_tasks: %d, gang_wait_s: %g}
   ray: {gcs_address: %s, python: %s, probe_script: %s, token_env: %s, log_copy_s: %g}
-%s`, env.dashboard, s.sharedRoot, filepath.Join(env.repo, "py-entrypoints"), s.port, s.dbPath, o.tickS, o.retryS,
+%s`, env.dashboard, s.sharedRoot, filepath.Join(env.repo, "py-entrypoints"), s.port, s.dbPath, o.checkpoint, o.tickS, o.retryS,
 		o.maxRunning, o.gangWaitS, env.gcs, env.python, env.probeScript, o.rayTokenEnv, o.logCopyS, o.extraV2)
 	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
