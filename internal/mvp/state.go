@@ -100,6 +100,10 @@ const (
 	FailureRuntimeError          FailureKind = "RUNTIME_ERROR"
 	FailureInfra                 FailureKind = "INFRA"
 	FailureUnknown               FailureKind = "UNKNOWN"
+	// FailureMaxRuntimeExceeded: the attempt ran past the task's max_runtime_s and mvp stopped it; not retried.
+	FailureMaxRuntimeExceeded FailureKind = "MAX_RUNTIME_EXCEEDED"
+	// FailureMaxQueuedExceeded: the task waited in mvp's queue past its max_queued_s; no attempt was made.
+	FailureMaxQueuedExceeded FailureKind = "MAX_QUEUED_EXCEEDED"
 )
 
 // RayStatus is a Ray job status as the Job REST API reports it, plus the empty string for "not known yet".

@@ -42,7 +42,13 @@ type Task struct {
 	PendingReason   string          `json:"pending_reason"`
 	ErrorSummary    string          `json:"error_summary"`
 	LatestAttemptNo int             `json:"latest_attempt_no"`
-	Attempts        []*Attempt      `json:"attempts"`
+	// MaxRuntimeS is the declared upper bound of one attempt's run, in seconds (the configured default when the
+	// jobspec names none). The scheduler plans with it (a running task's declared end is its start plus this) and
+	// the loop stops an attempt that overstays it. 0 means unbounded (only in tests and old rows).
+	MaxRuntimeS int `json:"max_runtime_s"`
+	// MaxQueuedS bounds how long the task may wait in mvp's queue before it ends MAX_QUEUED_EXCEEDED; 0 = no bound.
+	MaxQueuedS int        `json:"max_queued_s"`
+	Attempts   []*Attempt `json:"attempts"`
 }
 
 // GPUs is the task's whole gang size.
