@@ -43,9 +43,26 @@ type Snapshot struct {
 type ActiveAttempt struct {
 	Task    *mvp.Task
 	Attempt *mvp.Attempt
-	// StuckSince is when the attempt's placement groups were first seen PENDING for lack of resources; zero if
+	// StuckSince is when the attempt's placement groups were first seen PENDING (not placeable yet); zero if
 	// they are not.
 	StuckSince time.Time
+	// Infeasible is true when Ray says one of its placement groups can never be placed on this cluster.
+	Infeasible bool
+}
+
+// Judged reports whether mvp has already decided to stop this attempt (it carries a failure kind while its Ray
+// job still runs): it is being stopped, and its stop is retried until Ray reports the job ended.
+func (a ActiveAttempt) Judged() bool {
+	return a.Attempt != nil && a.Attempt.FailureKind != mvp.FailureNone && !a.Attempt.RayStatus.Terminal()
+}
+
+// stuck reports whether the attempt's gang has been unplaceable for the whole gang wait, or Ray says it never
+// fits.
+func (a ActiveAttempt) stuck(now time.Time, p Policy) bool {
+	if a.Infeasible {
+		return true
+	}
+	return !a.StuckSince.IsZero() && p.GangWait > 0 && now.Sub(a.StuckSince) >= p.GangWait
 }
 
 // Action is one thing the loop must do.
@@ -68,16 +85,60 @@ type Wait struct {
 	Never bool
 }
 
-// StopStuck stops an attempt whose gang could not be placed for longer than Policy.GangWait.
-type StopStuck struct {
+// Stop stops a live attempt that mvp has judged: a gang unplaceable for longer than Policy.GangWait
+// (Kind INSUFFICIENT_RESOURCES, Event GANG_STUCK). The loop records the judgement on the attempt first (Retry
+// false), then asks Ray to stop the job; an attempt already judged gets Stop again on every pass (Retry true)
+// until Ray reports its job ended, so a failed stop call, or a crash between the note and the call, is retried.
+type Stop struct {
 	Task    *mvp.Task
 	Attempt *mvp.Attempt
+	Kind    mvp.FailureKind
+	Event   string
 	Reason  string
+	// Retry is true when the judgement is already recorded and only the stop call is repeated.
+	Retry bool
 }
 
-func (Submit) action()    {}
-func (*Wait) action()     {}
-func (StopStuck) action() {}
+func (Submit) action() {}
+func (*Wait) action()  {}
+func (Stop) action()   {}
+
+// stops returns the Stop actions of one pass: retries for attempts already judged, and new judgements. A canceled
+// task is never judged (the cancel path stops its job).
+func stops(now time.Time, s Snapshot, p Policy, out []Action) []Action {
+	for _, a := range s.Active {
+		if a.Task.State == mvp.StateCanceled || a.Attempt == nil || a.Attempt.RayStatus.Terminal() {
+			continue
+		}
+		if a.Judged() {
+			out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: a.Attempt.FailureKind,
+				Reason: a.Attempt.Message, Retry: true})
+			continue
+		}
+		if a.stuck(now, p) {
+			d := DemandOf(a.Task, p)
+			why := fmt.Sprintf("could not be placed for %s: no node had room for its placement groups",
+				now.Sub(a.StuckSince).Round(time.Second))
+			if a.Infeasible {
+				why = "can never be placed: Ray reports its placement group infeasible on this cluster"
+			}
+			out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: mvp.FailureInsufficientResources,
+				Event: mvp.EventGangStuck, Reason: fmt.Sprintf("the gang of %d×%g GPUs %s", d.Groups, d.GPUs, why)})
+		}
+	}
+	return out
+}
+
+// reserves reports whether a live attempt's not-yet-placed groups and not-yet-started driver are held back from
+// the free view. A group seen PENDING keeps its reservation while Ray may still be placing it (for the whole
+// gang wait); it is released only once the gang is judged stuck (or infeasible), when its task was canceled, or
+// when the attempt was already judged and is being stopped: such an attempt must never hold the queue.
+func reserves(now time.Time, a ActiveAttempt, p Policy) bool {
+	if a.Task.State == mvp.StateCanceled || a.Judged() {
+		return false
+	}
+	return !a.stuck(now, p)
+}
 
 // node is a node's free resources while Decide fits gangs.
 type node struct {
@@ -109,23 +170,16 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 	out := make([]Action, 0, len(s.Active)+len(s.Queue))
 	ws := waits{buf: make([]Wait, 0, len(s.Queue))}
 
-	// Stuck gangs first: they free resources for the queue in a later tick.
-	for _, a := range s.Active {
-		if !a.StuckSince.IsZero() && p.GangWait > 0 && now.Sub(a.StuckSince) >= p.GangWait {
-			d := DemandOf(a.Task, p)
-			out = append(out, StopStuck{Task: a.Task, Attempt: a.Attempt, Reason: fmt.Sprintf(
-				"the gang of %d×%g GPUs could not be placed for %s: no node had room for its placement groups",
-				d.Groups, d.GPUs, now.Sub(a.StuckSince).Round(time.Second))})
-		}
-	}
+	// Stops first: they free resources for the queue in a later pass.
+	out = stops(now, s, p, out)
 
 	if s.Cluster == nil {
 		return out
 	}
 	nodes := freeNodes(s.Cluster)
 
-	// Reserve what submitted attempts will still take: groups not yet placed, and the driver if it has not
-	// started. Without this two tasks could be admitted onto the same free GPUs in the seconds between a submit
+	// Reserve what submitted attempts will still take (see reserves): groups not yet placed, and the driver if it
+	// has not started. Without this two tasks could be admitted onto the same free GPUs in the seconds between a submit
 	// and its placement.
 	reservationBlocked := ""
 	running := 0
@@ -142,9 +196,7 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 		if unplaced == 0 && !driver {
 			continue
 		}
-		if !a.StuckSince.IsZero() {
-			// Its gang does not fit anyway: reserving for it would only stall the queue behind a gang that the
-			// stuck rule will stop.
+		if !reserves(now, a, p) {
 			continue
 		}
 		rd := Demand{Groups: unplaced, GPUs: d.GPUs, CPUs: d.CPUs}

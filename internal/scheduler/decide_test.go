@@ -43,7 +43,8 @@ func task(w mvp.Workload, nnodes, gpus int, state mvp.State) *mvp.Task {
 		GPUsPerNode: gpus, State: state, CreatedAt: t0.Add(time.Duration(seq) * time.Second)}
 }
 
-// summary renders actions compactly: "submit:<id>", "wait:<id>", "never:<id>", "stuck:<id>".
+// summary renders actions compactly: "submit:<id>", "wait:<id>", "never:<id>", "stuck:<id>" (a new judgement),
+// "restop:<id>" (the stop of an attempt already judged, repeated).
 func summary(as []Action) []string {
 	var out []string
 	for _, a := range as {
@@ -56,8 +57,12 @@ func summary(as []Action) []string {
 			} else {
 				out = append(out, "wait:"+a.Task.ID)
 			}
-		case StopStuck:
-			out = append(out, "stuck:"+a.Task.ID)
+		case Stop:
+			if a.Retry {
+				out = append(out, "restop:"+a.Task.ID)
+			} else {
+				out = append(out, "stuck:"+a.Task.ID)
+			}
 		}
 	}
 	return out
@@ -164,6 +169,37 @@ func TestDecide(t *testing.T) {
 			return Snapshot{Cluster: cluster(worker("n1", 2, 48), worker("n2", 2, 48)),
 				Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-time.Minute),
 					Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning}}}}, nil
+		}},
+		{name: "a group seen PENDING within gang_wait keeps its reservation (Ray may still be placing it)", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 0, 36)), Queue: []*mvp.Task{a},
+					Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-time.Second),
+						Attempt: &mvp.Attempt{No: 1, RayJobID: "04000000", RayStatus: mvp.RayRunning}}}},
+				[]string{"wait:" + a.ID}
+		}},
+		{name: "an attempt already judged stuck is stopped again and never holds the queue", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 2, 48)), Queue: []*mvp.Task{a},
+					Active: []ActiveAttempt{{Task: s, Attempt: &mvp.Attempt{No: 1, RayJobID: "05000000",
+						RayStatus: mvp.RayRunning, FailureKind: mvp.FailureInsufficientResources, Message: "stuck"}}}},
+				[]string{"restop:" + s.ID, "submit:" + a.ID}
+		}},
+		{name: "a canceled task is never judged stuck and reserves nothing", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateCanceled)
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 2, 48)), Queue: []*mvp.Task{a},
+					Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-3 * time.Minute),
+						Attempt: &mvp.Attempt{No: 1, RayJobID: "06000000", RayStatus: mvp.RayRunning}}}},
+				[]string{"submit:" + a.ID}
+		}},
+		{name: "a gang Ray reports infeasible is stopped at once", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			return Snapshot{Cluster: cluster(worker("n1", 2, 48)),
+				Active: []ActiveAttempt{{Task: s, StuckSince: t0, Infeasible: true,
+					Attempt: &mvp.Attempt{No: 1, RayJobID: "07000000", RayStatus: mvp.RayRunning}}}},
+				[]string{"stuck:" + s.ID}
 		}},
 		{name: "no cluster reading: nothing admitted", snap: func() (Snapshot, []string) {
 			a := task(mvp.WorkloadPPO, 1, 1, mvp.StateQueued)

@@ -228,13 +228,15 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 			continue
 		}
 		aa := ActiveAttempt{Task: t, Attempt: a}
-		if view != nil && a.RayJobID != "" && a.FailureKind == mvp.FailureNone && hasUnplaceableGroup(view, a.RayJobID) {
+		if view != nil && a.RayJobID != "" && a.FailureKind == mvp.FailureNone && t.State != mvp.StateCanceled &&
+			hasUnplaceableGroup(view, a.RayJobID) {
 			since, ok := l.stuck[a.RaySubmissionID]
 			if !ok {
 				since = now
 				l.stuck[a.RaySubmissionID] = now
 			}
 			aa.StuckSince = since
+			aa.Infeasible = hasInfeasibleGroup(view, a.RayJobID)
 			seen[a.RaySubmissionID] = true
 		}
 		out = append(out, aa)
@@ -250,6 +252,16 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 func hasUnplaceableGroup(v *mvp.ClusterView, jobID string) bool {
 	for _, g := range v.Groups {
 		if g.CreatorJobID == jobID && g.State == "PENDING" {
+			return true
+		}
+	}
+	return false
+}
+
+// hasInfeasibleGroup reports whether Ray says one of the job's pending groups can never be placed.
+func hasInfeasibleGroup(v *mvp.ClusterView, jobID string) bool {
+	for _, g := range v.Groups {
+		if g.CreatorJobID == jobID && g.State == "PENDING" && g.SchedulingState == "INFEASIBLE" {
 			return true
 		}
 	}
@@ -273,21 +285,30 @@ func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
 			At: now, PendingReason: &reason, EventPayload: map[string]any{"reason": reason, "never_fits": a.Never}})
 	case Submit:
 		return l.submit(ctx, now, a)
-	case StopStuck:
-		att := *a.Attempt
-		att.FailureKind = mvp.FailureInsufficientResources
-		att.Message = a.Reason
-		if err := l.Store.UpdateAttempt(ctx, &att, mvp.EventGangStuck, map[string]any{"reason": a.Reason,
-			"attempt_no": att.No}); err != nil {
-			return err
-		}
-		l.Logger.Warn("stopping stuck gang", "task_id", a.Task.ID, "submission_id", att.RaySubmissionID)
-		if err := l.Ray.StopJob(ctx, att.RaySubmissionID); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
-			return fmt.Errorf("stop stuck attempt %s: %w", att.RaySubmissionID, err)
-		}
-		return nil
+	case Stop:
+		return l.stop(ctx, a)
 	}
 	return fmt.Errorf("unknown action %T", a)
+}
+
+// stop records the judgement on the attempt (unless already recorded), then asks Ray to stop the job. A failed
+// call is returned; Decide emits Stop again on the next pass while Ray reports the job live.
+func (l *Loop) stop(ctx context.Context, a Stop) error {
+	att := *a.Attempt
+	if !a.Retry {
+		att.FailureKind, att.Message = a.Kind, a.Reason
+		if err := l.Store.UpdateAttempt(ctx, &att, a.Event, map[string]any{"reason": a.Reason,
+			"attempt_no": att.No, "failure_kind": a.Kind}); err != nil {
+			return fmt.Errorf("record stop of attempt %s: %w", att.RaySubmissionID, err)
+		}
+		l.Logger.Warn("stopping attempt", "task_id", a.Task.ID, "submission_id", att.RaySubmissionID,
+			"failure_kind", a.Kind, "reason", a.Reason)
+		l.crash("judged_before_stop")
+	}
+	if err := l.Ray.StopJob(ctx, att.RaySubmissionID); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+		return fmt.Errorf("stop attempt %s: %w", att.RaySubmissionID, err)
+	}
+	return nil
 }
 
 // submit records the attempt (with its deterministic submission id) before calling Ray, then calls Ray.
