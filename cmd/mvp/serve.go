@@ -95,7 +95,9 @@ func serve(ctx context.Context, args []string) error {
 
 	loop := &scheduler.Loop{Store: store, Ray: rc, Cluster: probe, Build: build, Files: files, Clock: mvp.SystemClock{},
 		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
-		RetryInterval: cfg.V2.Scheduler.RetryInterval(), MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries,
+		Retry: scheduler.RetryPolicy{RetryInterval: cfg.V2.Scheduler.RetryInterval(),
+			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,
+			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout())},
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
 		Crash: crashPoint(logger)}
 	srv := &api.Server{Store: store, Files: files, Ray: rc, Cluster: probe, Prepare: prepare, Build: build,

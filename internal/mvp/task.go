@@ -68,6 +68,11 @@ type Attempt struct {
 	StartTime       *time.Time  `json:"start_time"`
 	EndTime         *time.Time  `json:"end_time"`
 	ExitCode        *int        `json:"exit_code"`
+	// LogKept is true once the ended job's driver log is in the task folder; until then mvp keeps retrying the
+	// fetch and does not delete the job from Ray (see Store.NoteLog).
+	LogKept bool `json:"log_kept"`
+	// LogTries counts failed fetches of the ended job's log.
+	LogTries int `json:"-"`
 }
 
 // Event is one line of a task's history.
@@ -92,6 +97,11 @@ const (
 	EventReconciled      = "RECONCILED"
 	EventRayUnavailable  = "RAY_UNAVAILABLE"
 	EventRayAvailable    = "RAY_AVAILABLE"
+	// EventLogNotKept: the ended job's driver log could not be fetched after every try; its Ray job is deleted
+	// anyway so that Ray's job server does not fill up.
+	EventLogNotKept = "LOG_NOT_KEPT"
+	// EventStopRequested: mvp judged a live attempt (stuck gang, time limit) and asks Ray to stop it.
+	EventStopRequested = "STOP_REQUESTED"
 )
 
 // Change is one compare-and-set write of a task, applied in a single transaction together with its attempt write
@@ -151,6 +161,12 @@ type Store interface {
 	FinishedInRay(ctx context.Context, keep, limit int) ([]*Attempt, error)
 	// MarkRayDeleted records that an attempt's job was removed from Ray's job server.
 	MarkRayDeleted(ctx context.Context, taskID string, attemptNo int) error
+	// NoteLog records a fetch of an ended attempt's driver log: kept (it is in the task folder) or one more
+	// failed try.
+	NoteLog(ctx context.Context, taskID string, attemptNo int, kept bool) error
+	// UnkeptLogs returns ended attempts still in Ray whose driver log is not in the task folder yet and that
+	// have been tried fewer than maxTries times, oldest first, at most limit.
+	UnkeptLogs(ctx context.Context, maxTries, limit int) ([]*Attempt, error)
 	// AddEvent appends an event to a task's history.
 	AddEvent(ctx context.Context, e *Event) error
 	Close() error

@@ -131,8 +131,9 @@ func newHarness(t *testing.T) *harness {
 		Total:     map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100},
 		Available: map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100}}}}
 	h.loop = &scheduler.Loop{Store: db, Ray: h.ray, Cluster: fixedCluster{view, h.ray}, Files: taskfs.FS{Root: h.root},
-		Clock: h.clock, Logger: slog.New(slog.DiscardHandler), Tick: time.Second, RetryInterval: time.Minute,
-		MaxInfraRetries: 2, KeepFinishedJobs: 1,
+		Clock: h.clock, Logger: slog.New(slog.DiscardHandler), Tick: time.Second,
+		Retry:            scheduler.RetryPolicy{RetryInterval: time.Minute, MaxInfraRetries: 2, MaxResourceRetries: 3, SubmitGrace: time.Minute},
+		KeepFinishedJobs: 1,
 		Policy: scheduler.Policy{MaxRunning: 10, CPUsPerGPU: map[mvp.Workload]float64{"ppo": 3},
 			Driver: map[string]float64{"worker_node": 1}},
 		Build: func(t *mvp.Task, n int) (*mvp.JobSubmission, error) {
