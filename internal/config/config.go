@@ -112,17 +112,17 @@ type WorkloadConfig struct {
 
 // Defaults, documented in specs/config.md.
 const (
-	DefaultAPIHost          = "127.0.0.1"
-	DefaultAPIPort          = 8080
-	DefaultMaxBodyBytes     = 1 << 20
-	DefaultTokenEnv         = "MVP_INTERNAL_TOKEN"
-	DefaultDBPath           = "/private/common/db/mvp_v2.sqlite3"
-	DefaultCheckpoint       = "@every 10m"
-	DefaultTickS            = 2.0
-	DefaultRetryIntervalS   = 60.0
-	DefaultMaxRunningTasks  = 16
-	DefaultGangWaitS        = 120.0
-	DefaultMaxInfraRetries  = 3
+	DefaultAPIHost         = "127.0.0.1"
+	DefaultAPIPort         = 8080
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultTokenEnv        = "MVP_INTERNAL_TOKEN"
+	DefaultDBPath          = "/private/common/db/mvp_v2.sqlite3"
+	DefaultCheckpoint      = "@every 10m"
+	DefaultTickS           = 2.0
+	DefaultRetryIntervalS  = 60.0
+	DefaultMaxRunningTasks = 16
+	DefaultGangWaitS       = 120.0
+	DefaultMaxInfraRetries = 3
 	// DefaultMaxResourceRetries is generous: a busy cluster may turn a gang away many times before it fits. With
 	// max_infra_retries it must leave attempt numbers within the task folder's range (999).
 	DefaultMaxResourceRetries = 100
@@ -132,7 +132,7 @@ const (
 	DefaultMaxQueuedCapS      = 30 * 24 * 3600
 	DefaultRuntimeGraceS      = 30.0
 	// MaxAttempts is the largest attempt number a task folder holds (attempts/a01 … a999).
-	MaxAttempts = 999
+	MaxAttempts             = 999
 	DefaultRayTokenEnv      = "RAY_AUTH_TOKEN"
 	DefaultKeepFinishedJobs = 100
 	DefaultRequestTimeoutS  = 10.0

@@ -197,8 +197,8 @@ func TestDecide(t *testing.T) {
 		{name: "a gang Ray reports infeasible is stopped at once", snap: func() (Snapshot, []string) {
 			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
 			return Snapshot{Cluster: cluster(worker("n1", 2, 48)),
-				Active: []ActiveAttempt{{Task: s, StuckSince: t0, Infeasible: true,
-					Attempt: &mvp.Attempt{No: 1, RayJobID: "07000000", RayStatus: mvp.RayRunning}}}},
+					Active: []ActiveAttempt{{Task: s, StuckSince: t0, Infeasible: true,
+						Attempt: &mvp.Attempt{No: 1, RayJobID: "07000000", RayStatus: mvp.RayRunning}}}},
 				[]string{"stuck:" + s.ID}
 		}},
 		{name: "no cluster reading: nothing admitted", snap: func() (Snapshot, []string) {
