@@ -18,6 +18,8 @@ import (
 type crashCase struct {
 	point string
 	drive func(t *testing.T, s *service) (id string, want mvp.State)
+	// gangWaitS is the service's v2.scheduler.gang_wait_s (0: the harness default).
+	gangWaitS float64
 }
 
 var crashCases = []crashCase{
@@ -26,22 +28,22 @@ var crashCases = []crashCase{
 			t.Errorf("the submit was answered although the process died before answering")
 		}
 		return "", mvp.StateSucceeded
-	}},
+	}, 0},
 	{"queued_to_submitting", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}},
+	}, 0},
 	{"submitting_before_ray", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}},
+	}, 0},
 	{"submitting_after_ray", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}},
+	}, 0},
 	{"submitted_to_running", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 2)).ID, mvp.StateSucceeded
-	}},
+	}, 0},
 	{"final_log_fetch", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}},
+	}, 0},
 	{"cancel_before_stop", func(t *testing.T, s *service) (string, mvp.State) {
 		id := s.submit(spec("ppo", 1, 1, 300)).ID
 		s.waitState(id, mvp.StateRunning, 90*time.Second)
@@ -49,11 +51,17 @@ var crashCases = []crashCase{
 			t.Errorf("the cancel was answered although the process died before answering")
 		}
 		return id, mvp.StateCanceled
-	}},
+	}, 0},
 	{"requeue", func(t *testing.T, s *service) (string, mvp.State) {
 		// The race of TestRaceFailsFastThenRetries: GPUs taken between admission and verl's check.
 		return raceBehindMVPsBack(t, s, 8).ID, mvp.StateSucceeded
-	}},
+	}, 0},
+	{"judged_before_stop", func(t *testing.T, s *service) (string, mvp.State) {
+		// A stuck gang is judged (GANG_STUCK written) and mvp dies before it asks Ray to stop the job: after the
+		// restart the stop is retried, the attempt is requeued, and attempt 2 runs once the fragmenter is gone.
+		task, _ := fragmentRunningGang(t, s, 45)
+		return task.ID, mvp.StateSucceeded
+	}, 4},
 }
 
 // TestCrashMatrix kills mvp serve at each named crash point ($MVP_CRASH_REPEAT times, default 3), starts it again
@@ -69,7 +77,7 @@ func TestCrashMatrix(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", c.point, run), func(t *testing.T) {
 				start := time.Now()
 				waitIdle(t)
-				s := startService(t, serviceOpts{retryS: 1, env: []string{"MVP_CRASH_POINT=" + c.point}})
+				s := startService(t, serviceOpts{retryS: 1, gangWaitS: c.gangWaitS, env: []string{"MVP_CRASH_POINT=" + c.point}})
 				id, want := c.drive(t, s)
 				if code := s.waitExit(120 * time.Second); code != 86 {
 					t.Fatalf("exit code %d, want 86 from crash point %s", code, c.point)
