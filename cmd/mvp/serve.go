@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/config"
+	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/ray"
 	"github.com/mvp2/mvp/internal/scheduler"
@@ -76,7 +78,11 @@ func serve(ctx context.Context, args []string) error {
 
 	files := taskfs.FS{Root: cfg.SharedRoot}
 	settings := workload.Settings{SharedRoot: cfg.SharedRoot, EntrypointNumCPUs: cfg.EntrypointNumCPUs,
-		EntrypointResources: cfg.EntrypointResources, RuntimeEnv: cfg.RuntimeEnv, UserCodePath: cfg.UserCodePath}
+		EntrypointResources: cfg.EntrypointResources, RuntimeEnv: cfg.RuntimeEnv, UserCodePath: cfg.UserCodePath,
+		TimeLimits: jobspec.Defaults{DefaultMaxRuntimeS: cfg.V2.Scheduler.DefaultMaxRuntimeS,
+			MaxRuntimeCapS: cfg.V2.Scheduler.MaxRuntimeCapS, DefaultMaxQueuedS: cfg.V2.Scheduler.DefaultMaxQueuedS,
+			MaxQueuedCapS: cfg.V2.Scheduler.MaxQueuedCapS},
+		StopGraceS: int(math.Ceil(cfg.V2.Scheduler.RuntimeGraceS))}
 	build := func(t *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(t, n, settings) }
 	prepare := func(body []byte) (*mvp.Task, error) {
 		return workload.Prepare(body, settings)

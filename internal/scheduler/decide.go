@@ -99,9 +99,28 @@ type Stop struct {
 	Retry bool
 }
 
+// Expire ends a waiting task that was never started within its max_queued_s (MAX_QUEUED_EXCEEDED).
+type Expire struct {
+	Task   *mvp.Task
+	Reason string
+}
+
 func (Submit) action() {}
 func (*Wait) action()  {}
 func (Stop) action()   {}
+func (Expire) action() {}
+
+// expired reports whether a waiting task has waited past its max_queued_s without ever starting. The bound is on
+// the time to the first start: a task requeued after an attempt is no longer subject to it.
+func expired(now time.Time, t *mvp.Task) bool {
+	return t.MaxQueuedS > 0 && t.LatestAttemptNo == 0 && now.Sub(t.CreatedAt) >= time.Duration(t.MaxQueuedS)*time.Second
+}
+
+// overstayed reports whether a started attempt has run past its task's max_runtime_s.
+func overstayed(now time.Time, a ActiveAttempt) bool {
+	return a.Task.MaxRuntimeS > 0 && a.Attempt.StartTime != nil &&
+		now.Sub(*a.Attempt.StartTime) >= time.Duration(a.Task.MaxRuntimeS)*time.Second
+}
 
 // stops returns the Stop actions of one pass: retries for attempts already judged, and new judgements. A canceled
 // task is never judged (the cancel path stops its job).
@@ -115,6 +134,12 @@ func stops(now time.Time, s Snapshot, p Policy, out []Action) []Action {
 				Reason: a.Attempt.Message, Retry: true})
 			continue
 		}
+		if a.Attempt.RayStatus == mvp.RayRunning && overstayed(now, a) {
+			out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: mvp.FailureMaxRuntimeExceeded,
+				Event: mvp.EventStopRequested, Reason: fmt.Sprintf("ran longer than its max_runtime_s (%d s): stopped by mvp",
+					a.Task.MaxRuntimeS)})
+			continue
+		}
 		if a.stuck(now, p) {
 			d := DemandOf(a.Task, p)
 			why := fmt.Sprintf("could not be placed for %s: no node had room for its placement groups",
@@ -124,6 +149,18 @@ func stops(now time.Time, s Snapshot, p Policy, out []Action) []Action {
 			}
 			out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: mvp.FailureInsufficientResources,
 				Event: mvp.EventGangStuck, Reason: fmt.Sprintf("the gang of %d×%g GPUs %s", d.Groups, d.GPUs, why)})
+		}
+	}
+	return out
+}
+
+// expiries returns an Expire for every waiting task past its max_queued_s, whether or not the cluster was read.
+func expiries(now time.Time, s Snapshot, out []Action) []Action {
+	for _, t := range s.Queue {
+		if expired(now, t) {
+			out = append(out, Expire{Task: t, Reason: fmt.Sprintf(
+				"%s: waited %s in the queue, longer than its max_queued_s (%d s), without starting",
+				mvp.FailureMaxQueuedExceeded, now.Sub(t.CreatedAt).Round(time.Second), t.MaxQueuedS)})
 		}
 	}
 	return out
@@ -172,6 +209,7 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 
 	// Stops first: they free resources for the queue in a later pass.
 	out = stops(now, s, p, out)
+	out = expiries(now, s, out)
 
 	if s.Cluster == nil {
 		return out
@@ -218,6 +256,9 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 	var lastWorkload mvp.Workload // "" to start with, looked up like any other name
 	lastCPG := p.CPUsPerGPU[lastWorkload]
 	for _, t := range s.Queue {
+		if expired(now, t) {
+			continue // ended by expiries
+		}
 		if t.State == mvp.StatePendingResources && t.NextRunAt != nil && now.Before(*t.NextRunAt) {
 			continue // backing off after an attempt that failed for lack of resources; does not hold the queue
 		}

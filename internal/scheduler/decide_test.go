@@ -273,3 +273,44 @@ func TestDecideIsPure(t *testing.T) {
 		t.Errorf("Decide changed its input or is not deterministic: %q vs %q", first, second)
 	}
 }
+
+func TestDecideTimeLimits(t *testing.T) {
+	started := t0.Add(-time.Hour)
+	run := task(mvp.WorkloadPPO, 1, 1, mvp.StateRunning)
+	run.MaxRuntimeS = 3600
+	within := task(mvp.WorkloadPPO, 1, 1, mvp.StateRunning)
+	within.MaxRuntimeS = 3601
+	c := cluster(worker("n1", 2, 42))
+	c.Groups = []mvp.PlacementGroup{{CreatorJobID: "08000000", State: "CREATED"}, {CreatorJobID: "09000000", State: "CREATED"}}
+	old := task(mvp.WorkloadPPO, 1, 1, mvp.StateQueued)
+	old.MaxQueuedS, old.CreatedAt = 60, t0.Add(-time.Minute)
+	requeued := task(mvp.WorkloadPPO, 1, 1, mvp.StatePendingResources)
+	requeued.MaxQueuedS, requeued.CreatedAt, requeued.LatestAttemptNo = 60, t0.Add(-time.Hour), 1
+	snap := Snapshot{Cluster: c, Queue: []*mvp.Task{old, requeued}, Active: []ActiveAttempt{
+		{Task: run, Attempt: &mvp.Attempt{No: 1, RayJobID: "08000000", RayStatus: mvp.RayRunning, StartTime: &started}},
+		{Task: within, Attempt: &mvp.Attempt{No: 1, RayJobID: "09000000", RayStatus: mvp.RayRunning, StartTime: &started}},
+	}}
+	var got []string
+	for _, a := range Decide(t0, snap, policy()) {
+		switch a := a.(type) {
+		case Stop:
+			got = append(got, fmt.Sprintf("stop:%s:%s", a.Task.ID, a.Kind))
+		case Expire:
+			got = append(got, "expire:"+a.Task.ID)
+			if !strings.Contains(a.Reason, "MAX_QUEUED_EXCEEDED") {
+				t.Errorf("reason %q", a.Reason)
+			}
+		case Submit:
+			got = append(got, "submit:"+a.Task.ID)
+		}
+	}
+	want := []string{"stop:" + run.ID + ":MAX_RUNTIME_EXCEEDED", "expire:" + old.ID, "submit:" + requeued.ID}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+	// Without a cluster reading the expiry still happens.
+	snap.Cluster = nil
+	if acts := Decide(t0, snap, policy()); len(acts) != 2 {
+		t.Errorf("without a cluster: %v", summary(acts))
+	}
+}

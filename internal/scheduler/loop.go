@@ -295,6 +295,10 @@ func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
 		return l.submit(ctx, now, a)
 	case Stop:
 		return l.stop(ctx, a)
+	case Expire:
+		reason := a.Reason
+		return l.Store.Apply(ctx, mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StateFailed, At: now,
+			ErrorSummary: &reason, EventPayload: map[string]any{"failure_kind": mvp.FailureMaxQueuedExceeded, "reason": reason}})
 	}
 	return fmt.Errorf("unknown action %T", a)
 }

@@ -22,6 +22,11 @@ type Settings struct {
 	// RuntimeEnv is dev.yaml's runtime_env; its env_vars are merged with the task's env (the task wins).
 	RuntimeEnv   map[string]any
 	UserCodePath string
+	// TimeLimits are the defaults and caps of max_runtime_s and max_queued_s (v2.scheduler).
+	TimeLimits jobspec.Defaults
+	// StopGraceS is the time Ray gives a stopped job between SIGTERM and SIGKILL (RAY_JOB_STOP_WAIT_TIME_S, read
+	// by Ray's job supervisor from the job's runtime_env); 0 leaves Ray's default (3 s).
+	StopGraceS int
 	// Limits bound jobspec parsing; zero means jobspec.DefaultLimits.
 	Limits jobspec.Limits
 }
@@ -37,13 +42,18 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	eff := spec.Effective(jobspec.Defaults{UserCodePath: s.UserCodePath})
+	if err := spec.CheckCaps(s.TimeLimits); err != nil {
+		return nil, err
+	}
+	d := s.TimeLimits
+	d.UserCodePath = s.UserCodePath
+	eff := spec.Effective(d)
 	b, err := json.Marshal(eff)
 	if err != nil {
 		return nil, fmt.Errorf("encode effective spec: %w", err)
 	}
 	return &mvp.Task{Workload: eff.Workload, Name: eff.Name, NNodes: eff.NNodes, GPUsPerNode: eff.GPUsPerNode,
-		JobSpecYAML: string(body), SpecJSON: b}, nil
+		JobSpecYAML: string(body), SpecJSON: b, MaxRuntimeS: eff.MaxRuntimeS, MaxQueuedS: eff.MaxQueuedS}, nil
 }
 
 // BuildTask returns the Ray submission of attempt n of a stored task, from its effective spec.
@@ -152,6 +162,9 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 	env["MVP_TASK_DIR"] = taskDir
 	env["VERL_FILE_LOGGER_PATH"] = filepath.Join(attemptDir, "metrics.jsonl")
 	env["TENSORBOARD_DIR"] = filepath.Join(attemptDir, "tensorboard")
+	if s.StopGraceS > 0 {
+		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(s.StopGraceS)
+	}
 	envAny := make(map[string]any, len(env))
 	for k, v := range env {
 		envAny[k] = v
