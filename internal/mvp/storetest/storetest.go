@@ -99,7 +99,7 @@ func (h *harness) newTask(at time.Time) *mvp.Task {
 	return &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-%s-%08x", at.Format("20060102-150405"), h.seq),
 		Workload: mvp.WorkloadPPO, Name: fmt.Sprintf("task %d", h.seq), State: mvp.StateQueued, NNodes: 2,
 		GPUsPerNode: 4, JobSpecYAML: "workload: ppo\nnnodes: 2\n", SpecJSON: json.RawMessage(`{"workload":"ppo","nnodes":2}`),
-		CreatedAt: at, UpdatedAt: at}
+		CreatedAt: at, UpdatedAt: at, MaxRuntimeS: 7200, MaxQueuedS: 1800}
 }
 
 // create stores a new QUEUED task created at at.
@@ -292,6 +292,8 @@ func taskDiff(got, want *mvp.Task) []string {
 	add(got.PendingReason == want.PendingReason, "PendingReason", got.PendingReason, want.PendingReason)
 	add(got.ErrorSummary == want.ErrorSummary, "ErrorSummary", got.ErrorSummary, want.ErrorSummary)
 	add(got.LatestAttemptNo == want.LatestAttemptNo, "LatestAttemptNo", got.LatestAttemptNo, want.LatestAttemptNo)
+	add(got.MaxRuntimeS == want.MaxRuntimeS, "MaxRuntimeS", got.MaxRuntimeS, want.MaxRuntimeS)
+	add(got.MaxQueuedS == want.MaxQueuedS, "MaxQueuedS", got.MaxQueuedS, want.MaxQueuedS)
 	return d
 }
 
@@ -353,6 +355,7 @@ func testCreateAndGetTask(h *harness) {
 	task.PendingReason, task.ErrorSummary = "reason", "summary"
 	task.Workload, task.Name = mvp.WorkloadGRPO, "a name with ünïcode and 'quotes'"
 	task.UpdatedAt = t0.Add(time.Second)
+	task.MaxRuntimeS, task.MaxQueuedS = 86400, 0 // 0: the task may wait in the queue without bound
 	h.must(h.s.CreateTask(h.ctx, task))
 
 	got := h.get(task.ID)
@@ -398,10 +401,15 @@ func testCreateTaskRefusesBadTasks(h *harness) {
 	bogus.Workload = "bogus"
 	noID := h.newTask(t0)
 	noID.ID = ""
+	negRuntime := h.newTask(t0)
+	negRuntime.MaxRuntimeS = -1
+	negQueued := h.newTask(t0)
+	negQueued.MaxQueuedS = -1
 	for _, c := range []struct {
 		what string
 		task *mvp.Task
-	}{{"a task that is not QUEUED", running}, {"an unknown workload", bogus}, {"a task without an id", noID}} {
+	}{{"a task that is not QUEUED", running}, {"an unknown workload", bogus}, {"a task without an id", noID},
+		{"a negative max_runtime_s", negRuntime}, {"a negative max_queued_s", negQueued}} {
 		if err := h.s.CreateTask(h.ctx, c.task); mvp.ErrorCode(err) != mvp.CodeInvalid {
 			h.t.Errorf("%s: %v, want %s", c.what, err, mvp.CodeInvalid)
 		}
