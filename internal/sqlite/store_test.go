@@ -1,3 +1,6 @@
+// The Store contract is tested by internal/mvp/storetest (run in storetest_test.go); the tests here are about
+// this store only: its file, its migrations, its error mapping, its cursors and its page sizes.
+
 package sqlite
 
 import (
@@ -86,9 +89,6 @@ func TestMigrationsRecordedOnceAcrossReopen(t *testing.T) {
 		must(t, db2.Close())
 	}
 }
-
-// The contract tests are in internal/mvp/storetest (run by storetest_test.go); the tests here are about this
-// store only: its file, its migrations, its error mapping, its cursors and its page sizes.
 
 // TestPageLimits checks this store's page sizes: the defaults when the caller gives none and the caps.
 func TestPageLimits(t *testing.T) {
