@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"EventsPaging", testEventsPaging},
 		{"FinishedInRayAndMarkRayDeleted", testFinishedInRayAndMarkRayDeleted},
 		{"AddEvent", testAddEvent},
+		{"NoteLogAndUnkeptLogs", testNoteLogAndUnkeptLogs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -317,6 +318,8 @@ func attemptDiff(got, want *mvp.Attempt) []string {
 	add(sameTime(got.StartTime, want.StartTime), "StartTime", got.StartTime, want.StartTime)
 	add(sameTime(got.EndTime, want.EndTime), "EndTime", got.EndTime, want.EndTime)
 	add(sameInt(got.ExitCode, want.ExitCode), "ExitCode", got.ExitCode, want.ExitCode)
+	add(got.LogKept == want.LogKept, "LogKept", got.LogKept, want.LogKept)
+	add(got.LogTries == want.LogTries, "LogTries", got.LogTries, want.LogTries)
 	return d
 }
 
@@ -1217,4 +1220,57 @@ func testAddEvent(h *harness) {
 		}
 	}
 	h.unchanged("refused events", before)
+}
+
+// testNoteLogAndUnkeptLogs: an ended attempt whose log is not kept is listed until it is kept or tried maxTries
+// times; a kept log is written through AttemptUpdate as well as NoteLog.
+func testNoteLogAndUnkeptLogs(h *harness) {
+	end := func(kept bool, d time.Duration) *mvp.Task {
+		task := h.create(t0)
+		h.submit(task.ID, mvp.StateQueued, 1, t0)
+		h.apply(mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateSucceeded, At: t0.Add(d),
+			AttemptUpdate: &mvp.Attempt{No: 1, RayStatus: mvp.RaySucceeded, EndTime: ptr(t0.Add(d)), LogKept: kept}})
+		return task
+	}
+	kept := end(true, time.Minute)
+	lost := end(false, 2*time.Minute)
+	later := end(false, 3*time.Minute)
+	running := h.create(t0)
+	h.submit(running.ID, mvp.StateQueued, 1, t0) // not ended: never listed
+	list := func(maxTries int) string {
+		h.t.Helper()
+		got, err := h.s.UnkeptLogs(h.ctx, maxTries, 10)
+		h.must(err)
+		var out []string
+		for _, a := range got {
+			out = append(out, fmt.Sprintf("%s/%d", a.TaskID, a.LogTries))
+		}
+		return strings.Join(out, " ")
+	}
+	if got, want := list(3), lost.ID+"/0 "+later.ID+"/0"; got != want {
+		h.t.Errorf("unkept logs %q, want %q (oldest end first)", got, want)
+	}
+	if !h.get(kept.ID).Attempts[0].LogKept || h.get(lost.ID).Attempts[0].LogKept {
+		h.t.Errorf("log_kept not stored as written")
+	}
+	for i := 0; i < 3; i++ {
+		h.must(h.s.NoteLog(h.ctx, lost.ID, 1, false))
+	}
+	h.must(h.s.NoteLog(h.ctx, later.ID, 1, true))
+	if got := list(3); got != "" {
+		h.t.Errorf("after 3 failed tries and one kept log: %q, want none", got)
+	}
+	if got, want := list(4), lost.ID+"/3"; got != want {
+		h.t.Errorf("with 4 tries allowed: %q, want %q", got, want)
+	}
+	if a := h.get(later.ID).Attempts[0]; !a.LogKept {
+		h.t.Errorf("NoteLog(kept) not stored: %+v", a)
+	}
+	h.must(h.s.MarkRayDeleted(h.ctx, lost.ID, 1))
+	if got := list(4); got != "" {
+		h.t.Errorf("a job deleted from Ray is still listed: %q", got)
+	}
+	if err := h.s.NoteLog(h.ctx, "mvp2-ppo-20990101-000000-ffff", 1, true); !errors.Is(err, mvp.ErrNotFound) {
+		h.t.Errorf("NoteLog of an unknown attempt: %v, want ErrNotFound", err)
+	}
 }
