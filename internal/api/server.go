@@ -313,6 +313,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	t.FillTimeLeft(s.Clock.Now())
 	writeJSON(w, http.StatusOK, t)
 	return nil
 }

@@ -47,8 +47,32 @@ type Task struct {
 	// the loop stops an attempt that overstays it. 0 means unbounded (only in tests and old rows).
 	MaxRuntimeS int `json:"max_runtime_s"`
 	// MaxQueuedS bounds how long the task may wait in mvp's queue before it ends MAX_QUEUED_EXCEEDED; 0 = no bound.
-	MaxQueuedS int        `json:"max_queued_s"`
-	Attempts   []*Attempt `json:"attempts"`
+	MaxQueuedS int `json:"max_queued_s"`
+	// RuntimeLeftS and QueuedLeftS are shown, not stored: the seconds left before the running attempt reaches
+	// max_runtime_s, and before a task never started reaches max_queued_s (see FillTimeLeft).
+	RuntimeLeftS *int       `json:"runtime_left_s,omitempty"`
+	QueuedLeftS  *int       `json:"queued_left_s,omitempty"`
+	Attempts     []*Attempt `json:"attempts"`
+}
+
+// FillTimeLeft sets RuntimeLeftS for a running task whose attempt has started and QueuedLeftS for a waiting task
+// that never started, from its limits and now; both are nil otherwise. Neither is below 0.
+func (t *Task) FillTimeLeft(now time.Time) {
+	t.RuntimeLeftS, t.QueuedLeftS = nil, nil
+	left := func(limit int, since time.Time) *int {
+		n := max(limit-int(now.Sub(since)/time.Second), 0)
+		return &n
+	}
+	if t.MaxQueuedS > 0 && t.State.Waiting() && t.LatestAttemptNo == 0 {
+		t.QueuedLeftS = left(t.MaxQueuedS, t.CreatedAt)
+	}
+	if t.MaxRuntimeS > 0 && t.State == StateRunning {
+		for _, a := range t.Attempts {
+			if a.No == t.LatestAttemptNo && a.StartTime != nil {
+				t.RuntimeLeftS = left(t.MaxRuntimeS, *a.StartTime)
+			}
+		}
+	}
 }
 
 // GPUs is the task's whole gang size.
