@@ -178,7 +178,7 @@ type serviceOpts struct {
 	extraV2                  string
 	// schedExtra is added inside v2.scheduler's mapping, e.g. ", policy: fifo".
 	schedExtra string
-	env                      []string
+	env        []string
 	// rayTokenEnv names the variable holding Ray's token (token-auth clusters).
 	rayTokenEnv string
 	// logCopyS is v2.ray.log_copy_s (default 1 in tests).
