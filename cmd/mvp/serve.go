@@ -106,9 +106,9 @@ func serve(ctx context.Context, args []string) error {
 			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout())},
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
 		Crash: crashPoint(logger)}
-	srv := &api.Server{Store: store, Files: files, Ray: rc, Cluster: probe, Prepare: prepare, Build: build,
+	srv := &api.Server{Store: store, Files: files, Ray: rc, Prepare: prepare, Build: build,
 		Policy: policy, Clock: mvp.SystemClock{}, Logger: logger.With("component", "api"), Token: token,
-		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: loop.Wake, Health: loop.Health, Crash: loop.Crash}
+		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: loop.Wake, Snapshot: loop.Snapshot, Health: loop.Health, Crash: loop.Crash}
 
 	addr := net.JoinHostPort(cfg.V2.API.Host, strconv.Itoa(cfg.V2.API.Port))
 	ln, err := net.Listen("tcp", addr)

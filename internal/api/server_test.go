@@ -50,8 +50,9 @@ func newServer(t testing.TB) (*httptest.Server, *sqlite.DB) {
 	t.Cleanup(func() { db.Close() })
 	set := workload.Settings{SharedRoot: t.TempDir(), EntrypointResources: map[string]float64{"worker_node": 1}}
 	build := func(task *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(task, n, set) }
-	srv := &api.Server{Store: db, Files: taskfs.FS{Root: set.SharedRoot}, Ray: &fakeRay{logs: "line 1\n"},
-		Cluster: fixedCluster{}, Build: build, Prepare: func(b []byte) (*mvp.Task, error) { return workload.Prepare(b, set) },
+	loop := &scheduler.Loop{Store: db, Cluster: fixedCluster{}, Clock: mvp.SystemClock{}}
+	srv := &api.Server{Store: db, Files: taskfs.FS{Root: set.SharedRoot}, Ray: &fakeRay{logs: "line 1\n"}, Snapshot: loop.Snapshot,
+		Build: build, Prepare: func(b []byte) (*mvp.Task, error) { return workload.Prepare(b, set) },
 		Policy: scheduler.Policy{CPUsPerGPU: map[mvp.Workload]float64{"ppo": 3, "grpo": 3, "sft": 10},
 			Driver: map[string]float64{"worker_node": 1}},
 		Clock: mvp.SystemClock{}, Logger: slog.New(slog.DiscardHandler), Token: token, MaxBodyBytes: 1 << 20}

@@ -37,6 +37,8 @@ type Snapshot struct {
 	Queue []*mvp.Task
 	// Active holds the attempts that have, or may soon have, a Ray job.
 	Active []ActiveAttempt
+	// ClusterErr says why Cluster is nil (Decide does not look at it; the API shows it).
+	ClusterErr error
 }
 
 // ActiveAttempt is a task with a live attempt.

@@ -145,17 +145,13 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		l.recordOutage(ctx, now, active, rayErr)
 	}
 
-	queue, err := l.Store.Runnable(ctx)
+	snap, err := l.snapshot(ctx, now, view, cerr)
 	if err != nil {
-		return fmt.Errorf("load queue: %w", err)
-	}
-	if active, err = l.Store.Active(ctx); err != nil {
-		return fmt.Errorf("load active tasks: %w", err)
+		return err
 	}
 	if rayErr == nil {
 		l.prune(ctx, now)
 	}
-	snap := Snapshot{Cluster: view, Queue: queue, Active: l.activeAttempts(now, view, active)}
 	for _, a := range Decide(now, snap, l.Policy) {
 		if err := l.apply(ctx, now, a); err != nil {
 			if errors.Is(err, mvp.ErrConflict) {
@@ -165,6 +161,29 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Snapshot reads what Decide looks at now, exactly as a tick does: the cluster, the queue and the live attempts
+// with how long each gang has been unplaceable. The API's dry run and queue view use it, so that what they show is
+// what the loop decides on. When the cluster cannot be read, Cluster is nil and ClusterErr says why.
+func (l *Loop) Snapshot(ctx context.Context) (Snapshot, error) {
+	view, cerr := l.Cluster.ReadCluster(ctx)
+	if cerr != nil {
+		view = nil
+	}
+	return l.snapshot(ctx, l.Clock.Now(), view, cerr)
+}
+
+func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterView, cerr error) (Snapshot, error) {
+	queue, err := l.Store.Runnable(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("load queue: %w", err)
+	}
+	active, err := l.Store.Active(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("load active tasks: %w", err)
+	}
+	return Snapshot{Cluster: view, Queue: queue, Active: l.activeAttempts(now, view, active), ClusterErr: cerr}, nil
 }
 
 // setHealth records the reading's outcome and the backoff; it reports whether Ray's availability changed.
