@@ -332,7 +332,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 		return mvp.Errorf(mvp.CodeInvalid, "state", "unknown state %q; one of %v", clip(string(f.State)), mvp.States)
 	}
 	if f.Workload != "" && !f.Workload.Valid() {
-		return mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q; one of ppo, grpo, sft", clip(string(f.Workload)))
+		return mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q; one of %s", clip(string(f.Workload)), mvp.WorkloadNames())
 	}
 	var err error
 	if f.Limit, err = intParam(r, "limit", 50, 1, 500); err != nil {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // Config is the whole of dev.yaml as mvp reads it.
@@ -104,7 +106,7 @@ type Ray struct {
 	LogCopyS float64 `yaml:"log_copy_s"`
 }
 
-// WorkloadConfig is per-workload admission shape.
+// WorkloadConfig is per-workload admission shape; the defaults are mvp.WorkloadTable's.
 type WorkloadConfig struct {
 	// CPUsPerGPU is the CPU of one verl bundle {"CPU": c, "GPU": 1}.
 	CPUsPerGPU float64 `yaml:"cpus_per_gpu"`
@@ -339,10 +341,11 @@ func (c *Config) applyDefaults() {
 	if v.Workloads == nil {
 		v.Workloads = map[string]WorkloadConfig{}
 	}
-	for name, cpus := range map[string]float64{"ppo": 3, "grpo": 3, "sft": 10} {
+	for _, info := range mvp.WorkloadTable {
+		name := string(info.Name)
 		w := v.Workloads[name]
 		if w.CPUsPerGPU == 0 {
-			w.CPUsPerGPU = cpus
+			w.CPUsPerGPU = info.CPUsPerGPU
 		}
 		v.Workloads[name] = w
 	}
@@ -393,8 +396,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("v2.scheduler.runtime_grace_s: %v must not be negative", s.RuntimeGraceS)
 	}
 	for name, w := range v.Workloads {
-		if name != "ppo" && name != "grpo" && name != "sft" {
-			return fmt.Errorf("v2.workloads.%s: unknown workload (ppo, grpo or sft)", name)
+		if !mvp.Workload(name).Valid() {
+			return fmt.Errorf("v2.workloads.%s: unknown workload (%s)", name, mvp.WorkloadNames())
 		}
 		if w.CPUsPerGPU < 0 {
 			return fmt.Errorf("v2.workloads.%s.cpus_per_gpu: must not be negative", name)

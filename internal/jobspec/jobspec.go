@@ -268,10 +268,11 @@ func integer(field string, n *yaml.Node) (int, error) {
 // Validate checks every field; the error names the field's path and says what to fix.
 func (s *Spec) Validate() error {
 	if s.Workload == "" {
-		return invalid("workload", "workload is required: one of ppo, grpo, sft")
+		return invalid("workload", "workload is required: one of %s", mvp.WorkloadNames())
 	}
-	if !s.Workload.Valid() {
-		return invalid("workload", "unknown workload %q: use ppo, grpo or sft", clip(string(s.Workload)))
+	info, ok := s.Workload.Info()
+	if !ok {
+		return invalid("workload", "unknown workload %q: use %s", clip(string(s.Workload)), mvp.WorkloadNames())
 	}
 	if s.NNodes < 1 || s.NNodes > MaxNNodes {
 		return invalid("nnodes", "nnodes is required and must be from 1 to %d, got %d", MaxNNodes, s.NNodes)
@@ -294,7 +295,7 @@ func (s *Spec) Validate() error {
 	}{
 		{"model_path", s.ModelPath, true},
 		{"train_file", s.TrainFile, true},
-		{"val_file", s.ValFile, s.Workload != mvp.WorkloadSFT},
+		{"val_file", s.ValFile, info.RequiresValFile},
 		{"code_path", s.CodePath, false},
 	} {
 		if p.value == "" {

@@ -6,24 +6,6 @@ import (
 	"time"
 )
 
-// Workload names the verl entrypoint a task runs.
-type Workload string
-
-// The workloads.
-const (
-	WorkloadPPO  Workload = "ppo"
-	WorkloadGRPO Workload = "grpo"
-	WorkloadSFT  Workload = "sft"
-)
-
-// Workloads lists every workload.
-var Workloads = []Workload{WorkloadPPO, WorkloadGRPO, WorkloadSFT}
-
-// Valid reports whether w is a known workload.
-func (w Workload) Valid() bool {
-	return w == WorkloadPPO || w == WorkloadGRPO || w == WorkloadSFT
-}
-
 // Task is what a user submitted, with its service-side state.
 type Task struct {
 	ID          string   `json:"task_id"`
