@@ -20,6 +20,8 @@ type crashCase struct {
 	drive func(t *testing.T, s *service) (id string, want mvp.State)
 	// gangWaitS is the service's v2.scheduler.gang_wait_s (0: the harness default).
 	gangWaitS float64
+	// check, when set, checks the settled task further.
+	check func(t *testing.T, final *mvp.Task)
 }
 
 var crashCases = []crashCase{
@@ -28,22 +30,22 @@ var crashCases = []crashCase{
 			t.Errorf("the submit was answered although the process died before answering")
 		}
 		return "", mvp.StateSucceeded
-	}, 0},
+	}, 0, nil},
 	{"queued_to_submitting", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}, 0},
+	}, 0, nil},
 	{"submitting_before_ray", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}, 0},
+	}, 0, nil},
 	{"submitting_after_ray", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}, 0},
+	}, 0, nil},
 	{"submitted_to_running", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 2)).ID, mvp.StateSucceeded
-	}, 0},
+	}, 0, nil},
 	{"final_log_fetch", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}, 0},
+	}, 0, nil},
 	{"cancel_before_stop", func(t *testing.T, s *service) (string, mvp.State) {
 		id := s.submit(spec("ppo", 1, 1, 300)).ID
 		s.waitState(id, mvp.StateRunning, 90*time.Second)
@@ -51,17 +53,24 @@ var crashCases = []crashCase{
 			t.Errorf("the cancel was answered although the process died before answering")
 		}
 		return id, mvp.StateCanceled
-	}, 0},
+	}, 0, nil},
 	{"requeue", func(t *testing.T, s *service) (string, mvp.State) {
 		// The race of TestRaceFailsFastThenRetries: GPUs taken between admission and verl's check.
 		return raceBehindMVPsBack(t, s, 8).ID, mvp.StateSucceeded
-	}, 0},
+	}, 0, nil},
 	{"judged_before_stop", func(t *testing.T, s *service) (string, mvp.State) {
 		// A stuck gang is judged (GANG_STUCK written) and mvp dies before it asks Ray to stop the job: after the
 		// restart the stop is retried, the attempt is requeued, and attempt 2 runs once the fragmenter is gone.
 		task, _ := fragmentRunningGang(t, s, 45)
 		return task.ID, mvp.StateSucceeded
-	}, 4},
+	}, 4, func(t *testing.T, final *mvp.Task) {
+		// Without the retried stop, attempt 1 would wait for the fragmenter and then succeed on its own.
+		if a := final.Attempts[0]; len(final.Attempts) != 2 || a.RayStatus != mvp.RayStopped ||
+			a.FailureKind != mvp.FailureInsufficientResources {
+			t.Errorf("%d attempts; attempt 1 %s %s: the stop of the judged gang was not retried after the restart",
+				len(final.Attempts), a.RayStatus, a.FailureKind)
+		}
+	}},
 }
 
 // TestCrashMatrix kills mvp serve at each named crash point ($MVP_CRASH_REPEAT times, default 3), starts it again
@@ -102,6 +111,9 @@ func TestCrashMatrix(t *testing.T) {
 					if _, err := rayc.GetJob(ctxT(t), a.RaySubmissionID); err != nil {
 						t.Errorf("attempt %d has no Ray job: %v", a.No, err)
 					}
+				}
+				if c.check != nil {
+					c.check(t, final)
 				}
 				next := mvp.SubmissionID(id, final.LatestAttemptNo+1)
 				if _, err := rayc.GetJob(ctxT(t), next); !errors.Is(err, mvp.ErrJobNotFound) {
