@@ -413,33 +413,24 @@ func (db *DB) AddEvent(ctx context.Context, e *mvp.Event) error {
 // MarkRayDeleted records that an attempt's Ray job was deleted from Ray's job server. An unknown attempt is
 // mvp.ErrNotFound.
 func (db *DB) MarkRayDeleted(ctx context.Context, taskID string, attemptNo int) error {
-	err := db.exec(ctx, func(w *wtx) error {
-		res, err := w.exec(`UPDATE attempts SET ray_deleted = 1 WHERE task_id = ? AND attempt_no = ?`, taskID, attemptNo)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return notFound("task %s has no attempt %d", taskID, attemptNo)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("mark attempt %d of %s deleted from Ray: %w", attemptNo, taskID, err)
-	}
-	return nil
+	return db.setAttemptFlag(ctx, `ray_deleted = 1`, taskID, attemptNo, "mark attempt %d of %s deleted from Ray")
 }
 
 // NoteLog records a fetch of an ended attempt's driver log: kept sets log_kept, otherwise log_tries grows by
 // one. An unknown attempt is mvp.ErrNotFound.
 func (db *DB) NoteLog(ctx context.Context, taskID string, attemptNo int, kept bool) error {
-	q := `UPDATE attempts SET log_tries = log_tries + 1 WHERE task_id = ? AND attempt_no = ?`
+	set := `log_tries = log_tries + 1`
 	if kept {
-		q = `UPDATE attempts SET log_kept = 1 WHERE task_id = ? AND attempt_no = ?`
+		set = `log_kept = 1`
 	}
+	return db.setAttemptFlag(ctx, set, taskID, attemptNo, "note log of attempt %d of %s")
+}
+
+// setAttemptFlag runs UPDATE attempts SET <set> on one attempt; what names the write in errors (attempt number,
+// task id).
+func (db *DB) setAttemptFlag(ctx context.Context, set, taskID string, attemptNo int, what string) error {
 	err := db.exec(ctx, func(w *wtx) error {
-		res, err := w.exec(q, taskID, attemptNo)
+		res, err := w.exec(`UPDATE attempts SET `+set+` WHERE task_id = ? AND attempt_no = ?`, taskID, attemptNo)
 		if err != nil {
 			return err
 		}
@@ -451,7 +442,7 @@ func (db *DB) NoteLog(ctx context.Context, taskID string, attemptNo int, kept bo
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("note log of attempt %d of %s: %w", attemptNo, taskID, err)
+		return fmt.Errorf(what+": %w", attemptNo, taskID, err)
 	}
 	return nil
 }
