@@ -641,16 +641,8 @@ func (l *Loop) prune(ctx context.Context, now time.Time) {
 		return
 	}
 	for _, a := range old {
-		if !a.LogKept {
-			if a.LogTries < l.maxLogTries() {
-				continue // keepLogs is still trying
-			}
-			b, _ := json.Marshal(map[string]any{"attempt_no": a.No, "submission_id": a.RaySubmissionID,
-				"tries": a.LogTries, "reason": "the driver log could not be fetched from Ray; the job is deleted from Ray without it"})
-			if err := l.Store.AddEvent(ctx, &mvp.Event{TaskID: a.TaskID, TS: now, Type: mvp.EventLogNotKept, Payload: b}); err != nil {
-				l.Logger.Error("record lost log", "task_id", a.TaskID, "err", err)
-				return
-			}
+		if !a.LogKept && a.LogTries < l.maxLogTries() {
+			continue // keepLogs is still trying
 		}
 		err := l.Ray.DeleteJob(ctx, a.RaySubmissionID)
 		if err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
@@ -663,6 +655,13 @@ func (l *Loop) prune(ctx context.Context, now time.Time) {
 		if err := l.Store.MarkRayDeleted(ctx, a.TaskID, a.No); err != nil {
 			l.Logger.Error("mark job deleted", "submission_id", a.RaySubmissionID, "err", err)
 			return
+		}
+		if !a.LogKept {
+			b, _ := json.Marshal(map[string]any{"attempt_no": a.No, "submission_id": a.RaySubmissionID,
+				"tries": a.LogTries, "reason": "the driver log could not be fetched from Ray; the job was deleted from Ray without it"})
+			if err := l.Store.AddEvent(ctx, &mvp.Event{TaskID: a.TaskID, TS: now, Type: mvp.EventLogNotKept, Payload: b}); err != nil {
+				l.Logger.Error("record lost log", "task_id", a.TaskID, "err", err)
+			}
 		}
 	}
 }
