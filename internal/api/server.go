@@ -51,6 +51,12 @@ type Server struct {
 	LogPoll time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
+	// Observer is told of each task the API accepts; nil for none.
+	Observer mvp.Observer
+	// Metrics serves /metrics (the Prometheus exposition); nil answers 404 (metrics are off).
+	Metrics http.Handler
+	// MetricsPublic lets /metrics be read without the token.
+	MetricsPublic bool
 }
 
 func (s *Server) crash(point string) {
@@ -68,6 +74,7 @@ type route struct {
 func (s *Server) routes() []route {
 	return []route{
 		{"GET", "/healthz", false, s.healthz},
+		{"GET", "/metrics", !s.MetricsPublic, s.metrics},
 		{"GET", "/api/v2/openapi.json", true, s.openapi},
 		{"POST", "/api/v2/tasks", true, s.createTask},
 		{"GET", "/api/v2/tasks", true, s.listTasks},
@@ -170,6 +177,15 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// metrics serves the Prometheus exposition, when the metrics are on.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if s.Metrics == nil {
+		return mvp.Errorf(mvp.CodeNotFound, "", "metrics are off; set v2.metrics.enabled: true in dev.yaml")
+	}
+	s.Metrics.ServeHTTP(w, r)
+	return nil
+}
+
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -231,6 +247,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("create task: %w", err)
 	}
 	s.crash("api_after_insert")
+	mvp.ObserverOr(s.Observer).TaskSubmitted(t.Workload)
 	if s.Wake != nil {
 		s.Wake()
 	}

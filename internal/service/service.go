@@ -16,9 +16,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/jobspec"
+	"github.com/mvp2/mvp/internal/metrics"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/ray"
 	"github.com/mvp2/mvp/internal/scheduler"
@@ -111,7 +115,25 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.token = token
 	rayToken := os.Getenv(cfg.V2.Ray.TokenEnv)
 
-	m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{})
+	// The metrics live on a registry of this service's own (never the global one); with them off, nothing observes.
+	var obs mvp.Observer = mvp.NopObserver{}
+	var met *metrics.Metrics
+	var metricsHandler http.Handler
+	if cfg.V2.Metrics.On() {
+		reg := prometheus.NewRegistry()
+		if err := reg.Register(collectors.NewGoCollector()); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+		if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+		if met, err = metrics.New(reg, metrics.Options{Now: clock.Now}); err != nil {
+			return err
+		}
+		obs, metricsHandler = met, met.Handler(logger.With("component", "metrics"))
+	}
+
+	m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{Observer: obs})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}
@@ -121,7 +143,14 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}
 
-	rc := ray.New(ray.Options{DashboardURL: cfg.Address, Token: rayToken, Timeout: cfg.V2.Ray.RequestTimeout(), Logger: logger})
+	if met != nil {
+		if err := met.CollectStore(m.store, 5*time.Second); err != nil {
+			return err
+		}
+	}
+
+	rc := ray.New(ray.Options{DashboardURL: cfg.Address, Token: rayToken, Timeout: cfg.V2.Ray.RequestTimeout(), Logger: logger,
+		Observer: obs})
 	var rayClient mvp.RayClient = rc
 	if m.Ray != nil {
 		rayClient = m.Ray
@@ -154,10 +183,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,
 			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout())},
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
-		Crash: m.Crash}
+		Crash: m.Crash, Observer: obs}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token,
-		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash}
+		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
+		Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public}
 
 	addr := net.JoinHostPort(cfg.V2.API.Host, strconv.Itoa(cfg.V2.API.Port))
 	if m.ln, err = net.Listen("tcp", addr); err != nil {
