@@ -28,6 +28,8 @@ type Env struct {
 	Getenv         func(string) string
 	// Serve runs `mvp serve` with its arguments.
 	Serve func(ctx context.Context, args []string) error
+	// Doctor runs `mvp doctor` with its arguments.
+	Doctor func(ctx context.Context, args []string) error
 }
 
 const usage = `mvp — a durable queue with gang GPU admission in front of a Ray cluster.
@@ -41,6 +43,7 @@ Usage:
   mvp cancel TASK_ID
   mvp events TASK_ID [--limit N] [--cursor C]
   mvp bench load [--clients N] [--duration D] [-f job.yaml]   load the API; report throughput and latency
+  mvp doctor [--config dev.yaml] [--gpus N] [--num-gpus]      this node's GPUs (NVML) and its readiness as a Ray worker
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN.
 Every client verb takes -o table|json|yaml (json is the API's own answer).
@@ -66,6 +69,12 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = runClient(ctx, verb, rest, env)
 	case "bench":
 		err = runBench(ctx, rest, env)
+	case "doctor":
+		if env.Doctor == nil {
+			err = errors.New("not available in this build")
+			break
+		}
+		err = env.Doctor(ctx, rest)
 	default:
 		fmt.Fprintf(env.Stderr, "mvp: unknown command %q\n\n%s", verb, usage)
 		return 2

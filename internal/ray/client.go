@@ -220,6 +220,7 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 					NodeID    string             `json:"node_id"`
 					State     string             `json:"state"`
 					IsHead    bool               `json:"is_head_node"`
+					IP        string             `json:"node_ip"`
 					Resources map[string]float64 `json:"resources_total"`
 				} `json:"result"`
 			} `json:"result"`
@@ -230,7 +231,7 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 	}
 	v := &mvp.ClusterView{At: time.Now(), Source: "dashboard"}
 	for _, n := range nodes.Data.Result.Result {
-		node := mvp.Node{ID: n.NodeID, Alive: n.State == "ALIVE", IsHead: n.IsHead, Total: n.Resources,
+		node := mvp.Node{ID: n.NodeID, Alive: n.State == "ALIVE", IsHead: n.IsHead, IP: n.IP, Total: n.Resources,
 			Available: map[string]float64{}}
 		for k, total := range n.Resources {
 			node.Available[k] = total
