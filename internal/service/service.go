@@ -200,6 +200,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if generated {
 		fmt.Fprintf(stdout, "mvp: generated API token (shown once): %s\n", token)
 	}
+	if metricsHandler != nil {
+		access := "with the API token"
+		if cfg.V2.Metrics.Public {
+			access = "public"
+		}
+		fmt.Fprintf(stdout, "mvp: Prometheus metrics at %s/metrics (%s; see specs/metrics.md)\n", m.url, access)
+	}
 	logger.Info("mvp serving", "url", m.url, "ray", cfg.Address, "db", cfg.V2.SQLite.DBPath, "shared_root", cfg.SharedRoot)
 	return nil
 }
