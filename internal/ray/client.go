@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-resty/resty/v2"
@@ -34,6 +35,9 @@ type Options struct {
 type Client struct {
 	r   *resty.Client
 	log *slog.Logger
+
+	mu          sync.Mutex
+	lastWarning string // the last incomplete-list warning logged
 }
 
 var _ mvp.RayClient = (*Client)(nil)
@@ -187,7 +191,8 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 }
 
 // ClusterStatus is the lagging fallback view from the dashboard's /api/cluster_status (usage by node), with node
-// liveness from /api/v0/nodes. It marks the view Source "dashboard".
+// liveness from /api/v0/nodes and the placement groups from Ray's state API (/api/v0/placement_groups), so that
+// reservations and the stuck-gang watchdog work on it as on the live probe's. It marks the view Source "dashboard".
 func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 	var st struct {
 		Data struct {
@@ -230,7 +235,91 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 		}
 		v.Nodes = append(v.Nodes, node)
 	}
+	groups, err := c.placementGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v.Groups = groups
 	return v, nil
+}
+
+// maxStateListLimit is the most rows Ray's state API returns in one answer (its RAY_MAX_LIMIT_FROM_API_SERVER
+// default); without a limit it returns 100.
+const maxStateListLimit = 10000
+
+// placementGroupsQuery asks for every placement group that is not REMOVED (Ray keeps removed ones for a while;
+// the probe leaves them out too), with detail for bundles and scheduling state.
+var placementGroupsQuery = "/api/v0/placement_groups?" + url.Values{
+	"detail": {"1"}, "limit": {fmt.Sprint(maxStateListLimit)},
+	"filter_keys": {"state"}, "filter_predicates": {"!="}, "filter_values": {"REMOVED"},
+}.Encode()
+
+// placementGroups reads the placement groups from Ray's state API, in the probe's shape (the state API has no
+// strategy; it stays empty). An answer cut short (more groups than the limit, or the GCS answering in part) is
+// used as it is, with a warning: a group left out only makes its gang look unplaced, which holds more GPUs back.
+func (c *Client) placementGroups(ctx context.Context) ([]mvp.PlacementGroup, error) {
+	var out struct {
+		Data struct {
+			Result struct {
+				Total                 int    `json:"total"`
+				NumAfterTruncation    int    `json:"num_after_truncation"`
+				NumFiltered           int    `json:"num_filtered"`
+				PartialFailureWarning string `json:"partial_failure_warning"`
+				Result                []struct {
+					ID           string `json:"placement_group_id"`
+					CreatorJobID string `json:"creator_job_id"`
+					State        string `json:"state"`
+					Bundles      []struct {
+						UnitResources map[string]float64 `json:"unit_resources"`
+					} `json:"bundles"`
+					Stats struct {
+						SchedulingState string `json:"scheduling_state"`
+					} `json:"stats"`
+				} `json:"result"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if _, err := c.call(ctx, http.MethodGet, placementGroupsQuery, nil, &out); err != nil {
+		return nil, fmt.Errorf("placement groups: %w", err)
+	}
+	r := out.Data.Result
+	var warn []string
+	if r.PartialFailureWarning != "" {
+		warn = append(warn, "Ray answered in part: "+r.PartialFailureWarning)
+	}
+	if len(r.Result) < r.NumFiltered {
+		warn = append(warn, fmt.Sprintf("Ray returned %d of %d placement groups (its limit)", len(r.Result), r.NumFiltered))
+	}
+	if r.NumAfterTruncation < r.Total {
+		warn = append(warn, fmt.Sprintf("the GCS gave %d of its %d placement groups", r.NumAfterTruncation, r.Total))
+	}
+	c.warnOnce(strings.Join(warn, "; "))
+	groups := make([]mvp.PlacementGroup, 0, len(r.Result))
+	for _, g := range r.Result {
+		if g.State == "REMOVED" {
+			continue
+		}
+		pg := mvp.PlacementGroup{ID: g.ID, CreatorJobID: g.CreatorJobID, State: g.State,
+			SchedulingState: g.Stats.SchedulingState, Bundles: make([]map[string]float64, 0, len(g.Bundles))}
+		for _, b := range g.Bundles {
+			pg.Bundles = append(pg.Bundles, b.UnitResources)
+		}
+		groups = append(groups, pg)
+	}
+	return groups, nil
+}
+
+// warnOnce logs a warning about the placement group list when it differs from the last one (not every tick).
+func (c *Client) warnOnce(msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if msg == c.lastWarning {
+		return
+	}
+	c.lastWarning = msg
+	if msg != "" {
+		c.log.Warn("the dashboard's placement group list is incomplete; gangs left out count as unplaced", "warning", msg)
+	}
 }
 
 // snake maps the dashboard's camelCased resource names back to Ray's (workerNode → worker_node; GPU stays GPU).

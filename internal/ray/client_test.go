@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +165,95 @@ func TestProbeTimeoutAndFallback(t *testing.T) {
 	v, err := p.ReadCluster(context.Background())
 	if err != nil || v.Source != "dashboard" {
 		t.Errorf("fallback: %+v %v", v, err)
+	}
+}
+
+// fakeDashboard answers the three reads of the fallback view: usage by node, the nodes, and the placement groups
+// (Ray 2.60's answer recorded from a real cluster in testdata/placement_groups.json: two CREATED groups, one
+// PENDING with NO_RESOURCES, one REMOVED).
+func fakeDashboard(t *testing.T, groups string) (*httptest.Server, *[]string) {
+	var queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/cluster_status":
+			io.WriteString(w, `{"result":true,"data":{"clusterStatus":{"loadMetricsReport":{"usageByNode":{
+				"a4b6":{"GPU":[4.0,4.0],"CPU":[4.0,48.0],"workerNode":[0.0,1.0]},
+				"a32a":{"GPU":[4.0,4.0]}}}}}}`)
+		case "/api/v0/nodes":
+			io.WriteString(w, `{"result":true,"data":{"result":{"result":[
+				{"node_id":"a4b6","state":"ALIVE","is_head_node":false,"resources_total":{"GPU":4.0,"CPU":48.0,"worker_node":1.0}},
+				{"node_id":"a32a","state":"ALIVE","is_head_node":false,"resources_total":{"GPU":4.0}}]}}}`)
+		case "/api/v0/placement_groups":
+			queries = append(queries, r.URL.RawQuery)
+			io.WriteString(w, groups)
+		default:
+			w.WriteHeader(404)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &queries
+}
+
+func TestClusterStatusCarriesPlacementGroups(t *testing.T) {
+	recorded, err := os.ReadFile("testdata/placement_groups.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, queries := fakeDashboard(t, string(recorded))
+	v, err := New(Options{DashboardURL: srv.URL}).ClusterStatus(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Source != "dashboard" || len(v.Nodes) != 2 || v.Nodes[0].Available["GPU"] != 0 || v.Nodes[0].Available["CPU"] != 44 {
+		t.Errorf("nodes: %+v", v)
+	}
+	want := []mvp.PlacementGroup{
+		{ID: "1443e5dada77bc0807608b5fa89501000000", CreatorJobID: "01000000", State: "PENDING",
+			SchedulingState: "NO_RESOURCES", Bundles: []map[string]float64{{"GPU": 4}}},
+		{ID: "3a240941c284fd8e110d154c4f3a01000000", CreatorJobID: "01000000", State: "CREATED",
+			SchedulingState: "FINISHED", Bundles: []map[string]float64{{"GPU": 2}, {"GPU": 2}}},
+		{ID: "f8587169bbc8a91103ab787c51f601000000", CreatorJobID: "01000000", State: "CREATED",
+			SchedulingState: "FINISHED", Bundles: []map[string]float64{{"CPU": 4, "GPU": 4}}},
+	}
+	if !reflect.DeepEqual(v.Groups, want) {
+		t.Errorf("groups (the REMOVED one left out):\n got %+v\nwant %+v", v.Groups, want)
+	}
+	// One request asks for every group that is not REMOVED, far past the state API's default limit of 100.
+	if len(*queries) != 1 {
+		t.Fatalf("placement group queries: %q", *queries)
+	}
+	q, _ := url.ParseQuery((*queries)[0])
+	if q.Get("detail") != "1" || q.Get("limit") != "10000" || q.Get("filter_keys") != "state" ||
+		q.Get("filter_predicates") != "!=" || q.Get("filter_values") != "REMOVED" {
+		t.Errorf("query %q", (*queries)[0])
+	}
+}
+
+func TestClusterStatusWarnsOnceOfACutShortGroupList(t *testing.T) {
+	srv, _ := fakeDashboard(t, `{"result":true,"msg":"","data":{"result":{"total":10002,"num_after_truncation":10002,
+		"num_filtered":10001,"partial_failure_warning":"","warnings":null,"result":[{"placement_group_id":"p1",
+		"creator_job_id":"02000000","state":"CREATED","bundles":[{"unit_resources":{"GPU":4.0}}],
+		"stats":{"scheduling_state":"FINISHED"}}]}}}`)
+	var logs strings.Builder
+	c := New(Options{DashboardURL: srv.URL, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for i := 0; i < 3; i++ {
+		v, err := c.ClusterStatus(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Groups) != 1 || v.Groups[0].CreatorJobID != "02000000" || v.Groups[0].Bundles[0]["GPU"] != 4 {
+			t.Fatalf("groups %+v", v.Groups)
+		}
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 || !strings.Contains(logs.String(), "Ray returned 1 of 10001 placement groups") {
+		t.Errorf("want one warning that the list was cut short, got %d:\n%s", n, logs.String())
+	}
+}
+
+func TestClusterStatusFailsWhenGroupsCannotBeRead(t *testing.T) {
+	srv, _ := fakeDashboard(t, `not json`)
+	_, err := New(Options{DashboardURL: srv.URL}).ClusterStatus(context.Background())
+	if !errors.Is(err, mvp.ErrRayUnavailable) || !strings.Contains(err.Error(), "placement groups") {
+		t.Errorf("undecodable group list: %v", err)
 	}
 }
