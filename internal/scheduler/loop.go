@@ -63,6 +63,8 @@ type Health struct {
 	RayDownSince  *time.Time `json:"ray_down_since,omitempty"`
 	ClusterSource string     `json:"cluster_source,omitempty"`
 	LastTick      time.Time  `json:"last_tick"`
+	// ProbeError says why the live probe did not answer while the view is the dashboard's fallback.
+	ProbeError string `json:"probe_error,omitempty"`
 }
 
 // Health returns the latest health reading.
@@ -211,7 +213,7 @@ func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) boo
 		h.RayOK, h.RayError = false, rayErr.Error()
 	}
 	if view != nil {
-		h.ClusterSource = view.Source
+		h.ClusterSource, h.ProbeError = view.Source, view.ProbeError
 	}
 	return wasOK != h.RayOK
 }
