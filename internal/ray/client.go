@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -239,8 +240,43 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.Groups = groups
+	// The state API answers from the GCS at once; the usage lags it by a few seconds. A group counted as placed
+	// has its gang's reservation dropped, so it is listed CREATED only once the usage shows it on its nodes.
+	usage := st.Data.ClusterStatus.LoadMetricsReport.UsageByNode
+	for _, g := range groups {
+		if g.State != "CREATED" || inUsage(usage, g) {
+			v.Groups = append(v.Groups, g.PlacementGroup)
+		}
+	}
 	return v, nil
+}
+
+// inUsage reports whether the usage reading shows the group on every node that holds one of its bundles: Ray adds
+// a resource bundle_group_<id> to each such node, which the dashboard camelCases (bundleGroup<ID in mixed case>).
+func inUsage(usage map[string]map[string][]float64, g placementGroup) bool {
+	want := "bundlegroup" + strings.ToLower(g.ID)
+	has := func(node map[string][]float64) bool {
+		for res := range node {
+			if strings.ToLower(res) == want {
+				return true
+			}
+		}
+		return false
+	}
+	if len(g.nodes) == 0 {
+		for _, node := range usage {
+			if has(node) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, id := range g.nodes {
+		if !has(usage[id]) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxStateListLimit is the most rows Ray's state API returns in one answer (its RAY_MAX_LIMIT_FROM_API_SERVER
@@ -254,10 +290,16 @@ var placementGroupsQuery = "/api/v0/placement_groups?" + url.Values{
 	"filter_keys": {"state"}, "filter_predicates": {"!="}, "filter_values": {"REMOVED"},
 }.Encode()
 
+// placementGroup is a group as the state API gives it, with the nodes its bundles are on.
+type placementGroup struct {
+	mvp.PlacementGroup
+	nodes []string
+}
+
 // placementGroups reads the placement groups from Ray's state API, in the probe's shape (the state API has no
 // strategy; it stays empty). An answer cut short (more groups than the limit, or the GCS answering in part) is
 // used as it is, with a warning: a group left out only makes its gang look unplaced, which holds more GPUs back.
-func (c *Client) placementGroups(ctx context.Context) ([]mvp.PlacementGroup, error) {
+func (c *Client) placementGroups(ctx context.Context) ([]placementGroup, error) {
 	var out struct {
 		Data struct {
 			Result struct {
@@ -271,6 +313,7 @@ func (c *Client) placementGroups(ctx context.Context) ([]mvp.PlacementGroup, err
 					State        string `json:"state"`
 					Bundles      []struct {
 						UnitResources map[string]float64 `json:"unit_resources"`
+						NodeID        string             `json:"node_id"`
 					} `json:"bundles"`
 					Stats struct {
 						SchedulingState string `json:"scheduling_state"`
@@ -294,15 +337,18 @@ func (c *Client) placementGroups(ctx context.Context) ([]mvp.PlacementGroup, err
 		warn = append(warn, fmt.Sprintf("the GCS gave %d of its %d placement groups", r.NumAfterTruncation, r.Total))
 	}
 	c.warnOnce(strings.Join(warn, "; "))
-	groups := make([]mvp.PlacementGroup, 0, len(r.Result))
+	groups := make([]placementGroup, 0, len(r.Result))
 	for _, g := range r.Result {
 		if g.State == "REMOVED" {
 			continue
 		}
-		pg := mvp.PlacementGroup{ID: g.ID, CreatorJobID: g.CreatorJobID, State: g.State,
-			SchedulingState: g.Stats.SchedulingState, Bundles: make([]map[string]float64, 0, len(g.Bundles))}
+		pg := placementGroup{PlacementGroup: mvp.PlacementGroup{ID: g.ID, CreatorJobID: g.CreatorJobID, State: g.State,
+			SchedulingState: g.Stats.SchedulingState, Bundles: make([]map[string]float64, 0, len(g.Bundles))}}
 		for _, b := range g.Bundles {
 			pg.Bundles = append(pg.Bundles, b.UnitResources)
+			if b.NodeID != "" && !slices.Contains(pg.nodes, b.NodeID) {
+				pg.nodes = append(pg.nodes, b.NodeID)
+			}
 		}
 		groups = append(groups, pg)
 	}
