@@ -226,10 +226,17 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 	for _, n := range nodes.Data.Result.Result {
 		node := mvp.Node{ID: n.NodeID, Alive: n.State == "ALIVE", IsHead: n.IsHead, Total: n.Resources,
 			Available: map[string]float64{}}
+		usage, reported := st.Data.ClusterStatus.LoadMetricsReport.UsageByNode[n.NodeID]
 		for k, total := range n.Resources {
-			node.Available[k] = total
+			// A node whose usage is not in the reading yet (for a few seconds after it joins) counts as full:
+			// what it holds is unknown.
+			if reported {
+				node.Available[k] = total
+			} else {
+				node.Available[k] = 0
+			}
 		}
-		for res, ut := range st.Data.ClusterStatus.LoadMetricsReport.UsageByNode[n.NodeID] {
+		for res, ut := range usage {
 			if len(ut) == 2 {
 				node.Available[snake(res)] = ut[1] - ut[0]
 			}

@@ -260,3 +260,26 @@ func TestClusterStatusFailsWhenGroupsCannotBeRead(t *testing.T) {
 		t.Errorf("undecodable group list: %v", err)
 	}
 }
+
+func TestClusterStatusCountsANodeWithoutUsageAsFull(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/cluster_status": // node "late" has not reported its usage yet (seen for ~3 s after it joins)
+			io.WriteString(w, `{"data":{"clusterStatus":{"loadMetricsReport":{"usageByNode":{"early":{"GPU":[1.0,4.0]}}}}}}`)
+		case "/api/v0/nodes":
+			io.WriteString(w, `{"data":{"result":{"result":[
+				{"node_id":"early","state":"ALIVE","resources_total":{"GPU":4.0}},
+				{"node_id":"late","state":"ALIVE","resources_total":{"GPU":4.0}}]}}}`)
+		case "/api/v0/placement_groups":
+			io.WriteString(w, `{"data":{"result":{"result":[]}}}`)
+		}
+	}))
+	defer srv.Close()
+	v, err := New(Options{DashboardURL: srv.URL}).ClusterStatus(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Nodes) != 2 || v.Nodes[0].Available["GPU"] != 3 || v.Nodes[1].Available["GPU"] != 0 || v.Nodes[1].Total["GPU"] != 4 {
+		t.Errorf("nodes %+v", v.Nodes)
+	}
+}
