@@ -24,6 +24,7 @@ import (
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/sqlite"
 	"github.com/mvp2/mvp/internal/taskfs"
+	"github.com/mvp2/mvp/internal/web"
 	"github.com/mvp2/mvp/internal/workload"
 )
 
@@ -163,10 +164,19 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if m.ln, err = net.Listen("tcp", addr); err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	m.hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+	apiHandler := srv.Handler()
+	page := &web.Server{Store: m.store, Snapshot: m.loop.Snapshot, API: apiHandler, Token: token, Clock: clock,
+		Logger: logger.With("component", "web")}
+	root := http.NewServeMux()
+	root.Handle("/", apiHandler)
+	pageHandler := page.Handler()
+	root.Handle("/ui", pageHandler)
+	root.Handle("/ui/", pageHandler)
+	m.hs = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	m.url = "http://" + m.ln.Addr().String()
 	fmt.Fprintf(stdout, "mvp: API listening on %s\n", m.url)
+	fmt.Fprintf(stdout, "mvp: web page at %s/ui (log in with the API token)\n", m.url)
 	if generated {
 		fmt.Fprintf(stdout, "mvp: generated API token (shown once): %s\n", token)
 	}
