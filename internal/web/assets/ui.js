@@ -17,6 +17,9 @@ function refresh(live) {
   setTimeout(tick, every);
 }
 
+// ansi matches terminal colour codes, which Ray's own log lines carry.
+const ansi = /\u001b\[[0-9;]*[A-Za-z]/g;
+
 // follow streams the latest attempt's driver log into the <pre> until the attempt ends, then reads it again
 // while the task may still make another attempt.
 function follow(pre) {
@@ -40,7 +43,7 @@ function follow(pre) {
           const { done, value } = await reader.read();
           if (done) break;
           const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-          pre.textContent += dec.decode(value, { stream: true });
+          pre.textContent += dec.decode(value, { stream: true }).replace(ansi, "");
           if (atEnd) pre.scrollTop = pre.scrollHeight;
         }
         say("(attempt ended)");
