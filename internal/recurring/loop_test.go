@@ -54,7 +54,9 @@ func newHarness(t *testing.T) *harness {
 	h.clock.set("2026-01-01T10:00:00Z")
 	n := 0
 	h.loop = &recurring.Loop{Tasks: db, Schedules: db, Clock: h.clock, Logger: slog.New(slog.DiscardHandler),
-		Prepare: func(b []byte) (*mvp.Task, error) { return workload.Prepare(b, workload.Settings{SharedRoot: "/shared"}) },
+		Prepare: func(b []byte) (*mvp.Task, error) {
+			return workload.Prepare(b, workload.Settings{SharedRoot: "/shared"})
+		},
 		NewID: func(w mvp.Workload, now time.Time, try int) string {
 			n++
 			return fmt.Sprintf("mvp2-%s-%s-%04x", w, now.UTC().Format("20060102-150405"), n)

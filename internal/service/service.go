@@ -21,6 +21,7 @@ import (
 	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/ray"
+	"github.com/mvp2/mvp/internal/recurring"
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/sqlite"
 	"github.com/mvp2/mvp/internal/taskfs"
@@ -65,6 +66,7 @@ type Main struct {
 	stopCheckpoints func()
 	probe           *ray.Probe
 	loop            *scheduler.Loop
+	recur           *recurring.Loop
 	hs              *http.Server
 	ln              net.Listener
 	url             string
@@ -159,6 +161,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token,
 		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash}
+	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, NewID: api.NewTaskID,
+		Cancel: func(ctx context.Context, id, by string) error {
+			_, err := srv.Cancel(ctx, id, by)
+			return err
+		},
+		Submitted: m.loop.Wake, Clock: clock, Logger: logger.With("component", "schedules")}
+	srv.Schedules, srv.WakeSchedules = m.store, m.recur.Wake
 
 	addr := net.JoinHostPort(cfg.V2.API.Host, strconv.Itoa(cfg.V2.API.Port))
 	if m.ln, err = net.Listen("tcp", addr); err != nil {
@@ -211,9 +220,14 @@ func (m *Main) Run(ctx context.Context) error {
 	logger := m.logger
 	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
 	loopDone := make(chan struct{})
+	recurDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)
 		_ = m.loop.Run(loopCtx)
+	}()
+	go func() {
+		defer close(recurDone)
+		_ = m.recur.Run(loopCtx)
 	}()
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- m.hs.Serve(m.ln) }()
@@ -224,6 +238,7 @@ func (m *Main) Run(ctx context.Context) error {
 	case err := <-srvErr:
 		stopLoop()
 		<-loopDone
+		<-recurDone
 		return fmt.Errorf("http server: %w", err)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), m.ShutdownGrace)
@@ -235,6 +250,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	stopLoop()
 	<-loopDone
+	<-recurDone
 	logger.Info("stopped")
 	return nil
 }
