@@ -174,8 +174,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	apiHandler := srv.Handler()
-	page := &web.Server{Store: m.store, Snapshot: m.loop.Snapshot, API: apiHandler, Token: token, Clock: clock,
-		Logger: logger.With("component", "web")}
+	page := &web.Server{Store: m.store, Snapshot: m.loop.Snapshot, API: apiHandler, Cancel: srv.Cancel,
+		Schedules: m.store, Token: token, Clock: clock, Logger: logger.With("component", "web")}
 	root := http.NewServeMux()
 	root.Handle("/", apiHandler)
 	pageHandler := page.Handler()

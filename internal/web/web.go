@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/recurring"
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/taskfs"
 )
@@ -41,9 +42,13 @@ type Server struct {
 	Store mvp.Store
 	// Snapshot reads the queue, the live attempts and the cluster as the scheduler sees them.
 	Snapshot func(context.Context) (scheduler.Snapshot, error)
-	// API is the API's handler; cancel, logs and (when the API has it) GET /api/v2/queue are served through it
-	// with Token as the bearer token.
+	// API is the API's handler; logs and (when the API has it) GET /api/v2/queue are served through it with Token
+	// as the bearer token.
 	API http.Handler
+	// Cancel cancels a task as the API does (api.Server.Cancel); by is recorded in its CANCEL_REQUESTED event.
+	Cancel func(ctx context.Context, taskID, by string) (*mvp.Task, error)
+	// Schedules, when set, lists the recurring schedules on the queue page.
+	Schedules mvp.ScheduleStore
 	// Token is the API token: the login form's password, and the key the session cookie is signed with.
 	Token  string
 	Clock  mvp.Clock
@@ -195,6 +200,7 @@ type dashboardView struct {
 	ClusterSource string
 	ClusterAt     time.Time
 	Recent        []*mvp.Task
+	Schedules     []*mvp.Schedule
 }
 
 func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
@@ -237,6 +243,17 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
 	if v.Recent, _, err = s.Store.ListTasks(ctx, mvp.TaskFilter{Limit: 20}); err != nil {
 		s.fail(w, r, fmt.Errorf("list recent tasks: %w", err))
 		return
+	}
+	if s.Schedules != nil {
+		if v.Schedules, err = s.Schedules.ListSchedules(ctx); err != nil {
+			s.fail(w, r, fmt.Errorf("list schedules: %w", err))
+			return
+		}
+		for _, sc := range v.Schedules {
+			if c, err := recurring.Parse(sc.Cron, sc.Timezone); err == nil {
+				sc.NextRunAt = recurring.NextRun(sc, c)
+			}
+		}
 	}
 	s.page(w, r, "dashboard", v)
 }
@@ -342,7 +359,11 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request, ss session) {
 		s.fail(w, r, fmt.Errorf("read events of %s: %w", t.ID, err))
 		return
 	}
-	s.page(w, r, "task", taskView{CSRF: ss.csrf, Now: now, Task: t, Events: evs, Message: r.URL.Query().Get("msg")})
+	v := taskView{CSRF: ss.csrf, Now: now, Task: t, Events: evs}
+	if r.URL.Query().Get("cancel") == "refused" {
+		v.Message = fmt.Sprintf("The cancel was refused: the task is already %s.", t.State)
+	}
+	s.page(w, r, "task", v)
 }
 
 // task reads the task named in the path, answering 404 itself when there is none.
@@ -364,23 +385,20 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) (*mvp.Task, bool) 
 	return t, true
 }
 
-// cancel cancels the task through the API and goes back to its page, with the API's message when it refused.
+// cancel cancels the task (recorded as by "web") and goes back to its page; a task that already ended is
+// shown with a note that the cancel was refused.
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, _ session) {
 	t, ok := s.task(w, r)
 	if !ok {
 		return
 	}
-	rec := s.callAPI(r, http.MethodPost, "/api/v2/tasks/"+t.ID+"/cancel", nil)
 	target := "/ui/tasks/" + t.ID
-	if rec.code != http.StatusOK {
-		var e struct {
-			Error struct{ Message string } `json:"error"`
+	if _, err := s.Cancel(r.Context(), t.ID, "web"); err != nil {
+		if mvp.ErrorCode(err) != mvp.CodeConflict {
+			s.fail(w, r, fmt.Errorf("cancel %s: %w", t.ID, err))
+			return
 		}
-		msg := "cancel failed"
-		if json.Unmarshal(rec.body.Bytes(), &e) == nil && e.Error.Message != "" {
-			msg = "cancel refused: " + e.Error.Message
-		}
-		target += "?msg=" + url.QueryEscape(msg)
+		target += "?cancel=refused"
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/service"
@@ -182,10 +183,68 @@ func TestCancelNeedsTheSessionsCSRFToken(t *testing.T) {
 	if got, _, err := m.Client().Get(ctx, task.ID); err != nil || got.State != mvp.StateCanceled {
 		t.Fatalf("after cancel: %v %v", got.State, err)
 	}
-	// A second cancel is refused by the API, and the page says why.
+	evs, _, err := m.Client().Events(ctx, task.ID, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byWeb := false
+	for _, e := range evs.Events {
+		var p struct{ By string }
+		_ = json.Unmarshal(e.Payload, &p)
+		byWeb = byWeb || e.Type == mvp.EventCancelRequested && p.By == "web"
+	}
+	if !byWeb {
+		for _, e := range evs.Events {
+			t.Logf("event %s %s", e.Type, e.Payload)
+		}
+		t.Errorf("the cancel is not recorded as the page's")
+	}
+	// A second cancel is refused, and the page says why.
 	resp = post(t, page+"/cancel", url.Values{"csrf": {g[1]}}, c)
-	if loc := resp.Header.Get("Location"); !strings.Contains(loc, "msg=") {
-		t.Errorf("second cancel: redirect %q carries no message", loc)
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/tasks/"+task.ID) {
+		t.Fatalf("second cancel: %s → %q", resp.Status, loc)
+	}
+	if _, body := get(t, m.URL()+loc, c); !strings.Contains(body, "The cancel was refused: the task is already CANCELED.") {
+		t.Errorf("the page after a refused cancel does not say so:\n%s", body)
+	}
+}
+
+// TestLogAndSchedulesOnThePage: the task's log comes through the API's logs endpoint, and the queue page lists
+// the schedules.
+func TestLogAndSchedulesOnThePage(t *testing.T) {
+	ray := servicetest.NewRay()
+	m := servicetest.Start(t, &service.Main{Ray: ray})
+	ctx := context.Background()
+	raw, err := m.Client().Submit(ctx, []byte("workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /d/t.parquet\nval_file: /d/v.parquet\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	if err := json.Unmarshal(raw, &task); err != nil {
+		t.Fatal(err)
+	}
+	c := login(t, m.URL(), servicetest.Token)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, body := get(t, m.URL()+"/ui/tasks/"+task.ID+"/log", c)
+		if resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+			if want, _ := ray.JobLogs(ctx, task.ID+"--a01"); body != want {
+				t.Errorf("log through the page %q, Ray's %q", body, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log through the page: %s %s", resp.Status, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, _, err := m.Client().CreateSchedule(ctx, api.ScheduleRequest{Name: "nightly-eval", Cron: "0 2 * * *",
+		JobSpec: json.RawMessage(`{"workload":"ppo","nnodes":1,"n_gpus_per_node":1,"model_path":"/m","train_file":"/t","val_file":"/v"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, m.URL()+"/ui/", c); !strings.Contains(body, `data-schedule="nightly-eval"`) {
+		t.Errorf("the queue page does not list the schedule:\n%s", body)
 	}
 }
 
