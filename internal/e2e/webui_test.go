@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -176,6 +177,15 @@ func TestWebPageInBrowser(t *testing.T) {
 	shot("4-task-canceled")
 	if got := s.get(long.ID); got.State != mvp.StateCanceled {
 		t.Errorf("after the button the API says %s", got.State)
+	}
+	byWeb := false
+	for _, e := range s.events(long.ID) {
+		var p struct{ By string }
+		_ = json.Unmarshal(e.Payload, &p)
+		byWeb = byWeb || e.Type == mvp.EventCancelRequested && p.By == "web"
+	}
+	if !byWeb {
+		t.Errorf("no CANCEL_REQUESTED by the web page in %s's history", long.ID)
 	}
 	waitJob(t, long.ID+"--a01", 60*time.Second, func(j *mvp.JobInfo) bool { return j.Status == mvp.RayStopped })
 	t.Logf("screenshots in %s", shots)
