@@ -51,6 +51,10 @@ type Server struct {
 	LogPoll time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
+	// Schedules keeps recurring schedules (/api/v2/schedules).
+	Schedules mvp.ScheduleStore
+	// WakeSchedules asks the schedules loop for a pass (after a create or a resume); may be nil.
+	WakeSchedules func()
 }
 
 func (s *Server) crash(point string) {
@@ -75,6 +79,12 @@ func (s *Server) routes() []route {
 		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask},
 		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs},
 		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents},
+		{"POST", "/api/v2/schedules", true, s.createSchedule},
+		{"GET", "/api/v2/schedules", true, s.listSchedules},
+		{"GET", "/api/v2/schedules/{name}", true, s.getSchedule},
+		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule},
+		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule},
+		{"POST", "/api/v2/schedules/{name}/resume", true, s.resumeSchedule},
 	}
 }
 
@@ -369,45 +379,60 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// cancelTask ends a waiting task at once; for a task with a Ray job it records the cancel first (so the
-// scheduler never revives it) and then stops the job. The attempt ends STOPPED when Ray says so.
+// cancelTask cancels the task named in the path (see Cancel).
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {
 	t, err := s.task(r)
 	if err != nil {
 		return err
 	}
+	if t, err = s.cancel(r.Context(), t, "api"); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// Cancel cancels a task as POST /api/v2/tasks/{task_id}/cancel does, recording by (who asked) in its
+// CANCEL_REQUESTED event. A task that already ended is a conflict.
+func (s *Server) Cancel(ctx context.Context, taskID, by string) (*mvp.Task, error) {
+	t, err := s.Store.GetTask(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	return s.cancel(ctx, t, by)
+}
+
+// cancel ends a waiting task at once; for a task with a Ray job it records the cancel first (so the scheduler
+// never revives it) and then stops the job. The attempt ends STOPPED when Ray says so.
+func (s *Server) cancel(ctx context.Context, t *mvp.Task, by string) (*mvp.Task, error) {
+	var err error
 	for i := 0; ; i++ {
 		if t.State.Terminal() {
-			return mvp.Errorf(mvp.CodeConflict, "state", "task %s is already %s; only waiting or running tasks can be canceled", t.ID, t.State)
+			return nil, mvp.Errorf(mvp.CodeConflict, "state", "task %s is already %s; only waiting or running tasks can be canceled", t.ID, t.State)
 		}
-		err = s.Store.Apply(r.Context(), mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateCanceled,
-			At: s.Clock.Now(), EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": "api"}})
+		err = s.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateCanceled,
+			At: s.Clock.Now(), EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": by}})
 		if !errors.Is(err, mvp.ErrConflict) || i >= 5 {
 			break
 		}
-		if t, err = s.Store.GetTask(r.Context(), t.ID); err != nil {
-			return err
+		if t, err = s.Store.GetTask(ctx, t.ID); err != nil {
+			return nil, err
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.crash("cancel_before_stop")
 	if t.LatestAttemptNo > 0 && t.State.Active() {
 		sid := mvp.SubmissionID(t.ID, t.LatestAttemptNo)
-		if err := s.Ray.StopJob(r.Context(), sid); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+		if err := s.Ray.StopJob(ctx, sid); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
 			s.Logger.Warn("stop job on cancel; the scheduler will retry", "task_id", t.ID, "err", err)
 		}
 	}
 	if s.Wake != nil {
 		s.Wake()
 	}
-	t, err = s.Store.GetTask(r.Context(), t.ID)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, t)
-	return nil
+	return s.Store.GetTask(ctx, t.ID)
 }
 
 // taskLogs answers an attempt's driver log: the copy in the task folder once the attempt ended, Ray's live copy

@@ -40,6 +40,8 @@ Usage:
   mvp logs TASK_ID [-f] [--attempt N]
   mvp cancel TASK_ID
   mvp events TASK_ID [--limit N] [--cursor C]
+  mvp schedule create NAME --cron EXPR -f job.yaml [--timezone TZ] [--overlap skip|queue|replace]
+  mvp schedule list | get NAME | pause NAME | resume NAME | delete NAME       recurring tasks
   mvp bench load [--clients N] [--duration D] [-f job.yaml]   load the API; report throughput and latency
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN.
@@ -66,6 +68,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = runClient(ctx, verb, rest, env)
 	case "bench":
 		err = runBench(ctx, rest, env)
+	case "schedule":
+		err = runSchedule(ctx, rest, env)
 	default:
 		fmt.Fprintf(env.Stderr, "mvp: unknown command %q\n\n%s", verb, usage)
 		return 2
