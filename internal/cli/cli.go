@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -311,6 +312,13 @@ func printTask(w io.Writer, t *mvp.Task) error {
 	if t.ErrorSummary != "" {
 		fmt.Fprintf(tw, "error_summary:\t%s\n", t.ErrorSummary)
 	}
+	if t.HeartbeatTimeoutS > 0 {
+		fmt.Fprintf(tw, "heartbeat:\tevery %d s at least\n", t.HeartbeatTimeoutS)
+	}
+	if t.Progress != nil {
+		fmt.Fprintf(tw, "progress:\t%s (attempt %d, %s)\n", progressText(t.Progress, true), t.Progress.AttemptNo,
+			ts(&t.Progress.UpdatedAt))
+	}
 	tw.Flush()
 	if len(t.Attempts) > 0 {
 		fmt.Fprintln(w)
@@ -331,7 +339,7 @@ func printTask(w io.Writer, t *mvp.Task) error {
 
 func printList(w io.Writer, p *api.TaskPage) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK ID\tSTATE\tWORKLOAD\tGANG\tATTEMPTS\tCREATED\tREASON")
+	fmt.Fprintln(tw, "TASK ID\tSTATE\tWORKLOAD\tGANG\tATTEMPTS\tPROGRESS\tCREATED\tREASON")
 	for _, t := range p.Tasks {
 		c := t.CreatedAt
 		reason := t.PendingReason
@@ -341,8 +349,8 @@ func printList(w io.Writer, p *api.TaskPage) error {
 		if len(reason) > 60 {
 			reason = reason[:60] + "…"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%d\t%s\t%s\n", t.ID, t.State, t.Workload, t.NNodes, t.GPUsPerNode,
-			t.LatestAttemptNo, ts(&c), reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%d\t%s\t%s\t%s\n", t.ID, t.State, t.Workload, t.NNodes, t.GPUsPerNode,
+			t.LatestAttemptNo, progressText(t.Progress, false), ts(&c), reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -384,6 +392,40 @@ func printDryRun(w io.Writer, raw json.RawMessage) error {
 	fmt.Fprintf(w, "verdict:     %s\nreason:      %s\nsubmission:  %s\nentrypoint:  %s\n", d.Admission.Verdict,
 		d.Admission.Reason, d.Ray.SubmissionID, d.Ray.Entrypoint)
 	return nil
+}
+
+// progressText renders a task's progress: "42% step 17/40", with its name and metrics when long.
+func progressText(p *mvp.Progress, long bool) string {
+	if p == nil {
+		return "-"
+	}
+	var parts []string
+	if p.PercentComplete != nil {
+		parts = append(parts, fmt.Sprintf("%.0f%%", *p.PercentComplete))
+	}
+	switch {
+	case p.Step != nil && p.TotalSteps != nil:
+		parts = append(parts, fmt.Sprintf("step %d/%d", *p.Step, *p.TotalSteps))
+	case p.Step != nil:
+		parts = append(parts, fmt.Sprintf("step %d", *p.Step))
+	}
+	if long {
+		if p.Name != "" {
+			parts = append(parts, p.Name)
+		}
+		names := make([]string, 0, len(p.Metrics))
+		for k := range p.Metrics {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			parts = append(parts, fmt.Sprintf("%s=%g", k, p.Metrics[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
 }
 
 func dash(s string) string {

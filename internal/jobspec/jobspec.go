@@ -47,6 +47,9 @@ type Spec struct {
 	MaxRuntimeS int `json:"max_runtime_s,omitempty" yaml:"max_runtime_s,omitempty"`
 	// MaxQueuedS bounds the wait from submission to the first start (MAX_QUEUED_EXCEEDED past it).
 	MaxQueuedS int `json:"max_queued_s,omitempty" yaml:"max_queued_s,omitempty"`
+	// HeartbeatTimeoutS: a running attempt whose progress file (MVP_PROGRESS_FILE) has not changed for this long
+	// is stopped as HEARTBEAT_LOST and retried like INFRA; 0 or absent: no heartbeat is required.
+	HeartbeatTimeoutS int `json:"heartbeat_timeout_s,omitempty" yaml:"heartbeat_timeout_s,omitempty"`
 }
 
 // Limits bound what Parse accepts.
@@ -65,8 +68,10 @@ const (
 	MaxGPUsPerNode = 16
 	MaxOverrides   = 200
 	MaxEnv         = 100
-	maxValue       = 4096
-	maxEnvValue    = 32 << 10
+	// MaxHeartbeatTimeoutS bounds heartbeat_timeout_s (a week).
+	MaxHeartbeatTimeoutS = 7 * 24 * 3600
+	maxValue             = 4096
+	maxEnvValue          = 32 << 10
 )
 
 var (
@@ -82,8 +87,12 @@ var fields = map[string]yaml.Kind{
 	"workload": yaml.ScalarNode, "nnodes": yaml.ScalarNode, "n_gpus_per_node": yaml.ScalarNode,
 	"name": yaml.ScalarNode, "model_path": yaml.ScalarNode, "train_file": yaml.ScalarNode, "val_file": yaml.ScalarNode,
 	"code_path": yaml.ScalarNode, "overrides": yaml.SequenceNode, "env": yaml.MappingNode,
-	"max_runtime_s": yaml.ScalarNode, "max_queued_s": yaml.ScalarNode,
+	"max_runtime_s": yaml.ScalarNode, "max_queued_s": yaml.ScalarNode, "heartbeat_timeout_s": yaml.ScalarNode,
 }
+
+// intFields are the top-level fields whose values are integers (SetPath parses them).
+var intFields = map[string]bool{"nnodes": true, "n_gpus_per_node": true, "max_runtime_s": true, "max_queued_s": true,
+	"heartbeat_timeout_s": true}
 
 func invalid(field, format string, args ...any) error {
 	return mvp.Errorf(mvp.CodeInvalid, field, format, args...)
@@ -196,6 +205,8 @@ func decodeFields(root *yaml.Node, s *Spec) error {
 			s.MaxRuntimeS, err = integer(k, v)
 		case "max_queued_s":
 			s.MaxQueuedS, err = integer(k, v)
+		case "heartbeat_timeout_s":
+			s.HeartbeatTimeoutS, err = integer(k, v)
 		case "name":
 			s.Name, err = str(k, v)
 		case "model_path":
@@ -285,6 +296,10 @@ func (s *Spec) Validate() error {
 	}
 	if s.MaxQueuedS < 0 {
 		return invalid("max_queued_s", "max_queued_s must be a whole number of seconds ≥ 1, got %d", s.MaxQueuedS)
+	}
+	if s.HeartbeatTimeoutS < 0 || s.HeartbeatTimeoutS > MaxHeartbeatTimeoutS {
+		return invalid("heartbeat_timeout_s", "heartbeat_timeout_s must be from 1 to %d seconds (or absent: no heartbeat), got %d",
+			MaxHeartbeatTimeoutS, s.HeartbeatTimeoutS)
 	}
 	if s.Name != "" && !nameRE.MatchString(s.Name) {
 		return invalid("name", "name %q must be 1–40 characters of a-z, 0-9 and '-', starting and ending with a letter or digit", clip(s.Name))
@@ -416,7 +431,7 @@ func (s *Spec) Effective(d Defaults) *Spec {
 }
 
 // SetPath sets a field of a decoded jobspec by its dotted path (nnodes=1, env.WANDB_MODE=offline,
-// overrides=a=1 appends one override). Numbers are parsed for nnodes and n_gpus_per_node.
+// overrides=a=1 appends one override). Numbers are parsed for the integer fields (intFields).
 func SetPath(doc map[string]any, key, value string) error {
 	head, rest, nested := strings.Cut(key, ".")
 	if _, ok := fields[head]; !ok {
@@ -435,7 +450,7 @@ func SetPath(doc map[string]any, key, value string) error {
 		doc["overrides"] = append(list, value)
 	case nested:
 		return fmt.Errorf("%q has no sub-fields", head)
-	case head == "nnodes" || head == "n_gpus_per_node":
+	case intFields[head]:
 		n, err := strconv.Atoi(value)
 		if err != nil {
 			return fmt.Errorf("%s must be an integer, got %q", head, value)

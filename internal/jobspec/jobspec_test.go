@@ -58,6 +58,9 @@ func TestBadSpecs(t *testing.T) {
 		{"{", ""},
 		{"workload: [", ""},
 		{"\x00", ""},
+		{with("heartbeat_timeout_s: -1\n"), "heartbeat_timeout_s"},
+		{with("heartbeat_timeout_s: 604801\n"), "heartbeat_timeout_s"},
+		{with("heartbeat_timeout_s: soon\n"), "heartbeat_timeout_s"},
 		{"workload: \xff\xfe\n", ""},
 		{base + "---\nworkload: grpo\n", ""},
 		{"a: &x [1]\nb: *x\n", ""},
@@ -194,4 +197,15 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse accepted what Validate refuses: %v", err)
 		}
 	})
+}
+
+func TestHeartbeatTimeout(t *testing.T) {
+	s, err := Parse([]byte("workload: sft\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\nheartbeat_timeout_s: 900\n"), DefaultLimits)
+	if err != nil || s.Effective(Defaults{}).HeartbeatTimeoutS != 900 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	doc := map[string]any{}
+	if err := SetPath(doc, "heartbeat_timeout_s", "60"); err != nil || doc["heartbeat_timeout_s"] != 60 {
+		t.Errorf("SetPath: %v %v", doc, err)
+	}
 }

@@ -30,6 +30,11 @@ type Task struct {
 	MaxRuntimeS int `json:"max_runtime_s"`
 	// MaxQueuedS bounds how long the task may wait in mvp's queue before it ends MAX_QUEUED_EXCEEDED; 0 = no bound.
 	MaxQueuedS int `json:"max_queued_s"`
+	// HeartbeatTimeoutS: a running attempt whose progress file has not changed for this long is stopped
+	// (HEARTBEAT_LOST); 0 = no heartbeat is required.
+	HeartbeatTimeoutS int `json:"heartbeat_timeout_s"`
+	// Progress is what the latest attempt last wrote in its progress file; nil until it wrote one.
+	Progress *Progress `json:"progress"`
 	// RuntimeLeftS and QueuedLeftS are shown, not stored: the seconds left before the running attempt reaches
 	// max_runtime_s, and before a task never started reaches max_queued_s (see FillTimeLeft).
 	RuntimeLeftS *int       `json:"runtime_left_s,omitempty"`
@@ -108,6 +113,11 @@ const (
 	EventLogNotKept = "LOG_NOT_KEPT"
 	// EventStopRequested: mvp judged a live attempt (stuck gang, time limit) and asks Ray to stop it.
 	EventStopRequested = "STOP_REQUESTED"
+	// EventProgressInvalid: the attempt's progress file could not be read (too large, not the expected JSON);
+	// it is ignored until it changes.
+	EventProgressInvalid = "PROGRESS_INVALID"
+	// EventHeartbeatLost: the attempt's progress file did not change for heartbeat_timeout_s; mvp stops it.
+	EventHeartbeatLost = "HEARTBEAT_LOST"
 )
 
 // Change is one compare-and-set write of a task, applied in a single transaction together with its attempt write
@@ -175,6 +185,10 @@ type Store interface {
 	UnkeptLogs(ctx context.Context, maxTries, limit int) ([]*Attempt, error)
 	// AddEvent appends an event to a task's history.
 	AddEvent(ctx context.Context, e *Event) error
+	// NoteProgress records what attempt p.AttemptNo of a task last wrote in its progress file; it is kept only
+	// while that attempt is the task's latest (a late read of an older attempt changes nothing). An unknown task
+	// is ErrNotFound.
+	NoteProgress(ctx context.Context, taskID string, p *Progress) error
 	Close() error
 }
 

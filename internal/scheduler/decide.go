@@ -50,6 +50,8 @@ type ActiveAttempt struct {
 	StuckSince time.Time
 	// Infeasible is true when Ray says one of its placement groups can never be placed on this cluster.
 	Infeasible bool
+	// ProgressAt is when the attempt's progress file last changed; zero when it has none (see heartbeats).
+	ProgressAt time.Time
 }
 
 // Judged reports whether mvp has already decided to stop this attempt (it carries a failure kind while its Ray
@@ -211,6 +213,7 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 
 	// Stops first: they free resources for the queue in a later pass.
 	out = stops(now, s, p, out)
+	out = heartbeats(now, s, out)
 	out = expiries(now, s, out)
 
 	if s.Cluster == nil {

@@ -47,6 +47,8 @@ type Loop struct {
 	mu     sync.Mutex
 	stuck  map[string]time.Time // submission id → first seen unplaceable; only live attempts
 	copied map[string]time.Time // submission id → last copy of its running log; only live attempts
+	// progressRead: submission id → what was last seen of its progress file (loop_progress.go).
+	progressRead map[string]string
 	// While Ray is unreachable, ticks back off (doubling from Tick to MaxBackoff, jittered) instead of calling
 	// Ray every tick.
 	backoff   time.Duration
@@ -183,7 +185,9 @@ func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterVie
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("load active tasks: %w", err)
 	}
-	return Snapshot{Cluster: view, Queue: queue, Active: l.activeAttempts(now, view, active), ClusterErr: cerr}, nil
+	as := l.activeAttempts(now, view, active)
+	l.fillProgressAt(as) // heartbeats (loop_progress.go)
+	return Snapshot{Cluster: view, Queue: queue, Active: as, ClusterErr: cerr}, nil
 }
 
 // setHealth records the reading's outcome and the backoff; it reports whether Ray's availability changed.
@@ -444,6 +448,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 			r.Log, r.LogKept = logs, true
 		}
 		l.crash("final_log_fetch")
+		l.syncProgress(ctx, t, a, true) // its last word (loop_progress.go)
 		return l.conclude(ctx, t, a, r)
 	}
 
@@ -476,6 +481,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 	}
 	if info.Status == mvp.RayRunning {
 		l.copyRunningLog(ctx, t, a, now)
+		l.syncProgress(ctx, t, a, false) // loop_progress.go
 	}
 	if attemptChanged(a, &up) {
 		return l.Store.UpdateAttempt(ctx, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": info.Status})

@@ -19,7 +19,7 @@ import (
 const (
 	taskCols = `t.task_id, t.workload, t.name, t.state, t.nnodes, t.n_gpus_per_node, t.jobspec_yaml, t.spec_json,
 		t.created_at, t.updated_at, t.next_run_at, t.pending_reason, t.error_summary, t.latest_attempt_no,
-		t.max_runtime_s, t.max_queued_s`
+		t.max_runtime_s, t.max_queued_s, t.progress_json, t.heartbeat_timeout_s`
 	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
 		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries`
 )
@@ -75,19 +75,26 @@ type taskRow struct {
 	spec             string
 	created, updated int64
 	next             sql.NullInt64
+	progress         string
 }
 
 func (r *taskRow) dest() []any {
 	t := &r.t
 	return []any{&t.ID, &t.Workload, &t.Name, &t.State, &t.NNodes, &t.GPUsPerNode, &t.JobSpecYAML, &r.spec,
 		&r.created, &r.updated, &r.next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo, &t.MaxRuntimeS,
-		&t.MaxQueuedS}
+		&t.MaxQueuedS, &r.progress, &t.HeartbeatTimeoutS}
 }
 
 func (r *taskRow) task() *mvp.Task {
 	t := r.t
 	t.SpecJSON = json.RawMessage(r.spec)
 	t.CreatedAt, t.UpdatedAt, t.NextRunAt = fromNanos(r.created), fromNanos(r.updated), fromNull(r.next)
+	if r.progress != "" {
+		var p mvp.Progress
+		if json.Unmarshal([]byte(r.progress), &p) == nil {
+			t.Progress = &p
+		}
+	}
 	return &t
 }
 
@@ -158,8 +165,8 @@ const insertEventSQL = `INSERT INTO events (task_id, ts, event_type, payload_jso
 
 const insertTaskSQL = `INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml,
 	spec_json, created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no,
-	max_runtime_s, max_queued_s)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`
+	max_runtime_s, max_queued_s, heartbeat_timeout_s)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`
 
 // CreateTask inserts a QUEUED task (without attempts) and its CREATED event in one transaction. A task id that
 // exists already is mvp.ErrConflict. A zero CreatedAt is taken as now, a zero UpdatedAt as CreatedAt.
@@ -187,7 +194,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 	}
 	taskArgs := []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
 		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.MaxRuntimeS,
-		t.MaxQueuedS}
+		t.MaxQueuedS, t.HeartbeatTimeoutS}
 	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
 	err = db.exec(ctx, func(w *wtx) error {
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
@@ -270,7 +277,7 @@ func (db *DB) Apply(ctx context.Context, c mvp.Change) error {
 			return fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, mvp.Errorf(mvp.CodeInvalid,
 				"attempt", "a new attempt needs a number ≥ 1 and a submission id (got %d, %q)", a.No, a.RaySubmissionID))
 		}
-		set = append(set, "latest_attempt_no = ?")
+		set = append(set, "latest_attempt_no = ?", "progress_json = ''") // a new attempt has said nothing yet
 		args = append(args, a.No)
 		newArgs = []any{c.TaskID, a.No, a.RaySubmissionID, a.RayJobID, a.RayStatus, a.FailureKind, a.Message,
 			a.DriverNodeID, nanos(orNow(a.CreatedAt)), nullNanos(a.StartTime), nullNanos(a.EndTime), nullInt(a.ExitCode),
@@ -407,6 +414,45 @@ func (db *DB) AddEvent(ctx context.Context, e *mvp.Event) error {
 		return fmt.Errorf("add %s event to %s: %w", e.Type, e.TaskID, err)
 	}
 	e.ID, e.TS = id, ts
+	return nil
+}
+
+// NoteProgress records p as the task's progress when p.AttemptNo is still the task's latest attempt; otherwise it
+// writes nothing. An unknown task is mvp.ErrNotFound. No event is written: progress changes too often for the
+// history.
+func (db *DB) NoteProgress(ctx context.Context, taskID string, p *mvp.Progress) error {
+	if p == nil {
+		return mvp.Errorf(mvp.CodeInvalid, "progress", "note progress: no progress given")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("note progress of %s: %w", taskID, err)
+	}
+	err = db.exec(ctx, func(w *wtx) error {
+		res, err := w.exec(`UPDATE tasks SET progress_json = ? WHERE task_id = ? AND latest_attempt_no = ?`,
+			string(b), taskID, p.AttemptNo)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			st, err := w.stmt(`SELECT 1 FROM tasks WHERE task_id = ?`)
+			if err != nil {
+				return err
+			}
+			var one int
+			if err := st.QueryRowContext(context.Background(), taskID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+				return notFound("no task %q", taskID)
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("note progress of attempt %d of %s: %w", p.AttemptNo, taskID, err)
+	}
 	return nil
 }
 

@@ -53,7 +53,8 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 		return nil, fmt.Errorf("encode effective spec: %w", err)
 	}
 	return &mvp.Task{Workload: eff.Workload, Name: eff.Name, NNodes: eff.NNodes, GPUsPerNode: eff.GPUsPerNode,
-		JobSpecYAML: string(body), SpecJSON: b, MaxRuntimeS: eff.MaxRuntimeS, MaxQueuedS: eff.MaxQueuedS}, nil
+		JobSpecYAML: string(body), SpecJSON: b, MaxRuntimeS: eff.MaxRuntimeS, MaxQueuedS: eff.MaxQueuedS,
+		HeartbeatTimeoutS: eff.HeartbeatTimeoutS}, nil
 }
 
 // BuildTask returns the Ray submission of attempt n of a stored task, from its effective spec.
@@ -132,6 +133,7 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 	env["MVP_ATTEMPT_NO"] = fmt.Sprint(n)
 	env["MVP_TASK_DIR"] = taskDir
 	env["VERL_FILE_LOGGER_PATH"] = filepath.Join(attemptDir, "metrics.jsonl")
+	env["MVP_PROGRESS_FILE"] = filepath.Join(attemptDir, mvp.ProgressFile)
 	env["TENSORBOARD_DIR"] = filepath.Join(attemptDir, "tensorboard")
 	if s.StopGraceS > 0 {
 		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(s.StopGraceS)

@@ -6,9 +6,14 @@ Keys read from the Hydra overrides (a leading "+" or "++" is accepted, the last 
   mvp_test.exit_code     exit code at the end (default 0)
   mvp_test.wait_file     wait until this file exists before the resource check (tests make races exact with it)
   mvp_test.dump_args     write {"argv", "env", "cwd"} as JSON to this path first (tests check what arrived)
+  mvp_test.stall_after   stop writing progress after this many steps but keep holding (a hung run)
+Progress: each step appends {"step", "data"} to $VERL_FILE_LOGGER_PATH (verl's file logger's format) and rewrites
+$MVP_PROGRESS_FILE (default: progress.json beside it) atomically with step, total_steps, percent_complete, name and
+metrics, as verl's file logger would be adapted to do.
 Every other key is accepted and ignored, as verl's config would take it.
 """
 import json
+import math
 import os
 import sys
 import time
@@ -31,6 +36,32 @@ def dump_args(path, argv):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump({"argv": argv, "env": env, "cwd": os.getcwd()}, f, indent=2)
+
+
+def progress_path():
+    path = os.environ.get("MVP_PROGRESS_FILE")
+    if not path and os.environ.get("VERL_FILE_LOGGER_PATH"):
+        path = os.path.join(os.path.dirname(os.environ["VERL_FILE_LOGGER_PATH"]), "progress.json")
+    return path
+
+
+def report(step, total, metrics, name="training"):
+    """One step's record: a line of the file logger, and the progress file replaced in one rename."""
+    logger_path = os.environ.get("VERL_FILE_LOGGER_PATH")
+    if logger_path:
+        os.makedirs(os.path.dirname(logger_path), exist_ok=True)
+        with open(logger_path, "a") as f:
+            f.write(json.dumps({"step": step, "data": metrics}) + "\n")
+    path = progress_path()
+    if not path:
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    body = {"step": step, "total_steps": total, "percent_complete": round(100.0 * step / max(total, 1), 1),
+            "name": name, "metrics": metrics}
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(body, f)
+    os.replace(tmp, path)
 
 
 def check_resource_available(nnodes, n_gpus_per_node):
@@ -85,6 +116,8 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check)
     ray.get([pg.ready() for pg in pgs])
     print("verl-standin: placement groups ready", flush=True)
 
+    stall_after = int(cfg.get("mvp_test.stall_after", -1))
+    total = max(int(math.ceil(hold_s)), 1)
     start = time.time()
     step = 0
     while True:
@@ -93,6 +126,12 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check)
             break
         step += 1
         print(f"verl-standin: step {step} progress {min(elapsed / hold_s, 1.0):.2f}", flush=True)
+        if stall_after < 0 or step <= stall_after:
+            report(step, total, {"loss": round(1.0 / step, 4)})
+        elif step == stall_after + 1:
+            print("verl-standin: stalled (mvp_test.stall_after): no more progress", flush=True)
         time.sleep(min(1.0, max(hold_s - elapsed, 0.0)))
+    if stall_after < 0:
+        report(total, total, {"loss": round(1.0 / max(step, 1), 4)}, name="done")
     print(f"verl-standin: done after {step} step(s), exit code {exit_code}", flush=True)
     return exit_code

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"FinishedInRayAndMarkRayDeleted", testFinishedInRayAndMarkRayDeleted},
 		{"AddEvent", testAddEvent},
 		{"NoteLogAndUnkeptLogs", testNoteLogAndUnkeptLogs},
+		{"NoteProgress", testNoteProgress},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1272,5 +1273,48 @@ func testNoteLogAndUnkeptLogs(h *harness) {
 	}
 	if err := h.s.NoteLog(h.ctx, "mvp2-ppo-20990101-000000-ffff", 1, true); !errors.Is(err, mvp.ErrNotFound) {
 		h.t.Errorf("NoteLog of an unknown attempt: %v, want ErrNotFound", err)
+	}
+}
+
+// testNoteProgress: the latest attempt's progress is kept and shown on GetTask, ListTasks and Active; a late note
+// from an older attempt changes nothing; a new attempt starts without progress; the heartbeat bound round-trips.
+func testNoteProgress(h *harness) {
+	task := h.newTask(t0)
+	task.HeartbeatTimeoutS = 600
+	h.must(h.s.CreateTask(h.ctx, task))
+	if got := h.get(task.ID); got.Progress != nil || got.HeartbeatTimeoutS != 600 {
+		h.t.Fatalf("new task: progress %+v, heartbeat_timeout_s %d", got.Progress, got.HeartbeatTimeoutS)
+	}
+	h.submit(task.ID, mvp.StateQueued, 1, t0)
+	pct, step := 42.5, int64(17)
+	p := &mvp.Progress{AttemptNo: 1, UpdatedAt: t0.Add(time.Minute), PercentComplete: &pct, Step: &step,
+		Name: "epoch 1", Metrics: map[string]float64{"loss": 0.25}}
+	h.must(h.s.NoteProgress(h.ctx, task.ID, p))
+	if got := h.get(task.ID).Progress; !reflect.DeepEqual(got, p) {
+		h.t.Errorf("GetTask progress %+v, want %+v", got, p)
+	}
+	page, _, err := h.s.ListTasks(h.ctx, mvp.TaskFilter{})
+	h.must(err)
+	if len(page) != 1 || !reflect.DeepEqual(page[0].Progress, p) {
+		h.t.Errorf("ListTasks does not show the progress: %+v", page)
+	}
+	active, err := h.s.Active(h.ctx)
+	h.must(err)
+	if len(active) != 1 || active[0].Progress == nil || active[0].HeartbeatTimeoutS != 600 {
+		h.t.Errorf("Active: %+v", active)
+	}
+	// Attempt 2 starts: its progress is empty, and a late note of attempt 1 is dropped.
+	h.apply(mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StatePendingResources, At: t0.Add(2 * time.Minute),
+		AttemptUpdate: &mvp.Attempt{No: 1, RayStatus: mvp.RayFailed, FailureKind: mvp.FailureInfra}})
+	h.submit(task.ID, mvp.StatePendingResources, 2, t0.Add(3*time.Minute))
+	if got := h.get(task.ID).Progress; got != nil {
+		h.t.Errorf("a new attempt still shows the old progress %+v", got)
+	}
+	h.must(h.s.NoteProgress(h.ctx, task.ID, p))
+	if got := h.get(task.ID).Progress; got != nil {
+		h.t.Errorf("a late note of attempt 1 was kept over attempt 2: %+v", got)
+	}
+	if err := h.s.NoteProgress(h.ctx, "mvp2-ppo-20251223-143201-ffff", p); !errors.Is(err, mvp.ErrNotFound) {
+		h.t.Errorf("unknown task: %v, want ErrNotFound", err)
 	}
 }
