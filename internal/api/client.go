@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/taskfs"
 )
 
 // Client is a typed client of this API, used by the CLI and the end-to-end tests.
@@ -187,6 +188,38 @@ func (c *Client) Logs(ctx context.Context, id string, attempt int, follow bool, 
 		q.Set("follow", "true")
 	}
 	resp, err := c.Do(ctx, "GET", "/api/v2/tasks/"+url.PathEscape(id)+"/logs", q, nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// ResultList is a task's result files.
+type ResultList struct {
+	TaskID    string           `json:"task_id"`
+	Files     []mvp.ResultFile `json:"files"`
+	Truncated bool             `json:"truncated"`
+}
+
+// Results lists the files under a task's results folder.
+func (c *Client) Results(ctx context.Context, id string) (*ResultList, json.RawMessage, error) {
+	var l ResultList
+	raw, err := c.JSON(ctx, "GET", "/api/v2/tasks/"+url.PathEscape(id)+"/results", nil, nil, "", &l)
+	return &l, raw, err
+}
+
+// ResultFile copies one result file (its path relative to the results folder, as listed) to w.
+func (c *Client) ResultFile(ctx context.Context, id, path string, w io.Writer) error {
+	if err := taskfs.CheckResultPath(path); err != nil {
+		return err // the server refuses it too; the router would first redirect "..", and the message get lost
+	}
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	resp, err := c.Do(ctx, "GET", "/api/v2/tasks/"+url.PathEscape(id)+"/results/"+strings.Join(segs, "/"), nil, nil, "")
 	if err != nil {
 		return err
 	}

@@ -75,6 +75,8 @@ func (s *Server) routes() []route {
 		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask},
 		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs},
 		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents},
+		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults},
+		{"GET", "/api/v2/tasks/{task_id}/results/{path...}", true, s.taskResultFile},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -41,6 +42,7 @@ Usage:
   mvp logs TASK_ID [-f] [--attempt N]
   mvp cancel TASK_ID
   mvp events TASK_ID [--limit N] [--cursor C]
+  mvp results TASK_ID [--get PATH [-o FILE]]     list the task's result files, or fetch one
   mvp bench load [--clients N] [--duration D] [-f job.yaml]   load the API; report throughput and latency
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN.
@@ -63,7 +65,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 	switch verb {
 	case "serve":
 		err = env.Serve(ctx, rest)
-	case "submit", "get", "list", "logs", "cancel", "events":
+	case "submit", "get", "list", "logs", "cancel", "events", "results":
 		err = runClient(ctx, verb, rest, env)
 	case "bench":
 		err = runBench(ctx, rest, env)
@@ -94,6 +96,8 @@ var verbHelp = map[string]string{
 	"logs":   "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
 	"cancel": "mvp cancel TASK_ID\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
 	"events": "mvp events TASK_ID [--limit N] [--cursor C]\n  e.g. mvp events mvp2-ppo-20251223-143201-7f3a -o yaml",
+	"results": "mvp results TASK_ID [--get PATH [-o FILE]]\n  e.g. mvp results mvp2-ppo-20251223-143201-7f3a --get a01/summary.json -o summary.json" +
+		"\n  (with --get, -o names the file to write, default standard output)",
 }
 
 type setFlags []string
@@ -116,6 +120,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		workload = new(string)
 		limit    = new(int)
 		cursor   = new(string)
+		getPath  = new(string)
 	)
 	switch verb {
 	case "submit":
@@ -133,12 +138,26 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	case "events":
 		fs.IntVar(limit, "limit", 0, "page size (1..1000)")
 		fs.StringVar(cursor, "cursor", "", "next_cursor of the previous page")
+	case "results":
+		fs.StringVar(getPath, "get", "", "fetch this file (its path as listed, e.g. a01/summary.json); -o FILE writes it there")
 	}
 	if err := fs.Parse(interleave(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return usageError{err}
+	}
+	if verb == "results" && *getPath != "" {
+		if fs.NArg() != 1 {
+			return usageError{fmt.Errorf("need exactly one TASK_ID\nusage: %s", verbHelp[verb])}
+		}
+		outFile := ""
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "o" {
+				outFile = *out
+			}
+		})
+		return getResult(ctx, clientOf(env), fs.Arg(0), *getPath, outFile, env.Stdout)
 	}
 	if *out != "table" && *out != "json" && *out != "yaml" {
 		return usageError{fmt.Errorf("-o must be table, json or yaml, not %q", *out)}
@@ -147,11 +166,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	if needID && fs.NArg() != 1 {
 		return usageError{fmt.Errorf("need exactly one TASK_ID\nusage: %s", verbHelp[verb])}
 	}
-	addr := env.Getenv("MVP_ADDR")
-	if addr == "" {
-		addr = "http://127.0.0.1:8080"
-	}
-	c := &api.Client{Addr: addr, Token: env.Getenv("MVP_TOKEN")}
+	c := clientOf(env)
 
 	switch verb {
 	case "submit":
@@ -201,6 +216,69 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, p) })
 	case "logs":
 		return c.Logs(ctx, fs.Arg(0), *attempt, *follow, env.Stdout)
+	case "results":
+		l, raw, err := c.Results(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printResults(w, l) })
+	}
+	return nil
+}
+
+// clientOf is the API client of $MVP_ADDR (default http://127.0.0.1:8080) with $MVP_TOKEN.
+func clientOf(env Env) *api.Client {
+	addr := env.Getenv("MVP_ADDR")
+	if addr == "" {
+		addr = "http://127.0.0.1:8080"
+	}
+	return &api.Client{Addr: addr, Token: env.Getenv("MVP_TOKEN")}
+}
+
+// getResult writes one result file to outFile ("" or "-": standard output). The file is written in full or not
+// at all: into a temporary file beside it, renamed once the download completed.
+func getResult(ctx context.Context, c *api.Client, id, path, outFile string, stdout io.Writer) error {
+	if outFile == "" || outFile == "-" {
+		return c.ResultFile(ctx, id, path, stdout)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(outFile), "."+filepath.Base(outFile)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", outFile, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", outFile, err)
+	}
+	if err := c.ResultFile(ctx, id, path, tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", outFile, err)
+	}
+	if err := os.Rename(tmp.Name(), outFile); err != nil {
+		return fmt.Errorf("write %s: %w", outFile, err)
+	}
+	return nil
+}
+
+func printResults(w io.Writer, l *api.ResultList) error {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "PATH\tATTEMPT\tSIZE\tMODIFIED")
+	for _, f := range l.Files {
+		m := f.ModTime
+		att := "-"
+		if f.AttemptNo > 0 {
+			att = fmt.Sprint(f.AttemptNo)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", f.Path, att, f.Size, ts(&m))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if l.Truncated {
+		fmt.Fprintln(w, "\n(more files than listed)")
 	}
 	return nil
 }

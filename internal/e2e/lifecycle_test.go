@@ -4,6 +4,10 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +74,67 @@ func TestHeartbeatLostIsRetriedThenFails(t *testing.T) {
 	}
 	if done.Progress == nil || *done.Progress.Step != 2 || done.Progress.AttemptNo != 2 {
 		t.Errorf("the last progress before the stall: %+v", done.Progress)
+	}
+}
+
+// TestResultsServed: the stand-in writes its results into MVP_RESULTS_DIR (results/a01/); mvp lists and serves
+// them (ranges, content type), the CLI fetches one, and nothing outside the results folder is ever served.
+func TestResultsServed(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	task := s.submit(spec("sft", 1, 1, 1))
+	s.waitState(task.ID, mvp.StateSucceeded, 90*time.Second)
+	resultsDir := filepath.Join(s.sharedRoot, "jobs", task.ID, "results")
+	// Something hostile beside the results: a link to the task's own spec and one to a file outside.
+	if err := os.Symlink(filepath.Join(s.sharedRoot, "jobs", task.ID, "spec.json"), filepath.Join(resultsDir, "a01", "spec-link")); err != nil {
+		t.Fatal(err)
+	}
+	l, _, err := s.c.Results(ctxT(t), task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range l.Files {
+		paths = append(paths, fmt.Sprintf("%s:%d:%d", f.Path, f.AttemptNo, f.Size))
+	}
+	if got, want := strings.Join(paths, " "), "a01/model/weights.bin:1:1024 a01/summary.json:1:"; !strings.HasPrefix(got, want) {
+		t.Errorf("listed %q, want %q…", got, want)
+	}
+	get := func(path string, hdr map[string]string) (*http.Response, string) {
+		req, _ := http.NewRequest("GET", s.c.Addr+"/api/v2/tasks/"+task.ID+"/results/"+path, nil)
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	resp, body := get("a01/summary.json", nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(body, `"workload": "sft"`) {
+		t.Errorf("summary: %d %s %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	resp, body = get("a01/model/weights.bin", map[string]string{"Range": "bytes=256-259"})
+	if resp.StatusCode != 206 || body != "\x00\x01\x02\x03" {
+		t.Errorf("range: %d %q", resp.StatusCode, body)
+	}
+	for _, p := range []string{"a01/spec-link", "..%2Fspec.json", "%2e%2e/spec.json", "a01%2F..%2F..%2Fspec.json", "%2Fetc%2Fpasswd"} {
+		if resp, body := get(p, nil); resp.StatusCode < 300 || strings.Contains(body, "model_path") {
+			t.Errorf("%s: served (%d) %.80q", p, resp.StatusCode, body)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "summary.json")
+	if stdout, stderr, code := s.cli("results", task.ID, "--get", "a01/summary.json", "-o", out); code != 0 {
+		t.Fatalf("mvp results --get: %d %s %s", code, stdout, stderr)
+	}
+	if got := readFile(t, out); !strings.Contains(got, `"steps"`) {
+		t.Errorf("fetched %q", got)
+	}
+	if stdout, _, code := s.cli("results", task.ID); code != 0 || !strings.Contains(stdout, "a01/model/weights.bin") {
+		t.Errorf("mvp results: %d %s", code, stdout)
 	}
 }

@@ -200,3 +200,13 @@ type SystemClock struct{}
 
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
+
+// ResultFile is one file under a task's results folder.
+type ResultFile struct {
+	// Path is relative to the results folder, with "/" separators: "a01/summary.json".
+	Path string `json:"path"`
+	// AttemptNo is the attempt whose folder (aNN/) holds the file; 0 for a file outside the attempt folders.
+	AttemptNo int       `json:"attempt_no"`
+	Size      int64     `json:"size"`
+	ModTime   time.Time `json:"mtime"`
+}

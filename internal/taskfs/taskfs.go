@@ -216,3 +216,6 @@ func (f FS) ReadProgress(id string, n int, max int) ([]byte, time.Time, error) {
 	}
 	return b, fi.ModTime(), nil
 }
+
+// syscallNoFollow makes an open fail on a symlink at the last segment.
+const syscallNoFollow = syscall.O_NOFOLLOW

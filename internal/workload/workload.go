@@ -134,6 +134,11 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 	env["MVP_TASK_DIR"] = taskDir
 	env["VERL_FILE_LOGGER_PATH"] = filepath.Join(attemptDir, "metrics.jsonl")
 	env["MVP_PROGRESS_FILE"] = filepath.Join(attemptDir, mvp.ProgressFile)
+	resultsDir, err := fs.AttemptResultsDir(taskID, n)
+	if err != nil {
+		return nil, err
+	}
+	env["MVP_RESULTS_DIR"] = resultsDir
 	env["TENSORBOARD_DIR"] = filepath.Join(attemptDir, "tensorboard")
 	if s.StopGraceS > 0 {
 		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(s.StopGraceS)

@@ -7,6 +7,7 @@ Keys read from the Hydra overrides (a leading "+" or "++" is accepted, the last 
   mvp_test.wait_file     wait until this file exists before the resource check (tests make races exact with it)
   mvp_test.dump_args     write {"argv", "env", "cwd"} as JSON to this path first (tests check what arrived)
   mvp_test.stall_after   stop writing progress after this many steps but keep holding (a hung run)
+Results: at the end it writes summary.json and model/weights.bin (1 KiB) into $MVP_RESULTS_DIR.
 Progress: each step appends {"step", "data"} to $VERL_FILE_LOGGER_PATH (verl's file logger's format) and rewrites
 $MVP_PROGRESS_FILE (default: progress.json beside it) atomically with step, total_steps, percent_complete, name and
 metrics, as verl's file logger would be adapted to do.
@@ -62,6 +63,17 @@ def report(step, total, metrics, name="training"):
     with open(tmp, "w") as f:
         json.dump(body, f)
     os.replace(tmp, path)
+
+
+def write_results(workload, steps):
+    out = os.environ.get("MVP_RESULTS_DIR")
+    if not out:
+        return
+    os.makedirs(os.path.join(out, "model"), exist_ok=True)
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({"workload": workload, "steps": steps}, f)
+    with open(os.path.join(out, "model", "weights.bin"), "wb") as f:
+        f.write(bytes(range(256)) * 4)
 
 
 def check_resource_available(nnodes, n_gpus_per_node):
@@ -133,5 +145,6 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check)
         time.sleep(min(1.0, max(hold_s - elapsed, 0.0)))
     if stall_after < 0:
         report(total, total, {"loss": round(1.0 / max(step, 1), 4)}, name="done")
+    write_results(workload, step)
     print(f"verl-standin: done after {step} step(s), exit code {exit_code}", flush=True)
     return exit_code

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/service/servicetest"
+	"github.com/mvp2/mvp/internal/taskfs"
+)
+
+// TestResultsVerb: `mvp results ID` lists the files; `--get PATH -o FILE` writes one to FILE, and to standard
+// output without -o; a refused path leaves no file behind.
+func TestResultsVerb(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	raw, err := m.Client().Submit(context.Background(), []byte("workload: sft\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	_ = json.Unmarshal(raw, &task)
+	dir, _ := taskfs.FS{Root: m.Config.SharedRoot}.AttemptResultsDir(task.ID, 1)
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "summary.json"), []byte(`{"ok": true}`), 0o644)
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		return map[string]string{"MVP_ADDR": m.URL(), "MVP_TOKEN": m.APIToken()}[k]
+	}}
+	run := func(args ...string) int {
+		out.Reset()
+		errb.Reset()
+		return Run(context.Background(), args, env)
+	}
+	if code := run("results", task.ID); code != 0 || !strings.Contains(out.String(), "a01/summary.json") {
+		t.Errorf("list: %d %s %s", code, out.String(), errb.String())
+	}
+	if code := run("results", task.ID, "-o", "json"); code != 0 || !strings.Contains(out.String(), `"path": "a01/summary.json"`) {
+		t.Errorf("list as json: %d %s", code, out.String())
+	}
+	file := filepath.Join(t.TempDir(), "s.json")
+	if code := run("results", task.ID, "--get", "a01/summary.json", "-o", file); code != 0 {
+		t.Fatalf("get: %d %s", code, errb.String())
+	}
+	if b, _ := os.ReadFile(file); string(b) != `{"ok": true}` {
+		t.Errorf("written %q", b)
+	}
+	if code := run("results", task.ID, "--get", "a01/summary.json"); code != 0 || out.String() != `{"ok": true}` {
+		t.Errorf("get to stdout: %d %q", code, out.String())
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	if code := run("results", task.ID, "--get", "../spec.json", "-o", bad); code != 1 || !strings.Contains(errb.String(), "result path") {
+		t.Errorf("refused path: %d %s", code, errb.String())
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Errorf("a refused download left a file: %v", err)
+	}
+}
