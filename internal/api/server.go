@@ -219,11 +219,18 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := s.Clock.Now().UTC()
 	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
+	t.ID = NewTaskID(t.Workload, now, 0)
+	deps, err := s.checkDependencies(r.Context(), t)
+	if err != nil {
+		return err
+	}
 	if dry {
-		return s.dryRun(w, r, t)
+		return s.dryRun(w, r, t, deps)
 	}
 	for i := 0; ; i++ {
-		t.ID = NewTaskID(t.Workload, now, i)
+		if i > 0 {
+			t.ID = NewTaskID(t.Workload, now, i) // a fresh id: nothing can depend on it
+		}
 		err = s.Store.CreateTask(r.Context(), t)
 		if !errors.Is(err, mvp.ErrConflict) || i >= 16 {
 			break
@@ -259,10 +266,13 @@ const (
 	VerdictWaits      = "waits_for_resources"
 	VerdictNeverFits  = "never_fits"
 	VerdictRayUnknown = "cluster_unreadable"
+	// VerdictWaitsDeps: the task would wait for its dependencies (after_ok, after_any) to end.
+	VerdictWaitsDeps = "waits_for_dependencies"
+	// VerdictDepFailed: an after_ok dependency already failed; the task would be canceled at once.
+	VerdictDepFailed = "dependency_failed"
 )
 
-func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) error {
-	t.ID = NewTaskID(t.Workload, t.CreatedAt, 0)
+func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, deps map[string]mvp.State) error {
 	payload, err := s.Build(t, 1)
 	if err != nil {
 		return err
@@ -279,6 +289,12 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) err
 		}
 	} else {
 		snap.Queue = append(snap.Queue, t)
+		if snap.Deps == nil {
+			snap.Deps = map[string]mvp.State{}
+		}
+		for id, st := range deps {
+			snap.Deps[id] = st
+		}
 		verdict, reason = VerdictWaits, "waiting behind tasks already queued"
 		for _, a := range scheduler.Decide(s.Clock.Now(), snap, s.Policy) {
 			switch a := a.(type) {
@@ -292,6 +308,13 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) err
 					if a.Never {
 						verdict = VerdictNeverFits
 					}
+					if strings.HasPrefix(a.Reason, scheduler.DependencyReasonPrefix) {
+						verdict = VerdictWaitsDeps
+					}
+				}
+			case scheduler.DependencyFailed:
+				if a.Task == t {
+					verdict, reason = VerdictDepFailed, a.Reason
 				}
 			}
 		}

@@ -390,6 +390,12 @@ func printTask(w io.Writer, t *mvp.Task) error {
 	if t.ErrorSummary != "" {
 		fmt.Fprintf(tw, "error_summary:\t%s\n", t.ErrorSummary)
 	}
+	if len(t.AfterOK) > 0 {
+		fmt.Fprintf(tw, "after_ok:\t%s\n", strings.Join(t.AfterOK, ", "))
+	}
+	if len(t.AfterAny) > 0 {
+		fmt.Fprintf(tw, "after_any:\t%s\n", strings.Join(t.AfterAny, ", "))
+	}
 	if t.HeartbeatTimeoutS > 0 {
 		fmt.Fprintf(tw, "heartbeat:\tevery %d s at least\n", t.HeartbeatTimeoutS)
 	}

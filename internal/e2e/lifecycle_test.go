@@ -138,3 +138,40 @@ func TestResultsServed(t *testing.T) {
 		t.Errorf("mvp results: %d %s", code, stdout)
 	}
 }
+
+// TestDependencies: after_ok waits for its dependency to succeed (reason "dependency: …" meanwhile) and starts only
+// after it ended; an after_ok dependency that fails cancels its dependent with the reason; after_any starts after
+// the failure; an unknown dependency is refused at submit.
+func TestDependencies(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	a := s.submit(spec("ppo", 1, 1, 4))
+	b := s.submit(spec("ppo", 1, 1, 1) + "after_ok: [" + a.ID + "]\n")
+	if got := s.get(b.ID); got.State.Active() || got.LatestAttemptNo != 0 {
+		t.Fatalf("b started at once: %s", got.State)
+	}
+	waitFor(t, 30*time.Second, "b to wait for a", func() (bool, string) {
+		got := s.get(b.ID)
+		return strings.HasPrefix(got.PendingReason, "dependency: waiting for "+a.ID), got.PendingReason
+	})
+	d := s.submit(spec("ppo", 1, 1, 1, "mvp_test.exit_code=1"))
+	e := s.submit(spec("ppo", 1, 1, 1) + "after_ok: [" + d.ID + "]\n")
+	f := s.submit(spec("ppo", 1, 1, 1) + "after_any: [" + d.ID + "]\n")
+
+	doneA := s.waitState(a.ID, mvp.StateSucceeded, 90*time.Second)
+	doneB := s.waitState(b.ID, mvp.StateSucceeded, 90*time.Second)
+	if aEnd, bStart := doneA.Attempts[0].EndTime, doneB.Attempts[0].StartTime; aEnd == nil || bStart == nil || bStart.Before(*aEnd) {
+		t.Errorf("b started at %v, before a ended at %v", bStart, aEnd)
+	}
+	s.waitState(d.ID, mvp.StateFailed, 90*time.Second)
+	canceled := s.waitState(e.ID, mvp.StateCanceled, 60*time.Second)
+	if len(canceled.Attempts) != 0 || !strings.Contains(canceled.ErrorSummary, d.ID) || !strings.Contains(canceled.ErrorSummary, "FAILED") {
+		t.Errorf("e: %d attempts, summary %q", len(canceled.Attempts), canceled.ErrorSummary)
+	}
+	s.waitState(f.ID, mvp.StateSucceeded, 90*time.Second)
+
+	_, err := s.c.Submit(ctxT(t), []byte(spec("ppo", 1, 1, 1)+"after_ok: [mvp2-ppo-20251223-143201-ffff]\n"), false)
+	if err == nil || !strings.Contains(err.Error(), "after_ok[0]") || !strings.Contains(err.Error(), "HTTP 400") {
+		t.Errorf("unknown dependency: %v", err)
+	}
+}

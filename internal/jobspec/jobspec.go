@@ -28,6 +28,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/taskfs"
 )
 
 // Spec is a jobspec. The field names are a contract.
@@ -50,6 +51,10 @@ type Spec struct {
 	// HeartbeatTimeoutS: a running attempt whose progress file (MVP_PROGRESS_FILE) has not changed for this long
 	// is stopped as HEARTBEAT_LOST and retried like INFRA; 0 or absent: no heartbeat is required.
 	HeartbeatTimeoutS int `json:"heartbeat_timeout_s,omitempty" yaml:"heartbeat_timeout_s,omitempty"`
+	// AfterOK names tasks that must end SUCCEEDED before this one may start; if one ends FAILED or CANCELED this
+	// task is CANCELED. AfterAny names tasks that must end, however they end.
+	AfterOK  []string `json:"after_ok,omitempty" yaml:"after_ok,omitempty"`
+	AfterAny []string `json:"after_any,omitempty" yaml:"after_any,omitempty"`
 }
 
 // Limits bound what Parse accepts.
@@ -68,6 +73,8 @@ const (
 	MaxGPUsPerNode = 16
 	MaxOverrides   = 200
 	MaxEnv         = 100
+	// MaxDependencies bounds after_ok and after_any together.
+	MaxDependencies = 50
 	// MaxHeartbeatTimeoutS bounds heartbeat_timeout_s (a week).
 	MaxHeartbeatTimeoutS = 7 * 24 * 3600
 	maxValue             = 4096
@@ -88,7 +95,11 @@ var fields = map[string]yaml.Kind{
 	"name": yaml.ScalarNode, "model_path": yaml.ScalarNode, "train_file": yaml.ScalarNode, "val_file": yaml.ScalarNode,
 	"code_path": yaml.ScalarNode, "overrides": yaml.SequenceNode, "env": yaml.MappingNode,
 	"max_runtime_s": yaml.ScalarNode, "max_queued_s": yaml.ScalarNode, "heartbeat_timeout_s": yaml.ScalarNode,
+	"after_ok": yaml.SequenceNode, "after_any": yaml.SequenceNode,
 }
+
+// listFields are the top-level lists of strings; SetPath appends to them.
+var listFields = map[string]bool{"overrides": true, "after_ok": true, "after_any": true}
 
 // intFields are the top-level fields whose values are integers (SetPath parses them).
 var intFields = map[string]bool{"nnodes": true, "n_gpus_per_node": true, "max_runtime_s": true, "max_queued_s": true,
@@ -229,6 +240,24 @@ func decodeFields(root *yaml.Node, s *Spec) error {
 				}
 				s.Overrides = append(s.Overrides, o)
 			}
+		case "after_ok", "after_any":
+			var ids []string
+			for j, item := range v.Content {
+				f := fmt.Sprintf("%s[%d]", k, j)
+				if item.Kind != yaml.ScalarNode {
+					return invalid(f, "each entry must be a task id (line %d)", item.Line)
+				}
+				id, err := str(f, item)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			if k == "after_ok" {
+				s.AfterOK = ids
+			} else {
+				s.AfterAny = ids
+			}
 		case "env":
 			s.Env = map[string]string{}
 			for j := 0; j+1 < len(v.Content); j += 2 {
@@ -342,6 +371,9 @@ func (s *Spec) Validate() error {
 			return invalid(f, "set the n_gpus_per_node field instead of overriding trainer.n_gpus_per_node")
 		}
 	}
+	if err := s.validateDeps(); err != nil {
+		return err
+	}
 	if len(s.Env) > MaxEnv {
 		return invalid("env", "at most %d environment variables, got %d", MaxEnv, len(s.Env))
 	}
@@ -355,6 +387,31 @@ func (s *Spec) Validate() error {
 		}
 		if v := s.Env[k]; len(v) > maxEnvValue || strings.ContainsRune(v, 0) {
 			return invalid(f, "the value must be at most %d bytes without NUL", maxEnvValue)
+		}
+	}
+	return nil
+}
+
+// validateDeps checks after_ok and after_any: task ids, at most MaxDependencies in all, none named twice. Whether
+// they exist is checked at submit, against the store.
+func (s *Spec) validateDeps() error {
+	if n := len(s.AfterOK) + len(s.AfterAny); n > MaxDependencies {
+		return invalid("after_ok", "at most %d dependencies (after_ok and after_any together), got %d", MaxDependencies, n)
+	}
+	seen := map[string]string{}
+	for _, l := range []struct {
+		name string
+		ids  []string
+	}{{"after_ok", s.AfterOK}, {"after_any", s.AfterAny}} {
+		for i, id := range l.ids {
+			f := fmt.Sprintf("%s[%d]", l.name, i)
+			if !taskfs.TaskIDPattern.MatchString(id) {
+				return invalid(f, "%q is not a task id (they look like mvp2-ppo-20251223-143201-7f3a)", clip(id))
+			}
+			if prev, dup := seen[id]; dup {
+				return invalid(f, "%s is named twice (also in %s)", id, prev)
+			}
+			seen[id] = f
 		}
 	}
 	return nil
@@ -431,7 +488,7 @@ func (s *Spec) Effective(d Defaults) *Spec {
 }
 
 // SetPath sets a field of a decoded jobspec by its dotted path (nnodes=1, env.WANDB_MODE=offline,
-// overrides=a=1 appends one override). Numbers are parsed for the integer fields (intFields).
+// overrides=a=1 appends one override, after_ok=ID one dependency). Numbers are parsed for the integer fields (intFields).
 func SetPath(doc map[string]any, key, value string) error {
 	head, rest, nested := strings.Cut(key, ".")
 	if _, ok := fields[head]; !ok {
@@ -445,9 +502,9 @@ func SetPath(doc map[string]any, key, value string) error {
 		}
 		env[rest] = value
 		doc["env"] = env
-	case head == "overrides" && !nested:
-		list, _ := doc["overrides"].([]any)
-		doc["overrides"] = append(list, value)
+	case listFields[head] && !nested:
+		list, _ := doc[head].([]any)
+		doc[head] = append(list, value)
 	case nested:
 		return fmt.Errorf("%q has no sub-fields", head)
 	case intFields[head]:

@@ -33,6 +33,10 @@ type Task struct {
 	// HeartbeatTimeoutS: a running attempt whose progress file has not changed for this long is stopped
 	// (HEARTBEAT_LOST); 0 = no heartbeat is required.
 	HeartbeatTimeoutS int `json:"heartbeat_timeout_s"`
+	// AfterOK and AfterAny are the tasks this one waits for (jobspec after_ok / after_any): every AfterOK task must
+	// end SUCCEEDED (one that ends FAILED or CANCELED cancels this task), every AfterAny task must end.
+	AfterOK  []string `json:"after_ok,omitempty"`
+	AfterAny []string `json:"after_any,omitempty"`
 	// Progress is what the latest attempt last wrote in its progress file; nil until it wrote one.
 	Progress *Progress `json:"progress"`
 	// RuntimeLeftS and QueuedLeftS are shown, not stored: the seconds left before the running attempt reaches
@@ -118,6 +122,8 @@ const (
 	EventProgressInvalid = "PROGRESS_INVALID"
 	// EventHeartbeatLost: the attempt's progress file did not change for heartbeat_timeout_s; mvp stops it.
 	EventHeartbeatLost = "HEARTBEAT_LOST"
+	// EventDependencyFailed: an after_ok dependency ended FAILED or CANCELED; the task is CANCELED.
+	EventDependencyFailed = "DEPENDENCY_FAILED"
 )
 
 // Change is one compare-and-set write of a task, applied in a single transaction together with its attempt write
@@ -189,6 +195,8 @@ type Store interface {
 	// while that attempt is the task's latest (a late read of an older attempt changes nothing). An unknown task
 	// is ErrNotFound.
 	NoteProgress(ctx context.Context, taskID string, p *Progress) error
+	// TaskStates returns the state of each of the tasks named that exists (an unknown id is absent from the map).
+	TaskStates(ctx context.Context, ids []string) (map[string]State, error)
 	Close() error
 }
 

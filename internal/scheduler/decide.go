@@ -39,6 +39,8 @@ type Snapshot struct {
 	Active []ActiveAttempt
 	// ClusterErr says why Cluster is nil (Decide does not look at it; the API shows it).
 	ClusterErr error
+	// Deps holds the state of every task that a queued task depends on (after_ok, after_any); see dependencies.
+	Deps map[string]mvp.State
 }
 
 // ActiveAttempt is a task with a live attempt.
@@ -215,6 +217,7 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 	out = stops(now, s, p, out)
 	out = heartbeats(now, s, out)
 	out = expiries(now, s, out)
+	s.Queue, out = dependencies(now, s, out) // tasks held by their dependencies leave the queue (deps.go)
 
 	if s.Cluster == nil {
 		return out

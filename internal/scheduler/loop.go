@@ -187,7 +187,11 @@ func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterVie
 	}
 	as := l.activeAttempts(now, view, active)
 	l.fillProgressAt(as) // heartbeats (loop_progress.go)
-	return Snapshot{Cluster: view, Queue: queue, Active: as, ClusterErr: cerr}, nil
+	deps, err := l.Store.TaskStates(ctx, DependencyIDs(queue))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("load dependencies: %w", err)
+	}
+	return Snapshot{Cluster: view, Queue: queue, Active: as, ClusterErr: cerr, Deps: deps}, nil
 }
 
 // setHealth records the reading's outcome and the backoff; it reports whether Ray's availability changed.
@@ -318,6 +322,11 @@ func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
 		return l.submit(ctx, now, a)
 	case Stop:
 		return l.stop(ctx, a)
+	case DependencyFailed:
+		reason := a.Reason
+		return l.Store.Apply(ctx, mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StateCanceled, At: now,
+			ErrorSummary: &reason, EventType: mvp.EventDependencyFailed,
+			EventPayload: map[string]any{"dependency": a.Dependency, "reason": reason}})
 	case Expire:
 		reason := a.Reason
 		return l.Store.Apply(ctx, mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StateFailed, At: now,

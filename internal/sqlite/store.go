@@ -19,7 +19,8 @@ import (
 const (
 	taskCols = `t.task_id, t.workload, t.name, t.state, t.nnodes, t.n_gpus_per_node, t.jobspec_yaml, t.spec_json,
 		t.created_at, t.updated_at, t.next_run_at, t.pending_reason, t.error_summary, t.latest_attempt_no,
-		t.max_runtime_s, t.max_queued_s, t.progress_json, t.heartbeat_timeout_s`
+		t.max_runtime_s, t.max_queued_s, t.progress_json, t.heartbeat_timeout_s,
+		t.after_ok, t.after_any`
 	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
 		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries`
 )
@@ -76,19 +77,22 @@ type taskRow struct {
 	created, updated int64
 	next             sql.NullInt64
 	progress         string
+	afterOK, afterAny string
 }
 
 func (r *taskRow) dest() []any {
 	t := &r.t
 	return []any{&t.ID, &t.Workload, &t.Name, &t.State, &t.NNodes, &t.GPUsPerNode, &t.JobSpecYAML, &r.spec,
 		&r.created, &r.updated, &r.next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo, &t.MaxRuntimeS,
-		&t.MaxQueuedS, &r.progress, &t.HeartbeatTimeoutS}
+		&t.MaxQueuedS, &r.progress, &t.HeartbeatTimeoutS,
+		&r.afterOK, &r.afterAny}
 }
 
 func (r *taskRow) task() *mvp.Task {
 	t := r.t
 	t.SpecJSON = json.RawMessage(r.spec)
 	t.CreatedAt, t.UpdatedAt, t.NextRunAt = fromNanos(r.created), fromNanos(r.updated), fromNull(r.next)
+	t.AfterOK, t.AfterAny = idList(r.afterOK), idList(r.afterAny)
 	if r.progress != "" {
 		var p mvp.Progress
 		if json.Unmarshal([]byte(r.progress), &p) == nil {
@@ -165,8 +169,8 @@ const insertEventSQL = `INSERT INTO events (task_id, ts, event_type, payload_jso
 
 const insertTaskSQL = `INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml,
 	spec_json, created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no,
-	max_runtime_s, max_queued_s, heartbeat_timeout_s)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`
+	max_runtime_s, max_queued_s, heartbeat_timeout_s, after_ok, after_any)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`
 
 // CreateTask inserts a QUEUED task (without attempts) and its CREATED event in one transaction. A task id that
 // exists already is mvp.ErrConflict. A zero CreatedAt is taken as now, a zero UpdatedAt as CreatedAt.
@@ -194,7 +198,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 	}
 	taskArgs := []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
 		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.MaxRuntimeS,
-		t.MaxQueuedS, t.HeartbeatTimeoutS}
+		t.MaxQueuedS, t.HeartbeatTimeoutS, idListText(t.AfterOK), idListText(t.AfterAny)}
 	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
 	err = db.exec(ctx, func(w *wtx) error {
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
@@ -415,6 +419,60 @@ func (db *DB) AddEvent(ctx context.Context, e *mvp.Event) error {
 	}
 	e.ID, e.TS = id, ts
 	return nil
+}
+
+// idList decodes a JSON list of task ids ('' is none).
+func idList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var ids []string
+	if json.Unmarshal([]byte(s), &ids) != nil || len(ids) == 0 {
+		return nil
+	}
+	return ids
+}
+
+// idListText encodes a list of task ids as JSON ('' for none).
+func idListText(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// TaskStates returns the state of each named task that exists, in one read.
+func (db *DB) TaskStates(ctx context.Context, ids []string) (map[string]mvp.State, error) {
+	out := make(map[string]mvp.State, len(ids))
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := db.read.QueryContext(ctx, `SELECT task_id, state FROM tasks WHERE task_id IN (?`+
+			strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("task states: %w", db.mapErr(err))
+		}
+		for rows.Next() {
+			var id string
+			var st mvp.State
+			if err := rows.Scan(&id, &st); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("task states: %w", err)
+			}
+			out[id] = st
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("task states: %w", db.mapErr(err))
+		}
+	}
+	return out, nil
 }
 
 // NoteProgress records p as the task's progress when p.AttemptNo is still the task's latest attempt; otherwise it

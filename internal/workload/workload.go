@@ -54,7 +54,7 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 	}
 	return &mvp.Task{Workload: eff.Workload, Name: eff.Name, NNodes: eff.NNodes, GPUsPerNode: eff.GPUsPerNode,
 		JobSpecYAML: string(body), SpecJSON: b, MaxRuntimeS: eff.MaxRuntimeS, MaxQueuedS: eff.MaxQueuedS,
-		HeartbeatTimeoutS: eff.HeartbeatTimeoutS}, nil
+		HeartbeatTimeoutS: eff.HeartbeatTimeoutS, AfterOK: eff.AfterOK, AfterAny: eff.AfterAny}, nil
 }
 
 // BuildTask returns the Ray submission of attempt n of a stored task, from its effective spec.

@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"AddEvent", testAddEvent},
 		{"NoteLogAndUnkeptLogs", testNoteLogAndUnkeptLogs},
 		{"NoteProgress", testNoteProgress},
+		{"DependenciesAndTaskStates", testDependenciesAndTaskStates},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1316,5 +1317,49 @@ func testNoteProgress(h *harness) {
 	}
 	if err := h.s.NoteProgress(h.ctx, "mvp2-ppo-20251223-143201-ffff", p); !errors.Is(err, mvp.ErrNotFound) {
 		h.t.Errorf("unknown task: %v, want ErrNotFound", err)
+	}
+}
+
+// testDependenciesAndTaskStates: after_ok and after_any round-trip on GetTask, ListTasks and Runnable; TaskStates
+// answers the states of the tasks that exist and leaves unknown ids out.
+func testDependenciesAndTaskStates(h *harness) {
+	a := h.create(t0)
+	b := h.create(t0.Add(time.Second))
+	h.drive(b.ID, mvp.StateFailed)
+	c := h.newTask(t0.Add(2 * time.Second))
+	c.AfterOK, c.AfterAny = []string{a.ID}, []string{b.ID}
+	h.must(h.s.CreateTask(h.ctx, c))
+	got := h.get(c.ID)
+	if !reflect.DeepEqual(got.AfterOK, []string{a.ID}) || !reflect.DeepEqual(got.AfterAny, []string{b.ID}) {
+		h.t.Errorf("GetTask dependencies %v %v", got.AfterOK, got.AfterAny)
+	}
+	if plain := h.get(a.ID); plain.AfterOK != nil || plain.AfterAny != nil {
+		h.t.Errorf("a task without dependencies shows %v %v", plain.AfterOK, plain.AfterAny)
+	}
+	queue, err := h.s.Runnable(h.ctx)
+	h.must(err)
+	found := false
+	for _, q := range queue {
+		if q.ID == c.ID {
+			found = reflect.DeepEqual(q.AfterOK, []string{a.ID}) && reflect.DeepEqual(q.AfterAny, []string{b.ID})
+		}
+	}
+	if !found {
+		h.t.Errorf("Runnable does not carry the dependencies")
+	}
+	page, _, err := h.s.ListTasks(h.ctx, mvp.TaskFilter{Limit: 1})
+	h.must(err)
+	if len(page) != 1 || page[0].ID != c.ID || len(page[0].AfterOK) != 1 {
+		h.t.Errorf("ListTasks dependencies: %+v", page)
+	}
+	unknown := "mvp2-ppo-20251223-143201-ffffffff"
+	states, err := h.s.TaskStates(h.ctx, []string{a.ID, b.ID, unknown, c.ID})
+	h.must(err)
+	want := map[string]mvp.State{a.ID: mvp.StateQueued, b.ID: mvp.StateFailed, c.ID: mvp.StateQueued}
+	if !reflect.DeepEqual(states, want) {
+		h.t.Errorf("TaskStates %v, want %v", states, want)
+	}
+	if states, err := h.s.TaskStates(h.ctx, nil); err != nil || len(states) != 0 {
+		h.t.Errorf("TaskStates of nothing: %v %v", states, err)
 	}
 }
