@@ -227,3 +227,24 @@ func (c *Client) ResultFile(ctx context.Context, id, path string, w io.Writer) e
 	_, err = io.Copy(w, resp.Body)
 	return err
 }
+
+// Resubmit makes a new task from a task's stored effective spec, with the changes and resume of req.
+func (c *Client) Resubmit(ctx context.Context, id string, req ResubmitRequest) (*mvp.Task, json.RawMessage, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var t mvp.Task
+	raw, err := c.JSON(ctx, "POST", "/api/v2/tasks/"+url.PathEscape(id)+"/resubmit", nil, body, "application/json", &t)
+	return &t, raw, err
+}
+
+// ResubmitDryRun answers what Resubmit would do (the effective spec, the Ray payload, the admission verdict)
+// without storing anything.
+func (c *Client) ResubmitDryRun(ctx context.Context, id string, req ResubmitRequest) (json.RawMessage, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	return c.JSON(ctx, "POST", "/api/v2/tasks/"+url.PathEscape(id)+"/resubmit", url.Values{"dry_run": {"true"}}, body, "application/json", nil)
+}

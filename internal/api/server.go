@@ -73,6 +73,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v2/tasks", true, s.listTasks},
 		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask},
 		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask},
+		{"POST", "/api/v2/tasks/{task_id}/resubmit", true, s.resubmitTask},
 		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs},
 		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents},
 		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults},
@@ -217,11 +218,20 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.admit(w, r, t, dry)
+}
+
+// admit checks a prepared task against the store (its dependencies, the task it resumes from), then answers a dry
+// run or stores it QUEUED and answers 201.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry bool) error {
 	now := s.Clock.Now().UTC()
 	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
 	t.ID = NewTaskID(t.Workload, now, 0)
 	deps, err := s.checkDependencies(r.Context(), t)
 	if err != nil {
+		return err
+	}
+	if err := s.checkResumeFrom(r.Context(), t); err != nil {
 		return err
 	}
 	if dry {

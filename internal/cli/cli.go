@@ -43,6 +43,7 @@ Usage:
   mvp cancel TASK_ID
   mvp events TASK_ID [--limit N] [--cursor C]
   mvp results TASK_ID [--get PATH [-o FILE]]     list the task's result files, or fetch one
+  mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]   a new task from the task's stored spec
   mvp bench load [--clients N] [--duration D] [-f job.yaml]   load the API; report throughput and latency
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN.
@@ -65,7 +66,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 	switch verb {
 	case "serve":
 		err = env.Serve(ctx, rest)
-	case "submit", "get", "list", "logs", "cancel", "events", "results":
+	case "submit", "get", "list", "logs", "cancel", "events", "results", "resubmit":
 		err = runClient(ctx, verb, rest, env)
 	case "bench":
 		err = runBench(ctx, rest, env)
@@ -96,6 +97,7 @@ var verbHelp = map[string]string{
 	"logs":   "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
 	"cancel": "mvp cancel TASK_ID\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
 	"events": "mvp events TASK_ID [--limit N] [--cursor C]\n  e.g. mvp events mvp2-ppo-20251223-143201-7f3a -o yaml",
+	"resubmit": "mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]\n  e.g. mvp resubmit mvp2-ppo-20251223-143201-7f3a --resume -e overrides=trainer.total_epochs=2",
 	"results": "mvp results TASK_ID [--get PATH [-o FILE]]\n  e.g. mvp results mvp2-ppo-20251223-143201-7f3a --get a01/summary.json -o summary.json" +
 		"\n  (with --get, -o names the file to write, default standard output)",
 }
@@ -121,6 +123,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		limit    = new(int)
 		cursor   = new(string)
 		getPath  = new(string)
+		resume   = new(bool)
 	)
 	switch verb {
 	case "submit":
@@ -138,6 +141,10 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	case "events":
 		fs.IntVar(limit, "limit", 0, "page size (1..1000)")
 		fs.StringVar(cursor, "cursor", "", "next_cursor of the previous page")
+	case "resubmit":
+		fs.Var(&sets, "e", "change a field of the stored spec by its path, e.g. -e nnodes=1 -e overrides=trainer.total_epochs=2 (repeatable)")
+		fs.BoolVar(resume, "resume", false, "continue from the task's checkpoints (resume_from; verl's trainer.resume_mode=auto)")
+		fs.BoolVar(dry, "dry-run", false, "show the effective spec, the Ray payload and the admission verdict; store nothing")
 	case "results":
 		fs.StringVar(getPath, "get", "", "fetch this file (its path as listed, e.g. a01/summary.json); -o FILE writes it there")
 	}
@@ -216,6 +223,22 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, p) })
 	case "logs":
 		return c.Logs(ctx, fs.Arg(0), *attempt, *follow, env.Stdout)
+	case "resubmit":
+		if *dry {
+			raw, err := c.ResubmitDryRun(ctx, fs.Arg(0), api.ResubmitRequest{Set: sets, Resume: *resume})
+			if err != nil {
+				return err
+			}
+			return render(env.Stdout, *out, raw, func(w io.Writer) error { return printDryRun(w, raw) })
+		}
+		t, raw, err := c.Resubmit(ctx, fs.Arg(0), api.ResubmitRequest{Set: sets, Resume: *resume})
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "%s\t%s\t(resubmitted from %s)\n", t.ID, t.State, t.OriginID)
+			return err
+		})
 	case "results":
 		l, raw, err := c.Results(ctx, fs.Arg(0))
 		if err != nil {
@@ -389,6 +412,15 @@ func printTask(w io.Writer, t *mvp.Task) error {
 	}
 	if t.ErrorSummary != "" {
 		fmt.Fprintf(tw, "error_summary:\t%s\n", t.ErrorSummary)
+	}
+	if t.OriginID != "" {
+		fmt.Fprintf(tw, "resubmitted_from:\t%s\n", t.OriginID)
+	}
+	if len(t.Resubmits) > 0 {
+		fmt.Fprintf(tw, "resubmits:\t%s\n", strings.Join(t.Resubmits, ", "))
+	}
+	if t.ResumeFrom != "" {
+		fmt.Fprintf(tw, "resume_from:\t%s (its checkpoints)\n", t.ResumeFrom)
 	}
 	if len(t.AfterOK) > 0 {
 		fmt.Fprintf(tw, "after_ok:\t%s\n", strings.Join(t.AfterOK, ", "))

@@ -60,3 +60,42 @@ func TestResultsVerb(t *testing.T) {
 		t.Errorf("a refused download left a file: %v", err)
 	}
 }
+
+// TestResubmitVerb: `mvp resubmit ID -e k=v --resume` makes the new task and prints it with its origin; a dry run
+// shows the verdict; a bad -e is refused.
+func TestResubmitVerb(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	raw, err := m.Client().Submit(context.Background(), []byte("workload: sft\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	_ = json.Unmarshal(raw, &task)
+	if _, _, err := m.Client().Cancel(context.Background(), task.ID); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		return map[string]string{"MVP_ADDR": m.URL(), "MVP_TOKEN": m.APIToken()}[k]
+	}}
+	if code := Run(context.Background(), []string{"resubmit", task.ID, "--resume", "-e", "name=again"}, env); code != 0 ||
+		!strings.Contains(out.String(), "(resubmitted from "+task.ID+")") {
+		t.Fatalf("resubmit: %d %s %s", code, out.String(), errb.String())
+	}
+	newID := strings.Fields(out.String())[0]
+	got, _, err := m.Client().Get(context.Background(), newID)
+	if err != nil || got.Name != "again" || got.ResumeFrom != task.ID {
+		t.Errorf("the new task: %+v %v", got, err)
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"get", task.ID}, env); code != 0 || !strings.Contains(out.String(), "resubmits:") {
+		t.Errorf("get of the origin: %d %s", code, out.String())
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"resubmit", task.ID, "--dry-run"}, env); code != 0 || !strings.Contains(out.String(), "verdict:") {
+		t.Errorf("dry run: %d %s %s", code, out.String(), errb.String())
+	}
+	if code := Run(context.Background(), []string{"resubmit", task.ID, "-e", "nnode=1"}, env); code != 1 || !strings.Contains(errb.String(), "nnodes") {
+		t.Errorf("bad -e: %d %s", code, errb.String())
+	}
+}

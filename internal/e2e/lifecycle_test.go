@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
@@ -173,5 +174,48 @@ func TestDependencies(t *testing.T) {
 	_, err := s.c.Submit(ctxT(t), []byte(spec("ppo", 1, 1, 1)+"after_ok: [mvp2-ppo-20251223-143201-ffff]\n"), false)
 	if err == nil || !strings.Contains(err.Error(), "after_ok[0]") || !strings.Contains(err.Error(), "HTTP 400") {
 		t.Errorf("unknown dependency: %v", err)
+	}
+}
+
+// TestResubmitResume: a run that saved checkpoints and failed is resubmitted with --resume and a fixed override:
+// the new task is linked both ways, verl is pointed at the origin's checkpoint folder with
+// trainer.resume_mode=auto, and the stand-in reports the step it resumed from. A plain resubmit from the CLI makes
+// a new task from the stored spec.
+func TestResubmitResume(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	origin := s.submit(spec("ppo", 1, 1, 3, "trainer.save_freq=1", "mvp_test.exit_code=1"))
+	s.waitState(origin.ID, mvp.StateFailed, 90*time.Second)
+	latest := strings.TrimSpace(readFile(t, filepath.Join(s.sharedRoot, "jobs", origin.ID, "checkpoints", "latest_checkpointed_iteration.txt")))
+	if latest == "" || latest == "0" {
+		t.Fatalf("the origin saved no checkpoint: %q", latest)
+	}
+	resumed, _, err := s.c.Resubmit(ctxT(t), origin.ID, api.ResubmitRequest{Set: []string{"overrides=mvp_test.exit_code=0"}, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.OriginID != origin.ID || resumed.ResumeFrom != origin.ID {
+		t.Errorf("links: origin %q resume_from %q", resumed.OriginID, resumed.ResumeFrom)
+	}
+	done := s.waitState(resumed.ID, mvp.StateSucceeded, 90*time.Second)
+	if log := s.logs(resumed.ID, 1); !strings.Contains(log, "verl-standin: resumed from step "+latest) {
+		t.Errorf("the resumed run does not say it resumed from step %s:\n%s", latest, tail(log, 20))
+	}
+	if p := done.Progress; p == nil || fmt.Sprint(p.Metrics["resumed_from_step"]) != latest {
+		t.Errorf("progress %+v, want resumed_from_step %s", p, latest)
+	}
+	if got := s.get(origin.ID); len(got.Resubmits) != 1 || got.Resubmits[0] != resumed.ID {
+		t.Errorf("the origin's resubmits: %v", got.Resubmits)
+	}
+	stdout, stderr, code := s.cli("resubmit", origin.ID, "-e", "name=plain")
+	if code != 0 || !strings.Contains(stdout, "(resubmitted from "+origin.ID+")") {
+		t.Fatalf("mvp resubmit: %d %s %s", code, stdout, stderr)
+	}
+	plain := s.get(strings.Fields(stdout)[0])
+	if plain.Name != "plain" || plain.ResumeFrom != "" || plain.OriginID != origin.ID {
+		t.Errorf("plain resubmit: %+v", plain)
+	}
+	if _, _, err := s.c.Cancel(ctxT(t), plain.ID); err != nil {
+		t.Errorf("cancel: %v", err)
 	}
 }

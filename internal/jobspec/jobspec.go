@@ -55,6 +55,9 @@ type Spec struct {
 	// task is CANCELED. AfterAny names tasks that must end, however they end.
 	AfterOK  []string `json:"after_ok,omitempty" yaml:"after_ok,omitempty"`
 	AfterAny []string `json:"after_any,omitempty" yaml:"after_any,omitempty"`
+	// ResumeFrom names an ended task whose checkpoint folder this run continues from: verl gets that folder as
+	// trainer.default_local_dir with trainer.resume_mode=auto. `mvp resubmit --resume` sets it.
+	ResumeFrom string `json:"resume_from,omitempty" yaml:"resume_from,omitempty"`
 }
 
 // Limits bound what Parse accepts.
@@ -95,7 +98,7 @@ var fields = map[string]yaml.Kind{
 	"name": yaml.ScalarNode, "model_path": yaml.ScalarNode, "train_file": yaml.ScalarNode, "val_file": yaml.ScalarNode,
 	"code_path": yaml.ScalarNode, "overrides": yaml.SequenceNode, "env": yaml.MappingNode,
 	"max_runtime_s": yaml.ScalarNode, "max_queued_s": yaml.ScalarNode, "heartbeat_timeout_s": yaml.ScalarNode,
-	"after_ok": yaml.SequenceNode, "after_any": yaml.SequenceNode,
+	"after_ok": yaml.SequenceNode, "after_any": yaml.SequenceNode, "resume_from": yaml.ScalarNode,
 }
 
 // listFields are the top-level lists of strings; SetPath appends to them.
@@ -228,6 +231,8 @@ func decodeFields(root *yaml.Node, s *Spec) error {
 			s.ValFile, err = str(k, v)
 		case "code_path":
 			s.CodePath, err = str(k, v)
+		case "resume_from":
+			s.ResumeFrom, err = str(k, v)
 		case "overrides":
 			for j, item := range v.Content {
 				f := fmt.Sprintf("overrides[%d]", j)
@@ -373,6 +378,9 @@ func (s *Spec) Validate() error {
 	}
 	if err := s.validateDeps(); err != nil {
 		return err
+	}
+	if s.ResumeFrom != "" && !taskfs.TaskIDPattern.MatchString(s.ResumeFrom) {
+		return invalid("resume_from", "%q is not a task id (they look like mvp2-ppo-20251223-143201-7f3a)", clip(s.ResumeFrom))
 	}
 	if len(s.Env) > MaxEnv {
 		return invalid("env", "at most %d environment variables, got %d", MaxEnv, len(s.Env))

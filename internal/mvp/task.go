@@ -37,6 +37,12 @@ type Task struct {
 	// end SUCCEEDED (one that ends FAILED or CANCELED cancels this task), every AfterAny task must end.
 	AfterOK  []string `json:"after_ok,omitempty"`
 	AfterAny []string `json:"after_any,omitempty"`
+	// ResumeFrom is the ended task whose checkpoint folder this task's run continues from ("" for none).
+	ResumeFrom string `json:"resume_from,omitempty"`
+	// OriginID is the task this one was resubmitted from; Resubmits are the tasks resubmitted from this one,
+	// oldest first (GetTask fills it).
+	OriginID  string   `json:"resubmitted_from,omitempty"`
+	Resubmits []string `json:"resubmits,omitempty"`
 	// Progress is what the latest attempt last wrote in its progress file; nil until it wrote one.
 	Progress *Progress `json:"progress"`
 	// RuntimeLeftS and QueuedLeftS are shown, not stored: the seconds left before the running attempt reaches

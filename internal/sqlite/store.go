@@ -20,7 +20,7 @@ const (
 	taskCols = `t.task_id, t.workload, t.name, t.state, t.nnodes, t.n_gpus_per_node, t.jobspec_yaml, t.spec_json,
 		t.created_at, t.updated_at, t.next_run_at, t.pending_reason, t.error_summary, t.latest_attempt_no,
 		t.max_runtime_s, t.max_queued_s, t.progress_json, t.heartbeat_timeout_s,
-		t.after_ok, t.after_any`
+		t.after_ok, t.after_any, t.origin_id, t.resume_from`
 	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
 		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries`
 )
@@ -85,7 +85,7 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Workload, &t.Name, &t.State, &t.NNodes, &t.GPUsPerNode, &t.JobSpecYAML, &r.spec,
 		&r.created, &r.updated, &r.next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo, &t.MaxRuntimeS,
 		&t.MaxQueuedS, &r.progress, &t.HeartbeatTimeoutS,
-		&r.afterOK, &r.afterAny}
+		&r.afterOK, &r.afterAny, &t.OriginID, &t.ResumeFrom}
 }
 
 func (r *taskRow) task() *mvp.Task {
@@ -169,8 +169,8 @@ const insertEventSQL = `INSERT INTO events (task_id, ts, event_type, payload_jso
 
 const insertTaskSQL = `INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml,
 	spec_json, created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no,
-	max_runtime_s, max_queued_s, heartbeat_timeout_s, after_ok, after_any)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`
+	max_runtime_s, max_queued_s, heartbeat_timeout_s, after_ok, after_any, origin_id, resume_from)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`
 
 // CreateTask inserts a QUEUED task (without attempts) and its CREATED event in one transaction. A task id that
 // exists already is mvp.ErrConflict. A zero CreatedAt is taken as now, a zero UpdatedAt as CreatedAt.
@@ -198,7 +198,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 	}
 	taskArgs := []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
 		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.MaxRuntimeS,
-		t.MaxQueuedS, t.HeartbeatTimeoutS, idListText(t.AfterOK), idListText(t.AfterAny)}
+		t.MaxQueuedS, t.HeartbeatTimeoutS, idListText(t.AfterOK), idListText(t.AfterAny), t.OriginID, t.ResumeFrom}
 	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
 	err = db.exec(ctx, func(w *wtx) error {
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
@@ -623,7 +623,31 @@ func (db *DB) GetTask(ctx context.Context, id string) (*mvp.Task, error) {
 	if t == nil {
 		return nil, notFound("no task %q", id)
 	}
+	if t.Resubmits, err = db.resubmits(ctx, id); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// resubmits returns the ids of the tasks resubmitted from id, oldest first.
+func (db *DB) resubmits(ctx context.Context, id string) ([]string, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT task_id FROM tasks WHERE origin_id = ? ORDER BY created_at, task_id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, fmt.Errorf("resubmits of %s: %w", id, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
+	}
+	return out, nil
 }
 
 // errCursor answers a cursor this store did not give out.

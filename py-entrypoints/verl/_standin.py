@@ -7,6 +7,10 @@ Keys read from the Hydra overrides (a leading "+" or "++" is accepted, the last 
   mvp_test.wait_file     wait until this file exists before the resource check (tests make races exact with it)
   mvp_test.dump_args     write {"argv", "env", "cwd"} as JSON to this path first (tests check what arrived)
   mvp_test.stall_after   stop writing progress after this many steps but keep holding (a hung run)
+Checkpoints, as verl keeps them: with trainer.save_freq=K (verl's default -1 saves none) every K-th step writes
+<trainer.default_local_dir>/global_step_<step>/ and latest_checkpointed_iteration.txt. With
+trainer.resume_mode=auto given explicitly, a run whose default_local_dir holds a checkpoint resumes from it: it
+prints "verl-standin: resumed from step N" and counts its steps on from N (progress metrics.resumed_from_step).
 Results: at the end it writes summary.json and model/weights.bin (1 KiB) into $MVP_RESULTS_DIR.
 Progress: each step appends {"step", "data"} to $VERL_FILE_LOGGER_PATH (verl's file logger's format) and rewrites
 $MVP_PROGRESS_FILE (default: progress.json beside it) atomically with step, total_steps, percent_complete, name and
@@ -63,6 +67,27 @@ def report(step, total, metrics, name="training"):
     with open(tmp, "w") as f:
         json.dump(body, f)
     os.replace(tmp, path)
+
+
+def latest_checkpoint(ckpt_dir):
+    """verl's find_latest_ckpt_path: the step in latest_checkpointed_iteration.txt, if its folder exists."""
+    try:
+        with open(os.path.join(ckpt_dir, "latest_checkpointed_iteration.txt")) as f:
+            step = int(f.read().strip())
+    except (OSError, ValueError):
+        return 0
+    return step if os.path.isdir(os.path.join(ckpt_dir, f"global_step_{step}")) else 0
+
+
+def save_checkpoint(ckpt_dir, step):
+    folder = os.path.join(ckpt_dir, f"global_step_{step}")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "state.json"), "w") as f:
+        json.dump({"step": step}, f)
+    tmp = os.path.join(ckpt_dir, ".latest_checkpointed_iteration.txt.tmp")
+    with open(tmp, "w") as f:
+        f.write(str(step))
+    os.replace(tmp, os.path.join(ckpt_dir, "latest_checkpointed_iteration.txt"))
 
 
 def write_results(workload, steps):
@@ -129,22 +154,39 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check)
     print("verl-standin: placement groups ready", flush=True)
 
     stall_after = int(cfg.get("mvp_test.stall_after", -1))
-    total = max(int(math.ceil(hold_s)), 1)
+    ckpt_dir = cfg.get("trainer.default_local_dir", "")
+    save_freq = int(cfg.get("trainer.save_freq", -1))
+    resumed = 0
+    if cfg.get("trainer.resume_mode") == "auto" and ckpt_dir:
+        resumed = latest_checkpoint(ckpt_dir)
+        if resumed:
+            print(f"verl-standin: resumed from step {resumed} ({ckpt_dir}/global_step_{resumed})", flush=True)
+        else:
+            print(f"verl-standin: no checkpoint in {ckpt_dir}; training from scratch", flush=True)
+    total = resumed + max(int(math.ceil(hold_s)), 1)
     start = time.time()
-    step = 0
+    step = resumed
     while True:
         elapsed = time.time() - start
         if elapsed >= hold_s:
             break
         step += 1
         print(f"verl-standin: step {step} progress {min(elapsed / hold_s, 1.0):.2f}", flush=True)
-        if stall_after < 0 or step <= stall_after:
-            report(step, total, {"loss": round(1.0 / step, 4)})
+        if ckpt_dir and save_freq > 0 and step % save_freq == 0:
+            save_checkpoint(ckpt_dir, step)
+        metrics = {"loss": round(1.0 / step, 4)}
+        if resumed:
+            metrics["resumed_from_step"] = resumed
+        if stall_after < 0 or step - resumed <= stall_after:
+            report(step, total, metrics)
         elif step == stall_after + 1:
             print("verl-standin: stalled (mvp_test.stall_after): no more progress", flush=True)
         time.sleep(min(1.0, max(hold_s - elapsed, 0.0)))
     if stall_after < 0:
-        report(total, total, {"loss": round(1.0 / max(step, 1), 4)}, name="done")
+        metrics = {"loss": round(1.0 / max(step, 1), 4)}
+        if resumed:
+            metrics["resumed_from_step"] = resumed
+        report(max(step, total), max(step, total), metrics, name="done")
     write_results(workload, step)
     print(f"verl-standin: done after {step} step(s), exit code {exit_code}", flush=True)
     return exit_code

@@ -64,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"NoteLogAndUnkeptLogs", testNoteLogAndUnkeptLogs},
 		{"NoteProgress", testNoteProgress},
 		{"DependenciesAndTaskStates", testDependenciesAndTaskStates},
+		{"ResubmitLinks", testResubmitLinks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1361,5 +1362,30 @@ func testDependenciesAndTaskStates(h *harness) {
 	}
 	if states, err := h.s.TaskStates(h.ctx, nil); err != nil || len(states) != 0 {
 		h.t.Errorf("TaskStates of nothing: %v %v", states, err)
+	}
+}
+
+// testResubmitLinks: a resubmitted task names its origin and what it resumes from; the origin lists its resubmits,
+// oldest first.
+func testResubmitLinks(h *harness) {
+	origin := h.create(t0)
+	h.drive(origin.ID, mvp.StateFailed)
+	first := h.newTask(t0.Add(time.Minute))
+	first.OriginID, first.ResumeFrom = origin.ID, origin.ID
+	h.must(h.s.CreateTask(h.ctx, first))
+	second := h.newTask(t0.Add(2 * time.Minute))
+	second.OriginID = origin.ID
+	h.must(h.s.CreateTask(h.ctx, second))
+	got := h.get(origin.ID)
+	if !reflect.DeepEqual(got.Resubmits, []string{first.ID, second.ID}) || got.OriginID != "" {
+		h.t.Errorf("origin: resubmits %v, origin %q", got.Resubmits, got.OriginID)
+	}
+	if f := h.get(first.ID); f.OriginID != origin.ID || f.ResumeFrom != origin.ID || f.Resubmits != nil {
+		h.t.Errorf("resubmit: origin %q resume_from %q resubmits %v", f.OriginID, f.ResumeFrom, f.Resubmits)
+	}
+	page, _, err := h.s.ListTasks(h.ctx, mvp.TaskFilter{Limit: 1})
+	h.must(err)
+	if len(page) != 1 || page[0].OriginID != origin.ID {
+		h.t.Errorf("ListTasks does not show the origin: %+v", page)
 	}
 }
