@@ -248,3 +248,35 @@ func (c *Client) ResubmitDryRun(ctx context.Context, id string, req ResubmitRequ
 	}
 	return c.JSON(ctx, "POST", "/api/v2/tasks/"+url.PathEscape(id)+"/resubmit", url.Values{"dry_run": {"true"}}, body, "application/json", nil)
 }
+
+// PutSecret stores or replaces a secret's value.
+func (c *Client) PutSecret(ctx context.Context, name, value string) (*mvp.SecretInfo, json.RawMessage, error) {
+	body, err := json.Marshal(map[string]string{"value": value})
+	if err != nil {
+		return nil, nil, err
+	}
+	var s mvp.SecretInfo
+	raw, err := c.JSON(ctx, "PUT", "/api/v2/secrets/"+url.PathEscape(name), nil, body, "application/json", &s)
+	return &s, raw, err
+}
+
+// SecretList is the stored secrets' names and times.
+type SecretList struct {
+	Secrets []mvp.SecretInfo `json:"secrets"`
+}
+
+// Secrets lists the stored secrets (never their values).
+func (c *Client) Secrets(ctx context.Context) (*SecretList, json.RawMessage, error) {
+	var l SecretList
+	raw, err := c.JSON(ctx, "GET", "/api/v2/secrets", nil, nil, "", &l)
+	return &l, raw, err
+}
+
+// DeleteSecret deletes a secret.
+func (c *Client) DeleteSecret(ctx context.Context, name string) error {
+	resp, err := c.Do(ctx, "DELETE", "/api/v2/secrets/"+url.PathEscape(name), nil, nil, "")
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/secrets"
 	"github.com/mvp2/mvp/internal/taskfs"
 )
 
@@ -51,6 +52,8 @@ type Server struct {
 	LogPoll time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
+	// Secrets is secret storage (off when it has no key).
+	Secrets *secrets.Vault
 }
 
 func (s *Server) crash(point string) {
@@ -76,6 +79,9 @@ func (s *Server) routes() []route {
 		{"POST", "/api/v2/tasks/{task_id}/resubmit", true, s.resubmitTask},
 		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs},
 		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents},
+		{"GET", "/api/v2/secrets", true, s.listSecrets},
+		{"PUT", "/api/v2/secrets/{name}", true, s.putSecret},
+		{"DELETE", "/api/v2/secrets/{name}", true, s.deleteSecret},
 		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults},
 		{"GET", "/api/v2/tasks/{task_id}/results/{path...}", true, s.taskResultFile},
 	}
@@ -232,6 +238,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 		return err
 	}
 	if err := s.checkResumeFrom(r.Context(), t); err != nil {
+		return err
+	}
+	if err := s.checkSecrets(r.Context(), t); err != nil {
 		return err
 	}
 	if dry {

@@ -27,7 +27,9 @@ import (
 // Env is what the CLI reads of its surroundings.
 type Env struct {
 	Stdout, Stderr io.Writer
-	Getenv         func(string) string
+	// Stdin is where `mvp secrets put` reads a value; nil means none.
+	Stdin  io.Reader
+	Getenv func(string) string
 	// Serve runs `mvp serve` with its arguments.
 	Serve func(ctx context.Context, args []string) error
 }
@@ -44,6 +46,7 @@ Usage:
   mvp events TASK_ID [--limit N] [--cursor C]
   mvp results TASK_ID [--get PATH [-o FILE]]     list the task's result files, or fetch one
   mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]   a new task from the task's stored spec
+  mvp secrets list | put NAME [--from-file F] | delete NAME   write-only secrets (put reads the value from stdin)
   mvp bench load [--clients N] [--duration D] [-f job.yaml]   load the API; report throughput and latency
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN.
@@ -68,6 +71,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = env.Serve(ctx, rest)
 	case "submit", "get", "list", "logs", "cancel", "events", "results", "resubmit":
 		err = runClient(ctx, verb, rest, env)
+	case "secrets":
+		err = runSecrets(ctx, rest, env)
 	case "bench":
 		err = runBench(ctx, rest, env)
 	default:
@@ -91,12 +96,12 @@ func Run(ctx context.Context, args []string, env Env) int {
 type usageError struct{ error }
 
 var verbHelp = map[string]string{
-	"submit": "mvp submit -f job.yaml [-e key=value …] [--dry-run]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
-	"get":    "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
-	"list":   "mvp list [--state S] [--workload W] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
-	"logs":   "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
-	"cancel": "mvp cancel TASK_ID\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
-	"events": "mvp events TASK_ID [--limit N] [--cursor C]\n  e.g. mvp events mvp2-ppo-20251223-143201-7f3a -o yaml",
+	"submit":   "mvp submit -f job.yaml [-e key=value …] [--dry-run]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
+	"get":      "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
+	"list":     "mvp list [--state S] [--workload W] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
+	"logs":     "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
+	"cancel":   "mvp cancel TASK_ID\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
+	"events":   "mvp events TASK_ID [--limit N] [--cursor C]\n  e.g. mvp events mvp2-ppo-20251223-143201-7f3a -o yaml",
 	"resubmit": "mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]\n  e.g. mvp resubmit mvp2-ppo-20251223-143201-7f3a --resume -e overrides=trainer.total_epochs=2",
 	"results": "mvp results TASK_ID [--get PATH [-o FILE]]\n  e.g. mvp results mvp2-ppo-20251223-143201-7f3a --get a01/summary.json -o summary.json" +
 		"\n  (with --get, -o names the file to write, default standard output)",
@@ -549,6 +554,85 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+const secretsUsage = "usage: mvp secrets list | mvp secrets put NAME [--from-file FILE] | mvp secrets delete NAME\n" +
+	"  put reads the value from standard input (or FILE), never from the command line, so that it stays out of\n" +
+	"  shell history and process listings; one trailing newline is dropped.\n" +
+	"  e.g. mvp secrets put wandb < ~/.wandb-key, then in a jobspec: secrets: {WANDB_API_KEY: wandb}"
+
+// runSecrets is `mvp secrets list|put|delete`.
+func runSecrets(ctx context.Context, args []string, env Env) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(env.Stderr, secretsUsage)
+		if len(args) == 0 {
+			return usageError{errors.New("a subcommand is needed")}
+		}
+		return flag.ErrHelp
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("secrets "+sub, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() { fmt.Fprintln(env.Stderr, secretsUsage) }
+	out := fs.String("o", "table", "output: table, json or yaml")
+	from := fs.String("from-file", "", "put: read the value from this file instead of standard input")
+	if err := fs.Parse(interleave(fs, args[1:])); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	c := clientOf(env)
+	switch {
+	case sub == "list" && fs.NArg() == 0:
+		l, raw, err := c.Secrets(ctx)
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error {
+			tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tCREATED\tUPDATED")
+			for _, s := range l.Secrets {
+				c, u := s.CreatedAt, s.UpdatedAt
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, ts(&c), ts(&u))
+			}
+			return tw.Flush()
+		})
+	case sub == "put" && fs.NArg() == 1:
+		var r io.Reader = env.Stdin
+		if *from != "" {
+			f, err := os.Open(*from)
+			if err != nil {
+				return fmt.Errorf("read the secret: %w", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		if r == nil {
+			return usageError{errors.New("no standard input to read the value from; use --from-file")}
+		}
+		b, err := io.ReadAll(io.LimitReader(r, mvp.MaxSecretBytes+2))
+		if err != nil {
+			return fmt.Errorf("read the secret: %w", err)
+		}
+		value := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		info, raw, err := c.PutSecret(ctx, fs.Arg(0), value)
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error {
+			u := info.UpdatedAt
+			_, err := fmt.Fprintf(w, "%s\tstored %s\n", info.Name, ts(&u))
+			return err
+		})
+	case sub == "delete" && fs.NArg() == 1:
+		if err := c.DeleteSecret(ctx, fs.Arg(0)); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(env.Stdout, "%s\tdeleted\n", fs.Arg(0))
+		return err
+	}
+	return usageError{errors.New(secretsUsage)}
 }
 
 // loadSpec never fits a real cluster (64 GPUs on one node), so a load run starts no Ray job.

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/secrets"
+	"github.com/mvp2/mvp/internal/service"
 	"github.com/mvp2/mvp/internal/service/servicetest"
 	"github.com/mvp2/mvp/internal/taskfs"
 )
@@ -98,4 +100,49 @@ func TestResubmitVerb(t *testing.T) {
 	if code := Run(context.Background(), []string{"resubmit", task.ID, "-e", "nnode=1"}, env); code != 1 || !strings.Contains(errb.String(), "nnodes") {
 		t.Errorf("bad -e: %d %s", code, errb.String())
 	}
+}
+
+// TestSecretsVerb: `mvp secrets put NAME` reads the value from standard input (never an argument), `list` shows
+// the name without the value, `delete` removes it.
+func TestSecretsVerb(t *testing.T) {
+	cfg := servicetest.Config(t)
+	cfg.V2.Secrets.KeyEnv = "MVP_TEST_CLI_SECRETS_KEY"
+	t.Setenv("MVP_TEST_CLI_SECRETS_KEY", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+	m := servicetest.Start(t, &service.Main{Config: cfg})
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader("s3cr3t-value\n"), Getenv: func(k string) string {
+		return map[string]string{"MVP_ADDR": m.URL(), "MVP_TOKEN": m.APIToken()}[k]
+	}}
+	if code := Run(context.Background(), []string{"secrets", "put", "wandb"}, env); code != 0 || strings.Contains(out.String(), "s3cr3t") {
+		t.Fatalf("put: %d %s %s", code, out.String(), errb.String())
+	}
+	vals, err := secretsOf(t, m)
+	if err != nil || vals["wandb"] != "s3cr3t-value" {
+		t.Errorf("stored %q (the trailing newline is dropped): %v", vals["wandb"], err)
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"secrets", "list"}, env); code != 0 || !strings.Contains(out.String(), "wandb") ||
+		strings.Contains(out.String(), "s3cr3t") {
+		t.Errorf("list: %d %s", code, out.String())
+	}
+	if code := Run(context.Background(), []string{"secrets", "put"}, env); code != 2 {
+		t.Errorf("put without a name: %d", code)
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"secrets", "delete", "wandb"}, env); code != 0 || !strings.Contains(out.String(), "deleted") {
+		t.Errorf("delete: %d %s %s", code, out.String(), errb.String())
+	}
+}
+
+// secretsOf opens the service's stored secrets with its key, as the scheduler does.
+func secretsOf(t *testing.T, m *service.Main) (map[string]string, error) {
+	key, err := secrets.KeyFromEnv(m.Config.V2.Secrets.KeyEnv)
+	if err != nil {
+		return nil, err
+	}
+	v, err := secrets.New(m.Store(), key, m.Config.V2.Secrets.KeyEnv, nil)
+	if err != nil {
+		return nil, err
+	}
+	return v.Values(context.Background(), []string{"wandb"})
 }

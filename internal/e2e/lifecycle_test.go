@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -218,4 +219,67 @@ func TestResubmitResume(t *testing.T) {
 	if _, _, err := s.c.Cancel(ctxT(t), plain.ID); err != nil {
 		t.Errorf("cancel: %v", err)
 	}
+}
+
+// TestSecretsReachOnlyTheJob: a stored secret reaches the job's environment (the stand-in dumps it) and nothing
+// else: not the task folder, not the events, not mvp's log; a rotated secret reaches the next submission; a
+// secret deleted while a task that needs it waits makes that task fail at submit, naming the secret.
+func TestSecretsReachOnlyTheJob(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{env: []string{"MVP_SECRETS_KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"}})
+	v1, v2 := uniq("wandb-first"), uniq("wandb-second")
+	if _, _, err := s.c.PutSecret(ctxT(t), "wandb", v1); err != nil {
+		t.Fatal(err)
+	}
+	run := func(want string) *mvp.Task {
+		t.Helper()
+		dump := filepath.Join(t.TempDir(), "args.json")
+		task := s.submit(spec("ppo", 1, 1, 1, "mvp_test.dump_args="+dump) + "secrets: {WANDB_API_KEY: wandb}\n")
+		s.waitState(task.ID, mvp.StateSucceeded, 90*time.Second)
+		if got := readFile(t, dump); !strings.Contains(got, `"WANDB_API_KEY": "`+want+`"`) {
+			t.Errorf("the job's environment lacks the secret's value %q:\n%s", want, got)
+		}
+		return task
+	}
+	a := run(v1)
+	if _, _, err := s.c.PutSecret(ctxT(t), "wandb", v2); err != nil {
+		t.Fatal(err)
+	}
+	b := run(v2)
+
+	first := s.submit(spec("ppo", 1, 1, 4))
+	waiting := s.submit(spec("ppo", 1, 1, 1) + "after_ok: [" + first.ID + "]\nsecrets: {WANDB_API_KEY: wandb}\n")
+	if err := s.c.DeleteSecret(ctxT(t), "wandb"); err != nil {
+		t.Fatal(err)
+	}
+	s.waitState(first.ID, mvp.StateSucceeded, 90*time.Second)
+	failed := s.waitState(waiting.ID, mvp.StateFailed, 60*time.Second)
+	if !strings.Contains(failed.ErrorSummary, "wandb") || !strings.Contains(failed.ErrorSummary, "do not exist") {
+		t.Errorf("summary %q", failed.ErrorSummary)
+	}
+	l, _, err := s.c.Secrets(ctxT(t))
+	if err != nil || len(l.Secrets) != 0 {
+		t.Errorf("secrets after the delete: %+v %v", l, err)
+	}
+
+	leaks := func(where, text string) {
+		if strings.Contains(text, v1) || strings.Contains(text, v2) {
+			t.Errorf("%s holds a secret value", where)
+		}
+	}
+	_ = filepath.WalkDir(s.sharedRoot, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			leaks(p, string(b))
+		}
+		return nil
+	})
+	for _, id := range []string{a.ID, b.ID, waiting.ID} {
+		for _, e := range s.events(id) {
+			leaks("event "+e.Type+" of "+id, string(e.Payload))
+		}
+		raw, _ := json.Marshal(s.get(id))
+		leaks("the task "+id, string(raw))
+	}
+	leaks("mvp's log", readFile(t, s.logPath))
 }

@@ -58,6 +58,9 @@ type Spec struct {
 	// ResumeFrom names an ended task whose checkpoint folder this run continues from: verl gets that folder as
 	// trainer.default_local_dir with trainer.resume_mode=auto. `mvp resubmit --resume` sets it.
 	ResumeFrom string `json:"resume_from,omitempty" yaml:"resume_from,omitempty"`
+	// Secrets maps environment variables of the job to stored secrets (WANDB_API_KEY: wandb): their values are
+	// put in the job's environment only in the submission sent to Ray, read afresh for every attempt.
+	Secrets map[string]string `json:"secrets,omitempty" yaml:"secrets,omitempty"`
 }
 
 // Limits bound what Parse accepts.
@@ -76,6 +79,8 @@ const (
 	MaxGPUsPerNode = 16
 	MaxOverrides   = 200
 	MaxEnv         = 100
+	// MaxSecrets bounds the secrets a jobspec names.
+	MaxSecrets = 50
 	// MaxDependencies bounds after_ok and after_any together.
 	MaxDependencies = 50
 	// MaxHeartbeatTimeoutS bounds heartbeat_timeout_s (a week).
@@ -99,6 +104,7 @@ var fields = map[string]yaml.Kind{
 	"code_path": yaml.ScalarNode, "overrides": yaml.SequenceNode, "env": yaml.MappingNode,
 	"max_runtime_s": yaml.ScalarNode, "max_queued_s": yaml.ScalarNode, "heartbeat_timeout_s": yaml.ScalarNode,
 	"after_ok": yaml.SequenceNode, "after_any": yaml.SequenceNode, "resume_from": yaml.ScalarNode,
+	"secrets": yaml.MappingNode,
 }
 
 // listFields are the top-level lists of strings; SetPath appends to them.
@@ -263,6 +269,23 @@ func decodeFields(root *yaml.Node, s *Spec) error {
 			} else {
 				s.AfterAny = ids
 			}
+		case "secrets":
+			s.Secrets = map[string]string{}
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				kn, vn := v.Content[j], v.Content[j+1]
+				f := "secrets." + clip(kn.Value)
+				if kn.Kind != yaml.ScalarNode || vn.Kind != yaml.ScalarNode {
+					return invalid(f, "secrets must map environment variable names to secret names (line %d)", kn.Line)
+				}
+				if _, dup := s.Secrets[kn.Value]; dup {
+					return invalid(f, "%q is given twice (line %d)", clip(kn.Value), kn.Line)
+				}
+				name, err := str(f, vn)
+				if err != nil {
+					return err
+				}
+				s.Secrets[kn.Value] = name
+			}
 		case "env":
 			s.Env = map[string]string{}
 			for j := 0; j+1 < len(v.Content); j += 2 {
@@ -379,6 +402,9 @@ func (s *Spec) Validate() error {
 	if err := s.validateDeps(); err != nil {
 		return err
 	}
+	if err := s.validateSecrets(); err != nil {
+		return err
+	}
 	if s.ResumeFrom != "" && !taskfs.TaskIDPattern.MatchString(s.ResumeFrom) {
 		return invalid("resume_from", "%q is not a task id (they look like mvp2-ppo-20251223-143201-7f3a)", clip(s.ResumeFrom))
 	}
@@ -420,6 +446,31 @@ func (s *Spec) validateDeps() error {
 				return invalid(f, "%s is named twice (also in %s)", id, prev)
 			}
 			seen[id] = f
+		}
+	}
+	return nil
+}
+
+// validateSecrets checks the secrets mapping: environment variable names as for env (and not also in env), secret
+// names of the secret name shape, at most MaxSecrets.
+func (s *Spec) validateSecrets() error {
+	if len(s.Secrets) > MaxSecrets {
+		return invalid("secrets", "at most %d secrets, got %d", MaxSecrets, len(s.Secrets))
+	}
+	for _, k := range sortedKeys(s.Secrets) {
+		f := "secrets." + clip(k)
+		if !envRE.MatchString(k) {
+			return invalid(f, "%q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", clip(k))
+		}
+		if strings.HasPrefix(k, "RAY_") || strings.HasPrefix(k, "MVP_") {
+			return invalid(f, "%s is reserved: RAY_* and MVP_* variables are set by Ray and mvp", k)
+		}
+		if _, both := s.Env[k]; both {
+			return invalid(f, "%s is set in env too; give it in one place", k)
+		}
+		if !mvp.SecretNamePattern.MatchString(s.Secrets[k]) {
+			return invalid(f, "%q is not a secret name: a letter or digit, then up to 63 of letters, digits, '_', '.' and '-'",
+				clip(s.Secrets[k]))
 		}
 	}
 	return nil
@@ -503,13 +554,13 @@ func SetPath(doc map[string]any, key, value string) error {
 		return fmt.Errorf("unknown field %q%s", head, suggest(head))
 	}
 	switch {
-	case head == "env" && nested:
-		env, _ := doc["env"].(map[string]any)
-		if env == nil {
-			env = map[string]any{}
+	case (head == "env" || head == "secrets") && nested:
+		m, _ := doc[head].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
 		}
-		env[rest] = value
-		doc["env"] = env
+		m[rest] = value
+		doc[head] = m
 	case listFields[head] && !nested:
 		list, _ := doc[head].([]any)
 		doc[head] = append(list, value)

@@ -203,6 +203,7 @@ type Store interface {
 	NoteProgress(ctx context.Context, taskID string, p *Progress) error
 	// TaskStates returns the state of each of the tasks named that exists (an unknown id is absent from the map).
 	TaskStates(ctx context.Context, ids []string) (map[string]State, error)
+	SecretStore
 	Close() error
 }
 

@@ -43,6 +43,8 @@ type Loop struct {
 	MaxBackoff time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
+	// Secrets opens the secrets a task names, for the submission sent to Ray only; nil: secret storage is off.
+	Secrets SecretValues
 
 	mu     sync.Mutex
 	stuck  map[string]time.Time // submission id → first seen unplaceable; only live attempts
@@ -394,7 +396,11 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 
 // callRay submits payload; on an unclear outcome it looks the job up before anything else.
 func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, payload *mvp.JobSubmission) error {
-	err := l.Ray.SubmitJob(ctx, payload)
+	sent, secretValues, err := l.withSecrets(ctx, t, payload) // only what goes to Ray holds them (loop_secrets.go)
+	if err != nil {
+		return l.failSecrets(ctx, t, att, err)
+	}
+	err = l.Ray.SubmitJob(ctx, sent)
 	l.crash("submitting_after_ray")
 	switch {
 	case err == nil || errors.Is(err, mvp.ErrJobExists):
@@ -404,12 +410,14 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 			return l.markSubmitted(ctx, t, att)
 		}
 		l.Logger.Warn("submit did not go through; will look again next tick", "task_id", t.ID,
-			"submission_id", att.RaySubmissionID, "err", err)
-		return fmt.Errorf("submit attempt %s: %w", att.RaySubmissionID, err)
+			"submission_id", att.RaySubmissionID, "err", redact(err.Error(), secretValues))
+		return fmt.Errorf("submit attempt %s: %w", att.RaySubmissionID, redactedError{err, secretValues})
 	default:
-		msg := "Ray refused the submission: " + err.Error()
+		// Ray's answer might echo the payload: no secret value goes into the task's record.
+		text := redact(err.Error(), secretValues)
+		msg := "Ray refused the submission: " + text
 		up := *att
-		up.RayStatus, up.FailureKind, up.Message = mvp.RayFailed, mvp.FailureUserError, cut(err.Error())
+		up.RayStatus, up.FailureKind, up.Message = mvp.RayFailed, mvp.FailureUserError, cut(text)
 		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: mvp.StateSubmitting, To: mvp.StateFailed,
 			At: l.Clock.Now(), AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
 	}

@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"NoteProgress", testNoteProgress},
 		{"DependenciesAndTaskStates", testDependenciesAndTaskStates},
 		{"ResubmitLinks", testResubmitLinks},
+		{"Secrets", testSecrets},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1387,5 +1388,43 @@ func testResubmitLinks(h *harness) {
 	h.must(err)
 	if len(page) != 1 || page[0].OriginID != origin.ID {
 		h.t.Errorf("ListTasks does not show the origin: %+v", page)
+	}
+}
+
+// testSecrets: sealed secrets round-trip as given; a put of an existing name replaces it and keeps its creation
+// time; listing shows names and times by name; deleting twice is ErrNotFound.
+func testSecrets(h *harness) {
+	put := func(name string, at time.Time, ct string) bool {
+		h.t.Helper()
+		created, err := h.s.PutSecret(h.ctx, &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: name, CreatedAt: at, UpdatedAt: at},
+			Nonce: []byte("nonce-" + name), Ciphertext: []byte(ct)})
+		h.must(err)
+		return created
+	}
+	if !put("wandb", t0, "c1") || !put("hf", t0, "c2") {
+		h.t.Errorf("new secrets not reported created")
+	}
+	if put("wandb", t0.Add(time.Hour), "c3") {
+		h.t.Errorf("a replaced secret reported created")
+	}
+	got, err := h.s.SealedSecrets(h.ctx, []string{"wandb", "absent"})
+	h.must(err)
+	w := got["wandb"]
+	if len(got) != 1 || w == nil || string(w.Ciphertext) != "c3" || string(w.Nonce) != "nonce-wandb" ||
+		!w.CreatedAt.Equal(t0) || !w.UpdatedAt.Equal(t0.Add(time.Hour)) {
+		h.t.Errorf("sealed secrets %+v", got)
+	}
+	list, err := h.s.ListSecrets(h.ctx)
+	h.must(err)
+	if len(list) != 2 || list[0].Name != "hf" || list[1].Name != "wandb" {
+		h.t.Errorf("list %+v", list)
+	}
+	h.must(h.s.DeleteSecret(h.ctx, "wandb"))
+	if err := h.s.DeleteSecret(h.ctx, "wandb"); !errors.Is(err, mvp.ErrNotFound) {
+		h.t.Errorf("delete twice: %v", err)
+	}
+	if _, err := h.s.PutSecret(h.ctx, &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: "bad name"}, Nonce: []byte("n"),
+		Ciphertext: []byte("c")}); err == nil {
+		h.t.Errorf("a bad name was stored")
 	}
 }
