@@ -20,6 +20,7 @@ import (
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/secrets"
 	"github.com/mvp2/mvp/internal/taskfs"
 )
 
@@ -55,6 +56,8 @@ type Server struct {
 	Schedules mvp.ScheduleStore
 	// WakeSchedules asks the schedules loop for a pass (after a create or a resume); may be nil.
 	WakeSchedules func()
+	// Secrets is secret storage (off when it has no key).
+	Secrets *secrets.Vault
 }
 
 func (s *Server) crash(point string) {
@@ -77,6 +80,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v2/tasks", true, s.listTasks},
 		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask},
 		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask},
+		{"POST", "/api/v2/tasks/{task_id}/resubmit", true, s.resubmitTask},
 		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs},
 		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents},
 		{"POST", "/api/v2/schedules", true, s.createSchedule},
@@ -85,6 +89,11 @@ func (s *Server) routes() []route {
 		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule},
 		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule},
 		{"POST", "/api/v2/schedules/{name}/resume", true, s.resumeSchedule},
+		{"GET", "/api/v2/secrets", true, s.listSecrets},
+		{"PUT", "/api/v2/secrets/{name}", true, s.putSecret},
+		{"DELETE", "/api/v2/secrets/{name}", true, s.deleteSecret},
+		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults},
+		{"GET", "/api/v2/tasks/{task_id}/results/{path...}", true, s.taskResultFile},
 	}
 }
 
@@ -225,13 +234,32 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.admit(w, r, t, dry)
+}
+
+// admit checks a prepared task against the store (its dependencies, the task it resumes from), then answers a dry
+// run or stores it QUEUED and answers 201.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry bool) error {
 	now := s.Clock.Now().UTC()
 	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
+	t.ID = NewTaskID(t.Workload, now, 0)
+	deps, err := s.checkDependencies(r.Context(), t)
+	if err != nil {
+		return err
+	}
+	if err := s.checkResumeFrom(r.Context(), t); err != nil {
+		return err
+	}
+	if err := s.checkSecrets(r.Context(), t); err != nil {
+		return err
+	}
 	if dry {
-		return s.dryRun(w, r, t)
+		return s.dryRun(w, r, t, deps)
 	}
 	for i := 0; ; i++ {
-		t.ID = NewTaskID(t.Workload, now, i)
+		if i > 0 {
+			t.ID = NewTaskID(t.Workload, now, i) // a fresh id: nothing can depend on it
+		}
 		err = s.Store.CreateTask(r.Context(), t)
 		if !errors.Is(err, mvp.ErrConflict) || i >= 16 {
 			break
@@ -267,10 +295,13 @@ const (
 	VerdictWaits      = "waits_for_resources"
 	VerdictNeverFits  = "never_fits"
 	VerdictRayUnknown = "cluster_unreadable"
+	// VerdictWaitsDeps: the task would wait for its dependencies (after_ok, after_any) to end.
+	VerdictWaitsDeps = "waits_for_dependencies"
+	// VerdictDepFailed: an after_ok dependency already failed; the task would be canceled at once.
+	VerdictDepFailed = "dependency_failed"
 )
 
-func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) error {
-	t.ID = NewTaskID(t.Workload, t.CreatedAt, 0)
+func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, deps map[string]mvp.State) error {
 	payload, err := s.Build(t, 1)
 	if err != nil {
 		return err
@@ -287,6 +318,12 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) err
 		}
 	} else {
 		snap.Queue = append(snap.Queue, t)
+		if snap.Deps == nil {
+			snap.Deps = map[string]mvp.State{}
+		}
+		for id, st := range deps {
+			snap.Deps[id] = st
+		}
 		verdict, reason = VerdictWaits, "waiting behind tasks already queued"
 		for _, a := range scheduler.Decide(s.Clock.Now(), snap, s.Policy) {
 			switch a := a.(type) {
@@ -300,6 +337,13 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) err
 					if a.Never {
 						verdict = VerdictNeverFits
 					}
+					if strings.HasPrefix(a.Reason, scheduler.DependencyReasonPrefix) {
+						verdict = VerdictWaitsDeps
+					}
+				}
+			case scheduler.DependencyFailed:
+				if a.Task == t {
+					verdict, reason = VerdictDepFailed, a.Reason
 				}
 			}
 		}

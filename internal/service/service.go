@@ -23,6 +23,7 @@ import (
 	"github.com/mvp2/mvp/internal/ray"
 	"github.com/mvp2/mvp/internal/recurring"
 	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/secrets"
 	"github.com/mvp2/mvp/internal/sqlite"
 	"github.com/mvp2/mvp/internal/taskfs"
 	"github.com/mvp2/mvp/internal/web"
@@ -140,6 +141,19 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		cluster = m.probe
 	}
 
+	// Secret storage: on only with a key in $v2.secrets.key_env; a malformed key stops the start.
+	key, err := secrets.KeyFromEnv(cfg.V2.Secrets.KeyEnv)
+	if err != nil {
+		return err
+	}
+	vault, err := secrets.New(m.store, key, cfg.V2.Secrets.KeyEnv, clock)
+	if err != nil {
+		return err
+	}
+	if !vault.Enabled() {
+		logger.Info("secret storage is off: no key in the variable named by v2.secrets.key_env", "key_env", cfg.V2.Secrets.KeyEnv)
+	}
+
 	files := taskfs.FS{Root: cfg.SharedRoot}
 	settings := workload.Settings{SharedRoot: cfg.SharedRoot, EntrypointNumCPUs: cfg.EntrypointNumCPUs,
 		EntrypointResources: cfg.EntrypointResources, RuntimeEnv: cfg.RuntimeEnv, UserCodePath: cfg.UserCodePath,
@@ -158,9 +172,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout())},
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
 		Crash: m.Crash}
+	if vault.Enabled() {
+		m.loop.Secrets = vault.Values
+	}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token,
-		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash}
+		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
+		Secrets: vault}
 	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, NewID: api.NewTaskID,
 		Cancel: func(ctx context.Context, id, by string) error {
 			_, err := srv.Cancel(ctx, id, by)

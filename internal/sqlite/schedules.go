@@ -159,9 +159,7 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 		if err != nil {
 			return err
 		}
-		taskArgs = []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
-			nanos(created), nanos(created), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.MaxRuntimeS,
-			t.MaxQueuedS}
+		taskArgs = insertTaskArgs(t, spec, created, created)
 		eventArgs = []any{t.ID, nanos(created), mvp.EventCreated, payload}
 	}
 	err := db.exec(ctx, func(w *wtx) error {
