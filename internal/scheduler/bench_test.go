@@ -16,7 +16,16 @@ import (
 // queue mixes gang shapes; the pass must admit everything that fits (reported as admitted/op) and write a reason
 // for the rest. Heap in use after the decision is reported as heap-MB and the test process's peak RSS as
 // peak-rss-MB; a second pass, with the admitted tasks in flight, must admit nothing (one pass took all that fit).
+// Declared runtimes vary (1 minute to a day); half the cluster runs tasks whose declared ends are spread over
+// the next day, so backfilling policies compute a reservation and test candidates against it. One sub-benchmark
+// per policy.
 func BenchmarkDecide100k(b *testing.B) {
+	for _, name := range PolicyNames {
+		b.Run(name, func(b *testing.B) { benchDecide100k(b, name) })
+	}
+}
+
+func benchDecide100k(b *testing.B, policyName string) {
 	var nodes []mvp.Node
 	for i := 0; i < 16; i++ {
 		nodes = append(nodes, mvp.Node{ID: fmt.Sprintf("n%02d", i), Alive: true,
@@ -29,11 +38,25 @@ func BenchmarkDecide100k(b *testing.B) {
 	for i := range queue {
 		s := shapes[i%len(shapes)]
 		queue[i] = &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%05x", i), Workload: mvp.WorkloadPPO,
-			State: mvp.StateQueued, NNodes: s[0], GPUsPerNode: s[1], CreatedAt: t0.Add(time.Duration(i))}
+			State: mvp.StateQueued, NNodes: s[0], GPUsPerNode: s[1], CreatedAt: t0.Add(time.Duration(i)),
+			MaxRuntimeS: 60 + (i*7919)%86400}
 	}
-	p := Policy{MaxRunning: 0, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3},
-		Driver: map[string]float64{"worker_node": 1, "CPU": 1}}
-	snap := Snapshot{Cluster: view, Queue: queue}
+	p := Policy{Name: policyName, MaxRunning: 0, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3},
+		Driver: map[string]float64{"worker_node": 1, "CPU": 1}, DefaultMaxRuntime: 24 * time.Hour}
+	// Half the nodes run one 1×8 task each, started an hour ago, declared to end within the next day.
+	var running []ActiveAttempt
+	for i := 0; i < 8; i++ {
+		n := &view.Nodes[2*i]
+		n.Available = map[string]float64{"GPU": 0, "CPU": 71, "worker_node": 99}
+		jobID := fmt.Sprintf("%08x", i)
+		start := t0.Add(-time.Hour)
+		running = append(running, ActiveAttempt{Nodes: []string{n.ID},
+			Task: &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-133201-%04x", i), Workload: mvp.WorkloadPPO,
+				State: mvp.StateRunning, NNodes: 1, GPUsPerNode: 8, MaxRuntimeS: 3600 * (2 + 3*i)},
+			Attempt: &mvp.Attempt{No: 1, RayJobID: jobID, RayStatus: mvp.RayRunning, StartTime: &start, DriverNodeID: n.ID}})
+		view.Groups = append(view.Groups, mvp.PlacementGroup{CreatorJobID: jobID, State: "CREATED"})
+	}
+	snap := Snapshot{Cluster: view, Queue: queue, Active: running}
 	runtime.GC()
 	var admitted int
 	b.ReportAllocs()
@@ -54,6 +77,7 @@ func BenchmarkDecide100k(b *testing.B) {
 	// by Decide itself, no placement group visible yet) and a second pass over the rest must admit nothing more.
 	var second Snapshot
 	second.Cluster = view
+	second.Active = append(second.Active, running...)
 	admittedIDs := map[string]bool{}
 	for _, a := range Decide(t0, snap, p) {
 		if s, ok := a.(Submit); ok {
