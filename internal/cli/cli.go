@@ -41,6 +41,8 @@ Usage:
   mvp cancel TASK_ID
   mvp events TASK_ID [--limit N] [--cursor C]
   mvp bench load [--clients N] [--duration D] [-f job.yaml]   load the API; report throughput and latency
+  mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--policy NAME|all] [-o json]   replay a trace (no Ray)
+  mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv     make a trace
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN.
 Every client verb takes -o table|json|yaml (json is the API's own answer).
@@ -66,6 +68,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = runClient(ctx, verb, rest, env)
 	case "bench":
 		err = runBench(ctx, rest, env)
+	case "sim":
+		err = runSim(rest, env)
 	default:
 		fmt.Fprintf(env.Stderr, "mvp: unknown command %q\n\n%s", verb, usage)
 		return 2

@@ -24,13 +24,16 @@ const (
 	// PolicySJF admits shortest declared runtime first, with no reservation: every task that fits starts. It
 	// starves big gangs and is kept as the bound the default's mean wait is measured against, not as a choice.
 	PolicySJF = "sjf"
+	// PolicyXFBF is EASY backfill whose backfill candidates are taken highest expansion factor first
+	// ((wait + declared runtime) ÷ declared runtime), ties in arrival order.
+	PolicyXFBF = "xfbf"
 )
 
 // PolicyNames lists every policy, the default first.
-var PolicyNames = []string{PolicySJBF, PolicyEASY, PolicyFIFO, PolicySJF}
+var PolicyNames = []string{PolicyXFBF, PolicyEASY, PolicySJBF, PolicyFIFO, PolicySJF}
 
 // DefaultPolicy is the policy used when none is named.
-const DefaultPolicy = PolicySJBF
+const DefaultPolicy = PolicyXFBF
 
 // ValidPolicy reports whether name is a policy ("" counts: it means DefaultPolicy).
 func ValidPolicy(name string) bool { return name == "" || slices.Contains(PolicyNames, name) }
@@ -183,9 +186,11 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 			pl.sortByRuntime(pl.order)
 			pl.greedy(pl.order)
 		case PolicyEASY:
-			pl.easy(false)
-		default: // PolicySJBF
-			pl.easy(true)
+			pl.easy(nil)
+		case PolicySJBF:
+			pl.easy(pl.sortByRuntime)
+		default: // PolicyXFBF
+			pl.easy(pl.sortByExpansion)
 		}
 	}
 	pl.positions()
@@ -331,9 +336,9 @@ func (pl *plan) greedy(order []int32) {
 
 // easy is EASY backfill: admit in queue order up to the first task that does not fit, reserve the earliest start
 // at which its gang fits (per node, from declared ends), then let later tasks start now only where they do not
-// delay that start: they end before it, or use only capacity it does not need. shortestFirst takes the later
-// tasks shortest declared runtime first instead of in queue order.
-func (pl *plan) easy(shortestFirst bool) {
+// delay that start: they end before it, or use only capacity it does not need. order, if not nil, reorders the
+// later tasks (in queue order otherwise).
+func (pl *plan) easy(order func([]int32)) {
 	for k, i := range pl.order {
 		if pl.full() {
 			for _, j := range pl.order[k:] {
@@ -347,8 +352,8 @@ func (pl *plan) easy(shortestFirst bool) {
 		pl.notFit(i)
 		pl.reserve(i)
 		rest := pl.order[k+1:]
-		if shortestFirst {
-			pl.sortByRuntime(rest)
+		if order != nil {
+			order(rest)
 		}
 		for _, j := range rest {
 			pl.backfill(j)
@@ -484,6 +489,31 @@ func (pl *plan) sortByRuntime(idx []int32) {
 	keys := make([]uint64, len(idx))
 	for k, i := range idx {
 		keys[k] = uint64(pl.ents[i].rtS)<<32 | uint64(uint32(i))
+	}
+	radixSort(keys)
+	for k, key := range keys {
+		idx[k] = int32(uint32(key))
+	}
+}
+
+// sortByExpansion orders task indices by expansion factor (wait + declared runtime) ÷ declared runtime, highest
+// first, ties in queue order; a task without a declared runtime counts as 1 (it has not waited long for its run).
+func (pl *plan) sortByExpansion(idx []int32) {
+	pl.sortByScore(idx, func(i int32) float64 {
+		if pl.ents[i].rtS == maxRuntimeS {
+			return 1
+		}
+		rt := float64(pl.ents[i].rtS)
+		return (max(pl.now.Sub(pl.s.Queue[i].CreatedAt).Seconds(), 0) + rt) / rt
+	})
+}
+
+// sortByScore orders task indices by score, highest first, ties in queue order.
+func (pl *plan) sortByScore(idx []int32, score func(int32) float64) {
+	keys := make([]uint64, len(idx))
+	for k, i := range idx {
+		b := math.Float32bits(float32(max(score(i), 0)))
+		keys[k] = uint64(^b)<<32 | uint64(uint32(i))
 	}
 	radixSort(keys)
 	for k, key := range keys {
