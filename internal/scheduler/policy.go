@@ -86,6 +86,7 @@ type release struct {
 	gpu    float64
 	cpu    float64
 	driver bool
+	seq    int // ties in time: the order added (Explain's estimates)
 }
 
 // shape is one gang shape of the queue, with what Decide works out once per shape and pass.
@@ -318,7 +319,6 @@ func (pl *plan) fifo() {
 		case !pl.tryAdmit(i):
 			pl.notFit(i)
 			head = i
-			pl.resv = &reservation{holder: i, at: never}
 		}
 	}
 }
@@ -558,7 +558,8 @@ func radixSort(keys []uint64) {
 	}
 }
 
-// positions numbers the waiting tasks in policy order; never-fitting ones come last, in queue order.
+// positions numbers the waiting tasks in policy order, then those backing off, then those that never fit (both
+// in queue order).
 func (pl *plan) positions() {
 	pos := int32(0)
 	for _, i := range pl.order {
@@ -567,10 +568,12 @@ func (pl *plan) positions() {
 			pl.ents[i].pos = pos
 		}
 	}
-	for i := range pl.ents {
-		if pl.ents[i].code == CodeNeverFits {
-			pos++
-			pl.ents[i].pos = pos
+	for _, code := range []WaitCode{"", CodeNeverFits} { // backing off (no code yet), then never fits
+		for i := range pl.ents {
+			if e := &pl.ents[i]; (code == "" && e.kind == entSkip) || (code != "" && e.code == code) {
+				pos++
+				e.pos = pos
+			}
 		}
 	}
 }
