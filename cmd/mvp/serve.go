@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/cli"
 	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/ray"
@@ -81,17 +82,7 @@ func serve(ctx context.Context, args []string) error {
 	prepare := func(body []byte) (*mvp.Task, error) {
 		return workload.Prepare(body, settings)
 	}
-	policy := scheduler.Policy{MaxRunning: cfg.V2.Scheduler.MaxRunningTasks, GangWait: cfg.V2.Scheduler.GangWait(),
-		CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{}}
-	for name, w := range cfg.V2.Workloads {
-		policy.CPUsPerGPU[mvp.Workload(name)] = w.CPUsPerGPU
-	}
-	for k, v := range cfg.EntrypointResources {
-		policy.Driver[k] = v
-	}
-	if cfg.EntrypointNumCPUs > 0 {
-		policy.Driver[scheduler.ResCPU] += cfg.EntrypointNumCPUs
-	}
+	policy := cli.SchedulerPolicy(cfg)
 
 	loop := &scheduler.Loop{Store: store, Ray: rc, Cluster: probe, Build: build, Files: files, Clock: mvp.SystemClock{},
 		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),

@@ -20,7 +20,9 @@ const simUsage = `usage:
   mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--cpus-per-node C] [--policy NAME] [--config FILE] [-o table|json]
       replay a trace through the scheduler's Decide with a simulated clock (no Ray); --policy all runs every policy
   mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv
-      write a trace shaped like published GPU-cluster traces (specs/sim.md)`
+      write a trace shaped like published GPU-cluster traces (specs/sim.md)
+  mvp sim bound --trace FILE.csv --nodes N --gpus-per-node G --max-wait-s W
+      lower bounds every policy is held to: the mean wait if whole-cluster jobs start within W, the makespan`
 
 // SchedulerPolicy is the scheduler's policy as cfg configures it.
 func SchedulerPolicy(cfg *config.Config) scheduler.Policy {
@@ -41,6 +43,9 @@ func SchedulerPolicy(cfg *config.Config) scheduler.Policy {
 func runSim(args []string, env Env) error {
 	if len(args) > 0 && args[0] == "gen" {
 		return runSimGen(args[1:], env)
+	}
+	if len(args) > 0 && args[0] == "bound" {
+		return runSimBound(args[1:], env)
 	}
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
@@ -169,4 +174,36 @@ func runSimGen(args []string, env Env) error {
 	}
 	fmt.Fprintf(env.Stderr, "wrote %d jobs to %s in %s\n", len(trace), *out, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+func runSimBound(args []string, env Env) error {
+	fs := flag.NewFlagSet("sim bound", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() { fmt.Fprintln(env.Stderr, simUsage) }
+	trace := fs.String("trace", "", "the trace")
+	nodes := fs.Int("nodes", 0, "nodes in the simulated cluster")
+	gpus := fs.Int("gpus-per-node", 0, "GPUs per node")
+	maxWait := fs.Float64("max-wait-s", -1, "the longest wait allowed to a whole-cluster job, in seconds")
+	cfgPath := fs.String("config", "", "dev.yaml whose v2 settings to use (default: the built-in defaults)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *trace == "" || *nodes < 1 || *gpus < 1 || *maxWait < 0 {
+		return usageError{fmt.Errorf("--trace, --nodes, --gpus-per-node and --max-wait-s are required\n%s", simUsage)}
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(*trace)
+	if err != nil {
+		return err
+	}
+	jobs, err := sim.ReadCSV(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", *trace, err)
+	}
+	b := sim.LowerBounds(jobs, sim.Config{Nodes: *nodes, GPUsPerNode: *gpus, Policy: SchedulerPolicy(cfg)}, *maxWait)
+	return json.NewEncoder(env.Stdout).Encode(b)
 }

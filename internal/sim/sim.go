@@ -299,3 +299,94 @@ func (h *runHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// Bounds are lower bounds that hold for every policy, to tell a goal a policy missed from one no policy can meet.
+type Bounds struct {
+	// WholeClusterJobs counts the jobs that take every GPU of the cluster.
+	WholeClusterJobs int `json:"whole_cluster_jobs"`
+	// MeanWaitS bounds the mean wait from below for every schedule in which each whole-cluster job starts within
+	// MaxWaitS of its arrival: while such a job runs nothing else can, so every job that arrives during its run
+	// waits at least until its end; the runs of two such jobs cannot overlap, so the per-job minimums add up.
+	MeanWaitS float64 `json:"mean_wait_lower_bound_s"`
+	MaxWaitS  float64 `json:"max_wait_s"`
+	// MakespanS bounds the makespan from below: no job ends before its arrival plus its run, and the cluster
+	// cannot do the jobs' GPU-seconds faster than all its GPUs at once.
+	MakespanS float64 `json:"makespan_lower_bound_s"`
+	// GPUUtilisation is the utilisation that makespan would give (an upper bound).
+	GPUUtilisation float64 `json:"gpu_utilisation_upper_bound"`
+}
+
+// LowerBounds works out Bounds for jobs (in arrival order) on cfg's cluster, given the longest wait allowed to
+// whole-cluster jobs (for example plain EASY backfill's max wait on the same trace).
+func LowerBounds(jobs []Job, cfg Config, maxWaitS float64) Bounds {
+	capacity := cfg.Nodes * cfg.GPUsPerNode
+	b := Bounds{MaxWaitS: maxWaitS}
+	arr := make([]float64, len(jobs))
+	for i, j := range jobs {
+		arr[i] = j.ArrivalS
+	}
+	var busy, lastEnd float64
+	for _, j := range jobs {
+		run := runSeconds(j, cfg.Policy)
+		busy += run * float64(j.NNodes*j.GPUsPerNode)
+		lastEnd = max(lastEnd, j.ArrivalS+run)
+		if j.NNodes*j.GPUsPerNode < capacity {
+			continue
+		}
+		b.WholeClusterJobs++
+		// The cost of starting at s, Σ over arrivals in [s, s+run) of (s + run − arrival), is linear between the
+		// moments an arrival enters or leaves the window: its infimum is at one of them (or just after an arrival
+		// leaves) or at an end of [a, a+W].
+		// after: arrivals at exactly s are left out (the limit of starting just after them).
+		cost := func(s float64, after bool) float64 {
+			lo, _ := slices.BinarySearch(arr, s)
+			if after {
+				for lo < len(arr) && arr[lo] == s {
+					lo++
+				}
+			}
+			hi, _ := slices.BinarySearch(arr, s+run)
+			c := 0.0
+			for _, x := range arr[lo:hi] {
+				c += s + run - x
+			}
+			if s == j.ArrivalS && !after {
+				c -= run // the job itself, counted above, does not wait for itself
+			}
+			return c
+		}
+		a, w := j.ArrivalS, maxWaitS
+		best := min(cost(a, false), cost(a+w, false))
+		lo, _ := slices.BinarySearch(arr, a)
+		for _, x := range arr[lo:] {
+			if x > a+w+run {
+				break
+			}
+			if x <= a+w {
+				best = min(best, cost(x, false))
+				if x < a+w {
+					best = min(best, cost(x, true))
+				}
+			}
+			if s := x - run; s >= a && s <= a+w {
+				best = min(best, cost(s, false))
+			}
+		}
+		b.MeanWaitS += best
+	}
+	b.MeanWaitS /= float64(len(jobs))
+	b.MakespanS = max(lastEnd-jobs[0].ArrivalS, busy/float64(capacity))
+	if b.MakespanS > 0 {
+		b.GPUUtilisation = busy / (b.MakespanS * float64(capacity))
+	}
+	return b
+}
+
+// runSeconds is how long a job runs in the simulation: its duration, or its declared max_runtime_s if shorter.
+func runSeconds(j Job, p scheduler.Policy) float64 {
+	d := j.DurationS
+	if rt := declared(j, p); rt > 0 {
+		d = min(d, rt.Seconds())
+	}
+	return d
+}

@@ -273,3 +273,23 @@ func TestRunHeapOrder(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+func TestLowerBounds(t *testing.T) {
+	// 1 node × 2 GPUs. The whole-cluster job W (arrives 0, runs 100) must start by 50. Jobs of 1 GPU, 1 s arrive
+	// at 10, 20, 30 and 60. The best start is just after 30: only the job at 60 waits, 70 s; mean 70/5.
+	jobs := []Job{{ArrivalS: 0, NNodes: 1, GPUsPerNode: 2, DurationS: 100}, {ArrivalS: 10, NNodes: 1, GPUsPerNode: 1, DurationS: 1},
+		{ArrivalS: 20, NNodes: 1, GPUsPerNode: 1, DurationS: 1}, {ArrivalS: 30, NNodes: 1, GPUsPerNode: 1, DurationS: 1},
+		{ArrivalS: 60, NNodes: 1, GPUsPerNode: 1, DurationS: 1}}
+	cfg := Config{Nodes: 1, GPUsPerNode: 2}
+	if b := LowerBounds(jobs, cfg, 50); b.WholeClusterJobs != 1 || math.Abs(b.MeanWaitS-14) > 1e-6 {
+		t.Errorf("bound %+v, want mean 14", b)
+	}
+	// Allowed to wait only 5 s: the best start is 0 (the others wait 90, 80, 70, 40), i.e. 280/5.
+	if b := LowerBounds(jobs, cfg, 5); b.MeanWaitS != 56 {
+		t.Errorf("bound %+v, want mean 56", b)
+	}
+	// Makespan: 204 GPU-s over 2 GPUs is 102 s, more than W's own end at 100.
+	if b := LowerBounds(jobs, cfg, 5); b.MakespanS != 102 || b.GPUUtilisation != 1 {
+		t.Errorf("makespan %+v", b)
+	}
+}
