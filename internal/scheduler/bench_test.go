@@ -12,6 +12,33 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
+// BenchmarkExplain100k is the queue endpoint's work on the P2 snapshot: the decision plus every waiting task's
+// position, code, sentence and estimated start.
+func BenchmarkExplain100k(b *testing.B) {
+	for _, name := range PolicyNames {
+		b.Run(name, func(b *testing.B) {
+			snap, _, _, _ := deepQueue()
+			p := policy100k(name)
+			var v QueueView
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				v = Explain(t0, snap, p)
+			}
+			b.StopTimer()
+			estimated := 0
+			for _, q := range v.Queue {
+				if q.EstStart != nil {
+					estimated++
+				}
+			}
+			if len(v.Queue) < 99000 || estimated < 99000 {
+				b.Fatalf("%d waiting, %d with an estimate", len(v.Queue), estimated)
+			}
+		})
+	}
+}
+
 // BenchmarkDecide100k is P2: one decision over a 100,000-deep queue on a 16-node cluster of 8 GPUs each. The
 // queue mixes gang shapes; the pass must admit everything that fits (reported as admitted/op) and write a reason
 // for the rest. Heap in use after the decision is reported as heap-MB and the test process's peak RSS as
@@ -25,7 +52,9 @@ func BenchmarkDecide100k(b *testing.B) {
 	}
 }
 
-func benchDecide100k(b *testing.B, policyName string) {
+// deepQueue is the snapshot of BenchmarkDecide100k: 100,000 queued tasks of mixed shapes and declared runtimes on
+// 16 nodes × 8 GPUs, half of them running a 1×8 task.
+func deepQueue() (Snapshot, []*mvp.Task, []ActiveAttempt, *mvp.ClusterView) {
 	var nodes []mvp.Node
 	for i := 0; i < 16; i++ {
 		nodes = append(nodes, mvp.Node{ID: fmt.Sprintf("n%02d", i), Alive: true,
@@ -41,8 +70,6 @@ func benchDecide100k(b *testing.B, policyName string) {
 			State: mvp.StateQueued, NNodes: s[0], GPUsPerNode: s[1], CreatedAt: t0.Add(time.Duration(i)),
 			MaxRuntimeS: 60 + (i*7919)%86400}
 	}
-	p := Policy{Name: policyName, MaxRunning: 0, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3},
-		Driver: map[string]float64{"worker_node": 1, "CPU": 1}, DefaultMaxRuntime: 24 * time.Hour}
 	// Half the nodes run one 1×8 task each, started an hour ago, declared to end within the next day.
 	var running []ActiveAttempt
 	for i := 0; i < 8; i++ {
@@ -56,7 +83,17 @@ func benchDecide100k(b *testing.B, policyName string) {
 			Attempt: &mvp.Attempt{No: 1, RayJobID: jobID, RayStatus: mvp.RayRunning, StartTime: &start, DriverNodeID: n.ID}})
 		view.Groups = append(view.Groups, mvp.PlacementGroup{CreatorJobID: jobID, State: "CREATED"})
 	}
-	snap := Snapshot{Cluster: view, Queue: queue, Active: running}
+	return Snapshot{Cluster: view, Queue: queue, Active: running}, queue, running, view
+}
+
+func policy100k(name string) Policy {
+	return Policy{Name: name, MaxRunning: 0, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3},
+		Driver: map[string]float64{"worker_node": 1, "CPU": 1}, DefaultMaxRuntime: 24 * time.Hour}
+}
+
+func benchDecide100k(b *testing.B, policyName string) {
+	snap, queue, running, view := deepQueue()
+	p := policy100k(policyName)
 	runtime.GC()
 	var admitted int
 	b.ReportAllocs()

@@ -233,20 +233,21 @@ func fitDriver(nodes []*node, d Demand, driver map[string]float64, withDriver bo
 
 // fitCheck is fit without taking anything from nodes.
 func fitCheck(nodes []*node, d Demand, driver map[string]float64) ([]int, int, bool) {
+	// Each node's free GPUs and CPUs, read from its map once (the sort compares them many times).
 	var buf [64]int
-	order := buf[:0]
-	for k := range nodes {
+	var gbuf, cbuf [64]float64
+	order, gpu, cpu := buf[:0], gbuf[:0], cbuf[:0]
+	for k, n := range nodes {
 		order = append(order, k)
+		gpu, cpu = append(gpu, n.free[ResGPU]), append(cpu, n.free[ResCPU])
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Compare(nodes[a].free[ResGPU], nodes[b].free[ResGPU])
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(gpu[a], gpu[b]) })
 	var chosen []int
 	for _, k := range order {
 		if len(chosen) == d.Groups {
 			break
 		}
-		if n := nodes[k]; n.free[ResGPU] >= d.GPUs && n.free[ResCPU] >= d.CPUs {
+		if gpu[k] >= d.GPUs && cpu[k] >= d.CPUs {
 			chosen = append(chosen, k)
 		}
 	}

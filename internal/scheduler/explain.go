@@ -136,6 +136,7 @@ func timePtr(t time.Time) *time.Time { return &t }
 // queue index (nil where none is known).
 func (pl *plan) estimates() []*time.Time {
 	out := make([]*time.Time, len(pl.ents))
+	starts := make([]time.Time, 0, len(pl.order)) // one backing array for every estimate
 	pl.buildReleases()
 	view := cloneNodes(pl.nodes)
 	h := make(releaseHeap, len(pl.releases))
@@ -159,7 +160,8 @@ func (pl *plan) estimates() []*time.Time {
 			}
 			if chosen, drv, ok := fitCheck(view, d, pl.p.Driver); ok {
 				take(view, chosen, drv, d, pl.p.Driver)
-				out[i] = timePtr(time.Unix(0, cursor).UTC())
+				starts = append(starts, time.Unix(0, cursor).UTC())
+				out[i] = &starts[len(starts)-1]
 				end := int64(never)
 				if e.rtS != maxRuntimeS {
 					end = cursor + int64(e.rtS)*int64(time.Second)
