@@ -43,7 +43,10 @@ p("- Lower bounds (`mvp sim bound`, with plain EASY's max wait as W): if every w
   "overlap, so the best start of each, taken alone, bounds the mean wait of **any** policy with max wait ≤ EASY's. "
   "Makespan ≥ max(arrival + run, GPU-seconds ÷ GPUs); the GPU-seconds are the same for every policy, so utilisation "
   "ranks policies only by when the last job ends.")
-p(f"- Machine: {os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}; {gov}.")
+load = [open(os.path.join(work, f)).read().strip() for f in ("load.before", "load.after") if os.path.exists(os.path.join(work, f))]
+p(f"- Machine: {os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}; {gov}; load average "
+  f"(1, 5, 15 min) {' at the start, '.join(load[:1])}{', ' + load[1] + ' at the end of the replays' if len(load) > 1 else ''} "
+  "(the machine is shared: `decide_max_ms` and P2 are wall times and move with it; waits do not).")
 p("")
 
 def table(r):
@@ -108,7 +111,7 @@ def vals(bench, unit):
             if u == unit:
                 got.setdefault(m.group(2), []).append(float(v))
     return got
-p("### P2: one Decide over a 100,000-deep queue, 16 × 8 GPUs (median of 3)")
+p("### P2: one Decide over a 100,000-deep queue, 16 × 8 GPUs (median of 3; Explain: 3 runs)")
 p("")
 p("| policy | Decide | peak RSS | admitted | Explain (estimates for all) |")
 p("|---|---|---|---|---|")
