@@ -17,9 +17,7 @@ import (
 // clients (real TCP, real SQLite file with synchronous=FULL). It reports submissions/s and p50/p99 latency, and
 // checks afterwards that every acknowledged task is in the database.
 func BenchmarkSubmitHTTP(b *testing.B) {
-	hs, db := newServer(b)
-	defer hs.Close()
-	defer db.Close()
+	base, db := newServer(b)
 	const clients = 64
 	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
@@ -41,7 +39,7 @@ func BenchmarkSubmitHTTP(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for range work {
-				req, _ := http.NewRequest("POST", hs.URL+"/api/v2/tasks", bytes.NewReader(body))
+				req, _ := http.NewRequest("POST", base+"/api/v2/tasks", bytes.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+token)
 				req.Header.Set("Content-Type", "application/yaml")
 				t0 := time.Now()

@@ -22,10 +22,24 @@ type Client struct {
 	HTTP  *http.Client
 }
 
-// StatusError is an error answer of the API: its HTTP status and its body.
+// StatusError is an error answer of the API: its HTTP status and its body. It unwraps to the *mvp.Error the server
+// answered (its code read back from the body, or from the status when the body has none), so callers match it as
+// they match mvp's own errors: errors.As(err, &e) with e *mvp.Error, or errors.Is(err, mvp.ErrNotFound), which
+// holds for any not_found answer.
 type StatusError struct {
 	Status int
 	Detail ErrorDetail
+}
+
+// Unwrap returns the answer as an *mvp.Error.
+func (e *StatusError) Unwrap() error {
+	return &mvp.Error{Code: codeOf(e.Status, e.Detail.Code), Message: e.Detail.Message, Field: e.Detail.Field}
+}
+
+// Is reports whether target is an *mvp.Error of the answer's code, such as mvp.ErrNotFound or mvp.ErrConflict.
+func (e *StatusError) Is(target error) bool {
+	t, ok := target.(*mvp.Error)
+	return ok && t.Code == codeOf(e.Status, e.Detail.Code)
 }
 
 func (e *StatusError) Error() string {

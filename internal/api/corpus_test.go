@@ -22,12 +22,12 @@ import (
 // more) as raw HTTP against a real server: each must get a 4xx in the error shape, nothing may be written, and the
 // server must stay healthy.
 func TestBadInputCorpus(t *testing.T) {
-	hs, db := newServer(t)
+	base, db := newServer(t)
 	files, _ := filepath.Glob(filepath.Join("testdata", "corpus", "*.http"))
 	if len(files) < 200 {
 		t.Fatalf("the corpus has %d requests; at least 200 are kept (run scripts/gen-corpus.py)", len(files))
 	}
-	addr := strings.TrimPrefix(hs.URL, "http://")
+	addr := strings.TrimPrefix(base, "http://")
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -54,7 +54,7 @@ func TestBadInputCorpus(t *testing.T) {
 	if n, _ := db.CountTasks(context.Background()); n != 0 {
 		t.Errorf("bad requests wrote %d tasks", n)
 	}
-	resp, err := http.Get(hs.URL + "/healthz")
+	resp, err := http.Get(base + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Errorf("server unhealthy after the corpus: %v", err)
 	}

@@ -9,29 +9,51 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
-// statusOf is the one mapping from error codes to HTTP statuses.
+// statuses is the one mapping between error codes and HTTP statuses: the server answers an error with its code's
+// status (statusOf), and the client reads a status without a known code back as its code (codeOf).
+var statuses = []struct {
+	code   string
+	status int
+}{
+	{mvp.CodeInvalid, http.StatusBadRequest},
+	{mvp.CodeUnauthorized, http.StatusUnauthorized},
+	{mvp.CodeForbidden, http.StatusForbidden},
+	{mvp.CodeNotFound, http.StatusNotFound},
+	{mvp.CodeMethod, http.StatusMethodNotAllowed},
+	{mvp.CodeConflict, http.StatusConflict},
+	{mvp.CodeTooLarge, http.StatusRequestEntityTooLarge},
+	{mvp.CodeUnsupported, http.StatusUnsupportedMediaType},
+	{mvp.CodeUnavailable, http.StatusServiceUnavailable},
+	{mvp.CodeInternal, http.StatusInternalServerError},
+}
+
+// statusOf returns the HTTP status of an error code; 500 for a code not in the table.
 func statusOf(code string) int {
-	switch code {
-	case mvp.CodeInvalid:
-		return http.StatusBadRequest
-	case mvp.CodeUnauthorized:
-		return http.StatusUnauthorized
-	case mvp.CodeForbidden:
-		return http.StatusForbidden
-	case mvp.CodeNotFound:
-		return http.StatusNotFound
-	case mvp.CodeMethod:
-		return http.StatusMethodNotAllowed
-	case mvp.CodeConflict:
-		return http.StatusConflict
-	case mvp.CodeTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case mvp.CodeUnsupported:
-		return http.StatusUnsupportedMediaType
-	case mvp.CodeUnavailable:
-		return http.StatusServiceUnavailable
+	for _, e := range statuses {
+		if e.code == code {
+			return e.status
+		}
 	}
 	return http.StatusInternalServerError
+}
+
+// codeOf returns the error code of an error answer: the body's code when it is one of mvp's, else the code of the
+// HTTP status, else invalid for another 4xx and internal for anything else.
+func codeOf(status int, bodyCode string) string {
+	for _, e := range statuses {
+		if e.code == bodyCode {
+			return bodyCode
+		}
+	}
+	for _, e := range statuses {
+		if e.status == status {
+			return e.code
+		}
+	}
+	if status/100 == 4 {
+		return mvp.CodeInvalid
+	}
+	return mvp.CodeInternal
 }
 
 // ErrorBody is the one shape of every error response.

@@ -32,7 +32,6 @@ type Server struct {
 	Store   mvp.Store
 	Files   taskfs.FS
 	Ray     mvp.RayClient
-	Cluster mvp.ClusterReader
 	Prepare Preparer
 	Build   scheduler.Builder
 	Policy  scheduler.Policy
@@ -44,6 +43,8 @@ type Server struct {
 	MaxBodyBytes int64
 	// Wake asks the scheduler for a tick (after a submit or a cancel); may be nil.
 	Wake func()
+	// Snapshot reads what the scheduler decides on (scheduler.Loop.Snapshot), for the dry run.
+	Snapshot func(context.Context) (scheduler.Snapshot, error)
 	// Health reports the scheduler's view of Ray for /healthz; may be nil.
 	Health func() scheduler.Health
 	// LogPoll is the period at which a followed log is read again.
@@ -265,23 +266,17 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) err
 		return err
 	}
 	verdict, reason := VerdictRayUnknown, ""
-	view, err := s.Cluster.ReadCluster(r.Context())
+	snap, err := s.Snapshot(r.Context())
 	if err != nil {
-		reason = "the cluster could not be read: " + err.Error()
+		return err
+	}
+	if snap.Cluster == nil {
+		reason = "the cluster could not be read"
+		if snap.ClusterErr != nil {
+			reason += ": " + snap.ClusterErr.Error()
+		}
 	} else {
-		queue, qerr := s.Store.Runnable(r.Context())
-		active, aerr := s.Store.Active(r.Context())
-		if qerr != nil || aerr != nil {
-			return errors.Join(qerr, aerr)
-		}
-		snap := scheduler.Snapshot{Cluster: view, Queue: append(queue, t)}
-		for _, a := range active {
-			for _, at := range a.Attempts {
-				if at.No == a.LatestAttemptNo && !at.RayStatus.Terminal() {
-					snap.Active = append(snap.Active, scheduler.ActiveAttempt{Task: a, Attempt: at})
-				}
-			}
-		}
+		snap.Queue = append(snap.Queue, t)
 		verdict, reason = VerdictWaits, "waiting behind tasks already queued"
 		for _, a := range scheduler.Decide(s.Clock.Now(), snap, s.Policy) {
 			switch a := a.(type) {
@@ -313,6 +308,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	t.FillTimeLeft(s.Clock.Now())
 	writeJSON(w, http.StatusOK, t)
 	return nil
 }
@@ -336,7 +332,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 		return mvp.Errorf(mvp.CodeInvalid, "state", "unknown state %q; one of %v", clip(string(f.State)), mvp.States)
 	}
 	if f.Workload != "" && !f.Workload.Valid() {
-		return mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q; one of ppo, grpo, sft", clip(string(f.Workload)))
+		return mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q; one of %s", clip(string(f.Workload)), mvp.WorkloadNames())
 	}
 	var err error
 	if f.Limit, err = intParam(r, "limit", 50, 1, 500); err != nil {

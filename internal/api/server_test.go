@@ -4,67 +4,32 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
-	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/service/servicetest"
 	"github.com/mvp2/mvp/internal/sqlite"
 	"github.com/mvp2/mvp/internal/taskfs"
-	"github.com/mvp2/mvp/internal/workload"
 )
 
-const token = "test-token-0123456789abcdef"
+const token = servicetest.Token
 
-// fakeRay is enough Ray for the API's own logic; the real one is exercised by the e2e tests.
-type fakeRay struct{ logs string }
-
-func (f *fakeRay) SubmitJob(context.Context, *mvp.JobSubmission) error { return nil }
-func (f *fakeRay) GetJob(context.Context, string) (*mvp.JobInfo, error) {
-	return nil, mvp.ErrJobNotFound
-}
-func (f *fakeRay) StopJob(context.Context, string) error           { return nil }
-func (f *fakeRay) DeleteJob(context.Context, string) error         { return nil }
-func (f *fakeRay) JobLogs(context.Context, string) (string, error) { return f.logs, nil }
-
-type fixedCluster struct{}
-
-func (fixedCluster) ReadCluster(context.Context) (*mvp.ClusterView, error) {
-	return &mvp.ClusterView{Source: "probe", Nodes: []mvp.Node{
-		{ID: "w1", Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100},
-			Available: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100}}}}, nil
-}
-
-func newServer(t testing.TB) (*httptest.Server, *sqlite.DB) {
+// newServer starts the service (the real API, store and scheduler loop; Ray and the cluster faked, one node of
+// 4 GPUs) and returns its URL and database.
+func newServer(t testing.TB) (string, *sqlite.DB) {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	set := workload.Settings{SharedRoot: t.TempDir(), EntrypointResources: map[string]float64{"worker_node": 1}}
-	build := func(task *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(task, n, set) }
-	srv := &api.Server{Store: db, Files: taskfs.FS{Root: set.SharedRoot}, Ray: &fakeRay{logs: "line 1\n"},
-		Cluster: fixedCluster{}, Build: build, Prepare: func(b []byte) (*mvp.Task, error) { return workload.Prepare(b, set) },
-		Policy: scheduler.Policy{CPUsPerGPU: map[mvp.Workload]float64{"ppo": 3, "grpo": 3, "sft": 10},
-			Driver: map[string]float64{"worker_node": 1}},
-		Clock: mvp.SystemClock{}, Logger: slog.New(slog.DiscardHandler), Token: token, MaxBodyBytes: 1 << 20}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs, db
+	m := servicetest.Start(t, nil)
+	return m.URL(), m.Store()
 }
 
 const goodSpec = "workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
 
-func do(t *testing.T, hs *httptest.Server, method, path, ctype, body string, hdr map[string]string) (*http.Response, []byte) {
+func do(t *testing.T, url, method, path, ctype, body string, hdr map[string]string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
+	req, _ := http.NewRequest(method, url+path, strings.NewReader(body))
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
@@ -87,7 +52,7 @@ func do(t *testing.T, hs *httptest.Server, method, path, ctype, body string, hdr
 
 // TestBadRequests: every bad request gets a 4xx in the one error shape, with a message, and writes no row.
 func TestBadRequests(t *testing.T) {
-	hs, db := newServer(t)
+	base, db := newServer(t)
 	post := func(body string) [6]string {
 		return [6]string{"POST", "/api/v2/tasks", "application/yaml", body, "", ""}
 	}
@@ -143,7 +108,7 @@ func TestBadRequests(t *testing.T) {
 		if c[4] != "" {
 			hdr[c[4]] = c[5]
 		}
-		resp, body := do(t, hs, c[0], c[1], c[2], c[3], hdr)
+		resp, body := do(t, base, c[0], c[1], c[2], c[3], hdr)
 		var eb api.ErrorBody
 		if resp.StatusCode < 400 || resp.StatusCode > 499 {
 			t.Errorf("case %d (%s %s %.40q): status %d: %s", i, c[0], c[1], c[3], resp.StatusCode, body)
@@ -159,16 +124,16 @@ func TestBadRequests(t *testing.T) {
 	if n, _ := db.CountTasks(context.Background()); n != 0 {
 		t.Errorf("%d rows written by bad requests", n)
 	}
-	if resp, _ := do(t, hs, "GET", "/healthz", "", "", map[string]string{"Authorization": ""}); resp.StatusCode != 200 {
+	if resp, _ := do(t, base, "GET", "/healthz", "", "", map[string]string{"Authorization": ""}); resp.StatusCode != 200 {
 		t.Errorf("server unhealthy after the bad requests: %d", resp.StatusCode)
 	}
 }
 
 func TestStatusMapping(t *testing.T) {
-	hs, _ := newServer(t)
+	base, _ := newServer(t)
 	check := func(want int, method, path, body string, hdr map[string]string) []byte {
 		t.Helper()
-		resp, b := do(t, hs, method, path, "application/yaml", body, hdr)
+		resp, b := do(t, base, method, path, "application/yaml", body, hdr)
 		if resp.StatusCode != want {
 			t.Errorf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
 		}
@@ -179,13 +144,7 @@ func TestStatusMapping(t *testing.T) {
 	check(413, "POST", "/api/v2/tasks", strings.Repeat("#", 2<<20), nil)
 	check(404, "GET", "/api/v2/tasks/mvp2-ppo-20251223-143201-0000", "", nil)
 	check(405, "DELETE", "/api/v2/tasks", "", nil)
-	b := check(201, "POST", "/api/v2/tasks", goodSpec, nil)
-	var task mvp.Task
-	json.Unmarshal(b, &task)
-	check(200, "POST", "/api/v2/tasks/"+task.ID+"/cancel", "", nil)
-	check(409, "POST", "/api/v2/tasks/"+task.ID+"/cancel", "", nil)
-	check(200, "GET", "/api/v2/openapi.json", "", nil)
-
+	// The dry runs come first: the scheduler loop runs, and once a task is submitted its gang holds the node.
 	var dry struct {
 		Admission struct{ Verdict string } `json:"admission"`
 		Ray       mvp.JobSubmission        `json:"ray_submission"`
@@ -198,17 +157,23 @@ func TestStatusMapping(t *testing.T) {
 	if dry.Admission.Verdict != api.VerdictNeverFits {
 		t.Errorf("dry run 1×8 on a 4-GPU node: %+v", dry.Admission)
 	}
+	b := check(201, "POST", "/api/v2/tasks", goodSpec, nil)
+	var task mvp.Task
+	json.Unmarshal(b, &task)
+	check(200, "POST", "/api/v2/tasks/"+task.ID+"/cancel", "", nil)
+	check(409, "POST", "/api/v2/tasks/"+task.ID+"/cancel", "", nil)
+	check(200, "GET", "/api/v2/openapi.json", "", nil)
 }
 
 func TestTaskIDsUniqueUnderConcurrency(t *testing.T) {
-	hs, _ := newServer(t)
+	base, _ := newServer(t)
 	ids := make(chan string, 200)
 	done := make(chan struct{})
 	for g := 0; g < 20; g++ {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for i := 0; i < 10; i++ {
-				resp, b := do(t, hs, "POST", "/api/v2/tasks", "application/yaml", goodSpec, nil)
+				resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, nil)
 				if resp.StatusCode != 201 {
 					t.Errorf("%d %s", resp.StatusCode, b)
 					return
@@ -233,5 +198,4 @@ func TestTaskIDsUniqueUnderConcurrency(t *testing.T) {
 	if len(seen) != 200 {
 		t.Errorf("%d ids", len(seen))
 	}
-	_ = time.Second
 }

@@ -315,6 +315,12 @@ func printTask(w io.Writer, t *mvp.Task) error {
 	if t.ErrorSummary != "" {
 		fmt.Fprintf(tw, "error_summary:\t%s\n", t.ErrorSummary)
 	}
+	if t.MaxRuntimeS > 0 {
+		fmt.Fprintf(tw, "max_runtime_s:\t%d%s\n", t.MaxRuntimeS, left(t.RuntimeLeftS))
+	}
+	if t.MaxQueuedS > 0 {
+		fmt.Fprintf(tw, "max_queued_s:\t%d%s\n", t.MaxQueuedS, left(t.QueuedLeftS))
+	}
 	tw.Flush()
 	if len(t.Attempts) > 0 {
 		fmt.Fprintln(w)
@@ -331,6 +337,14 @@ func printTask(w io.Writer, t *mvp.Task) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// left renders seconds left, when known: " (1h2m3s left)".
+func left(s *int) string {
+	if s == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%s left)", time.Duration(*s)*time.Second)
 }
 
 func printList(w io.Writer, p *api.TaskPage) error {

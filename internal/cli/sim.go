@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/mvp2/mvp/internal/config"
-	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/service"
 	"github.com/mvp2/mvp/internal/sim"
 )
 
@@ -23,22 +23,6 @@ const simUsage = `usage:
       write a trace shaped like published GPU-cluster traces (specs/sim.md)
   mvp sim bound --trace FILE.csv --nodes N --gpus-per-node G --max-wait-s W
       lower bounds every policy is held to: the mean wait if whole-cluster jobs start within W, the makespan`
-
-// SchedulerPolicy is the scheduler's policy as cfg configures it.
-func SchedulerPolicy(cfg *config.Config) scheduler.Policy {
-	p := scheduler.Policy{MaxRunning: cfg.V2.Scheduler.MaxRunningTasks, GangWait: cfg.V2.Scheduler.GangWait(),
-		CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{}}
-	for name, w := range cfg.V2.Workloads {
-		p.CPUsPerGPU[mvp.Workload(name)] = w.CPUsPerGPU
-	}
-	for k, v := range cfg.EntrypointResources {
-		p.Driver[k] = v
-	}
-	if cfg.EntrypointNumCPUs > 0 {
-		p.Driver[scheduler.ResCPU] += cfg.EntrypointNumCPUs
-	}
-	return p
-}
 
 func runSim(args []string, env Env) error {
 	if len(args) > 0 && args[0] == "gen" {
@@ -89,7 +73,7 @@ func runSim(args []string, env Env) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *trace, err)
 	}
-	base := SchedulerPolicy(cfg)
+	base := service.PolicyOf(cfg)
 	base.MaxRunning, base.GangWait = *maxRunning, 0
 	if *cpus <= 0 {
 		base.CPUsPerGPU, base.Driver = nil, nil
@@ -204,6 +188,6 @@ func runSimBound(args []string, env Env) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *trace, err)
 	}
-	b := sim.LowerBounds(jobs, sim.Config{Nodes: *nodes, GPUsPerNode: *gpus, Policy: SchedulerPolicy(cfg)}, *maxWait)
+	b := sim.LowerBounds(jobs, sim.Config{Nodes: *nodes, GPUsPerNode: *gpus, Policy: service.PolicyOf(cfg)}, *maxWait)
 	return json.NewEncoder(env.Stdout).Encode(b)
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // Config is the whole of dev.yaml as mvp reads it.
@@ -71,6 +73,19 @@ type Scheduler struct {
 	MaxRunningTasks int     `yaml:"max_running_tasks"`
 	GangWaitS       float64 `yaml:"gang_wait_s"`
 	MaxInfraRetries int     `yaml:"max_infra_retries"`
+	// MaxResourceRetries bounds the requeues of a task whose attempts failed for lack of resources.
+	MaxResourceRetries int `yaml:"max_resource_retries"`
+	// Policy names the queue policy (scheduler.Policies lists them).
+	Policy string `yaml:"policy"`
+	// DefaultMaxRuntimeS is a task's max_runtime_s when its jobspec gives none; MaxRuntimeCapS caps what a
+	// jobspec may ask for.
+	DefaultMaxRuntimeS int `yaml:"default_max_runtime_s"`
+	MaxRuntimeCapS     int `yaml:"max_runtime_cap_s"`
+	// DefaultMaxQueuedS is a task's max_queued_s when its jobspec gives none; MaxQueuedCapS caps it.
+	DefaultMaxQueuedS int `yaml:"default_max_queued_s"`
+	MaxQueuedCapS     int `yaml:"max_queued_cap_s"`
+	// RuntimeGraceS is how long a job that overstayed max_runtime_s gets between Ray's SIGTERM and SIGKILL.
+	RuntimeGraceS float64 `yaml:"runtime_grace_s"`
 }
 
 // Ray tells mvp how to reach Ray beyond the Job server address.
@@ -91,7 +106,7 @@ type Ray struct {
 	LogCopyS float64 `yaml:"log_copy_s"`
 }
 
-// WorkloadConfig is per-workload admission shape.
+// WorkloadConfig is per-workload admission shape; the defaults are mvp.WorkloadTable's.
 type WorkloadConfig struct {
 	// CPUsPerGPU is the CPU of one verl bundle {"CPU": c, "GPU": 1}.
 	CPUsPerGPU float64 `yaml:"cpus_per_gpu"`
@@ -99,17 +114,27 @@ type WorkloadConfig struct {
 
 // Defaults, documented in specs/config.md.
 const (
-	DefaultAPIHost          = "127.0.0.1"
-	DefaultAPIPort          = 8080
-	DefaultMaxBodyBytes     = 1 << 20
-	DefaultTokenEnv         = "MVP_INTERNAL_TOKEN"
-	DefaultDBPath           = "/private/common/db/mvp_v2.sqlite3"
-	DefaultCheckpoint       = "@every 10m"
-	DefaultTickS            = 2.0
-	DefaultRetryIntervalS   = 60.0
-	DefaultMaxRunningTasks  = 16
-	DefaultGangWaitS        = 120.0
-	DefaultMaxInfraRetries  = 3
+	DefaultAPIHost         = "127.0.0.1"
+	DefaultAPIPort         = 8080
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultTokenEnv        = "MVP_INTERNAL_TOKEN"
+	DefaultDBPath          = "/private/common/db/mvp_v2.sqlite3"
+	DefaultCheckpoint      = "@every 10m"
+	DefaultTickS           = 2.0
+	DefaultRetryIntervalS  = 60.0
+	DefaultMaxRunningTasks = 16
+	DefaultGangWaitS       = 120.0
+	DefaultMaxInfraRetries = 3
+	// DefaultMaxResourceRetries is generous: a busy cluster may turn a gang away many times before it fits. With
+	// max_infra_retries it must leave attempt numbers within the task folder's range (999).
+	DefaultMaxResourceRetries = 100
+	DefaultMaxRuntimeS        = 3 * 24 * 3600  // 3 days: a long verl run
+	DefaultMaxRuntimeCapS     = 30 * 24 * 3600 // 30 days
+	DefaultMaxQueuedS         = 7 * 24 * 3600  // a week
+	DefaultMaxQueuedCapS      = 30 * 24 * 3600
+	DefaultRuntimeGraceS      = 30.0
+	// MaxAttempts is the largest attempt number a task folder holds (attempts/a01 … a999).
+	MaxAttempts             = 999
 	DefaultRayTokenEnv      = "RAY_AUTH_TOKEN"
 	DefaultKeepFinishedJobs = 100
 	DefaultRequestTimeoutS  = 10.0
@@ -271,6 +296,24 @@ func (c *Config) applyDefaults() {
 	if s.MaxInfraRetries == 0 {
 		s.MaxInfraRetries = DefaultMaxInfraRetries
 	}
+	if s.MaxResourceRetries == 0 {
+		s.MaxResourceRetries = DefaultMaxResourceRetries
+	}
+	if s.DefaultMaxRuntimeS == 0 {
+		s.DefaultMaxRuntimeS = DefaultMaxRuntimeS
+	}
+	if s.MaxRuntimeCapS == 0 {
+		s.MaxRuntimeCapS = DefaultMaxRuntimeCapS
+	}
+	if s.DefaultMaxQueuedS == 0 {
+		s.DefaultMaxQueuedS = DefaultMaxQueuedS
+	}
+	if s.MaxQueuedCapS == 0 {
+		s.MaxQueuedCapS = DefaultMaxQueuedCapS
+	}
+	if s.RuntimeGraceS == 0 {
+		s.RuntimeGraceS = DefaultRuntimeGraceS
+	}
 	r := &v.Ray
 	if r.GCSAddress == "" {
 		if u, err := url.Parse(c.Address); err == nil && u.Hostname() != "" {
@@ -298,10 +341,11 @@ func (c *Config) applyDefaults() {
 	if v.Workloads == nil {
 		v.Workloads = map[string]WorkloadConfig{}
 	}
-	for name, cpus := range map[string]float64{"ppo": 3, "grpo": 3, "sft": 10} {
+	for _, info := range mvp.WorkloadTable {
+		name := string(info.Name)
 		w := v.Workloads[name]
 		if w.CPUsPerGPU == 0 {
-			w.CPUsPerGPU = cpus
+			w.CPUsPerGPU = info.CPUsPerGPU
 		}
 		v.Workloads[name] = w
 	}
@@ -335,9 +379,25 @@ func (c *Config) Validate() error {
 	if s.MaxRunningTasks < 0 {
 		return fmt.Errorf("v2.scheduler.max_running_tasks: %d must not be negative", s.MaxRunningTasks)
 	}
+	if s.MaxResourceRetries < 0 || s.MaxInfraRetries < 0 || s.MaxResourceRetries+s.MaxInfraRetries+1 > MaxAttempts {
+		return fmt.Errorf("v2.scheduler: max_resource_retries (%d) and max_infra_retries (%d) must not be negative "+
+			"and together at most %d (a task folder holds %d attempts)", s.MaxResourceRetries, s.MaxInfraRetries,
+			MaxAttempts-1, MaxAttempts)
+	}
+	if s.DefaultMaxRuntimeS < 0 || s.MaxRuntimeCapS < 0 || s.DefaultMaxRuntimeS > s.MaxRuntimeCapS {
+		return fmt.Errorf("v2.scheduler: default_max_runtime_s (%d) must be between 0 and max_runtime_cap_s (%d)",
+			s.DefaultMaxRuntimeS, s.MaxRuntimeCapS)
+	}
+	if s.DefaultMaxQueuedS < 0 || s.MaxQueuedCapS < 0 || s.DefaultMaxQueuedS > s.MaxQueuedCapS {
+		return fmt.Errorf("v2.scheduler: default_max_queued_s (%d) must be between 0 and max_queued_cap_s (%d)",
+			s.DefaultMaxQueuedS, s.MaxQueuedCapS)
+	}
+	if s.RuntimeGraceS < 0 {
+		return fmt.Errorf("v2.scheduler.runtime_grace_s: %v must not be negative", s.RuntimeGraceS)
+	}
 	for name, w := range v.Workloads {
-		if name != "ppo" && name != "grpo" && name != "sft" {
-			return fmt.Errorf("v2.workloads.%s: unknown workload (ppo, grpo or sft)", name)
+		if !mvp.Workload(name).Valid() {
+			return fmt.Errorf("v2.workloads.%s: unknown workload (%s)", name, mvp.WorkloadNames())
 		}
 		if w.CPUsPerGPU < 0 {
 			return fmt.Errorf("v2.workloads.%s.cpus_per_gpu: must not be negative", name)

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 func TestParseDefaultsAndSharedKeys(t *testing.T) {
@@ -88,5 +90,30 @@ func TestCheckpointSchedule(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "v2.sqlite.checkpoint_schedule") || !strings.Contains(err.Error(), "@every 10m") {
 			t.Errorf("%q: want an error naming the key and an example, got %v", bad, err)
 		}
+	}
+}
+
+// TestWorkloadDefaultsFollowTheTable: every workload of mvp.WorkloadTable gets its default cpus_per_gpu, a
+// configured value wins, and an unknown workload's error lists the known ones.
+func TestWorkloadDefaultsFollowTheTable(t *testing.T) {
+	c, err := Parse([]byte("v2: {workloads: {sft: {cpus_per_gpu: 7}}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range mvp.WorkloadTable {
+		want := info.CPUsPerGPU
+		if info.Name == mvp.WorkloadSFT {
+			want = 7
+		}
+		if got := c.V2.Workloads[string(info.Name)].CPUsPerGPU; got != want {
+			t.Errorf("%s: cpus_per_gpu %v, want %v", info.Name, got, want)
+		}
+	}
+	if len(c.V2.Workloads) != len(mvp.WorkloadTable) {
+		t.Errorf("%d workloads configured: %v", len(c.V2.Workloads), c.V2.Workloads)
+	}
+	_, err = Parse([]byte("v2: {workloads: {dpo: {cpus_per_gpu: 3}}}\n"))
+	if err == nil || !strings.Contains(err.Error(), mvp.WorkloadNames()) {
+		t.Errorf("unknown workload: %v", err)
 	}
 }

@@ -104,20 +104,7 @@ func TestRaceFailsFastThenRetries(t *testing.T) {
 func TestFragmentedGangWaitsAndStuckGangIsCaught(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 1, gangWaitS: 4})
-	gate := filepath.Join(t.TempDir(), "go")
-	task := s.submit(spec("ppo", 1, 4, 1, "mvp_test.wait_file="+gate))
-	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
-
-	// Fragment: one 2-GPU bundle on each node, so 2 + 2 stay free.
-	frag := uniq("fragmenter")
-	direct(t, frag, "python3 -m mvp_testkit.hold --bundles 2 --gpus-per-bundle 2 --strategy STRICT_SPREAD --hold 600")
-	waitFor(t, 60*time.Second, "2 + 2 free GPUs", func() (bool, string) {
-		g := freeGPUs(t)
-		return len(g) == 2 && g[0] == 2 && g[1] == 2, ""
-	})
-	if err := os.WriteFile(gate, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	task, frag := fragmentRunningGang(t, s, 600)
 	// verl's total check passes (4 ≥ 4); its placement group cannot be placed; mvp stops it after gang_wait_s.
 	w := s.waitState(task.ID, mvp.StatePendingResources, 120*time.Second)
 	a1 := w.Attempts[0]

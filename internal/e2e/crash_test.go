@@ -18,6 +18,10 @@ import (
 type crashCase struct {
 	point string
 	drive func(t *testing.T, s *service) (id string, want mvp.State)
+	// gangWaitS is the service's v2.scheduler.gang_wait_s (0: the harness default).
+	gangWaitS float64
+	// check, when set, checks the settled task further.
+	check func(t *testing.T, final *mvp.Task)
 }
 
 var crashCases = []crashCase{
@@ -26,22 +30,22 @@ var crashCases = []crashCase{
 			t.Errorf("the submit was answered although the process died before answering")
 		}
 		return "", mvp.StateSucceeded
-	}},
+	}, 0, nil},
 	{"queued_to_submitting", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}},
+	}, 0, nil},
 	{"submitting_before_ray", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}},
+	}, 0, nil},
 	{"submitting_after_ray", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}},
+	}, 0, nil},
 	{"submitted_to_running", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 2)).ID, mvp.StateSucceeded
-	}},
+	}, 0, nil},
 	{"final_log_fetch", func(t *testing.T, s *service) (string, mvp.State) {
 		return s.submit(spec("ppo", 1, 1, 1)).ID, mvp.StateSucceeded
-	}},
+	}, 0, nil},
 	{"cancel_before_stop", func(t *testing.T, s *service) (string, mvp.State) {
 		id := s.submit(spec("ppo", 1, 1, 300)).ID
 		s.waitState(id, mvp.StateRunning, 90*time.Second)
@@ -49,10 +53,23 @@ var crashCases = []crashCase{
 			t.Errorf("the cancel was answered although the process died before answering")
 		}
 		return id, mvp.StateCanceled
-	}},
+	}, 0, nil},
 	{"requeue", func(t *testing.T, s *service) (string, mvp.State) {
 		// The race of TestRaceFailsFastThenRetries: GPUs taken between admission and verl's check.
 		return raceBehindMVPsBack(t, s, 8).ID, mvp.StateSucceeded
+	}, 0, nil},
+	{"judged_before_stop", func(t *testing.T, s *service) (string, mvp.State) {
+		// A stuck gang is judged (GANG_STUCK written) and mvp dies before it asks Ray to stop the job: after the
+		// restart the stop is retried, the attempt is requeued, and attempt 2 runs once the fragmenter is gone.
+		task, _ := fragmentRunningGang(t, s, 45)
+		return task.ID, mvp.StateSucceeded
+	}, 4, func(t *testing.T, final *mvp.Task) {
+		// Without the retried stop, attempt 1 would wait for the fragmenter and then succeed on its own.
+		if a := final.Attempts[0]; len(final.Attempts) != 2 || a.RayStatus != mvp.RayStopped ||
+			a.FailureKind != mvp.FailureInsufficientResources {
+			t.Errorf("%d attempts; attempt 1 %s %s: the stop of the judged gang was not retried after the restart",
+				len(final.Attempts), a.RayStatus, a.FailureKind)
+		}
 	}},
 }
 
@@ -69,7 +86,7 @@ func TestCrashMatrix(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", c.point, run), func(t *testing.T) {
 				start := time.Now()
 				waitIdle(t)
-				s := startService(t, serviceOpts{retryS: 1, env: []string{"MVP_CRASH_POINT=" + c.point}})
+				s := startService(t, serviceOpts{retryS: 1, gangWaitS: c.gangWaitS, env: []string{"MVP_CRASH_POINT=" + c.point}})
 				id, want := c.drive(t, s)
 				if code := s.waitExit(120 * time.Second); code != 86 {
 					t.Fatalf("exit code %d, want 86 from crash point %s", code, c.point)
@@ -94,6 +111,9 @@ func TestCrashMatrix(t *testing.T) {
 					if _, err := rayc.GetJob(ctxT(t), a.RaySubmissionID); err != nil {
 						t.Errorf("attempt %d has no Ray job: %v", a.No, err)
 					}
+				}
+				if c.check != nil {
+					c.check(t, final)
 				}
 				next := mvp.SubmissionID(id, final.LatestAttemptNo+1)
 				if _, err := rayc.GetJob(ctxT(t), next); !errors.Is(err, mvp.ErrJobNotFound) {

@@ -176,7 +176,9 @@ type serviceOpts struct {
 	tickS, retryS, gangWaitS float64
 	maxRunning               int
 	extraV2                  string
-	env                      []string
+	// schedExtra is added inside v2.scheduler's mapping, e.g. ", policy: fifo".
+	schedExtra string
+	env        []string
 	// rayTokenEnv names the variable holding Ray's token (token-auth clusters).
 	rayTokenEnv string
 	// logCopyS is v2.ray.log_copy_s (default 1 in tests).
@@ -226,10 +228,10 @@ v2:
   api: {host: 127.0.0.1, port: %d}
   auth: {token_env: MVP_E2E_TOKEN}
   sqlite: {db_path: %s, checkpoint_schedule: %q}
-  scheduler: {tick_s: %g, retry_interval_s: %g, max_running_tasks: %d, gang_wait_s: %g}
+  scheduler: {tick_s: %g, retry_interval_s: %g, max_running_tasks: %d, gang_wait_s: %g%s}
   ray: {gcs_address: %s, python: %s, probe_script: %s, token_env: %s, log_copy_s: %g}
 %s`, env.dashboard, s.sharedRoot, filepath.Join(env.repo, "py-entrypoints"), s.port, s.dbPath, o.checkpoint, o.tickS, o.retryS,
-		o.maxRunning, o.gangWaitS, env.gcs, env.python, env.probeScript, o.rayTokenEnv, o.logCopyS, o.extraV2)
+		o.maxRunning, o.gangWaitS, o.schedExtra, env.gcs, env.python, env.probeScript, o.rayTokenEnv, o.logCopyS, o.extraV2)
 	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -438,6 +440,24 @@ func raceBehindMVPsBack(t *testing.T, s *service, holdS int) *mvp.Task {
 		t.Fatal(err)
 	}
 	return task
+}
+
+// fragmentRunningGang runs a 1×4 task whose driver waits on a gate, then fragments the cluster behind mvp's back
+// (one 2-GPU bundle on each worker, held holdS seconds, so 2 + 2 stay free) and opens the gate: verl's total check
+// passes (4 ≥ 4) and its placement group can never be placed. It returns the task and the fragmenter's id.
+func fragmentRunningGang(t *testing.T, s *service, holdS int) (*mvp.Task, string) {
+	t.Helper()
+	gate := filepath.Join(t.TempDir(), "go")
+	task := s.submit(spec("ppo", 1, 4, 1, "mvp_test.wait_file="+gate))
+	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
+	frag := uniq("fragmenter")
+	direct(t, frag, fmt.Sprintf("python3 -m mvp_testkit.hold --bundles 2 --gpus-per-bundle 2 --strategy STRICT_SPREAD --hold %d", holdS))
+	waitFor(t, 60*time.Second, "2 + 2 free GPUs", func() (bool, string) {
+		g := freeGPUs(t)
+		return len(g) == 2 && g[0] == 2 && g[1] == 2, fmt.Sprint(g)
+	})
+	writeFile(t, gate, "")
+	return task, frag
 }
 
 func writeFile(t testing.TB, path, content string) {

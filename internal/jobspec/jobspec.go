@@ -42,6 +42,11 @@ type Spec struct {
 	CodePath    string            `json:"code_path,omitempty" yaml:"code_path,omitempty"`
 	Overrides   []string          `json:"overrides" yaml:"overrides"`
 	Env         map[string]string `json:"env" yaml:"env"`
+	// MaxRuntimeS is the declared upper bound of one attempt's run, in seconds: the scheduler plans with it and
+	// the job is stopped (MAX_RUNTIME_EXCEEDED, not retried) when it runs longer. Default and cap: v2.scheduler.
+	MaxRuntimeS int `json:"max_runtime_s,omitempty" yaml:"max_runtime_s,omitempty"`
+	// MaxQueuedS bounds the wait from submission to the first start (MAX_QUEUED_EXCEEDED past it).
+	MaxQueuedS int `json:"max_queued_s,omitempty" yaml:"max_queued_s,omitempty"`
 }
 
 // Limits bound what Parse accepts.
@@ -77,6 +82,7 @@ var fields = map[string]yaml.Kind{
 	"workload": yaml.ScalarNode, "nnodes": yaml.ScalarNode, "n_gpus_per_node": yaml.ScalarNode,
 	"name": yaml.ScalarNode, "model_path": yaml.ScalarNode, "train_file": yaml.ScalarNode, "val_file": yaml.ScalarNode,
 	"code_path": yaml.ScalarNode, "overrides": yaml.SequenceNode, "env": yaml.MappingNode,
+	"max_runtime_s": yaml.ScalarNode, "max_queued_s": yaml.ScalarNode,
 }
 
 func invalid(field, format string, args ...any) error {
@@ -186,6 +192,10 @@ func decodeFields(root *yaml.Node, s *Spec) error {
 			s.NNodes, err = integer(k, v)
 		case "n_gpus_per_node":
 			s.GPUsPerNode, err = integer(k, v)
+		case "max_runtime_s":
+			s.MaxRuntimeS, err = integer(k, v)
+		case "max_queued_s":
+			s.MaxQueuedS, err = integer(k, v)
 		case "name":
 			s.Name, err = str(k, v)
 		case "model_path":
@@ -258,16 +268,23 @@ func integer(field string, n *yaml.Node) (int, error) {
 // Validate checks every field; the error names the field's path and says what to fix.
 func (s *Spec) Validate() error {
 	if s.Workload == "" {
-		return invalid("workload", "workload is required: one of ppo, grpo, sft")
+		return invalid("workload", "workload is required: one of %s", mvp.WorkloadNames())
 	}
-	if !s.Workload.Valid() {
-		return invalid("workload", "unknown workload %q: use ppo, grpo or sft", clip(string(s.Workload)))
+	info, ok := s.Workload.Info()
+	if !ok {
+		return invalid("workload", "unknown workload %q: use %s", clip(string(s.Workload)), mvp.WorkloadNames())
 	}
 	if s.NNodes < 1 || s.NNodes > MaxNNodes {
 		return invalid("nnodes", "nnodes is required and must be from 1 to %d, got %d", MaxNNodes, s.NNodes)
 	}
 	if s.GPUsPerNode < 1 || s.GPUsPerNode > MaxGPUsPerNode {
 		return invalid("n_gpus_per_node", "n_gpus_per_node is required and must be from 1 to %d, got %d", MaxGPUsPerNode, s.GPUsPerNode)
+	}
+	if s.MaxRuntimeS < 0 {
+		return invalid("max_runtime_s", "max_runtime_s must be a whole number of seconds ≥ 1, got %d", s.MaxRuntimeS)
+	}
+	if s.MaxQueuedS < 0 {
+		return invalid("max_queued_s", "max_queued_s must be a whole number of seconds ≥ 1, got %d", s.MaxQueuedS)
 	}
 	if s.Name != "" && !nameRE.MatchString(s.Name) {
 		return invalid("name", "name %q must be 1–40 characters of a-z, 0-9 and '-', starting and ending with a letter or digit", clip(s.Name))
@@ -278,7 +295,7 @@ func (s *Spec) Validate() error {
 	}{
 		{"model_path", s.ModelPath, true},
 		{"train_file", s.TrainFile, true},
-		{"val_file", s.ValFile, s.Workload != mvp.WorkloadSFT},
+		{"val_file", s.ValFile, info.RequiresValFile},
 		{"code_path", s.CodePath, false},
 	} {
 		if p.value == "" {
@@ -353,6 +370,23 @@ func checkPath(field, p string) error {
 // Defaults are the cluster's values that a jobspec may leave out.
 type Defaults struct {
 	UserCodePath string
+	// DefaultMaxRuntimeS and DefaultMaxQueuedS fill the time limits a jobspec leaves out; MaxRuntimeCapS and
+	// MaxQueuedCapS bound what it may ask for (0: no cap).
+	DefaultMaxRuntimeS, MaxRuntimeCapS int
+	DefaultMaxQueuedS, MaxQueuedCapS   int
+}
+
+// CheckCaps refuses time limits above the configured caps.
+func (s *Spec) CheckCaps(d Defaults) error {
+	if d.MaxRuntimeCapS > 0 && s.MaxRuntimeS > d.MaxRuntimeCapS {
+		return invalid("max_runtime_s", "max_runtime_s %d is above this cluster's cap of %d s (v2.scheduler.max_runtime_cap_s)",
+			s.MaxRuntimeS, d.MaxRuntimeCapS)
+	}
+	if d.MaxQueuedCapS > 0 && s.MaxQueuedS > d.MaxQueuedCapS {
+		return invalid("max_queued_s", "max_queued_s %d is above this cluster's cap of %d s (v2.scheduler.max_queued_cap_s)",
+			s.MaxQueuedS, d.MaxQueuedCapS)
+	}
+	return nil
 }
 
 // Effective returns a copy with defaults applied.
@@ -363,6 +397,12 @@ func (s *Spec) Effective(d Defaults) *Spec {
 	}
 	if e.CodePath == "" {
 		e.CodePath = d.UserCodePath
+	}
+	if e.MaxRuntimeS == 0 {
+		e.MaxRuntimeS = d.DefaultMaxRuntimeS
+	}
+	if e.MaxQueuedS == 0 {
+		e.MaxQueuedS = d.DefaultMaxQueuedS
 	}
 	if e.Overrides == nil {
 		e.Overrides = []string{}

@@ -37,8 +37,10 @@ var States = []State{
 // transitions is the whole transition table: from → allowed targets. A state listed as its own target may be
 // rewritten in place (for example a PENDING_RESOURCES task whose reason or next_run_at changes).
 var transitions = map[State][]State{
-	StateQueued:           {StatePendingResources, StateSubmitting, StateCanceled},
-	StatePendingResources: {StatePendingResources, StateSubmitting, StateCanceled},
+	// QUEUED/PENDING_RESOURCES → FAILED: the task can never be submitted (its submission cannot be built, or it
+	// waited past max_queued_s).
+	StateQueued:           {StatePendingResources, StateSubmitting, StateFailed, StateCanceled},
+	StatePendingResources: {StatePendingResources, StateSubmitting, StateFailed, StateCanceled},
 	// SUBMITTING → PENDING_RESOURCES: the attempt could not be made for a reason worth retrying (infra).
 	// SUBMITTING → FAILED: Ray refused the submission itself (bad payload).
 	StateSubmitting: {StateSubmitting, StateSubmitted, StateRunning, StateSucceeded, StateFailed, StatePendingResources, StateCanceled},

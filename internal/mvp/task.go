@@ -6,24 +6,6 @@ import (
 	"time"
 )
 
-// Workload names the verl entrypoint a task runs.
-type Workload string
-
-// The workloads.
-const (
-	WorkloadPPO  Workload = "ppo"
-	WorkloadGRPO Workload = "grpo"
-	WorkloadSFT  Workload = "sft"
-)
-
-// Workloads lists every workload.
-var Workloads = []Workload{WorkloadPPO, WorkloadGRPO, WorkloadSFT}
-
-// Valid reports whether w is a known workload.
-func (w Workload) Valid() bool {
-	return w == WorkloadPPO || w == WorkloadGRPO || w == WorkloadSFT
-}
-
 // Task is what a user submitted, with its service-side state.
 type Task struct {
 	ID          string   `json:"task_id"`
@@ -47,8 +29,32 @@ type Task struct {
 	// the loop stops an attempt that overstays it. 0 means unbounded (only in tests and old rows).
 	MaxRuntimeS int `json:"max_runtime_s"`
 	// MaxQueuedS bounds how long the task may wait in mvp's queue before it ends MAX_QUEUED_EXCEEDED; 0 = no bound.
-	MaxQueuedS int        `json:"max_queued_s"`
-	Attempts   []*Attempt `json:"attempts"`
+	MaxQueuedS int `json:"max_queued_s"`
+	// RuntimeLeftS and QueuedLeftS are shown, not stored: the seconds left before the running attempt reaches
+	// max_runtime_s, and before a task never started reaches max_queued_s (see FillTimeLeft).
+	RuntimeLeftS *int       `json:"runtime_left_s,omitempty"`
+	QueuedLeftS  *int       `json:"queued_left_s,omitempty"`
+	Attempts     []*Attempt `json:"attempts"`
+}
+
+// FillTimeLeft sets RuntimeLeftS for a running task whose attempt has started and QueuedLeftS for a waiting task
+// that never started, from its limits and now; both are nil otherwise. Neither is below 0.
+func (t *Task) FillTimeLeft(now time.Time) {
+	t.RuntimeLeftS, t.QueuedLeftS = nil, nil
+	left := func(limit int, since time.Time) *int {
+		n := max(limit-int(now.Sub(since)/time.Second), 0)
+		return &n
+	}
+	if t.MaxQueuedS > 0 && t.State.Waiting() && t.LatestAttemptNo == 0 {
+		t.QueuedLeftS = left(t.MaxQueuedS, t.CreatedAt)
+	}
+	if t.MaxRuntimeS > 0 && t.State == StateRunning {
+		for _, a := range t.Attempts {
+			if a.No == t.LatestAttemptNo && a.StartTime != nil {
+				t.RuntimeLeftS = left(t.MaxRuntimeS, *a.StartTime)
+			}
+		}
+	}
 }
 
 // GPUs is the task's whole gang size.
@@ -68,6 +74,11 @@ type Attempt struct {
 	StartTime       *time.Time  `json:"start_time"`
 	EndTime         *time.Time  `json:"end_time"`
 	ExitCode        *int        `json:"exit_code"`
+	// LogKept is true once the ended job's driver log is in the task folder; until then mvp keeps retrying the
+	// fetch and does not delete the job from Ray (see Store.NoteLog).
+	LogKept bool `json:"log_kept"`
+	// LogTries counts failed fetches of the ended job's log.
+	LogTries int `json:"-"`
 }
 
 // Event is one line of a task's history.
@@ -92,6 +103,11 @@ const (
 	EventReconciled      = "RECONCILED"
 	EventRayUnavailable  = "RAY_UNAVAILABLE"
 	EventRayAvailable    = "RAY_AVAILABLE"
+	// EventLogNotKept: the ended job's driver log could not be fetched after every try; its Ray job is deleted
+	// anyway so that Ray's job server does not fill up.
+	EventLogNotKept = "LOG_NOT_KEPT"
+	// EventStopRequested: mvp judged a live attempt (stuck gang, time limit) and asks Ray to stop it.
+	EventStopRequested = "STOP_REQUESTED"
 )
 
 // Change is one compare-and-set write of a task, applied in a single transaction together with its attempt write
@@ -151,6 +167,12 @@ type Store interface {
 	FinishedInRay(ctx context.Context, keep, limit int) ([]*Attempt, error)
 	// MarkRayDeleted records that an attempt's job was removed from Ray's job server.
 	MarkRayDeleted(ctx context.Context, taskID string, attemptNo int) error
+	// NoteLog records a fetch of an ended attempt's driver log: kept (it is in the task folder) or one more
+	// failed try.
+	NoteLog(ctx context.Context, taskID string, attemptNo int, kept bool) error
+	// UnkeptLogs returns ended attempts still in Ray whose driver log is not in the task folder yet and that
+	// have been tried fewer than maxTries times, oldest first, at most limit.
+	UnkeptLogs(ctx context.Context, maxTries, limit int) ([]*Attempt, error)
 	// AddEvent appends an event to a task's history.
 	AddEvent(ctx context.Context, e *Event) error
 	Close() error

@@ -44,19 +44,38 @@ type Snapshot struct {
 	Queue []*mvp.Task
 	// Active holds the attempts that have, or may soon have, a Ray job.
 	Active []ActiveAttempt
+	// ClusterErr says why Cluster is nil (Decide does not look at it; the API shows it).
+	ClusterErr error
 }
 
 // ActiveAttempt is a task with a live attempt.
 type ActiveAttempt struct {
 	Task    *mvp.Task
 	Attempt *mvp.Attempt
-	// StuckSince is when the attempt's placement groups were first seen PENDING for lack of resources; zero if
+	// StuckSince is when the attempt's placement groups were first seen PENDING (not placeable yet); zero if
 	// they are not.
 	StuckSince time.Time
+	// Infeasible is true when Ray says one of its placement groups can never be placed on this cluster.
+	Infeasible bool
 	// Nodes are the nodes its placed groups are on, one per group, when known (the simulator knows them; Ray's
 	// placement groups say so too). When not, Decide attributes the attempt's GPUs to nodes that show that many in
 	// use, to plan reservations from declared ends.
 	Nodes []string
+}
+
+// Judged reports whether mvp has already decided to stop this attempt (it carries a failure kind while its Ray
+// job still runs): it is being stopped, and its stop is retried until Ray reports the job ended.
+func (a ActiveAttempt) Judged() bool {
+	return a.Attempt != nil && a.Attempt.FailureKind != mvp.FailureNone && !a.Attempt.RayStatus.Terminal()
+}
+
+// stuck reports whether the attempt's gang has been unplaceable for the whole gang wait, or Ray says it never
+// fits.
+func (a ActiveAttempt) stuck(now time.Time, p Policy) bool {
+	if a.Infeasible {
+		return true
+	}
+	return !a.StuckSince.IsZero() && p.GangWait > 0 && now.Sub(a.StuckSince) >= p.GangWait
 }
 
 // Action is one thing the loop must do.
@@ -93,16 +112,97 @@ type Wait struct {
 	EstStart *time.Time
 }
 
-// StopStuck stops an attempt whose gang could not be placed for longer than Policy.GangWait.
-type StopStuck struct {
+// Stop stops a live attempt that mvp has judged: a gang unplaceable for longer than Policy.GangWait
+// (Kind INSUFFICIENT_RESOURCES, Event GANG_STUCK). The loop records the judgement on the attempt first (Retry
+// false), then asks Ray to stop the job; an attempt already judged gets Stop again on every pass (Retry true)
+// until Ray reports its job ended, so a failed stop call, or a crash between the note and the call, is retried.
+type Stop struct {
 	Task    *mvp.Task
 	Attempt *mvp.Attempt
+	Kind    mvp.FailureKind
+	Event   string
 	Reason  string
+	// Retry is true when the judgement is already recorded and only the stop call is repeated.
+	Retry bool
 }
 
-func (Submit) action()    {}
-func (*Wait) action()     {}
-func (StopStuck) action() {}
+// Expire ends a waiting task that was never started within its max_queued_s (MAX_QUEUED_EXCEEDED).
+type Expire struct {
+	Task   *mvp.Task
+	Reason string
+}
+
+func (Submit) action() {}
+func (*Wait) action()  {}
+func (Stop) action()   {}
+func (Expire) action() {}
+
+// expired reports whether a waiting task has waited past its max_queued_s without ever starting. The bound is on
+// the time to the first start: a task requeued after an attempt is no longer subject to it.
+func expired(now time.Time, t *mvp.Task) bool {
+	return t.MaxQueuedS > 0 && t.LatestAttemptNo == 0 && now.Sub(t.CreatedAt) >= time.Duration(t.MaxQueuedS)*time.Second
+}
+
+// overstayed reports whether a started attempt has run past its task's max_runtime_s.
+func overstayed(now time.Time, a ActiveAttempt) bool {
+	return a.Task.MaxRuntimeS > 0 && a.Attempt.StartTime != nil &&
+		now.Sub(*a.Attempt.StartTime) >= time.Duration(a.Task.MaxRuntimeS)*time.Second
+}
+
+// stops returns the Stop actions of one pass: retries for attempts already judged, and new judgements. A canceled
+// task is never judged (the cancel path stops its job).
+func stops(now time.Time, s Snapshot, p Policy, out []Action) []Action {
+	for _, a := range s.Active {
+		if a.Task.State == mvp.StateCanceled || a.Attempt == nil || a.Attempt.RayStatus.Terminal() {
+			continue
+		}
+		if a.Judged() {
+			out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: a.Attempt.FailureKind,
+				Reason: a.Attempt.Message, Retry: true})
+			continue
+		}
+		if a.Attempt.RayStatus == mvp.RayRunning && overstayed(now, a) {
+			out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: mvp.FailureMaxRuntimeExceeded,
+				Event: mvp.EventStopRequested, Reason: fmt.Sprintf("ran longer than its max_runtime_s (%d s): stopped by mvp",
+					a.Task.MaxRuntimeS)})
+			continue
+		}
+		if a.stuck(now, p) {
+			d := DemandOf(a.Task, p)
+			why := fmt.Sprintf("could not be placed for %s: no node had room for its placement groups",
+				now.Sub(a.StuckSince).Round(time.Second))
+			if a.Infeasible {
+				why = "can never be placed: Ray reports its placement group infeasible on this cluster"
+			}
+			out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: mvp.FailureInsufficientResources,
+				Event: mvp.EventGangStuck, Reason: fmt.Sprintf("the gang of %d×%g GPUs %s", d.Groups, d.GPUs, why)})
+		}
+	}
+	return out
+}
+
+// expiries returns an Expire for every waiting task past its max_queued_s, whether or not the cluster was read.
+func expiries(now time.Time, s Snapshot, out []Action) []Action {
+	for _, t := range s.Queue {
+		if expired(now, t) {
+			out = append(out, Expire{Task: t, Reason: fmt.Sprintf(
+				"%s: waited %s in the queue, longer than its max_queued_s (%d s), without starting",
+				mvp.FailureMaxQueuedExceeded, now.Sub(t.CreatedAt).Round(time.Second), t.MaxQueuedS)})
+		}
+	}
+	return out
+}
+
+// reserves reports whether a live attempt's not-yet-placed groups and not-yet-started driver are held back from
+// the free view. A group seen PENDING keeps its reservation while Ray may still be placing it (for the whole
+// gang wait); it is released only once the gang is judged stuck (or infeasible), when its task was canceled, or
+// when the attempt was already judged and is being stopped: such an attempt must never hold the queue.
+func reserves(now time.Time, a ActiveAttempt, p Policy) bool {
+	if a.Task.State == mvp.StateCanceled || a.Judged() {
+		return false
+	}
+	return !a.stuck(now, p)
+}
 
 // node is a node's free resources while Decide fits gangs.
 type node struct {
@@ -134,15 +234,9 @@ func demand(t *mvp.Task, cpusPerGPU float64) Demand {
 func Decide(now time.Time, s Snapshot, p Policy) []Action {
 	out := make([]Action, 0, len(s.Active)+len(s.Queue))
 
-	// Stuck gangs first: they free resources for the queue in a later tick.
-	for _, a := range s.Active {
-		if !a.StuckSince.IsZero() && p.GangWait > 0 && now.Sub(a.StuckSince) >= p.GangWait {
-			d := DemandOf(a.Task, p)
-			out = append(out, StopStuck{Task: a.Task, Attempt: a.Attempt, Reason: fmt.Sprintf(
-				"the gang of %d×%g GPUs could not be placed for %s: no node had room for its placement groups",
-				d.Groups, d.GPUs, now.Sub(a.StuckSince).Round(time.Second))})
-		}
-	}
+	// Stops first: they free resources for the queue in a later pass.
+	out = stops(now, s, p, out)
+	out = expiries(now, s, out)
 
 	if s.Cluster == nil {
 		return out

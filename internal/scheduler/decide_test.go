@@ -44,7 +44,8 @@ func task(w mvp.Workload, nnodes, gpus int, state mvp.State) *mvp.Task {
 		GPUsPerNode: gpus, State: state, CreatedAt: t0.Add(time.Duration(seq) * time.Second)}
 }
 
-// summary renders actions compactly: "submit:<id>", "wait:<id>", "never:<id>", "stuck:<id>".
+// summary renders actions compactly: "submit:<id>", "wait:<id>", "never:<id>", "stuck:<id>" (a new judgement),
+// "restop:<id>" (the stop of an attempt already judged, repeated).
 func summary(as []Action) []string {
 	var out []string
 	for _, a := range as {
@@ -57,8 +58,12 @@ func summary(as []Action) []string {
 			} else {
 				out = append(out, "wait:"+a.Task.ID)
 			}
-		case StopStuck:
-			out = append(out, "stuck:"+a.Task.ID)
+		case Stop:
+			if a.Retry {
+				out = append(out, "restop:"+a.Task.ID)
+			} else {
+				out = append(out, "stuck:"+a.Task.ID)
+			}
 		}
 	}
 	return out
@@ -166,6 +171,37 @@ func TestDecide(t *testing.T) {
 				Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-time.Minute),
 					Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning}}}}, nil
 		}},
+		{name: "a group seen PENDING within gang_wait keeps its reservation (Ray may still be placing it)", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 0, 36)), Queue: []*mvp.Task{a},
+					Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-time.Second),
+						Attempt: &mvp.Attempt{No: 1, RayJobID: "04000000", RayStatus: mvp.RayRunning}}}},
+				[]string{"wait:" + a.ID}
+		}},
+		{name: "an attempt already judged stuck is stopped again and never holds the queue", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 2, 48)), Queue: []*mvp.Task{a},
+					Active: []ActiveAttempt{{Task: s, Attempt: &mvp.Attempt{No: 1, RayJobID: "05000000",
+						RayStatus: mvp.RayRunning, FailureKind: mvp.FailureInsufficientResources, Message: "stuck"}}}},
+				[]string{"restop:" + s.ID, "submit:" + a.ID}
+		}},
+		{name: "a canceled task is never judged stuck and reserves nothing", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateCanceled)
+			a := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+			return Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 2, 48)), Queue: []*mvp.Task{a},
+					Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-3 * time.Minute),
+						Attempt: &mvp.Attempt{No: 1, RayJobID: "06000000", RayStatus: mvp.RayRunning}}}},
+				[]string{"submit:" + a.ID}
+		}},
+		{name: "a gang Ray reports infeasible is stopped at once", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			return Snapshot{Cluster: cluster(worker("n1", 2, 48)),
+					Active: []ActiveAttempt{{Task: s, StuckSince: t0, Infeasible: true,
+						Attempt: &mvp.Attempt{No: 1, RayJobID: "07000000", RayStatus: mvp.RayRunning}}}},
+				[]string{"stuck:" + s.ID}
+		}},
 		{name: "no cluster reading: nothing admitted", snap: func() (Snapshot, []string) {
 			a := task(mvp.WorkloadPPO, 1, 1, mvp.StateQueued)
 			return Snapshot{Queue: []*mvp.Task{a}}, nil
@@ -236,5 +272,46 @@ func TestDecideIsPure(t *testing.T) {
 	second := strings.Join(summary(Decide(t0, snap, policy())), " ")
 	if first != second || snap.Cluster.Nodes[1].Available["GPU"] != 4 {
 		t.Errorf("Decide changed its input or is not deterministic: %q vs %q", first, second)
+	}
+}
+
+func TestDecideTimeLimits(t *testing.T) {
+	started := t0.Add(-time.Hour)
+	run := task(mvp.WorkloadPPO, 1, 1, mvp.StateRunning)
+	run.MaxRuntimeS = 3600
+	within := task(mvp.WorkloadPPO, 1, 1, mvp.StateRunning)
+	within.MaxRuntimeS = 3601
+	c := cluster(worker("n1", 2, 42))
+	c.Groups = []mvp.PlacementGroup{{CreatorJobID: "08000000", State: "CREATED"}, {CreatorJobID: "09000000", State: "CREATED"}}
+	old := task(mvp.WorkloadPPO, 1, 1, mvp.StateQueued)
+	old.MaxQueuedS, old.CreatedAt = 60, t0.Add(-time.Minute)
+	requeued := task(mvp.WorkloadPPO, 1, 1, mvp.StatePendingResources)
+	requeued.MaxQueuedS, requeued.CreatedAt, requeued.LatestAttemptNo = 60, t0.Add(-time.Hour), 1
+	snap := Snapshot{Cluster: c, Queue: []*mvp.Task{old, requeued}, Active: []ActiveAttempt{
+		{Task: run, Attempt: &mvp.Attempt{No: 1, RayJobID: "08000000", RayStatus: mvp.RayRunning, StartTime: &started}},
+		{Task: within, Attempt: &mvp.Attempt{No: 1, RayJobID: "09000000", RayStatus: mvp.RayRunning, StartTime: &started}},
+	}}
+	var got []string
+	for _, a := range Decide(t0, snap, policy()) {
+		switch a := a.(type) {
+		case Stop:
+			got = append(got, fmt.Sprintf("stop:%s:%s", a.Task.ID, a.Kind))
+		case Expire:
+			got = append(got, "expire:"+a.Task.ID)
+			if !strings.Contains(a.Reason, "MAX_QUEUED_EXCEEDED") {
+				t.Errorf("reason %q", a.Reason)
+			}
+		case Submit:
+			got = append(got, "submit:"+a.Task.ID)
+		}
+	}
+	want := []string{"stop:" + run.ID + ":MAX_RUNTIME_EXCEEDED", "expire:" + old.ID, "submit:" + requeued.ID}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+	// Without a cluster reading the expiry still happens.
+	snap.Cluster = nil
+	if acts := Decide(t0, snap, policy()); len(acts) != 2 {
+		t.Errorf("without a cluster: %v", summary(acts))
 	}
 }

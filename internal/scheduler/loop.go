@@ -29,10 +29,11 @@ type Loop struct {
 	Policy  Policy
 	// Tick is the period of Run.
 	Tick time.Duration
-	// RetryInterval is the wait before the next attempt after INSUFFICIENT_RESOURCES.
-	RetryInterval time.Duration
-	// MaxInfraRetries bounds the attempts retried because their Ray job vanished (INFRA).
-	MaxInfraRetries int
+	// Retry bounds and spaces the attempts that Conclude requeues.
+	Retry RetryPolicy
+	// MaxLogTries bounds the fetches of an ended job's driver log before its Ray job is deleted without it;
+	// 0 means 5.
+	MaxLogTries int
 	// KeepFinishedJobs is how many ended mvp jobs stay in Ray's job server; older ones are deleted once their
 	// status and log are in the task folder (Ray never deletes them and slows down as they pile up).
 	KeepFinishedJobs int
@@ -44,12 +45,13 @@ type Loop struct {
 	Crash func(point string)
 
 	mu     sync.Mutex
-	stuck  map[string]time.Time // submission id → first seen unplaceable
-	copied map[string]time.Time // submission id → last copy of its running log
+	stuck  map[string]time.Time // submission id → first seen unplaceable; only live attempts
+	copied map[string]time.Time // submission id → last copy of its running log; only live attempts
 	// While Ray is unreachable, ticks back off (doubling from Tick to MaxBackoff, jittered) instead of calling
 	// Ray every tick.
 	backoff   time.Duration
 	skipUntil time.Time
+	lastKeep  time.Time // last pass of keepLogs
 	health    Health
 	wake      chan struct{}
 }
@@ -143,17 +145,13 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		l.recordOutage(ctx, now, active, rayErr)
 	}
 
-	queue, err := l.Store.Runnable(ctx)
+	snap, err := l.snapshot(ctx, now, view, cerr)
 	if err != nil {
-		return fmt.Errorf("load queue: %w", err)
-	}
-	if active, err = l.Store.Active(ctx); err != nil {
-		return fmt.Errorf("load active tasks: %w", err)
+		return err
 	}
 	if rayErr == nil {
-		l.prune(ctx)
+		l.prune(ctx, now)
 	}
-	snap := Snapshot{Cluster: view, Queue: queue, Active: l.activeAttempts(now, view, active)}
 	for _, a := range Decide(now, snap, l.Policy) {
 		if err := l.apply(ctx, now, a); err != nil {
 			if errors.Is(err, mvp.ErrConflict) {
@@ -163,6 +161,29 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Snapshot reads what Decide looks at now, exactly as a tick does: the cluster, the queue and the live attempts
+// with how long each gang has been unplaceable. The API's dry run and queue view use it, so that what they show is
+// what the loop decides on. When the cluster cannot be read, Cluster is nil and ClusterErr says why.
+func (l *Loop) Snapshot(ctx context.Context) (Snapshot, error) {
+	view, cerr := l.Cluster.ReadCluster(ctx)
+	if cerr != nil {
+		view = nil
+	}
+	return l.snapshot(ctx, l.Clock.Now(), view, cerr)
+}
+
+func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterView, cerr error) (Snapshot, error) {
+	queue, err := l.Store.Runnable(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("load queue: %w", err)
+	}
+	active, err := l.Store.Active(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("load active tasks: %w", err)
+	}
+	return Snapshot{Cluster: view, Queue: queue, Active: l.activeAttempts(now, view, active), ClusterErr: cerr}, nil
 }
 
 // setHealth records the reading's outcome and the backoff; it reports whether Ray's availability changed.
@@ -220,21 +241,24 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 	if l.stuck == nil {
 		l.stuck = map[string]time.Time{}
 	}
-	seen := map[string]bool{}
+	seen, live := map[string]bool{}, map[string]bool{}
 	var out []ActiveAttempt
 	for _, t := range tasks {
 		a := latest(t)
 		if a == nil || a.RayStatus.Terminal() {
 			continue
 		}
+		live[a.RaySubmissionID] = true
 		aa := ActiveAttempt{Task: t, Attempt: a}
-		if view != nil && a.RayJobID != "" && a.FailureKind == mvp.FailureNone && hasUnplaceableGroup(view, a.RayJobID) {
+		if view != nil && a.RayJobID != "" && a.FailureKind == mvp.FailureNone && t.State != mvp.StateCanceled &&
+			hasUnplaceableGroup(view, a.RayJobID) {
 			since, ok := l.stuck[a.RaySubmissionID]
 			if !ok {
 				since = now
 				l.stuck[a.RaySubmissionID] = now
 			}
 			aa.StuckSince = since
+			aa.Infeasible = hasInfeasibleGroup(view, a.RayJobID)
 			seen[a.RaySubmissionID] = true
 		}
 		out = append(out, aa)
@@ -244,12 +268,27 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 			delete(l.stuck, id)
 		}
 	}
+	for id := range l.copied {
+		if !live[id] {
+			delete(l.copied, id)
+		}
+	}
 	return out
 }
 
 func hasUnplaceableGroup(v *mvp.ClusterView, jobID string) bool {
 	for _, g := range v.Groups {
 		if g.CreatorJobID == jobID && g.State == "PENDING" {
+			return true
+		}
+	}
+	return false
+}
+
+// hasInfeasibleGroup reports whether Ray says one of the job's pending groups can never be placed.
+func hasInfeasibleGroup(v *mvp.ClusterView, jobID string) bool {
+	for _, g := range v.Groups {
+		if g.CreatorJobID == jobID && g.State == "PENDING" && g.SchedulingState == "INFEASIBLE" {
 			return true
 		}
 	}
@@ -273,21 +312,34 @@ func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
 			At: now, PendingReason: &reason, EventPayload: map[string]any{"reason": reason, "never_fits": a.Never}})
 	case Submit:
 		return l.submit(ctx, now, a)
-	case StopStuck:
-		att := *a.Attempt
-		att.FailureKind = mvp.FailureInsufficientResources
-		att.Message = a.Reason
-		if err := l.Store.UpdateAttempt(ctx, &att, mvp.EventGangStuck, map[string]any{"reason": a.Reason,
-			"attempt_no": att.No}); err != nil {
-			return err
-		}
-		l.Logger.Warn("stopping stuck gang", "task_id", a.Task.ID, "submission_id", att.RaySubmissionID)
-		if err := l.Ray.StopJob(ctx, att.RaySubmissionID); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
-			return fmt.Errorf("stop stuck attempt %s: %w", att.RaySubmissionID, err)
-		}
-		return nil
+	case Stop:
+		return l.stop(ctx, a)
+	case Expire:
+		reason := a.Reason
+		return l.Store.Apply(ctx, mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StateFailed, At: now,
+			ErrorSummary: &reason, EventPayload: map[string]any{"failure_kind": mvp.FailureMaxQueuedExceeded, "reason": reason}})
 	}
 	return fmt.Errorf("unknown action %T", a)
+}
+
+// stop records the judgement on the attempt (unless already recorded), then asks Ray to stop the job. A failed
+// call is returned; Decide emits Stop again on the next pass while Ray reports the job live.
+func (l *Loop) stop(ctx context.Context, a Stop) error {
+	att := *a.Attempt
+	if !a.Retry {
+		att.FailureKind, att.Message = a.Kind, a.Reason
+		if err := l.Store.UpdateAttempt(ctx, &att, a.Event, map[string]any{"reason": a.Reason,
+			"attempt_no": att.No, "failure_kind": a.Kind}); err != nil {
+			return fmt.Errorf("record stop of attempt %s: %w", att.RaySubmissionID, err)
+		}
+		l.Logger.Warn("stopping attempt", "task_id", a.Task.ID, "submission_id", att.RaySubmissionID,
+			"failure_kind", a.Kind, "reason", a.Reason)
+		l.crash("judged_before_stop")
+	}
+	if err := l.Ray.StopJob(ctx, att.RaySubmissionID); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+		return fmt.Errorf("stop attempt %s: %w", att.RaySubmissionID, err)
+	}
+	return nil
 }
 
 // submit records the attempt (with its deterministic submission id) before calling Ray, then calls Ray.
@@ -295,9 +347,13 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 	t := s.Task
 	payload, err := l.Build(t, s.AttemptNo)
 	if err != nil {
-		msg := "cannot build the Ray submission: " + err.Error()
-		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateFailed, At: now,
-			ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
+		msg := fmt.Sprintf("attempt %d cannot be built, so the task can never be submitted: %v", s.AttemptNo, err)
+		l.Logger.Error("build submission", "task_id", t.ID, "attempt_no", s.AttemptNo, "err", err)
+		if aerr := l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateFailed, At: now,
+			ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}}); aerr != nil {
+			return fmt.Errorf("fail unbuildable task %s: %w", t.ID, aerr)
+		}
+		return nil
 	}
 	att := &mvp.Attempt{TaskID: t.ID, No: s.AttemptNo, RaySubmissionID: payload.SubmissionID, CreatedAt: now}
 	l.crash("queued_to_submitting") // decided and built, QUEUED→SUBMITTING not yet written
@@ -361,7 +417,8 @@ func (l *Loop) markSubmitted(ctx context.Context, t *mvp.Task, att *mvp.Attempt)
 	return err
 }
 
-// sync follows one live task's latest attempt in Ray by its submission id.
+// sync follows one live task's latest attempt in Ray by its submission id; what an ended or vanished attempt
+// means for its task is Conclude's decision.
 func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 	a := latest(t)
 	if a == nil {
@@ -369,11 +426,27 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 	}
 	info, err := l.Ray.GetJob(ctx, a.RaySubmissionID)
 	if errors.Is(err, mvp.ErrJobNotFound) {
-		return l.jobMissing(ctx, t, a)
+		return l.conclude(ctx, t, a, Report{})
 	}
 	if err != nil {
 		return fmt.Errorf("get job %s: %w", a.RaySubmissionID, err)
 	}
+	if info.Status.Terminal() {
+		// The job ended: keep its log in the task folder first, so that it outlives Ray's copy. A failed fetch
+		// is retried later (keepLogs), and the job stays in Ray until it succeeds or the tries are used up.
+		r := Report{Info: info}
+		logs, lerr := l.Ray.JobLogs(ctx, a.RaySubmissionID)
+		if lerr != nil {
+			l.Logger.Warn("fetch driver log; will try again", "task_id", t.ID, "submission_id", a.RaySubmissionID, "err", lerr)
+		} else if werr := l.Files.WriteLog(t.ID, a.No, logs); werr != nil {
+			l.Logger.Error("write driver log; will try again", "task_id", t.ID, "err", werr)
+		} else {
+			r.Log, r.LogKept = logs, true
+		}
+		l.crash("final_log_fetch")
+		return l.conclude(ctx, t, a, r)
+	}
+
 	up := *a
 	up.RayStatus, up.RayJobID, up.DriverNodeID = info.Status, info.JobID, info.DriverNodeID
 	up.StartTime, up.EndTime = msTime(info.StartTime), msTime(info.EndTime)
@@ -381,134 +454,76 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		up.ExitCode = info.DriverExitCode
 	}
 	now := l.Clock.Now()
-
-	if !info.Status.Terminal() {
-		if t.State == mvp.StateCanceled {
-			if err := l.Ray.StopJob(ctx, a.RaySubmissionID); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
-				return fmt.Errorf("stop canceled attempt %s: %w", a.RaySubmissionID, err)
-			}
+	if t.State == mvp.StateCanceled {
+		// Canceled, and the job is (still, or late) alive: stop it, whenever it appeared.
+		if err := l.Ray.StopJob(ctx, a.RaySubmissionID); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+			return fmt.Errorf("stop canceled attempt %s: %w", a.RaySubmissionID, err)
 		}
-		to := t.State
-		if t.State == mvp.StateSubmitting {
-			to = mvp.StateSubmitted
-		}
-		if info.Status == mvp.RayRunning && (t.State == mvp.StateSubmitting || t.State == mvp.StateSubmitted) {
-			to = mvp.StateRunning
-		}
-		if to != t.State {
-			if to == mvp.StateRunning {
-				l.crash("submitted_to_running")
-			}
-			return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: to, At: now, AttemptUpdate: &up,
-				EventPayload: map[string]any{"ray_status": info.Status}})
-		}
-		if info.Status == mvp.RayRunning {
-			l.copyRunningLog(ctx, t, a, now)
-		}
-		if attemptChanged(a, &up) {
-			return l.Store.UpdateAttempt(ctx, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": info.Status})
-		}
-		return nil
 	}
-
-	// The job ended: keep its log and status in the task folder first, so they outlive Ray's copy.
-	logs, lerr := l.Ray.JobLogs(ctx, a.RaySubmissionID)
-	if lerr == nil {
-		if err := l.Files.WriteLog(t.ID, a.No, logs); err != nil {
-			l.Logger.Error("write driver log", "task_id", t.ID, "err", err)
+	to := t.State
+	if t.State == mvp.StateSubmitting {
+		to = mvp.StateSubmitted
+	}
+	if info.Status == mvp.RayRunning && (t.State == mvp.StateSubmitting || t.State == mvp.StateSubmitted) {
+		to = mvp.StateRunning
+	}
+	if to != t.State {
+		if to == mvp.StateRunning {
+			l.crash("submitted_to_running")
 		}
-	} else {
-		l.Logger.Warn("fetch driver log", "task_id", t.ID, "submission_id", a.RaySubmissionID, "err", lerr)
+		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: to, At: now, AttemptUpdate: &up,
+			EventPayload: map[string]any{"ray_status": info.Status}})
 	}
-	l.crash("final_log_fetch")
-	up.Message = cut(info.Message)
-	if up.EndTime == nil {
-		up.EndTime = &now
+	if info.Status == mvp.RayRunning {
+		l.copyRunningLog(ctx, t, a, now)
 	}
-	switch {
-	case t.State == mvp.StateCanceled:
-		up.Message = "canceled by user"
-		l.writeResult(t, &up, info)
+	if attemptChanged(a, &up) {
 		return l.Store.UpdateAttempt(ctx, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": info.Status})
-	case info.Status == mvp.RaySucceeded:
-		up.FailureKind = mvp.FailureNone
-		l.writeResult(t, &up, info)
-		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateSucceeded, At: now,
-			AttemptUpdate: &up, EventPayload: map[string]any{"ray_status": info.Status}})
 	}
-	kind, summary := Classify(info, logs)
-	if info.Status == mvp.RayStopped && a.FailureKind == mvp.FailureInsufficientResources {
-		kind, summary = a.FailureKind, a.Message // stopped by the stuck-gang rule
-	}
-	up.FailureKind = kind
-	if summary != "" && kind == mvp.FailureInsufficientResources {
-		up.Message = summary
-	}
-	l.writeResult(t, &up, info)
-	if kind == mvp.FailureInsufficientResources {
-		return l.requeue(ctx, t, &up, now, now.Add(l.RetryInterval),
-			fmt.Sprintf("attempt %d failed for lack of resources (%s)", a.No, summary))
-	}
-	msg := fmt.Sprintf("attempt %d: %s: %s", a.No, kind, summary)
-	return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateFailed, At: now,
-		AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"ray_status": info.Status,
-			"failure_kind": kind}})
+	return nil
 }
 
-// requeue puts a task whose attempt ended back in PENDING_RESOURCES, to be tried again from next on.
-func (l *Loop) requeue(ctx context.Context, t *mvp.Task, up *mvp.Attempt, now, next time.Time, why string) error {
-	nextPtr := &next
-	reason := fmt.Sprintf("%s; next attempt at %s", why, next.UTC().Format(time.RFC3339))
-	l.crash("requeue")
-	return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StatePendingResources, At: now,
-		AttemptUpdate: up, NextRunAt: &nextPtr, PendingReason: &reason, EventType: mvp.EventRetryScheduled,
-		EventPayload: map[string]any{"reason": why, "next_run_at": next, "failure_kind": up.FailureKind}})
-}
-
-// jobMissing handles a live attempt that Ray does not know.
-func (l *Loop) jobMissing(ctx context.Context, t *mvp.Task, a *mvp.Attempt) error {
+// conclude asks Conclude what an ended or vanished attempt means and applies it.
+func (l *Loop) conclude(ctx context.Context, t *mvp.Task, a *mvp.Attempt, r Report) error {
 	now := l.Clock.Now()
-	switch t.State {
-	case mvp.StateSubmitting:
-		// The previous process stopped between writing the attempt and Ray accepting it: submit again with the
-		// same submission id (Ray refuses a duplicate, so this can never make a second job).
+	h := History{}
+	if r.Info == nil || r.Info.Status != mvp.RaySucceeded {
+		full, err := l.Store.GetTask(ctx, t.ID)
+		if err != nil {
+			return fmt.Errorf("read history of %s: %w", t.ID, err)
+		}
+		h = HistoryOf(full, a.No)
+	}
+	o := Conclude(now, t, a, r, h, l.Retry)
+	switch o.Verdict {
+	case Follow:
+		return nil
+	case Resubmit:
 		payload, err := l.Build(t, a.No)
 		if err != nil {
-			return err
+			return fmt.Errorf("rebuild attempt %s: %w", a.RaySubmissionID, err)
 		}
 		l.Logger.Info("resubmitting attempt left in SUBMITTING", "task_id", t.ID, "submission_id", a.RaySubmissionID)
 		return l.callRay(ctx, t, a, payload)
-	case mvp.StateCanceled:
-		up := *a
-		up.RayStatus, up.Message, up.EndTime = mvp.RayStopped, "canceled before the job reached Ray", &now
-		return l.Store.UpdateAttempt(ctx, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": "NOT_FOUND"})
 	}
-	// SUBMITTED or RUNNING, and Ray forgot the job: the head restarted and took it with it.
-	up := *a
-	up.RayStatus, up.FailureKind, up.EndTime = mvp.RayFailed, mvp.FailureInfra, &now
-	up.Message = "the Ray job vanished (the Ray head was restarted?)"
-	l.writeResult(t, &up, &mvp.JobInfo{SubmissionID: a.RaySubmissionID, Status: mvp.RayFailed, Message: up.Message})
-	if infra := countInfra(ctx, l.Store, t.ID); infra < l.MaxInfraRetries {
-		return l.requeue(ctx, t, &up, now, now, fmt.Sprintf("attempt %d was lost by Ray (INFRA, retry %d of %d)",
-			a.No, infra+1, l.MaxInfraRetries))
+	info := r.Info
+	if info == nil {
+		info = &mvp.JobInfo{SubmissionID: a.RaySubmissionID, Status: o.Attempt.RayStatus, Message: o.Attempt.Message}
 	}
-	msg := fmt.Sprintf("attempt %d was lost by Ray and the INFRA retries (%d) are used up", a.No, l.MaxInfraRetries)
-	return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateFailed, At: now,
-		AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"failure_kind": mvp.FailureInfra}})
-}
-
-func countInfra(ctx context.Context, s mvp.Store, id string) int {
-	t, err := s.GetTask(ctx, id)
-	if err != nil {
-		return 0
+	l.writeResult(t, &o.Attempt, info)
+	if o.Verdict == Close {
+		return l.Store.UpdateAttempt(ctx, &o.Attempt, o.EventType, o.EventPayload)
 	}
-	n := 0
-	for _, a := range t.Attempts {
-		if a.FailureKind == mvp.FailureInfra {
-			n++
-		}
+	c := mvp.Change{TaskID: t.ID, From: t.State, To: o.To, At: now, AttemptUpdate: &o.Attempt,
+		EventType: o.EventType, EventPayload: o.EventPayload}
+	if o.ErrorSummary != "" {
+		c.ErrorSummary = &o.ErrorSummary
 	}
-	return n
+	if o.To == mvp.StatePendingResources {
+		c.NextRunAt, c.PendingReason = &o.NextRunAt, &o.PendingReason
+		l.crash("requeue")
+	}
+	return l.Store.Apply(ctx, c)
 }
 
 func (l *Loop) writeResult(t *mvp.Task, a *mvp.Attempt, info *mvp.JobInfo) {
@@ -566,8 +581,57 @@ func (l *Loop) copyRunningLog(ctx context.Context, t *mvp.Task, a *mvp.Attempt, 
 	}
 }
 
-// prune deletes ended jobs from Ray's job server beyond the newest KeepFinishedJobs, a few per tick.
-func (l *Loop) prune(ctx context.Context) {
+// keepLogEvery spaces the retries of a failed driver-log fetch.
+const keepLogEvery = 5 * time.Second
+
+// keepLogs retries the fetch of ended jobs' driver logs that could not be kept when they ended, a few per pass
+// and at most every keepLogEvery.
+func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
+	l.mu.Lock()
+	due := now.Sub(l.lastKeep) >= keepLogEvery
+	if due {
+		l.lastKeep = now
+	}
+	l.mu.Unlock()
+	if !due {
+		return
+	}
+	todo, err := l.Store.UnkeptLogs(ctx, l.maxLogTries(), 10)
+	if err != nil {
+		l.Logger.Error("list unkept logs", "err", err)
+		return
+	}
+	for _, a := range todo {
+		logs, err := l.Ray.JobLogs(ctx, a.RaySubmissionID)
+		if err == nil {
+			err = l.Files.WriteLog(a.TaskID, a.No, logs)
+		}
+		if err != nil {
+			l.Logger.Warn("keep driver log", "task_id", a.TaskID, "submission_id", a.RaySubmissionID,
+				"try", a.LogTries+1, "of", l.maxLogTries(), "err", err)
+		}
+		if nerr := l.Store.NoteLog(ctx, a.TaskID, a.No, err == nil); nerr != nil {
+			l.Logger.Error("note driver log", "task_id", a.TaskID, "err", nerr)
+			return
+		}
+		if errors.Is(err, mvp.ErrRayUnavailable) {
+			return
+		}
+	}
+}
+
+func (l *Loop) maxLogTries() int {
+	if l.MaxLogTries > 0 {
+		return l.MaxLogTries
+	}
+	return 10
+}
+
+// prune deletes ended jobs from Ray's job server beyond the newest KeepFinishedJobs, a few per tick, each only
+// once its driver log is in the task folder, or once every try to keep it has failed (then with a LOG_NOT_KEPT
+// event, so that nobody looks for it in vain).
+func (l *Loop) prune(ctx context.Context, now time.Time) {
+	l.keepLogs(ctx, now)
 	if l.KeepFinishedJobs <= 0 {
 		return
 	}
@@ -577,6 +641,9 @@ func (l *Loop) prune(ctx context.Context) {
 		return
 	}
 	for _, a := range old {
+		if !a.LogKept && a.LogTries < l.maxLogTries() {
+			continue // keepLogs is still trying
+		}
 		err := l.Ray.DeleteJob(ctx, a.RaySubmissionID)
 		if err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
 			l.Logger.Warn("delete finished job from Ray", "submission_id", a.RaySubmissionID, "err", err)
@@ -588,6 +655,13 @@ func (l *Loop) prune(ctx context.Context) {
 		if err := l.Store.MarkRayDeleted(ctx, a.TaskID, a.No); err != nil {
 			l.Logger.Error("mark job deleted", "submission_id", a.RaySubmissionID, "err", err)
 			return
+		}
+		if !a.LogKept {
+			b, _ := json.Marshal(map[string]any{"attempt_no": a.No, "submission_id": a.RaySubmissionID,
+				"tries": a.LogTries, "reason": "the driver log could not be fetched from Ray; the job was deleted from Ray without it"})
+			if err := l.Store.AddEvent(ctx, &mvp.Event{TaskID: a.TaskID, TS: now, Type: mvp.EventLogNotKept, Payload: b}); err != nil {
+				l.Logger.Error("record lost log", "task_id", a.TaskID, "err", err)
+			}
 		}
 	}
 }

@@ -27,6 +27,8 @@ type fakeRay struct {
 	stopped   []string
 	down      bool // every call fails as if Ray were unreachable
 	gets      int
+	stopErr   error                 // returned by StopJob (the job is not stopped)
+	logsErr   func(id string) error // when set and non-nil for id, returned by JobLogs
 }
 
 func newFakeRay() *fakeRay { return &fakeRay{jobs: map[string]*mvp.JobInfo{}} }
@@ -69,6 +71,9 @@ func (f *fakeRay) StopJob(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stopped = append(f.stopped, id)
+	if f.stopErr != nil {
+		return f.stopErr
+	}
 	if j, ok := f.jobs[id]; ok && !j.Status.Terminal() {
 		j.Status = mvp.RayStopped
 	}
@@ -84,6 +89,13 @@ func (f *fakeRay) DeleteJob(_ context.Context, id string) error {
 }
 
 func (f *fakeRay) JobLogs(_ context.Context, id string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.logsErr != nil {
+		if err := f.logsErr(id); err != nil {
+			return "", err
+		}
+	}
 	return "log of " + id + "\n", nil
 }
 
@@ -118,6 +130,7 @@ type harness struct {
 	clock *clock
 	loop  *scheduler.Loop
 	root  string
+	view  *mvp.ClusterView
 }
 
 func newHarness(t *testing.T) *harness {
@@ -130,9 +143,11 @@ func newHarness(t *testing.T) *harness {
 	view := &mvp.ClusterView{Source: "probe", Nodes: []mvp.Node{{ID: "w1", Alive: true,
 		Total:     map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100},
 		Available: map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100}}}}
+	h.view = view
 	h.loop = &scheduler.Loop{Store: db, Ray: h.ray, Cluster: fixedCluster{view, h.ray}, Files: taskfs.FS{Root: h.root},
-		Clock: h.clock, Logger: slog.New(slog.DiscardHandler), Tick: time.Second, RetryInterval: time.Minute,
-		MaxInfraRetries: 2, KeepFinishedJobs: 1,
+		Clock: h.clock, Logger: slog.New(slog.DiscardHandler), Tick: time.Second,
+		Retry:            scheduler.RetryPolicy{RetryInterval: time.Minute, MaxInfraRetries: 2, MaxResourceRetries: 3, SubmitGrace: time.Minute},
+		KeepFinishedJobs: 1,
 		Policy: scheduler.Policy{MaxRunning: 10, CPUsPerGPU: map[mvp.Workload]float64{"ppo": 3},
 			Driver: map[string]float64{"worker_node": 1}},
 		Build: func(t *mvp.Task, n int) (*mvp.JobSubmission, error) {

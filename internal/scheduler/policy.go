@@ -109,6 +109,7 @@ const (
 	entSkip uint8 = iota // backing off: Decide leaves it alone
 	entSubmit
 	entWait
+	entExpired // past its max_queued_s: ended by expiries, not part of the queue any more
 )
 
 // entry is what a plan decided for one queue task (by queue index).
@@ -198,9 +199,9 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 	return pl
 }
 
-// reserveLive places, on the free view, what submitted attempts will still take: groups not yet placed, and the
-// driver if it has not started. Without this two tasks could be admitted onto the same free GPUs in the seconds
-// between a submit and its placement. If one cannot be placed, the queue waits behind it.
+// reserveLive places, on the free view, what submitted attempts will still take (see reserves): groups not yet
+// placed, and the driver if it has not started. Without this two tasks could be admitted onto the same free GPUs
+// in the seconds between a submit and its placement. If one cannot be placed, the queue waits behind it.
 func (pl *plan) reserveLive() {
 	idx := pl.nodeIndex()
 	for _, a := range pl.s.Active {
@@ -223,9 +224,7 @@ func (pl *plan) reserveLive() {
 		if a.Attempt != nil && !driver {
 			use.driver = lookup(idx, a.Attempt.DriverNodeID)
 		}
-		if (unplaced > 0 || driver) && a.StuckSince.IsZero() {
-			// (A stuck gang does not fit anyway: reserving for it would only stall the queue behind a gang that
-			// the stuck rule will stop.)
+		if (unplaced > 0 || driver) && reserves(pl.now, a, pl.p) {
 			rd := Demand{Groups: unplaced, GPUs: d.GPUs, CPUs: d.CPUs}
 			chosen, drv, ok := fitDriver(pl.nodes, rd, pl.p.Driver, driver)
 			if !ok && pl.blocker == "" {
@@ -267,6 +266,10 @@ func (pl *plan) classify() {
 	lastCPG := pl.p.CPUsPerGPU[lastWorkload]
 	for i, t := range q {
 		e := &pl.ents[i]
+		if expired(pl.now, t) {
+			e.kind = entExpired
+			continue
+		}
 		if t.State == mvp.StatePendingResources && t.NextRunAt != nil && pl.now.Before(*t.NextRunAt) {
 			e.kind = entSkip // backing off after an attempt that failed for lack of resources; does not hold the queue
 			continue

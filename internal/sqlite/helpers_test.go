@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -44,15 +43,6 @@ func create(t testing.TB, db *DB, at time.Time) *mvp.Task {
 	return task
 }
 
-// force puts a task in any state directly, bypassing the transition table (test set-up only).
-func force(t testing.TB, db *DB, id string, s mvp.State) {
-	t.Helper()
-	must(t, db.exec(context.Background(), func(w *wtx) error {
-		_, err := w.exec(`UPDATE tasks SET state = ? WHERE task_id = ?`, s, id)
-		return err
-	}))
-}
-
 // snapshot is everything stored about a task: its row, its attempts and its events.
 type snapshot struct {
 	Task   *mvp.Task
@@ -81,15 +71,6 @@ func snap(t testing.TB, db *DB, id string) snapshot {
 }
 
 func sameSnapshot(a, b snapshot) bool { return reflect.DeepEqual(a, b) }
-
-func payloadOf(t testing.TB, e *mvp.Event) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(e.Payload, &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
 
 // hold makes the writer busy with a request that blocks until the returned function is called, so that the
 // requests sent meanwhile wait in the queue and are then taken together.
@@ -131,5 +112,3 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

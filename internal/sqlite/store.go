@@ -18,9 +18,10 @@ import (
 // Columns, in the order scanTask and scanAttempt read them.
 const (
 	taskCols = `t.task_id, t.workload, t.name, t.state, t.nnodes, t.n_gpus_per_node, t.jobspec_yaml, t.spec_json,
-		t.created_at, t.updated_at, t.next_run_at, t.pending_reason, t.error_summary, t.latest_attempt_no`
+		t.created_at, t.updated_at, t.next_run_at, t.pending_reason, t.error_summary, t.latest_attempt_no,
+		t.max_runtime_s, t.max_queued_s`
 	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
-		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code`
+		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries`
 )
 
 // Page sizes of ListTasks and Events: the default when the caller gives none, and the cap.
@@ -79,7 +80,8 @@ type taskRow struct {
 func (r *taskRow) dest() []any {
 	t := &r.t
 	return []any{&t.ID, &t.Workload, &t.Name, &t.State, &t.NNodes, &t.GPUsPerNode, &t.JobSpecYAML, &r.spec,
-		&r.created, &r.updated, &r.next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo}
+		&r.created, &r.updated, &r.next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo, &t.MaxRuntimeS,
+		&t.MaxQueuedS}
 }
 
 func (r *taskRow) task() *mvp.Task {
@@ -91,12 +93,12 @@ func (r *taskRow) task() *mvp.Task {
 
 type attemptRow struct {
 	taskID, sid, jobID, status, kind, msg, node sql.NullString
-	no, created, start, end, exit               sql.NullInt64
+	no, created, start, end, exit, kept, tries  sql.NullInt64
 }
 
 func (r *attemptRow) dest() []any {
 	return []any{&r.taskID, &r.no, &r.sid, &r.jobID, &r.status, &r.kind, &r.msg, &r.node, &r.created, &r.start,
-		&r.end, &r.exit}
+		&r.end, &r.exit, &r.kept, &r.tries}
 }
 
 // attempt returns nil when the LEFT JOIN found no attempt.
@@ -107,7 +109,7 @@ func (r *attemptRow) attempt() *mvp.Attempt {
 	a := &mvp.Attempt{TaskID: r.taskID.String, No: int(r.no.Int64), RaySubmissionID: r.sid.String,
 		RayJobID: r.jobID.String, RayStatus: mvp.RayStatus(r.status.String), FailureKind: mvp.FailureKind(r.kind.String),
 		Message: r.msg.String, DriverNodeID: r.node.String, CreatedAt: fromNanos(r.created.Int64),
-		StartTime: fromNull(r.start), EndTime: fromNull(r.end)}
+		StartTime: fromNull(r.start), EndTime: fromNull(r.end), LogKept: r.kept.Int64 != 0, LogTries: int(r.tries.Int64)}
 	if r.exit.Valid {
 		c := int(r.exit.Int64)
 		a.ExitCode = &c
@@ -155,8 +157,9 @@ func encodePayload(p map[string]any) (string, error) {
 const insertEventSQL = `INSERT INTO events (task_id, ts, event_type, payload_json) VALUES (?, ?, ?, ?)`
 
 const insertTaskSQL = `INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml,
-	spec_json, created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`
+	spec_json, created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no,
+	max_runtime_s, max_queued_s)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`
 
 // CreateTask inserts a QUEUED task (without attempts) and its CREATED event in one transaction. A task id that
 // exists already is mvp.ErrConflict. A zero CreatedAt is taken as now, a zero UpdatedAt as CreatedAt.
@@ -183,7 +186,8 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	taskArgs := []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
-		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary}
+		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.MaxRuntimeS,
+		t.MaxQueuedS}
 	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
 	err = db.exec(ctx, func(w *wtx) error {
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
@@ -204,15 +208,16 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 }
 
 const insertAttemptSQL = `INSERT INTO attempts (task_id, attempt_no, ray_submission_id, ray_job_id, ray_status,
-	failure_kind, message, driver_node_id, created_at, start_time, end_time, exit_code)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	failure_kind, message, driver_node_id, created_at, start_time, end_time, exit_code, log_kept, log_tries)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const updateAttemptSQL = `UPDATE attempts SET ray_job_id = ?, ray_status = ?, failure_kind = ?, message = ?,
-	driver_node_id = ?, start_time = ?, end_time = ?, exit_code = ? WHERE task_id = ? AND attempt_no = ?`
+	driver_node_id = ?, start_time = ?, end_time = ?, exit_code = ?, log_kept = ?, log_tries = ?
+	WHERE task_id = ? AND attempt_no = ?`
 
 func attemptUpdateArgs(taskID string, a *mvp.Attempt) []any {
 	return []any{a.RayJobID, a.RayStatus, a.FailureKind, a.Message, a.DriverNodeID, nullNanos(a.StartTime),
-		nullNanos(a.EndTime), nullInt(a.ExitCode), taskID, a.No}
+		nullNanos(a.EndTime), nullInt(a.ExitCode), a.LogKept, a.LogTries, taskID, a.No}
 }
 
 // updateAttempt overwrites the Ray-side fields of attempt (taskID, no); an unknown attempt is mvp.ErrNotFound.
@@ -268,7 +273,8 @@ func (db *DB) Apply(ctx context.Context, c mvp.Change) error {
 		set = append(set, "latest_attempt_no = ?")
 		args = append(args, a.No)
 		newArgs = []any{c.TaskID, a.No, a.RaySubmissionID, a.RayJobID, a.RayStatus, a.FailureKind, a.Message,
-			a.DriverNodeID, nanos(orNow(a.CreatedAt)), nullNanos(a.StartTime), nullNanos(a.EndTime), nullInt(a.ExitCode)}
+			a.DriverNodeID, nanos(orNow(a.CreatedAt)), nullNanos(a.StartTime), nullNanos(a.EndTime), nullInt(a.ExitCode),
+			a.LogKept, a.LogTries}
 	}
 	if a := c.AttemptUpdate; a != nil {
 		upArgs = attemptUpdateArgs(c.TaskID, a)
@@ -407,8 +413,24 @@ func (db *DB) AddEvent(ctx context.Context, e *mvp.Event) error {
 // MarkRayDeleted records that an attempt's Ray job was deleted from Ray's job server. An unknown attempt is
 // mvp.ErrNotFound.
 func (db *DB) MarkRayDeleted(ctx context.Context, taskID string, attemptNo int) error {
+	return db.setAttemptFlag(ctx, `ray_deleted = 1`, taskID, attemptNo, "mark attempt %d of %s deleted from Ray")
+}
+
+// NoteLog records a fetch of an ended attempt's driver log: kept sets log_kept, otherwise log_tries grows by
+// one. An unknown attempt is mvp.ErrNotFound.
+func (db *DB) NoteLog(ctx context.Context, taskID string, attemptNo int, kept bool) error {
+	set := `log_tries = log_tries + 1`
+	if kept {
+		set = `log_kept = 1`
+	}
+	return db.setAttemptFlag(ctx, set, taskID, attemptNo, "note log of attempt %d of %s")
+}
+
+// setAttemptFlag runs UPDATE attempts SET <set> on one attempt; what names the write in errors (attempt number,
+// task id).
+func (db *DB) setAttemptFlag(ctx context.Context, set, taskID string, attemptNo int, what string) error {
 	err := db.exec(ctx, func(w *wtx) error {
-		res, err := w.exec(`UPDATE attempts SET ray_deleted = 1 WHERE task_id = ? AND attempt_no = ?`, taskID, attemptNo)
+		res, err := w.exec(`UPDATE attempts SET `+set+` WHERE task_id = ? AND attempt_no = ?`, taskID, attemptNo)
 		if err != nil {
 			return err
 		}
@@ -420,9 +442,42 @@ func (db *DB) MarkRayDeleted(ctx context.Context, taskID string, attemptNo int) 
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("mark attempt %d of %s deleted from Ray: %w", attemptNo, taskID, err)
+		return fmt.Errorf(what+": %w", attemptNo, taskID, err)
 	}
 	return nil
+}
+
+// UnkeptLogs returns the ended attempts still in Ray whose driver log is not kept yet and that were tried fewer
+// than maxTries times, oldest end first, at most limit.
+func (db *DB) UnkeptLogs(ctx context.Context, maxTries, limit int) ([]*mvp.Attempt, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return db.attempts(ctx, "unkept logs", `SELECT `+attemptCols+` FROM attempts a
+		WHERE a.log_kept = 0 AND a.ray_deleted = 0 AND a.log_tries < ?
+		AND a.ray_status IN ('SUCCEEDED', 'FAILED', 'STOPPED')
+		ORDER BY a.end_time, a.task_id, a.attempt_no LIMIT ?`, maxTries, limit)
+}
+
+// attempts runs a query of attemptCols.
+func (db *DB) attempts(ctx context.Context, what, q string, args ...any) ([]*mvp.Attempt, error) {
+	rows, err := db.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, db.mapErr(err))
+	}
+	defer rows.Close()
+	var out []*mvp.Attempt
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, db.mapErr(err))
+	}
+	return out, nil
 }
 
 // GetTask returns a task with all its attempts ordered by number (an empty, non-nil slice when it has none), or
@@ -674,23 +729,7 @@ func (db *DB) FinishedInRay(ctx context.Context, keep, limit int) ([]*mvp.Attemp
 		return nil, nil
 	}
 	keep = max(keep, 0)
-	rows, err := db.read.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts a
+	return db.attempts(ctx, "finished attempts", `SELECT `+attemptCols+` FROM attempts a
 		WHERE a.ray_deleted = 0 AND a.ray_status IN ('SUCCEEDED', 'FAILED', 'STOPPED')
 		ORDER BY coalesce(a.end_time, a.created_at) DESC, a.task_id DESC, a.attempt_no DESC LIMIT ? OFFSET ?`, limit, keep)
-	if err != nil {
-		return nil, fmt.Errorf("finished attempts: %w", db.mapErr(err))
-	}
-	defer rows.Close()
-	var out []*mvp.Attempt
-	for rows.Next() {
-		a, err := scanAttempt(rows)
-		if err != nil {
-			return nil, fmt.Errorf("finished attempts: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("finished attempts: %w", db.mapErr(err))
-	}
-	return out, nil
 }

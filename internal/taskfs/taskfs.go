@@ -14,8 +14,15 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
-// TaskIDPattern is the shape of every task id mvp makes.
-var TaskIDPattern = regexp.MustCompile(`^mvp2-(ppo|grpo|sft)-\d{8}-\d{6}-[0-9a-f]{4,8}$`)
+// TaskIDPattern is the shape of every task id mvp makes: mvp2-<workload>-<YYYYMMDD>-<HHMMSS>-<hex>, the workload
+// one of mvp.Workloads.
+var TaskIDPattern = func() *regexp.Regexp {
+	names := make([]string, len(mvp.Workloads))
+	for i, w := range mvp.Workloads {
+		names[i] = regexp.QuoteMeta(string(w))
+	}
+	return regexp.MustCompile(`^mvp2-(` + strings.Join(names, "|") + `)-\d{8}-\d{6}-[0-9a-f]{4,8}$`)
+}()
 
 // FS is the task folders under one shared root.
 type FS struct {

@@ -54,3 +54,17 @@ func TestWriteAndRead(t *testing.T) {
 		t.Errorf("submission_id file %q", b)
 	}
 }
+
+// TestTaskIDPatternFollowsTheWorkloadTable: an id of every workload in the table matches, other names do not.
+func TestTaskIDPatternFollowsTheWorkloadTable(t *testing.T) {
+	for _, w := range mvp.Workloads {
+		if id := "mvp2-" + string(w) + "-20251223-143201-7f3a"; !TaskIDPattern.MatchString(id) {
+			t.Errorf("%s does not match", id)
+		}
+	}
+	for _, id := range []string{"mvp2-dpo-20251223-143201-7f3a", "mvp2--20251223-143201-7f3a", "mvp2-p.o-20251223-143201-7f3a"} {
+		if TaskIDPattern.MatchString(id) {
+			t.Errorf("%s matches", id)
+		}
+	}
+}

@@ -22,6 +22,11 @@ type Settings struct {
 	// RuntimeEnv is dev.yaml's runtime_env; its env_vars are merged with the task's env (the task wins).
 	RuntimeEnv   map[string]any
 	UserCodePath string
+	// TimeLimits are the defaults and caps of max_runtime_s and max_queued_s (v2.scheduler).
+	TimeLimits jobspec.Defaults
+	// StopGraceS is the time Ray gives a stopped job between SIGTERM and SIGKILL (RAY_JOB_STOP_WAIT_TIME_S, read
+	// by Ray's job supervisor from the job's runtime_env); 0 leaves Ray's default (3 s).
+	StopGraceS int
 	// Limits bound jobspec parsing; zero means jobspec.DefaultLimits.
 	Limits jobspec.Limits
 }
@@ -37,13 +42,18 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	eff := spec.Effective(jobspec.Defaults{UserCodePath: s.UserCodePath})
+	if err := spec.CheckCaps(s.TimeLimits); err != nil {
+		return nil, err
+	}
+	d := s.TimeLimits
+	d.UserCodePath = s.UserCodePath
+	eff := spec.Effective(d)
 	b, err := json.Marshal(eff)
 	if err != nil {
 		return nil, fmt.Errorf("encode effective spec: %w", err)
 	}
 	return &mvp.Task{Workload: eff.Workload, Name: eff.Name, NNodes: eff.NNodes, GPUsPerNode: eff.GPUsPerNode,
-		JobSpecYAML: string(body), SpecJSON: b}, nil
+		JobSpecYAML: string(body), SpecJSON: b, MaxRuntimeS: eff.MaxRuntimeS, MaxQueuedS: eff.MaxQueuedS}, nil
 }
 
 // BuildTask returns the Ray submission of attempt n of a stored task, from its effective spec.
@@ -66,55 +76,26 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 	if err != nil {
 		return nil, err
 	}
-	var module string
-	var args []string
-	common := func() {
-		args = append(args,
-			"trainer.nnodes="+fmt.Sprint(spec.NNodes),
-			"trainer.n_gpus_per_node="+fmt.Sprint(spec.GPUsPerNode),
-			"trainer.project_name=mvp",
-			"trainer.experiment_name="+taskID,
-			"trainer.default_local_dir="+filepath.Join(taskDir, "checkpoints"),
-		)
+	info, ok := spec.Workload.Info()
+	if !ok {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q; one of %s", spec.Workload, mvp.WorkloadNames())
 	}
-	switch spec.Workload {
-	case mvp.WorkloadPPO, mvp.WorkloadGRPO:
-		module = "verl.trainer.main_ppo"
-		if spec.Workload == mvp.WorkloadPPO {
-			args = append(args, "algorithm.adv_estimator=gae")
-		} else {
-			args = append(args, "algorithm.adv_estimator=grpo",
-				"actor_rollout_ref.rollout.n=5",
-				"actor_rollout_ref.actor.use_kl_loss=True",
-				"actor_rollout_ref.actor.kl_loss_coef=0.001",
-				"actor_rollout_ref.actor.kl_loss_type=low_var_kl",
-				"algorithm.use_kl_in_reward=False")
-		}
-		args = append(args,
-			"data.train_files="+spec.TrainFile,
-			"data.val_files="+spec.ValFile,
-			"actor_rollout_ref.model.path="+spec.ModelPath)
-		if spec.Workload == mvp.WorkloadPPO {
-			args = append(args, "critic.model.path="+spec.ModelPath)
-		}
-		common()
-		args = append(args,
-			"trainer.rollout_data_dir="+filepath.Join(taskDir, "rollout"),
-			"trainer.validation_data_dir="+filepath.Join(taskDir, "validation"))
-	case mvp.WorkloadSFT:
-		module = "verl.trainer.sft_trainer_ray"
-		args = append(args, "model.path="+spec.ModelPath, "data.train_files="+spec.TrainFile)
-		if spec.ValFile != "" {
-			args = append(args, "data.val_files="+spec.ValFile)
-		}
-		common()
-	default:
-		return nil, mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q", spec.Workload)
+	argsOf, ok := workloadArgs[spec.Workload]
+	if !ok {
+		return nil, fmt.Errorf("build %s: workload %q is in mvp.WorkloadTable but has no builder in package workload", taskID, spec.Workload)
 	}
+	common := []string{
+		"trainer.nnodes=" + fmt.Sprint(spec.NNodes),
+		"trainer.n_gpus_per_node=" + fmt.Sprint(spec.GPUsPerNode),
+		"trainer.project_name=mvp",
+		"trainer.experiment_name=" + taskID,
+		"trainer.default_local_dir=" + filepath.Join(taskDir, "checkpoints"),
+	}
+	args := argsOf(spec, taskDir, common)
 	// The user's overrides come last: Hydra keeps the last value of a repeated key, so they win.
 	args = append(args, spec.Overrides...)
 
-	words := []string{"python3", "-m", module}
+	words := []string{"python3", "-m", info.Module}
 	for _, a := range args {
 		words = append(words, ShellQuote(a))
 	}
@@ -152,6 +133,9 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 	env["MVP_TASK_DIR"] = taskDir
 	env["VERL_FILE_LOGGER_PATH"] = filepath.Join(attemptDir, "metrics.jsonl")
 	env["TENSORBOARD_DIR"] = filepath.Join(attemptDir, "tensorboard")
+	if s.StopGraceS > 0 {
+		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(s.StopGraceS)
+	}
 	envAny := make(map[string]any, len(env))
 	for k, v := range env {
 		envAny[k] = v
@@ -174,6 +158,46 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 		Metadata: map[string]string{"mvp": "v2", "task_id": taskID, "attempt_no": fmt.Sprint(n),
 			"workload": string(spec.Workload), "name": spec.Name},
 	}, nil
+}
+
+// workloadArgs gives each workload of mvp.WorkloadTable its Hydra arguments before the user's overrides, from the
+// spec, the task folder and the arguments every workload takes (common). Every workload of the table has an entry:
+// TestEveryWorkloadBuilds fails for one without.
+var workloadArgs = map[mvp.Workload]func(spec *jobspec.Spec, taskDir string, common []string) []string{
+	mvp.WorkloadPPO: func(spec *jobspec.Spec, taskDir string, common []string) []string {
+		args := append([]string{"algorithm.adv_estimator=gae"}, rlData(spec)...)
+		args = append(args, "critic.model.path="+spec.ModelPath)
+		return append(append(args, common...), rlDirs(taskDir)...)
+	},
+	mvp.WorkloadGRPO: func(spec *jobspec.Spec, taskDir string, common []string) []string {
+		args := []string{"algorithm.adv_estimator=grpo",
+			"actor_rollout_ref.rollout.n=5",
+			"actor_rollout_ref.actor.use_kl_loss=True",
+			"actor_rollout_ref.actor.kl_loss_coef=0.001",
+			"actor_rollout_ref.actor.kl_loss_type=low_var_kl",
+			"algorithm.use_kl_in_reward=False"}
+		args = append(args, rlData(spec)...)
+		return append(append(args, common...), rlDirs(taskDir)...)
+	},
+	mvp.WorkloadSFT: func(spec *jobspec.Spec, taskDir string, common []string) []string {
+		args := []string{"model.path=" + spec.ModelPath, "data.train_files=" + spec.TrainFile}
+		if spec.ValFile != "" {
+			args = append(args, "data.val_files="+spec.ValFile)
+		}
+		return append(args, common...)
+	},
+}
+
+// rlData is the data and model arguments of verl's main_ppo (PPO and GRPO).
+func rlData(spec *jobspec.Spec) []string {
+	return []string{"data.train_files=" + spec.TrainFile, "data.val_files=" + spec.ValFile,
+		"actor_rollout_ref.model.path=" + spec.ModelPath}
+}
+
+// rlDirs is where main_ppo writes its rollout and validation samples: the task folder.
+func rlDirs(taskDir string) []string {
+	return []string{"trainer.rollout_data_dir=" + filepath.Join(taskDir, "rollout"),
+		"trainer.validation_data_dir=" + filepath.Join(taskDir, "validation")}
 }
 
 // ShellQuote quotes s for a POSIX shell: Ray runs the entrypoint through one, and nothing a user wrote may be

@@ -131,3 +131,45 @@ func TestNothingReachesTheShell(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryWorkloadBuilds: every workload of mvp.WorkloadTable has a builder that runs the table's module, and
+// the builder knows no workload outside the table. A workload added to the table without its builder fails here.
+func TestEveryWorkloadBuilds(t *testing.T) {
+	for _, info := range mvp.WorkloadTable {
+		t.Run(string(info.Name), func(t *testing.T) {
+			spec := &jobspec.Spec{Workload: info.Name, NNodes: 1, GPUsPerNode: 2, ModelPath: "/m", TrainFile: "/t", ValFile: "/v"}
+			id := "mvp2-" + string(info.Name) + "-20251223-143201-7f3a"
+			got, err := Build(id, 1, spec, settings())
+			if err != nil {
+				t.Fatalf("no submission for workload %s: %v", info.Name, err)
+			}
+			if want := "python3 -m " + info.Module + " "; !strings.HasPrefix(got.Entrypoint, want) {
+				t.Errorf("entrypoint %q does not start with %q", got.Entrypoint, want)
+			}
+			if got.Metadata["workload"] != string(info.Name) || !strings.Contains(got.Entrypoint, "trainer.n_gpus_per_node=2") {
+				t.Errorf("metadata %v, entrypoint %q", got.Metadata, got.Entrypoint)
+			}
+		})
+	}
+	for w := range workloadArgs {
+		if !w.Valid() {
+			t.Errorf("builder for %q, which is not in mvp.WorkloadTable", w)
+		}
+	}
+}
+
+// TestWorkloadWithoutBuilder: a name in the table without a builder is an error that says so, not a panic.
+func TestWorkloadWithoutBuilder(t *testing.T) {
+	saved := workloadArgs[mvp.WorkloadSFT]
+	delete(workloadArgs, mvp.WorkloadSFT)
+	defer func() { workloadArgs[mvp.WorkloadSFT] = saved }()
+	spec := &jobspec.Spec{Workload: mvp.WorkloadSFT, NNodes: 1, GPUsPerNode: 1, ModelPath: "/m", TrainFile: "/t"}
+	_, err := Build("mvp2-sft-20251223-143201-7f3a", 1, spec, settings())
+	if err == nil || !strings.Contains(err.Error(), "no builder") {
+		t.Errorf("err = %v", err)
+	}
+	spec.Workload = "dpo"
+	if _, err := Build("mvp2-sft-20251223-143201-7f3a", 1, spec, settings()); mvp.ErrorCode(err) != mvp.CodeInvalid {
+		t.Errorf("unknown workload: %v", err)
+	}
+}

@@ -1,0 +1,115 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/service/servicetest"
+)
+
+// TestClientErrorsAreMvpErrors: every error answer of the real service reaches the client's caller as an
+// *mvp.Error with the code the server meant (errors.As), and matches mvp's sentinel errors of that code (errors.Is).
+func TestClientErrorsAreMvpErrors(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	c := m.Client()
+	ctx := context.Background()
+
+	raw, err := c.Submit(ctx, []byte(goodSpec), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	if err := json.Unmarshal(raw, &task); err != nil {
+		t.Fatal(err)
+	}
+	id := task.ID
+	if _, _, err := c.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		client *api.Client
+		do     func(*api.Client) error
+		code   string
+		field  string
+		is     error
+	}{
+		{"unknown task", c, func(c *api.Client) error {
+			_, _, err := c.Get(ctx, "mvp2-ppo-20251223-143201-0000")
+			return err
+		}, mvp.CodeNotFound, "task_id", mvp.ErrNotFound},
+		{"second cancel", c, func(c *api.Client) error { _, _, err := c.Cancel(ctx, id); return err },
+			mvp.CodeConflict, "state", mvp.ErrConflict},
+		{"bad workload", c, func(c *api.Client) error {
+			_, err := c.Submit(ctx, []byte(strings.Replace(goodSpec, "ppo", "dpo", 1)), false)
+			return err
+		}, mvp.CodeInvalid, "workload", nil},
+		{"no token", &api.Client{Addr: m.URL()}, func(c *api.Client) error { _, _, err := c.List(ctx, "", "", 0, ""); return err },
+			mvp.CodeUnauthorized, "", nil},
+		{"wrong token", &api.Client{Addr: m.URL(), Token: "wrong-token-wrong-token"},
+			func(c *api.Client) error { _, _, err := c.List(ctx, "", "", 0, ""); return err }, mvp.CodeForbidden, "", nil},
+		{"method", c, func(c *api.Client) error {
+			_, err := c.Do(ctx, "DELETE", "/api/v2/tasks", nil, nil, "")
+			return err
+		}, mvp.CodeMethod, "", nil},
+		{"too large", c, func(c *api.Client) error {
+			_, err := c.Submit(ctx, []byte(strings.Repeat("#", 2<<20)), false)
+			return err
+		}, mvp.CodeTooLarge, "", nil},
+		{"media type", c, func(c *api.Client) error {
+			_, err := c.Do(ctx, "POST", "/api/v2/tasks", nil, []byte(goodSpec), "text/html")
+			return err
+		}, mvp.CodeUnsupported, "", nil},
+		{"no endpoint", c, func(c *api.Client) error { _, err := c.Do(ctx, "GET", "/nope", nil, nil, ""); return err },
+			mvp.CodeNotFound, "", mvp.ErrNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.do(tc.client)
+			var e *mvp.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("%v (%T) is not an *mvp.Error", err, err)
+			}
+			if e.Code != tc.code || e.Field != tc.field || len(e.Message) < 10 {
+				t.Errorf("got code %q field %q message %q, want code %q field %q", e.Code, e.Field, e.Message, tc.code, tc.field)
+			}
+			if mvp.ErrorCode(err) != tc.code {
+				t.Errorf("mvp.ErrorCode = %q", mvp.ErrorCode(err))
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("errors.Is(%v, %v) is false", err, tc.is)
+			}
+			for _, other := range []*mvp.Error{mvp.ErrNotFound, mvp.ErrConflict} {
+				if other.Code != tc.code && errors.Is(err, other) {
+					t.Errorf("errors.Is(%v, %v) is true", err, other)
+				}
+			}
+			var se *api.StatusError
+			if !errors.As(err, &se) || se.Status < 400 {
+				t.Errorf("no *api.StatusError with the status: %v", err)
+			}
+		})
+	}
+}
+
+// TestClientErrorsWithoutTheErrorShape: an answer that is not mvp's (a proxy's page, say) is read by its status.
+func TestClientErrorsWithoutTheErrorShape(t *testing.T) {
+	for status, want := range map[int]string{404: mvp.CodeNotFound, 503: mvp.CodeUnavailable, 418: mvp.CodeInvalid,
+		502: mvp.CodeInternal, 500: mvp.CodeInternal} {
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "<html>proxy says no</html>", status)
+		}))
+		_, _, err := (&api.Client{Addr: hs.URL, Token: "x"}).Get(context.Background(), "mvp2-ppo-20251223-143201-0000")
+		hs.Close()
+		if got := mvp.ErrorCode(err); got != want || !strings.Contains(err.Error(), "proxy says no") {
+			t.Errorf("HTTP %d: code %q (want %q): %v", status, got, want, err)
+		}
+	}
+}

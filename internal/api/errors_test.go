@@ -1,0 +1,25 @@
+package api
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// TestStatusTableIsOneToOne: every code has its own status, and the client reads each status back as its code.
+func TestStatusTableIsOneToOne(t *testing.T) {
+	seen := map[int]string{}
+	for _, e := range statuses {
+		if other, ok := seen[e.status]; ok {
+			t.Errorf("HTTP %d is both %s and %s", e.status, other, e.code)
+		}
+		seen[e.status] = e.code
+		if statusOf(e.code) != e.status || codeOf(e.status, "") != e.code || codeOf(e.status, "http") != e.code {
+			t.Errorf("%s ↔ %d: statusOf %d, codeOf %s", e.code, e.status, statusOf(e.code), codeOf(e.status, ""))
+		}
+	}
+	if statusOf("no-such-code") != http.StatusInternalServerError || codeOf(400, mvp.CodeConflict) != mvp.CodeConflict {
+		t.Error("fallbacks")
+	}
+}

@@ -1,0 +1,54 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// TestMaxRuntimeStopsAnOverstayingRun: a run past its max_runtime_s is stopped by mvp through Ray (STOPPED) and
+// the task ends FAILED with MAX_RUNTIME_EXCEEDED after one attempt; the task shows its limit and the time left.
+func TestMaxRuntimeStopsAnOverstayingRun(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{schedExtra: ", runtime_grace_s: 2"})
+	task := s.submit(spec("ppo", 1, 1, 300) + "max_runtime_s: 6\n")
+	running := s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
+	if running.MaxRuntimeS != 6 {
+		t.Errorf("max_runtime_s on the task: %d", running.MaxRuntimeS)
+	}
+	waitFor(t, 30*time.Second, "runtime_left_s on the running task", func() (bool, string) {
+		got := s.get(task.ID)
+		return got.RuntimeLeftS != nil && *got.RuntimeLeftS <= 6, string(got.State)
+	})
+	done := s.waitState(task.ID, mvp.StateFailed, 90*time.Second)
+	if len(done.Attempts) != 1 {
+		t.Fatalf("%d attempts: a run past its time limit must not be retried", len(done.Attempts))
+	}
+	a := done.Attempts[0]
+	if a.FailureKind != mvp.FailureMaxRuntimeExceeded || a.RayStatus != mvp.RayStopped ||
+		!strings.Contains(done.ErrorSummary, "max_runtime_s") {
+		t.Errorf("attempt %+v, summary %q", a, done.ErrorSummary)
+	}
+	if info, err := rayc.GetJob(ctxT(t), a.RaySubmissionID); err != nil || info.Status != mvp.RayStopped {
+		t.Errorf("Ray's view of the job: %+v %v", info, err)
+	}
+}
+
+// TestMaxQueuedEndsAWaitingTask: a task that cannot start within its max_queued_s ends FAILED with
+// MAX_QUEUED_EXCEEDED and never reaches Ray.
+func TestMaxQueuedEndsAWaitingTask(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	task := s.submit(spec("ppo", 3, 1, 1) + "max_queued_s: 3\n") // 3 nodes: never fits on 2 workers
+	w := s.get(task.ID)
+	if w.QueuedLeftS == nil || *w.QueuedLeftS > 3 {
+		t.Errorf("queued_left_s %v", w.QueuedLeftS)
+	}
+	done := s.waitState(task.ID, mvp.StateFailed, 60*time.Second)
+	if len(done.Attempts) != 0 || !strings.Contains(done.ErrorSummary, string(mvp.FailureMaxQueuedExceeded)) {
+		t.Errorf("%d attempts, summary %q", len(done.Attempts), done.ErrorSummary)
+	}
+}

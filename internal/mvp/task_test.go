@@ -1,0 +1,31 @@
+package mvp
+
+import (
+	"testing"
+	"time"
+)
+
+func TestFillTimeLeft(t *testing.T) {
+	t0 := time.Date(2025, 12, 23, 14, 0, 0, 0, time.UTC)
+	start := t0.Add(10 * time.Second)
+	waiting := &Task{State: StateQueued, CreatedAt: t0, MaxQueuedS: 60, MaxRuntimeS: 100}
+	waiting.FillTimeLeft(t0.Add(15 * time.Second))
+	if waiting.QueuedLeftS == nil || *waiting.QueuedLeftS != 45 || waiting.RuntimeLeftS != nil {
+		t.Errorf("waiting: %v %v", waiting.QueuedLeftS, waiting.RuntimeLeftS)
+	}
+	running := &Task{State: StateRunning, CreatedAt: t0, MaxQueuedS: 60, MaxRuntimeS: 100, LatestAttemptNo: 1,
+		Attempts: []*Attempt{{No: 1, StartTime: &start}}}
+	running.FillTimeLeft(t0.Add(40 * time.Second))
+	if running.RuntimeLeftS == nil || *running.RuntimeLeftS != 70 || running.QueuedLeftS != nil {
+		t.Errorf("running: %v %v", running.RuntimeLeftS, running.QueuedLeftS)
+	}
+	running.FillTimeLeft(t0.Add(time.Hour))
+	if *running.RuntimeLeftS != 0 {
+		t.Errorf("overdue: %d, want 0", *running.RuntimeLeftS)
+	}
+	requeued := &Task{State: StatePendingResources, CreatedAt: t0, MaxQueuedS: 60, LatestAttemptNo: 1}
+	requeued.FillTimeLeft(t0)
+	if requeued.QueuedLeftS != nil {
+		t.Errorf("a task that started once has no queue limit left: %v", *requeued.QueuedLeftS)
+	}
+}

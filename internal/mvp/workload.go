@@ -1,0 +1,73 @@
+package mvp
+
+import (
+	"slices"
+	"strings"
+)
+
+// Workload names the verl entrypoint a task runs.
+type Workload string
+
+// The workloads. Each has one entry in WorkloadTable.
+const (
+	WorkloadPPO  Workload = "ppo"
+	WorkloadGRPO Workload = "grpo"
+	WorkloadSFT  Workload = "sft"
+)
+
+// WorkloadInfo is what mvp knows of one workload, in one place.
+type WorkloadInfo struct {
+	Name Workload
+	// CPUsPerGPU is the default CPU of one verl bundle {"CPU": c, "GPU": 1}; dev.yaml's
+	// v2.workloads.<name>.cpus_per_gpu overrides it.
+	CPUsPerGPU float64
+	// Module is the Python module the Ray entrypoint runs (python3 -m Module).
+	Module string
+	// RequiresValFile says whether the jobspec's val_file is required.
+	RequiresValFile bool
+}
+
+// WorkloadTable is the one list of workloads. The task id pattern, dev.yaml's defaults and checks, the messages
+// that name the workloads and the Ray submission builder all derive from it; a workload is added here (and, in
+// package workload, its builder's arguments: a test fails for a workload without them).
+var WorkloadTable = []WorkloadInfo{
+	{Name: WorkloadPPO, CPUsPerGPU: 3, Module: "verl.trainer.main_ppo", RequiresValFile: true},
+	{Name: WorkloadGRPO, CPUsPerGPU: 3, Module: "verl.trainer.main_ppo", RequiresValFile: true},
+	{Name: WorkloadSFT, CPUsPerGPU: 10, Module: "verl.trainer.sft_trainer_ray"},
+}
+
+// Workloads lists every workload's name, in WorkloadTable's order.
+var Workloads = func() []Workload {
+	out := make([]Workload, len(WorkloadTable))
+	for i, w := range WorkloadTable {
+		out[i] = w.Name
+	}
+	return out
+}()
+
+// Info returns the workload's entry in WorkloadTable; ok is false for an unknown name.
+func (w Workload) Info() (info WorkloadInfo, ok bool) {
+	i := slices.IndexFunc(WorkloadTable, func(e WorkloadInfo) bool { return e.Name == w })
+	if i < 0 {
+		return WorkloadInfo{}, false
+	}
+	return WorkloadTable[i], true
+}
+
+// Valid reports whether w is a known workload.
+func (w Workload) Valid() bool {
+	_, ok := w.Info()
+	return ok
+}
+
+// WorkloadNames lists the workloads for a message: "ppo, grpo or sft".
+func WorkloadNames() string {
+	names := make([]string, len(Workloads))
+	for i, w := range Workloads {
+		names[i] = string(w)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}

@@ -1,0 +1,172 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// RetryPolicy is what Conclude needs to know of the configuration.
+type RetryPolicy struct {
+	// RetryInterval is the wait before the next attempt after one failed for lack of resources.
+	RetryInterval time.Duration
+	// MaxResourceRetries bounds the attempts requeued after INSUFFICIENT_RESOURCES; past it the task fails.
+	MaxResourceRetries int
+	// MaxInfraRetries bounds the attempts requeued because Ray lost their job (INFRA).
+	MaxInfraRetries int
+	// SubmitGrace is how long an attempt of a canceled task that Ray does not know is still followed after it was
+	// made: a submit whose answer was lost may still create the job, which must then be stopped.
+	SubmitGrace time.Duration
+}
+
+// History is what the earlier attempts of a task used up (the attempt being concluded not counted).
+type History struct {
+	ResourceRetries int
+	InfraRetries    int
+}
+
+// HistoryOf counts the failure kinds of t's attempts other than number except.
+func HistoryOf(t *mvp.Task, except int) History {
+	var h History
+	for _, a := range t.Attempts {
+		if a.No == except {
+			continue
+		}
+		switch a.FailureKind {
+		case mvp.FailureInsufficientResources:
+			h.ResourceRetries++
+		case mvp.FailureInfra:
+			h.InfraRetries++
+		}
+	}
+	return h
+}
+
+// Report is what one sync learned of a live attempt whose Ray job ended or cannot be found.
+type Report struct {
+	// Info is Ray's view of the ended job; nil when Ray answered that no job has this submission id.
+	Info *mvp.JobInfo
+	// Log is the driver log as fetched (empty when the fetch failed); LogKept says it is in the task folder.
+	Log     string
+	LogKept bool
+}
+
+// Verdict says what to do with an attempt after a Report.
+type Verdict int
+
+// The verdicts.
+const (
+	// Follow: nothing to write yet; keep following the attempt.
+	Follow Verdict = iota
+	// Resubmit: the attempt was written but Ray never got it; submit it again with the same submission id.
+	Resubmit
+	// Close: write Outcome.Attempt (the task keeps its state, e.g. CANCELED).
+	Close
+	// Transition: write Outcome.Attempt and move the task to Outcome.To.
+	Transition
+)
+
+// Outcome is the change Conclude decides: the attempt as it must be written, and the task's next state.
+type Outcome struct {
+	Verdict Verdict
+	To      mvp.State
+	Attempt mvp.Attempt
+	// ErrorSummary is set for FAILED.
+	ErrorSummary string
+	// NextRunAt and PendingReason are set for a requeue (To PENDING_RESOURCES).
+	NextRunAt     *time.Time
+	PendingReason string
+	EventType     string
+	EventPayload  map[string]any
+}
+
+// Conclude decides what an ended (or vanished) attempt means for its task: succeed, requeue with a bound on
+// retries, fail, or only close the attempt of a canceled task. It is pure: no I/O, no clock; the rules are in
+// specs/design.md ("Retry policy") and specs/failure-kinds.md.
+func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p RetryPolicy) Outcome {
+	up := *a
+	if r.Info == nil {
+		return vanished(now, t, up, h, p)
+	}
+	info := r.Info
+	up.RayStatus, up.RayJobID, up.DriverNodeID = info.Status, info.JobID, info.DriverNodeID
+	up.StartTime, up.EndTime = msTime(info.StartTime), msTime(info.EndTime)
+	if info.DriverExitCode != nil {
+		up.ExitCode = info.DriverExitCode
+	}
+	if up.EndTime == nil {
+		up.EndTime = &now
+	}
+	up.LogKept = r.LogKept
+	up.Message = cut(info.Message)
+	payload := map[string]any{"ray_status": info.Status}
+
+	switch {
+	case t.State == mvp.StateCanceled:
+		up.Message = "canceled by user"
+		return Outcome{Verdict: Close, To: t.State, Attempt: up, EventType: mvp.EventRayStatusSync, EventPayload: payload}
+	case info.Status == mvp.RaySucceeded:
+		up.FailureKind = mvp.FailureNone
+		return Outcome{Verdict: Transition, To: mvp.StateSucceeded, Attempt: up, EventPayload: payload}
+	}
+
+	kind, summary := Classify(info, r.Log)
+	if info.Status == mvp.RayStopped && a.FailureKind != mvp.FailureNone {
+		kind, summary = a.FailureKind, a.Message // mvp stopped it (stuck gang, time limit): its own judgement stands
+	}
+	up.FailureKind = kind
+	if kind == mvp.FailureInsufficientResources || kind == mvp.FailureMaxRuntimeExceeded {
+		up.Message = summary
+	}
+	payload["failure_kind"] = kind
+	if kind == mvp.FailureInsufficientResources {
+		if h.ResourceRetries < p.MaxResourceRetries {
+			return requeue(up, now.Add(p.RetryInterval), payload, fmt.Sprintf(
+				"attempt %d failed for lack of resources (%s; retry %d of %d)", a.No, summary, h.ResourceRetries+1,
+				p.MaxResourceRetries))
+		}
+		return fail(up, payload, fmt.Sprintf("attempt %d failed for lack of resources (%s) and the resource retries "+
+			"(v2.scheduler.max_resource_retries = %d) are used up", a.No, summary, p.MaxResourceRetries))
+	}
+	return fail(up, payload, fmt.Sprintf("attempt %d: %s: %s", a.No, kind, summary))
+}
+
+// vanished decides for an attempt that Ray does not know.
+func vanished(now time.Time, t *mvp.Task, up mvp.Attempt, h History, p RetryPolicy) Outcome {
+	switch t.State {
+	case mvp.StateSubmitting:
+		// The previous submit never reached Ray (or mvp stopped before it did): submit again with the same
+		// submission id; Ray refuses a duplicate, so this cannot make a second job.
+		return Outcome{Verdict: Resubmit, To: t.State, Attempt: up}
+	case mvp.StateCanceled:
+		if up.RayStatus == mvp.RayUnknown && now.Sub(up.CreatedAt) < p.SubmitGrace {
+			// The submit's answer may have been lost: a job can still appear, and must then be stopped.
+			return Outcome{Verdict: Follow, To: t.State, Attempt: up}
+		}
+		up.RayStatus, up.Message, up.EndTime = mvp.RayStopped, "canceled before the job reached Ray", &now
+		return Outcome{Verdict: Close, To: t.State, Attempt: up, EventType: mvp.EventRayStatusSync,
+			EventPayload: map[string]any{"ray_status": "NOT_FOUND"}}
+	}
+	// SUBMITTED or RUNNING, and Ray forgot the job: the head restarted and took it with it.
+	up.RayStatus, up.FailureKind, up.EndTime = mvp.RayFailed, mvp.FailureInfra, &now
+	up.Message = "the Ray job vanished (the Ray head was restarted?)"
+	payload := map[string]any{"failure_kind": mvp.FailureInfra}
+	if h.InfraRetries < p.MaxInfraRetries {
+		return requeue(up, now, payload, fmt.Sprintf("attempt %d was lost by Ray (INFRA, retry %d of %d)",
+			up.No, h.InfraRetries+1, p.MaxInfraRetries))
+	}
+	return fail(up, payload, fmt.Sprintf("attempt %d was lost by Ray and the INFRA retries "+
+		"(v2.scheduler.max_infra_retries = %d) are used up", up.No, p.MaxInfraRetries))
+}
+
+func requeue(up mvp.Attempt, next time.Time, payload map[string]any, why string) Outcome {
+	payload["reason"], payload["next_run_at"] = why, next
+	return Outcome{Verdict: Transition, To: mvp.StatePendingResources, Attempt: up, NextRunAt: &next,
+		PendingReason: fmt.Sprintf("%s; next attempt at %s", why, next.UTC().Format(time.RFC3339)),
+		EventType:     mvp.EventRetryScheduled, EventPayload: payload}
+}
+
+func fail(up mvp.Attempt, payload map[string]any, summary string) Outcome {
+	return Outcome{Verdict: Transition, To: mvp.StateFailed, Attempt: up, ErrorSummary: summary, EventPayload: payload}
+}

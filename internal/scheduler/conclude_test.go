@@ -1,0 +1,101 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+func TestConclude(t *testing.T) {
+	rp := RetryPolicy{RetryInterval: time.Minute, MaxResourceRetries: 2, MaxInfraRetries: 1, SubmitGrace: time.Minute}
+	exit := func(n int) *int { return &n }
+	insufficient := "ValueError: Total available GPUs 4.0 is less than total desired GPUs 8"
+	type tc struct {
+		name    string
+		state   mvp.State
+		att     mvp.Attempt
+		r       Report
+		h       History
+		verdict Verdict
+		to      mvp.State
+		kind    mvp.FailureKind
+		summary string // part of ErrorSummary, PendingReason or the attempt's message
+	}
+	base := mvp.Attempt{TaskID: "t", No: 1, RaySubmissionID: "t--a01", CreatedAt: t0.Add(-10 * time.Second)}
+	judged := base
+	judged.RayStatus, judged.FailureKind, judged.Message = mvp.RayRunning, mvp.FailureInsufficientResources, "the gang could not be placed"
+	overstayed := base
+	overstayed.RayStatus, overstayed.FailureKind, overstayed.Message = mvp.RayRunning, mvp.FailureMaxRuntimeExceeded, "ran past max_runtime_s"
+	seen := base
+	seen.RayStatus = mvp.RayRunning
+	old := base
+	old.CreatedAt = t0.Add(-2 * time.Minute)
+	cases := []tc{
+		{name: "succeeded", state: mvp.StateRunning, att: base, r: Report{Info: &mvp.JobInfo{Status: mvp.RaySucceeded}, LogKept: true},
+			verdict: Transition, to: mvp.StateSucceeded},
+		{name: "insufficient resources is requeued", state: mvp.StateRunning, att: base,
+			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayFailed, Message: insufficient, DriverExitCode: exit(1)}},
+			verdict: Transition, to: mvp.StatePendingResources, kind: mvp.FailureInsufficientResources, summary: "retry 1 of 2"},
+		{name: "insufficient resources past the bound fails", state: mvp.StateRunning, att: base, h: History{ResourceRetries: 2},
+			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayFailed, Message: insufficient, DriverExitCode: exit(1)}},
+			verdict: Transition, to: mvp.StateFailed, kind: mvp.FailureInsufficientResources, summary: "max_resource_retries = 2"},
+		{name: "a stuck gang stopped by mvp keeps its judgement and is requeued", state: mvp.StateRunning, att: judged,
+			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayStopped}},
+			verdict: Transition, to: mvp.StatePendingResources, kind: mvp.FailureInsufficientResources, summary: "could not be placed"},
+		{name: "a run stopped for its time limit fails, not retried", state: mvp.StateRunning, att: overstayed,
+			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayStopped}},
+			verdict: Transition, to: mvp.StateFailed, kind: mvp.FailureMaxRuntimeExceeded, summary: "max_runtime_s"},
+		{name: "the user's own failure fails", state: mvp.StateRunning, att: base,
+			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: exit(2), Message: "usage: x"}},
+			verdict: Transition, to: mvp.StateFailed, kind: mvp.FailureUserError},
+		{name: "stopped outside mvp fails as UNKNOWN", state: mvp.StateRunning, att: base,
+			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayStopped}},
+			verdict: Transition, to: mvp.StateFailed, kind: mvp.FailureUnknown, summary: "outside mvp"},
+		{name: "a canceled task's ended job only closes the attempt", state: mvp.StateCanceled, att: seen,
+			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayStopped}},
+			verdict: Close, to: mvp.StateCanceled, summary: "canceled by user"},
+		{name: "lost by Ray: INFRA requeue", state: mvp.StateRunning, att: seen,
+			verdict: Transition, to: mvp.StatePendingResources, kind: mvp.FailureInfra, summary: "retry 1 of 1"},
+		{name: "lost by Ray past the bound fails", state: mvp.StateSubmitted, att: seen, h: History{InfraRetries: 1},
+			verdict: Transition, to: mvp.StateFailed, kind: mvp.FailureInfra, summary: "max_infra_retries = 1"},
+		{name: "SUBMITTING and absent: submit again with the same id", state: mvp.StateSubmitting, att: base,
+			verdict: Resubmit, to: mvp.StateSubmitting},
+		{name: "canceled, never seen by Ray, within the grace: keep following", state: mvp.StateCanceled, att: base,
+			verdict: Follow, to: mvp.StateCanceled},
+		{name: "canceled, never seen by Ray, past the grace: closed", state: mvp.StateCanceled, att: old,
+			verdict: Close, to: mvp.StateCanceled, summary: "canceled before the job reached Ray"},
+		{name: "canceled, seen by Ray, now gone: closed at once", state: mvp.StateCanceled, att: seen,
+			verdict: Close, to: mvp.StateCanceled},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			task := &mvp.Task{ID: "t", State: c.state, LatestAttemptNo: 1}
+			att := c.att
+			o := Conclude(t0, task, &att, c.r, c.h, rp)
+			if o.Verdict != c.verdict || o.To != c.to || o.Attempt.FailureKind != c.kind {
+				t.Fatalf("got verdict %d → %s (%s), want %d → %s (%s)", o.Verdict, o.To, o.Attempt.FailureKind, c.verdict, c.to, c.kind)
+			}
+			text := o.ErrorSummary + "|" + o.PendingReason + "|" + o.Attempt.Message
+			if !strings.Contains(text, c.summary) {
+				t.Errorf("%q does not say %q", text, c.summary)
+			}
+			if o.To == mvp.StatePendingResources && (o.NextRunAt == nil || o.EventType != mvp.EventRetryScheduled) {
+				t.Errorf("requeue without next_run_at or event: %+v", o)
+			}
+			if o.Verdict >= Close && o.Attempt.EndTime == nil {
+				t.Errorf("closed attempt has no end time")
+			}
+			if att != c.att {
+				t.Errorf("Conclude changed its input attempt")
+			}
+		})
+	}
+	// A requeue after lack of resources waits the retry interval; INFRA retries at once.
+	o := Conclude(t0, &mvp.Task{State: mvp.StateRunning}, &base, Report{Info: &mvp.JobInfo{Status: mvp.RayFailed,
+		Message: insufficient}}, History{}, rp)
+	if !o.NextRunAt.Equal(t0.Add(time.Minute)) {
+		t.Errorf("next run at %v", o.NextRunAt)
+	}
+}

@@ -1,0 +1,239 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// Tests of the defects listed in issue 12, each of which failed on the code before its fix.
+
+func (h *harness) events(id string) []string {
+	h.t.Helper()
+	evs, _, err := h.db.Events(context.Background(), id, "", 1000)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// pendingGroup makes the cluster view show the job's placement group PENDING (unplaceable).
+func (h *harness) pendingGroup(jobID string) {
+	h.view.Groups = []mvp.PlacementGroup{{ID: "pg-" + jobID, CreatorJobID: jobID, State: "PENDING",
+		SchedulingState: "NO_RESOURCES", Strategy: "STRICT_PACK", Bundles: []map[string]float64{{"GPU": 1}}}}
+}
+
+// Defect 1: a stuck gang whose stop call fails is stopped again on later ticks until Ray ends the job, and it never
+// holds the queue meanwhile.
+func TestLoopRetriesAFailedStopOfAStuckGang(t *testing.T) {
+	h := newHarness(t)
+	h.loop.Policy.GangWait = 10 * time.Second
+	stuck := h.task()
+	h.tick()
+	h.ray.set(stuck.ID+"--a01", mvp.RayRunning, "", 0) // job id 01000000
+	h.pendingGroup("01000000")
+	h.tick() // RUNNING, group seen PENDING: the clock of the gang wait starts
+	h.ray.stopErr = mvp.ErrRayUnavailable
+	h.clock.t = h.clock.t.Add(11 * time.Second)
+	h.tick() // judged stuck; the stop call fails
+	a := h.get(stuck.ID).Attempts[0]
+	if a.FailureKind != mvp.FailureInsufficientResources || !strings.Contains(fmt.Sprint(h.events(stuck.ID)), mvp.EventGangStuck) {
+		t.Fatalf("not judged stuck: %+v %v", a, h.events(stuck.ID))
+	}
+	stops := len(h.ray.stopped)
+	// A task behind it fits on the free GPUs: the judged gang must not hold the queue.
+	next := h.task()
+	h.ray.stopErr = nil
+	h.tick()
+	if len(h.ray.stopped) <= stops {
+		t.Fatalf("the failed stop was not retried: stop calls %v", h.ray.stopped)
+	}
+	if s := h.get(next.ID).State; s != mvp.StateSubmitted {
+		t.Errorf("the task behind a judged gang is %s, want SUBMITTED", s)
+	}
+	h.view.Groups = nil
+	h.tick() // Ray reports STOPPED: requeued for lack of resources
+	got := h.get(stuck.ID)
+	if got.State != mvp.StatePendingResources || got.Attempts[0].FailureKind != mvp.FailureInsufficientResources {
+		t.Errorf("after the stop: %s %+v", got.State, got.Attempts[0])
+	}
+}
+
+// Defect 2: a task whose submission cannot be built ends FAILED with the reason instead of being re-admitted on
+// every tick.
+func TestLoopFailsATaskWhoseSubmissionCannotBeBuilt(t *testing.T) {
+	h := newHarness(t)
+	build := h.loop.Build
+	bad := h.task()
+	h.loop.Build = func(t *mvp.Task, n int) (*mvp.JobSubmission, error) {
+		if t.ID == bad.ID {
+			return nil, errors.New("attempt folder out of range")
+		}
+		return build(t, n)
+	}
+	h.tick()
+	got := h.get(bad.ID)
+	if got.State != mvp.StateFailed || !strings.Contains(got.ErrorSummary, "attempt folder out of range") {
+		t.Fatalf("unbuildable task: %s %q", got.State, got.ErrorSummary)
+	}
+	if h.ray.submits != 0 {
+		t.Errorf("%d submits", h.ray.submits)
+	}
+}
+
+// Defect 2: requeues for lack of resources are bounded; the task says why it ended.
+func TestLoopBoundsResourceRetries(t *testing.T) {
+	h := newHarness(t) // MaxResourceRetries: 3
+	task := h.task()
+	for i := 1; i <= 4; i++ {
+		h.clock.t = h.clock.t.Add(2 * time.Minute) // past next_run_at
+		h.tick()
+		sid := mvp.SubmissionID(task.ID, i)
+		if _, err := h.ray.GetJob(context.Background(), sid); err != nil {
+			t.Fatalf("attempt %d not submitted: %v (%s)", i, err, h.get(task.ID).State)
+		}
+		h.ray.set(sid, mvp.RayFailed, "ValueError: Total available GPUs 0.0 is less than total desired GPUs 2", 1)
+		h.tick()
+	}
+	got := h.get(task.ID)
+	if got.State != mvp.StateFailed || len(got.Attempts) != 4 ||
+		!strings.Contains(got.ErrorSummary, "max_resource_retries = 3") {
+		t.Fatalf("%s after %d attempts: %q", got.State, len(got.Attempts), got.ErrorSummary)
+	}
+}
+
+// Defect 5: when the final log fetch fails, the job is not deleted from Ray until its log is kept; after every try
+// failed it is deleted with a LOG_NOT_KEPT event.
+func TestLoopKeepsTheLogBeforeDeletingTheJob(t *testing.T) {
+	h := newHarness(t) // KeepFinishedJobs: 1
+	h.loop.MaxLogTries = 3
+	broken := map[string]error{}
+	h.ray.logsErr = func(id string) error { return broken[id] }
+	first := h.task()
+	h.tick()
+	broken[first.ID+"--a01"] = mvp.ErrRayUnavailable
+	h.ray.set(first.ID+"--a01", mvp.RaySucceeded, "", 0)
+	h.tick()
+	if a := h.get(first.ID).Attempts[0]; a.LogKept || h.get(first.ID).State != mvp.StateSucceeded {
+		t.Fatalf("attempt %+v", a)
+	}
+	// A newer job pushes the first one out of the kept window; its log still cannot be fetched.
+	second := h.task()
+	h.tick()
+	h.ray.set(second.ID+"--a01", mvp.RaySucceeded, "", 0)
+	broken[first.ID+"--a01"] = errors.New("log file gone")
+	for i := 0; i < 2; i++ {
+		h.clock.t = h.clock.t.Add(10 * time.Second)
+		h.tick()
+	}
+	if len(h.ray.deleted) != 0 {
+		t.Fatalf("deleted %v before its log was kept", h.ray.deleted)
+	}
+	delete(broken, first.ID+"--a01")
+	h.clock.t = h.clock.t.Add(10 * time.Second)
+	h.tick() // the retry keeps the log
+	h.tick()
+	if a := h.get(first.ID).Attempts[0]; !a.LogKept {
+		t.Fatalf("log not kept after the retry: %+v", a)
+	}
+	if fmt.Sprint(h.ray.deleted) != fmt.Sprintf("[%s--a01]", first.ID) {
+		t.Fatalf("deleted %v", h.ray.deleted)
+	}
+	if strings.Contains(fmt.Sprint(h.events(first.ID)), mvp.EventLogNotKept) {
+		t.Errorf("kept log reported lost: %v", h.events(first.ID))
+	}
+
+	// A log that can never be fetched: deleted after the tries, with an event.
+	third := h.task()
+	h.tick()
+	broken[third.ID+"--a01"] = errors.New("log file gone")
+	h.ray.set(third.ID+"--a01", mvp.RaySucceeded, "", 0)
+	h.tick()
+	fourth := h.task()
+	h.tick()
+	h.ray.set(fourth.ID+"--a01", mvp.RaySucceeded, "", 0)
+	for i := 0; i < 6; i++ {
+		h.clock.t = h.clock.t.Add(10 * time.Second)
+		h.tick()
+	}
+	if !strings.Contains(fmt.Sprint(h.events(third.ID)), mvp.EventLogNotKept) ||
+		!strings.Contains(fmt.Sprint(h.ray.deleted), third.ID) {
+		t.Errorf("no %s for %s: %v; deleted %v", mvp.EventLogNotKept, third.ID, h.events(third.ID), h.ray.deleted)
+	}
+}
+
+// Defect 8: a cancel that lands while a submit's answer was lost keeps following the attempt for the grace period
+// and stops the job when it appears late.
+func TestLoopStopsAJobThatAppearsAfterACancel(t *testing.T) {
+	h := newHarness(t)                                                    // SubmitGrace: 1 min
+	h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable } // the answer is lost; no job yet
+	task := h.task()
+	h.tick()
+	if s := h.get(task.ID).State; s != mvp.StateSubmitting {
+		t.Fatalf("state %s", s)
+	}
+	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting,
+		To: mvp.StateCanceled, At: h.clock.t}); err != nil {
+		t.Fatal(err)
+	}
+	h.tick() // Ray has no job: within the grace period the attempt stays followed
+	if a := h.get(task.ID).Attempts[0]; a.RayStatus.Terminal() {
+		t.Fatalf("attempt closed within the grace period: %+v", a)
+	}
+	// The lost submit reaches Ray late.
+	h.ray.mu.Lock()
+	h.ray.jobs[task.ID+"--a01"] = &mvp.JobInfo{SubmissionID: task.ID + "--a01", Status: mvp.RayRunning, JobID: "02000000"}
+	h.ray.mu.Unlock()
+	h.tick()
+	if fmt.Sprint(h.ray.stopped) != fmt.Sprintf("[%s--a01]", task.ID) {
+		t.Fatalf("the late job was not stopped: %v", h.ray.stopped)
+	}
+	h.tick()
+	if a := h.get(task.ID).Attempts[0]; a.RayStatus != mvp.RayStopped {
+		t.Errorf("attempt %+v", a)
+	}
+	// Without a late job, the attempt is closed once the grace period has passed.
+	other := h.task()
+	h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable }
+	h.tick()
+	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: other.ID, From: mvp.StateSubmitting,
+		To: mvp.StateCanceled, At: h.clock.t}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.t = h.clock.t.Add(2 * time.Minute)
+	h.tick()
+	if a := h.get(other.ID).Attempts[0]; a.RayStatus != mvp.RayStopped || !strings.Contains(a.Message, "canceled before") {
+		t.Errorf("attempt %+v", a)
+	}
+}
+
+// Defect 6: a canceled task whose gang is unplaceable is never judged stuck.
+func TestLoopNeverJudgesACanceledTaskStuck(t *testing.T) {
+	h := newHarness(t)
+	h.loop.Policy.GangWait = 10 * time.Second
+	task := h.task()
+	h.tick()
+	h.ray.set(task.ID+"--a01", mvp.RayRunning, "", 0)
+	h.pendingGroup("01000000")
+	h.tick()
+	h.ray.stopErr = errors.New("stop refused") // the job stays alive a while after the cancel
+	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateRunning,
+		To: mvp.StateCanceled, At: h.clock.t}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	a := h.get(task.ID).Attempts[0]
+	if a.FailureKind != mvp.FailureNone || strings.Contains(fmt.Sprint(h.events(task.ID)), mvp.EventGangStuck) {
+		t.Errorf("canceled task judged stuck: %+v %v", a, h.events(task.ID))
+	}
+}

@@ -1,0 +1,266 @@
+// Package service is `mvp serve` as a value: Main wires the store, Ray, the scheduler loop and the HTTP API from
+// a dev.yaml, serves until its context ends and shuts down in order. cmd/mvp parses flags and runs one; the tests
+// start one the same way.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/config"
+	"github.com/mvp2/mvp/internal/jobspec"
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/ray"
+	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/sqlite"
+	"github.com/mvp2/mvp/internal/taskfs"
+	"github.com/mvp2/mvp/internal/workload"
+)
+
+// DefaultShutdownGrace is serve's default for ShutdownGrace.
+const DefaultShutdownGrace = 10 * time.Second
+
+// Main is one mvp service. Set its fields, then Open, Run until the context ends, and Close:
+//
+//	m := &service.Main{Config: cfg, Logger: logger, Stdout: os.Stdout}
+//	if err := m.Open(ctx); err != nil { … }
+//	defer m.Close()
+//	return m.Run(ctx)
+type Main struct {
+	// Config is dev.yaml, loaded and validated.
+	Config *config.Config
+	// DBPath, when set, replaces v2.sqlite.db_path.
+	DBPath string
+	// DevGenerateToken: when the token variable is empty, generate a token and print it once (development only).
+	DevGenerateToken bool
+	// ShutdownGrace is how long in-flight requests may take once Run's context ends; at 0 they are cut at once.
+	ShutdownGrace time.Duration
+	// Logger receives the service's log; nil discards it.
+	Logger *slog.Logger
+	// Stdout receives the lines meant for the operator (where the API listens, a generated token); nil drops them.
+	Stdout io.Writer
+	// Crash, when set (tests only), is called at named points and may end the process there.
+	Crash func(point string)
+
+	// Token, when set, is the API token instead of the one in $v2.auth.token_env (tests).
+	Token string
+	// Ray, Cluster and Clock, when set, replace Ray's Job server client, the live cluster probe and the wall
+	// clock (tests whose subject is not Ray).
+	Ray     mvp.RayClient
+	Cluster mvp.ClusterReader
+	Clock   mvp.Clock
+
+	store           *sqlite.DB
+	stopCheckpoints func()
+	probe           *ray.Probe
+	loop            *scheduler.Loop
+	hs              *http.Server
+	ln              net.Listener
+	url             string
+	token           string
+	logger          *slog.Logger
+	closed          bool
+}
+
+// Open opens the database, wires Ray, the scheduler loop and the API, and listens on v2.api's address (port 0
+// picks a free port; URL tells which). It prints "mvp: API listening on <url>" to Stdout, and the token when one
+// was generated. On an error, what was opened is closed again.
+func (m *Main) Open(ctx context.Context) (err error) {
+	if m.Config == nil {
+		return errors.New("service: no config")
+	}
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	cfg := *m.Config
+	if m.DBPath != "" {
+		cfg.V2.SQLite.DBPath = m.DBPath
+	}
+	logger := m.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m.logger = logger
+	stdout := m.Stdout
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	clock := m.Clock
+	if clock == nil {
+		clock = mvp.SystemClock{}
+	}
+
+	token, generated := m.Token, false
+	if token == "" {
+		if token, generated, err = api.TokenFromEnv(cfg.V2.Auth.TokenEnv, m.DevGenerateToken); err != nil {
+			return err
+		}
+	}
+	m.token = token
+	rayToken := os.Getenv(cfg.V2.Ray.TokenEnv)
+
+	m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{})
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	if cs := cfg.V2.SQLite.CheckpointSchedule; cs != "off" {
+		if m.stopCheckpoints, err = m.store.ScheduleCheckpoints(cs, logger.With("component", "sqlite")); err != nil {
+			return err
+		}
+	}
+
+	rc := ray.New(ray.Options{DashboardURL: cfg.Address, Token: rayToken, Timeout: cfg.V2.Ray.RequestTimeout(), Logger: logger})
+	var rayClient mvp.RayClient = rc
+	if m.Ray != nil {
+		rayClient = m.Ray
+	}
+	cluster := m.Cluster
+	if cluster == nil {
+		probeEnv := []string{}
+		if rayToken != "" {
+			probeEnv = append(probeEnv, "RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN="+rayToken)
+		}
+		m.probe = ray.NewProbe(ray.ProbeOptions{Python: cfg.V2.Ray.Python, Script: cfg.V2.Ray.ProbeScript,
+			Address: cfg.V2.Ray.GCSAddress, Env: probeEnv, Logger: logger, Fallback: rc.ClusterStatus})
+		cluster = m.probe
+	}
+
+	files := taskfs.FS{Root: cfg.SharedRoot}
+	settings := workload.Settings{SharedRoot: cfg.SharedRoot, EntrypointNumCPUs: cfg.EntrypointNumCPUs,
+		EntrypointResources: cfg.EntrypointResources, RuntimeEnv: cfg.RuntimeEnv, UserCodePath: cfg.UserCodePath,
+		TimeLimits: jobspec.Defaults{DefaultMaxRuntimeS: cfg.V2.Scheduler.DefaultMaxRuntimeS,
+			MaxRuntimeCapS: cfg.V2.Scheduler.MaxRuntimeCapS, DefaultMaxQueuedS: cfg.V2.Scheduler.DefaultMaxQueuedS,
+			MaxQueuedCapS: cfg.V2.Scheduler.MaxQueuedCapS},
+		StopGraceS: int(math.Ceil(cfg.V2.Scheduler.RuntimeGraceS))}
+	build := func(t *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(t, n, settings) }
+	prepare := func(body []byte) (*mvp.Task, error) { return workload.Prepare(body, settings) }
+	policy := PolicyOf(&cfg)
+
+	m.loop = &scheduler.Loop{Store: m.store, Ray: rayClient, Cluster: cluster, Build: build, Files: files, Clock: clock,
+		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
+		Retry: scheduler.RetryPolicy{RetryInterval: cfg.V2.Scheduler.RetryInterval(),
+			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,
+			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout())},
+		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
+		Crash: m.Crash}
+	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
+		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token,
+		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash}
+
+	addr := net.JoinHostPort(cfg.V2.API.Host, strconv.Itoa(cfg.V2.API.Port))
+	if m.ln, err = net.Listen("tcp", addr); err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	m.hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	m.url = "http://" + m.ln.Addr().String()
+	fmt.Fprintf(stdout, "mvp: API listening on %s\n", m.url)
+	if generated {
+		fmt.Fprintf(stdout, "mvp: generated API token (shown once): %s\n", token)
+	}
+	logger.Info("mvp serving", "url", m.url, "ray", cfg.Address, "db", cfg.V2.SQLite.DBPath, "shared_root", cfg.SharedRoot)
+	return nil
+}
+
+// PolicyOf is the scheduler's admission policy from dev.yaml: the running cap, the gang wait, each workload's CPU
+// per GPU, and the driver's own resources (entrypoint_resources plus entrypoint_num_cpus as CPU).
+func PolicyOf(cfg *config.Config) scheduler.Policy {
+	policy := scheduler.Policy{MaxRunning: cfg.V2.Scheduler.MaxRunningTasks, GangWait: cfg.V2.Scheduler.GangWait(),
+		CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{}}
+	for name, w := range cfg.V2.Workloads {
+		policy.CPUsPerGPU[mvp.Workload(name)] = w.CPUsPerGPU
+	}
+	for k, v := range cfg.EntrypointResources {
+		policy.Driver[k] = v
+	}
+	if cfg.EntrypointNumCPUs > 0 {
+		policy.Driver[scheduler.ResCPU] += cfg.EntrypointNumCPUs
+	}
+	return policy
+}
+
+// Run serves the API and runs the scheduler loop until ctx ends, then shuts down: no new requests, in-flight ones
+// get ShutdownGrace (then their connections are closed), then the loop finishes its current tick. Call Close after
+// Run returns.
+func (m *Main) Run(ctx context.Context) error {
+	if m.hs == nil {
+		return errors.New("service: Run before Open")
+	}
+	logger := m.logger
+	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		_ = m.loop.Run(loopCtx)
+	}()
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- m.hs.Serve(m.ln) }()
+
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down: no new requests; finishing the current tick")
+	case err := <-srvErr:
+		stopLoop()
+		<-loopDone
+		return fmt.Errorf("http server: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), m.ShutdownGrace)
+	defer cancel()
+	if err := m.hs.Shutdown(sctx); errors.Is(err, context.DeadlineExceeded) {
+		m.hs.Close() // the grace is over: cut the requests still running
+	} else if err != nil {
+		logger.Warn("http shutdown", "err", err)
+	}
+	stopLoop()
+	<-loopDone
+	logger.Info("stopped")
+	return nil
+}
+
+// Close releases what Open took, in order: the listener when Run never served it, the probe's child, the
+// scheduled checkpoints, then the database. It is safe to call more than once and after a failed Open.
+func (m *Main) Close() error {
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	if m.ln != nil {
+		m.ln.Close() // already closed when Run served it
+	}
+	if m.probe != nil {
+		m.probe.Close()
+	}
+	if m.stopCheckpoints != nil {
+		m.stopCheckpoints()
+	}
+	if m.store != nil {
+		if err := m.store.Close(); err != nil {
+			return fmt.Errorf("close database: %w", err)
+		}
+	}
+	return nil
+}
+
+// URL is the API's base URL, e.g. http://127.0.0.1:8080, once Open succeeded.
+func (m *Main) URL() string { return m.url }
+
+// APIToken is the bearer token the API accepts, once Open succeeded.
+func (m *Main) APIToken() string { return m.token }
+
+// Store is the service's database, once Open succeeded.
+func (m *Main) Store() *sqlite.DB { return m.store }
+
+// Client is an API client of this service, with its token.
+func (m *Main) Client() *api.Client { return &api.Client{Addr: m.url, Token: m.token} }

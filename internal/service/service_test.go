@@ -1,0 +1,160 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/service"
+	"github.com/mvp2/mvp/internal/service/servicetest"
+	"github.com/mvp2/mvp/internal/taskfs"
+)
+
+// TestEveryWorkloadSubmitGetBuild walks every workload of mvp.WorkloadTable through the running service: submit
+// over HTTP, get it back, and see the scheduler build its Ray submission (the table's module, the task's gang)
+// and send it to Ray.
+func TestEveryWorkloadSubmitGetBuild(t *testing.T) {
+	ray := servicetest.NewRay()
+	m := servicetest.Start(t, &service.Main{Ray: ray, Cluster: servicetest.OneNode(len(mvp.WorkloadTable))})
+	c := m.Client()
+	ctx := context.Background()
+	ids := map[string]mvp.WorkloadInfo{}
+	for _, info := range mvp.WorkloadTable {
+		spec := fmt.Sprintf("workload: %s\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n", info.Name)
+		raw, err := c.Submit(ctx, []byte(spec), false)
+		if err != nil {
+			t.Fatalf("submit %s: %v", info.Name, err)
+		}
+		var sub mvp.Task
+		if err := json.Unmarshal(raw, &sub); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := c.Get(ctx, sub.ID)
+		if err != nil {
+			t.Fatalf("get %s: %v", sub.ID, err)
+		}
+		if got.Workload != info.Name || got.GPUs() != 1 || !taskfs.TaskIDPattern.MatchString(got.ID) ||
+			!strings.HasPrefix(got.ID, "mvp2-"+string(info.Name)+"-") {
+			t.Errorf("%s: got %+v", info.Name, got)
+		}
+		ids[got.ID] = info
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(ray.Submissions()) < len(ids) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	subs := ray.Submissions()
+	if len(subs) != len(ids) {
+		t.Fatalf("%d of %d tasks reached Ray", len(subs), len(ids))
+	}
+	for _, s := range subs {
+		info := ids[s.Metadata["task_id"]]
+		if info.Name == "" || s.Metadata["workload"] != string(info.Name) || s.SubmissionID != s.Metadata["task_id"]+"--a01" ||
+			!strings.HasPrefix(s.Entrypoint, "python3 -m "+info.Module+" ") ||
+			!strings.Contains(s.Entrypoint, "trainer.n_gpus_per_node=1") {
+			t.Errorf("submission of %s (%s): %+v", s.Metadata["task_id"], info.Name, s)
+		}
+	}
+}
+
+// syncBuffer is an io.Writer safe for the service and the test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestOpenRunClose: Open prints where the API listens and a generated token, Run serves until its context ends
+// and returns nil, and Close closes the database.
+func TestOpenRunClose(t *testing.T) {
+	cfg := servicetest.Config(t)
+	cfg.V2.Auth.TokenEnv = "MVP_SERVICE_TEST_TOKEN"
+	t.Setenv("MVP_SERVICE_TEST_TOKEN", "")
+	var out syncBuffer
+	m := &service.Main{Config: cfg, DevGenerateToken: true, Stdout: &out, ShutdownGrace: time.Second,
+		Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(4)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := regexp.MustCompile(`^mvp: API listening on (http://127\.0\.0\.1:\d+)\nmvp: generated API token \(shown once\): ([0-9a-f]{48})\n$`)
+	g := want.FindStringSubmatch(out.String())
+	if g == nil || g[1] != m.URL() || g[2] != m.APIToken() {
+		t.Fatalf("stdout %q; url %s", out.String(), m.URL())
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	if _, _, err := m.Client().List(ctx, "", "", 0, ""); err != nil {
+		t.Fatalf("list while running: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	if _, _, err := m.Client().List(context.Background(), "", "", 0, ""); err == nil {
+		t.Error("the API still answers after Run returned")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := m.Store().GetTask(context.Background(), "mvp2-ppo-20251223-143201-0000"); err == nil || errors.Is(err, mvp.ErrNotFound) {
+		t.Errorf("the database is still open after Close: %v", err)
+	}
+}
+
+// TestOpenFailsCleanly: a port in use fails Open with the address, and leaves nothing open behind it.
+func TestOpenFailsCleanly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := servicetest.Config(t)
+	cfg.V2.API.Port = ln.Addr().(*net.TCPAddr).Port
+	m := &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(1)}
+	err = m.Open(context.Background())
+	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) {
+		t.Fatalf("open on a port in use: %v", err)
+	}
+	if m.Store() == nil {
+		t.Fatal("the database was never opened")
+	}
+	if _, err := m.Store().GetTask(context.Background(), "mvp2-ppo-20251223-143201-0000"); err == nil || errors.Is(err, mvp.ErrNotFound) {
+		t.Errorf("a failed Open left the database open: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Errorf("Close after a failed Open: %v", err)
+	}
+	if err := (&service.Main{}).Run(context.Background()); err == nil {
+		t.Error("Run before Open")
+	}
+}
