@@ -174,11 +174,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	return nil
 }
 
-// PolicyOf is the scheduler's admission policy from dev.yaml: the running cap, the gang wait, each workload's CPU
-// per GPU, and the driver's own resources (entrypoint_resources plus entrypoint_num_cpus as CPU).
+// PolicyOf is the scheduler's admission policy from dev.yaml: the policy's name, the declared run time of a task
+// that gives none, the running cap, the gang wait, each workload's CPU per GPU, and the driver's own resources
+// (entrypoint_resources plus entrypoint_num_cpus as CPU). `mvp serve` and `mvp sim` both use it.
 func PolicyOf(cfg *config.Config) scheduler.Policy {
-	policy := scheduler.Policy{MaxRunning: cfg.V2.Scheduler.MaxRunningTasks, GangWait: cfg.V2.Scheduler.GangWait(),
-		CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{}}
+	policy := scheduler.Policy{Name: cfg.V2.Scheduler.Policy, MaxRunning: cfg.V2.Scheduler.MaxRunningTasks,
+		GangWait: cfg.V2.Scheduler.GangWait(), CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{},
+		DefaultMaxRuntime: time.Duration(cfg.V2.Scheduler.DefaultMaxRuntimeS) * time.Second}
 	for name, w := range cfg.V2.Workloads {
 		policy.CPUsPerGPU[mvp.Workload(name)] = w.CPUsPerGPU
 	}
