@@ -122,6 +122,7 @@ type entry struct {
 	largest float64
 	sub     int32 // entSubmit: index into plan.submits
 	rtS     int32 // declared run time in seconds; maxRuntimeS when unbounded
+	waitS   float32 // seconds since the task was created
 }
 
 // maxRuntimeS stands for an unbounded (or absurdly long) declared run time in entry.rtS.
@@ -298,6 +299,7 @@ func (pl *plan) classify() {
 			pl.shapes = append(pl.shapes, shape{d: d, never: nv, reason: reason})
 		}
 		e.shape = si
+		e.waitS = float32(max(pl.now.Sub(t.CreatedAt).Seconds(), 0))
 		e.rtS = maxRuntimeS
 		if rt := runtimeOf(t, pl.p) / time.Second; rt > 0 && rt < maxRuntimeS {
 			e.rtS = int32(rt)
@@ -507,7 +509,7 @@ func (pl *plan) sortByExpansion(idx []int32) {
 			return 1
 		}
 		rt := float64(pl.ents[i].rtS)
-		return (max(pl.now.Sub(pl.s.Queue[i].CreatedAt).Seconds(), 0) + rt) / rt
+		return (float64(pl.ents[i].waitS) + rt) / rt
 	})
 }
 
