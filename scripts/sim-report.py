@@ -43,10 +43,13 @@ p("- Lower bounds (`mvp sim bound`, with plain EASY's max wait as W): if every w
   "overlap, so the best start of each, taken alone, bounds the mean wait of **any** policy with max wait ≤ EASY's. "
   "Makespan ≥ max(arrival + run, GPU-seconds ÷ GPUs); the GPU-seconds are the same for every policy, so utilisation "
   "ranks policies only by when the last job ends.")
-load = [open(os.path.join(work, f)).read().strip() for f in ("load.before", "load.after") if os.path.exists(os.path.join(work, f))]
+load = [open(os.path.join(work, f)).read().strip() for f in ("load.before", "load.after", "load.p2")
+        if os.path.exists(os.path.join(work, f))]
+when = ["at the start of the replays", "at their end", "after the P2 benchmarks"]
+loads = "; ".join(f"{l} {w}" for l, w in zip(load, when))
 p(f"- Machine: {os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}; {gov}; load average "
-  f"(1, 5, 15 min) {' at the start, '.join(load[:1])}{', ' + load[1] + ' at the end of the replays' if len(load) > 1 else ''} "
-  "(the machine is shared: `decide_max_ms` and P2 are wall times and move with it; waits do not).")
+  f"(1, 5, 15 min) {loads} (the machine is shared: `decide_max_ms` and P2 are wall times and move with the load; "
+  "the waits do not).")
 p("")
 
 def table(r):
