@@ -266,7 +266,7 @@ func (w *waits) appendTo(out []Action, pl *plan, i int32) []Action {
 		return out
 	}
 	w.buf = append(w.buf, Wait{Task: t, Code: e.code, Reason: reason, Never: e.code == CodeNeverFits,
-		YieldsTo: pl.yieldsTo(e), LargestFreeGPUs: e.largest, Position: int(e.pos)})
+		YieldsTo: pl.yieldsTo(e), LargestFreeGPUs: float64(e.largest), Position: int(e.pos)})
 	wt := &w.buf[len(w.buf)-1]
 	if r := pl.resv; r != nil && r.holder == i && r.at != never {
 		at := time.Unix(0, r.at).UTC()

@@ -103,7 +103,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		q := QueueEntry{TaskID: s.Queue[i].ID, Position: int(e.pos), Code: code, Reason: reason, YieldsTo: pl.yieldsTo(e),
 			EstStart: est[i]}
 		if code == CodeFragmented {
-			l := e.largest
+			l := float64(e.largest)
 			q.LargestFreeGPUs = &l
 		}
 		entries = append(entries, q)

@@ -101,7 +101,7 @@ type shape struct {
 	delays, fitsNow bool
 	// Reasons already formatted, by code (fragmented also by the largest free node it names).
 	busy, frag string
-	fragAt     float64
+	fragAt     float32
 }
 
 // Entry kinds of a plan.
@@ -114,15 +114,15 @@ const (
 
 // entry is what a plan decided for one queue task (by queue index).
 type entry struct {
-	kind    uint8
-	code    WaitCode
-	shape   int32
-	yields  int32 // behind_reservation: queue index of the task yielded to, or -1 for plan.blocker
-	pos     int32 // 1-based position among waiting tasks, in policy order
-	largest float64
-	sub     int32 // entSubmit: index into plan.submits
-	rtS     int32 // declared run time in seconds; maxRuntimeS when unbounded
-	waitS   float32 // seconds since the task was created
+	code   WaitCode
+	shape  int32
+	yields int32 // behind_reservation: queue index of the task yielded to, or -1 for plan.blocker
+	pos    int32 // 1-based position among waiting tasks, in policy order
+	sub    int32 // entSubmit: index into plan.submits
+	rtS    int32 // declared run time in seconds; maxRuntimeS when unbounded
+	// waitS is the seconds since the task was created; largest the GPUs of the largest free node (fragmented).
+	waitS, largest float32
+	kind           uint8
 }
 
 // maxRuntimeS stands for an unbounded (or absurdly long) declared run time in entry.rtS.
@@ -483,7 +483,7 @@ func (pl *plan) notFit(i int32) {
 	e := &pl.ents[i]
 	e.kind = entWait
 	if pl.freeGPU >= float64(d.Groups)*d.GPUs && d.GPUs > 0 {
-		e.code, e.largest = CodeFragmented, pl.largest
+		e.code, e.largest = CodeFragmented, float32(pl.largest)
 	} else {
 		e.code = CodeGPUsBusy
 	}
