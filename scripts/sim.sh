@@ -42,7 +42,7 @@ elapsed=$((SECONDS - start))
 cut -d' ' -f1-3 /proc/loadavg >"$work/load.after"
 
 echo "sim: P2, one Decide over a 100,000-deep queue, per policy (internal/scheduler)"
-go test -run '^$' -bench 'Decide100k' -benchtime 20x -count 3 ./internal/scheduler/ | tee "$work/p2.txt"
+go test -run '^$' -bench 'Decide100k' -benchtime 20x -count 5 ./internal/scheduler/ | tee "$work/p2.txt"
 go test -run '^$' -bench 'Explain100k' -benchtime 3x -count 1 ./internal/scheduler/ | tee -a "$work/p2.txt"
 cut -d' ' -f1-3 /proc/loadavg >"$work/load.p2"
 
