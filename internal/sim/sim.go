@@ -37,6 +37,8 @@ type Result struct {
 	MakespanS      float64 `json:"makespan_s"`
 	DecideCalls    int     `json:"decide_calls"`
 	DecideMaxMs    float64 `json:"decide_max_ms"`
+	// Waits counts the Wait actions Decide returned: the rows the scheduler loop would have written.
+	Waits int `json:"-"`
 	// StartS is each job's start in seconds from the trace's start, in the order of the jobs given to Run.
 	StartS []float64 `json:"-"`
 }
@@ -96,6 +98,7 @@ type state struct {
 	end     []int64
 	busy    float64 // GPU-seconds
 	calls   int
+	waits   int // Wait actions applied (rows the loop would write)
 	maxDec  time.Duration
 	lastEnd int64
 }
@@ -170,6 +173,7 @@ func (s *state) decide(now int64) error {
 			started = true
 		case *scheduler.Wait:
 			a.Task.State, a.Task.PendingReason = mvp.StatePendingResources, a.Reason
+			s.waits++
 		}
 	}
 	if started {
@@ -251,7 +255,7 @@ func (s *state) stalled() error {
 func (s *state) result() *Result {
 	n := len(s.jobs)
 	waits := make([]float64, n)
-	res := &Result{Policy: s.cfg.Policy.Name, Jobs: n, DecideCalls: s.calls,
+	res := &Result{Policy: s.cfg.Policy.Name, Jobs: n, DecideCalls: s.calls, Waits: s.waits,
 		DecideMaxMs: float64(s.maxDec.Microseconds()) / 1000, StartS: make([]float64, n)}
 	if res.Policy == "" {
 		res.Policy = scheduler.DefaultPolicy
