@@ -783,7 +783,9 @@ func (pl *plan) reasonOf(e *entry) string {
 			case e.yields < 0:
 				pl.behind = fmt.Sprintf("waiting behind %s, whose submitted gang is not placed yet and does not fit", y)
 			case pl.p.policyName() == PolicyFIFO:
-				pl.behind = fmt.Sprintf("waiting behind %s (first in, first out)", y)
+				// Not named in the sentence: the head changes often, and every task behind it would be rewritten
+				// each time (Wait.YieldsTo and Explain name it).
+				pl.behind = "waiting behind the first task in line that does not fit (first in, first out)"
 			default:
 				pl.behind = fmt.Sprintf("waiting behind %s, which holds a reservation for the GPUs this task would take", y)
 			}

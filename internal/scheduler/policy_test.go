@@ -281,3 +281,19 @@ func TestWaitNotRewrittenForPosition(t *testing.T) {
 		t.Errorf("a wait rewritten only because its position moved: %v", summary(acts))
 	}
 }
+
+// Under fifo the tasks behind the head name it in YieldsTo, not in their sentence: a new head does not rewrite them.
+func TestFIFOBehindSentenceStable(t *testing.T) {
+	b := newBench("n1")
+	b.run(4, 2*time.Hour, time.Hour, true, "n1")
+	head, behind := timed(1, 4, time.Hour, time.Hour), timed(1, 1, time.Hour, time.Minute)
+	w := waitOf(Decide(t0, b.snap(head, behind), named(PolicyFIFO)), behind)
+	if w == nil || w.Code != CodeBehindReservation || w.YieldsTo != head.ID {
+		t.Fatalf("got %+v", w)
+	}
+	behind.State, behind.PendingReason = mvp.StatePendingResources, w.Reason
+	newHead := timed(1, 2, time.Hour, 2*time.Hour)
+	if acts := Decide(t0, b.snap(newHead, behind), named(PolicyFIFO)); waitOf(acts, behind) != nil {
+		t.Errorf("a new head rewrote the task behind it: %v", summary(acts))
+	}
+}
