@@ -31,6 +31,7 @@ test-unit: vet ## unit tests (no Ray needed)
 	$(GO) test -count=1 ./...
 
 test-e2e: build ## end-to-end tests against a Ray cluster of their own (free ports, temp folder)
+	@bash scripts/ensure-tools.sh
 	@bash scripts/e2e.sh
 
 test: test-unit test-e2e ## everything CI runs

@@ -21,8 +21,10 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	s := &Server{}
 	served := map[string]bool{}
 	for _, rt := range s.routes() {
-		served[rt.pattern+" "+rt.method] = true
-		ops, ok := doc.Paths[rt.pattern]
+		// OpenAPI spells a wildcard that matches the rest of the path {path}; ServeMux spells it {path...}.
+		pattern := strings.ReplaceAll(rt.pattern, "...}", "}")
+		served[pattern+" "+rt.method] = true
+		ops, ok := doc.Paths[pattern]
 		if !ok {
 			t.Errorf("route %s %s is not in openapi.json", rt.method, rt.pattern)
 			continue

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/secrets"
 	"github.com/mvp2/mvp/internal/taskfs"
 )
 
@@ -51,6 +52,12 @@ type Server struct {
 	LogPoll time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
+	// Schedules keeps recurring schedules (/api/v2/schedules).
+	Schedules mvp.ScheduleStore
+	// WakeSchedules asks the schedules loop for a pass (after a create or a resume); may be nil.
+	WakeSchedules func()
+	// Secrets is secret storage (off when it has no key).
+	Secrets *secrets.Vault
 }
 
 func (s *Server) crash(point string) {
@@ -73,8 +80,20 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v2/tasks", true, s.listTasks},
 		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask},
 		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask},
+		{"POST", "/api/v2/tasks/{task_id}/resubmit", true, s.resubmitTask},
 		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs},
 		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents},
+		{"POST", "/api/v2/schedules", true, s.createSchedule},
+		{"GET", "/api/v2/schedules", true, s.listSchedules},
+		{"GET", "/api/v2/schedules/{name}", true, s.getSchedule},
+		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule},
+		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule},
+		{"POST", "/api/v2/schedules/{name}/resume", true, s.resumeSchedule},
+		{"GET", "/api/v2/secrets", true, s.listSecrets},
+		{"PUT", "/api/v2/secrets/{name}", true, s.putSecret},
+		{"DELETE", "/api/v2/secrets/{name}", true, s.deleteSecret},
+		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults},
+		{"GET", "/api/v2/tasks/{task_id}/results/{path...}", true, s.taskResultFile},
 	}
 }
 
@@ -215,13 +234,32 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.admit(w, r, t, dry)
+}
+
+// admit checks a prepared task against the store (its dependencies, the task it resumes from), then answers a dry
+// run or stores it QUEUED and answers 201.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry bool) error {
 	now := s.Clock.Now().UTC()
 	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
+	t.ID = NewTaskID(t.Workload, now, 0)
+	deps, err := s.checkDependencies(r.Context(), t)
+	if err != nil {
+		return err
+	}
+	if err := s.checkResumeFrom(r.Context(), t); err != nil {
+		return err
+	}
+	if err := s.checkSecrets(r.Context(), t); err != nil {
+		return err
+	}
 	if dry {
-		return s.dryRun(w, r, t)
+		return s.dryRun(w, r, t, deps)
 	}
 	for i := 0; ; i++ {
-		t.ID = NewTaskID(t.Workload, now, i)
+		if i > 0 {
+			t.ID = NewTaskID(t.Workload, now, i) // a fresh id: nothing can depend on it
+		}
 		err = s.Store.CreateTask(r.Context(), t)
 		if !errors.Is(err, mvp.ErrConflict) || i >= 16 {
 			break
@@ -257,10 +295,13 @@ const (
 	VerdictWaits      = "waits_for_resources"
 	VerdictNeverFits  = "never_fits"
 	VerdictRayUnknown = "cluster_unreadable"
+	// VerdictWaitsDeps: the task would wait for its dependencies (after_ok, after_any) to end.
+	VerdictWaitsDeps = "waits_for_dependencies"
+	// VerdictDepFailed: an after_ok dependency already failed; the task would be canceled at once.
+	VerdictDepFailed = "dependency_failed"
 )
 
-func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) error {
-	t.ID = NewTaskID(t.Workload, t.CreatedAt, 0)
+func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, deps map[string]mvp.State) error {
 	payload, err := s.Build(t, 1)
 	if err != nil {
 		return err
@@ -277,6 +318,12 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) err
 		}
 	} else {
 		snap.Queue = append(snap.Queue, t)
+		if snap.Deps == nil {
+			snap.Deps = map[string]mvp.State{}
+		}
+		for id, st := range deps {
+			snap.Deps[id] = st
+		}
 		verdict, reason = VerdictWaits, "waiting behind tasks already queued"
 		for _, a := range scheduler.Decide(s.Clock.Now(), snap, s.Policy) {
 			switch a := a.(type) {
@@ -290,6 +337,13 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) err
 					if a.Never {
 						verdict = VerdictNeverFits
 					}
+					if strings.HasPrefix(a.Reason, scheduler.DependencyReasonPrefix) {
+						verdict = VerdictWaitsDeps
+					}
+				}
+			case scheduler.DependencyFailed:
+				if a.Task == t {
+					verdict, reason = VerdictDepFailed, a.Reason
 				}
 			}
 		}
@@ -369,45 +423,60 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// cancelTask ends a waiting task at once; for a task with a Ray job it records the cancel first (so the
-// scheduler never revives it) and then stops the job. The attempt ends STOPPED when Ray says so.
+// cancelTask cancels the task named in the path (see Cancel).
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {
 	t, err := s.task(r)
 	if err != nil {
 		return err
 	}
+	if t, err = s.cancel(r.Context(), t, "api"); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// Cancel cancels a task as POST /api/v2/tasks/{task_id}/cancel does, recording by (who asked) in its
+// CANCEL_REQUESTED event. A task that already ended is a conflict.
+func (s *Server) Cancel(ctx context.Context, taskID, by string) (*mvp.Task, error) {
+	t, err := s.Store.GetTask(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	return s.cancel(ctx, t, by)
+}
+
+// cancel ends a waiting task at once; for a task with a Ray job it records the cancel first (so the scheduler
+// never revives it) and then stops the job. The attempt ends STOPPED when Ray says so.
+func (s *Server) cancel(ctx context.Context, t *mvp.Task, by string) (*mvp.Task, error) {
+	var err error
 	for i := 0; ; i++ {
 		if t.State.Terminal() {
-			return mvp.Errorf(mvp.CodeConflict, "state", "task %s is already %s; only waiting or running tasks can be canceled", t.ID, t.State)
+			return nil, mvp.Errorf(mvp.CodeConflict, "state", "task %s is already %s; only waiting or running tasks can be canceled", t.ID, t.State)
 		}
-		err = s.Store.Apply(r.Context(), mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateCanceled,
-			At: s.Clock.Now(), EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": "api"}})
+		err = s.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateCanceled,
+			At: s.Clock.Now(), EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": by}})
 		if !errors.Is(err, mvp.ErrConflict) || i >= 5 {
 			break
 		}
-		if t, err = s.Store.GetTask(r.Context(), t.ID); err != nil {
-			return err
+		if t, err = s.Store.GetTask(ctx, t.ID); err != nil {
+			return nil, err
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.crash("cancel_before_stop")
 	if t.LatestAttemptNo > 0 && t.State.Active() {
 		sid := mvp.SubmissionID(t.ID, t.LatestAttemptNo)
-		if err := s.Ray.StopJob(r.Context(), sid); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+		if err := s.Ray.StopJob(ctx, sid); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
 			s.Logger.Warn("stop job on cancel; the scheduler will retry", "task_id", t.ID, "err", err)
 		}
 	}
 	if s.Wake != nil {
 		s.Wake()
 	}
-	t, err = s.Store.GetTask(r.Context(), t.ID)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, t)
-	return nil
+	return s.Store.GetTask(ctx, t.ID)
 }
 
 // taskLogs answers an attempt's driver log: the copy in the task folder once the attempt ended, Ray's live copy

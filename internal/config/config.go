@@ -43,6 +43,14 @@ type V2 struct {
 	Scheduler Scheduler                 `yaml:"scheduler"`
 	Ray       Ray                       `yaml:"ray"`
 	Workloads map[string]WorkloadConfig `yaml:"workloads"`
+	Secrets   Secrets                   `yaml:"secrets"`
+}
+
+// Secrets names the environment variable holding the key that encrypts stored secrets at rest (AES-256-GCM: 32
+// bytes, as 64 hex digits or base64). Without a key in it, secret storage is off: storing a secret and submitting
+// a jobspec that names secrets are refused with a message naming the setting.
+type Secrets struct {
+	KeyEnv string `yaml:"key_env"`
 }
 
 // API is where the HTTP API listens.
@@ -118,6 +126,7 @@ const (
 	DefaultAPIPort         = 8080
 	DefaultMaxBodyBytes    = 1 << 20
 	DefaultTokenEnv        = "MVP_INTERNAL_TOKEN"
+	DefaultSecretsKeyEnv   = "MVP_SECRETS_KEY"
 	DefaultDBPath          = "/private/common/db/mvp_v2.sqlite3"
 	DefaultCheckpoint      = "@every 10m"
 	DefaultTickS           = 2.0
@@ -274,6 +283,9 @@ func (c *Config) applyDefaults() {
 	if v.Auth.TokenEnv == "" {
 		v.Auth.TokenEnv = DefaultTokenEnv
 	}
+	if v.Secrets.KeyEnv == "" {
+		v.Secrets.KeyEnv = DefaultSecretsKeyEnv
+	}
 	if v.SQLite.DBPath == "" {
 		v.SQLite.DBPath = DefaultDBPath
 	}
@@ -402,6 +414,9 @@ func (c *Config) Validate() error {
 		if w.CPUsPerGPU < 0 {
 			return fmt.Errorf("v2.workloads.%s.cpus_per_gpu: must not be negative", name)
 		}
+	}
+	if !validEnvName(v.Secrets.KeyEnv) {
+		return fmt.Errorf("v2.secrets.key_env: %q is not an environment variable name", v.Secrets.KeyEnv)
 	}
 	if !validEnvName(v.Auth.TokenEnv) {
 		return fmt.Errorf("v2.auth.token_env: %q is not an environment variable name", v.Auth.TokenEnv)

@@ -78,6 +78,8 @@ type ClusterView struct {
 	Groups []PlacementGroup `json:"placement_groups"`
 	// Source says where the reading came from: "probe" (live) or "dashboard" (lagging fallback).
 	Source string `json:"source"`
+	// ProbeError says, on a fallback reading, why the live probe did not answer (e.g. which setting to change).
+	ProbeError string `json:"probe_error,omitempty"`
 }
 
 // ClusterReader reads the cluster's live per-node availability.

@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-resty/resty/v2"
@@ -34,6 +36,9 @@ type Options struct {
 type Client struct {
 	r   *resty.Client
 	log *slog.Logger
+
+	mu          sync.Mutex
+	lastWarning string // the last incomplete-list warning logged
 }
 
 var _ mvp.RayClient = (*Client)(nil)
@@ -187,7 +192,8 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 }
 
 // ClusterStatus is the lagging fallback view from the dashboard's /api/cluster_status (usage by node), with node
-// liveness from /api/v0/nodes. It marks the view Source "dashboard".
+// liveness from /api/v0/nodes and the placement groups from Ray's state API (/api/v0/placement_groups), so that
+// reservations and the stuck-gang watchdog work on it as on the live probe's. It marks the view Source "dashboard".
 func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 	var st struct {
 		Data struct {
@@ -220,17 +226,153 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 	for _, n := range nodes.Data.Result.Result {
 		node := mvp.Node{ID: n.NodeID, Alive: n.State == "ALIVE", IsHead: n.IsHead, Total: n.Resources,
 			Available: map[string]float64{}}
+		usage, reported := st.Data.ClusterStatus.LoadMetricsReport.UsageByNode[n.NodeID]
 		for k, total := range n.Resources {
-			node.Available[k] = total
+			// A node whose usage is not in the reading yet (for a few seconds after it joins) counts as full:
+			// what it holds is unknown.
+			if reported {
+				node.Available[k] = total
+			} else {
+				node.Available[k] = 0
+			}
 		}
-		for res, ut := range st.Data.ClusterStatus.LoadMetricsReport.UsageByNode[n.NodeID] {
+		for res, ut := range usage {
 			if len(ut) == 2 {
 				node.Available[snake(res)] = ut[1] - ut[0]
 			}
 		}
 		v.Nodes = append(v.Nodes, node)
 	}
+	groups, err := c.placementGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The state API answers from the GCS at once; the usage lags it by a few seconds. A group counted as placed
+	// has its gang's reservation dropped, so it is listed CREATED only once the usage shows it on its nodes.
+	usage := st.Data.ClusterStatus.LoadMetricsReport.UsageByNode
+	for _, g := range groups {
+		if g.State != "CREATED" || inUsage(usage, g) {
+			v.Groups = append(v.Groups, g.PlacementGroup)
+		}
+	}
 	return v, nil
+}
+
+// inUsage reports whether the usage reading shows the group on every node that holds one of its bundles: Ray adds
+// a resource bundle_group_<id> to each such node, which the dashboard camelCases (bundleGroup<ID in mixed case>).
+func inUsage(usage map[string]map[string][]float64, g placementGroup) bool {
+	want := "bundlegroup" + strings.ToLower(g.ID)
+	has := func(node map[string][]float64) bool {
+		for res := range node {
+			if strings.ToLower(res) == want {
+				return true
+			}
+		}
+		return false
+	}
+	if len(g.nodes) == 0 {
+		for _, node := range usage {
+			if has(node) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, id := range g.nodes {
+		if !has(usage[id]) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxStateListLimit is the most rows Ray's state API returns in one answer (its RAY_MAX_LIMIT_FROM_API_SERVER
+// default); without a limit it returns 100.
+const maxStateListLimit = 10000
+
+// placementGroupsQuery asks for every placement group that is not REMOVED (Ray keeps removed ones for a while;
+// the probe leaves them out too), with detail for bundles and scheduling state.
+var placementGroupsQuery = "/api/v0/placement_groups?" + url.Values{
+	"detail": {"1"}, "limit": {fmt.Sprint(maxStateListLimit)},
+	"filter_keys": {"state"}, "filter_predicates": {"!="}, "filter_values": {"REMOVED"},
+}.Encode()
+
+// placementGroup is a group as the state API gives it, with the nodes its bundles are on.
+type placementGroup struct {
+	mvp.PlacementGroup
+	nodes []string
+}
+
+// placementGroups reads the placement groups from Ray's state API, in the probe's shape (the state API has no
+// strategy; it stays empty). An answer cut short (more groups than the limit, or the GCS answering in part) is
+// used as it is, with a warning: a group left out only makes its gang look unplaced, which holds more GPUs back.
+func (c *Client) placementGroups(ctx context.Context) ([]placementGroup, error) {
+	var out struct {
+		Data struct {
+			Result struct {
+				Total                 int    `json:"total"`
+				NumAfterTruncation    int    `json:"num_after_truncation"`
+				NumFiltered           int    `json:"num_filtered"`
+				PartialFailureWarning string `json:"partial_failure_warning"`
+				Result                []struct {
+					ID           string `json:"placement_group_id"`
+					CreatorJobID string `json:"creator_job_id"`
+					State        string `json:"state"`
+					Bundles      []struct {
+						UnitResources map[string]float64 `json:"unit_resources"`
+						NodeID        string             `json:"node_id"`
+					} `json:"bundles"`
+					Stats struct {
+						SchedulingState string `json:"scheduling_state"`
+					} `json:"stats"`
+				} `json:"result"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if _, err := c.call(ctx, http.MethodGet, placementGroupsQuery, nil, &out); err != nil {
+		return nil, fmt.Errorf("placement groups: %w", err)
+	}
+	r := out.Data.Result
+	var warn []string
+	if r.PartialFailureWarning != "" {
+		warn = append(warn, "Ray answered in part: "+r.PartialFailureWarning)
+	}
+	if len(r.Result) < r.NumFiltered {
+		warn = append(warn, fmt.Sprintf("Ray returned %d of %d placement groups (its limit)", len(r.Result), r.NumFiltered))
+	}
+	if r.NumAfterTruncation < r.Total {
+		warn = append(warn, fmt.Sprintf("the GCS gave %d of its %d placement groups", r.NumAfterTruncation, r.Total))
+	}
+	c.warnOnce(strings.Join(warn, "; "))
+	groups := make([]placementGroup, 0, len(r.Result))
+	for _, g := range r.Result {
+		if g.State == "REMOVED" {
+			continue
+		}
+		pg := placementGroup{PlacementGroup: mvp.PlacementGroup{ID: g.ID, CreatorJobID: g.CreatorJobID, State: g.State,
+			SchedulingState: g.Stats.SchedulingState, Bundles: make([]map[string]float64, 0, len(g.Bundles))}}
+		for _, b := range g.Bundles {
+			pg.Bundles = append(pg.Bundles, b.UnitResources)
+			if b.NodeID != "" && !slices.Contains(pg.nodes, b.NodeID) {
+				pg.nodes = append(pg.nodes, b.NodeID)
+			}
+		}
+		groups = append(groups, pg)
+	}
+	return groups, nil
+}
+
+// warnOnce logs a warning about the placement group list when it differs from the last one (not every tick).
+func (c *Client) warnOnce(msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if msg == c.lastWarning {
+		return
+	}
+	c.lastWarning = msg
+	if msg != "" {
+		c.log.Warn("the dashboard's placement group list is incomplete; gangs left out count as unplaced", "warning", msg)
+	}
 }
 
 // snake maps the dashboard's camelCased resource names back to Ray's (workerNode → worker_node; GPU stays GPU).

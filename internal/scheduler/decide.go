@@ -46,6 +46,8 @@ type Snapshot struct {
 	Active []ActiveAttempt
 	// ClusterErr says why Cluster is nil (Decide does not look at it; the API shows it).
 	ClusterErr error
+	// Deps holds the state of every task that a queued task depends on (after_ok, after_any); see dependencies.
+	Deps map[string]mvp.State
 }
 
 // ActiveAttempt is a task with a live attempt.
@@ -57,6 +59,8 @@ type ActiveAttempt struct {
 	StuckSince time.Time
 	// Infeasible is true when Ray says one of its placement groups can never be placed on this cluster.
 	Infeasible bool
+	// ProgressAt is when the attempt's progress file last changed; zero when it has none (see heartbeats).
+	ProgressAt time.Time
 	// Nodes are the nodes its placed groups are on, one per group, when known (the simulator knows them; Ray's
 	// placement groups say so too). When not, Decide attributes the attempt's GPUs to nodes that show that many in
 	// use, to plan reservations from declared ends.
@@ -236,7 +240,9 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 
 	// Stops first: they free resources for the queue in a later pass.
 	out = stops(now, s, p, out)
+	out = heartbeats(now, s, out)
 	out = expiries(now, s, out)
+	s.Queue, out = dependencies(now, s, out) // tasks held by their dependencies leave the queue (deps.go)
 
 	if s.Cluster == nil {
 		return out

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"container/heap"
 	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // QueueView is the whole picture of the queue as the policy sees it now (GET /api/v2/queue).
@@ -73,6 +75,10 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		}
 		v.Nodes = append(v.Nodes, NodeFree{NodeID: n.id, FreeGPUs: n.free[ResGPU], TotalGPUs: n.total[ResGPU]})
 	}
+	// Tasks held by their dependencies do not compete for GPUs (as in Decide); they are listed last.
+	all := s.Queue
+	var held []Action
+	s.Queue, held = dependencies(now, s, nil)
 	pl := newPlan(now, s, p)
 	for _, sub := range pl.submits {
 		v.Starting = append(v.Starting, sub.Task.ID)
@@ -124,6 +130,34 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		if pl.ents[i].code == CodeNeverFits {
 			add(int32(i), CodeNeverFits, pl.reasonOf(&pl.ents[i]))
 		}
+	}
+	pos := 0
+	for _, e := range entries {
+		pos = max(pos, e.Position)
+	}
+	reasons, failed := map[*mvp.Task]string{}, map[*mvp.Task]bool{}
+	for _, a := range held {
+		switch a := a.(type) {
+		case *Wait:
+			reasons[a.Task] = a.Reason
+		case DependencyFailed:
+			failed[a.Task] = true // ended in this pass: no longer waiting
+		}
+	}
+	inQueue := make(map[*mvp.Task]bool, len(s.Queue))
+	for _, t := range s.Queue {
+		inQueue[t] = true
+	}
+	for _, t := range all {
+		if inQueue[t] || failed[t] || expired(now, t) {
+			continue
+		}
+		reason, ok := reasons[t]
+		if !ok {
+			reason = t.PendingReason // held, and that reason is already written
+		}
+		pos++
+		entries = append(entries, QueueEntry{TaskID: t.ID, Position: pos, Code: CodeDependency, Reason: reason})
 	}
 	v.Queue = entries
 	return v

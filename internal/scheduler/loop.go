@@ -43,10 +43,14 @@ type Loop struct {
 	MaxBackoff time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
+	// Secrets opens the secrets a task names, for the submission sent to Ray only; nil: secret storage is off.
+	Secrets SecretValues
 
 	mu     sync.Mutex
 	stuck  map[string]time.Time // submission id → first seen unplaceable; only live attempts
 	copied map[string]time.Time // submission id → last copy of its running log; only live attempts
+	// progressRead: submission id → what was last seen of its progress file (loop_progress.go).
+	progressRead map[string]string
 	// While Ray is unreachable, ticks back off (doubling from Tick to MaxBackoff, jittered) instead of calling
 	// Ray every tick.
 	backoff   time.Duration
@@ -63,6 +67,8 @@ type Health struct {
 	RayDownSince  *time.Time `json:"ray_down_since,omitempty"`
 	ClusterSource string     `json:"cluster_source,omitempty"`
 	LastTick      time.Time  `json:"last_tick"`
+	// ProbeError says why the live probe did not answer while the view is the dashboard's fallback.
+	ProbeError string `json:"probe_error,omitempty"`
 }
 
 // Health returns the latest health reading.
@@ -183,7 +189,13 @@ func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterVie
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("load active tasks: %w", err)
 	}
-	return Snapshot{Cluster: view, Queue: queue, Active: l.activeAttempts(now, view, active), ClusterErr: cerr}, nil
+	as := l.activeAttempts(now, view, active)
+	l.fillProgressAt(as) // heartbeats (loop_progress.go)
+	deps, err := l.Store.TaskStates(ctx, DependencyIDs(queue))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("load dependencies: %w", err)
+	}
+	return Snapshot{Cluster: view, Queue: queue, Active: as, ClusterErr: cerr, Deps: deps}, nil
 }
 
 // setHealth records the reading's outcome and the backoff; it reports whether Ray's availability changed.
@@ -211,7 +223,7 @@ func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) boo
 		h.RayOK, h.RayError = false, rayErr.Error()
 	}
 	if view != nil {
-		h.ClusterSource = view.Source
+		h.ClusterSource, h.ProbeError = view.Source, view.ProbeError
 	}
 	return wasOK != h.RayOK
 }
@@ -314,6 +326,11 @@ func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
 		return l.submit(ctx, now, a)
 	case Stop:
 		return l.stop(ctx, a)
+	case DependencyFailed:
+		reason := a.Reason
+		return l.Store.Apply(ctx, mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StateCanceled, At: now,
+			ErrorSummary: &reason, EventType: mvp.EventDependencyFailed,
+			EventPayload: map[string]any{"dependency": a.Dependency, "reason": reason}})
 	case Expire:
 		reason := a.Reason
 		return l.Store.Apply(ctx, mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StateFailed, At: now,
@@ -381,7 +398,11 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 
 // callRay submits payload; on an unclear outcome it looks the job up before anything else.
 func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, payload *mvp.JobSubmission) error {
-	err := l.Ray.SubmitJob(ctx, payload)
+	sent, secretValues, err := l.withSecrets(ctx, t, payload) // only what goes to Ray holds them (loop_secrets.go)
+	if err != nil {
+		return l.failSecrets(ctx, t, att, err)
+	}
+	err = l.Ray.SubmitJob(ctx, sent)
 	l.crash("submitting_after_ray")
 	switch {
 	case err == nil || errors.Is(err, mvp.ErrJobExists):
@@ -391,12 +412,14 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 			return l.markSubmitted(ctx, t, att)
 		}
 		l.Logger.Warn("submit did not go through; will look again next tick", "task_id", t.ID,
-			"submission_id", att.RaySubmissionID, "err", err)
-		return fmt.Errorf("submit attempt %s: %w", att.RaySubmissionID, err)
+			"submission_id", att.RaySubmissionID, "err", redact(err.Error(), secretValues))
+		return fmt.Errorf("submit attempt %s: %w", att.RaySubmissionID, redactedError{err, secretValues})
 	default:
-		msg := "Ray refused the submission: " + err.Error()
+		// Ray's answer might echo the payload: no secret value goes into the task's record.
+		text := redact(err.Error(), secretValues)
+		msg := "Ray refused the submission: " + text
 		up := *att
-		up.RayStatus, up.FailureKind, up.Message = mvp.RayFailed, mvp.FailureUserError, cut(err.Error())
+		up.RayStatus, up.FailureKind, up.Message = mvp.RayFailed, mvp.FailureUserError, cut(text)
 		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: mvp.StateSubmitting, To: mvp.StateFailed,
 			At: l.Clock.Now(), AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
 	}
@@ -444,6 +467,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 			r.Log, r.LogKept = logs, true
 		}
 		l.crash("final_log_fetch")
+		l.syncProgress(ctx, t, a, true) // its last word (loop_progress.go)
 		return l.conclude(ctx, t, a, r)
 	}
 
@@ -476,6 +500,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 	}
 	if info.Status == mvp.RayRunning {
 		l.copyRunningLog(ctx, t, a, now)
+		l.syncProgress(ctx, t, a, false) // loop_progress.go
 	}
 	if attemptChanged(a, &up) {
 		return l.Store.UpdateAttempt(ctx, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": info.Status})

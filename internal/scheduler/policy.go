@@ -58,6 +58,9 @@ const (
 	// CodeBackingOff: the task is waiting out next_run_at after an attempt that failed for lack of resources
 	// (only in Explain: Decide leaves such a task alone).
 	CodeBackingOff WaitCode = "backing_off"
+	// CodeDependency: the task waits for its after_ok / after_any dependencies to end (it does not compete for
+	// GPUs until they have).
+	CodeDependency WaitCode = "dependency"
 )
 
 // policyName is p.Name, or the default when it is empty.

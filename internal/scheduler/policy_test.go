@@ -297,3 +297,18 @@ func TestFIFOBehindSentenceStable(t *testing.T) {
 		t.Errorf("a new head rewrote the task behind it: %v", summary(acts))
 	}
 }
+
+// A task held by its dependencies is listed by Explain with code dependency, after the others, and not started.
+func TestExplainDependency(t *testing.T) {
+	b := newBench("n1")
+	dep := timed(1, 1, time.Hour, time.Hour)
+	held := timed(1, 1, time.Hour, 30*time.Minute)
+	held.AfterOK = []string{"mvp2-ppo-20251223-000000-aaaa"}
+	snap := b.snap(held, dep)
+	snap.Deps = map[string]mvp.State{"mvp2-ppo-20251223-000000-aaaa": mvp.StateRunning}
+	v := Explain(t0, snap, named(PolicyXFBF))
+	if len(v.Starting) != 1 || v.Starting[0] != dep.ID || len(v.Queue) != 1 || v.Queue[0].TaskID != held.ID ||
+		v.Queue[0].Code != CodeDependency || v.Queue[0].Position != 1 {
+		t.Errorf("got starting %v queue %+v", v.Starting, v.Queue)
+	}
+}

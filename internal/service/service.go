@@ -21,9 +21,12 @@ import (
 	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/ray"
+	"github.com/mvp2/mvp/internal/recurring"
 	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/secrets"
 	"github.com/mvp2/mvp/internal/sqlite"
 	"github.com/mvp2/mvp/internal/taskfs"
+	"github.com/mvp2/mvp/internal/web"
 	"github.com/mvp2/mvp/internal/workload"
 )
 
@@ -64,6 +67,7 @@ type Main struct {
 	stopCheckpoints func()
 	probe           *ray.Probe
 	loop            *scheduler.Loop
+	recur           *recurring.Loop
 	hs              *http.Server
 	ln              net.Listener
 	url             string
@@ -137,6 +141,19 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		cluster = m.probe
 	}
 
+	// Secret storage: on only with a key in $v2.secrets.key_env; a malformed key stops the start.
+	key, err := secrets.KeyFromEnv(cfg.V2.Secrets.KeyEnv)
+	if err != nil {
+		return err
+	}
+	vault, err := secrets.New(m.store, key, cfg.V2.Secrets.KeyEnv, clock)
+	if err != nil {
+		return err
+	}
+	if !vault.Enabled() {
+		logger.Info("secret storage is off: no key in the variable named by v2.secrets.key_env", "key_env", cfg.V2.Secrets.KeyEnv)
+	}
+
 	files := taskfs.FS{Root: cfg.SharedRoot}
 	settings := workload.Settings{SharedRoot: cfg.SharedRoot, EntrypointNumCPUs: cfg.EntrypointNumCPUs,
 		EntrypointResources: cfg.EntrypointResources, RuntimeEnv: cfg.RuntimeEnv, UserCodePath: cfg.UserCodePath,
@@ -155,18 +172,38 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout())},
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
 		Crash: m.Crash}
+	if vault.Enabled() {
+		m.loop.Secrets = vault.Values
+	}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token,
-		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash}
+		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
+		Secrets: vault}
+	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, NewID: api.NewTaskID,
+		Cancel: func(ctx context.Context, id, by string) error {
+			_, err := srv.Cancel(ctx, id, by)
+			return err
+		},
+		Submitted: m.loop.Wake, Clock: clock, Logger: logger.With("component", "schedules")}
+	srv.Schedules, srv.WakeSchedules = m.store, m.recur.Wake
 
 	addr := net.JoinHostPort(cfg.V2.API.Host, strconv.Itoa(cfg.V2.API.Port))
 	if m.ln, err = net.Listen("tcp", addr); err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	m.hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+	apiHandler := srv.Handler()
+	page := &web.Server{Store: m.store, Snapshot: m.loop.Snapshot, API: apiHandler, Cancel: srv.Cancel,
+		Schedules: m.store, Token: token, Clock: clock, Logger: logger.With("component", "web")}
+	root := http.NewServeMux()
+	root.Handle("/", apiHandler)
+	pageHandler := page.Handler()
+	root.Handle("/ui", pageHandler)
+	root.Handle("/ui/", pageHandler)
+	m.hs = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	m.url = "http://" + m.ln.Addr().String()
 	fmt.Fprintf(stdout, "mvp: API listening on %s\n", m.url)
+	fmt.Fprintf(stdout, "mvp: web page at %s/ui (log in with the API token)\n", m.url)
 	if generated {
 		fmt.Fprintf(stdout, "mvp: generated API token (shown once): %s\n", token)
 	}
@@ -203,9 +240,14 @@ func (m *Main) Run(ctx context.Context) error {
 	logger := m.logger
 	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
 	loopDone := make(chan struct{})
+	recurDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)
 		_ = m.loop.Run(loopCtx)
+	}()
+	go func() {
+		defer close(recurDone)
+		_ = m.recur.Run(loopCtx)
 	}()
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- m.hs.Serve(m.ln) }()
@@ -216,6 +258,7 @@ func (m *Main) Run(ctx context.Context) error {
 	case err := <-srvErr:
 		stopLoop()
 		<-loopDone
+		<-recurDone
 		return fmt.Errorf("http server: %w", err)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), m.ShutdownGrace)
@@ -227,6 +270,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	stopLoop()
 	<-loopDone
+	<-recurDone
 	logger.Info("stopped")
 	return nil
 }

@@ -98,7 +98,7 @@ func TestOpenRunClose(t *testing.T) {
 	if err := m.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := regexp.MustCompile(`^mvp: API listening on (http://127\.0\.0\.1:\d+)\nmvp: generated API token \(shown once\): ([0-9a-f]{48})\n$`)
+	want := regexp.MustCompile(`^mvp: API listening on (http://127\.0\.0\.1:\d+)\nmvp: web page at http://127\.0\.0\.1:\d+/ui \(log in with the API token\)\nmvp: generated API token \(shown once\): ([0-9a-f]{48})\n$`)
 	g := want.FindStringSubmatch(out.String())
 	if g == nil || g[1] != m.URL() || g[2] != m.APIToken() {
 		t.Fatalf("stdout %q; url %s", out.String(), m.URL())

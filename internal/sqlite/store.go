@@ -19,7 +19,8 @@ import (
 const (
 	taskCols = `t.task_id, t.workload, t.name, t.state, t.nnodes, t.n_gpus_per_node, t.jobspec_yaml, t.spec_json,
 		t.created_at, t.updated_at, t.next_run_at, t.pending_reason, t.error_summary, t.latest_attempt_no,
-		t.max_runtime_s, t.max_queued_s`
+		t.max_runtime_s, t.max_queued_s, t.progress_json, t.heartbeat_timeout_s,
+		t.after_ok, t.after_any, t.origin_id, t.resume_from`
 	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
 		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries`
 )
@@ -71,23 +72,33 @@ type scanner interface{ Scan(...any) error }
 
 // taskRow and attemptRow are the scan targets of one task and one (possibly absent, LEFT JOINed) attempt.
 type taskRow struct {
-	t                mvp.Task
-	spec             string
-	created, updated int64
-	next             sql.NullInt64
+	t                 mvp.Task
+	spec              string
+	created, updated  int64
+	next              sql.NullInt64
+	progress          string
+	afterOK, afterAny string
 }
 
 func (r *taskRow) dest() []any {
 	t := &r.t
 	return []any{&t.ID, &t.Workload, &t.Name, &t.State, &t.NNodes, &t.GPUsPerNode, &t.JobSpecYAML, &r.spec,
 		&r.created, &r.updated, &r.next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo, &t.MaxRuntimeS,
-		&t.MaxQueuedS}
+		&t.MaxQueuedS, &r.progress, &t.HeartbeatTimeoutS,
+		&r.afterOK, &r.afterAny, &t.OriginID, &t.ResumeFrom}
 }
 
 func (r *taskRow) task() *mvp.Task {
 	t := r.t
 	t.SpecJSON = json.RawMessage(r.spec)
 	t.CreatedAt, t.UpdatedAt, t.NextRunAt = fromNanos(r.created), fromNanos(r.updated), fromNull(r.next)
+	t.AfterOK, t.AfterAny = idList(r.afterOK), idList(r.afterAny)
+	if r.progress != "" {
+		var p mvp.Progress
+		if json.Unmarshal([]byte(r.progress), &p) == nil {
+			t.Progress = &p
+		}
+	}
 	return &t
 }
 
@@ -158,8 +169,15 @@ const insertEventSQL = `INSERT INTO events (task_id, ts, event_type, payload_jso
 
 const insertTaskSQL = `INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml,
 	spec_json, created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no,
-	max_runtime_s, max_queued_s)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`
+	max_runtime_s, max_queued_s, heartbeat_timeout_s, after_ok, after_any, origin_id, resume_from)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`
+
+// insertTaskArgs are the arguments of insertTaskSQL for t: the one place that lists a new task's columns.
+func insertTaskArgs(t *mvp.Task, spec string, created, updated time.Time) []any {
+	return []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
+		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.MaxRuntimeS,
+		t.MaxQueuedS, t.HeartbeatTimeoutS, idListText(t.AfterOK), idListText(t.AfterAny), t.OriginID, t.ResumeFrom}
+}
 
 // CreateTask inserts a QUEUED task (without attempts) and its CREATED event in one transaction. A task id that
 // exists already is mvp.ErrConflict. A zero CreatedAt is taken as now, a zero UpdatedAt as CreatedAt.
@@ -185,9 +203,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 	if err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
-	taskArgs := []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
-		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.MaxRuntimeS,
-		t.MaxQueuedS}
+	taskArgs := insertTaskArgs(t, spec, created, updated)
 	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
 	err = db.exec(ctx, func(w *wtx) error {
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
@@ -270,7 +286,7 @@ func (db *DB) Apply(ctx context.Context, c mvp.Change) error {
 			return fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, mvp.Errorf(mvp.CodeInvalid,
 				"attempt", "a new attempt needs a number ≥ 1 and a submission id (got %d, %q)", a.No, a.RaySubmissionID))
 		}
-		set = append(set, "latest_attempt_no = ?")
+		set = append(set, "latest_attempt_no = ?", "progress_json = ''") // a new attempt has said nothing yet
 		args = append(args, a.No)
 		newArgs = []any{c.TaskID, a.No, a.RaySubmissionID, a.RayJobID, a.RayStatus, a.FailureKind, a.Message,
 			a.DriverNodeID, nanos(orNow(a.CreatedAt)), nullNanos(a.StartTime), nullNanos(a.EndTime), nullInt(a.ExitCode),
@@ -410,6 +426,99 @@ func (db *DB) AddEvent(ctx context.Context, e *mvp.Event) error {
 	return nil
 }
 
+// idList decodes a JSON list of task ids (” is none).
+func idList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var ids []string
+	if json.Unmarshal([]byte(s), &ids) != nil || len(ids) == 0 {
+		return nil
+	}
+	return ids
+}
+
+// idListText encodes a list of task ids as JSON (” for none).
+func idListText(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// TaskStates returns the state of each named task that exists, in one read.
+func (db *DB) TaskStates(ctx context.Context, ids []string) (map[string]mvp.State, error) {
+	out := make(map[string]mvp.State, len(ids))
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := db.read.QueryContext(ctx, `SELECT task_id, state FROM tasks WHERE task_id IN (?`+
+			strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("task states: %w", db.mapErr(err))
+		}
+		for rows.Next() {
+			var id string
+			var st mvp.State
+			if err := rows.Scan(&id, &st); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("task states: %w", err)
+			}
+			out[id] = st
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("task states: %w", db.mapErr(err))
+		}
+	}
+	return out, nil
+}
+
+// NoteProgress records p as the task's progress when p.AttemptNo is still the task's latest attempt; otherwise it
+// writes nothing. An unknown task is mvp.ErrNotFound. No event is written: progress changes too often for the
+// history.
+func (db *DB) NoteProgress(ctx context.Context, taskID string, p *mvp.Progress) error {
+	if p == nil {
+		return mvp.Errorf(mvp.CodeInvalid, "progress", "note progress: no progress given")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("note progress of %s: %w", taskID, err)
+	}
+	err = db.exec(ctx, func(w *wtx) error {
+		res, err := w.exec(`UPDATE tasks SET progress_json = ? WHERE task_id = ? AND latest_attempt_no = ?`,
+			string(b), taskID, p.AttemptNo)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			st, err := w.stmt(`SELECT 1 FROM tasks WHERE task_id = ?`)
+			if err != nil {
+				return err
+			}
+			var one int
+			if err := st.QueryRowContext(context.Background(), taskID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+				return notFound("no task %q", taskID)
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("note progress of attempt %d of %s: %w", p.AttemptNo, taskID, err)
+	}
+	return nil
+}
+
 // MarkRayDeleted records that an attempt's Ray job was deleted from Ray's job server. An unknown attempt is
 // mvp.ErrNotFound.
 func (db *DB) MarkRayDeleted(ctx context.Context, taskID string, attemptNo int) error {
@@ -510,7 +619,31 @@ func (db *DB) GetTask(ctx context.Context, id string) (*mvp.Task, error) {
 	if t == nil {
 		return nil, notFound("no task %q", id)
 	}
+	if t.Resubmits, err = db.resubmits(ctx, id); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// resubmits returns the ids of the tasks resubmitted from id, oldest first.
+func (db *DB) resubmits(ctx context.Context, id string) ([]string, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT task_id FROM tasks WHERE origin_id = ? ORDER BY created_at, task_id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, fmt.Errorf("resubmits of %s: %w", id, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
+	}
+	return out, nil
 }
 
 // errCursor answers a cursor this store did not give out.
