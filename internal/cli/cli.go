@@ -53,6 +53,8 @@ Usage:
   mvp secrets list | put NAME [--from-file F] | delete NAME   write-only secrets (put reads the value from stdin)
   mvp bench load [--clients N] [--duration D] [-f job.yaml]   load the API; report throughput and latency
   mvp doctor [--config dev.yaml] [--gpus N] [--num-gpus]      this node's GPUs (NVML) and its readiness as a Ray worker
+  mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--policy NAME|all] [-o json]   replay a trace (no Ray)
+  mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv     make a trace
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN.
 Every client verb takes -o table|json|yaml (json is the API's own answer).
@@ -86,6 +88,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 			break
 		}
 		err = env.Doctor(ctx, rest)
+	case "sim":
+		err = runSim(rest, env)
 	case "schedule":
 		err = runSchedule(ctx, rest, env)
 	default:

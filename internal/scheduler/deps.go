@@ -52,7 +52,7 @@ func dependencies(now time.Time, s Snapshot, out []Action) ([]*mvp.Task, []Actio
 		case len(waiting) > 0:
 			reason := DependencyReasonPrefix + "waiting for " + strings.Join(waiting, ", ") + " to end"
 			if t.State != mvp.StatePendingResources || t.PendingReason != reason {
-				out = append(out, &Wait{Task: t, Reason: reason})
+				out = append(out, &Wait{Task: t, Code: CodeDependency, Reason: reason})
 			}
 		default:
 			queue = append(queue, t) // every dependency is done: the task competes for GPUs like any other

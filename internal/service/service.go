@@ -192,7 +192,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		StopGraceS: int(math.Ceil(cfg.V2.Scheduler.RuntimeGraceS))}
 	build := func(t *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(t, n, settings) }
 	prepare := func(body []byte) (*mvp.Task, error) { return workload.Prepare(body, settings) }
-	policy := policyOf(&cfg)
+	policy := PolicyOf(&cfg)
 
 	m.loop = &scheduler.Loop{Store: m.store, Ray: rayClient, Cluster: cluster, Build: build, Files: files, Clock: clock,
 		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
@@ -247,11 +247,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	return nil
 }
 
-// policyOf is the scheduler's admission policy from dev.yaml: the running cap, the gang wait, each workload's CPU
-// per GPU, and the driver's own resources (entrypoint_resources plus entrypoint_num_cpus as CPU).
-func policyOf(cfg *config.Config) scheduler.Policy {
-	policy := scheduler.Policy{MaxRunning: cfg.V2.Scheduler.MaxRunningTasks, GangWait: cfg.V2.Scheduler.GangWait(),
-		CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{}}
+// PolicyOf is the scheduler's admission policy from dev.yaml: the policy's name, the declared run time of a task
+// that gives none, the running cap, the gang wait, each workload's CPU per GPU, and the driver's own resources
+// (entrypoint_resources plus entrypoint_num_cpus as CPU). `mvp serve` and `mvp sim` both use it.
+func PolicyOf(cfg *config.Config) scheduler.Policy {
+	policy := scheduler.Policy{Name: cfg.V2.Scheduler.Policy, MaxRunning: cfg.V2.Scheduler.MaxRunningTasks,
+		GangWait: cfg.V2.Scheduler.GangWait(), CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{},
+		DefaultMaxRuntime: time.Duration(cfg.V2.Scheduler.DefaultMaxRuntimeS) * time.Second}
 	for name, w := range cfg.V2.Workloads {
 		policy.CPUsPerGPU[mvp.Workload(name)] = w.CPUsPerGPU
 	}
