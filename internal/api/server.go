@@ -92,6 +92,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents},
 		{"POST", "/api/v2/schedules", true, s.createSchedule},
 		{"GET", "/api/v2/schedules", true, s.listSchedules},
+		{"GET", "/api/v2/queue", true, s.queue},
 		{"GET", "/api/v2/schedules/{name}", true, s.getSchedule},
 		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule},
 		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule},
@@ -371,6 +372,25 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 		"ray_submission": payload,
 		"admission":      map[string]any{"verdict": verdict, "reason": reason},
 	})
+	return nil
+}
+
+// queue answers the whole picture of the queue as the policy sees it now: per-node free GPUs, the reservation and
+// every waiting task in order with its position, reason code and sentence, and estimated start.
+func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
+	snap, err := s.Snapshot(r.Context())
+	if err != nil {
+		return err
+	}
+	v := scheduler.Explain(s.Clock.Now(), snap, s.Policy)
+	if snap.ClusterErr != nil {
+		writeJSON(w, http.StatusOK, struct {
+			scheduler.QueueView
+			ClusterError string `json:"cluster_error"`
+		}{v, snap.ClusterErr.Error()})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 
