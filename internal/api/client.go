@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/taskfs"
 )
 
@@ -149,6 +150,13 @@ func (c *Client) List(ctx context.Context, state, workload string, limit int, cu
 	var p TaskPage
 	raw, err := c.JSON(ctx, "GET", "/api/v2/tasks", q, nil, "", &p)
 	return &p, raw, err
+}
+
+// Queue returns the queue as the scheduling policy sees it now (GET /api/v2/queue).
+func (c *Client) Queue(ctx context.Context) (*scheduler.QueueView, json.RawMessage, error) {
+	var v scheduler.QueueView
+	raw, err := c.JSON(ctx, "GET", "/api/v2/queue", nil, nil, "", &v)
+	return &v, raw, err
 }
 
 // Cancel cancels a task.

@@ -52,6 +52,12 @@ type Server struct {
 	LogPoll time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
+	// Observer is told of each task the API accepts; nil for none.
+	Observer mvp.Observer
+	// Metrics serves /metrics (the Prometheus exposition); nil answers 404 (metrics are off).
+	Metrics http.Handler
+	// MetricsPublic lets /metrics be read without the token.
+	MetricsPublic bool
 	// Schedules keeps recurring schedules (/api/v2/schedules).
 	Schedules mvp.ScheduleStore
 	// WakeSchedules asks the schedules loop for a pass (after a create or a resume); may be nil.
@@ -75,6 +81,7 @@ type route struct {
 func (s *Server) routes() []route {
 	return []route{
 		{"GET", "/healthz", false, s.healthz},
+		{"GET", "/metrics", !s.MetricsPublic, s.metrics},
 		{"GET", "/api/v2/openapi.json", true, s.openapi},
 		{"POST", "/api/v2/tasks", true, s.createTask},
 		{"GET", "/api/v2/tasks", true, s.listTasks},
@@ -85,6 +92,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents},
 		{"POST", "/api/v2/schedules", true, s.createSchedule},
 		{"GET", "/api/v2/schedules", true, s.listSchedules},
+		{"GET", "/api/v2/queue", true, s.queue},
 		{"GET", "/api/v2/schedules/{name}", true, s.getSchedule},
 		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule},
 		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule},
@@ -189,6 +197,15 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// metrics serves the Prometheus exposition, when the metrics are on.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if s.Metrics == nil {
+		return mvp.Errorf(mvp.CodeNotFound, "", "metrics are off; set v2.metrics.enabled: true in dev.yaml")
+	}
+	s.Metrics.ServeHTTP(w, r)
+	return nil
+}
+
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -269,6 +286,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 		return fmt.Errorf("create task: %w", err)
 	}
 	s.crash("api_after_insert")
+	mvp.ObserverOr(s.Observer).TaskSubmitted(t.Workload)
 	if s.Wake != nil {
 		s.Wake()
 	}
@@ -354,6 +372,25 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 		"ray_submission": payload,
 		"admission":      map[string]any{"verdict": verdict, "reason": reason},
 	})
+	return nil
+}
+
+// queue answers the whole picture of the queue as the policy sees it now: per-node free GPUs, the reservation and
+// every waiting task in order with its position, reason code and sentence, and estimated start.
+func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
+	snap, err := s.Snapshot(r.Context())
+	if err != nil {
+		return err
+	}
+	v := scheduler.Explain(s.Clock.Now(), snap, s.Policy)
+	if snap.ClusterErr != nil {
+		writeJSON(w, http.StatusOK, struct {
+			scheduler.QueueView
+			ClusterError string `json:"cluster_error"`
+		}{v, snap.ClusterErr.Error()})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/loadgen"
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // Env is what the CLI reads of its surroundings.
@@ -32,6 +33,8 @@ type Env struct {
 	Getenv func(string) string
 	// Serve runs `mvp serve` with its arguments.
 	Serve func(ctx context.Context, args []string) error
+	// Doctor runs `mvp doctor` with its arguments.
+	Doctor func(ctx context.Context, args []string) error
 }
 
 const usage = `mvp — a durable queue with gang GPU admission in front of a Ray cluster.
@@ -41,6 +44,7 @@ Usage:
   mvp submit -f job.yaml [-e key=value …] [--dry-run]
   mvp get TASK_ID
   mvp list [--state S] [--workload W] [--limit N] [--cursor C]
+  mvp queue                                     the queue in policy order: position, reason, estimated start
   mvp logs TASK_ID [-f] [--attempt N]
   mvp cancel TASK_ID
   mvp events TASK_ID [--limit N] [--cursor C]
@@ -50,6 +54,7 @@ Usage:
   mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]   a new task from the task's stored spec
   mvp secrets list | put NAME [--from-file F] | delete NAME   write-only secrets (put reads the value from stdin)
   mvp bench load [--clients N] [--duration D] [-f job.yaml]   load the API; report throughput and latency
+  mvp doctor [--config dev.yaml] [--gpus N] [--num-gpus]      this node's GPUs (NVML) and its readiness as a Ray worker
   mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--policy NAME|all] [-o json]   replay a trace (no Ray)
   mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv     make a trace
 
@@ -73,12 +78,18 @@ func Run(ctx context.Context, args []string, env Env) int {
 	switch verb {
 	case "serve":
 		err = env.Serve(ctx, rest)
-	case "submit", "get", "list", "logs", "cancel", "events", "results", "resubmit":
+	case "submit", "get", "list", "queue", "logs", "cancel", "events", "results", "resubmit":
 		err = runClient(ctx, verb, rest, env)
 	case "secrets":
 		err = runSecrets(ctx, rest, env)
 	case "bench":
 		err = runBench(ctx, rest, env)
+	case "doctor":
+		if env.Doctor == nil {
+			err = errors.New("not available in this build")
+			break
+		}
+		err = env.Doctor(ctx, rest)
 	case "sim":
 		err = runSim(rest, env)
 	case "schedule":
@@ -107,6 +118,7 @@ var verbHelp = map[string]string{
 	"submit":   "mvp submit -f job.yaml [-e key=value …] [--dry-run]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
 	"get":      "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
 	"list":     "mvp list [--state S] [--workload W] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
+	"queue":    "mvp queue\n  e.g. mvp queue -o json",
 	"logs":     "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
 	"cancel":   "mvp cancel TASK_ID\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
 	"events":   "mvp events TASK_ID [--limit N] [--cursor C]\n  e.g. mvp events mvp2-ppo-20251223-143201-7f3a -o yaml",
@@ -227,7 +239,19 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
-		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printList(w, p) })
+		// The queue's picture adds each waiting task's position, reason and estimated start; without it (an
+		// older server) the list is shown as stored.
+		q, _, qerr := c.Queue(ctx)
+		if qerr != nil {
+			q = nil
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printList(w, p, q) })
+	case "queue":
+		q, raw, err := c.Queue(ctx)
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printQueue(w, q) })
 	case "events":
 		p, raw, err := c.Events(ctx, fs.Arg(0), *cursor, *limit)
 		if err != nil {
@@ -480,20 +504,30 @@ func left(s *int) string {
 	return fmt.Sprintf(" (%s left)", time.Duration(*s)*time.Second)
 }
 
-func printList(w io.Writer, p *api.TaskPage) error {
+func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView) error {
+	entries := map[string]scheduler.QueueEntry{}
+	if q != nil {
+		for _, e := range q.Queue {
+			entries[e.TaskID] = e
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK ID\tSTATE\tWORKLOAD\tGANG\tATTEMPTS\tPROGRESS\tCREATED\tREASON")
+	fmt.Fprintln(tw, "TASK ID\tSTATE\tWORKLOAD\tGANG\tATTEMPTS\tPROGRESS\tCREATED\tQUEUE\tEST START\tREASON")
 	for _, t := range p.Tasks {
 		c := t.CreatedAt
 		reason := t.PendingReason
 		if t.ErrorSummary != "" {
 			reason = t.ErrorSummary
 		}
+		pos, est := "-", "-"
+		if e, ok := entries[t.ID]; ok && t.State.Waiting() {
+			pos, est, reason = fmt.Sprintf("#%d %s", e.Position, e.Code), ts(e.EstStart), e.Reason
+		}
 		if len(reason) > 60 {
 			reason = reason[:60] + "…"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%d\t%s\t%s\t%s\n", t.ID, t.State, t.Workload, t.NNodes, t.GPUsPerNode,
-			t.LatestAttemptNo, progressText(t.Progress, false), ts(&c), reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%d\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, t.Workload, t.NNodes,
+			t.GPUsPerNode, t.LatestAttemptNo, progressText(t.Progress, false), ts(&c), pos, est, reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -502,6 +536,35 @@ func printList(w io.Writer, p *api.TaskPage) error {
 		fmt.Fprintf(w, "\nmore: mvp list --cursor %s\n", p.NextCursor)
 	}
 	return nil
+}
+
+// printQueue renders the queue's picture: nodes, the reservation, then the waiting tasks in policy order.
+func printQueue(w io.Writer, q *scheduler.QueueView) error {
+	fmt.Fprintf(w, "policy %s at %s\n", q.Policy, ts(&q.At))
+	if !q.ClusterKnown {
+		fmt.Fprintln(w, "the cluster could not be read: nothing is admitted until it can")
+	}
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	if len(q.Nodes) > 0 {
+		fmt.Fprintln(tw, "NODE\tFREE GPU\tTOTAL GPU")
+		for _, n := range q.Nodes {
+			fmt.Fprintf(tw, "%s\t%g\t%g\n", n.NodeID, n.FreeGPUs, n.TotalGPUs)
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	for _, r := range q.Reservations {
+		fmt.Fprintf(w, "reserved: %s on %s from %s\n", r.TaskID, strings.Join(r.Nodes, ", "), ts(r.Start))
+	}
+	for _, id := range q.Starting {
+		fmt.Fprintf(w, "starting now: %s\n", id)
+	}
+	tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tTASK ID\tCODE\tEST START\tREASON")
+	for _, e := range q.Queue {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Position, e.TaskID, e.Code, ts(e.EstStart), e.Reason)
+	}
+	return tw.Flush()
 }
 
 func printEvents(w io.Writer, p *api.EventPage) error {

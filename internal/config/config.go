@@ -43,6 +43,7 @@ type V2 struct {
 	Scheduler Scheduler                 `yaml:"scheduler"`
 	Ray       Ray                       `yaml:"ray"`
 	Workloads map[string]WorkloadConfig `yaml:"workloads"`
+	Metrics   Metrics                   `yaml:"metrics"`
 	Secrets   Secrets                   `yaml:"secrets"`
 }
 
@@ -52,6 +53,17 @@ type V2 struct {
 type Secrets struct {
 	KeyEnv string `yaml:"key_env"`
 }
+
+// Metrics configures the Prometheus metrics at /metrics (specs/metrics.md lists them).
+type Metrics struct {
+	// Enabled serves /metrics and collects them; default true.
+	Enabled *bool `yaml:"enabled"`
+	// Public lets /metrics be read without the API token (e.g. by a Prometheus on a trusted network).
+	Public bool `yaml:"public"`
+}
+
+// On reports whether the metrics are enabled.
+func (m Metrics) On() bool { return m.Enabled == nil || *m.Enabled }
 
 // API is where the HTTP API listens.
 type API struct {

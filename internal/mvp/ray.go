@@ -51,9 +51,11 @@ type RayClient interface {
 
 // Node is one Ray node as the live per-node view shows it.
 type Node struct {
-	ID        string             `json:"node_id"`
-	Alive     bool               `json:"alive"`
-	IsHead    bool               `json:"is_head"`
+	ID     string `json:"node_id"`
+	Alive  bool   `json:"alive"`
+	IsHead bool   `json:"is_head"`
+	// IP is the node's address as Ray knows it (its raylet's).
+	IP        string             `json:"node_ip,omitempty"`
 	Total     map[string]float64 `json:"total"`
 	Available map[string]float64 `json:"available"`
 }

@@ -197,6 +197,9 @@ type Store interface {
 	UnkeptLogs(ctx context.Context, maxTries, limit int) ([]*Attempt, error)
 	// AddEvent appends an event to a task's history.
 	AddEvent(ctx context.Context, e *Event) error
+	// Counts returns the tasks by state and workload (with the oldest creation time of each group) and the ended
+	// attempts by failure kind, from one consistent reading.
+	Counts(ctx context.Context) (*Counts, error)
 	// NoteProgress records what attempt p.AttemptNo of a task last wrote in its progress file; it is kept only
 	// while that attempt is the task's latest (a late read of an older attempt changes nothing). An unknown task
 	// is ErrNotFound.

@@ -30,12 +30,15 @@ type Options struct {
 	Logger  *slog.Logger
 	// HTTPClient replaces the default transport (tests).
 	HTTPClient *http.Client
+	// Observer is told each call's endpoint, outcome and duration; nil for none.
+	Observer mvp.Observer
 }
 
 // Client is the Job REST API client. It implements mvp.RayClient.
 type Client struct {
 	r   *resty.Client
 	log *slog.Logger
+	obs mvp.Observer
 
 	mu          sync.Mutex
 	lastWarning string // the last incomplete-list warning logged
@@ -67,7 +70,7 @@ func New(o Options) *Client {
 	if o.Token != "" {
 		r.SetAuthToken(o.Token)
 	}
-	return &Client{r: r, log: o.Logger}
+	return &Client{r: r, log: o.Logger, obs: mvp.ObserverOr(o.Observer)}
 }
 
 type discardLogger struct{}
@@ -78,8 +81,17 @@ func (discardLogger) Debugf(string, ...any) {}
 
 func jobPath(id string, suffix string) string { return "/api/jobs/" + url.PathEscape(id) + suffix }
 
-// call runs a request and maps transport errors and statuses to mvp errors.
-func (c *Client) call(ctx context.Context, method, path string, body, out any) (*resty.Response, error) {
+// call runs a request and maps transport errors and statuses to mvp errors. endpoint names the call for the
+// Observer (a fixed name such as "get_job", never the path, which holds a job id).
+func (c *Client) call(ctx context.Context, endpoint, method, path string, body, out any) (*resty.Response, error) {
+	start := time.Now()
+	resp, outcome, err := c.do(ctx, method, path, body, out)
+	c.obs.RayCall(endpoint, outcome, time.Since(start))
+	return resp, err
+}
+
+// do runs one request and says how it ended: one of the mvp.Outcome constants.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) (*resty.Response, string, error) {
 	req := c.r.R().SetContext(ctx)
 	if body != nil {
 		req.SetHeader("Content-Type", "application/json").SetBody(body)
@@ -87,31 +99,31 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) (
 	resp, err := req.Execute(method, path)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, mvp.OutcomeCanceled, ctx.Err()
 		}
-		return nil, fmt.Errorf("%s %s: %w (%s)", method, path, mvp.ErrRayUnavailable, scrub(err.Error()))
+		return nil, mvp.OutcomeUnreachable, fmt.Errorf("%s %s: %w (%s)", method, path, mvp.ErrRayUnavailable, scrub(err.Error()))
 	}
 	switch code := resp.StatusCode(); {
 	case code < 300:
 		if out != nil {
 			if err := json.Unmarshal(resp.Body(), out); err != nil {
-				return resp, fmt.Errorf("%s %s: %w (undecodable answer: %v)", method, path, mvp.ErrRayUnavailable, err)
+				return resp, mvp.OutcomeServerError, fmt.Errorf("%s %s: %w (undecodable answer: %v)", method, path, mvp.ErrRayUnavailable, err)
 			}
 		}
-		return resp, nil
+		return resp, mvp.OutcomeOK, nil
 	case code == http.StatusNotFound:
-		return resp, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobNotFound)
+		return resp, mvp.OutcomeNotFound, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobNotFound)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return resp, fmt.Errorf("%s %s: %w (Ray answered %d: check the Ray token in v2.ray.token_env)", method, path,
+		return resp, mvp.OutcomeAuth, fmt.Errorf("%s %s: %w (Ray answered %d: check the Ray token in v2.ray.token_env)", method, path,
 			mvp.ErrRayUnavailable, code)
 	case code >= 500 && strings.Contains(string(resp.Body()), "already exists"):
-		return resp, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobExists)
+		return resp, mvp.OutcomeExists, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobExists)
 	case code >= 500 && strings.Contains(string(resp.Body()), "non-terminal state"):
-		return resp, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeConflict, Message: "the job is still running"})
+		return resp, mvp.OutcomeConflict, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeConflict, Message: "the job is still running"})
 	case code >= 500:
-		return resp, fmt.Errorf("%s %s: %w (HTTP %d: %s)", method, path, mvp.ErrRayUnavailable, code, lastLine(resp.Body()))
+		return resp, mvp.OutcomeServerError, fmt.Errorf("%s %s: %w (HTTP %d: %s)", method, path, mvp.ErrRayUnavailable, code, lastLine(resp.Body()))
 	default:
-		return resp, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeInvalid,
+		return resp, mvp.OutcomeRefused, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeInvalid,
 			Message: fmt.Sprintf("Ray refused the request (HTTP %d): %s", code, lastLine(resp.Body()))})
 	}
 }
@@ -137,7 +149,7 @@ func lastLine(b []byte) string {
 
 // SubmitJob posts a job. Ray's "already exists" answer is mvp.ErrJobExists.
 func (c *Client) SubmitJob(ctx context.Context, s *mvp.JobSubmission) error {
-	_, err := c.call(ctx, http.MethodPost, "/api/jobs/", s, nil)
+	_, err := c.call(ctx, "submit_job", http.MethodPost, "/api/jobs/", s, nil)
 	if err != nil {
 		return fmt.Errorf("submit job %s: %w", s.SubmissionID, err)
 	}
@@ -147,7 +159,7 @@ func (c *Client) SubmitJob(ctx context.Context, s *mvp.JobSubmission) error {
 // GetJob returns Ray's view of a job.
 func (c *Client) GetJob(ctx context.Context, id string) (*mvp.JobInfo, error) {
 	var info mvp.JobInfo
-	if _, err := c.call(ctx, http.MethodGet, jobPath(id, ""), nil, &info); err != nil {
+	if _, err := c.call(ctx, "get_job", http.MethodGet, jobPath(id, ""), nil, &info); err != nil {
 		return nil, fmt.Errorf("get job %s: %w", id, err)
 	}
 	return &info, nil
@@ -155,7 +167,7 @@ func (c *Client) GetJob(ctx context.Context, id string) (*mvp.JobInfo, error) {
 
 // StopJob asks Ray to stop a job.
 func (c *Client) StopJob(ctx context.Context, id string) error {
-	if _, err := c.call(ctx, http.MethodPost, jobPath(id, "/stop"), nil, nil); err != nil {
+	if _, err := c.call(ctx, "stop_job", http.MethodPost, jobPath(id, "/stop"), nil, nil); err != nil {
 		return fmt.Errorf("stop job %s: %w", id, err)
 	}
 	return nil
@@ -163,7 +175,7 @@ func (c *Client) StopJob(ctx context.Context, id string) error {
 
 // DeleteJob removes a finished job from Ray's job server.
 func (c *Client) DeleteJob(ctx context.Context, id string) error {
-	if _, err := c.call(ctx, http.MethodDelete, jobPath(id, ""), nil, nil); err != nil {
+	if _, err := c.call(ctx, "delete_job", http.MethodDelete, jobPath(id, ""), nil, nil); err != nil {
 		return fmt.Errorf("delete job %s: %w", id, err)
 	}
 	return nil
@@ -174,7 +186,7 @@ func (c *Client) JobLogs(ctx context.Context, id string) (string, error) {
 	var out struct {
 		Logs string `json:"logs"`
 	}
-	if _, err := c.call(ctx, http.MethodGet, jobPath(id, "/logs"), nil, &out); err != nil {
+	if _, err := c.call(ctx, "job_logs", http.MethodGet, jobPath(id, "/logs"), nil, &out); err != nil {
 		return "", fmt.Errorf("logs of job %s: %w", id, err)
 	}
 	return out.Logs, nil
@@ -185,7 +197,7 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 	var out struct {
 		RayVersion string `json:"ray_version"`
 	}
-	if _, err := c.call(ctx, http.MethodGet, "/api/version", nil, &out); err != nil {
+	if _, err := c.call(ctx, "version", http.MethodGet, "/api/version", nil, &out); err != nil {
 		return "", fmt.Errorf("ray version: %w", err)
 	}
 	return out.RayVersion, nil
@@ -204,7 +216,7 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 			} `json:"clusterStatus"`
 		} `json:"data"`
 	}
-	if _, err := c.call(ctx, http.MethodGet, "/api/cluster_status", nil, &st); err != nil {
+	if _, err := c.call(ctx, "cluster_status", http.MethodGet, "/api/cluster_status", nil, &st); err != nil {
 		return nil, fmt.Errorf("cluster status: %w", err)
 	}
 	var nodes struct {
@@ -214,17 +226,18 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 					NodeID    string             `json:"node_id"`
 					State     string             `json:"state"`
 					IsHead    bool               `json:"is_head_node"`
+					IP        string             `json:"node_ip"`
 					Resources map[string]float64 `json:"resources_total"`
 				} `json:"result"`
 			} `json:"result"`
 		} `json:"data"`
 	}
-	if _, err := c.call(ctx, http.MethodGet, "/api/v0/nodes?detail=1", nil, &nodes); err != nil {
+	if _, err := c.call(ctx, "list_nodes", http.MethodGet, "/api/v0/nodes?detail=1", nil, &nodes); err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	v := &mvp.ClusterView{At: time.Now(), Source: "dashboard"}
 	for _, n := range nodes.Data.Result.Result {
-		node := mvp.Node{ID: n.NodeID, Alive: n.State == "ALIVE", IsHead: n.IsHead, Total: n.Resources,
+		node := mvp.Node{ID: n.NodeID, Alive: n.State == "ALIVE", IsHead: n.IsHead, IP: n.IP, Total: n.Resources,
 			Available: map[string]float64{}}
 		usage, reported := st.Data.ClusterStatus.LoadMetricsReport.UsageByNode[n.NodeID]
 		for k, total := range n.Resources {
@@ -329,7 +342,7 @@ func (c *Client) placementGroups(ctx context.Context) ([]placementGroup, error) 
 			} `json:"result"`
 		} `json:"data"`
 	}
-	if _, err := c.call(ctx, http.MethodGet, placementGroupsQuery, nil, &out); err != nil {
+	if _, err := c.call(ctx, "list_placement_groups", http.MethodGet, placementGroupsQuery, nil, &out); err != nil {
 		return nil, fmt.Errorf("placement groups: %w", err)
 	}
 	r := out.Data.Result

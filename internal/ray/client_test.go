@@ -12,6 +12,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,6 +166,51 @@ func TestProbeTimeoutAndFallback(t *testing.T) {
 	v, err := p.ReadCluster(context.Background())
 	if err != nil || v.Source != "dashboard" {
 		t.Errorf("fallback: %+v %v", v, err)
+	}
+}
+
+// calls records what the client tells its Observer.
+type calls struct {
+	mvp.NopObserver
+	mu  sync.Mutex
+	got []string
+}
+
+func (c *calls) RayCall(endpoint, outcome string, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d <= 0 {
+		outcome += " (no duration)"
+	}
+	c.got = append(c.got, endpoint+" "+outcome)
+}
+
+func TestClientObservesEveryCallByEndpointAndOutcome(t *testing.T) {
+	srv, _ := fakeRay(t, "sekret-token-123")
+	obs := &calls{}
+	c := New(Options{DashboardURL: srv.URL, Token: "sekret-token-123", Observer: obs})
+	ctx := context.Background()
+	s := &mvp.JobSubmission{Entrypoint: "python3 -m x", SubmissionID: "mvp2-ppo-20251223-143201-7f3a--a01"}
+	c.SubmitJob(ctx, s)
+	c.SubmitJob(ctx, s)
+	c.SubmitJob(ctx, &mvp.JobSubmission{SubmissionID: "y"})
+	c.GetJob(ctx, s.SubmissionID)
+	c.GetJob(ctx, "nope")
+	c.JobLogs(ctx, s.SubmissionID)
+	c.StopJob(ctx, s.SubmissionID)
+	c.DeleteJob(ctx, s.SubmissionID)
+	c.Version(ctx)
+	New(Options{DashboardURL: srv.URL, Token: "wrong-token-abcdef", Observer: obs}).GetJob(ctx, "x")
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	c.GetJob(canceled, "x")
+	srv.Close()
+	New(Options{DashboardURL: srv.URL, Timeout: time.Second, Observer: obs}).SubmitJob(ctx, s)
+	want := []string{"submit_job ok", "submit_job exists", "submit_job refused", "get_job ok", "get_job not_found",
+		"job_logs ok", "stop_job not_found", "delete_job conflict", "version ok", "get_job unauthorized",
+		"get_job canceled", "submit_job unreachable"}
+	if strings.Join(obs.got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("observed\n%s\nwant\n%s", strings.Join(obs.got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

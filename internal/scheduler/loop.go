@@ -43,6 +43,8 @@ type Loop struct {
 	MaxBackoff time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
+	// Observer is told of each pass, each cluster reading and each admission; nil for none.
+	Observer mvp.Observer
 	// Secrets opens the secrets a task names, for the submission sent to Ray only; nil: secret storage is off.
 	Secrets SecretValues
 
@@ -125,6 +127,9 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if skip {
 		return nil // Ray is down: backing off
 	}
+	obs := mvp.ObserverOr(l.Observer)
+	start := time.Now() // the pass's own duration, for the metrics; decisions use l.Clock
+	defer func() { obs.SchedulerPass(time.Since(start)) }()
 	active, err := l.Store.Active(ctx)
 	if err != nil {
 		return fmt.Errorf("load active tasks: %w", err)
@@ -146,6 +151,8 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		if rayErr == nil {
 			rayErr = cerr
 		}
+	} else {
+		obs.ClusterRead(view)
 	}
 	if l.setHealth(now, view, rayErr) {
 		l.recordOutage(ctx, now, active, rayErr)
@@ -381,6 +388,7 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 		EventPayload: map[string]any{"submission_id": att.RaySubmissionID, "nodes": s.Nodes}}); err != nil {
 		return fmt.Errorf("record attempt %s: %w", att.RaySubmissionID, err)
 	}
+	mvp.ObserverOr(l.Observer).TaskAdmitted(t.Workload)
 	l.crash("submitting_before_ray")
 	if att.No == 1 {
 		// The task folder starts with the jobspec as submitted and the effective spec (the database holds

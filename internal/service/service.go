@@ -14,11 +14,16 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/jobspec"
+	"github.com/mvp2/mvp/internal/metrics"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/ray"
 	"github.com/mvp2/mvp/internal/recurring"
@@ -89,6 +94,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}()
 	cfg := *m.Config
+	if !scheduler.ValidPolicy(cfg.V2.Scheduler.Policy) {
+		return fmt.Errorf("v2.scheduler.policy: %q is not a policy; use one of %s", cfg.V2.Scheduler.Policy,
+			strings.Join(scheduler.PolicyNames, ", "))
+	}
 	if m.DBPath != "" {
 		cfg.V2.SQLite.DBPath = m.DBPath
 	}
@@ -115,7 +124,25 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.token = token
 	rayToken := os.Getenv(cfg.V2.Ray.TokenEnv)
 
-	m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{})
+	// The metrics live on a registry of this service's own (never the global one); with them off, nothing observes.
+	var obs mvp.Observer = mvp.NopObserver{}
+	var met *metrics.Metrics
+	var metricsHandler http.Handler
+	if cfg.V2.Metrics.On() {
+		reg := prometheus.NewRegistry()
+		if err := reg.Register(collectors.NewGoCollector()); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+		if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+		if met, err = metrics.New(reg, metrics.Options{Now: clock.Now}); err != nil {
+			return err
+		}
+		obs, metricsHandler = met, met.Handler(logger.With("component", "metrics"))
+	}
+
+	m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{Observer: obs})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}
@@ -125,7 +152,14 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}
 
-	rc := ray.New(ray.Options{DashboardURL: cfg.Address, Token: rayToken, Timeout: cfg.V2.Ray.RequestTimeout(), Logger: logger})
+	if met != nil {
+		if err := met.CollectStore(m.store, 5*time.Second); err != nil {
+			return err
+		}
+	}
+
+	rc := ray.New(ray.Options{DashboardURL: cfg.Address, Token: rayToken, Timeout: cfg.V2.Ray.RequestTimeout(), Logger: logger,
+		Observer: obs})
 	var rayClient mvp.RayClient = rc
 	if m.Ray != nil {
 		rayClient = m.Ray
@@ -171,14 +205,14 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,
 			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout())},
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
-		Crash: m.Crash}
+		Crash: m.Crash, Observer: obs}
 	if vault.Enabled() {
 		m.loop.Secrets = vault.Values
 	}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token,
 		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
-		Secrets: vault}
+		Secrets: vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public}
 	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, NewID: api.NewTaskID,
 		Cancel: func(ctx context.Context, id, by string) error {
 			_, err := srv.Cancel(ctx, id, by)
@@ -206,6 +240,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	fmt.Fprintf(stdout, "mvp: web page at %s/ui (log in with the API token)\n", m.url)
 	if generated {
 		fmt.Fprintf(stdout, "mvp: generated API token (shown once): %s\n", token)
+	}
+	if metricsHandler != nil {
+		access := "with the API token"
+		if cfg.V2.Metrics.Public {
+			access = "public"
+		}
+		fmt.Fprintf(stdout, "mvp: Prometheus metrics at %s/metrics (%s; see specs/metrics.md)\n", m.url, access)
 	}
 	logger.Info("mvp serving", "url", m.url, "ray", cfg.Address, "db", cfg.V2.SQLite.DBPath, "shared_root", cfg.SharedRoot)
 	return nil

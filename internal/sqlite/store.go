@@ -866,3 +866,36 @@ func (db *DB) FinishedInRay(ctx context.Context, keep, limit int) ([]*mvp.Attemp
 		WHERE a.ray_deleted = 0 AND a.ray_status IN ('SUCCEEDED', 'FAILED', 'STOPPED')
 		ORDER BY coalesce(a.end_time, a.created_at) DESC, a.task_id DESC, a.attempt_no DESC LIMIT ? OFFSET ?`, limit, keep)
 }
+
+// Counts reads the tasks by state and workload and the ended attempts by failure kind in one grouped query (so
+// both come from the same snapshot of the database).
+func (db *DB) Counts(ctx context.Context) (*mvp.Counts, error) {
+	rows, err := db.read.QueryContext(ctx, `
+		SELECT 't', state, workload, count(*), min(created_at) FROM tasks GROUP BY state, workload
+		UNION ALL
+		SELECT 'a', failure_kind, '', count(*), 0 FROM attempts
+			WHERE ray_status IN ('SUCCEEDED', 'FAILED', 'STOPPED') GROUP BY failure_kind`)
+	if err != nil {
+		return nil, fmt.Errorf("count tasks: %w", db.mapErr(err))
+	}
+	defer rows.Close()
+	c := &mvp.Counts{}
+	for rows.Next() {
+		var kind, a, b string
+		var n int
+		var oldest int64
+		if err := rows.Scan(&kind, &a, &b, &n, &oldest); err != nil {
+			return nil, fmt.Errorf("count tasks: %w", db.mapErr(err))
+		}
+		if kind == "t" {
+			c.Tasks = append(c.Tasks, mvp.TaskCount{State: mvp.State(a), Workload: mvp.Workload(b), N: n,
+				Oldest: fromNanos(oldest)})
+		} else {
+			c.EndedAttempts = append(c.EndedAttempts, mvp.AttemptCount{FailureKind: mvp.FailureKind(a), N: n})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count tasks: %w", db.mapErr(err))
+	}
+	return c, nil
+}

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"FinishedInRayAndMarkRayDeleted", testFinishedInRayAndMarkRayDeleted},
 		{"AddEvent", testAddEvent},
 		{"NoteLogAndUnkeptLogs", testNoteLogAndUnkeptLogs},
+		{"Counts", testCounts},
 		{"NoteProgress", testNoteProgress},
 		{"DependenciesAndTaskStates", testDependenciesAndTaskStates},
 		{"ResubmitLinks", testResubmitLinks},
@@ -1276,6 +1277,58 @@ func testNoteLogAndUnkeptLogs(h *harness) {
 	}
 	if err := h.s.NoteLog(h.ctx, "mvp2-ppo-20990101-000000-ffff", 1, true); !errors.Is(err, mvp.ErrNotFound) {
 		h.t.Errorf("NoteLog of an unknown attempt: %v, want ErrNotFound", err)
+	}
+}
+
+func testCounts(h *harness) {
+	c, err := h.s.Counts(h.ctx)
+	h.must(err)
+	if len(c.Tasks) != 0 || len(c.EndedAttempts) != 0 {
+		h.t.Errorf("an empty store counts %+v", c)
+	}
+	// Two queued ppo tasks (the older at t0), one queued sft task, one running ppo task, and ended attempts:
+	// one succeeded, two failed INFRA (one task requeued, then failed again), one still running (not counted).
+	h.create(t0)
+	h.create(t0.Add(time.Minute))
+	sft := h.newTask(t0.Add(2 * time.Minute))
+	sft.Workload, sft.ID = mvp.WorkloadSFT, strings.Replace(sft.ID, "-ppo-", "-sft-", 1)
+	h.must(h.s.CreateTask(h.ctx, sft))
+	h.drive(h.create(t0.Add(3*time.Minute)).ID, mvp.StateRunning)
+	done := h.create(t0.Add(4 * time.Minute))
+	h.submit(done.ID, mvp.StateQueued, 1, t0)
+	h.apply(mvp.Change{TaskID: done.ID, From: mvp.StateSubmitting, To: mvp.StateSucceeded, At: t0,
+		AttemptUpdate: &mvp.Attempt{No: 1, RayStatus: mvp.RaySucceeded}})
+	bad := h.create(t0.Add(5 * time.Minute))
+	h.submit(bad.ID, mvp.StateQueued, 1, t0)
+	h.apply(mvp.Change{TaskID: bad.ID, From: mvp.StateSubmitting, To: mvp.StatePendingResources, At: t0,
+		AttemptUpdate: &mvp.Attempt{No: 1, RayStatus: mvp.RayFailed, FailureKind: mvp.FailureInfra}})
+	h.submit(bad.ID, mvp.StatePendingResources, 2, t0)
+	h.apply(mvp.Change{TaskID: bad.ID, From: mvp.StateSubmitting, To: mvp.StateFailed, At: t0,
+		AttemptUpdate: &mvp.Attempt{No: 2, RayStatus: mvp.RayFailed, FailureKind: mvp.FailureInfra}})
+
+	c, err = h.s.Counts(h.ctx)
+	h.must(err)
+	got := map[string]string{}
+	for _, tc := range c.Tasks {
+		got[string(tc.State)+"/"+string(tc.Workload)] = fmt.Sprintf("%d since %s", tc.N, tc.Oldest.Format(time.TimeOnly))
+	}
+	at := func(d time.Duration) string { return t0.Add(d).Format(time.TimeOnly) }
+	want := map[string]string{
+		"QUEUED/ppo":    "2 since " + at(0),
+		"QUEUED/sft":    "1 since " + at(2*time.Minute),
+		"RUNNING/ppo":   "1 since " + at(3*time.Minute),
+		"SUCCEEDED/ppo": "1 since " + at(4*time.Minute),
+		"FAILED/ppo":    "1 since " + at(5*time.Minute),
+	}
+	if !reflect.DeepEqual(got, want) {
+		h.t.Errorf("tasks by state and workload:\n got %v\nwant %v", got, want)
+	}
+	ended := map[mvp.FailureKind]int{}
+	for _, ac := range c.EndedAttempts {
+		ended[ac.FailureKind] = ac.N
+	}
+	if want := map[mvp.FailureKind]int{mvp.FailureNone: 1, mvp.FailureInfra: 2}; !reflect.DeepEqual(ended, want) {
+		h.t.Errorf("ended attempts by failure kind %v, want %v (a live attempt is not counted)", ended, want)
 	}
 }
 
