@@ -95,7 +95,7 @@ type Scheduler struct {
 	MaxInfraRetries int     `yaml:"max_infra_retries"`
 	// MaxResourceRetries bounds the requeues of a task whose attempts failed for lack of resources.
 	MaxResourceRetries int `yaml:"max_resource_retries"`
-	// Policy names the queue policy (scheduler.Policies lists them).
+	// Policy names the queue policy (scheduler.PolicyNames lists them; "" is scheduler.DefaultPolicy).
 	Policy string `yaml:"policy"`
 	// DefaultMaxRuntimeS is a task's max_runtime_s when its jobspec gives none; MaxRuntimeCapS caps what a
 	// jobspec may ask for.
