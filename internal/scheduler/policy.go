@@ -121,8 +121,11 @@ type entry struct {
 	shape  int32
 	yields int32 // behind_reservation: queue index of the task yielded to, or -1 for plan.blocker
 	pos    int32 // 1-based position among waiting tasks, in policy order
-	sub    int32 // entSubmit: index into plan.submits
-	rtS    int32 // declared run time in seconds; maxRuntimeS when unbounded
+	// user is the owner's index in plan.users; rank the 1-based place rank gave the task (priority, fair
+	// share), orig its place by starvation and priority alone (0 when the queue kept arrival order).
+	user, rank, orig int32
+	sub              int32 // entSubmit: index into plan.submits
+	rtS              int32 // declared run time in seconds; maxRuntimeS when unbounded
 	// waitS is the seconds since the task was created; largest the GPUs of the largest free node (fragmented).
 	waitS, largest float32
 	kind           uint8
@@ -165,6 +168,13 @@ type plan struct {
 	freeKnown        bool
 	// Sentences shared by many waits.
 	behind, behindFor, maxRunning string
+	// users are the owners met in this pass (fairshare.go), userIdx indexes them by name, lastUser is the last
+	// looked up (-1 for none).
+	users    []userState
+	userIdx  map[string]int32
+	lastUser int32
+	// mixed: the queue has more than one owner or priority, or a task past the starvation bound (rank sorts).
+	mixed bool
 }
 
 // liveUse is where a live or just-admitted task holds resources, and until when.
@@ -177,9 +187,14 @@ type liveUse struct {
 
 // newPlan reserves what live attempts still take, then runs the policy over the queue.
 func newPlan(now time.Time, s Snapshot, p Policy) *plan {
-	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster)}
+	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1}
 	pl.reserveLive()
 	pl.classify()
+	pl.rank()
+	var ranked []int32
+	if pl.p.FairShare && len(pl.users) > 1 {
+		ranked = slices.Clone(pl.order) // the policies reorder backfill candidates in place
+	}
 	if pl.blocker != "" {
 		for _, i := range pl.order {
 			pl.wait(i, CodeBehindReservation, -1)
@@ -199,6 +214,9 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 			pl.easy(pl.sortByExpansion)
 		}
 	}
+	if ranked != nil {
+		pl.markFairShare(ranked)
+	}
 	pl.positions()
 	return pl
 }
@@ -213,6 +231,7 @@ func (pl *plan) reserveLive() {
 			pl.running++
 		}
 		d := DemandOf(a.Task, pl.p)
+		pl.users[pl.userOf(a.Task.Owner)].used += d.gangGPUs()
 		placed := createdGroups(pl.s.Cluster, a.Attempt)
 		unplaced := max(d.Groups-placed, 0)
 		driver := a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending
@@ -278,6 +297,11 @@ func (pl *plan) classify() {
 			e.kind = entSkip // backing off after an attempt that failed for lack of resources; does not hold the queue
 			continue
 		}
+		e.user = pl.userOf(t.Owner)
+		if len(pl.order) > 0 {
+			f := pl.order[0]
+			pl.mixed = pl.mixed || e.user != pl.ents[f].user || t.Priority != q[f].Priority
+		}
 		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
 		if t.Workload != lastWorkload {
 			lastWorkload, lastCPG = t.Workload, pl.p.CPUsPerGPU[t.Workload]
@@ -311,6 +335,9 @@ func (pl *plan) classify() {
 			e.kind, e.code = entWait, CodeNeverFits
 			continue
 		}
+		if b := pl.p.StarvationBound; b > 0 && float64(e.waitS) >= b.Seconds() {
+			pl.mixed = true
+		}
 		pl.order = append(pl.order, int32(i))
 	}
 }
@@ -324,6 +351,8 @@ func (pl *plan) fifo() {
 			pl.wait(i, CodeBehindReservation, head)
 		case pl.full():
 			pl.wait(i, CodeMaxRunning, 0)
+		case pl.overQuota(i):
+			pl.wait(i, CodeQuota, 0) // over its owner's quota: waits without holding the line
 		case !pl.tryAdmit(i):
 			pl.notFit(i)
 			head = i
@@ -336,6 +365,8 @@ func (pl *plan) greedy(order []int32) {
 	for _, i := range order {
 		if pl.full() {
 			pl.wait(i, CodeMaxRunning, 0)
+		} else if pl.overQuota(i) {
+			pl.wait(i, CodeQuota, 0)
 		} else if !pl.tryAdmit(i) {
 			pl.notFit(i)
 		}
@@ -353,6 +384,10 @@ func (pl *plan) easy(order func([]int32)) {
 				pl.wait(j, CodeMaxRunning, 0)
 			}
 			return
+		}
+		if pl.overQuota(i) {
+			pl.wait(i, CodeQuota, 0) // over its owner's quota: neither admitted nor given the reservation
+			continue
 		}
 		if pl.tryAdmit(i) {
 			continue
@@ -374,6 +409,10 @@ func (pl *plan) easy(order func([]int32)) {
 func (pl *plan) backfill(i int32) {
 	if pl.full() {
 		pl.wait(i, CodeMaxRunning, 0)
+		return
+	}
+	if pl.overQuota(i) {
+		pl.wait(i, CodeQuota, 0)
 		return
 	}
 	sh := &pl.shapes[pl.ents[i].shape]
@@ -459,6 +498,7 @@ func (pl *plan) admit(i int32, chosen []int, drv int) {
 		end = pl.now.Add(rt).UnixNano()
 	}
 	sh := pl.shapes[pl.ents[i].shape].d
+	pl.users[pl.ents[i].user].used += sh.gangGPUs()
 	pl.admitted = append(pl.admitted, liveUse{end: end, nodes: chosen, gpu: sh.GPUs, cpu: sh.CPUs, driver: drv})
 	if pl.built {
 		pl.addReleases(pl.admitted[len(pl.admitted)-1])
@@ -779,6 +819,10 @@ func (pl *plan) reasonOf(e *entry) string {
 			pl.maxRunning = fmt.Sprintf("max_running_tasks (%d) reached", pl.p.MaxRunning)
 		}
 		return pl.maxRunning
+	case CodeQuota:
+		return pl.quotaReason(e.user)
+	case CodeFairShare:
+		return pl.fairReason(e.user)
 	case CodeBehindReservation:
 		if y := pl.yieldsTo(e); y != pl.behindFor || pl.behind == "" {
 			pl.behindFor = y

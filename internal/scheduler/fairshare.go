@@ -1,0 +1,249 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// Users, priority and fair share (issue 15; specs/design.md "Users, priority and fair share").
+//
+// Before a policy runs, the queue is ranked: tasks that have waited past Policy.StarvationBound first, in arrival
+// order (no priority and no fair share can overtake them, so the first of them that does not fit holds the
+// reservation); then the others by priority, highest first; within one priority, when fair share is on, the
+// users' tasks are merged so that the next task is always the one of the user whose decayed usage (plus what the
+// tasks ranked before it will use) divided by its share is lowest, ties in arrival order. Two users who flood the
+// queue thus interleave, and a light user's task goes ahead of a heavy user's backlog. The policy then admits and
+// reserves in that order as it does in arrival order.
+
+// The wait codes of users and fair share.
+const (
+	// CodeQuota: starting the task would take its owner past max_gpus (GPUs of its live tasks plus this gang).
+	CodeQuota WaitCode = "quota"
+	// CodeFairShare: the task waits while a task of another user, ranked behind it by arrival and priority, was
+	// ranked ahead of it because its owner has used less than its share lately.
+	CodeFairShare WaitCode = "fair_share"
+)
+
+// UserLimits are one user's limits and share as the scheduler uses them (v2.auth.users).
+type UserLimits struct {
+	// MaxGPUs bounds the GPUs the user's live tasks hold together; 0 means no bound.
+	MaxGPUs int
+	// Share is the user's weight in fair share; 0 means 1.
+	Share float64
+}
+
+// DefaultStarvationBound is the wait after which no priority or fair share overtakes a task
+// (v2.scheduler.starvation_s).
+const DefaultStarvationBound = 24 * time.Hour
+
+// DefaultHalfLife is the half-life of fair share's decayed usage (v2.scheduler.fair_share_half_life_s).
+const DefaultHalfLife = 24 * time.Hour
+
+// DecayedUsage sums, per owner, the GPU-seconds of the spans, each second weighted by 2^(-age/halfLife) where age
+// is how long before now it was (Slurm's decayed usage). A span still running counts up to now. It is pure.
+func DecayedUsage(now time.Time, halfLife time.Duration, spans []mvp.UsageSpan) map[string]float64 {
+	out := map[string]float64{}
+	h := halfLife.Seconds()
+	for _, sp := range spans {
+		end := now
+		if sp.End != nil && sp.End.Before(now) {
+			end = *sp.End
+		}
+		if !sp.Start.Before(end) || sp.GPUs <= 0 {
+			continue
+		}
+		a, b := now.Sub(end).Seconds(), now.Sub(sp.Start).Seconds() // ages of the span's end and start
+		var secs float64
+		if h <= 0 {
+			secs = b - a // no decay
+		} else {
+			// ∫ from age a to b of 2^(-x/h) dx = h/ln2 · (2^(-a/h) − 2^(-b/h))
+			secs = h / math.Ln2 * (math.Exp2(-a/h) - math.Exp2(-b/h))
+		}
+		out[sp.Owner] += secs * float64(sp.GPUs)
+	}
+	return out
+}
+
+// UsageSince is the oldest time a span must reach to count for more than a negligible part of a usage with this
+// half-life (20 half-lives: a factor below one in a million); the zero time when usage does not decay.
+func UsageSince(now time.Time, halfLife time.Duration) time.Time {
+	if halfLife <= 0 {
+		return time.Time{}
+	}
+	return now.Add(-20 * halfLife)
+}
+
+// userOf interns an owner name: the index of its per-user state in the plan.
+func (pl *plan) userOf(owner string) int32 {
+	if owner == "" {
+		owner = mvp.Operator
+	}
+	if pl.lastUser >= 0 && pl.users[pl.lastUser].name == owner {
+		return pl.lastUser
+	}
+	if len(pl.users) <= 8 { // a scan of a few names is cheaper than hashing one
+		for u := range pl.users {
+			if pl.users[u].name == owner {
+				pl.lastUser = int32(u)
+				return int32(u)
+			}
+		}
+	}
+	u, ok := pl.userIdx[owner]
+	if !ok {
+		if pl.userIdx == nil {
+			pl.userIdx = map[string]int32{}
+		}
+		u = int32(len(pl.users))
+		pl.userIdx[owner] = u
+		lim := pl.p.Users[owner]
+		share := lim.Share
+		if share <= 0 {
+			share = 1
+		}
+		pl.users = append(pl.users, userState{name: owner, maxGPUs: float64(lim.MaxGPUs), share: share,
+			charge: pl.s.Usage[owner] / share})
+	}
+	pl.lastUser = u
+	return u
+}
+
+// userState is one user's part of a plan.
+type userState struct {
+	name    string
+	maxGPUs float64 // 0: no bound
+	share   float64
+	// used is the GPUs the user's live and just-admitted tasks hold (quota).
+	used float64
+	// charge is decayed usage ÷ share, plus what the tasks ranked so far will use ÷ share (fair share's merge).
+	charge float64
+	// fair and quota are the fair_share and quota sentences, formatted once (after the pass's admissions).
+	fair, quota string
+}
+
+// gangGPUs is the GPUs a task of this shape holds in all.
+func (d Demand) gangGPUs() float64 { return float64(d.Groups) * d.GPUs }
+
+// overQuota reports whether admitting task i would take its owner past max_gpus.
+func (pl *plan) overQuota(i int32) bool {
+	u := &pl.users[pl.ents[i].user]
+	return u.maxGPUs > 0 && u.used+pl.shapes[pl.ents[i].shape].d.gangGPUs() > u.maxGPUs
+}
+
+// rank orders pl.order as described at the top of this file and records each task's rank. A queue with one owner
+// and one priority, and no task past the starvation bound, keeps arrival order without sorting (classify tells).
+//
+// The fair-share merge is done as one sort: walking each user's tasks of one priority in arrival order, a task's
+// key is its user's charge before it (decayed usage ÷ share, plus the expected GPU-seconds ÷ share of that user's
+// earlier tasks of that priority). Always taking the next task of the user with the lowest charge gives exactly
+// the order of these keys (ties in arrival order), as in weighted fair queueing's virtual start times.
+func (pl *plan) rank() {
+	order := pl.order
+	if pl.mixed && len(order) < 1<<24 {
+		fair := pl.p.FairShare && len(pl.users) > 1
+		nu := len(pl.users)
+		var charge []float64 // per user and band: the running charge
+		if fair {
+			charge = make([]float64, nu*(mvp.MaxPriority+2))
+			for b := 1; b < mvp.MaxPriority+2; b++ {
+				for u := range pl.users {
+					charge[b*nu+u] = pl.users[u].charge
+				}
+			}
+		}
+		keys := make([]uint64, len(order))
+		for k, i := range order {
+			e := &pl.ents[i]
+			band := pl.band(i)
+			e.orig = int32(band<<24 | uint32(i))
+			key := uint64(band)<<56 | uint64(uint32(i))
+			if fair && band > 0 {
+				c := &charge[int(band)*nu+int(e.user)]
+				key |= uint64(math.Float32bits(float32(*c))) << 24
+				*c += pl.expectedCost(i) / pl.users[e.user].share
+			}
+			keys[k] = key
+		}
+		radixSort(keys)
+		for k, key := range keys {
+			order[k] = int32(key & (1<<24 - 1))
+		}
+	}
+	for k, i := range order {
+		pl.ents[i].rank = int32(k + 1)
+	}
+}
+
+// band is task i's rank band: 0 past the starvation bound, else 1 + (MaxPriority − priority).
+func (pl *plan) band(i int32) uint32 {
+	if b := pl.p.StarvationBound; b > 0 && float64(pl.ents[i].waitS) >= b.Seconds() {
+		return 0
+	}
+	return 1 + uint32(mvp.MaxPriority-min(max(pl.s.Queue[i].Priority, 0), mvp.MaxPriority))
+}
+
+// expectedCost is the GPU-seconds task i is expected to use: its gang's GPUs × its declared run time (the
+// half-life when it declares none).
+func (pl *plan) expectedCost(i int32) float64 {
+	rt := float64(pl.ents[i].rtS)
+	if pl.ents[i].rtS == maxRuntimeS {
+		rt = pl.p.HalfLife.Seconds()
+		if rt <= 0 {
+			rt = DefaultHalfLife.Seconds()
+		}
+	}
+	return pl.shapes[pl.ents[i].shape].d.gangGPUs() * rt
+}
+
+// markFairShare relabels the waits that fair share caused: a task waiting for GPUs (busy, fragmented or behind
+// a reservation) while a task of another user that it was ahead of by arrival and priority was ranked before it.
+// ranked is pl.order as rank left it.
+func (pl *plan) markFairShare(ranked []int32) {
+	// The highest orig among the tasks ranked so far, and the highest among users other than that one's.
+	best1, best2 := int32(0), int32(0)
+	user1 := int32(-1)
+	for _, i := range ranked {
+		e := &pl.ents[i]
+		if e.kind == entWait && (e.code == CodeGPUsBusy || e.code == CodeFragmented || e.code == CodeBehindReservation) {
+			other := best1
+			if user1 == e.user {
+				other = best2
+			}
+			if other > e.orig {
+				e.code, e.yields = CodeFairShare, 0
+			}
+		}
+		switch {
+		case e.orig > best1 && e.user != user1:
+			best2, best1, user1 = best1, e.orig, e.user
+		case e.orig > best1:
+			best1 = e.orig
+		case e.user != user1 && e.orig > best2:
+			best2 = e.orig
+		}
+	}
+}
+
+// fairReason is the sentence of a fair_share wait for user u.
+func (pl *plan) fairReason(u int32) string {
+	us := &pl.users[u]
+	if us.fair == "" {
+		us.fair = fmt.Sprintf("fair share: %s has used more GPU time lately, relative to its share (%g), than "+
+			"the users whose tasks go first", us.name, us.share)
+	}
+	return us.fair
+}
+
+// quotaReason is the sentence of a quota wait for user u (formatted once per pass and user).
+func (pl *plan) quotaReason(u int32) string {
+	us := &pl.users[u]
+	if us.quota == "" {
+		us.quota = fmt.Sprintf("quota: %s's live tasks hold %g of its max_gpus %g; this task's gang would pass it",
+			us.name, us.used, us.maxGPUs)
+	}
+	return us.quota
+}
