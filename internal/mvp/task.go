@@ -201,6 +201,8 @@ type Store interface {
 	Apply(ctx context.Context, c Change) error
 	// UpdateAttempt overwrites an attempt's Ray-side fields without a state change, and records an event.
 	UpdateAttempt(ctx context.Context, a *Attempt, eventType string, payload map[string]any) error
+	// CountWaiting returns how many of owner's tasks wait (QUEUED or PENDING_RESOURCES): max_queued.
+	CountWaiting(ctx context.Context, owner string) (int, error)
 	// UsageSpans returns the attempts that ran at some time after since (started, and not ended before since),
 	// with their owner and gang size: fair share's decayed usage is computed from them.
 	UsageSpans(ctx context.Context, since time.Time) ([]UsageSpan, error)

@@ -202,7 +202,15 @@ func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterVie
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("load dependencies: %w", err)
 	}
-	return Snapshot{Cluster: view, Queue: queue, Active: as, ClusterErr: cerr, Deps: deps}, nil
+	var usage map[string]float64
+	if l.Policy.FairShare {
+		spans, err := l.Store.UsageSpans(ctx, UsageSince(now, l.Policy.HalfLife))
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("load usage: %w", err)
+		}
+		usage = DecayedUsage(now, l.Policy.HalfLife, spans)
+	}
+	return Snapshot{Cluster: view, Queue: queue, Active: as, ClusterErr: cerr, Deps: deps, Usage: usage}, nil
 }
 
 // setHealth records the reading's outcome and the backoff; it reports whether Ray's availability changed.

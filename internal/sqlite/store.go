@@ -743,12 +743,24 @@ func (db *DB) ListTasks(ctx context.Context, f mvp.TaskFilter) ([]*mvp.Task, str
 	return out, next, nil
 }
 
+// CountWaiting returns how many of owner's tasks are QUEUED or PENDING_RESOURCES.
+func (db *DB) CountWaiting(ctx context.Context, owner string) (int, error) {
+	var n int
+	err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM tasks
+		WHERE owner = ? AND state IN ('QUEUED', 'PENDING_RESOURCES')`, owner).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count waiting tasks of %s: %w", owner, db.mapErr(err))
+	}
+	return n, nil
+}
+
 // UsageSpans returns, for fair share, every attempt that started and did not end before since, with its task's
 // owner and gang size (nnodes × n_gpus_per_node).
 func (db *DB) UsageSpans(ctx context.Context, since time.Time) ([]mvp.UsageSpan, error) {
 	rows, err := db.read.QueryContext(ctx, `SELECT t.owner, t.nnodes * t.n_gpus_per_node, a.start_time, a.end_time
 		FROM attempts a JOIN tasks t ON t.task_id = a.task_id
-		WHERE a.start_time IS NOT NULL AND (a.end_time IS NULL OR a.end_time >= ?)`, nanos(since))
+		WHERE a.start_time IS NOT NULL AND (a.end_time >= ?
+			OR (a.end_time IS NULL AND a.ray_status IN ('', 'PENDING', 'RUNNING')))`, nanos(since))
 	if err != nil {
 		return nil, fmt.Errorf("load usage: %w", db.mapErr(err))
 	}

@@ -7,3 +7,7 @@ ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 50 CHECK (priorit
 CREATE INDEX tasks_by_owner ON tasks (owner, state, created_at, task_id);
 -- Fair share reads the attempts that ran lately (decayed usage).
 CREATE INDEX attempts_by_end ON attempts (end_time);
+-- A secret and a schedule belong to the user who made them (the operator for rows from before): only they and the
+-- operator see or change them, and a schedule's tasks are its owner's.
+ALTER TABLE secrets ADD COLUMN owner TEXT NOT NULL DEFAULT 'operator';
+ALTER TABLE schedules ADD COLUMN owner TEXT NOT NULL DEFAULT 'operator';
