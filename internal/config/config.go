@@ -186,8 +186,9 @@ const (
 	DefaultMaxQueuedS         = 7 * 24 * 3600  // a week
 	DefaultMaxQueuedCapS      = 30 * 24 * 3600
 	DefaultRuntimeGraceS      = 30.0
-	// DefaultFairShareHalfLifeS is fair share's half-life (one day); DefaultStarvationS the starvation bound (one day).
-	DefaultFairShareHalfLifeS = 86400.0
+	// DefaultFairShareHalfLifeS is fair share's half-life (7 days, Slurm's PriorityDecayHalfLife default; `make sim`
+	// measured the steady team's wait shortest with it, BENCHMARKS.md); DefaultStarvationS the starvation bound.
+	DefaultFairShareHalfLifeS = 7 * 86400.0
 	DefaultStarvationS        = 86400.0
 	// MaxAttempts is the largest attempt number a task folder holds (attempts/a01 … a999).
 	MaxAttempts             = 999

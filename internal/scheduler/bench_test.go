@@ -97,7 +97,7 @@ func BenchmarkDecide100kFairShare(b *testing.B) {
 	}
 	snap.Usage = map[string]float64{"alice": 1e6, "bob": 5e5, "carol": 1e3}
 	p := policy100k(DefaultPolicy)
-	p.FairShare, p.HalfLife, p.StarvationBound = true, DefaultHalfLife, DefaultStarvationBound
+	p.FairShare, p.HalfLife, p.StarvationBound = true, 7*24*time.Hour, 24*time.Hour
 	p.Users = map[string]UserLimits{"dave": {MaxGPUs: 8}, "bob": {Share: 2}}
 	runtime.GC()
 	b.ReportAllocs()

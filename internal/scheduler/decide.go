@@ -40,11 +40,10 @@ type Policy struct {
 	// FairShare ranks competing users' tasks of one priority by decayed usage ÷ share (Snapshot.Usage);
 	// off, they keep arrival order.
 	FairShare bool
-	// HalfLife is the half-life of the decayed usage (the loop computes Snapshot.Usage with it); Decide uses it
-	// as the expected run of a task that declares none.
+	// HalfLife is the half-life of the decayed usage (the loop computes Snapshot.Usage with it).
 	HalfLife time.Duration
-	// StarvationBound: a task that has waited this long is ranked before every task that has not, so no priority
-	// and no fair share can overtake it or its reservation; 0 means no bound.
+	// StarvationBound: the oldest task that has waited this long is ranked first, so no priority and no fair
+	// share can overtake it or its reservation; 0 means no bound.
 	StarvationBound time.Duration
 }
 

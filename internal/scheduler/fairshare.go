@@ -10,13 +10,17 @@ import (
 
 // Users, priority and fair share (issue 15; specs/design.md "Users, priority and fair share").
 //
-// Before a policy runs, the queue is ranked: tasks that have waited past Policy.StarvationBound first, in arrival
-// order (no priority and no fair share can overtake them, so the first of them that does not fit holds the
-// reservation); then the others by priority, highest first; within one priority, when fair share is on, the
-// users' tasks are merged so that the next task is always the one of the user whose decayed usage (plus what the
-// tasks ranked before it will use) divided by its share is lowest, ties in arrival order. Two users who flood the
-// queue thus interleave, and a light user's task goes ahead of a heavy user's backlog. The policy then admits and
-// reserves in that order as it does in arrival order.
+// Before a policy runs, the queue is ranked. Each user's tasks are ordered: the oldest task that has waited past
+// Policy.StarvationBound first (no priority can overtake it: if it does not fit, it holds the reservation, as the
+// oldest task does in plain EASY; once it starts, the next oldest past the bound takes its place), then by
+// priority, highest first, then in arrival order. With fair share off, that order holds across users too: the
+// queue is one list by starvation, priority and arrival. With fair share on, the users' lists are merged so that
+// the next task is always the one of the user whose decayed usage (plus what the tasks ranked before it will use,
+// see RankHorizon) divided by its share is lowest, ties in arrival order: between users, fair share decides;
+// within a user's tasks, priority does. Two users who flood the queue thus interleave, and a light user's task
+// goes ahead of a heavy user's backlog, even of its oldest or highest-priority task (fair share's decay keeps
+// that from lasting: a user who gets the GPUs grows heavier). The policy then admits and reserves in that order as
+// it does in arrival order.
 
 // The wait codes of users and fair share.
 const (
@@ -34,13 +38,6 @@ type UserLimits struct {
 	// Share is the user's weight in fair share; 0 means 1.
 	Share float64
 }
-
-// DefaultStarvationBound is the wait after which no priority or fair share overtakes a task
-// (v2.scheduler.starvation_s).
-const DefaultStarvationBound = 24 * time.Hour
-
-// DefaultHalfLife is the half-life of fair share's decayed usage (v2.scheduler.fair_share_half_life_s).
-const DefaultHalfLife = 24 * time.Hour
 
 // DecayedUsage sums, per owner, the GPU-seconds of the spans, each second weighted by 2^(-age/halfLife) where age
 // is how long before now it was (Slurm's decayed usage). A span still running counts up to now. It is pure.
@@ -137,36 +134,35 @@ func (pl *plan) overQuota(i int32) bool {
 // rank orders pl.order as described at the top of this file and records each task's rank. A queue with one owner
 // and one priority, and no task past the starvation bound, keeps arrival order without sorting (classify tells).
 //
-// The fair-share merge is done as one sort: walking each user's tasks of one priority in arrival order, a task's
-// key is its user's charge before it (decayed usage ÷ share, plus the expected GPU-seconds ÷ share of that user's
-// earlier tasks of that priority). Always taking the next task of the user with the lowest charge gives exactly
-// the order of these keys (ties in arrival order), as in weighted fair queueing's virtual start times.
+// The first sort is by band (the oldest task past the bound, then priority) and arrival. With fair share, a
+// second sort merges the users: walking each user's tasks in the first order, a task's key is its user's charge
+// before it (decayed usage ÷ share, plus expectedCost ÷ share of that user's tasks before it). Always taking the
+// next task of the user with the lowest charge gives exactly the order of these keys (ties in arrival order), as
+// in weighted fair queueing's virtual start times.
 func (pl *plan) rank() {
 	order := pl.order
-	if pl.mixed && len(order) < 1<<24 {
-		fair := pl.p.FairShare && len(pl.users) > 1
-		nu := len(pl.users)
-		var charge []float64 // per user and band: the running charge
-		if fair {
-			charge = make([]float64, nu*(mvp.MaxPriority+2))
-			for b := 1; b < mvp.MaxPriority+2; b++ {
-				for u := range pl.users {
-					charge[b*nu+u] = pl.users[u].charge
-				}
-			}
+	if !pl.mixed || len(order) >= 1<<24 {
+		for k, i := range order {
+			pl.ents[i].rank = int32(k + 1)
 		}
-		keys := make([]uint64, len(order))
+		return
+	}
+	keys := make([]uint64, len(order))
+	for k, i := range order {
+		band := pl.band(i)
+		pl.ents[i].orig = int32(band<<24 | uint32(i))
+		keys[k] = uint64(band)<<56 | uint64(uint32(i))
+	}
+	radixSort(keys)
+	for k, key := range keys {
+		order[k] = int32(key & (1<<24 - 1))
+	}
+	if pl.p.FairShare && len(pl.users) > 1 {
 		for k, i := range order {
 			e := &pl.ents[i]
-			band := pl.band(i)
-			e.orig = int32(band<<24 | uint32(i))
-			key := uint64(band)<<56 | uint64(uint32(i))
-			if fair && band > 0 {
-				c := &charge[int(band)*nu+int(e.user)]
-				key |= uint64(math.Float32bits(float32(*c))) << 24
-				*c += pl.expectedCost(i) / pl.users[e.user].share
-			}
-			keys[k] = key
+			u := &pl.users[e.user]
+			keys[k] = uint64(math.Float32bits(float32(u.charge)))<<24 | uint64(uint32(i))
+			u.charge += pl.expectedCost(i) / u.share
 		}
 		radixSort(keys)
 		for k, key := range keys {
@@ -178,24 +174,24 @@ func (pl *plan) rank() {
 	}
 }
 
-// band is task i's rank band: 0 past the starvation bound, else 1 + (MaxPriority − priority).
+// band is task i's rank band: 0 for the oldest task past the starvation bound (pl.starved), else
+// 1 + (MaxPriority − priority).
 func (pl *plan) band(i int32) uint32 {
-	if b := pl.p.StarvationBound; b > 0 && float64(pl.ents[i].waitS) >= b.Seconds() {
+	if i == pl.starved {
 		return 0
 	}
 	return 1 + uint32(mvp.MaxPriority-min(max(pl.s.Queue[i].Priority, 0), mvp.MaxPriority))
 }
 
-// expectedCost is the GPU-seconds task i is expected to use: its gang's GPUs × its declared run time (the
-// half-life when it declares none).
+// RankHorizon is how long fair share's merge counts a ranked task as holding its GPUs: a task adds its gang's
+// GPUs × min(declared run time, RankHorizon) to its user's charge. Counting the whole declared run would let one
+// long gang (days × 32 GPUs) push its user behind a whole sweep of another's; counting a short horizon keeps the
+// merge proportional to GPUs while decayed usage (hours to days of GPU time) decides who goes first.
+const RankHorizon = time.Hour
+
+// expectedCost is what task i adds to its user's charge when ranked (see RankHorizon).
 func (pl *plan) expectedCost(i int32) float64 {
-	rt := float64(pl.ents[i].rtS)
-	if pl.ents[i].rtS == maxRuntimeS {
-		rt = pl.p.HalfLife.Seconds()
-		if rt <= 0 {
-			rt = DefaultHalfLife.Seconds()
-		}
-	}
+	rt := min(float64(pl.ents[i].rtS), RankHorizon.Seconds())
 	return pl.shapes[pl.ents[i].shape].d.gangGPUs() * rt
 }
 

@@ -173,8 +173,11 @@ type plan struct {
 	users    []userState
 	userIdx  map[string]int32
 	lastUser int32
-	// mixed: the queue has more than one owner or priority, or a task past the starvation bound (rank sorts).
-	mixed bool
+	// mixed: the queue has more than one owner or priority, or a task past the starvation bound (rank sorts);
+	// prioMixed: more than one priority.
+	mixed, prioMixed bool
+	// starved is the queue index of the oldest task past the starvation bound, -1 for none.
+	starved int32
 }
 
 // liveUse is where a live or just-admitted task holds resources, and until when.
@@ -187,7 +190,7 @@ type liveUse struct {
 
 // newPlan reserves what live attempts still take, then runs the policy over the queue.
 func newPlan(now time.Time, s Snapshot, p Policy) *plan {
-	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1}
+	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1, starved: -1}
 	pl.reserveLive()
 	pl.classify()
 	pl.rank()
@@ -209,9 +212,9 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 		case PolicyEASY:
 			pl.easy(nil)
 		case PolicySJBF:
-			pl.easy(pl.sortByRuntime)
+			pl.easy(pl.backfillOrder(pl.sortByRuntime))
 		default: // PolicyXFBF
-			pl.easy(pl.sortByExpansion)
+			pl.easy(pl.backfillOrder(pl.sortByExpansion))
 		}
 	}
 	if ranked != nil {
@@ -300,7 +303,8 @@ func (pl *plan) classify() {
 		e.user = pl.userOf(t.Owner)
 		if len(pl.order) > 0 {
 			f := pl.order[0]
-			pl.mixed = pl.mixed || e.user != pl.ents[f].user || t.Priority != q[f].Priority
+			pl.prioMixed = pl.prioMixed || t.Priority != q[f].Priority
+			pl.mixed = pl.mixed || pl.prioMixed || e.user != pl.ents[f].user
 		}
 		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
 		if t.Workload != lastWorkload {
@@ -335,8 +339,8 @@ func (pl *plan) classify() {
 			e.kind, e.code = entWait, CodeNeverFits
 			continue
 		}
-		if b := pl.p.StarvationBound; b > 0 && float64(e.waitS) >= b.Seconds() {
-			pl.mixed = true
+		if b := pl.p.StarvationBound; b > 0 && pl.starved < 0 && float64(e.waitS) >= b.Seconds() {
+			pl.starved, pl.mixed = int32(i), true // the queue is in arrival order: the oldest past the bound
 		}
 		pl.order = append(pl.order, int32(i))
 	}
@@ -403,6 +407,16 @@ func (pl *plan) easy(order func([]int32)) {
 		}
 		return
 	}
+}
+
+// backfillOrder is the policy's own order of backfill candidates (sort), or nil, rank order, when the rank puts
+// priority or fair share into the order: then the candidates are taken as ranked, so that neither is undone by
+// the policy's sort (which would put, say, a heavy user's long-waiting sweep ahead of a light user's task).
+func (pl *plan) backfillOrder(sort func([]int32)) func([]int32) {
+	if pl.prioMixed || (pl.p.FairShare && len(pl.users) > 1 && pl.mixed) {
+		return nil
+	}
+	return sort
 }
 
 // backfill decides a task behind the reservation.
