@@ -76,11 +76,12 @@ func UsageSince(now time.Time, halfLife time.Duration) time.Time {
 
 // userOf interns an owner name: the index of its per-user state in the plan.
 func (pl *plan) userOf(owner string) int32 {
+	if pl.lastUser >= 0 && pl.lastOwner == owner { // consecutive tasks mostly share an owner
+		return pl.lastUser
+	}
+	pl.lastOwner = owner
 	if owner == "" {
 		owner = mvp.Operator
-	}
-	if pl.lastUser >= 0 && pl.users[pl.lastUser].name == owner {
-		return pl.lastUser
 	}
 	if len(pl.users) <= 8 { // a scan of a few names is cheaper than hashing one
 		for u := range pl.users {

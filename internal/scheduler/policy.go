@@ -170,9 +170,10 @@ type plan struct {
 	behind, behindFor, maxRunning string
 	// users are the owners met in this pass (fairshare.go), userIdx indexes them by name, lastUser is the last
 	// looked up (-1 for none).
-	users    []userState
-	userIdx  map[string]int32
-	lastUser int32
+	users     []userState
+	userIdx   map[string]int32
+	lastUser  int32
+	lastOwner string // the Task.Owner last looked up (lastUser's, before "" became the operator)
 	// mixed: the queue has more than one owner or priority, or a task past the starvation bound (rank sorts);
 	// prioMixed: more than one priority.
 	mixed, prioMixed bool
