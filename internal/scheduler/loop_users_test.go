@@ -1,0 +1,40 @@
+package scheduler_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// TestLoopFeedsDecayedUsage: with fair share on, the loop's snapshot carries each owner's decayed GPU-seconds,
+// computed from the attempts' start and end times in the store.
+func TestLoopFeedsDecayedUsage(t *testing.T) {
+	h := newHarness(t)
+	h.loop.Policy.FairShare, h.loop.Policy.HalfLife = true, time.Hour
+	task := h.task() // 1 × 2 GPUs
+	h.tick()
+	sid := task.ID + "--a01"
+	start := h.clock.t.Add(-30 * time.Minute)
+	h.ray.mu.Lock()
+	h.ray.jobs[sid].StartTime = start.UnixMilli()
+	h.ray.mu.Unlock()
+	h.ray.set(sid, mvp.RayRunning, "", 0)
+	h.tick()
+	if got := h.get(task.ID); got.State != mvp.StateRunning || got.Attempts[0].StartTime == nil {
+		t.Fatalf("after the sync: %s %+v", got.State, got.Attempts[0])
+	}
+	snap, err := h.loop.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 GPUs for about 30 min, decayed with a 1 h half-life: between 2 × 1800 × 2^(-0.5) and 2 × 1800 GPU-s.
+	if u := snap.Usage[mvp.Operator]; u < 2*1800*0.70 || u > 2*1800 {
+		t.Errorf("operator's usage %g GPU-s (usage %v), want about 3,000", u, snap.Usage)
+	}
+	h.loop.Policy.FairShare = false
+	if snap, _ := h.loop.Snapshot(context.Background()); snap.Usage != nil {
+		t.Errorf("fair share off: usage %v, want none computed", snap.Usage)
+	}
+}
