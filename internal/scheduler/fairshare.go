@@ -181,7 +181,7 @@ func (pl *plan) band(i int32) uint32 {
 	if i == pl.starved {
 		return 0
 	}
-	return 1 + uint32(mvp.MaxPriority-min(max(pl.s.Queue[i].Priority, 0), mvp.MaxPriority))
+	return 1 + uint32(mvp.MaxPriority-int(pl.ents[i].prio))
 }
 
 // RankHorizon is how long fair share's merge counts a ranked task as holding its GPUs: a task adds its gang's

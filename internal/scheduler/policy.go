@@ -129,6 +129,7 @@ type entry struct {
 	// waitS is the seconds since the task was created; largest the GPUs of the largest free node (fragmented).
 	waitS, largest float32
 	kind           uint8
+	prio           uint8 // the task's priority, clamped to 0..MaxPriority (read once: rank sorts by it)
 }
 
 // maxRuntimeS stands for an unbounded (or absurdly long) declared run time in entry.rtS.
@@ -302,9 +303,10 @@ func (pl *plan) classify() {
 			continue
 		}
 		e.user = pl.userOf(t.Owner)
+		e.prio = uint8(min(max(t.Priority, 0), mvp.MaxPriority))
 		if len(pl.order) > 0 {
 			f := pl.order[0]
-			pl.prioMixed = pl.prioMixed || t.Priority != q[f].Priority
+			pl.prioMixed = pl.prioMixed || e.prio != pl.ents[f].prio
 			pl.mixed = pl.mixed || pl.prioMixed || e.user != pl.ents[f].user
 		}
 		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
