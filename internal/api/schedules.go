@@ -64,7 +64,11 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err := json.Compact(&compact, spec); err != nil {
 		return mvp.Errorf(mvp.CodeInvalid, "jobspec", "jobspec is not valid JSON: %v", err)
 	}
-	if _, err := s.Prepare(compact.Bytes()); err != nil {
+	prepared, err := s.Prepare(compact.Bytes())
+	if err == nil {
+		err = s.checkPriority(r.Context(), prepared) // a user's schedule asks for no more than they may
+	}
+	if err != nil {
 		var e *mvp.Error
 		if errors.As(err, &e) {
 			field := "jobspec"

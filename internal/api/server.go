@@ -359,7 +359,27 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 func (s *Server) checkUser(ctx context.Context, t *mvp.Task) error {
 	c := mvp.CallerOf(ctx)
 	t.Owner = c.Name
+	if err := s.checkPriority(ctx, t); err != nil {
+		return err
+	}
 	u := s.user(c)
+	if u != nil && u.MaxQueued > 0 {
+		n, err := s.Store.CountWaiting(ctx, u.Name)
+		if err != nil {
+			return err
+		}
+		if n >= u.MaxQueued {
+			return mvp.Errorf(mvp.CodeTooMany, "", "%s has %d tasks waiting, its max_queued; wait for some to start or "+
+				"cancel some", u.Name, n)
+		}
+	}
+	return nil
+}
+
+// checkPriority applies the caller's max_priority to a prepared task: above it is refused, a jobspec that names
+// no priority gets the default lowered to it.
+func (s *Server) checkPriority(ctx context.Context, t *mvp.Task) error {
+	u := s.user(mvp.CallerOf(ctx))
 	if u == nil {
 		return nil
 	}
@@ -372,16 +392,6 @@ func (s *Server) checkUser(ctx context.Context, t *mvp.Task) error {
 	} else if *spec.Priority > u.MaxPriority {
 		return mvp.Errorf(mvp.CodeInvalid, "priority", "priority %d is above %s's max_priority %d; ask for %d or less",
 			*spec.Priority, u.Name, u.MaxPriority, u.MaxPriority)
-	}
-	if u.MaxQueued > 0 {
-		n, err := s.Store.CountWaiting(ctx, u.Name)
-		if err != nil {
-			return err
-		}
-		if n >= u.MaxQueued {
-			return mvp.Errorf(mvp.CodeTooMany, "", "%s has %d tasks waiting, its max_queued; wait for some to start or "+
-				"cancel some", u.Name, n)
-		}
 	}
 	return nil
 }

@@ -159,14 +159,20 @@ func forbiddenOperator(t *testing.T, base, path string) {
 	}
 }
 
-// TestUserLimitsAtSubmit: a priority above the user's max_priority is refused with the cap in the message; with
-// none named the default is lowered to it... (alice's cap 60 is above the default 50, so the default stays); past
-// max_queued waiting tasks a submit is refused with 429; the operator has no limits.
+// TestUserLimitsAtSubmit: a priority above the user's max_priority is refused with the cap in the message, in a
+// submit and in a schedule's jobspec; past max_queued waiting tasks a submit is refused with 429; the operator has
+// no limits.
 func TestUserLimitsAtSubmit(t *testing.T) {
 	base := usersServer(t)
 	resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"priority: 61\n", as(aliceToken))
 	if resp.StatusCode != 400 || !strings.Contains(string(b), "max_priority 60") {
 		t.Errorf("priority 61 for alice: %d %s, want 400 naming max_priority 60", resp.StatusCode, b)
+	}
+	resp, b = do(t, base, "POST", "/api/v2/schedules", "application/json",
+		`{"name": "too-high", "cron": "@every 1h", "jobspec": {"workload": "ppo", "nnodes": 1, "n_gpus_per_node": 4, "model_path": "/m", "train_file": "/t", "val_file": "/v", "priority": 61}}`,
+		as(aliceToken))
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "jobspec.priority") {
+		t.Errorf("alice's schedule at priority 61: %d %s, want 400 on jobspec.priority", resp.StatusCode, b)
 	}
 	resp, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"priority: 101\n", nil)
 	if resp.StatusCode != 400 || !strings.Contains(string(b), "from 0 to 100") {
