@@ -117,7 +117,8 @@ type userState struct {
 	share   float64
 	// used is the GPUs the user's live and just-admitted tasks hold (quota).
 	used float64
-	// charge is decayed usage ÷ share, plus what the tasks ranked so far will use ÷ share (fair share's merge).
+	// charge is decayed usage ÷ share, plus what the user's live attempts and the tasks ranked so far will use
+	// ÷ share (fair share's merge).
 	charge float64
 	// fair and quota are the fair_share and quota sentences, formatted once (after the pass's admissions).
 	fair, quota string
@@ -185,7 +186,8 @@ func (pl *plan) band(i int32) uint32 {
 }
 
 // RankHorizon is how long fair share's merge counts a ranked task as holding its GPUs: a task adds its gang's
-// GPUs × min(declared run time, RankHorizon) to its user's charge. Counting the whole declared run would let one
+// GPUs × min(declared run time, RankHorizon) to its user's charge, and each live attempt its gang's GPUs ×
+// RankHorizon (what a user holds now counts at once, before it shows in the decayed usage). Counting the whole declared run would let one
 // long gang (days × 32 GPUs) push its user behind a whole sweep of another's; counting a short horizon keeps the
 // merge proportional to GPUs while decayed usage (hours to days of GPU time) decides who goes first.
 const RankHorizon = time.Hour

@@ -60,6 +60,9 @@ type Loop struct {
 	lastKeep  time.Time // last pass of keepLogs
 	health    Health
 	wake      chan struct{}
+	// usageSums is fair share's decayed usage as of usageAt (see usage).
+	usageSums map[string]float64
+	usageAt   time.Time
 }
 
 // Health is what /healthz reports of the scheduler's view of Ray.
@@ -204,13 +207,36 @@ func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterVie
 	}
 	var usage map[string]float64
 	if l.Policy.FairShare {
-		spans, err := l.Store.UsageSpans(ctx, UsageSince(now, l.Policy.HalfLife))
-		if err != nil {
-			return Snapshot{}, fmt.Errorf("load usage: %w", err)
+		if usage, err = l.usage(ctx, now); err != nil {
+			return Snapshot{}, err
 		}
-		usage = DecayedUsage(now, l.Policy.HalfLife, spans)
 	}
 	return Snapshot{Cluster: view, Queue: queue, Active: as, ClusterErr: cerr, Deps: deps, Usage: usage}, nil
+}
+
+// UsageEvery is how often the loop reads the attempts again to compute fair share's decayed usage; in between it
+// reuses the last sums (usage with a half-life of days moves little in a minute, and the read covers 20 half-lives
+// of attempts).
+const UsageEvery = time.Minute
+
+// usage is each owner's decayed GPU-seconds at now, read from the store at most every UsageEvery.
+func (l *Loop) usage(ctx context.Context, now time.Time) (map[string]float64, error) {
+	l.mu.Lock()
+	if l.usageSums != nil && now.Sub(l.usageAt) < UsageEvery && !now.Before(l.usageAt) {
+		u := l.usageSums
+		l.mu.Unlock()
+		return u, nil
+	}
+	l.mu.Unlock()
+	spans, err := l.Store.UsageSpans(ctx, UsageSince(now, l.Policy.HalfLife))
+	if err != nil {
+		return nil, fmt.Errorf("load usage: %w", err)
+	}
+	u := DecayedUsage(now, l.Policy.HalfLife, spans)
+	l.mu.Lock()
+	l.usageSums, l.usageAt = u, now
+	l.mu.Unlock()
+	return u, nil
 }
 
 // setHealth records the reading's outcome and the backoff; it reports whether Ray's availability changed.

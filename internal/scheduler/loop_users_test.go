@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // TestLoopFeedsDecayedUsage: with fair share on, the loop's snapshot carries each owner's decayed GPU-seconds,
@@ -25,12 +26,14 @@ func TestLoopFeedsDecayedUsage(t *testing.T) {
 	if got := h.get(task.ID); got.State != mvp.StateRunning || got.Attempts[0].StartTime == nil {
 		t.Fatalf("after the sync: %s %+v", got.State, got.Attempts[0])
 	}
+	// The sums are read again at most every UsageEvery: the ticks above still saw none.
+	h.clock.t = h.clock.t.Add(scheduler.UsageEvery)
 	snap, err := h.loop.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 2 GPUs for about 30 min, decayed with a 1 h half-life: between 2 × 1800 × 2^(-0.5) and 2 × 1800 GPU-s.
-	if u := snap.Usage[mvp.Operator]; u < 2*1800*0.70 || u > 2*1800 {
+	// 2 GPUs for about 31 min, decayed with a 1 h half-life: between 2 × 1800 × 2^(-0.5) and 2 × 1900 GPU-s.
+	if u := snap.Usage[mvp.Operator]; u < 2*1800*0.70 || u > 2*1900 {
 		t.Errorf("operator's usage %g GPU-s (usage %v), want about 3,000", u, snap.Usage)
 	}
 	h.loop.Policy.FairShare = false

@@ -236,7 +236,9 @@ func (pl *plan) reserveLive() {
 			pl.running++
 		}
 		d := DemandOf(a.Task, pl.p)
-		pl.users[pl.userOf(a.Task.Owner)].used += d.gangGPUs()
+		u := &pl.users[pl.userOf(a.Task.Owner)]
+		u.used += d.gangGPUs()
+		u.charge += d.gangGPUs() * RankHorizon.Seconds() / u.share // what it holds now counts for fair share at once
 		placed := createdGroups(pl.s.Cluster, a.Attempt)
 		unplaced := max(d.Groups-placed, 0)
 		driver := a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending
