@@ -36,6 +36,21 @@ func TestLoopFeedsDecayedUsage(t *testing.T) {
 	if u := snap.Usage[mvp.Operator]; u < 2*1800*0.70 || u > 2*1900 {
 		t.Errorf("operator's usage %g GPU-s (usage %v), want about 3,000", u, snap.Usage)
 	}
+	// A task that ends changes the live set: the next snapshot reads the sums again at once.
+	before := snap.Usage[mvp.Operator]
+	h.ray.mu.Lock()
+	h.ray.jobs[sid].EndTime = h.clock.t.UnixMilli()
+	h.ray.mu.Unlock()
+	h.ray.set(sid, mvp.RaySucceeded, "ok", 0)
+	h.tick()
+	if got := h.get(task.ID); got.State != mvp.StateSucceeded {
+		t.Fatalf("after the end: %s", got.State)
+	}
+	h.clock.t = h.clock.t.Add(10 * time.Second)
+	snap, _ = h.loop.Snapshot(context.Background())
+	if u := snap.Usage[mvp.Operator]; u <= 0 || u == before {
+		t.Errorf("usage after the task ended: %g (before %g), want it read again", u, before)
+	}
 	h.loop.Policy.FairShare = false
 	if snap, _ := h.loop.Snapshot(context.Background()); snap.Usage != nil {
 		t.Errorf("fair share off: usage %v, want none computed", snap.Usage)
