@@ -65,3 +65,4 @@ else:
 open("BENCHMARKS.md", "w").write(doc)
 PY
 echo "sim: wrote the make sim section of BENCHMARKS.md (traces replayed in ${elapsed}s)"
+MVP="$work/mvp" bash scripts/sim-teams.sh

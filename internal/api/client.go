@@ -288,3 +288,18 @@ func (c *Client) DeleteSecret(ctx context.Context, name string) error {
 	}
 	return resp.Body.Close()
 }
+
+// UserList is GET /api/v2/users.
+type UserList struct {
+	Users       []UserView `json:"users"`
+	FairShare   bool       `json:"fair_share"`
+	HalfLifeS   float64    `json:"half_life_s"`
+	StarvationS float64    `json:"starvation_s"`
+}
+
+// Users reads every user's limits, share and usage (operator only).
+func (c *Client) Users(ctx context.Context) (*UserList, json.RawMessage, error) {
+	var l UserList
+	raw, err := c.JSON(ctx, "GET", "/api/v2/users", nil, nil, "", &l)
+	return &l, raw, err
+}

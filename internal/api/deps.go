@@ -34,6 +34,18 @@ func (s *Server) checkDependencies(ctx context.Context, t *mvp.Task) (map[string
 			}
 		}
 	}
+	if c := mvp.CallerOf(ctx); !c.Operator {
+		for _, id := range ids {
+			d, err := s.Store.GetTask(ctx, id)
+			if err != nil {
+				return nil, fmt.Errorf("check dependencies of %s: %w", t.ID, err)
+			}
+			if !c.Owns(d.Owner) {
+				return nil, mvp.Errorf(mvp.CodeForbidden, "after_ok", "task %s belongs to another user: a task may "+
+					"depend only on its owner's tasks", id)
+			}
+		}
+	}
 	var walkErr error
 	deps := func(id string) []string {
 		if id == t.ID {

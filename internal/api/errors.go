@@ -20,6 +20,7 @@ var statuses = []struct {
 	{mvp.CodeForbidden, http.StatusForbidden},
 	{mvp.CodeNotFound, http.StatusNotFound},
 	{mvp.CodeMethod, http.StatusMethodNotAllowed},
+	{mvp.CodeTooMany, http.StatusTooManyRequests},
 	{mvp.CodeConflict, http.StatusConflict},
 	{mvp.CodeTooLarge, http.StatusRequestEntityTooLarge},
 	{mvp.CodeUnsupported, http.StatusUnsupportedMediaType},

@@ -97,6 +97,9 @@ func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 	if err != nil {
 		return err
 	}
+	if !mvp.CallerOf(ctx).Owns(from.Owner) {
+		return notYours("task", from.ID)
+	}
 	if !from.State.Terminal() {
 		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s is %s: a run can resume only from a task that ended",
 			from.ID, from.State)

@@ -64,7 +64,11 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err := json.Compact(&compact, spec); err != nil {
 		return mvp.Errorf(mvp.CodeInvalid, "jobspec", "jobspec is not valid JSON: %v", err)
 	}
-	if _, err := s.Prepare(compact.Bytes()); err != nil {
+	prepared, err := s.Prepare(compact.Bytes())
+	if err == nil {
+		err = s.checkPriority(r.Context(), prepared) // a user's schedule asks for no more than they may
+	}
+	if err != nil {
 		var e *mvp.Error
 		if errors.As(err, &e) {
 			field := "jobspec"
@@ -76,7 +80,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.Clock.Now().UTC()
-	sc := &mvp.Schedule{Name: req.Name, Cron: req.Cron, Timezone: req.Timezone, Overlap: req.Overlap,
+	sc := &mvp.Schedule{Name: req.Name, Owner: mvp.CallerOf(r.Context()).Name, Cron: req.Cron, Timezone: req.Timezone, Overlap: req.Overlap,
 		JobSpec: compact.Bytes(), CreatedAt: now, UpdatedAt: now, LastFireAt: now}
 	if err := s.Schedules.CreateSchedule(r.Context(), sc); err != nil {
 		return err
@@ -103,10 +107,14 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	c := mvp.CallerOf(r.Context())
+	own := []*mvp.Schedule{}
 	for _, sc := range list {
-		withNext(sc)
+		if c.Owns(sc.Owner) {
+			own = append(own, withNext(sc))
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"schedules": list})
+	writeJSON(w, http.StatusOK, map[string]any{"schedules": own})
 	return nil
 }
 
@@ -119,6 +127,9 @@ func (s *Server) schedule(r *http.Request) (*mvp.Schedule, error) {
 	sc, err := s.Schedules.GetSchedule(r.Context(), name)
 	if errors.Is(err, mvp.ErrNotFound) {
 		return nil, mvp.Errorf(mvp.CodeNotFound, "name", "no schedule %q", name)
+	}
+	if err == nil && !mvp.CallerOf(r.Context()).Owns(sc.Owner) {
+		return nil, notYours("schedule", name)
 	}
 	return sc, err
 }

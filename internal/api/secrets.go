@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -52,13 +53,23 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"secrets": list})
+	c := mvp.CallerOf(r.Context())
+	own := []mvp.SecretInfo{}
+	for _, i := range list {
+		if c.Owns(i.Owner) {
+			own = append(own, i)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"secrets": own})
 	return nil
 }
 
 // deleteSecret removes a secret; a queued task that names it fails when it is submitted.
 func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
+	if err := s.ownSecrets(r.Context(), []string{name}); err != nil {
+		return err
+	}
 	if err := s.Secrets.Delete(r.Context(), name); err != nil {
 		return err
 	}
@@ -90,6 +101,9 @@ func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
 	for _, i := range list {
 		have[i.Name] = true
 	}
+	if err := s.ownSecrets(ctx, names); err != nil {
+		return err
+	}
 	var missing []string
 	for _, n := range names {
 		if !have[n] {
@@ -100,6 +114,24 @@ func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
 		sort.Strings(missing)
 		return mvp.Errorf(mvp.CodeInvalid, "secrets", "no secret named %s: store it first with PUT /api/v2/secrets/{name}",
 			strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ownSecrets refuses (403) when one of the named secrets that exist belongs to another user than the caller.
+func (s *Server) ownSecrets(ctx context.Context, names []string) error {
+	if !s.Secrets.Enabled() {
+		return s.Secrets.Off()
+	}
+	list, err := s.Secrets.List(ctx)
+	if err != nil {
+		return err
+	}
+	c := mvp.CallerOf(ctx)
+	for _, i := range list {
+		if !c.Owns(i.Owner) && slices.Contains(names, i.Name) {
+			return notYours("secret", i.Name)
+		}
 	}
 	return nil
 }

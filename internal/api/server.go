@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,8 +39,10 @@ type Server struct {
 	Policy  scheduler.Policy
 	Clock   mvp.Clock
 	Logger  *slog.Logger
-	// Token is the internal bearer token; never logged.
+	// Token is the internal bearer token, the operator's; never logged.
 	Token string
+	// Users are the named users (v2.auth.users), each with its own token; never logged.
+	Users []mvp.User
 	// MaxBodyBytes caps request bodies.
 	MaxBodyBytes int64
 	// Wake asks the scheduler for a tick (after a submit or a cancel); may be nil.
@@ -93,6 +96,7 @@ func (s *Server) routes() []route {
 		{"POST", "/api/v2/schedules", true, s.createSchedule},
 		{"GET", "/api/v2/schedules", true, s.listSchedules},
 		{"GET", "/api/v2/queue", true, s.queue},
+		{"GET", "/api/v2/users", true, s.users},
 		{"GET", "/api/v2/schedules/{name}", true, s.getSchedule},
 		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule},
 		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule},
@@ -103,6 +107,16 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults},
 		{"GET", "/api/v2/tasks/{task_id}/results/{path...}", true, s.taskResultFile},
 	}
+}
+
+// Routes lists every route the server serves as "METHOD pattern" (tests enumerate them, so that no route escapes
+// the ownership checks).
+func (s *Server) Routes() []string {
+	var out []string
+	for _, rt := range s.routes() {
+		out = append(out, rt.method+" "+rt.pattern)
+	}
+	return out
 }
 
 // Handler returns the API's http.Handler.
@@ -154,31 +168,71 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		}
 	}()
 	if rt.auth {
-		if err := s.authorize(r); err != nil {
+		c, err := s.authorize(r)
+		if err != nil {
 			if mvp.ErrorCode(err) == mvp.CodeUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mvp"`)
 			}
 			writeError(w, s.Logger, r, err)
 			return
 		}
+		r = r.WithContext(mvp.WithCaller(r.Context(), c))
 	}
 	if err := rt.h(w, r); err != nil {
 		writeError(w, s.Logger, r, err)
 	}
 }
 
-// authorize checks the bearer token in constant time.
-func (s *Server) authorize(r *http.Request) error {
+// authorize finds who the bearer token belongs to: the operator (the internal token) or a named user. Every
+// token is compared, each in constant time, so the time taken does not tell which one matched.
+func (s *Server) authorize(r *http.Request) (mvp.Caller, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return mvp.Errorf(mvp.CodeUnauthorized, "", "missing Authorization: Bearer <token> header")
+		return mvp.Caller{}, mvp.Errorf(mvp.CodeUnauthorized, "", "missing Authorization: Bearer <token> header")
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return mvp.Errorf(mvp.CodeUnauthorized, "", "the Authorization header must be 'Bearer <token>'")
+		return mvp.Caller{}, mvp.Errorf(mvp.CodeUnauthorized, "", "the Authorization header must be 'Bearer <token>'")
 	}
-	if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.Token)) != 1 {
-		return mvp.Errorf(mvp.CodeForbidden, "", "the token is not valid")
+	got := []byte(strings.TrimSpace(tok))
+	match := subtle.ConstantTimeCompare(got, []byte(s.Token))
+	who := -1
+	for k := range s.Users {
+		m := subtle.ConstantTimeCompare(got, []byte(s.Users[k].Token))
+		who = subtle.ConstantTimeSelect(m, k, who)
+		match |= m
+	}
+	switch {
+	case match != 1:
+		return mvp.Caller{}, mvp.Errorf(mvp.CodeForbidden, "", "the token is not valid")
+	case who < 0:
+		return mvp.Caller{Name: mvp.Operator, Operator: true}, nil
+	}
+	return mvp.Caller{Name: s.Users[who].Name}, nil
+}
+
+// user is the named user of this caller, or nil for the operator (who has no limits).
+func (s *Server) user(c mvp.Caller) *mvp.User {
+	if c.Operator {
+		return nil
+	}
+	for k := range s.Users {
+		if s.Users[k].Name == c.Name {
+			return &s.Users[k]
+		}
+	}
+	return nil
+}
+
+// notYours is the 403 for a caller that asks for what another user owns.
+func notYours(what, id string) error {
+	return mvp.Errorf(mvp.CodeForbidden, "", "%s %s belongs to another user; a user sees and acts on their own only", what, id)
+}
+
+// operatorOnly refuses a caller who is not the operator.
+func operatorOnly(r *http.Request) error {
+	if !mvp.CallerOf(r.Context()).Operator {
+		return mvp.Errorf(mvp.CodeForbidden, "", "%s is for the operator (the internal token) only", r.URL.Path)
 	}
 	return nil
 }
@@ -260,6 +314,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 	now := s.Clock.Now().UTC()
 	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
 	t.ID = NewTaskID(t.Workload, now, 0)
+	if err := s.checkUser(r.Context(), t); err != nil {
+		return err
+	}
 	deps, err := s.checkDependencies(r.Context(), t)
 	if err != nil {
 		return err
@@ -292,6 +349,50 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 	}
 	w.Header().Set("Location", "/api/v2/tasks/"+t.ID)
 	writeJSON(w, http.StatusCreated, t)
+	return nil
+}
+
+// checkUser makes the caller the task's owner and applies their limits: a priority above max_priority is refused
+// (refused rather than lowered, so that nobody's task silently runs at a priority they did not ask for; a jobspec
+// that names none gets the default, lowered to max_priority), and a submit past max_queued waiting tasks is
+// refused with 429.
+func (s *Server) checkUser(ctx context.Context, t *mvp.Task) error {
+	c := mvp.CallerOf(ctx)
+	t.Owner = c.Name
+	if err := s.checkPriority(ctx, t); err != nil {
+		return err
+	}
+	u := s.user(c)
+	if u != nil && u.MaxQueued > 0 {
+		n, err := s.Store.CountWaiting(ctx, u.Name)
+		if err != nil {
+			return err
+		}
+		if n >= u.MaxQueued {
+			return mvp.Errorf(mvp.CodeTooMany, "", "%s has %d tasks waiting, its max_queued; wait for some to start or "+
+				"cancel some", u.Name, n)
+		}
+	}
+	return nil
+}
+
+// checkPriority applies the caller's max_priority to a prepared task: above it is refused, a jobspec that names
+// no priority gets the default lowered to it.
+func (s *Server) checkPriority(ctx context.Context, t *mvp.Task) error {
+	u := s.user(mvp.CallerOf(ctx))
+	if u == nil {
+		return nil
+	}
+	var spec struct {
+		Priority *int `json:"priority"`
+	}
+	_ = json.Unmarshal(t.SpecJSON, &spec)
+	if spec.Priority == nil {
+		t.Priority = min(t.Priority, u.MaxPriority)
+	} else if *spec.Priority > u.MaxPriority {
+		return mvp.Errorf(mvp.CodeInvalid, "priority", "priority %d is above %s's max_priority %d; ask for %d or less",
+			*spec.Priority, u.Name, u.MaxPriority, u.MaxPriority)
+	}
 	return nil
 }
 
@@ -383,6 +484,9 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := scheduler.Explain(s.Clock.Now(), snap, s.Policy)
+	if c := mvp.CallerOf(r.Context()); !c.Operator {
+		v = ownView(v, snap, c)
+	}
 	if snap.ClusterErr != nil {
 		writeJSON(w, http.StatusOK, struct {
 			scheduler.QueueView
@@ -392,6 +496,41 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
+}
+
+// ownView keeps, of the queue's picture, what a user may see: their own tasks (with their positions and ranks
+// among everyone's), the nodes, and the reservation only when they hold it.
+func ownView(v scheduler.QueueView, snap scheduler.Snapshot, c mvp.Caller) scheduler.QueueView {
+	owner := map[string]string{}
+	for _, t := range snap.Queue {
+		owner[t.ID] = t.Owner
+	}
+	mine := func(id string) bool { return c.Owns(owner[id]) }
+	q := v.Queue[:0:0]
+	for _, e := range v.Queue {
+		if c.Owns(e.Owner) {
+			if e.YieldsTo != "" && !mine(e.YieldsTo) {
+				e.YieldsTo = "(another user's task)"
+			}
+			q = append(q, e)
+		}
+	}
+	v.Queue = q
+	st := []string{}
+	for _, id := range v.Starting {
+		if mine(id) {
+			st = append(st, id)
+		}
+	}
+	v.Starting = st
+	rs := []scheduler.Reservation{}
+	for _, r := range v.Reservations {
+		if mine(r.TaskID) {
+			rs = append(rs, r)
+		}
+	}
+	v.Reservations = rs
+	return v
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
@@ -413,6 +552,9 @@ func (s *Server) task(r *http.Request) (*mvp.Task, error) {
 	if errors.Is(err, mvp.ErrNotFound) {
 		return nil, mvp.Errorf(mvp.CodeNotFound, "task_id", "no task %q", id)
 	}
+	if err == nil && !mvp.CallerOf(r.Context()).Owns(t.Owner) {
+		return nil, notYours("task", id)
+	}
 	return t, err
 }
 
@@ -424,6 +566,11 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 	}
 	if f.Workload != "" && !f.Workload.Valid() {
 		return mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q; one of %s", clip(string(f.Workload)), mvp.WorkloadNames())
+	}
+	if c := mvp.CallerOf(r.Context()); !c.Operator {
+		f.Owner = c.Name // a user lists their own tasks
+	} else if o := q.Get("owner"); o != "" {
+		f.Owner = o
 	}
 	var err error
 	if f.Limit, err = intParam(r, "limit", 50, 1, 500); err != nil {

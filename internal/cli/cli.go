@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -44,7 +45,8 @@ Usage:
   mvp submit -f job.yaml [-e key=value …] [--dry-run]
   mvp get TASK_ID
   mvp list [--state S] [--workload W] [--limit N] [--cursor C]
-  mvp queue                                     the queue in policy order: position, reason, estimated start
+  mvp queue                                     the queue in policy order: owner, priority, rank, reason, estimated start
+  mvp users                                     (operator) each user's decayed GPU usage, share, limits, GPUs in use
   mvp logs TASK_ID [-f] [--attempt N]
   mvp cancel TASK_ID
   mvp events TASK_ID [--limit N] [--cursor C]
@@ -58,7 +60,8 @@ Usage:
   mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--policy NAME|all] [-o json]   replay a trace (no Ray)
   mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv     make a trace
 
-The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN.
+The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN (the
+operator's, or a named user's: a user sees and acts on their own tasks, schedules and secrets only).
 Every client verb takes -o table|json|yaml (json is the API's own answer).
 
 Example:
@@ -94,6 +97,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = runSim(rest, env)
 	case "schedule":
 		err = runSchedule(ctx, rest, env)
+	case "users":
+		err = runUsers(ctx, rest, env)
 	default:
 		fmt.Fprintf(env.Stderr, "mvp: unknown command %q\n\n%s", verb, usage)
 		return 2
@@ -512,22 +517,26 @@ func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK ID\tSTATE\tWORKLOAD\tGANG\tATTEMPTS\tPROGRESS\tCREATED\tQUEUE\tEST START\tREASON")
+	fmt.Fprintln(tw, "TASK ID\tOWNER\tPRIO\tSTATE\tWORKLOAD\tGANG\tATTEMPTS\tPROGRESS\tCREATED\tQUEUE\tRANK\tEST START\tREASON")
 	for _, t := range p.Tasks {
 		c := t.CreatedAt
 		reason := t.PendingReason
 		if t.ErrorSummary != "" {
 			reason = t.ErrorSummary
 		}
-		pos, est := "-", "-"
+		pos, rank, est := "-", "-", "-"
 		if e, ok := entries[t.ID]; ok && t.State.Waiting() {
 			pos, est, reason = fmt.Sprintf("#%d %s", e.Position, e.Code), ts(e.EstStart), e.Reason
+			if e.Rank > 0 {
+				rank = strconv.Itoa(e.Rank)
+			}
 		}
 		if len(reason) > 60 {
 			reason = reason[:60] + "…"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%d\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, t.Workload, t.NNodes,
-			t.GPUsPerNode, t.LatestAttemptNo, progressText(t.Progress, false), ts(&c), pos, est, reason)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d×%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, dash(t.Owner), t.Priority,
+			t.State, t.Workload, t.NNodes, t.GPUsPerNode, t.LatestAttemptNo, progressText(t.Progress, false), ts(&c), pos,
+			rank, est, reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -560,9 +569,10 @@ func printQueue(w io.Writer, q *scheduler.QueueView) error {
 		fmt.Fprintf(w, "starting now: %s\n", id)
 	}
 	tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tTASK ID\tCODE\tEST START\tREASON")
+	fmt.Fprintln(tw, "#\tTASK ID\tOWNER\tPRIO\tRANK\tCODE\tEST START\tREASON")
 	for _, e := range q.Queue {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Position, e.TaskID, e.Code, ts(e.EstStart), e.Reason)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", e.Position, e.TaskID, e.Owner, e.Priority, e.Rank, e.Code,
+			ts(e.EstStart), e.Reason)
 	}
 	return tw.Flush()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,10 +18,13 @@ import (
 )
 
 const simUsage = `usage:
-  mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--cpus-per-node C] [--policy NAME] [--config FILE] [-o table|json]
-      replay a trace through the scheduler's Decide with a simulated clock (no Ray); --policy all runs every policy
-  mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv
-      write a trace shaped like published GPU-cluster traces (specs/sim.md)
+  mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--cpus-per-node C] [--policy NAME] [--config FILE]
+          [--fair-share=true|false] [--only-user U] [-o table|json]
+      replay a trace through the scheduler's Decide with a simulated clock (no Ray); --policy all runs every policy;
+      the trace's optional user and priority columns set each task's owner and priority
+  mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] [--flood-load F] -o FILE.csv
+      write a trace shaped like published GPU-cluster traces (specs/sim.md); with --flood-load, a two-team trace:
+      team steady at load L, team flood submitting load F's worth in the first tenth of the span
   mvp sim bound --trace FILE.csv --nodes N --gpus-per-node G --max-wait-s W
       lower bounds every policy is held to: the mean wait if whole-cluster jobs start within W, the makespan`
 
@@ -41,6 +45,8 @@ func runSim(args []string, env Env) error {
 	policy := fs.String("policy", scheduler.DefaultPolicy, "policy: "+strings.Join(scheduler.PolicyNames, ", ")+", or all")
 	cfgPath := fs.String("config", "", "dev.yaml whose v2 settings to use (default: the built-in defaults)")
 	maxRunning := fs.Int("max-running", 0, "max_running_tasks; 0: no bound")
+	fair := fs.String("fair-share", "", "true or false: fair share on or off (default: the config's v2.scheduler.fair_share)")
+	onlyUser := fs.String("only-user", "", "replay only this user's jobs (the cluster to themselves)")
 	out := fs.String("o", "table", "output: table or json")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -73,8 +79,21 @@ func runSim(args []string, env Env) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *trace, err)
 	}
+	if *onlyUser != "" {
+		jobs = slices.DeleteFunc(jobs, func(j sim.Job) bool { return j.User != *onlyUser })
+		if len(jobs) == 0 {
+			return usageError{fmt.Errorf("the trace has no job of user %q", *onlyUser)}
+		}
+	}
 	base := service.PolicyOf(cfg)
 	base.MaxRunning, base.GangWait = *maxRunning, 0
+	switch *fair {
+	case "":
+	case "true", "false":
+		base.FairShare = *fair == "true"
+	default:
+		return usageError{fmt.Errorf("--fair-share must be true or false, not %q", *fair)}
+	}
 	if *cpus <= 0 {
 		base.CPUsPerGPU, base.Driver = nil, nil
 	}
@@ -115,6 +134,10 @@ func printSim(w io.Writer, rs []*sim.Result) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%.1f %%\t%s\t%d\t%.1f ms\n", r.Policy, r.Jobs, hours(r.MeanWaitS),
 			hours(r.P50WaitS), hours(r.P95WaitS), hours(r.MaxWaitS), 100*r.GPUUtilisation, hours(r.MakespanS),
 			r.DecideCalls, r.DecideMaxMs)
+		for _, u := range r.Users {
+			fmt.Fprintf(tw, "  user %s\t%d\t%s\t\t%s\t\t%.1f %% of GPU time\t\t\t\n", u.User, u.Jobs, hours(u.MeanWaitS),
+				hours(u.P95WaitS), 100*u.GPUShare)
+		}
 	}
 	return tw.Flush()
 }
@@ -130,6 +153,7 @@ func runSimGen(args []string, env Env) error {
 	gpus := fs.Int("gpus-per-node", 0, "GPUs per node")
 	load := fs.Float64("load", 0, "offered load: GPU-seconds asked ÷ GPU-seconds the cluster offers over the arrivals")
 	seed := fs.Uint64("seed", 1, "random seed: the same seed gives the same trace")
+	floodLoad := fs.Float64("flood-load", 0, "a two-team trace: team flood submits this load's worth in the first tenth of the span")
 	out := fs.String("o", "", "file to write (\"-\": standard output)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -138,7 +162,14 @@ func runSimGen(args []string, env Env) error {
 		return usageError{fmt.Errorf("-o FILE is required\n%s", simUsage)}
 	}
 	start := time.Now()
-	trace, err := sim.Generate(sim.GenConfig{Jobs: *jobs, Nodes: *nodes, GPUsPerNode: *gpus, Load: *load, Seed: *seed})
+	gc := sim.GenConfig{Jobs: *jobs, Nodes: *nodes, GPUsPerNode: *gpus, Load: *load, Seed: *seed}
+	var trace []sim.Job
+	var err error
+	if *floodLoad != 0 {
+		trace, err = sim.GenerateTeams(gc, *floodLoad)
+	} else {
+		trace, err = sim.Generate(gc)
+	}
 	if err != nil {
 		return usageError{err}
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mvp2/mvp/internal/sim"
 )
 
 func runCLI(args ...string) (int, string, string) {
@@ -37,7 +39,7 @@ func TestSimGenThenSimJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"decide_calls", "decide_max_ms", "gpu_utilisation", "jobs", "makespan_s", "max_wait_s",
+	want := []string{"decide_calls", "decide_max_ms", "fair_share", "gpu_utilisation", "jobs", "makespan_s", "max_wait_s",
 		"mean_wait_s", "p50_wait_s", "p95_wait_s", "policy"}
 	if !slices.Equal(keys, want) || obj["policy"] != "easy" || obj["jobs"] != 300.0 {
 		t.Errorf("got %v", obj)
@@ -70,5 +72,47 @@ func TestSimBadInput(t *testing.T) {
 	if code, _, errs := runCLI("sim", "gen", "--jobs", "10", "--nodes", "1", "--gpus-per-node", "1", "--load", "0", "-o", filepath.Join(dir, "x.csv")); code != 2 ||
 		!strings.Contains(errs, "--load") {
 		t.Errorf("gen load 0: %d %s", code, errs)
+	}
+}
+
+// TestSimTwoTeams: `mvp sim gen --flood-load` writes user and priority columns, and `mvp sim` reports each user's
+// jobs, mean wait and GPU share; fair share can be turned off, and --only-user replays one team alone.
+func TestSimTwoTeams(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "teams.csv")
+	if code, _, errs := runCLI("sim", "gen", "--jobs", "200", "--nodes", "2", "--gpus-per-node", "4", "--load", "0.4",
+		"--flood-load", "0.8", "--seed", "3", "-o", trace); code != 0 {
+		t.Fatalf("gen: %d %s", code, errs)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil || !strings.HasPrefix(string(b), "arrival_s,nnodes,n_gpus_per_node,duration_s,max_runtime_s,user,priority\n") ||
+		!strings.Contains(string(b), ",flood,50\n") || !strings.Contains(string(b), ",steady,50\n") {
+		t.Fatalf("trace head: %.200s (%v)", b, err)
+	}
+	wait := map[string]map[string]float64{}
+	for _, fair := range []string{"false", "true"} {
+		code, out, errs := runCLI("sim", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4", "--fair-share="+fair, "-o", "json")
+		if code != 0 {
+			t.Fatalf("sim: %d %s", code, errs)
+		}
+		var r sim.Result
+		if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Users) != 2 || r.FairShare != (fair == "true") {
+			t.Fatalf("fair share %s: %v %s", fair, err, out)
+		}
+		wait[fair] = map[string]float64{}
+		var share float64
+		for _, u := range r.Users {
+			wait[fair][u.User] = u.MeanWaitS
+			share += u.GPUShare
+		}
+		if share < 0.999 || share > 1.001 {
+			t.Errorf("GPU shares add up to %g", share)
+		}
+	}
+	if wait["true"]["steady"] >= wait["false"]["steady"] {
+		t.Errorf("fair share did not shorten the steady team's wait: %v", wait)
+	}
+	code, out, errs := runCLI("sim", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4", "--only-user", "steady", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"user":"steady"`) || strings.Contains(out, "flood") {
+		t.Errorf("only steady: %d %s %s", code, out, errs)
 	}
 }

@@ -73,9 +73,25 @@ type API struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 }
 
-// Auth names the environment variable holding the internal bearer token.
+// Auth names the environment variable holding the internal (operator's) bearer token, and the named users.
 type Auth struct {
 	TokenEnv string `yaml:"token_env"`
+	// Users are the named users, each with its own token (in the environment variable TokenEnv names) and
+	// optional limits; see specs/config.md.
+	Users []User `yaml:"users"`
+}
+
+// User is one named user: its token's environment variable and optional limits (0 or absent: none).
+type User struct {
+	Name     string `yaml:"name"`
+	TokenEnv string `yaml:"token_env"`
+	MaxGPUs  int    `yaml:"max_gpus"`
+	// MaxQueued bounds the user's waiting tasks.
+	MaxQueued int `yaml:"max_queued"`
+	// MaxPriority caps the jobspec priority the user may ask for; absent: 100.
+	MaxPriority *int `yaml:"max_priority"`
+	// Share is the user's weight in fair share; absent or 0: 1.
+	Share float64 `yaml:"share"`
 }
 
 // SQLite is where the queue lives.
@@ -106,7 +122,23 @@ type Scheduler struct {
 	MaxQueuedCapS     int `yaml:"max_queued_cap_s"`
 	// RuntimeGraceS is how long a job that overstayed max_runtime_s gets between Ray's SIGTERM and SIGKILL.
 	RuntimeGraceS float64 `yaml:"runtime_grace_s"`
+	// FairShare ranks competing users' tasks of one priority by recent usage relative to share; default true.
+	FairShare *bool `yaml:"fair_share"`
+	// FairShareHalfLifeS is the half-life of the decayed GPU-seconds usage fair share ranks by.
+	FairShareHalfLifeS float64 `yaml:"fair_share_half_life_s"`
+	// StarvationS: a task that has waited this long is ranked before every task that has not, so no priority and
+	// no fair share can overtake it or its reservation.
+	StarvationS float64 `yaml:"starvation_s"`
 }
+
+// FairShareOn reports whether fair share is on.
+func (s Scheduler) FairShareOn() bool { return s.FairShare == nil || *s.FairShare }
+
+// HalfLife is fair share's half-life.
+func (s Scheduler) HalfLife() time.Duration { return seconds(s.FairShareHalfLifeS) }
+
+// StarvationBound is the wait past which no priority or fair share overtakes a task.
+func (s Scheduler) StarvationBound() time.Duration { return seconds(s.StarvationS) }
 
 // Ray tells mvp how to reach Ray beyond the Job server address.
 type Ray struct {
@@ -154,6 +186,10 @@ const (
 	DefaultMaxQueuedS         = 7 * 24 * 3600  // a week
 	DefaultMaxQueuedCapS      = 30 * 24 * 3600
 	DefaultRuntimeGraceS      = 30.0
+	// DefaultFairShareHalfLifeS is fair share's half-life (7 days, Slurm's PriorityDecayHalfLife default; `make sim`
+	// measured the steady team's wait shortest with it, BENCHMARKS.md); DefaultStarvationS the starvation bound.
+	DefaultFairShareHalfLifeS = 7 * 86400.0
+	DefaultStarvationS        = 86400.0
 	// MaxAttempts is the largest attempt number a task folder holds (attempts/a01 … a999).
 	MaxAttempts             = 999
 	DefaultRayTokenEnv      = "RAY_AUTH_TOKEN"
@@ -338,6 +374,22 @@ func (c *Config) applyDefaults() {
 	if s.RuntimeGraceS == 0 {
 		s.RuntimeGraceS = DefaultRuntimeGraceS
 	}
+	if s.FairShareHalfLifeS == 0 {
+		s.FairShareHalfLifeS = DefaultFairShareHalfLifeS
+	}
+	if s.StarvationS == 0 {
+		s.StarvationS = DefaultStarvationS
+	}
+	for k := range v.Auth.Users {
+		u := &v.Auth.Users[k]
+		if u.Share == 0 {
+			u.Share = 1
+		}
+		if u.MaxPriority == nil {
+			p := mvp.MaxPriority
+			u.MaxPriority = &p
+		}
+	}
 	r := &v.Ray
 	if r.GCSAddress == "" {
 		if u, err := url.Parse(c.Address); err == nil && u.Hostname() != "" {
@@ -433,7 +485,57 @@ func (c *Config) Validate() error {
 	if !validEnvName(v.Auth.TokenEnv) {
 		return fmt.Errorf("v2.auth.token_env: %q is not an environment variable name", v.Auth.TokenEnv)
 	}
+	if s.FairShareHalfLifeS < 0 || s.StarvationS < 0 {
+		return errors.New("v2.scheduler: fair_share_half_life_s and starvation_s must not be negative")
+	}
+	return validateUsers(v.Auth)
+}
+
+// validateUsers checks v2.auth.users: names that are valid and unique (and not the operator's), token variables
+// that are names and not shared, limits in range.
+func validateUsers(a Auth) error {
+	names, envs := map[string]bool{}, map[string]string{a.TokenEnv: "v2.auth.token_env"}
+	for k, u := range a.Users {
+		at := fmt.Sprintf("v2.auth.users[%d]", k)
+		if !validUserName(u.Name) {
+			return fmt.Errorf("%s.name: %q must be 1 to 32 of a-z, 0-9, '_' and '-', starting with a letter", at, u.Name)
+		}
+		if u.Name == mvp.Operator {
+			return fmt.Errorf("%s.name: %q is the internal token's owner; name the user otherwise", at, u.Name)
+		}
+		if names[u.Name] {
+			return fmt.Errorf("%s.name: %q is named twice", at, u.Name)
+		}
+		names[u.Name] = true
+		if !validEnvName(u.TokenEnv) {
+			return fmt.Errorf("%s.token_env: %q is not an environment variable name (the token itself never goes in "+
+				"the file)", at, u.TokenEnv)
+		}
+		if prev, dup := envs[u.TokenEnv]; dup {
+			return fmt.Errorf("%s.token_env: %s is already the token variable of %s; give each user its own", at,
+				u.TokenEnv, prev)
+		}
+		envs[u.TokenEnv] = at
+		if u.MaxGPUs < 0 || u.MaxQueued < 0 || u.Share < 0 {
+			return fmt.Errorf("%s: max_gpus, max_queued and share must not be negative", at)
+		}
+		if p := u.MaxPriority; p != nil && (*p < 0 || *p > mvp.MaxPriority) {
+			return fmt.Errorf("%s.max_priority: %d must be between 0 and %d", at, *p, mvp.MaxPriority)
+		}
+	}
 	return nil
+}
+
+func validUserName(s string) bool {
+	if len(s) == 0 || len(s) > 32 || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for _, r := range s {
+		if r != '_' && r != '-' && (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func validEnvName(s string) bool {

@@ -140,3 +140,41 @@ func TestMetricsKeys(t *testing.T) {
 		t.Errorf("a misspelt metrics key: %v, want an error naming it", err)
 	}
 }
+
+func TestUsersKeys(t *testing.T) {
+	c, err := Parse([]byte(`v2:
+  auth:
+    users: [{name: alice, token_env: MVP_TOKEN_ALICE, max_gpus: 16, max_queued: 100, max_priority: 80, share: 1},
+            {name: bob, token_env: MVP_TOKEN_BOB}]
+  scheduler: {fair_share_half_life_s: 3600}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := c.V2.Auth.Users[0], c.V2.Auth.Users[1]
+	if a.MaxGPUs != 16 || a.MaxQueued != 100 || *a.MaxPriority != 80 || a.Share != 1 {
+		t.Errorf("alice %+v", a)
+	}
+	if b.Share != 1 || *b.MaxPriority != 100 || b.MaxGPUs != 0 {
+		t.Errorf("bob's defaults %+v", b)
+	}
+	s := c.V2.Scheduler
+	if !s.FairShareOn() || s.HalfLife().Hours() != 1 || s.StarvationBound().Hours() != 24 {
+		t.Errorf("fair share %v, half-life %v, starvation %v", s.FairShareOn(), s.HalfLife(), s.StarvationBound())
+	}
+	for _, bad := range []struct{ doc, want string }{
+		{`{name: Alice, token_env: T1}`, "name"},
+		{`{name: operator, token_env: T1}`, "internal token"},
+		{`{name: a, token_env: "x y"}`, "token_env"},
+		{`{name: a, token_env: MVP_INTERNAL_TOKEN}`, "already"},
+		{`{name: a, token_env: T1}, {name: a, token_env: T2}`, "twice"},
+		{`{name: a, token_env: T1}, {name: b, token_env: T1}`, "already"},
+		{`{name: a, token_env: T1, max_priority: 101}`, "max_priority"},
+		{`{name: a, token_env: T1, max_gpus: -1}`, "negative"},
+	} {
+		_, err := Parse([]byte("v2: {auth: {users: [" + bad.doc + "]}}\n"))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("users [%s]: %v, want an error naming %q", bad.doc, err, bad.want)
+		}
+	}
+}

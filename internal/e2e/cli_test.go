@@ -22,8 +22,14 @@ import (
 // cli runs bin/mvp against the service and returns stdout, stderr and the exit code.
 func (s *service) cli(args ...string) (string, string, int) {
 	s.t.Helper()
+	return s.cliAs(s.token, args...)
+}
+
+// cliAs runs bin/mvp with the given token (a named user's, or the operator's).
+func (s *service) cliAs(token string, args ...string) (string, string, int) {
+	s.t.Helper()
 	cmd := exec.Command(env.bin, args...)
-	cmd.Env = append(os.Environ(), "MVP_ADDR="+s.c.Addr, "MVP_TOKEN="+s.token)
+	cmd.Env = append(os.Environ(), "MVP_ADDR="+s.c.Addr, "MVP_TOKEN="+token)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -178,7 +178,9 @@ type serviceOpts struct {
 	extraV2                  string
 	// schedExtra is added inside v2.scheduler's mapping, e.g. ", policy: fifo".
 	schedExtra string
-	env        []string
+	// authExtra is added inside v2.auth's mapping, e.g. ", users: [{name: alice, token_env: T}]".
+	authExtra string
+	env       []string
 	// rayTokenEnv names the variable holding Ray's token (token-auth clusters).
 	rayTokenEnv string
 	// logCopyS is v2.ray.log_copy_s (default 1 in tests).
@@ -231,11 +233,11 @@ runtime_env:
     PYTHONPATH: %s
 v2:
   api: {host: 127.0.0.1, port: %d}
-  auth: {token_env: MVP_E2E_TOKEN}
+  auth: {token_env: MVP_E2E_TOKEN%s}
   sqlite: {db_path: %s, checkpoint_schedule: %q}
   scheduler: {tick_s: %g, retry_interval_s: %g, max_running_tasks: %d, gang_wait_s: %g%s}
   ray: {gcs_address: %s, python: %s, probe_script: %s, token_env: %s, log_copy_s: %g}
-%s`, env.dashboard, s.sharedRoot, filepath.Join(env.repo, "py-entrypoints"), s.port, s.dbPath, o.checkpoint, o.tickS, o.retryS,
+%s`, env.dashboard, s.sharedRoot, filepath.Join(env.repo, "py-entrypoints"), s.port, o.authExtra, s.dbPath, o.checkpoint, o.tickS, o.retryS,
 		o.maxRunning, o.gangWaitS, o.schedExtra, env.gcs, o.rayPython, env.probeScript, o.rayTokenEnv, o.logCopyS, o.extraV2)
 	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

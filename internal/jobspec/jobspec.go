@@ -58,6 +58,9 @@ type Spec struct {
 	// ResumeFrom names an ended task whose checkpoint folder this run continues from: verl gets that folder as
 	// trainer.default_local_dir with trainer.resume_mode=auto. `mvp resubmit --resume` sets it.
 	ResumeFrom string `json:"resume_from,omitempty" yaml:"resume_from,omitempty"`
+	// Priority 0..100 orders the queue within the scheduling policy, higher first; absent: mvp.DefaultPriority
+	// (or the submitter's max_priority when that is lower). Above the submitter's max_priority it is refused.
+	Priority *int `json:"priority,omitempty" yaml:"priority,omitempty"`
 	// Secrets maps environment variables of the job to stored secrets (WANDB_API_KEY: wandb): their values are
 	// put in the job's environment only in the submission sent to Ray, read afresh for every attempt.
 	Secrets map[string]string `json:"secrets,omitempty" yaml:"secrets,omitempty"`
@@ -104,7 +107,7 @@ var fields = map[string]yaml.Kind{
 	"code_path": yaml.ScalarNode, "overrides": yaml.SequenceNode, "env": yaml.MappingNode,
 	"max_runtime_s": yaml.ScalarNode, "max_queued_s": yaml.ScalarNode, "heartbeat_timeout_s": yaml.ScalarNode,
 	"after_ok": yaml.SequenceNode, "after_any": yaml.SequenceNode, "resume_from": yaml.ScalarNode,
-	"secrets": yaml.MappingNode,
+	"secrets": yaml.MappingNode, "priority": yaml.ScalarNode,
 }
 
 // listFields are the top-level lists of strings; SetPath appends to them.
@@ -112,7 +115,7 @@ var listFields = map[string]bool{"overrides": true, "after_ok": true, "after_any
 
 // intFields are the top-level fields whose values are integers (SetPath parses them).
 var intFields = map[string]bool{"nnodes": true, "n_gpus_per_node": true, "max_runtime_s": true, "max_queued_s": true,
-	"heartbeat_timeout_s": true}
+	"heartbeat_timeout_s": true, "priority": true}
 
 func invalid(field, format string, args ...any) error {
 	return mvp.Errorf(mvp.CodeInvalid, field, format, args...)
@@ -227,6 +230,10 @@ func decodeFields(root *yaml.Node, s *Spec) error {
 			s.MaxQueuedS, err = integer(k, v)
 		case "heartbeat_timeout_s":
 			s.HeartbeatTimeoutS, err = integer(k, v)
+		case "priority":
+			var p int
+			p, err = integer(k, v)
+			s.Priority = &p
 		case "name":
 			s.Name, err = str(k, v)
 		case "model_path":
@@ -350,6 +357,10 @@ func (s *Spec) Validate() error {
 	}
 	if s.MaxRuntimeS < 0 {
 		return invalid("max_runtime_s", "max_runtime_s must be a whole number of seconds ≥ 1, got %d", s.MaxRuntimeS)
+	}
+	if s.Priority != nil && (*s.Priority < 0 || *s.Priority > mvp.MaxPriority) {
+		return invalid("priority", "priority must be from 0 to %d (default %d), got %d", mvp.MaxPriority,
+			mvp.DefaultPriority, *s.Priority)
 	}
 	if s.MaxQueuedS < 0 {
 		return invalid("max_queued_s", "max_queued_s must be a whole number of seconds ≥ 1, got %d", s.MaxQueuedS)

@@ -9,7 +9,7 @@ import (
 const (
 	CodeInvalid      = "invalid"      // bad input: 400
 	CodeUnauthorized = "unauthorized" // no token: 401
-	CodeForbidden    = "forbidden"    // wrong token: 403
+	CodeForbidden    = "forbidden"    // wrong token, or another user's task: 403
 	CodeNotFound     = "not_found"    // 404
 	CodeConflict     = "conflict"     // illegal transition, lost compare-and-set: 409
 	CodeTooLarge     = "too_large"    // body over the cap: 413
@@ -17,6 +17,7 @@ const (
 	CodeUnavailable  = "unavailable"  // disk full, DB gone, Ray down where it matters: 503
 	CodeInternal     = "internal"     // 500
 	CodeMethod       = "method"       // 405
+	CodeTooMany      = "too_many"     // past a per-user limit such as max_queued: 429
 )
 
 // Error is an error meant for the user: a code, a message that says what to fix, and the field it is about.

@@ -27,7 +27,9 @@ func (o Overlap) Valid() bool { return o == OverlapSkip || o == OverlapQueue || 
 
 // Schedule is a recurring task: a jobspec submitted on a cron schedule. Its name is its identity.
 type Schedule struct {
-	Name     string  `json:"name"`
+	Name string `json:"name"`
+	// Owner is the user who made it (Operator for the internal token); its tasks are theirs.
+	Owner    string  `json:"owner"`
 	Cron     string  `json:"cron"`
 	Timezone string  `json:"timezone"`
 	Overlap  Overlap `json:"overlap"`

@@ -15,7 +15,9 @@ const MaxSecretBytes = 64 << 10
 
 // SecretInfo is all that is ever shown of a stored secret: never its value.
 type SecretInfo struct {
-	Name      string    `json:"name"`
+	Name string `json:"name"`
+	// Owner is the user who stored it (Operator for the internal token): only they may use, replace or delete it.
+	Owner     string    `json:"owner"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -30,7 +32,7 @@ type SealedSecret struct {
 // SecretStore keeps sealed secrets; it never sees a value in the clear.
 type SecretStore interface {
 	// PutSecret inserts or replaces a sealed secret; created says it did not exist. A replaced secret keeps its
-	// CreatedAt.
+	// CreatedAt; one that another owner holds is not replaced (CodeForbidden).
 	PutSecret(ctx context.Context, s *SealedSecret) (created bool, err error)
 	// SealedSecrets returns the named secrets that exist.
 	SealedSecrets(ctx context.Context, names []string) (map[string]*SealedSecret, error)

@@ -24,6 +24,12 @@ type Task struct {
 	PendingReason   string          `json:"pending_reason"`
 	ErrorSummary    string          `json:"error_summary"`
 	LatestAttemptNo int             `json:"latest_attempt_no"`
+	// Owner is the user whose token submitted the task (Operator for the internal token): only they and the
+	// operator may see, cancel or read it.
+	Owner string `json:"owner"`
+	// Priority 0..100 (jobspec priority; DefaultPriority when it names none, capped by the owner's max_priority)
+	// orders the queue within the scheduling policy, higher first.
+	Priority int `json:"priority"`
 	// MaxRuntimeS is the declared upper bound of one attempt's run, in seconds (the configured default when the
 	// jobspec names none). The scheduler plans with it (a running task's declared end is its start plus this) and
 	// the loop stops an attempt that overstays it. 0 means unbounded (only in tests and old rows).
@@ -154,8 +160,28 @@ type Change struct {
 	EventPayload map[string]any
 }
 
+// UsageSpan is one attempt's run as fair share counts it: GPUs held by Owner from Start to End (nil: still
+// running).
+type UsageSpan struct {
+	Owner string
+	GPUs  int
+	Start time.Time
+	End   *time.Time
+}
+
+// Operator is the owner recorded for what the internal token does: the operator sees and may cancel everything.
+const Operator = "operator"
+
+// DefaultPriority is the priority of a task whose jobspec names none; MaxPriority the highest there is.
+const (
+	DefaultPriority = 50
+	MaxPriority     = 100
+)
+
 // TaskFilter selects tasks for a listing, newest first.
 type TaskFilter struct {
+	// Owner, when set, keeps only that user's tasks.
+	Owner    string
 	State    State
 	Workload Workload
 	Limit    int
@@ -175,6 +201,11 @@ type Store interface {
 	Apply(ctx context.Context, c Change) error
 	// UpdateAttempt overwrites an attempt's Ray-side fields without a state change, and records an event.
 	UpdateAttempt(ctx context.Context, a *Attempt, eventType string, payload map[string]any) error
+	// CountWaiting returns how many of owner's tasks wait (QUEUED or PENDING_RESOURCES): max_queued.
+	CountWaiting(ctx context.Context, owner string) (int, error)
+	// UsageSpans returns the attempts that ran at some time after since (started, and not ended before since),
+	// with their owner and gang size: fair share's decayed usage is computed from them.
+	UsageSpans(ctx context.Context, since time.Time) ([]UsageSpan, error)
 	// Runnable returns QUEUED tasks and PENDING_RESOURCES tasks, in FIFO order (created_at, then id). The
 	// scheduler filters by next_run_at itself so that Decide sees the whole queue.
 	Runnable(ctx context.Context) ([]*Task, error)

@@ -125,6 +125,7 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 		return l.record(ctx, run)
 	}
 	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
+	t.Owner = s.Owner // a schedule's tasks are its owner's
 	outcome := run.Outcome
 	for try := 0; ; try++ {
 		t.ID = l.NewID(t.Workload, now, try)

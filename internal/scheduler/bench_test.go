@@ -86,6 +86,29 @@ func deepQueue() (Snapshot, []*mvp.Task, []ActiveAttempt, *mvp.ClusterView) {
 	return Snapshot{Cluster: view, Queue: queue, Active: running}, queue, running, view
 }
 
+// BenchmarkDecide100kFairShare is BenchmarkDecide100k under the default policy with fair share on, the queue
+// owned by 4 users in turn with 3 priorities, one user over its quota and all with decayed usage: the cost of
+// ranking (priority sort, fair-share merge) and of quotas on top of the policy.
+func BenchmarkDecide100kFairShare(b *testing.B) {
+	snap, queue, _, _ := deepQueue()
+	users := []string{"alice", "bob", "carol", "dave"}
+	for i, t := range queue {
+		t.Owner, t.Priority = users[i%len(users)], 40+10*(i%3)
+	}
+	snap.Usage = map[string]float64{"alice": 1e6, "bob": 5e5, "carol": 1e3}
+	p := policy100k(DefaultPolicy)
+	p.FairShare, p.HalfLife, p.StarvationBound = true, 7*24*time.Hour, 24*time.Hour
+	p.Users = map[string]UserLimits{"dave": {MaxGPUs: 8}, "bob": {Share: 2}}
+	runtime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if len(Decide(t0, snap, p)) == 0 {
+			b.Fatal("no actions")
+		}
+	}
+}
+
 func policy100k(name string) Policy {
 	return Policy{Name: name, MaxRunning: 0, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3},
 		Driver: map[string]float64{"worker_node": 1, "CPU": 1}, DefaultMaxRuntime: 24 * time.Hour}

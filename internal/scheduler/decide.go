@@ -34,6 +34,17 @@ type Policy struct {
 	// DefaultMaxRuntime is the declared run time of a task whose MaxRuntimeS is 0; 0 means such a task has no
 	// declared end (a reservation cannot count on it ending).
 	DefaultMaxRuntime time.Duration
+	// Users are the named users' limits and shares (v2.auth.users), by name; a user not named (the operator
+	// among them) has no limits and share 1.
+	Users map[string]UserLimits
+	// FairShare ranks competing users' tasks of one priority by decayed usage ÷ share (Snapshot.Usage);
+	// off, they keep arrival order.
+	FairShare bool
+	// HalfLife is the half-life of the decayed usage (the loop computes Snapshot.Usage with it).
+	HalfLife time.Duration
+	// StarvationBound: the oldest task that has waited this long is ranked first, so no priority and no fair
+	// share can overtake it or its reservation; 0 means no bound.
+	StarvationBound time.Duration
 }
 
 // Snapshot is everything Decide looks at.
@@ -48,6 +59,8 @@ type Snapshot struct {
 	ClusterErr error
 	// Deps holds the state of every task that a queued task depends on (after_ok, after_any); see dependencies.
 	Deps map[string]mvp.State
+	// Usage is each user's decayed GPU-seconds (DecayedUsage), by owner; fair share ranks by it.
+	Usage map[string]float64
 }
 
 // ActiveAttempt is a task with a live attempt.

@@ -40,7 +40,13 @@ type Reservation struct {
 
 // QueueEntry is one waiting task.
 type QueueEntry struct {
-	TaskID   string   `json:"task_id"`
+	TaskID string `json:"task_id"`
+	// Owner and Priority are the task's; Rank is its place after ranking by starvation bound, priority and
+	// fair share (the order the policy admits and reserves in, before backfill); 0 where it is not ranked (it
+	// backs off, never fits or waits for dependencies).
+	Owner    string   `json:"owner"`
+	Priority int      `json:"priority"`
+	Rank     int      `json:"rank"`
 	Position int      `json:"position"`
 	Code     WaitCode `json:"code"`
 	Reason   string   `json:"reason"`
@@ -64,7 +70,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		Reservations: []Reservation{}, Starting: []string{}, Queue: []QueueEntry{}}
 	if s.Cluster == nil {
 		for i, t := range s.Queue {
-			v.Queue = append(v.Queue, QueueEntry{TaskID: t.ID, Position: i + 1, Code: CodeClusterUnknown,
+			v.Queue = append(v.Queue, QueueEntry{TaskID: t.ID, Owner: ownerName(t), Priority: t.Priority, Position: i + 1, Code: CodeClusterUnknown,
 				Reason: "Ray's cluster could not be read: nothing is admitted until it can"})
 		}
 		return v
@@ -106,7 +112,8 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 	entries := make([]QueueEntry, 0, len(s.Queue))
 	add := func(i int32, code WaitCode, reason string) {
 		e := &pl.ents[i]
-		q := QueueEntry{TaskID: s.Queue[i].ID, Position: int(e.pos), Code: code, Reason: reason, YieldsTo: pl.yieldsTo(e),
+		t := s.Queue[i]
+		q := QueueEntry{TaskID: t.ID, Owner: ownerName(t), Priority: t.Priority, Rank: int(e.rank), Position: int(e.pos), Code: code, Reason: reason, YieldsTo: pl.yieldsTo(e),
 			EstStart: est[i]}
 		if code == CodeFragmented {
 			l := float64(e.largest)
@@ -157,10 +164,19 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 			reason = t.PendingReason // held, and that reason is already written
 		}
 		pos++
-		entries = append(entries, QueueEntry{TaskID: t.ID, Position: pos, Code: CodeDependency, Reason: reason})
+		entries = append(entries, QueueEntry{TaskID: t.ID, Owner: ownerName(t), Priority: t.Priority, Position: pos,
+			Code: CodeDependency, Reason: reason})
 	}
 	v.Queue = entries
 	return v
+}
+
+// ownerName is t's owner, mvp.Operator when it names none.
+func ownerName(t *mvp.Task) string {
+	if t.Owner == "" {
+		return mvp.Operator
+	}
+	return t.Owner
 }
 
 func timePtr(t time.Time) *time.Time { return &t }

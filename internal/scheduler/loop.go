@@ -60,6 +60,10 @@ type Loop struct {
 	lastKeep  time.Time // last pass of keepLogs
 	health    Health
 	wake      chan struct{}
+	// usageSums is fair share's decayed usage as of usageAt, with the tasks live then (see usage).
+	usageSums map[string]float64
+	usageAt   time.Time
+	usageLive map[string]bool
 }
 
 // Health is what /healthz reports of the scheduler's view of Ray.
@@ -202,7 +206,47 @@ func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterVie
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("load dependencies: %w", err)
 	}
-	return Snapshot{Cluster: view, Queue: queue, Active: as, ClusterErr: cerr, Deps: deps}, nil
+	var usage map[string]float64
+	if l.Policy.FairShare {
+		if usage, err = l.usage(ctx, now, active); err != nil {
+			return Snapshot{}, err
+		}
+	}
+	return Snapshot{Cluster: view, Queue: queue, Active: as, ClusterErr: cerr, Deps: deps, Usage: usage}, nil
+}
+
+// UsageEvery is how often the loop reads the attempts again to compute fair share's decayed usage while the same
+// tasks are live; in between it reuses the last sums (usage with a half-life of days moves little in a minute, and
+// the read covers 20 half-lives of attempts). A task that starts or ends makes the next snapshot read them again.
+const UsageEvery = time.Minute
+
+// usage is each owner's decayed GPU-seconds at now, read from the store at most every UsageEvery while the live
+// tasks stay the same.
+func (l *Loop) usage(ctx context.Context, now time.Time, active []*mvp.Task) (map[string]float64, error) {
+	live := make(map[string]bool, len(active))
+	for _, t := range active {
+		live[t.ID] = true
+	}
+	l.mu.Lock()
+	same := len(live) == len(l.usageLive)
+	for id := range live {
+		same = same && l.usageLive[id]
+	}
+	if same && l.usageSums != nil && now.Sub(l.usageAt) < UsageEvery && !now.Before(l.usageAt) {
+		u := l.usageSums
+		l.mu.Unlock()
+		return u, nil
+	}
+	l.mu.Unlock()
+	spans, err := l.Store.UsageSpans(ctx, UsageSince(now, l.Policy.HalfLife))
+	if err != nil {
+		return nil, fmt.Errorf("load usage: %w", err)
+	}
+	u := DecayedUsage(now, l.Policy.HalfLife, spans)
+	l.mu.Lock()
+	l.usageSums, l.usageAt, l.usageLive = u, now, live
+	l.mu.Unlock()
+	return u, nil
 }
 
 // setHealth records the reading's outcome and the backoff; it reports whether Ray's availability changed.

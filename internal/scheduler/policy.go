@@ -121,11 +121,15 @@ type entry struct {
 	shape  int32
 	yields int32 // behind_reservation: queue index of the task yielded to, or -1 for plan.blocker
 	pos    int32 // 1-based position among waiting tasks, in policy order
-	sub    int32 // entSubmit: index into plan.submits
-	rtS    int32 // declared run time in seconds; maxRuntimeS when unbounded
+	// user is the owner's index in plan.users; rank the 1-based place rank gave the task (priority, fair
+	// share), orig its place by starvation and priority alone (0 when the queue kept arrival order).
+	user, rank, orig int32
+	sub              int32 // entSubmit: index into plan.submits
+	rtS              int32 // declared run time in seconds; maxRuntimeS when unbounded
 	// waitS is the seconds since the task was created; largest the GPUs of the largest free node (fragmented).
 	waitS, largest float32
 	kind           uint8
+	prio           uint8 // the task's priority, clamped to 0..MaxPriority (read once: rank sorts by it)
 }
 
 // maxRuntimeS stands for an unbounded (or absurdly long) declared run time in entry.rtS.
@@ -165,6 +169,17 @@ type plan struct {
 	freeKnown        bool
 	// Sentences shared by many waits.
 	behind, behindFor, maxRunning string
+	// users are the owners met in this pass (fairshare.go), userIdx indexes them by name, lastUser is the last
+	// looked up (-1 for none).
+	users     []userState
+	userIdx   map[string]int32
+	lastUser  int32
+	lastOwner string // the Task.Owner last looked up (lastUser's, before "" became the operator)
+	// mixed: the queue has more than one owner or priority, or a task past the starvation bound (rank sorts);
+	// prioMixed: more than one priority.
+	mixed, prioMixed bool
+	// starved is the queue index of the oldest task past the starvation bound, -1 for none.
+	starved int32
 }
 
 // liveUse is where a live or just-admitted task holds resources, and until when.
@@ -177,9 +192,14 @@ type liveUse struct {
 
 // newPlan reserves what live attempts still take, then runs the policy over the queue.
 func newPlan(now time.Time, s Snapshot, p Policy) *plan {
-	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster)}
+	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1, starved: -1}
 	pl.reserveLive()
 	pl.classify()
+	pl.rank()
+	var ranked []int32
+	if pl.p.FairShare && len(pl.users) > 1 {
+		ranked = slices.Clone(pl.order) // the policies reorder backfill candidates in place
+	}
 	if pl.blocker != "" {
 		for _, i := range pl.order {
 			pl.wait(i, CodeBehindReservation, -1)
@@ -194,10 +214,13 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 		case PolicyEASY:
 			pl.easy(nil)
 		case PolicySJBF:
-			pl.easy(pl.sortByRuntime)
+			pl.easy(pl.backfillOrder(pl.sortByRuntime))
 		default: // PolicyXFBF
-			pl.easy(pl.sortByExpansion)
+			pl.easy(pl.backfillOrder(pl.sortByExpansion))
 		}
+	}
+	if ranked != nil {
+		pl.markFairShare(ranked)
 	}
 	pl.positions()
 	return pl
@@ -213,6 +236,9 @@ func (pl *plan) reserveLive() {
 			pl.running++
 		}
 		d := DemandOf(a.Task, pl.p)
+		u := &pl.users[pl.userOf(a.Task.Owner)]
+		u.used += d.gangGPUs()
+		u.charge += d.gangGPUs() * RankHorizon.Seconds() / u.share // what it holds now counts for fair share at once
 		placed := createdGroups(pl.s.Cluster, a.Attempt)
 		unplaced := max(d.Groups-placed, 0)
 		driver := a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending
@@ -278,6 +304,13 @@ func (pl *plan) classify() {
 			e.kind = entSkip // backing off after an attempt that failed for lack of resources; does not hold the queue
 			continue
 		}
+		e.user = pl.userOf(t.Owner)
+		e.prio = uint8(min(max(t.Priority, 0), mvp.MaxPriority))
+		if len(pl.order) > 0 {
+			f := pl.order[0]
+			pl.prioMixed = pl.prioMixed || e.prio != pl.ents[f].prio
+			pl.mixed = pl.mixed || pl.prioMixed || e.user != pl.ents[f].user
+		}
 		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
 		if t.Workload != lastWorkload {
 			lastWorkload, lastCPG = t.Workload, pl.p.CPUsPerGPU[t.Workload]
@@ -311,6 +344,9 @@ func (pl *plan) classify() {
 			e.kind, e.code = entWait, CodeNeverFits
 			continue
 		}
+		if b := pl.p.StarvationBound; b > 0 && pl.starved < 0 && float64(e.waitS) >= b.Seconds() {
+			pl.starved, pl.mixed = int32(i), true // the queue is in arrival order: the oldest past the bound
+		}
 		pl.order = append(pl.order, int32(i))
 	}
 }
@@ -324,6 +360,8 @@ func (pl *plan) fifo() {
 			pl.wait(i, CodeBehindReservation, head)
 		case pl.full():
 			pl.wait(i, CodeMaxRunning, 0)
+		case pl.overQuota(i):
+			pl.wait(i, CodeQuota, 0) // over its owner's quota: waits without holding the line
 		case !pl.tryAdmit(i):
 			pl.notFit(i)
 			head = i
@@ -336,6 +374,8 @@ func (pl *plan) greedy(order []int32) {
 	for _, i := range order {
 		if pl.full() {
 			pl.wait(i, CodeMaxRunning, 0)
+		} else if pl.overQuota(i) {
+			pl.wait(i, CodeQuota, 0)
 		} else if !pl.tryAdmit(i) {
 			pl.notFit(i)
 		}
@@ -354,6 +394,10 @@ func (pl *plan) easy(order func([]int32)) {
 			}
 			return
 		}
+		if pl.overQuota(i) {
+			pl.wait(i, CodeQuota, 0) // over its owner's quota: neither admitted nor given the reservation
+			continue
+		}
 		if pl.tryAdmit(i) {
 			continue
 		}
@@ -370,10 +414,24 @@ func (pl *plan) easy(order func([]int32)) {
 	}
 }
 
+// backfillOrder is the policy's own order of backfill candidates (sort), or nil, rank order, when the rank puts
+// priority or fair share into the order: then the candidates are taken as ranked, so that neither is undone by
+// the policy's sort (which would put, say, a heavy user's long-waiting sweep ahead of a light user's task).
+func (pl *plan) backfillOrder(sort func([]int32)) func([]int32) {
+	if pl.prioMixed || (pl.p.FairShare && len(pl.users) > 1 && pl.mixed) {
+		return nil
+	}
+	return sort
+}
+
 // backfill decides a task behind the reservation.
 func (pl *plan) backfill(i int32) {
 	if pl.full() {
 		pl.wait(i, CodeMaxRunning, 0)
+		return
+	}
+	if pl.overQuota(i) {
+		pl.wait(i, CodeQuota, 0)
 		return
 	}
 	sh := &pl.shapes[pl.ents[i].shape]
@@ -459,6 +517,7 @@ func (pl *plan) admit(i int32, chosen []int, drv int) {
 		end = pl.now.Add(rt).UnixNano()
 	}
 	sh := pl.shapes[pl.ents[i].shape].d
+	pl.users[pl.ents[i].user].used += sh.gangGPUs()
 	pl.admitted = append(pl.admitted, liveUse{end: end, nodes: chosen, gpu: sh.GPUs, cpu: sh.CPUs, driver: drv})
 	if pl.built {
 		pl.addReleases(pl.admitted[len(pl.admitted)-1])
@@ -779,6 +838,10 @@ func (pl *plan) reasonOf(e *entry) string {
 			pl.maxRunning = fmt.Sprintf("max_running_tasks (%d) reached", pl.p.MaxRunning)
 		}
 		return pl.maxRunning
+	case CodeQuota:
+		return pl.quotaReason(e.user)
+	case CodeFairShare:
+		return pl.fairReason(e.user)
 	case CodeBehindReservation:
 		if y := pl.yieldsTo(e); y != pl.behindFor || pl.behind == "" {
 			pl.behindFor = y

@@ -90,8 +90,8 @@ func CheckName(name string) error {
 	return nil
 }
 
-// Put encrypts value and stores it under name (replacing a value already there: the next attempt of a task that
-// uses it gets the new one). It returns what may be shown of the secret and whether it is new.
+// Put encrypts value and stores it under name for the caller in ctx (mvp.CallerOf), replacing a value already
+// there (the next attempt of a task that uses it gets the new one); a name another user holds is refused. It returns what may be shown of the secret and whether it is new.
 func (v *Vault) Put(ctx context.Context, name, value string) (mvp.SecretInfo, bool, error) {
 	if !v.Enabled() {
 		return mvp.SecretInfo{}, false, v.Off()
@@ -112,7 +112,8 @@ func (v *Vault) Put(ctx context.Context, name, value string) (mvp.SecretInfo, bo
 		return mvp.SecretInfo{}, false, fmt.Errorf("seal secret %s: %w", name, err)
 	}
 	now := v.now().UTC()
-	s := &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: name, CreatedAt: now, UpdatedAt: now}, Nonce: nonce,
+	s := &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: name, Owner: mvp.CallerOf(ctx).Name, CreatedAt: now,
+		UpdatedAt: now}, Nonce: nonce,
 		Ciphertext: v.aead.Seal(nil, nonce, []byte(value), []byte(name))}
 	created, err := v.store.PutSecret(ctx, s)
 	if err != nil {

@@ -122,6 +122,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}
 	m.token = token
+	users, err := UsersOf(&cfg, token)
+	if err != nil {
+		return err
+	}
 	rayToken := os.Getenv(cfg.V2.Ray.TokenEnv)
 
 	// The metrics live on a registry of this service's own (never the global one); with them off, nothing observes.
@@ -210,7 +214,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.loop.Secrets = vault.Values
 	}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
-		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token,
+		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token, Users: users,
 		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
 		Secrets: vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public}
 	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, NewID: api.NewTaskID,
@@ -252,13 +256,44 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	return nil
 }
 
+// UsersOf reads the named users of v2.auth.users, each token from its environment variable (rotated by changing
+// the variable and restarting). A user without a token, or two holders of one token (the operator among them), stop
+// serve: a token must name exactly one caller. Tokens are never printed.
+func UsersOf(cfg *config.Config, operatorToken string) ([]mvp.User, error) {
+	var out []mvp.User
+	seen := map[string]string{operatorToken: "the operator (v2.auth.token_env)"}
+	for _, u := range cfg.V2.Auth.Users {
+		tok, _, err := api.TokenFromEnv(u.TokenEnv, false)
+		if err != nil {
+			return nil, fmt.Errorf("v2.auth.users %s: %w", u.Name, err)
+		}
+		if prev, dup := seen[tok]; dup {
+			return nil, fmt.Errorf("v2.auth.users %s: $%s holds the same token as %s; every caller needs its own",
+				u.Name, u.TokenEnv, prev)
+		}
+		seen[tok] = "user " + u.Name
+		mp := mvp.MaxPriority
+		if u.MaxPriority != nil {
+			mp = *u.MaxPriority
+		}
+		out = append(out, mvp.User{Name: u.Name, Token: tok, MaxGPUs: u.MaxGPUs, MaxQueued: u.MaxQueued,
+			MaxPriority: mp, Share: u.Share})
+	}
+	return out, nil
+}
+
 // PolicyOf is the scheduler's admission policy from dev.yaml: the policy's name, the declared run time of a task
 // that gives none, the running cap, the gang wait, each workload's CPU per GPU, and the driver's own resources
 // (entrypoint_resources plus entrypoint_num_cpus as CPU). `mvp serve` and `mvp sim` both use it.
 func PolicyOf(cfg *config.Config) scheduler.Policy {
 	policy := scheduler.Policy{Name: cfg.V2.Scheduler.Policy, MaxRunning: cfg.V2.Scheduler.MaxRunningTasks,
 		GangWait: cfg.V2.Scheduler.GangWait(), CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{},
-		DefaultMaxRuntime: time.Duration(cfg.V2.Scheduler.DefaultMaxRuntimeS) * time.Second}
+		DefaultMaxRuntime: time.Duration(cfg.V2.Scheduler.DefaultMaxRuntimeS) * time.Second,
+		FairShare:         cfg.V2.Scheduler.FairShareOn(), HalfLife: cfg.V2.Scheduler.HalfLife(),
+		StarvationBound: cfg.V2.Scheduler.StarvationBound(), Users: map[string]scheduler.UserLimits{}}
+	for _, u := range cfg.V2.Auth.Users {
+		policy.Users[u.Name] = scheduler.UserLimits{MaxGPUs: u.MaxGPUs, Share: u.Share}
+	}
 	for name, w := range cfg.V2.Workloads {
 		policy.CPUsPerGPU[mvp.Workload(name)] = w.CPUsPerGPU
 	}

@@ -148,3 +148,61 @@ func diurnalInverse(c, span float64) float64 {
 	}
 	return (lo + hi) / 2
 }
+
+// Team names of GenerateTeams.
+const (
+	TeamSteady = "steady"
+	TeamFlood  = "flood"
+)
+
+// floodWindow is the part of the steady team's span over which the flooding team submits its whole sweep.
+const floodWindow = 0.1
+
+// A flood is a sweep: many alike one-node jobs of a whole node each, run times log-normal around sweepMedianS
+// (sweepSigma), declared as Generate declares.
+const (
+	sweepMedianS = 2 * 3600.0
+	sweepSigma   = 0.5
+)
+
+// GenerateTeams makes a two-team trace: team "steady" submits cfg.Jobs jobs steadily at offered load cfg.Load
+// (as Generate), and team "flood" submits a sweep worth floodLoad of the cluster over the same span (one-node jobs
+// of a whole node, run times around 2 h), all of it in the first tenth of the span.
+func GenerateTeams(cfg GenConfig, floodLoad float64) ([]Job, error) {
+	if !(floodLoad > 0) || floodLoad > 10 {
+		return nil, fmt.Errorf("--flood-load must be in (0, 10] (got %g)", floodLoad)
+	}
+	steady, err := Generate(cfg)
+	if err != nil {
+		return nil, err
+	}
+	span := steady[len(steady)-1].ArrivalS
+	rng := rand.New(rand.NewPCG(cfg.Seed+1, 0x666c6f6f64))
+	jobs := make([]Job, 0, len(steady))
+	for _, j := range steady {
+		j.User, j.Priority = TeamSteady, 50
+		jobs = append(jobs, j)
+	}
+	want := floodLoad * float64(cfg.Nodes*cfg.GPUsPerNode) * span // GPU-seconds
+	for work := 0.0; work < want; {
+		d := math.Round(min(max(sweepMedianS*math.Exp(sweepSigma*rng.NormFloat64()), 600), 12*3600))
+		j := Job{NNodes: 1, GPUsPerNode: cfg.GPUsPerNode, DurationS: d, User: TeamFlood, Priority: 50,
+			MaxRuntimeS: declare(d, 1+(overestimateF-1)*rng.Float64()),
+			ArrivalS:    math.Round(rng.Float64()*floodWindow*span*10) / 10}
+		jobs = append(jobs, j)
+		work += d * float64(cfg.GPUsPerNode)
+	}
+	slices.SortStableFunc(jobs, func(a, b Job) int {
+		switch {
+		case a.ArrivalS < b.ArrivalS:
+			return -1
+		case a.ArrivalS > b.ArrivalS:
+			return 1
+		}
+		return 0
+	})
+	for i := range jobs {
+		jobs[i].Line = i + 2
+	}
+	return jobs, nil
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -39,8 +40,22 @@ type Result struct {
 	DecideMaxMs    float64 `json:"decide_max_ms"`
 	// Waits counts the Wait actions Decide returned: the rows the scheduler loop would have written.
 	Waits int `json:"-"`
+	// FairShare says whether fair share was on.
+	FairShare bool `json:"fair_share"`
+	// Users is each user's part, by name, when the trace names users.
+	Users []UserResult `json:"users,omitempty"`
 	// StartS is each job's start in seconds from the trace's start, in the order of the jobs given to Run.
 	StartS []float64 `json:"-"`
+}
+
+// UserResult is one user's part of a replay.
+type UserResult struct {
+	User      string  `json:"user"`
+	Jobs      int     `json:"jobs"`
+	MeanWaitS float64 `json:"mean_wait_s"`
+	P95WaitS  float64 `json:"p95_wait_s"`
+	// GPUShare is the user's GPU-seconds ÷ everyone's.
+	GPUShare float64 `json:"gpu_share"`
 }
 
 // epoch is the simulated clock's time zero.
@@ -69,6 +84,7 @@ func Run(jobs []Job, cfg Config) (*Result, error) {
 		if now == math.MaxInt64 {
 			return nil, s.stalled()
 		}
+		s.decayTo(now)
 		for len(s.running) > 0 && s.running[0].end == now {
 			s.finish(heap.Pop(&s.running).(*run))
 		}
@@ -101,6 +117,10 @@ type state struct {
 	waits   int // Wait actions applied (rows the loop would write)
 	maxDec  time.Duration
 	lastEnd int64
+	// done is each user's decayed GPU-seconds of the jobs that ended, as of doneAt (fair share).
+	done   map[string]float64
+	doneAt int64
+	gpuSec map[string]float64 // each user's GPU-seconds, undecayed (Result.Users)
 }
 
 // run is a started job.
@@ -116,11 +136,13 @@ type run struct {
 func newState(jobs []Job, cfg Config) *state {
 	s := &state{jobs: jobs, cfg: cfg, arrival: make([]int64, len(jobs)), tasks: make([]*mvp.Task, len(jobs)),
 		index: make(map[*mvp.Task]int, len(jobs)), start: make([]int64, len(jobs)), end: make([]int64, len(jobs)),
-		view: &mvp.ClusterView{Source: "sim"}, node: map[string]*mvp.Node{}}
+		view: &mvp.ClusterView{Source: "sim"}, node: map[string]*mvp.Node{}, done: map[string]float64{},
+		gpuSec: map[string]float64{}}
 	for i, j := range jobs {
 		s.arrival[i] = nanos(j.ArrivalS)
 		t := &mvp.Task{ID: fmt.Sprintf("sim-%07d", i), Workload: Workload, State: mvp.StateQueued, NNodes: j.NNodes,
-			GPUsPerNode: j.GPUsPerNode, CreatedAt: epoch.Add(time.Duration(s.arrival[i])), MaxRuntimeS: j.MaxRuntimeS}
+			GPUsPerNode: j.GPUsPerNode, CreatedAt: epoch.Add(time.Duration(s.arrival[i])), MaxRuntimeS: j.MaxRuntimeS,
+			Owner: ownerOf(j), Priority: j.Priority}
 		s.tasks[i] = t
 		s.index[t] = i
 	}
@@ -161,6 +183,9 @@ func (s *state) decide(now int64) error {
 		active = append(active, scheduler.ActiveAttempt{Task: r.task, Attempt: r.att, Nodes: r.nodes})
 	}
 	snap := scheduler.Snapshot{Cluster: s.view, Queue: s.queue, Active: active}
+	if s.cfg.Policy.FairShare {
+		snap.Usage = s.usage(at)
+	}
 	t0 := time.Now()
 	acts := scheduler.Decide(at, snap, s.cfg.Policy)
 	s.maxDec = max(s.maxDec, time.Since(t0))
@@ -240,8 +265,57 @@ func (s *state) finish(r *run) {
 	}
 	r.task.State = mvp.StateSucceeded
 	s.end[r.job] = r.end
-	s.busy += float64(j.NNodes*j.GPUsPerNode) * float64(r.end-s.start[r.job]) / 1e9
+	gs := float64(j.NNodes*j.GPUsPerNode) * float64(r.end-s.start[r.job]) / 1e9
+	s.busy += gs
+	s.gpuSec[r.task.Owner] += gs
+	if s.cfg.Policy.FairShare { // ends happen at doneAt: the span's decayed usage as of now joins done
+		end := epoch.Add(time.Duration(r.end))
+		for u, v := range scheduler.DecayedUsage(end, s.cfg.Policy.HalfLife, []mvp.UsageSpan{r.span()}) {
+			s.done[u] += v
+		}
+	}
 	s.lastEnd = max(s.lastEnd, r.end)
+}
+
+// ownerOf is the task owner of a job: its user, or the operator.
+func ownerOf(j Job) string {
+	if j.User == "" {
+		return mvp.Operator
+	}
+	return j.User
+}
+
+// span is what a started job counts for in fair share.
+func (r *run) span() mvp.UsageSpan {
+	return mvp.UsageSpan{Owner: r.task.Owner, GPUs: r.task.GPUs(), Start: *r.att.StartTime}
+}
+
+// decayTo ages the usage of ended jobs to now (usage with a half-life h decays by 2^(-Δt/h)).
+func (s *state) decayTo(now int64) {
+	if !s.cfg.Policy.FairShare || now <= s.doneAt {
+		return
+	}
+	if h := s.cfg.Policy.HalfLife.Seconds(); h > 0 {
+		f := math.Exp2(-float64(now-s.doneAt) / 1e9 / h)
+		for u := range s.done {
+			s.done[u] *= f
+		}
+	}
+	s.doneAt = now
+}
+
+// usage is each user's decayed GPU-seconds at now: the ended jobs' (done) plus the running jobs' so far, as the
+// service's loop computes it from attempts (scheduler.DecayedUsage).
+func (s *state) usage(now time.Time) map[string]float64 {
+	spans := make([]mvp.UsageSpan, 0, len(s.running))
+	for _, r := range s.running {
+		spans = append(spans, r.span())
+	}
+	u := scheduler.DecayedUsage(now, s.cfg.Policy.HalfLife, spans)
+	for k, v := range s.done {
+		u[k] += v
+	}
+	return u
 }
 
 // stalled explains why jobs are left that can never start.
@@ -276,7 +350,35 @@ func (s *state) result() *Result {
 	if span > 0 {
 		res.GPUUtilisation = s.busy / (span * float64(s.cfg.Nodes*s.cfg.GPUsPerNode))
 	}
+	res.FairShare = s.cfg.Policy.FairShare
+	res.Users = s.userResults()
 	return res
+}
+
+// userResults is each user's jobs, waits and GPU share, by name; nil when only the operator submitted.
+func (s *state) userResults() []UserResult {
+	byUser := map[string][]float64{}
+	for i, t := range s.tasks {
+		byUser[t.Owner] = append(byUser[t.Owner], float64(s.start[i]-s.arrival[i])/1e9)
+	}
+	if _, only := byUser[mvp.Operator]; only && len(byUser) == 1 {
+		return nil
+	}
+	var out []UserResult
+	for u, waits := range byUser {
+		var sum float64
+		for _, w := range waits {
+			sum += w
+		}
+		slices.Sort(waits)
+		r := UserResult{User: u, Jobs: len(waits), MeanWaitS: sum / float64(len(waits)), P95WaitS: percentile(waits, 0.95)}
+		if s.busy > 0 {
+			r.GPUShare = s.gpuSec[u] / s.busy
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b UserResult) int { return strings.Compare(a.User, b.User) })
+	return out
 }
 
 // percentile is the nearest-rank percentile of sorted values.

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // Job is one line of a trace.
@@ -26,6 +28,10 @@ type Job struct {
 	DurationS float64
 	// MaxRuntimeS is the declared upper bound of the run (0: the configured default).
 	MaxRuntimeS int
+	// User owns the job ("" in the file: the operator); Priority is its priority (mvp.DefaultPriority when the
+	// file gives none).
+	User     string
+	Priority int
 }
 
 // Trace columns, by name.
@@ -35,11 +41,13 @@ const (
 	ColGPUsPerNode = "n_gpus_per_node"
 	ColDuration    = "duration_s"
 	ColMaxRuntime  = "max_runtime_s"
+	ColUser        = "user"
+	ColPriority    = "priority"
 )
 
 // ReadCSV reads a trace: a header naming the columns, then one job per line. arrival_s, nnodes, n_gpus_per_node
-// and duration_s are required; max_runtime_s is optional (absent or empty: 0, the configured default); other
-// columns are ignored. Jobs are returned in arrival order (ties in file order). A bad value is an error naming
+// and duration_s are required; max_runtime_s is optional (absent or empty: 0, the configured default), so are user
+// (absent or empty: the operator) and priority (0..100; absent or empty: 50); other columns are ignored. Jobs are returned in arrival order (ties in file order). A bad value is an error naming
 // its line and column.
 func ReadCSV(r io.Reader) ([]Job, error) {
 	cr := csv.NewReader(r)
@@ -125,6 +133,17 @@ func ReadCSV(r io.Reader) ([]Job, error) {
 			}
 			j.MaxRuntimeS = int(f)
 		}
+		j.User, _ = field(ColUser)
+		j.Priority = mvp.DefaultPriority
+		if v, ok := field(ColPriority); ok && v != "" {
+			if f, err = num(ColPriority, true, 0); err != nil {
+				return nil, err
+			}
+			if f > mvp.MaxPriority {
+				return nil, bad(ColPriority, v, "a priority from 0 to 100")
+			}
+			j.Priority = int(f)
+		}
 		jobs = append(jobs, j)
 	}
 	if len(jobs) == 0 {
@@ -145,12 +164,28 @@ func ReadCSV(r io.Reader) ([]Job, error) {
 // WriteCSV writes jobs as a trace ReadCSV reads.
 func WriteCSV(w io.Writer, jobs []Job) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{ColArrival, ColNNodes, ColGPUsPerNode, ColDuration, ColMaxRuntime}); err != nil {
+	users := false
+	for _, j := range jobs {
+		users = users || j.User != "" || (j.Priority != 0 && j.Priority != mvp.DefaultPriority)
+	}
+	header := []string{ColArrival, ColNNodes, ColGPUsPerNode, ColDuration, ColMaxRuntime}
+	if users {
+		header = append(header, ColUser, ColPriority)
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	for _, j := range jobs {
-		if err := cw.Write([]string{strconv.FormatFloat(j.ArrivalS, 'f', 1, 64), strconv.Itoa(j.NNodes),
-			strconv.Itoa(j.GPUsPerNode), strconv.FormatFloat(j.DurationS, 'f', 1, 64), strconv.Itoa(j.MaxRuntimeS)}); err != nil {
+		rec := []string{strconv.FormatFloat(j.ArrivalS, 'f', 1, 64), strconv.Itoa(j.NNodes),
+			strconv.Itoa(j.GPUsPerNode), strconv.FormatFloat(j.DurationS, 'f', 1, 64), strconv.Itoa(j.MaxRuntimeS)}
+		if users {
+			p := j.Priority
+			if p == 0 {
+				p = mvp.DefaultPriority
+			}
+			rec = append(rec, j.User, strconv.Itoa(p))
+		}
+		if err := cw.Write(rec); err != nil {
 			return err
 		}
 	}

@@ -14,14 +14,14 @@ import (
 var _ mvp.ScheduleStore = (*DB)(nil)
 
 const scheduleCols = `name, cron, timezone, overlap, jobspec_json, paused, created_at, updated_at, last_fire_at,
-	last_task_id, last_outcome, missed`
+	last_task_id, last_outcome, missed, owner`
 
 func scanSchedule(s scanner) (*mvp.Schedule, error) {
 	var sc mvp.Schedule
 	var spec string
 	var created, updated, fire int64
 	if err := s.Scan(&sc.Name, &sc.Cron, &sc.Timezone, &sc.Overlap, &spec, &sc.Paused, &created, &updated, &fire,
-		&sc.LastTaskID, &sc.LastOutcome, &sc.Missed); err != nil {
+		&sc.LastTaskID, &sc.LastOutcome, &sc.Missed, &sc.Owner); err != nil {
 		return nil, err
 	}
 	sc.JobSpec = json.RawMessage(spec)
@@ -37,9 +37,14 @@ func (db *DB) CreateSchedule(ctx context.Context, s *mvp.Schedule) error {
 	if fire.IsZero() {
 		fire = created
 	}
+	owner := s.Owner
+	if owner == "" {
+		owner = mvp.Operator
+	}
 	err := db.exec(ctx, func(w *wtx) error {
-		_, err := w.exec(`INSERT INTO schedules (`+scheduleCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0)`,
-			s.Name, s.Cron, s.Timezone, s.Overlap, string(s.JobSpec), s.Paused, nanos(created), nanos(created), nanos(fire))
+		_, err := w.exec(`INSERT INTO schedules (`+scheduleCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, ?)`,
+			s.Name, s.Cron, s.Timezone, s.Overlap, string(s.JobSpec), s.Paused, nanos(created), nanos(created), nanos(fire),
+			owner)
 		if isUnique(err) {
 			return conflict("a schedule named %q exists already; delete it first or choose another name", s.Name)
 		}

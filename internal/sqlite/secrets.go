@@ -14,9 +14,13 @@ func (db *DB) PutSecret(ctx context.Context, s *mvp.SealedSecret) (bool, error) 
 		return false, mvp.Errorf(mvp.CodeInvalid, "name", "put secret: a sealed secret needs a valid name, a nonce and a ciphertext")
 	}
 	var created bool
+	owner := s.Owner
+	if owner == "" {
+		owner = mvp.Operator
+	}
 	err := db.exec(ctx, func(w *wtx) error {
-		res, err := w.exec(`UPDATE secrets SET nonce = ?, ciphertext = ?, updated_at = ? WHERE name = ?`,
-			s.Nonce, s.Ciphertext, nanos(orNow(s.UpdatedAt)), s.Name)
+		res, err := w.exec(`UPDATE secrets SET nonce = ?, ciphertext = ?, updated_at = ? WHERE name = ? AND owner = ?`,
+			s.Nonce, s.Ciphertext, nanos(orNow(s.UpdatedAt)), s.Name, owner)
 		if err != nil {
 			return err
 		}
@@ -26,9 +30,18 @@ func (db *DB) PutSecret(ctx context.Context, s *mvp.SealedSecret) (bool, error) 
 			return nil
 		}
 		created = true
-		_, err = w.exec(`INSERT INTO secrets (name, nonce, ciphertext, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
-			s.Name, s.Nonce, s.Ciphertext, nanos(orNow(s.CreatedAt)), nanos(orNow(s.UpdatedAt)))
-		return err
+		res, err = w.exec(`INSERT INTO secrets (name, nonce, ciphertext, created_at, updated_at, owner)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
+			s.Name, s.Nonce, s.Ciphertext, nanos(orNow(s.CreatedAt)), nanos(orNow(s.UpdatedAt)), owner)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return mvp.Errorf(mvp.CodeForbidden, "name", "secret %s belongs to another user; choose another name", s.Name)
+		}
+		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("put secret %s: %w", s.Name, err)
@@ -46,7 +59,7 @@ func (db *DB) SealedSecrets(ctx context.Context, names []string) (map[string]*mv
 	for i, n := range names {
 		args[i] = n
 	}
-	rows, err := db.read.QueryContext(ctx, `SELECT name, nonce, ciphertext, created_at, updated_at FROM secrets
+	rows, err := db.read.QueryContext(ctx, `SELECT name, nonce, ciphertext, created_at, updated_at, owner FROM secrets
 		WHERE name IN (?`+strings.Repeat(", ?", len(names)-1)+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read secrets: %w", db.mapErr(err))
@@ -55,7 +68,7 @@ func (db *DB) SealedSecrets(ctx context.Context, names []string) (map[string]*mv
 	for rows.Next() {
 		var s mvp.SealedSecret
 		var c, u int64
-		if err := rows.Scan(&s.Name, &s.Nonce, &s.Ciphertext, &c, &u); err != nil {
+		if err := rows.Scan(&s.Name, &s.Nonce, &s.Ciphertext, &c, &u, &s.Owner); err != nil {
 			return nil, fmt.Errorf("read secrets: %w", err)
 		}
 		s.CreatedAt, s.UpdatedAt = fromNanos(c), fromNanos(u)
@@ -69,7 +82,7 @@ func (db *DB) SealedSecrets(ctx context.Context, names []string) (map[string]*mv
 
 // ListSecrets returns every secret's name and times, by name; never a value.
 func (db *DB) ListSecrets(ctx context.Context) ([]mvp.SecretInfo, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT name, created_at, updated_at FROM secrets ORDER BY name`)
+	rows, err := db.read.QueryContext(ctx, `SELECT name, created_at, updated_at, owner FROM secrets ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list secrets: %w", db.mapErr(err))
 	}
@@ -78,7 +91,7 @@ func (db *DB) ListSecrets(ctx context.Context) ([]mvp.SecretInfo, error) {
 	for rows.Next() {
 		var s mvp.SecretInfo
 		var c, u int64
-		if err := rows.Scan(&s.Name, &c, &u); err != nil {
+		if err := rows.Scan(&s.Name, &c, &u, &s.Owner); err != nil {
 			return nil, fmt.Errorf("list secrets: %w", err)
 		}
 		s.CreatedAt, s.UpdatedAt = fromNanos(c), fromNanos(u)

@@ -20,7 +20,7 @@ const (
 	taskCols = `t.task_id, t.workload, t.name, t.state, t.nnodes, t.n_gpus_per_node, t.jobspec_yaml, t.spec_json,
 		t.created_at, t.updated_at, t.next_run_at, t.pending_reason, t.error_summary, t.latest_attempt_no,
 		t.max_runtime_s, t.max_queued_s, t.progress_json, t.heartbeat_timeout_s,
-		t.after_ok, t.after_any, t.origin_id, t.resume_from`
+		t.after_ok, t.after_any, t.origin_id, t.resume_from, t.owner, t.priority`
 	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
 		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries`
 )
@@ -85,7 +85,7 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Workload, &t.Name, &t.State, &t.NNodes, &t.GPUsPerNode, &t.JobSpecYAML, &r.spec,
 		&r.created, &r.updated, &r.next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo, &t.MaxRuntimeS,
 		&t.MaxQueuedS, &r.progress, &t.HeartbeatTimeoutS,
-		&r.afterOK, &r.afterAny, &t.OriginID, &t.ResumeFrom}
+		&r.afterOK, &r.afterAny, &t.OriginID, &t.ResumeFrom, &t.Owner, &t.Priority}
 }
 
 func (r *taskRow) task() *mvp.Task {
@@ -169,14 +169,22 @@ const insertEventSQL = `INSERT INTO events (task_id, ts, event_type, payload_jso
 
 const insertTaskSQL = `INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml,
 	spec_json, created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no,
-	max_runtime_s, max_queued_s, heartbeat_timeout_s, after_ok, after_any, origin_id, resume_from)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`
+	max_runtime_s, max_queued_s, heartbeat_timeout_s, after_ok, after_any, origin_id, resume_from, owner, priority)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertTaskArgs are the arguments of insertTaskSQL for t: the one place that lists a new task's columns.
 func insertTaskArgs(t *mvp.Task, spec string, created, updated time.Time) []any {
 	return []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
 		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.MaxRuntimeS,
-		t.MaxQueuedS, t.HeartbeatTimeoutS, idListText(t.AfterOK), idListText(t.AfterAny), t.OriginID, t.ResumeFrom}
+		t.MaxQueuedS, t.HeartbeatTimeoutS, idListText(t.AfterOK), idListText(t.AfterAny), t.OriginID, t.ResumeFrom, ownerOf(t), t.Priority}
+}
+
+// ownerOf is the task's owner, mvp.Operator when it names none.
+func ownerOf(t *mvp.Task) string {
+	if t.Owner == "" {
+		return mvp.Operator
+	}
+	return t.Owner
 }
 
 // CreateTask inserts a QUEUED task (without attempts) and its CREATED event in one transaction. A task id that
@@ -693,6 +701,10 @@ func (db *DB) ListTasks(ctx context.Context, f mvp.TaskFilter) ([]*mvp.Task, str
 		where = append(where, "t.workload = ?")
 		args = append(args, f.Workload)
 	}
+	if f.Owner != "" {
+		where = append(where, "t.owner = ?")
+		args = append(args, f.Owner)
+	}
 	if f.Cursor != "" {
 		at, id, err := decodeTaskCursor(f.Cursor)
 		if err != nil {
@@ -729,6 +741,45 @@ func (db *DB) ListTasks(ctx context.Context, f mvp.TaskFilter) ([]*mvp.Task, str
 		next = encodeTaskCursor(out[len(out)-1])
 	}
 	return out, next, nil
+}
+
+// CountWaiting returns how many of owner's tasks are QUEUED or PENDING_RESOURCES.
+func (db *DB) CountWaiting(ctx context.Context, owner string) (int, error) {
+	var n int
+	err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM tasks
+		WHERE owner = ? AND state IN ('QUEUED', 'PENDING_RESOURCES')`, owner).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count waiting tasks of %s: %w", owner, db.mapErr(err))
+	}
+	return n, nil
+}
+
+// UsageSpans returns, for fair share, every attempt that started and did not end before since, with its task's
+// owner and gang size (nnodes × n_gpus_per_node).
+func (db *DB) UsageSpans(ctx context.Context, since time.Time) ([]mvp.UsageSpan, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT t.owner, t.nnodes * t.n_gpus_per_node, a.start_time, a.end_time
+		FROM attempts a JOIN tasks t ON t.task_id = a.task_id
+		WHERE a.start_time IS NOT NULL AND (a.end_time >= ?
+			OR (a.end_time IS NULL AND a.ray_status IN ('', 'PENDING', 'RUNNING')))`, nanos(since))
+	if err != nil {
+		return nil, fmt.Errorf("load usage: %w", db.mapErr(err))
+	}
+	defer rows.Close()
+	var out []mvp.UsageSpan
+	for rows.Next() {
+		var u mvp.UsageSpan
+		var start int64
+		var end sql.NullInt64
+		if err := rows.Scan(&u.Owner, &u.GPUs, &start, &end); err != nil {
+			return nil, fmt.Errorf("load usage: %w", db.mapErr(err))
+		}
+		u.Start, u.End = fromNanos(start), fromNull(end)
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load usage: %w", db.mapErr(err))
+	}
+	return out, nil
 }
 
 // Runnable returns the QUEUED and PENDING_RESOURCES tasks, without attempts, oldest first (created_at, then task

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/service"
@@ -317,3 +318,16 @@ func TestHostileTextIsEscaped(t *testing.T) {
 type fixed struct{ t time.Time }
 
 func (f fixed) Now() time.Time { return f.t }
+
+// TestUserTokenCannotLogIn (issue 15): the page shows everyone's tasks, so only the operator's token logs in; a
+// named user's token is refused like a wrong one.
+func TestUserTokenCannotLogIn(t *testing.T) {
+	cfg := servicetest.Config(t)
+	t.Setenv("MVP_TEST_TOKEN_ALICE", "alice-token-0123456789abcdef")
+	cfg.V2.Auth.Users = []config.User{{Name: "alice", TokenEnv: "MVP_TEST_TOKEN_ALICE", Share: 1}}
+	m := servicetest.Start(t, &service.Main{Config: cfg})
+	resp := post(t, m.URL()+"/ui/login", url.Values{"token": {"alice-token-0123456789abcdef"}}, nil)
+	if resp.StatusCode != http.StatusForbidden || len(resp.Header.Values("Set-Cookie")) != 0 {
+		t.Errorf("alice's token at the login: %s, cookies %v; want 403 and none", resp.Status, resp.Header.Values("Set-Cookie"))
+	}
+}

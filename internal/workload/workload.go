@@ -54,7 +54,8 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 	}
 	return &mvp.Task{Workload: eff.Workload, Name: eff.Name, NNodes: eff.NNodes, GPUsPerNode: eff.GPUsPerNode,
 		JobSpecYAML: string(body), SpecJSON: b, MaxRuntimeS: eff.MaxRuntimeS, MaxQueuedS: eff.MaxQueuedS,
-		HeartbeatTimeoutS: eff.HeartbeatTimeoutS, AfterOK: eff.AfterOK, AfterAny: eff.AfterAny, ResumeFrom: eff.ResumeFrom}, nil
+		HeartbeatTimeoutS: eff.HeartbeatTimeoutS, AfterOK: eff.AfterOK, AfterAny: eff.AfterAny, ResumeFrom: eff.ResumeFrom,
+		Priority: priorityOf(eff)}, nil
 }
 
 // BuildTask returns the Ray submission of attempt n of a stored task, from its effective spec.
@@ -249,4 +250,13 @@ func SortedEnv(s *mvp.JobSubmission) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// priorityOf is the jobspec's priority, mvp.DefaultPriority when it names none (the API lowers that default to
+// the submitter's max_priority).
+func priorityOf(s *jobspec.Spec) int {
+	if s.Priority == nil {
+		return mvp.DefaultPriority
+	}
+	return *s.Priority
 }

@@ -1,0 +1,195 @@
+package api_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/config"
+	"github.com/mvp2/mvp/internal/service"
+	"github.com/mvp2/mvp/internal/service/servicetest"
+)
+
+const (
+	aliceToken = "alice-token-0123456789abcdef"
+	bobToken   = "bob-token-0123456789abcdef00"
+)
+
+// usersServer starts the service with two named users, alice (max_priority 60, max_queued 3) and bob, and secret
+// storage on.
+func usersServer(t *testing.T) string {
+	t.Helper()
+	cfg := servicetest.Config(t)
+	cfg.V2.Secrets.KeyEnv = "MVP_TEST_SECRETS_KEY"
+	t.Setenv("MVP_TEST_SECRETS_KEY", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+	t.Setenv("MVP_TEST_TOKEN_ALICE", aliceToken)
+	t.Setenv("MVP_TEST_TOKEN_BOB", bobToken)
+	sixty := 60
+	cfg.V2.Auth.Users = []config.User{
+		{Name: "alice", TokenEnv: "MVP_TEST_TOKEN_ALICE", MaxPriority: &sixty, MaxQueued: 3, Share: 1},
+		{Name: "bob", TokenEnv: "MVP_TEST_TOKEN_BOB", Share: 1},
+	}
+	// One node of 4 GPUs: a second 1×4 task waits, so alice's tasks stay QUEUED while bob pokes at them.
+	return servicetest.Start(t, &service.Main{Config: cfg}).URL()
+}
+
+func as(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+
+// TestEveryRouteKeepsUsersApart: for EVERY route of the API's route table, bob (a named user) cannot read, change
+// or learn of what alice owns: a task (get, cancel, resubmit, logs, events, results), a schedule, a secret, or
+// through a listing, the queue, a dependency or resume_from. A route added to the table without a case here fails
+// the test. The operator sees everything, alice sees her own, and no answer ever holds a token.
+func TestEveryRouteKeepsUsersApart(t *testing.T) {
+	base := usersServer(t)
+	call := func(method, path, ctype, body string, hdr map[string]string, want int, what string) map[string]any {
+		t.Helper()
+		resp, b := do(t, base, method, path, ctype, body, hdr)
+		if resp.StatusCode != want {
+			t.Fatalf("%s: %d %s, want %d", what, resp.StatusCode, b, want)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return m
+	}
+	// Alice's things: a running task (takes the node), a waiting task, a schedule and a secret.
+	first := call("POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken), 201, "alice submits")
+	aliceTask := first["task_id"].(string)
+	if first["owner"] != "alice" || first["priority"] != float64(50) {
+		t.Fatalf("alice's task: owner %v priority %v, want alice and 50", first["owner"], first["priority"])
+	}
+	call("POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken), 201, "alice submits again")
+	call("POST", "/api/v2/schedules", "application/json",
+		`{"name": "alice-nightly", "cron": "0 2 * * *", "jobspec": {"workload": "ppo", "nnodes": 1, "n_gpus_per_node": 4, "model_path": "/m", "train_file": "/t", "val_file": "/v"}}`,
+		as(aliceToken), 201, "alice makes a schedule")
+	call("PUT", "/api/v2/secrets/alice-key", "application/json", `{"value": "alice-secret-value"}`,
+		as(aliceToken), 201, "alice stores a secret")
+
+	forbidden := func(method, path, ctype, body string) func(t *testing.T) {
+		return func(t *testing.T) {
+			resp, b := do(t, base, method, path, ctype, body, as(bobToken))
+			if resp.StatusCode != 403 || !strings.Contains(string(b), "another user") {
+				t.Errorf("bob %s %s: %d %s, want 403 naming another user", method, path, resp.StatusCode, b)
+			}
+		}
+	}
+	hidden := func(path string, secrets ...string) func(t *testing.T) {
+		return func(t *testing.T) {
+			resp, b := do(t, base, "GET", path, "", "", as(bobToken))
+			if resp.StatusCode != 200 {
+				t.Errorf("bob GET %s: %d %s", path, resp.StatusCode, b)
+			}
+			for _, s := range append(secrets, aliceTask, "alice-nightly", "alice-key") {
+				if strings.Contains(string(b), s) {
+					t.Errorf("bob GET %s shows %q: %s", path, s, b)
+				}
+			}
+		}
+	}
+	task := "/api/v2/tasks/" + aliceTask
+	cases := map[string]func(t *testing.T){
+		"GET /healthz":             hidden("/healthz"),
+		"GET /metrics":             hidden("/metrics"),
+		"GET /api/v2/openapi.json": hidden("/api/v2/openapi.json"),
+		"POST /api/v2/tasks": func(t *testing.T) {
+			forbidden("POST", "/api/v2/tasks", "application/yaml", goodSpec+"after_ok: ["+aliceTask+"]\n")(t)
+			forbidden("POST", "/api/v2/tasks", "application/yaml", goodSpec+"resume_from: "+aliceTask+"\n")(t)
+			forbidden("POST", "/api/v2/tasks", "application/yaml", goodSpec+"secrets: {K: alice-key}\n")(t)
+		},
+		"GET /api/v2/tasks":                             hidden("/api/v2/tasks"),
+		"GET /api/v2/tasks/{task_id}":                   forbidden("GET", task, "", ""),
+		"POST /api/v2/tasks/{task_id}/cancel":           forbidden("POST", task+"/cancel", "", ""),
+		"POST /api/v2/tasks/{task_id}/resubmit":         forbidden("POST", task+"/resubmit", "application/json", "{}"),
+		"GET /api/v2/tasks/{task_id}/logs":              forbidden("GET", task+"/logs?follow=true", "", ""),
+		"GET /api/v2/tasks/{task_id}/events":            forbidden("GET", task+"/events", "", ""),
+		"GET /api/v2/tasks/{task_id}/results":           forbidden("GET", task+"/results", "", ""),
+		"GET /api/v2/tasks/{task_id}/results/{path...}": forbidden("GET", task+"/results/metrics.json", "", ""),
+		"POST /api/v2/schedules":                        hidden("/api/v2/schedules"), // bob's listing after his own create below
+		"GET /api/v2/schedules":                         hidden("/api/v2/schedules"),
+		"GET /api/v2/queue":                             hidden("/api/v2/queue"),
+		"GET /api/v2/users":                             func(t *testing.T) { forbiddenOperator(t, base, "/api/v2/users") },
+		"GET /api/v2/schedules/{name}":                  forbidden("GET", "/api/v2/schedules/alice-nightly", "", ""),
+		"DELETE /api/v2/schedules/{name}":               forbidden("DELETE", "/api/v2/schedules/alice-nightly", "", ""),
+		"POST /api/v2/schedules/{name}/pause":           forbidden("POST", "/api/v2/schedules/alice-nightly/pause", "", ""),
+		"POST /api/v2/schedules/{name}/resume":          forbidden("POST", "/api/v2/schedules/alice-nightly/resume", "", ""),
+		"GET /api/v2/secrets":                           hidden("/api/v2/secrets"),
+		"PUT /api/v2/secrets/{name}":                    forbidden("PUT", "/api/v2/secrets/alice-key", "application/json", `{"value": "bob-overwrites"}`),
+		"DELETE /api/v2/secrets/{name}":                 forbidden("DELETE", "/api/v2/secrets/alice-key", "", ""),
+	}
+	// Bob's own schedule is his (and does not show alice's in his listing: the case above).
+	if m := call("POST", "/api/v2/schedules", "application/json",
+		`{"name": "bob-nightly", "cron": "0 3 * * *", "jobspec": {"workload": "ppo", "nnodes": 1, "n_gpus_per_node": 4, "model_path": "/m", "train_file": "/t", "val_file": "/v"}}`,
+		as(bobToken), 201, "bob makes a schedule"); m["owner"] != "bob" {
+		t.Errorf("bob's schedule owner %v", m["owner"])
+	}
+	for _, rt := range (&api.Server{}).Routes() {
+		c, ok := cases[rt]
+		if !ok {
+			t.Errorf("route %s has no ownership case in this test: add one", rt)
+			continue
+		}
+		t.Run(rt, c)
+	}
+	// Nothing bob did touched alice's things.
+	m := call("GET", task, "", "", as(aliceToken), 200, "alice reads her task")
+	if m["state"] == "CANCELED" {
+		t.Errorf("alice's task was canceled by bob's request")
+	}
+	call("GET", "/api/v2/schedules/alice-nightly", "", "", as(aliceToken), 200, "alice reads her schedule")
+	call("GET", task, "", "", nil, 200, "the operator reads alice's task")
+	// The operator's listings show everyone's; the users endpoint shows both users.
+	for _, p := range []string{"/api/v2/tasks", "/api/v2/secrets", "/api/v2/schedules", "/api/v2/users"} {
+		resp, b := do(t, base, "GET", p, "", "", nil)
+		if resp.StatusCode != 200 || !strings.Contains(string(b), "alice") {
+			t.Errorf("operator GET %s: %d %s", p, resp.StatusCode, b)
+		}
+		for _, tok := range []string{aliceToken, bobToken, token} {
+			if strings.Contains(string(b), tok) {
+				t.Errorf("GET %s echoes a token", p)
+			}
+		}
+	}
+}
+
+func forbiddenOperator(t *testing.T, base, path string) {
+	t.Helper()
+	resp, b := do(t, base, "GET", path, "", "", as(bobToken))
+	if resp.StatusCode != 403 || !strings.Contains(string(b), "operator") {
+		t.Errorf("bob GET %s: %d %s, want 403 for the operator only", path, resp.StatusCode, b)
+	}
+}
+
+// TestUserLimitsAtSubmit: a priority above the user's max_priority is refused with the cap in the message, in a
+// submit and in a schedule's jobspec; past max_queued waiting tasks a submit is refused with 429; the operator has
+// no limits.
+func TestUserLimitsAtSubmit(t *testing.T) {
+	base := usersServer(t)
+	resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"priority: 61\n", as(aliceToken))
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "max_priority 60") {
+		t.Errorf("priority 61 for alice: %d %s, want 400 naming max_priority 60", resp.StatusCode, b)
+	}
+	resp, b = do(t, base, "POST", "/api/v2/schedules", "application/json",
+		`{"name": "too-high", "cron": "@every 1h", "jobspec": {"workload": "ppo", "nnodes": 1, "n_gpus_per_node": 4, "model_path": "/m", "train_file": "/t", "val_file": "/v", "priority": 61}}`,
+		as(aliceToken))
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "jobspec.priority") {
+		t.Errorf("alice's schedule at priority 61: %d %s, want 400 on jobspec.priority", resp.StatusCode, b)
+	}
+	resp, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"priority: 101\n", nil)
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "from 0 to 100") {
+		t.Errorf("priority 101: %d %s", resp.StatusCode, b)
+	}
+	resp, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"priority: 60\n", as(aliceToken))
+	if resp.StatusCode != 201 || !strings.Contains(string(b), `"priority": 60`) {
+		t.Errorf("priority 60 for alice: %d %s", resp.StatusCode, b)
+	}
+	for i := 0; i < 3; i++ { // 1 may start at once on the 4-GPU node; the rest wait
+		do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken))
+	}
+	resp, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken))
+	if resp.StatusCode != 429 || !strings.Contains(string(b), "max_queued") {
+		t.Errorf("past max_queued: %d %s, want 429", resp.StatusCode, b)
+	}
+	if resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"priority: 100\n", nil); resp.StatusCode != 201 {
+		t.Errorf("operator priority 100: %d %s", resp.StatusCode, b)
+	}
+}

@@ -1,0 +1,167 @@
+package scheduler
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// owned is a queued 1×gpus task of owner with priority prio that declares an hour and arrived ago before t0.
+func owned(owner string, prio, gpus int, ago time.Duration) *mvp.Task {
+	t := timed(1, gpus, time.Hour, ago)
+	t.Owner, t.Priority = owner, prio
+	return t
+}
+
+// submitted lists the tasks Decide submits, in order.
+func submitted(acts []Action) []*mvp.Task {
+	var out []*mvp.Task
+	for _, a := range acts {
+		if s, ok := a.(Submit); ok {
+			out = append(out, s.Task)
+		}
+	}
+	return out
+}
+
+func TestDecayedUsage(t *testing.T) {
+	h := time.Hour
+	end := t0.Add(-h)
+	spans := []mvp.UsageSpan{
+		{Owner: "a", GPUs: 2, Start: t0.Add(-2 * h), End: &end}, // one hour, ending one half-life ago
+		{Owner: "b", GPUs: 1, Start: t0.Add(-h)},                // still running: counts up to now
+		{Owner: "c", GPUs: 4, Start: t0.Add(-h), End: &end},     // empty span
+	}
+	got := DecayedUsage(t0, h, spans)
+	// a: 2 GPUs × ∫_{1h}^{2h} 2^(-x/1h) dx = 2 × 3600/ln2 × (1/2 − 1/4)
+	wantA := 2 * 3600 / math.Ln2 * 0.25
+	wantB := 3600 / math.Ln2 * 0.5
+	if math.Abs(got["a"]-wantA) > 1e-6 || math.Abs(got["b"]-wantB) > 1e-6 || got["c"] != 0 {
+		t.Fatalf("usage = %v, want a=%g b=%g c=0", got, wantA, wantB)
+	}
+	if u := DecayedUsage(t0, 0, spans); math.Abs(u["a"]-2*3600) > 1e-6 {
+		t.Fatalf("undecayed usage of a = %g, want 7200", u["a"])
+	}
+}
+
+func TestPriorityOrdersTheQueue(t *testing.T) {
+	for _, name := range []string{PolicyFIFO, PolicyEASY, PolicyXFBF} {
+		t.Run(name, func(t *testing.T) {
+			b := newBench("w1")
+			low := owned("alice", 10, 4, 2*time.Minute)
+			high := owned("alice", 90, 4, time.Minute)
+			acts := Decide(t0, b.snap(low, high), named(name))
+			if s := submitted(acts); len(s) != 1 || s[0] != high {
+				t.Fatalf("submitted %v, want only the priority-90 task", s)
+			}
+			if w := waitOf(acts, low); w == nil || w.Position != 1 {
+				t.Fatalf("the low-priority task's wait = %+v, want it first in line", w)
+			}
+		})
+	}
+}
+
+// A task past the starvation bound holds the reservation: a higher-priority task that arrives later only
+// backfills where it does not delay it.
+func TestStarvedTaskKeepsItsReservation(t *testing.T) {
+	b := newBench("w1", "w2")
+	b.run(4, time.Hour, 30*time.Minute, true, "w1") // w1 frees in 30 min
+	b.run(2, 2*time.Hour, 0, true, "w2")            // w2 has 2 free for 2 h
+	old := owned("bob", 0, 4, 48*time.Hour)         // waited past the bound, lowest priority: needs a whole node
+	urgent := owned("alice", 100, 4, time.Minute)   // needs a whole node too: would take w1 at 30 min
+	p := named(PolicyXFBF)
+	p.StarvationBound = 24 * time.Hour
+	acts := Decide(t0, b.snap(old, urgent), p)
+	w := waitOf(acts, old)
+	if w == nil || w.EstStart == nil || !w.EstStart.Equal(t0.Add(30*time.Minute)) {
+		t.Fatalf("starved task's wait = %+v, want the reservation at +30 min", w)
+	}
+	if w := waitOf(acts, urgent); w == nil || w.Code != CodeGPUsBusy && w.Code != CodeBehindReservation || w.Position != 2 {
+		t.Fatalf("urgent task's wait = %+v, want it second, behind the starved task", w)
+	}
+	// Without the bound, priority alone decides: the urgent task holds the reservation.
+	p.StarvationBound = 0
+	acts = Decide(t0, b.snap(old, urgent), p)
+	if w := waitOf(acts, urgent); w == nil || w.Position != 1 || w.EstStart == nil {
+		t.Fatalf("without a starvation bound the urgent task's wait = %+v, want it first with the reservation", w)
+	}
+}
+
+func TestFairShareInterleavesFloods(t *testing.T) {
+	b := newBench("w1", "w2", "w3", "w4")
+	var q []*mvp.Task
+	for k := 0; k < 6; k++ { // alice floods first, then bob
+		q = append(q, owned("alice", 50, 4, time.Duration(20-k)*time.Minute))
+	}
+	for k := 0; k < 6; k++ {
+		q = append(q, owned("bob", 50, 4, time.Duration(10-k)*time.Minute))
+	}
+	p := named(PolicyXFBF)
+	p.FairShare = true
+	got := map[string]int{}
+	for _, s := range submitted(Decide(t0, b.snap(q...), p)) {
+		got[s.Owner]++
+	}
+	if got["alice"] != 2 || got["bob"] != 2 {
+		t.Fatalf("admitted per user %v, want 2 each on 4 nodes", got)
+	}
+	p.FairShare = false
+	got = map[string]int{}
+	for _, s := range submitted(Decide(t0, b.snap(q...), p)) {
+		got[s.Owner]++
+	}
+	if got["alice"] != 4 {
+		t.Fatalf("without fair share admitted %v, want alice's 4 oldest", got)
+	}
+}
+
+func TestFairShareLightUserJumpsTheBacklog(t *testing.T) {
+	b := newBench("w1")
+	heavy := []*mvp.Task{owned("heavy", 50, 4, 3*time.Hour), owned("heavy", 50, 4, 2*time.Hour)}
+	light := owned("light", 50, 4, time.Minute)
+	s := b.snap(append(heavy, light)...)
+	s.Usage = map[string]float64{"heavy": 1e6}
+	p := named(PolicyXFBF)
+	p.FairShare = true
+	acts := Decide(t0, s, p)
+	if sub := submitted(acts); len(sub) != 1 || sub[0] != light {
+		t.Fatalf("submitted %v, want the light user's task", sub)
+	}
+	for _, h := range heavy {
+		if w := waitOf(acts, h); w == nil || w.Code != CodeFairShare {
+			t.Fatalf("heavy task's wait = %+v, want code fair_share", w)
+		}
+	}
+	v := Explain(t0, s, p)
+	if len(v.Queue) != 2 || v.Queue[0].Owner != "heavy" || v.Queue[0].Rank != 2 || v.Queue[0].Code != CodeFairShare {
+		t.Fatalf("explained queue %+v, want heavy's tasks ranked 2 and 3 with code fair_share", v.Queue)
+	}
+	// Usage counts relative to share: heavy's 1e6 GPU-seconds over a share of 1e6 is less than light's 10 over 1.
+	p.Users = map[string]UserLimits{"heavy": {Share: 1e6}}
+	s.Usage["light"] = 10
+	if sub := submitted(Decide(t0, s, p)); len(sub) != 1 || sub[0] != heavy[0] {
+		t.Fatalf("with a large share submitted %v, want heavy's oldest", sub)
+	}
+}
+
+func TestQuotaHoldsOnlyItsOwner(t *testing.T) {
+	b := newBench("w1", "w2", "w3")
+	r := b.run(4, time.Hour, 0, true, "w1")
+	r.Owner = "alice"
+	over := owned("alice", 50, 4, 10*time.Minute)
+	other := owned("bob", 50, 4, 5*time.Minute)
+	for _, name := range []string{PolicyFIFO, PolicyXFBF} {
+		p := named(name)
+		p.Users = map[string]UserLimits{"alice": {MaxGPUs: 4}}
+		acts := Decide(t0, b.snap(over, other), p)
+		if sub := submitted(acts); len(sub) != 1 || sub[0] != other {
+			t.Fatalf("%s: submitted %v, want bob's task only", name, sub)
+		}
+		w := waitOf(acts, over)
+		if w == nil || w.Code != CodeQuota || w.Reason == "" {
+			t.Fatalf("%s: alice's task waits %+v, want code quota", name, w)
+		}
+	}
+}
