@@ -14,11 +14,17 @@ import (
 
 // backfillScene runs R (1×4, declared 60 s) on one worker, then queues B (2×4: the whole cluster, so it waits for R
 // with a reservation at R's declared end) and S (1×2, declared 15 s: it fits on the other worker now and ends
-// before B's reservation). It returns the three tasks' ids and the queue's picture while B and S waited.
-func backfillScene(t *testing.T, s *service) (r, b, sm string, q *scheduler.QueueView) {
+// before B's reservation); with reserved, it waits until the queue's picture shows B's reservation with its start.
+// It returns the three tasks' ids and the queue's picture while B and S waited.
+func backfillScene(t *testing.T, s *service, reserved bool) (r, b, sm string, q *scheduler.QueueView) {
 	t.Helper()
 	r = s.submit(spec("ppo", 1, 4, 25) + "max_runtime_s: 60\n").ID
 	s.waitState(r, mvp.StateRunning, 90*time.Second)
+	// R's gang is placed (its GPUs in use on one worker) before the others come, so its declared end is known.
+	waitFor(t, 60*time.Second, "R's 4 GPUs in use", func() (bool, string) {
+		g := freeGPUs(t)
+		return len(g) == 2 && g[0]+g[1] == 4, fmt.Sprint(g)
+	})
 	b = s.submit(spec("ppo", 2, 4, 1) + "max_runtime_s: 60\n").ID
 	s.waitState(b, mvp.StatePendingResources, 30*time.Second)
 	sm = s.submit(spec("ppo", 1, 2, 1) + "max_runtime_s: 15\n").ID
@@ -29,11 +35,11 @@ func backfillScene(t *testing.T, s *service) (r, b, sm string, q *scheduler.Queu
 		}
 		q = v
 		for _, e := range v.Queue {
-			if e.TaskID == b {
+			if e.TaskID == b && (!reserved || len(v.Reservations) > 0 && v.Reservations[0].Start != nil) {
 				return true, ""
 			}
 		}
-		return false, "B not in the queue yet"
+		return false, fmt.Sprintf("B not yet waiting with a reservation: %+v", v.Reservations)
 	})
 	return r, b, sm, q
 }
@@ -53,7 +59,7 @@ func startOf(task *mvp.Task) time.Time {
 func TestBackfillRunsASmallTaskBehindABlockedGang(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
-	r, b, sm, q := backfillScene(t, s)
+	r, b, sm, q := backfillScene(t, s, true)
 	if q.Policy != scheduler.DefaultPolicy || len(q.Reservations) == 0 || q.Reservations[0].TaskID != b ||
 		q.Reservations[0].Start == nil {
 		t.Fatalf("queue view while B waits: %+v", q)
@@ -91,7 +97,7 @@ func TestBackfillRunsASmallTaskBehindABlockedGang(t *testing.T) {
 func TestFIFOKeepsTheSmallTaskBehind(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{schedExtra: ", policy: fifo"})
-	_, b, sm, q := backfillScene(t, s)
+	_, b, sm, q := backfillScene(t, s, false)
 	if q.Policy != scheduler.PolicyFIFO {
 		t.Errorf("policy %q", q.Policy)
 	}
