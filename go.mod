@@ -8,6 +8,8 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
+require github.com/coder/websocket v1.8.15 // indirect
+
 require (
 	github.com/robfig/cron/v3 v3.0.1
 	golang.org/x/net v0.33.0 // indirect

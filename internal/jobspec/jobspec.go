@@ -274,6 +274,10 @@ func (s *Spec) Validate() error {
 	if !ok {
 		return invalid("workload", "unknown workload %q: use %s", clip(string(s.Workload)), mvp.WorkloadNames())
 	}
+	if info.RayDoor {
+		return invalid("workload", "%s tasks are not made from a jobspec: submit them with Ray's own client "+
+			"(ray job submit, JobSubmissionClient) to mvp's Ray Jobs door at <mvp>/ray", s.Workload)
+	}
 	if s.NNodes < 1 || s.NNodes > MaxNNodes {
 		return invalid("nnodes", "nnodes is required and must be from 1 to %d, got %d", MaxNNodes, s.NNodes)
 	}

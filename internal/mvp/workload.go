@@ -13,6 +13,9 @@ const (
 	WorkloadPPO  Workload = "ppo"
 	WorkloadGRPO Workload = "grpo"
 	WorkloadSFT  Workload = "sft"
+	// WorkloadRayJob is a job submitted through the Ray-Jobs-compatible door (/ray): the user's entrypoint as
+	// given, its gang from its metadata (mvp.nnodes, mvp.n_gpus_per_node), or none.
+	WorkloadRayJob Workload = "ray_job"
 )
 
 // WorkloadInfo is what mvp knows of one workload, in one place.
@@ -25,6 +28,9 @@ type WorkloadInfo struct {
 	Module string
 	// RequiresValFile says whether the jobspec's val_file is required.
 	RequiresValFile bool
+	// RayDoor is true for the workload of the Ray-Jobs-compatible door: its tasks are made by POST /ray/api/jobs/
+	// (never from a jobspec), it runs the user's own entrypoint (no Module) and its gang is optional.
+	RayDoor bool
 }
 
 // WorkloadTable is the one list of workloads. The task id pattern, dev.yaml's defaults and checks, the messages
@@ -34,6 +40,7 @@ var WorkloadTable = []WorkloadInfo{
 	{Name: WorkloadPPO, CPUsPerGPU: 3, Module: "verl.trainer.main_ppo", RequiresValFile: true},
 	{Name: WorkloadGRPO, CPUsPerGPU: 3, Module: "verl.trainer.main_ppo", RequiresValFile: true},
 	{Name: WorkloadSFT, CPUsPerGPU: 10, Module: "verl.trainer.sft_trainer_ray"},
+	{Name: WorkloadRayJob, CPUsPerGPU: 1, RayDoor: true},
 }
 
 // Workloads lists every workload's name, in WorkloadTable's order.

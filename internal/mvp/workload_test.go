@@ -9,7 +9,7 @@ import (
 func TestWorkloadTable(t *testing.T) {
 	seen := map[Workload]bool{}
 	for i, w := range WorkloadTable {
-		if w.Name == "" || w.Module == "" || w.CPUsPerGPU <= 0 || seen[w.Name] {
+		if w.Name == "" || (w.Module == "") != w.RayDoor || w.CPUsPerGPU <= 0 || seen[w.Name] {
 			t.Errorf("entry %d is incomplete or repeated: %+v", i, w)
 		}
 		seen[w.Name] = true

@@ -204,6 +204,15 @@ func demand(t *mvp.Task, cpusPerGPU float64) Demand {
 	return Demand{Groups: t.NNodes, GPUs: g, CPUs: g * cpusPerGPU}
 }
 
+// driverOf is what t's Ray driver takes: its own resources when it names them (a ray_job's entrypoint_num_cpus,
+// _gpus, _memory and _resources), else the configured default.
+func driverOf(t *mvp.Task, p Policy) map[string]float64 {
+	if t.Driver != nil {
+		return t.Driver
+	}
+	return p.Driver
+}
+
 // Decide returns what to do now. It is deterministic: the same arguments give the same actions.
 func Decide(now time.Time, s Snapshot, p Policy) []Action {
 	out := make([]Action, 0, len(s.Active)+len(s.Queue))
@@ -240,7 +249,7 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 			continue
 		}
 		rd := Demand{Groups: unplaced, GPUs: d.GPUs, CPUs: d.CPUs}
-		if _, ok := fit(nodes, rd, p.Driver, driver); !ok && reservationBlocked == "" {
+		if _, ok := fit(nodes, rd, driverOf(a.Task, p), driver); !ok && reservationBlocked == "" {
 			reservationBlocked = a.Task.ID
 		}
 	}
@@ -270,7 +279,10 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 		}
 		d := demand(t, lastCPG)
 		v, ok := never[d]
-		if !ok {
+		if t.Driver != nil {
+			// A driver of its own (ray_job): the verdict is this task's alone.
+			v.reason, v.never = neverFits(s.Cluster, d, t.Driver)
+		} else if !ok {
 			v.reason, v.never = neverFits(s.Cluster, d, p.Driver)
 			never[d] = v
 		}
@@ -290,10 +302,13 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 			}
 			out = ws.appendTo(out, t, maxReason, false)
 		default:
-			chosen, ok := fit(nodes, d, p.Driver, true)
+			chosen, ok := fit(nodes, d, driverOf(t, p), true)
 			if !ok {
-				out = ws.appendTo(out, t, fmt.Sprintf("needs %d node(s) with %g GPU and %g CPU free each; free now: %s",
-					d.Groups, d.GPUs, d.CPUs, describeFree(nodes)), false)
+				need := fmt.Sprintf("needs %d node(s) with %g GPU and %g CPU free each", d.Groups, d.GPUs, d.CPUs)
+				if d.Groups == 0 {
+					need = "needs a node with its driver's resources " + describeMap(t.Driver) + " free"
+				}
+				out = ws.appendTo(out, t, fmt.Sprintf("%s; free now: %s", need, describeFree(nodes)), false)
 				blockedBy = t.ID
 				continue
 			}
