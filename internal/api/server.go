@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/raycompat"
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/taskfs"
 )
@@ -51,7 +52,13 @@ type Server struct {
 	LogPoll time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
+	// RayDoor is the Ray-Jobs-compatible door, served under RayPrefix behind the same token; its Cancel, ReadLog
+	// and NewID are this server's. Nil: its routes answer 404.
+	RayDoor *raycompat.Door
 }
+
+// RayPrefix is where the Ray Jobs door is mounted: Ray's clients take http://<mvp>/ray as their address.
+const RayPrefix = "/ray"
 
 func (s *Server) crash(point string) {
 	if s.Crash != nil {
@@ -63,25 +70,47 @@ type route struct {
 	method, pattern string
 	auth            bool
 	h               func(http.ResponseWriter, *http.Request) error
+	// text: errors are answered as plain text, the shape Ray's client shows its users (the Ray door).
+	text bool
 }
 
 func (s *Server) routes() []route {
-	return []route{
-		{"GET", "/healthz", false, s.healthz},
-		{"GET", "/api/v2/openapi.json", true, s.openapi},
-		{"POST", "/api/v2/tasks", true, s.createTask},
-		{"GET", "/api/v2/tasks", true, s.listTasks},
-		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask},
-		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask},
-		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs},
-		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents},
+	out := []route{
+		{"GET", "/healthz", false, s.healthz, false},
+		{"GET", "/api/v2/openapi.json", true, s.openapi, false},
+		{"POST", "/api/v2/tasks", true, s.createTask, false},
+		{"GET", "/api/v2/tasks", true, s.listTasks, false},
+		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask, false},
+		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask, false},
+		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs, false},
+		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents, false},
 	}
+	door := s.RayDoor
+	if door == nil {
+		door = &raycompat.Door{}
+	}
+	for _, rt := range door.Routes() {
+		h := rt.Handle
+		if s.RayDoor == nil {
+			h = func(http.ResponseWriter, *http.Request) error {
+				return mvp.Errorf(mvp.CodeNotFound, "", "the Ray Jobs door is not served here")
+			}
+		}
+		out = append(out, route{method: rt.Method, pattern: RayPrefix + rt.Pattern, auth: true, h: h, text: true})
+	}
+	return out
 }
 
 // Handler returns the API's http.Handler.
 func (s *Server) Handler() http.Handler {
 	if s.LogPoll == 0 {
 		s.LogPoll = time.Second
+	}
+	if d := s.RayDoor; d != nil {
+		d.Cancel, d.ReadLog, d.NewID = s.cancel, s.readLog, NewTaskID
+		if d.LogPoll == 0 {
+			d.LogPoll = s.LogPoll
+		}
 	}
 	mux := http.NewServeMux()
 	byPattern := map[string][]route{}
@@ -106,7 +135,7 @@ func (s *Server) Handler() http.Handler {
 				allow = append(allow, rt.method)
 			}
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, s.Logger, r, mvp.Errorf(mvp.CodeMethod, "", "%s is not allowed on %s; use %s",
+			errorWriter(rts[0])(w, s.Logger, r, mvp.Errorf(mvp.CodeMethod, "", "%s is not allowed on %s; use %s",
 				r.Method, r.URL.Path, strings.Join(allow, " or ")))
 		})
 	}
@@ -116,7 +145,16 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// errorWriter is how a route answers errors: mvp's JSON shape, or plain text for the Ray door.
+func errorWriter(rt route) func(http.ResponseWriter, *slog.Logger, *http.Request, error) {
+	if rt.text {
+		return writeTextError
+	}
+	return writeError
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	writeError := errorWriter(rt)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -376,38 +414,43 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if t, err = s.cancel(r.Context(), t); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// cancel cancels t (POST /api/v2/tasks/{id}/cancel, and the Ray door's stop) and returns it as it is now.
+func (s *Server) cancel(ctx context.Context, t *mvp.Task) (*mvp.Task, error) {
+	var err error
 	for i := 0; ; i++ {
 		if t.State.Terminal() {
-			return mvp.Errorf(mvp.CodeConflict, "state", "task %s is already %s; only waiting or running tasks can be canceled", t.ID, t.State)
+			return nil, mvp.Errorf(mvp.CodeConflict, "state", "task %s is already %s; only waiting or running tasks can be canceled", t.ID, t.State)
 		}
-		err = s.Store.Apply(r.Context(), mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateCanceled,
+		err = s.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateCanceled,
 			At: s.Clock.Now(), EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": "api"}})
 		if !errors.Is(err, mvp.ErrConflict) || i >= 5 {
 			break
 		}
-		if t, err = s.Store.GetTask(r.Context(), t.ID); err != nil {
-			return err
+		if t, err = s.Store.GetTask(ctx, t.ID); err != nil {
+			return nil, err
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.crash("cancel_before_stop")
 	if t.LatestAttemptNo > 0 && t.State.Active() {
 		sid := mvp.SubmissionID(t.ID, t.LatestAttemptNo)
-		if err := s.Ray.StopJob(r.Context(), sid); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+		if err := s.Ray.StopJob(ctx, sid); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
 			s.Logger.Warn("stop job on cancel; the scheduler will retry", "task_id", t.ID, "err", err)
 		}
 	}
 	if s.Wake != nil {
 		s.Wake()
 	}
-	t, err = s.Store.GetTask(r.Context(), t.ID)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, t)
-	return nil
+	return s.Store.GetTask(ctx, t.ID)
 }
 
 // taskLogs answers an attempt's driver log: the copy in the task folder once the attempt ended, Ray's live copy

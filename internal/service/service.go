@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/ray"
+	"github.com/mvp2/mvp/internal/raycompat"
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/sqlite"
 	"github.com/mvp2/mvp/internal/taskfs"
@@ -147,8 +149,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	build := func(t *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(t, n, settings) }
 	prepare := func(body []byte) (*mvp.Task, error) { return workload.Prepare(body, settings) }
 	policy := policyOf(&cfg)
+	packages := raycompat.Packages{Dir: filepath.Join(cfg.SharedRoot, "ray_packages")}
 
-	m.loop = &scheduler.Loop{Store: m.store, Ray: rayClient, Cluster: cluster, Build: build, Files: files, Clock: clock,
+	// The loop submits through the Uploader: a ray_job's packages kept by the door go to Ray right before each
+	// of its submissions.
+	m.loop = &scheduler.Loop{Store: m.store, Ray: raycompat.Uploader{RayClient: rayClient, Packages: packages}, Cluster: cluster, Build: build, Files: files, Clock: clock,
 		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
 		Retry: scheduler.RetryPolicy{RetryInterval: cfg.V2.Scheduler.RetryInterval(),
 			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,
@@ -157,7 +162,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		Crash: m.Crash}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token,
-		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash}
+		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
+		RayDoor: &raycompat.Door{Store: m.store, Packages: packages, Build: build, Clock: clock,
+			Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
+			Prepare: func(req *mvp.RayJobRequest) (*mvp.Task, error) { return workload.PrepareRayJob(req, settings) }}}
 
 	addr := net.JoinHostPort(cfg.V2.API.Host, strconv.Itoa(cfg.V2.API.Port))
 	if m.ln, err = net.Listen("tcp", addr); err != nil {
