@@ -3,12 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -106,52 +103,4 @@ func rayTask(id, sid string) *mvp.Task {
 	return &mvp.Task{ID: id, Workload: mvp.WorkloadRayJob, Name: "ray-job", State: mvp.StateQueued, SubmissionID: sid,
 		Driver: map[string]float64{"CPU": 1.5, "memory": 1 << 30}, JobSpecYAML: `{"entrypoint":"echo hi"}`,
 		SpecJSON: []byte(`{"entrypoint":"echo hi"}`), CreatedAt: t0, UpdatedAt: t0}
-}
-
-// TestRayDoorSubmissionIDs: a ray_job task is found by its submission id with its driver resources, a second
-// task with the same id is refused with Ray's message, a running task cannot be deleted from the door, an ended
-// one can (then its id is free again and the task is still there).
-func TestRayDoorSubmissionIDs(t *testing.T) {
-	ctx := context.Background()
-	db, _ := open(t)
-	a := rayTask("mvp2-ray_job-20251223-143201-0001", "job-1")
-	must(t, db.CreateTask(ctx, a))
-	got, err := db.TaskBySubmissionID(ctx, "job-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.ID != a.ID || got.SubmissionID != "job-1" || !reflect.DeepEqual(got.Driver, a.Driver) || got.NNodes != 0 {
-		t.Errorf("by submission id: %+v", got)
-	}
-	dup := rayTask("mvp2-ray_job-20251223-143201-0002", "job-1")
-	err = db.CreateTask(ctx, dup)
-	if mvp.ErrorCode(err) != mvp.CodeConflict || !strings.Contains(err.Error(), "Job with submission_id job-1 already exists") {
-		t.Errorf("a second job-1: %v", err)
-	}
-	if _, err := db.GetTask(ctx, dup.ID); !errors.Is(err, mvp.ErrNotFound) && mvp.ErrorCode(err) != mvp.CodeNotFound {
-		t.Errorf("the refused task was stored: %v", err)
-	}
-	if _, err := db.TaskBySubmissionID(ctx, "job-2"); mvp.ErrorCode(err) != mvp.CodeNotFound {
-		t.Errorf("unknown submission id: %v", err)
-	}
-	if err := db.DeleteFromDoor(ctx, a.ID, t0); mvp.ErrorCode(err) != mvp.CodeConflict {
-		t.Errorf("delete of a queued task: %v", err)
-	}
-	must(t, db.Apply(ctx, mvp.Change{TaskID: a.ID, From: mvp.StateQueued, To: mvp.StateCanceled, At: t0.Add(time.Second)}))
-	must(t, db.DeleteFromDoor(ctx, a.ID, t0.Add(2*time.Second)))
-	if _, err := db.TaskBySubmissionID(ctx, "job-1"); mvp.ErrorCode(err) != mvp.CodeNotFound {
-		t.Errorf("a deleted job is still found: %v", err)
-	}
-	kept, err := db.GetTask(ctx, a.ID)
-	if err != nil || !kept.DoorDeleted || kept.State != mvp.StateCanceled {
-		t.Errorf("the deleted task: %+v %v", kept, err)
-	}
-	must(t, db.CreateTask(ctx, dup))
-	if err := db.DeleteFromDoor(ctx, "mvp2-ray_job-20251223-143201-ffff", t0); mvp.ErrorCode(err) != mvp.CodeNotFound {
-		t.Errorf("delete of an unknown task: %v", err)
-	}
-	evs, _, err := db.Events(ctx, a.ID, "", 10)
-	if err != nil || evs[len(evs)-1].Type != mvp.EventDoorDeleted {
-		t.Errorf("events: %v %v", evs, err)
-	}
 }
