@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -51,7 +52,20 @@ type Door struct {
 	MaxBodyBytes int64
 	// LogPoll is the period at which a tailed log is read again.
 	LogPoll time.Duration
+
+	stopOnce sync.Once
+	stopped  chan struct{}
 }
+
+// stopping returns the channel Shutdown closes.
+func (d *Door) stopping() chan struct{} {
+	d.stopOnce.Do(func() { d.stopped = make(chan struct{}) })
+	return d.stopped
+}
+
+// Shutdown ends the log tails (they are hijacked connections, which the HTTP server's own shutdown does not wait
+// for) with a "going away" close; the clients then ask for the job's status. Call it once, when the server stops.
+func (d *Door) Shutdown() { close(d.stopping()) }
 
 // Route is one endpoint of the door, its pattern relative to the mount point.
 type Route struct {

@@ -76,6 +76,9 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-d.stopping():
+			c.Close(websocket.StatusGoingAway, "mvp is shutting down")
+			return nil
 		case <-time.After(poll):
 		}
 	}

@@ -160,12 +160,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout())},
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
 		Crash: m.Crash}
+	door := &raycompat.Door{Store: m.store, Packages: packages, Build: build, Clock: clock,
+		Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
+		Prepare: func(req *mvp.RayJobRequest) (*mvp.Task, error) { return workload.PrepareRayJob(req, settings) }}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token,
 		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
-		RayDoor: &raycompat.Door{Store: m.store, Packages: packages, Build: build, Clock: clock,
-			Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
-			Prepare: func(req *mvp.RayJobRequest) (*mvp.Task, error) { return workload.PrepareRayJob(req, settings) }}}
+		RayDoor: door}
 
 	addr := net.JoinHostPort(cfg.V2.API.Host, strconv.Itoa(cfg.V2.API.Port))
 	if m.ln, err = net.Listen("tcp", addr); err != nil {
@@ -173,6 +174,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	m.hs.RegisterOnShutdown(door.Shutdown)
 	m.url = "http://" + m.ln.Addr().String()
 	fmt.Fprintf(stdout, "mvp: API listening on %s\n", m.url)
 	if generated {
