@@ -35,6 +35,17 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 			return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint_resources", "entrypoint_resources.%s must be ≥ 0, got %g", k, v)
 		}
 	}
+	if ev, ok := req.RuntimeEnv["env_vars"]; ok {
+		m, isMap := ev.(map[string]any)
+		if !isMap {
+			return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars must be an object of strings")
+		}
+		for k, v := range m {
+			if _, isString := v.(string); !isString {
+				return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars.%s must be a string, got %v", clip(k), v)
+			}
+		}
+	}
 	nnodes, err := metaInt(req.Metadata, mvp.MetaNNodes, jobspec.MaxNNodes)
 	if err != nil {
 		return nil, err

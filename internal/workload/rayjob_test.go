@@ -62,6 +62,8 @@ func TestBuildRayJob(t *testing.T) {
 		{Entrypoint: "x", EntrypointNumGPUs: -1},
 		{Entrypoint: "x", EntrypointMemory: -1},
 		{Entrypoint: "x", EntrypointResources: map[string]float64{"r": -1}},
+		{Entrypoint: "x", RuntimeEnv: map[string]any{"env_vars": []any{"A=1"}}},
+		{Entrypoint: "x", RuntimeEnv: map[string]any{"env_vars": map[string]any{"A": 1.0}}},
 	} {
 		if _, err := PrepareRayJob(bad, s); mvp.ErrorCode(err) != mvp.CodeInvalid {
 			t.Errorf("%+v: %v", bad, err)
