@@ -268,11 +268,11 @@ func integer(field string, n *yaml.Node) (int, error) {
 // Validate checks every field; the error names the field's path and says what to fix.
 func (s *Spec) Validate() error {
 	if s.Workload == "" {
-		return invalid("workload", "workload is required: one of %s", mvp.WorkloadNames())
+		return invalid("workload", "workload is required: one of %s", mvp.JobSpecWorkloadNames())
 	}
 	info, ok := s.Workload.Info()
 	if !ok {
-		return invalid("workload", "unknown workload %q: use %s", clip(string(s.Workload)), mvp.WorkloadNames())
+		return invalid("workload", "unknown workload %q: use %s", clip(string(s.Workload)), mvp.JobSpecWorkloadNames())
 	}
 	if info.RayDoor {
 		return invalid("workload", "%s tasks are not made from a jobspec: submit them with Ray's own client "+

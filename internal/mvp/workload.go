@@ -67,11 +67,19 @@ func (w Workload) Valid() bool {
 	return ok
 }
 
-// WorkloadNames lists the workloads for a message: "ppo, grpo or sft".
-func WorkloadNames() string {
-	names := make([]string, len(Workloads))
-	for i, w := range Workloads {
-		names[i] = string(w)
+// WorkloadNames lists the workloads for a message: "ppo, grpo, sft or ray_job".
+func WorkloadNames() string { return names(func(WorkloadInfo) bool { return true }) }
+
+// JobSpecWorkloadNames lists the workloads a jobspec may name (all but the Ray door's) for a message:
+// "ppo, grpo or sft".
+func JobSpecWorkloadNames() string { return names(func(w WorkloadInfo) bool { return !w.RayDoor }) }
+
+func names(keep func(WorkloadInfo) bool) string {
+	var names []string
+	for _, w := range WorkloadTable {
+		if keep(w) {
+			names = append(names, string(w.Name))
+		}
 	}
 	if len(names) < 2 {
 		return strings.Join(names, "")

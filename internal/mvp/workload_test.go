@@ -23,6 +23,9 @@ func TestWorkloadTable(t *testing.T) {
 			t.Errorf("WorkloadNames() = %q lacks %q", WorkloadNames(), w.Name)
 		}
 	}
+	if got := JobSpecWorkloadNames(); got != "ppo, grpo or sft" {
+		t.Errorf("JobSpecWorkloadNames() = %q", got)
+	}
 	if len(Workloads) != len(WorkloadTable) {
 		t.Errorf("%d workloads for %d entries", len(Workloads), len(WorkloadTable))
 	}
