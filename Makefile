@@ -6,7 +6,7 @@ RAY_WORKERS ?= 2
 RAY_GPUS_PER_WORKER ?= 4
 export RAY_WORKERS RAY_GPUS_PER_WORKER
 
-.PHONY: all build ray-up ray-down run test test-unit test-e2e vet fuzz bench stress clean
+.PHONY: all build ray-up ray-down run test test-unit test-e2e vet fuzz bench sim stress clean
 
 all: build
 
@@ -31,6 +31,7 @@ test-unit: vet ## unit tests (no Ray needed)
 	$(GO) test -count=1 ./...
 
 test-e2e: build ## end-to-end tests against a Ray cluster of their own (free ports, temp folder)
+	@bash scripts/ensure-tools.sh
 	@bash scripts/e2e.sh
 
 test: test-unit test-e2e ## everything CI runs
@@ -40,6 +41,9 @@ fuzz: ## the jobspec parser's fuzz target (FUZZTIME=60s by default)
 
 bench: build ## benchmarks; figures go to BENCHMARKS.md
 	@bash scripts/bench.sh
+
+sim: ## replay generated traces through every scheduling policy (mvp sim) → the make sim section of BENCHMARKS.md
+	@bash scripts/sim.sh
 
 clean:
 	rm -rf bin

@@ -61,6 +61,7 @@ def reading(st):
             "node_id": node_id,
             "alive": bool(n.get("Alive")),
             "is_head": HEAD_RESOURCE in total,
+            "node_ip": n.get("NodeManagerAddress", ""),
             "total": total,
             "available": {k: float(avail.get(k, 0.0)) for k in total},
         })

@@ -15,16 +15,27 @@ def vals(name, unit):
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 raw_ns = med(vals("BenchmarkRawInsertFsync", "ns/op")); raw = 1e9 / raw_ns
 gc_ns = med(vals("BenchmarkCreateTaskParallel", "ns/op")); gc = 1e9 / gc_ns
-http = med(vals("BenchmarkSubmitHTTP", "submits/s"))
-wpt = med(vals("BenchmarkSubmitHTTP", "writes/txn")); p50 = med(vals("BenchmarkSubmitHTTP", "p50-µs")); p99 = med(vals("BenchmarkSubmitHTTP", "p99-µs"))
-dec = med(vals("BenchmarkDecide100k", "ns/op")) / 1e6
-heap = med(vals("BenchmarkDecide100k", "heap-MB")); rss = max(vals("BenchmarkDecide100k", "peak-rss-MB") or [float("nan")]); adm = med(vals("BenchmarkDecide100k", "admitted/op"))
+http = med(vals(r"BenchmarkSubmitHTTP(?:-\d+)?(?=\s)", "submits/s")); scrapes = med(vals(r"BenchmarkSubmitHTTP(?:-\d+)?(?=\s)", "scrapes"))
+wpt = med(vals(r"BenchmarkSubmitHTTP(?:-\d+)?(?=\s)", "writes/txn")); p50 = med(vals(r"BenchmarkSubmitHTTP(?:-\d+)?(?=\s)", "p50-µs")); p99 = med(vals(r"BenchmarkSubmitHTTP(?:-\d+)?(?=\s)", "p99-µs"))
+m_off = med(vals("BenchmarkSubmitHTTPMetricsCost", "off-submits/s")); m_on = med(vals("BenchmarkSubmitHTTPMetricsCost", "on-submits/s"))
+m_cost = med(vals("BenchmarkSubmitHTTPMetricsCost", "cost-%")); m_cpu = med(vals("BenchmarkSubmitHTTPMetricsCost", "cpu-cost-%"))
+# P2 is the default policy's figure: BenchmarkDecide100k runs one sub-benchmark per policy, the default first.
+m = re.search(r"^BenchmarkDecide100k/(\w+)", text, re.M)
+p2 = "BenchmarkDecide100k/" + (m.group(1) if m else "")
+dec = med(vals(p2, "ns/op")) / 1e6
+heap = med(vals(p2, "heap-MB")); rss = max(vals(p2, "peak-rss-MB") or [float("nan")]); adm = med(vals(p2, "admitted/op"))
 cold = [float(x) for x in re.findall(r"ColdStart100k ([\d.]+) ms", text)]
 p3 = med(vals("BenchmarkGPUsFreedToSubmit", "freed-to-submit-ms")); p3max = med(vals("BenchmarkGPUsFreedToSubmit", "max-ms"))
 p4d = med(vals("BenchmarkJobServerAfterManyJobs", "direct-get-µs")); p4m = med(vals("BenchmarkJobServerAfterManyJobs", "via-mvp-get-µs")); p4n = med(vals("BenchmarkJobServerAfterManyJobs", "jobs"))
 p4dl = med(vals("BenchmarkJobServerAfterManyJobs", "direct-list-µs")); p4ml = med(vals("BenchmarkJobServerAfterManyJobs", "via-mvp-list-µs"))
 p4dn = med(vals("BenchmarkJobServerAfterManyJobs", "direct-listed")); p4mn = med(vals("BenchmarkJobServerAfterManyJobs", "via-mvp-listed"))
 added = vals("BenchmarkRayCallOverhead", "added-µs"); client = vals("BenchmarkRayCallOverhead", "client-µs"); bare = vals("BenchmarkRayCallOverhead", "bare-µs")
+# The `make sim` section (scripts/sim.sh) is kept as it is.
+try:
+    sim = re.search(r"<!-- make sim: begin.*?<!-- make sim: end -->\n", open("BENCHMARKS.md").read(), re.S)
+    sim_section = sim.group(0) + "\n" if sim else ""
+except FileNotFoundError:
+    sim_section = ""
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 mem = next((l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")), "0")
 gov = subprocess.run(["go", "version"], capture_output=True, text=True).stdout.strip()
@@ -39,7 +50,8 @@ Written by `make bench` (`scripts/bench.sh`); each run overwrites this file. Fig
 ## Figures
 | id | what | figure | goal |
 |---|---|---|---|
-| P1 | durable submissions through the HTTP API, 64 clients on loopback | **{http:,.0f}/s**, p50 {p50/1000:.1f} ms, p99 {p99/1000:.1f} ms; {wpt:.1f} submissions per commit (fsync) | ≥ 5,000/s |
+| P1 | durable submissions through the HTTP API, 64 clients on loopback, metrics on ({scrapes:.0f} scrapes a run) | **{http:,.0f}/s**, p50 {p50/1000:.1f} ms, p99 {p99/1000:.1f} ms; {wpt:.1f} submissions per commit (fsync) | ≥ 5,000/s |
+| P1 | the price of the metrics: the same submissions with the metrics off vs on and `/metrics` scraped every 250 ms (10 adjacent pairs per run) | {m_off:,.0f}/s off vs {m_on:,.0f}/s on: **{m_cost:+.1f} %** of the rate; CPU per submission {m_cpu:+.1f} % (medians of the pairs) | < 5 % |
 | P1 | baseline: one-row-per-transaction inserts with fsync, same disk, same run | {raw:,.0f}/s | — |
 | P1 | HTTP submissions ÷ raw inserts | **{http/raw:.2f}×** | ≥ 1.0× |
 | P1 | store alone: CreateTask through group commit, ~64 goroutines | {gc:,.0f}/s ({gc/raw:.1f}× raw) | — |
@@ -55,11 +67,19 @@ Written by `make bench` (`scripts/bench.sh`); each run overwrites this file. Fig
   and sends N POSTs of a 6-line jobspec from 64 goroutines with keep-alive; each 201 is counted, its latency
   recorded; afterwards every acknowledged task id is read back from the database (a missing one fails the run).
   The baseline `BenchmarkRawInsertFsync` (internal/sqlite) inserts one row per transaction with the same pragmas.
+  It runs with the metrics on (the default) and a scraper GETting `/metrics` every 250 ms meanwhile (each scrape
+  runs the grouped count query), 60 times a 15 s Prometheus interval. `BenchmarkSubmitHTTPMetricsCost` sends the
+  same submissions to a service with the metrics off (`v2.metrics.enabled: false`) and to one with them on and
+  scraped, in 10 adjacent pairs whose order alternates (so that a change in the machine's load hits both sides of
+  a pair alike); the figures are the medians over the runs of the pairs' median costs: in rate, 1 − on/off, and in
+  the process's CPU time (user + system, client included) per submission, on/off − 1.
   Group commit: one writer goroutine takes every waiting write (up to 256), runs each in its own savepoint, commits
   once (one fsync) and only then answers each caller.
-- P2: `BenchmarkDecide100k` (internal/scheduler) builds a snapshot of 100,000 queued tasks of mixed shapes and times
-  `Decide` alone (pure; no I/O). FIFO admits from the head until the first task that does not fit; the rest get a
-  reason (written only when it changes). Peak RSS is the test process's `VmHWM` (it includes the snapshot and the
+- P2: `BenchmarkDecide100k` (internal/scheduler) builds a snapshot of 100,000 queued tasks of mixed shapes and
+  declared runtimes, half the 16 nodes running a task with a declared end, and times `Decide` alone (pure; no I/O)
+  under the default policy ({p2.split("/")[-1]}; the other policies' figures are in the `make sim` section): it
+  admits what fits, reserves the first task that does not (per node, from declared ends), backfills behind it, and
+  gives every other task a reason (written only when it changes). Peak RSS is the test process's `VmHWM` (it includes the snapshot and the
   Go runtime, so it bounds the decision's own memory from above); heap is `runtime.MemStats.HeapInuse` after the
   runs. To check that one pass admits everything that fits, the admitted tasks are then made in-flight attempts
   (their GPUs reserved by Decide, as just after a submit) and a second pass over the rest must admit none, or the
@@ -93,7 +113,7 @@ Written by `make bench` (`scripts/bench.sh`); each run overwrites this file. Fig
   per GPU; Waits now share one backing array and the lookup is made once per run of tasks of one workload:
   ~12–14 ms and 230 allocations per decision on the same machine.
 
-## Raw output
+{sim_section}## Raw output
 ```
 {text.strip()}
 ```

@@ -11,7 +11,7 @@ out="$work/bench.txt"
 
 echo "bench: P1 raw fsync baseline and group commit (internal/sqlite)"
 go test -run '^$' -bench 'CreateTaskParallel|RawInsertFsync' -benchtime 5000x -count "$count" ./internal/sqlite/ | tee -a "$out"
-echo "bench: P1 HTTP submissions, 64 clients (internal/api)"
+echo "bench: P1 HTTP submissions, 64 clients, and the price of the metrics (internal/api)"
 go test -run '^$' -bench 'SubmitHTTP' -benchtime 10000x -count "$count" ./internal/api/ | tee -a "$out"
 echo "bench: P2 one decision over a 100,000-deep queue (internal/scheduler)"
 go test -run '^$' -bench 'Decide100k' -benchtime 20x -count "$count" ./internal/scheduler/ | tee -a "$out"

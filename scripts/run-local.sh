@@ -20,12 +20,14 @@ cat <<TXT
 
 mvp: Ray dashboard  $RAY_DASHBOARD_URL
 mvp: API            http://127.0.0.1:${port:-8080}   (the token is printed below, once)
+mvp: web page       http://127.0.0.1:${port:-8080}/ui   (log in with that token)
 
 Try it from another shell:
   export MVP_ADDR=http://127.0.0.1:${port:-8080} MVP_TOKEN=<token>
   bin/mvp submit -f configs/examples/ppo.yaml
   bin/mvp list
   bin/mvp logs -f <task_id>
+  bin/mvp schedule create nightly --cron "0 2 * * *" -f configs/examples/ppo.yaml
 
 The sample jobspec (configs/examples/ppo.yaml):
 $(sed 's/^/  /' configs/examples/ppo.yaml)

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/taskfs"
 )
 
 // Client is a typed client of this API, used by the CLI and the end-to-end tests.
@@ -150,6 +152,13 @@ func (c *Client) List(ctx context.Context, state, workload string, limit int, cu
 	return &p, raw, err
 }
 
+// Queue returns the queue as the scheduling policy sees it now (GET /api/v2/queue).
+func (c *Client) Queue(ctx context.Context) (*scheduler.QueueView, json.RawMessage, error) {
+	var v scheduler.QueueView
+	raw, err := c.JSON(ctx, "GET", "/api/v2/queue", nil, nil, "", &v)
+	return &v, raw, err
+}
+
 // Cancel cancels a task.
 func (c *Client) Cancel(ctx context.Context, id string) (*mvp.Task, json.RawMessage, error) {
 	var t mvp.Task
@@ -193,4 +202,89 @@ func (c *Client) Logs(ctx context.Context, id string, attempt int, follow bool, 
 	defer resp.Body.Close()
 	_, err = io.Copy(w, resp.Body)
 	return err
+}
+
+// ResultList is a task's result files.
+type ResultList struct {
+	TaskID    string           `json:"task_id"`
+	Files     []mvp.ResultFile `json:"files"`
+	Truncated bool             `json:"truncated"`
+}
+
+// Results lists the files under a task's results folder.
+func (c *Client) Results(ctx context.Context, id string) (*ResultList, json.RawMessage, error) {
+	var l ResultList
+	raw, err := c.JSON(ctx, "GET", "/api/v2/tasks/"+url.PathEscape(id)+"/results", nil, nil, "", &l)
+	return &l, raw, err
+}
+
+// ResultFile copies one result file (its path relative to the results folder, as listed) to w.
+func (c *Client) ResultFile(ctx context.Context, id, path string, w io.Writer) error {
+	if err := taskfs.CheckResultPath(path); err != nil {
+		return err // the server refuses it too; the router would first redirect "..", and the message get lost
+	}
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	resp, err := c.Do(ctx, "GET", "/api/v2/tasks/"+url.PathEscape(id)+"/results/"+strings.Join(segs, "/"), nil, nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// Resubmit makes a new task from a task's stored effective spec, with the changes and resume of req.
+func (c *Client) Resubmit(ctx context.Context, id string, req ResubmitRequest) (*mvp.Task, json.RawMessage, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var t mvp.Task
+	raw, err := c.JSON(ctx, "POST", "/api/v2/tasks/"+url.PathEscape(id)+"/resubmit", nil, body, "application/json", &t)
+	return &t, raw, err
+}
+
+// ResubmitDryRun answers what Resubmit would do (the effective spec, the Ray payload, the admission verdict)
+// without storing anything.
+func (c *Client) ResubmitDryRun(ctx context.Context, id string, req ResubmitRequest) (json.RawMessage, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	return c.JSON(ctx, "POST", "/api/v2/tasks/"+url.PathEscape(id)+"/resubmit", url.Values{"dry_run": {"true"}}, body, "application/json", nil)
+}
+
+// PutSecret stores or replaces a secret's value.
+func (c *Client) PutSecret(ctx context.Context, name, value string) (*mvp.SecretInfo, json.RawMessage, error) {
+	body, err := json.Marshal(map[string]string{"value": value})
+	if err != nil {
+		return nil, nil, err
+	}
+	var s mvp.SecretInfo
+	raw, err := c.JSON(ctx, "PUT", "/api/v2/secrets/"+url.PathEscape(name), nil, body, "application/json", &s)
+	return &s, raw, err
+}
+
+// SecretList is the stored secrets' names and times.
+type SecretList struct {
+	Secrets []mvp.SecretInfo `json:"secrets"`
+}
+
+// Secrets lists the stored secrets (never their values).
+func (c *Client) Secrets(ctx context.Context) (*SecretList, json.RawMessage, error) {
+	var l SecretList
+	raw, err := c.JSON(ctx, "GET", "/api/v2/secrets", nil, nil, "", &l)
+	return &l, raw, err
+}
+
+// DeleteSecret deletes a secret.
+func (c *Client) DeleteSecret(ctx context.Context, name string) error {
+	resp, err := c.Do(ctx, "DELETE", "/api/v2/secrets/"+url.PathEscape(name), nil, nil, "")
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/raycompat"
 	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/secrets"
 	"github.com/mvp2/mvp/internal/taskfs"
 )
 
@@ -52,6 +53,18 @@ type Server struct {
 	LogPoll time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
+	// Observer is told of each task the API accepts; nil for none.
+	Observer mvp.Observer
+	// Metrics serves /metrics (the Prometheus exposition); nil answers 404 (metrics are off).
+	Metrics http.Handler
+	// MetricsPublic lets /metrics be read without the token.
+	MetricsPublic bool
+	// Schedules keeps recurring schedules (/api/v2/schedules).
+	Schedules mvp.ScheduleStore
+	// WakeSchedules asks the schedules loop for a pass (after a create or a resume); may be nil.
+	WakeSchedules func()
+	// Secrets is secret storage (off when it has no key).
+	Secrets *secrets.Vault
 	// RayDoor is the Ray-Jobs-compatible door, served under RayPrefix behind the same token; its Cancel, ReadLog
 	// and NewID are this server's. Nil: its routes answer 404.
 	RayDoor *raycompat.Door
@@ -77,13 +90,27 @@ type route struct {
 func (s *Server) routes() []route {
 	out := []route{
 		{"GET", "/healthz", false, s.healthz, false},
+		{"GET", "/metrics", !s.MetricsPublic, s.metrics, false},
 		{"GET", "/api/v2/openapi.json", true, s.openapi, false},
 		{"POST", "/api/v2/tasks", true, s.createTask, false},
 		{"GET", "/api/v2/tasks", true, s.listTasks, false},
 		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask, false},
 		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask, false},
+		{"POST", "/api/v2/tasks/{task_id}/resubmit", true, s.resubmitTask, false},
 		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs, false},
 		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents, false},
+		{"POST", "/api/v2/schedules", true, s.createSchedule, false},
+		{"GET", "/api/v2/schedules", true, s.listSchedules, false},
+		{"GET", "/api/v2/queue", true, s.queue, false},
+		{"GET", "/api/v2/schedules/{name}", true, s.getSchedule, false},
+		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule, false},
+		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule, false},
+		{"POST", "/api/v2/schedules/{name}/resume", true, s.resumeSchedule, false},
+		{"GET", "/api/v2/secrets", true, s.listSecrets, false},
+		{"PUT", "/api/v2/secrets/{name}", true, s.putSecret, false},
+		{"DELETE", "/api/v2/secrets/{name}", true, s.deleteSecret, false},
+		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults, false},
+		{"GET", "/api/v2/tasks/{task_id}/results/{path...}", true, s.taskResultFile, false},
 	}
 	door := s.RayDoor
 	if door == nil {
@@ -107,7 +134,8 @@ func (s *Server) Handler() http.Handler {
 		s.LogPoll = time.Second
 	}
 	if d := s.RayDoor; d != nil {
-		d.Cancel, d.ReadLog, d.NewID = s.cancel, s.readLog, NewTaskID
+		d.ReadLog, d.NewID = s.readLog, NewTaskID
+		d.Cancel = func(ctx context.Context, t *mvp.Task) (*mvp.Task, error) { return s.cancel(ctx, t, "ray door") }
 		if d.LogPoll == 0 {
 			d.LogPoll = s.LogPoll
 		}
@@ -208,6 +236,15 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// metrics serves the Prometheus exposition, when the metrics are on.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if s.Metrics == nil {
+		return mvp.Errorf(mvp.CodeNotFound, "", "metrics are off; set v2.metrics.enabled: true in dev.yaml")
+	}
+	s.Metrics.ServeHTTP(w, r)
+	return nil
+}
+
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -253,13 +290,32 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.admit(w, r, t, dry)
+}
+
+// admit checks a prepared task against the store (its dependencies, the task it resumes from), then answers a dry
+// run or stores it QUEUED and answers 201.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry bool) error {
 	now := s.Clock.Now().UTC()
 	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
+	t.ID = NewTaskID(t.Workload, now, 0)
+	deps, err := s.checkDependencies(r.Context(), t)
+	if err != nil {
+		return err
+	}
+	if err := s.checkResumeFrom(r.Context(), t); err != nil {
+		return err
+	}
+	if err := s.checkSecrets(r.Context(), t); err != nil {
+		return err
+	}
 	if dry {
-		return s.dryRun(w, r, t)
+		return s.dryRun(w, r, t, deps)
 	}
 	for i := 0; ; i++ {
-		t.ID = NewTaskID(t.Workload, now, i)
+		if i > 0 {
+			t.ID = NewTaskID(t.Workload, now, i) // a fresh id: nothing can depend on it
+		}
 		err = s.Store.CreateTask(r.Context(), t)
 		if !errors.Is(err, mvp.ErrConflict) || i >= 16 {
 			break
@@ -269,6 +325,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("create task: %w", err)
 	}
 	s.crash("api_after_insert")
+	mvp.ObserverOr(s.Observer).TaskSubmitted(t.Workload)
 	if s.Wake != nil {
 		s.Wake()
 	}
@@ -295,10 +352,13 @@ const (
 	VerdictWaits      = "waits_for_resources"
 	VerdictNeverFits  = "never_fits"
 	VerdictRayUnknown = "cluster_unreadable"
+	// VerdictWaitsDeps: the task would wait for its dependencies (after_ok, after_any) to end.
+	VerdictWaitsDeps = "waits_for_dependencies"
+	// VerdictDepFailed: an after_ok dependency already failed; the task would be canceled at once.
+	VerdictDepFailed = "dependency_failed"
 )
 
-func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) error {
-	t.ID = NewTaskID(t.Workload, t.CreatedAt, 0)
+func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, deps map[string]mvp.State) error {
 	payload, err := s.Build(t, 1)
 	if err != nil {
 		return err
@@ -315,6 +375,12 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) err
 		}
 	} else {
 		snap.Queue = append(snap.Queue, t)
+		if snap.Deps == nil {
+			snap.Deps = map[string]mvp.State{}
+		}
+		for id, st := range deps {
+			snap.Deps[id] = st
+		}
 		verdict, reason = VerdictWaits, "waiting behind tasks already queued"
 		for _, a := range scheduler.Decide(s.Clock.Now(), snap, s.Policy) {
 			switch a := a.(type) {
@@ -328,6 +394,13 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) err
 					if a.Never {
 						verdict = VerdictNeverFits
 					}
+					if strings.HasPrefix(a.Reason, scheduler.DependencyReasonPrefix) {
+						verdict = VerdictWaitsDeps
+					}
+				}
+			case scheduler.DependencyFailed:
+				if a.Task == t {
+					verdict, reason = VerdictDepFailed, a.Reason
 				}
 			}
 		}
@@ -338,6 +411,25 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task) err
 		"ray_submission": payload,
 		"admission":      map[string]any{"verdict": verdict, "reason": reason},
 	})
+	return nil
+}
+
+// queue answers the whole picture of the queue as the policy sees it now: per-node free GPUs, the reservation and
+// every waiting task in order with its position, reason code and sentence, and estimated start.
+func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
+	snap, err := s.Snapshot(r.Context())
+	if err != nil {
+		return err
+	}
+	v := scheduler.Explain(s.Clock.Now(), snap, s.Policy)
+	if snap.ClusterErr != nil {
+		writeJSON(w, http.StatusOK, struct {
+			scheduler.QueueView
+			ClusterError string `json:"cluster_error"`
+		}{v, snap.ClusterErr.Error()})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 
@@ -407,29 +499,39 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// cancelTask ends a waiting task at once; for a task with a Ray job it records the cancel first (so the
-// scheduler never revives it) and then stops the job. The attempt ends STOPPED when Ray says so.
+// cancelTask cancels the task named in the path (see Cancel).
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {
 	t, err := s.task(r)
 	if err != nil {
 		return err
 	}
-	if t, err = s.cancel(r.Context(), t); err != nil {
+	if t, err = s.cancel(r.Context(), t, "api"); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, t)
 	return nil
 }
 
-// cancel cancels t (POST /api/v2/tasks/{id}/cancel, and the Ray door's stop) and returns it as it is now.
-func (s *Server) cancel(ctx context.Context, t *mvp.Task) (*mvp.Task, error) {
+// Cancel cancels a task as POST /api/v2/tasks/{task_id}/cancel does, recording by (who asked) in its
+// CANCEL_REQUESTED event. A task that already ended is a conflict.
+func (s *Server) Cancel(ctx context.Context, taskID, by string) (*mvp.Task, error) {
+	t, err := s.Store.GetTask(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	return s.cancel(ctx, t, by)
+}
+
+// cancel ends a waiting task at once; for a task with a Ray job it records the cancel first (so the scheduler
+// never revives it) and then stops the job. The attempt ends STOPPED when Ray says so.
+func (s *Server) cancel(ctx context.Context, t *mvp.Task, by string) (*mvp.Task, error) {
 	var err error
 	for i := 0; ; i++ {
 		if t.State.Terminal() {
 			return nil, mvp.Errorf(mvp.CodeConflict, "state", "task %s is already %s; only waiting or running tasks can be canceled", t.ID, t.State)
 		}
 		err = s.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateCanceled,
-			At: s.Clock.Now(), EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": "api"}})
+			At: s.Clock.Now(), EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": by}})
 		if !errors.Is(err, mvp.ErrConflict) || i >= 5 {
 			break
 		}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,14 +22,19 @@ import (
 	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/loadgen"
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // Env is what the CLI reads of its surroundings.
 type Env struct {
 	Stdout, Stderr io.Writer
-	Getenv         func(string) string
+	// Stdin is where `mvp secrets put` reads a value; nil means none.
+	Stdin  io.Reader
+	Getenv func(string) string
 	// Serve runs `mvp serve` with its arguments.
 	Serve func(ctx context.Context, args []string) error
+	// Doctor runs `mvp doctor` with its arguments.
+	Doctor func(ctx context.Context, args []string) error
 }
 
 const usage = `mvp — a durable queue with gang GPU admission in front of a Ray cluster.
@@ -37,10 +44,19 @@ Usage:
   mvp submit -f job.yaml [-e key=value …] [--dry-run]
   mvp get TASK_ID
   mvp list [--state S] [--workload W] [--limit N] [--cursor C]
+  mvp queue                                     the queue in policy order: position, reason, estimated start
   mvp logs TASK_ID [-f] [--attempt N]
   mvp cancel TASK_ID
   mvp events TASK_ID [--limit N] [--cursor C]
+  mvp schedule create NAME --cron EXPR -f job.yaml [--timezone TZ] [--overlap skip|queue|replace]
+  mvp schedule list | get NAME | pause NAME | resume NAME | delete NAME       recurring tasks
+  mvp results TASK_ID [--get PATH [-o FILE]]     list the task's result files, or fetch one
+  mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]   a new task from the task's stored spec
+  mvp secrets list | put NAME [--from-file F] | delete NAME   write-only secrets (put reads the value from stdin)
   mvp bench load [--clients N] [--duration D] [-f job.yaml]   load the API; report throughput and latency
+  mvp doctor [--config dev.yaml] [--gpus N] [--num-gpus]      this node's GPUs (NVML) and its readiness as a Ray worker
+  mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--policy NAME|all] [-o json]   replay a trace (no Ray)
+  mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv     make a trace
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN.
 Every client verb takes -o table|json|yaml (json is the API's own answer).
@@ -62,10 +78,22 @@ func Run(ctx context.Context, args []string, env Env) int {
 	switch verb {
 	case "serve":
 		err = env.Serve(ctx, rest)
-	case "submit", "get", "list", "logs", "cancel", "events":
+	case "submit", "get", "list", "queue", "logs", "cancel", "events", "results", "resubmit":
 		err = runClient(ctx, verb, rest, env)
+	case "secrets":
+		err = runSecrets(ctx, rest, env)
 	case "bench":
 		err = runBench(ctx, rest, env)
+	case "doctor":
+		if env.Doctor == nil {
+			err = errors.New("not available in this build")
+			break
+		}
+		err = env.Doctor(ctx, rest)
+	case "sim":
+		err = runSim(rest, env)
+	case "schedule":
+		err = runSchedule(ctx, rest, env)
 	default:
 		fmt.Fprintf(env.Stderr, "mvp: unknown command %q\n\n%s", verb, usage)
 		return 2
@@ -87,12 +115,16 @@ func Run(ctx context.Context, args []string, env Env) int {
 type usageError struct{ error }
 
 var verbHelp = map[string]string{
-	"submit": "mvp submit -f job.yaml [-e key=value …] [--dry-run]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
-	"get":    "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
-	"list":   "mvp list [--state S] [--workload W] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
-	"logs":   "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
-	"cancel": "mvp cancel TASK_ID\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
-	"events": "mvp events TASK_ID [--limit N] [--cursor C]\n  e.g. mvp events mvp2-ppo-20251223-143201-7f3a -o yaml",
+	"submit":   "mvp submit -f job.yaml [-e key=value …] [--dry-run]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
+	"get":      "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
+	"list":     "mvp list [--state S] [--workload W] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
+	"queue":    "mvp queue\n  e.g. mvp queue -o json",
+	"logs":     "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
+	"cancel":   "mvp cancel TASK_ID\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
+	"events":   "mvp events TASK_ID [--limit N] [--cursor C]\n  e.g. mvp events mvp2-ppo-20251223-143201-7f3a -o yaml",
+	"resubmit": "mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]\n  e.g. mvp resubmit mvp2-ppo-20251223-143201-7f3a --resume -e overrides=trainer.total_epochs=2",
+	"results": "mvp results TASK_ID [--get PATH [-o FILE]]\n  e.g. mvp results mvp2-ppo-20251223-143201-7f3a --get a01/summary.json -o summary.json" +
+		"\n  (with --get, -o names the file to write, default standard output)",
 }
 
 type setFlags []string
@@ -115,6 +147,8 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		workload = new(string)
 		limit    = new(int)
 		cursor   = new(string)
+		getPath  = new(string)
+		resume   = new(bool)
 	)
 	switch verb {
 	case "submit":
@@ -132,12 +166,30 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	case "events":
 		fs.IntVar(limit, "limit", 0, "page size (1..1000)")
 		fs.StringVar(cursor, "cursor", "", "next_cursor of the previous page")
+	case "resubmit":
+		fs.Var(&sets, "e", "change a field of the stored spec by its path, e.g. -e nnodes=1 -e overrides=trainer.total_epochs=2 (repeatable)")
+		fs.BoolVar(resume, "resume", false, "continue from the task's checkpoints (resume_from; verl's trainer.resume_mode=auto)")
+		fs.BoolVar(dry, "dry-run", false, "show the effective spec, the Ray payload and the admission verdict; store nothing")
+	case "results":
+		fs.StringVar(getPath, "get", "", "fetch this file (its path as listed, e.g. a01/summary.json); -o FILE writes it there")
 	}
 	if err := fs.Parse(interleave(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return usageError{err}
+	}
+	if verb == "results" && *getPath != "" {
+		if fs.NArg() != 1 {
+			return usageError{fmt.Errorf("need exactly one TASK_ID\nusage: %s", verbHelp[verb])}
+		}
+		outFile := ""
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "o" {
+				outFile = *out
+			}
+		})
+		return getResult(ctx, clientOf(env), fs.Arg(0), *getPath, outFile, env.Stdout)
 	}
 	if *out != "table" && *out != "json" && *out != "yaml" {
 		return usageError{fmt.Errorf("-o must be table, json or yaml, not %q", *out)}
@@ -146,11 +198,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	if needID && fs.NArg() != 1 {
 		return usageError{fmt.Errorf("need exactly one TASK_ID\nusage: %s", verbHelp[verb])}
 	}
-	addr := env.Getenv("MVP_ADDR")
-	if addr == "" {
-		addr = "http://127.0.0.1:8080"
-	}
-	c := &api.Client{Addr: addr, Token: env.Getenv("MVP_TOKEN")}
+	c := clientOf(env)
 
 	switch verb {
 	case "submit":
@@ -191,7 +239,19 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
-		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printList(w, p) })
+		// The queue's picture adds each waiting task's position, reason and estimated start; without it (an
+		// older server) the list is shown as stored.
+		q, _, qerr := c.Queue(ctx)
+		if qerr != nil {
+			q = nil
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printList(w, p, q) })
+	case "queue":
+		q, raw, err := c.Queue(ctx)
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printQueue(w, q) })
 	case "events":
 		p, raw, err := c.Events(ctx, fs.Arg(0), *cursor, *limit)
 		if err != nil {
@@ -200,6 +260,85 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, p) })
 	case "logs":
 		return c.Logs(ctx, fs.Arg(0), *attempt, *follow, env.Stdout)
+	case "resubmit":
+		if *dry {
+			raw, err := c.ResubmitDryRun(ctx, fs.Arg(0), api.ResubmitRequest{Set: sets, Resume: *resume})
+			if err != nil {
+				return err
+			}
+			return render(env.Stdout, *out, raw, func(w io.Writer) error { return printDryRun(w, raw) })
+		}
+		t, raw, err := c.Resubmit(ctx, fs.Arg(0), api.ResubmitRequest{Set: sets, Resume: *resume})
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "%s\t%s\t(resubmitted from %s)\n", t.ID, t.State, t.OriginID)
+			return err
+		})
+	case "results":
+		l, raw, err := c.Results(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printResults(w, l) })
+	}
+	return nil
+}
+
+// clientOf is the API client of $MVP_ADDR (default http://127.0.0.1:8080) with $MVP_TOKEN.
+func clientOf(env Env) *api.Client {
+	addr := env.Getenv("MVP_ADDR")
+	if addr == "" {
+		addr = "http://127.0.0.1:8080"
+	}
+	return &api.Client{Addr: addr, Token: env.Getenv("MVP_TOKEN")}
+}
+
+// getResult writes one result file to outFile ("" or "-": standard output). The file is written in full or not
+// at all: into a temporary file beside it, renamed once the download completed.
+func getResult(ctx context.Context, c *api.Client, id, path, outFile string, stdout io.Writer) error {
+	if outFile == "" || outFile == "-" {
+		return c.ResultFile(ctx, id, path, stdout)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(outFile), "."+filepath.Base(outFile)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", outFile, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", outFile, err)
+	}
+	if err := c.ResultFile(ctx, id, path, tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", outFile, err)
+	}
+	if err := os.Rename(tmp.Name(), outFile); err != nil {
+		return fmt.Errorf("write %s: %w", outFile, err)
+	}
+	return nil
+}
+
+func printResults(w io.Writer, l *api.ResultList) error {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "PATH\tATTEMPT\tSIZE\tMODIFIED")
+	for _, f := range l.Files {
+		m := f.ModTime
+		att := "-"
+		if f.AttemptNo > 0 {
+			att = fmt.Sprint(f.AttemptNo)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", f.Path, att, f.Size, ts(&m))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if l.Truncated {
+		fmt.Fprintln(w, "\n(more files than listed)")
 	}
 	return nil
 }
@@ -311,6 +450,34 @@ func printTask(w io.Writer, t *mvp.Task) error {
 	if t.ErrorSummary != "" {
 		fmt.Fprintf(tw, "error_summary:\t%s\n", t.ErrorSummary)
 	}
+	if t.MaxRuntimeS > 0 {
+		fmt.Fprintf(tw, "max_runtime_s:\t%d%s\n", t.MaxRuntimeS, left(t.RuntimeLeftS))
+	}
+	if t.MaxQueuedS > 0 {
+		fmt.Fprintf(tw, "max_queued_s:\t%d%s\n", t.MaxQueuedS, left(t.QueuedLeftS))
+	}
+	if t.OriginID != "" {
+		fmt.Fprintf(tw, "resubmitted_from:\t%s\n", t.OriginID)
+	}
+	if len(t.Resubmits) > 0 {
+		fmt.Fprintf(tw, "resubmits:\t%s\n", strings.Join(t.Resubmits, ", "))
+	}
+	if t.ResumeFrom != "" {
+		fmt.Fprintf(tw, "resume_from:\t%s (its checkpoints)\n", t.ResumeFrom)
+	}
+	if len(t.AfterOK) > 0 {
+		fmt.Fprintf(tw, "after_ok:\t%s\n", strings.Join(t.AfterOK, ", "))
+	}
+	if len(t.AfterAny) > 0 {
+		fmt.Fprintf(tw, "after_any:\t%s\n", strings.Join(t.AfterAny, ", "))
+	}
+	if t.HeartbeatTimeoutS > 0 {
+		fmt.Fprintf(tw, "heartbeat:\tevery %d s at least\n", t.HeartbeatTimeoutS)
+	}
+	if t.Progress != nil {
+		fmt.Fprintf(tw, "progress:\t%s (attempt %d, %s)\n", progressText(t.Progress, true), t.Progress.AttemptNo,
+			ts(&t.Progress.UpdatedAt))
+	}
 	tw.Flush()
 	if len(t.Attempts) > 0 {
 		fmt.Fprintln(w)
@@ -329,20 +496,38 @@ func printTask(w io.Writer, t *mvp.Task) error {
 	return nil
 }
 
-func printList(w io.Writer, p *api.TaskPage) error {
+// left renders seconds left, when known: " (1h2m3s left)".
+func left(s *int) string {
+	if s == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%s left)", time.Duration(*s)*time.Second)
+}
+
+func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView) error {
+	entries := map[string]scheduler.QueueEntry{}
+	if q != nil {
+		for _, e := range q.Queue {
+			entries[e.TaskID] = e
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK ID\tSTATE\tWORKLOAD\tGANG\tATTEMPTS\tCREATED\tREASON")
+	fmt.Fprintln(tw, "TASK ID\tSTATE\tWORKLOAD\tGANG\tATTEMPTS\tPROGRESS\tCREATED\tQUEUE\tEST START\tREASON")
 	for _, t := range p.Tasks {
 		c := t.CreatedAt
 		reason := t.PendingReason
 		if t.ErrorSummary != "" {
 			reason = t.ErrorSummary
 		}
+		pos, est := "-", "-"
+		if e, ok := entries[t.ID]; ok && t.State.Waiting() {
+			pos, est, reason = fmt.Sprintf("#%d %s", e.Position, e.Code), ts(e.EstStart), e.Reason
+		}
 		if len(reason) > 60 {
 			reason = reason[:60] + "…"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%d\t%s\t%s\n", t.ID, t.State, t.Workload, t.NNodes, t.GPUsPerNode,
-			t.LatestAttemptNo, ts(&c), reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%d\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, t.Workload, t.NNodes,
+			t.GPUsPerNode, t.LatestAttemptNo, progressText(t.Progress, false), ts(&c), pos, est, reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -351,6 +536,35 @@ func printList(w io.Writer, p *api.TaskPage) error {
 		fmt.Fprintf(w, "\nmore: mvp list --cursor %s\n", p.NextCursor)
 	}
 	return nil
+}
+
+// printQueue renders the queue's picture: nodes, the reservation, then the waiting tasks in policy order.
+func printQueue(w io.Writer, q *scheduler.QueueView) error {
+	fmt.Fprintf(w, "policy %s at %s\n", q.Policy, ts(&q.At))
+	if !q.ClusterKnown {
+		fmt.Fprintln(w, "the cluster could not be read: nothing is admitted until it can")
+	}
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	if len(q.Nodes) > 0 {
+		fmt.Fprintln(tw, "NODE\tFREE GPU\tTOTAL GPU")
+		for _, n := range q.Nodes {
+			fmt.Fprintf(tw, "%s\t%g\t%g\n", n.NodeID, n.FreeGPUs, n.TotalGPUs)
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	for _, r := range q.Reservations {
+		fmt.Fprintf(w, "reserved: %s on %s from %s\n", r.TaskID, strings.Join(r.Nodes, ", "), ts(r.Start))
+	}
+	for _, id := range q.Starting {
+		fmt.Fprintf(w, "starting now: %s\n", id)
+	}
+	tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tTASK ID\tCODE\tEST START\tREASON")
+	for _, e := range q.Queue {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Position, e.TaskID, e.Code, ts(e.EstStart), e.Reason)
+	}
+	return tw.Flush()
 }
 
 func printEvents(w io.Writer, p *api.EventPage) error {
@@ -386,11 +600,124 @@ func printDryRun(w io.Writer, raw json.RawMessage) error {
 	return nil
 }
 
+// progressText renders a task's progress: "42% step 17/40", with its name and metrics when long.
+func progressText(p *mvp.Progress, long bool) string {
+	if p == nil {
+		return "-"
+	}
+	var parts []string
+	if p.PercentComplete != nil {
+		parts = append(parts, fmt.Sprintf("%.0f%%", *p.PercentComplete))
+	}
+	switch {
+	case p.Step != nil && p.TotalSteps != nil:
+		parts = append(parts, fmt.Sprintf("step %d/%d", *p.Step, *p.TotalSteps))
+	case p.Step != nil:
+		parts = append(parts, fmt.Sprintf("step %d", *p.Step))
+	}
+	if long {
+		if p.Name != "" {
+			parts = append(parts, p.Name)
+		}
+		names := make([]string, 0, len(p.Metrics))
+		for k := range p.Metrics {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			parts = append(parts, fmt.Sprintf("%s=%g", k, p.Metrics[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
 	return s
+}
+
+const secretsUsage = "usage: mvp secrets list | mvp secrets put NAME [--from-file FILE] | mvp secrets delete NAME\n" +
+	"  put reads the value from standard input (or FILE), never from the command line, so that it stays out of\n" +
+	"  shell history and process listings; one trailing newline is dropped.\n" +
+	"  e.g. mvp secrets put wandb < ~/.wandb-key, then in a jobspec: secrets: {WANDB_API_KEY: wandb}"
+
+// runSecrets is `mvp secrets list|put|delete`.
+func runSecrets(ctx context.Context, args []string, env Env) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(env.Stderr, secretsUsage)
+		if len(args) == 0 {
+			return usageError{errors.New("a subcommand is needed")}
+		}
+		return flag.ErrHelp
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("secrets "+sub, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() { fmt.Fprintln(env.Stderr, secretsUsage) }
+	out := fs.String("o", "table", "output: table, json or yaml")
+	from := fs.String("from-file", "", "put: read the value from this file instead of standard input")
+	if err := fs.Parse(interleave(fs, args[1:])); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	c := clientOf(env)
+	switch {
+	case sub == "list" && fs.NArg() == 0:
+		l, raw, err := c.Secrets(ctx)
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error {
+			tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tCREATED\tUPDATED")
+			for _, s := range l.Secrets {
+				c, u := s.CreatedAt, s.UpdatedAt
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, ts(&c), ts(&u))
+			}
+			return tw.Flush()
+		})
+	case sub == "put" && fs.NArg() == 1:
+		var r io.Reader = env.Stdin
+		if *from != "" {
+			f, err := os.Open(*from)
+			if err != nil {
+				return fmt.Errorf("read the secret: %w", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		if r == nil {
+			return usageError{errors.New("no standard input to read the value from; use --from-file")}
+		}
+		b, err := io.ReadAll(io.LimitReader(r, mvp.MaxSecretBytes+2))
+		if err != nil {
+			return fmt.Errorf("read the secret: %w", err)
+		}
+		value := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		info, raw, err := c.PutSecret(ctx, fs.Arg(0), value)
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error {
+			u := info.UpdatedAt
+			_, err := fmt.Fprintf(w, "%s\tstored %s\n", info.Name, ts(&u))
+			return err
+		})
+	case sub == "delete" && fs.NArg() == 1:
+		if err := c.DeleteSecret(ctx, fs.Arg(0)); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(env.Stdout, "%s\tdeleted\n", fs.Arg(0))
+		return err
+	}
+	return usageError{errors.New(secretsUsage)}
 }
 
 // loadSpec never fits a real cluster (64 GPUs on one node), so a load run starts no Ray job.

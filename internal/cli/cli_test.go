@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 func TestInterleaveLetsFlagsFollowArguments(t *testing.T) {
@@ -61,5 +63,28 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	out.Reset()
 	if code := Run(context.Background(), []string{"submit", "-h"}, env); code != 0 || !strings.Contains(errb.String(), "e.g. mvp submit") {
 		t.Errorf("verb help: %d %s", code, errb.String())
+	}
+}
+
+func TestProgressText(t *testing.T) {
+	pct, step, total := 42.0, int64(17), int64(40)
+	p := &mvp.Progress{AttemptNo: 1, PercentComplete: &pct, Step: &step, TotalSteps: &total, Name: "epoch 2",
+		Metrics: map[string]float64{"reward": 0.5, "loss": 1.25}}
+	if got := progressText(p, false); got != "42% step 17/40" {
+		t.Errorf("short: %q", got)
+	}
+	if got := progressText(p, true); got != "42% step 17/40 epoch 2 loss=1.25 reward=0.5" {
+		t.Errorf("long: %q", got)
+	}
+	if got := progressText(nil, true); got != "-" {
+		t.Errorf("none: %q", got)
+	}
+	if got := progressText(&mvp.Progress{Step: &step}, false); got != "step 17" {
+		t.Errorf("step only: %q", got)
+	}
+	var b bytes.Buffer
+	if err := printTask(&b, &mvp.Task{ID: "x", Progress: p, HeartbeatTimeoutS: 60}); err != nil ||
+		!strings.Contains(b.String(), "progress:") || !strings.Contains(b.String(), "every 60 s") {
+		t.Errorf("get shows no progress: %v\n%s", err, b.String())
 	}
 }

@@ -43,7 +43,27 @@ type V2 struct {
 	Scheduler Scheduler                 `yaml:"scheduler"`
 	Ray       Ray                       `yaml:"ray"`
 	Workloads map[string]WorkloadConfig `yaml:"workloads"`
+	Metrics   Metrics                   `yaml:"metrics"`
+	Secrets   Secrets                   `yaml:"secrets"`
 }
+
+// Secrets names the environment variable holding the key that encrypts stored secrets at rest (AES-256-GCM: 32
+// bytes, as 64 hex digits or base64). Without a key in it, secret storage is off: storing a secret and submitting
+// a jobspec that names secrets are refused with a message naming the setting.
+type Secrets struct {
+	KeyEnv string `yaml:"key_env"`
+}
+
+// Metrics configures the Prometheus metrics at /metrics (specs/metrics.md lists them).
+type Metrics struct {
+	// Enabled serves /metrics and collects them; default true.
+	Enabled *bool `yaml:"enabled"`
+	// Public lets /metrics be read without the API token (e.g. by a Prometheus on a trusted network).
+	Public bool `yaml:"public"`
+}
+
+// On reports whether the metrics are enabled.
+func (m Metrics) On() bool { return m.Enabled == nil || *m.Enabled }
 
 // API is where the HTTP API listens.
 type API struct {
@@ -75,7 +95,7 @@ type Scheduler struct {
 	MaxInfraRetries int     `yaml:"max_infra_retries"`
 	// MaxResourceRetries bounds the requeues of a task whose attempts failed for lack of resources.
 	MaxResourceRetries int `yaml:"max_resource_retries"`
-	// Policy names the queue policy (scheduler.Policies lists them).
+	// Policy names the queue policy (scheduler.PolicyNames lists them; "" is scheduler.DefaultPolicy).
 	Policy string `yaml:"policy"`
 	// DefaultMaxRuntimeS is a task's max_runtime_s when its jobspec gives none; MaxRuntimeCapS caps what a
 	// jobspec may ask for.
@@ -118,6 +138,7 @@ const (
 	DefaultAPIPort         = 8080
 	DefaultMaxBodyBytes    = 1 << 20
 	DefaultTokenEnv        = "MVP_INTERNAL_TOKEN"
+	DefaultSecretsKeyEnv   = "MVP_SECRETS_KEY"
 	DefaultDBPath          = "/private/common/db/mvp_v2.sqlite3"
 	DefaultCheckpoint      = "@every 10m"
 	DefaultTickS           = 2.0
@@ -274,6 +295,9 @@ func (c *Config) applyDefaults() {
 	if v.Auth.TokenEnv == "" {
 		v.Auth.TokenEnv = DefaultTokenEnv
 	}
+	if v.Secrets.KeyEnv == "" {
+		v.Secrets.KeyEnv = DefaultSecretsKeyEnv
+	}
 	if v.SQLite.DBPath == "" {
 		v.SQLite.DBPath = DefaultDBPath
 	}
@@ -402,6 +426,9 @@ func (c *Config) Validate() error {
 		if w.CPUsPerGPU < 0 {
 			return fmt.Errorf("v2.workloads.%s.cpus_per_gpu: must not be negative", name)
 		}
+	}
+	if !validEnvName(v.Secrets.KeyEnv) {
+		return fmt.Errorf("v2.secrets.key_env: %q is not an environment variable name", v.Secrets.KeyEnv)
 	}
 	if !validEnvName(v.Auth.TokenEnv) {
 		return fmt.Errorf("v2.auth.token_env: %q is not an environment variable name", v.Auth.TokenEnv)

@@ -117,3 +117,26 @@ func TestWorkloadDefaultsFollowTheTable(t *testing.T) {
 		t.Errorf("unknown workload: %v", err)
 	}
 }
+
+func TestMetricsKeys(t *testing.T) {
+	for _, tc := range []struct {
+		yaml       string
+		on, public bool
+	}{
+		{"", true, false},
+		{"v2: {metrics: {public: true}}", true, true},
+		{"v2: {metrics: {enabled: false}}", false, false},
+		{"v2: {metrics: {enabled: true, public: false}}", true, false},
+	} {
+		c, err := Parse([]byte(tc.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if c.V2.Metrics.On() != tc.on || c.V2.Metrics.Public != tc.public {
+			t.Errorf("%q: on %v public %v, want %v %v", tc.yaml, c.V2.Metrics.On(), c.V2.Metrics.Public, tc.on, tc.public)
+		}
+	}
+	if _, err := Parse([]byte("v2: {metrics: {publik: true}}")); err == nil || !strings.Contains(err.Error(), "publik") {
+		t.Errorf("a misspelt metrics key: %v, want an error naming it", err)
+	}
+}

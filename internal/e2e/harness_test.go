@@ -187,6 +187,8 @@ type serviceOpts struct {
 	dataDir string
 	// checkpoint is v2.sqlite.checkpoint_schedule (default: the service's own, every 10 min).
 	checkpoint string
+	// rayPython is v2.ray.python, the probe's Python (default: the cluster's, with Ray).
+	rayPython string
 }
 
 func startService(t testing.TB, o serviceOpts) *service {
@@ -208,6 +210,9 @@ func startService(t testing.TB, o serviceOpts) *service {
 	}
 	if o.rayTokenEnv == "" {
 		o.rayTokenEnv = "MVP_E2E_NO_RAY_TOKEN"
+	}
+	if o.rayPython == "" {
+		o.rayPython = env.python
 	}
 	dir := t.TempDir()
 	data := dir
@@ -231,7 +236,7 @@ v2:
   scheduler: {tick_s: %g, retry_interval_s: %g, max_running_tasks: %d, gang_wait_s: %g%s}
   ray: {gcs_address: %s, python: %s, probe_script: %s, token_env: %s, log_copy_s: %g}
 %s`, env.dashboard, s.sharedRoot, filepath.Join(env.repo, "py-entrypoints"), s.port, s.dbPath, o.checkpoint, o.tickS, o.retryS,
-		o.maxRunning, o.gangWaitS, o.schedExtra, env.gcs, env.python, env.probeScript, o.rayTokenEnv, o.logCopyS, o.extraV2)
+		o.maxRunning, o.gangWaitS, o.schedExtra, env.gcs, o.rayPython, env.probeScript, o.rayTokenEnv, o.logCopyS, o.extraV2)
 	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

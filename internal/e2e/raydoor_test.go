@@ -320,12 +320,12 @@ func TestRayDoorWaitsBehindGang(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("submit (exit %d):\n%s", code, out)
 	}
-	msg := d.waitStatus(id, "PENDING", "waiting in mvp's queue", time.Minute)
+	msg := d.waitStatus(id, "PENDING", "queued in mvp: waiting for GPUs", time.Minute)
 	if !strings.Contains(msg, "GPU") {
 		t.Errorf("the pending message does not say what it waits for: %q", msg)
 	}
 	out, code = d.run(time.Minute, nil, "job", "status", id)
-	if code != 0 || !strings.Contains(out, "PENDING") || !strings.Contains(out, "waiting in mvp's queue") {
+	if code != 0 || !strings.Contains(out, "PENDING") || !strings.Contains(out, "queued in mvp: waiting for GPUs") {
 		t.Errorf("status while waiting (exit %d):\n%s", code, out)
 	}
 	s.waitState(busy.ID, mvp.StateSucceeded, 3*time.Minute)
@@ -361,7 +361,7 @@ func TestRayDoorRequeuedRace(t *testing.T) {
 		return sum <= 6, fmt.Sprint(freeGPUs(t))
 	})
 	writeFile(t, gate, "")
-	d.waitStatus(id, "PENDING", "waiting in mvp's queue", 2*time.Minute)
+	d.waitStatus(id, "PENDING", "queued in mvp: ", 2*time.Minute)
 	d.waitStatus(id, "SUCCEEDED", "", 3*time.Minute)
 	task := mustTask(t, d, id)
 	if task.LatestAttemptNo < 2 || task.Attempts[0].FailureKind != mvp.FailureInsufficientResources {

@@ -85,7 +85,7 @@ func (r *rig) run(script string, extra ...string) (string, int) {
 	args := []string{filepath.Join(repoRoot(r.t), "v2", "scripts", script)}
 	env := append([]string{}, r.env...)
 	for _, e := range extra {
-		if strings.HasPrefix(e, "-") {
+		if strings.HasPrefix(e, "-") || !strings.Contains(e, "=") { // a flag or a verb: the script's argument
 			args = append(args, e)
 		} else {
 			env = append(env, e)
@@ -187,5 +187,60 @@ func TestShellcheck(t *testing.T) {
 	cmd.Dir = filepath.Join(root, "v2", "scripts")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("shellcheck:\n%s", out)
+	}
+}
+
+// fakeRay records `ray start`'s arguments, one per line.
+const fakeRay = `#!/usr/bin/env bash
+printf '%s\n' "$@" > "$FAKE_RAY_LOG"
+`
+
+// TestWorkerStartTakesTheGPUCountFromDoctor: worker.sh asks `mvp doctor --num-gpus` inside the worker container
+// (this machine has no NVIDIA library, so the doctor falls back to RAY_GPUS_PER_WORKER, handed over by name) and
+// starts Ray with that count and the worker_node resource.
+func TestWorkerStartTakesTheGPUCountFromDoctor(t *testing.T) {
+	r := newRig(t)
+	rayLog := filepath.Join(r.dir, "ray.args")
+	if err := os.WriteFile(filepath.Join(r.dir, "fakebin", "ray"), []byte(fakeRay), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"FAKE_RAY_LOG=" + rayLog, "MVP_WORKER_CONTAINER=ray-worker-test", "RAY_HEAD_ADDRESS=10.0.0.1:6379"}
+	out, code := r.run("worker.sh", append(env, "start", "RAY_GPUS_PER_WORKER=3", "--", "--node-ip-address=10.0.0.2")...)
+	if code != 0 || !strings.Contains(out, "--num-gpus=3") {
+		t.Fatalf("start: %d %s", code, out)
+	}
+	args, _ := os.ReadFile(rayLog)
+	want := "start\n--address=10.0.0.1:6379\n--num-gpus=3\n--resources={\"worker_node\": 100}\n--node-ip-address=10.0.0.2\n"
+	if string(args) != want {
+		t.Errorf("ray was started with\n%s\nwant\n%s", args, want)
+	}
+	log, _ := os.ReadFile(filepath.Join(r.dir, "docker.log"))
+	if !strings.Contains(string(log), "exec -i -e RAY_GPUS_PER_WORKER ray-worker-test bash -c") {
+		t.Errorf("docker calls:\n%s", log)
+	}
+
+	os.Remove(rayLog)
+	out, code = r.run("worker.sh", append(env, "start", "RAY_GPUS_PER_WORKER=")...)
+	if code == 0 || !strings.Contains(out, "not on this machine") || !strings.Contains(out, "RAY_GPUS_PER_WORKER") {
+		t.Errorf("start with no NVML and no count: %d %s", code, out)
+	}
+	if _, err := os.Stat(rayLog); err == nil {
+		t.Errorf("ray was started although the GPU count is unknown")
+	}
+	if out, code := r.run("worker.sh", "start", "RAY_HEAD_ADDRESS="); code == 0 || !strings.Contains(out, "RAY_HEAD_ADDRESS is empty") {
+		t.Errorf("start without a head address: %d %s", code, out)
+	}
+	if out, code := r.run("worker.sh", append(env, "start", "FAKE_DOCKER_STATE=missing")...); code == 0 ||
+		!strings.Contains(out, "container 'ray-worker-test' does not exist (set MVP_WORKER_CONTAINER") {
+		t.Errorf("missing worker container: %d %s", code, out)
+	}
+	// check runs the whole doctor in the container: GPUs from configuration, and Ray (not running here) unreachable.
+	out, code = r.run("worker.sh", append(env, "check", "RAY_GPUS_PER_WORKER=2")...)
+	if code == 0 || !strings.Contains(out, "using the configured count 2 (RAY_GPUS_PER_WORKER)") ||
+		!strings.Contains(out, "FAIL  ray") {
+		t.Errorf("check: %d %s", code, out)
+	}
+	if out, code := r.run("worker.sh", "--help"); code != 0 || !strings.Contains(out, "RAY_HEAD_ADDRESS") || !strings.Contains(out, "MVP_CONTAINER") {
+		t.Errorf("help: %d %s", code, out)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/taskfs"
 )
 
 // Spec is a jobspec. The field names are a contract.
@@ -47,6 +48,19 @@ type Spec struct {
 	MaxRuntimeS int `json:"max_runtime_s,omitempty" yaml:"max_runtime_s,omitempty"`
 	// MaxQueuedS bounds the wait from submission to the first start (MAX_QUEUED_EXCEEDED past it).
 	MaxQueuedS int `json:"max_queued_s,omitempty" yaml:"max_queued_s,omitempty"`
+	// HeartbeatTimeoutS: a running attempt whose progress file (MVP_PROGRESS_FILE) has not changed for this long
+	// is stopped as HEARTBEAT_LOST and retried like INFRA; 0 or absent: no heartbeat is required.
+	HeartbeatTimeoutS int `json:"heartbeat_timeout_s,omitempty" yaml:"heartbeat_timeout_s,omitempty"`
+	// AfterOK names tasks that must end SUCCEEDED before this one may start; if one ends FAILED or CANCELED this
+	// task is CANCELED. AfterAny names tasks that must end, however they end.
+	AfterOK  []string `json:"after_ok,omitempty" yaml:"after_ok,omitempty"`
+	AfterAny []string `json:"after_any,omitempty" yaml:"after_any,omitempty"`
+	// ResumeFrom names an ended task whose checkpoint folder this run continues from: verl gets that folder as
+	// trainer.default_local_dir with trainer.resume_mode=auto. `mvp resubmit --resume` sets it.
+	ResumeFrom string `json:"resume_from,omitempty" yaml:"resume_from,omitempty"`
+	// Secrets maps environment variables of the job to stored secrets (WANDB_API_KEY: wandb): their values are
+	// put in the job's environment only in the submission sent to Ray, read afresh for every attempt.
+	Secrets map[string]string `json:"secrets,omitempty" yaml:"secrets,omitempty"`
 }
 
 // Limits bound what Parse accepts.
@@ -65,8 +79,14 @@ const (
 	MaxGPUsPerNode = 16
 	MaxOverrides   = 200
 	MaxEnv         = 100
-	maxValue       = 4096
-	maxEnvValue    = 32 << 10
+	// MaxSecrets bounds the secrets a jobspec names.
+	MaxSecrets = 50
+	// MaxDependencies bounds after_ok and after_any together.
+	MaxDependencies = 50
+	// MaxHeartbeatTimeoutS bounds heartbeat_timeout_s (a week).
+	MaxHeartbeatTimeoutS = 7 * 24 * 3600
+	maxValue             = 4096
+	maxEnvValue          = 32 << 10
 )
 
 var (
@@ -82,8 +102,17 @@ var fields = map[string]yaml.Kind{
 	"workload": yaml.ScalarNode, "nnodes": yaml.ScalarNode, "n_gpus_per_node": yaml.ScalarNode,
 	"name": yaml.ScalarNode, "model_path": yaml.ScalarNode, "train_file": yaml.ScalarNode, "val_file": yaml.ScalarNode,
 	"code_path": yaml.ScalarNode, "overrides": yaml.SequenceNode, "env": yaml.MappingNode,
-	"max_runtime_s": yaml.ScalarNode, "max_queued_s": yaml.ScalarNode,
+	"max_runtime_s": yaml.ScalarNode, "max_queued_s": yaml.ScalarNode, "heartbeat_timeout_s": yaml.ScalarNode,
+	"after_ok": yaml.SequenceNode, "after_any": yaml.SequenceNode, "resume_from": yaml.ScalarNode,
+	"secrets": yaml.MappingNode,
 }
+
+// listFields are the top-level lists of strings; SetPath appends to them.
+var listFields = map[string]bool{"overrides": true, "after_ok": true, "after_any": true}
+
+// intFields are the top-level fields whose values are integers (SetPath parses them).
+var intFields = map[string]bool{"nnodes": true, "n_gpus_per_node": true, "max_runtime_s": true, "max_queued_s": true,
+	"heartbeat_timeout_s": true}
 
 func invalid(field, format string, args ...any) error {
 	return mvp.Errorf(mvp.CodeInvalid, field, format, args...)
@@ -196,6 +225,8 @@ func decodeFields(root *yaml.Node, s *Spec) error {
 			s.MaxRuntimeS, err = integer(k, v)
 		case "max_queued_s":
 			s.MaxQueuedS, err = integer(k, v)
+		case "heartbeat_timeout_s":
+			s.HeartbeatTimeoutS, err = integer(k, v)
 		case "name":
 			s.Name, err = str(k, v)
 		case "model_path":
@@ -206,6 +237,8 @@ func decodeFields(root *yaml.Node, s *Spec) error {
 			s.ValFile, err = str(k, v)
 		case "code_path":
 			s.CodePath, err = str(k, v)
+		case "resume_from":
+			s.ResumeFrom, err = str(k, v)
 		case "overrides":
 			for j, item := range v.Content {
 				f := fmt.Sprintf("overrides[%d]", j)
@@ -217,6 +250,41 @@ func decodeFields(root *yaml.Node, s *Spec) error {
 					return err
 				}
 				s.Overrides = append(s.Overrides, o)
+			}
+		case "after_ok", "after_any":
+			var ids []string
+			for j, item := range v.Content {
+				f := fmt.Sprintf("%s[%d]", k, j)
+				if item.Kind != yaml.ScalarNode {
+					return invalid(f, "each entry must be a task id (line %d)", item.Line)
+				}
+				id, err := str(f, item)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			if k == "after_ok" {
+				s.AfterOK = ids
+			} else {
+				s.AfterAny = ids
+			}
+		case "secrets":
+			s.Secrets = map[string]string{}
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				kn, vn := v.Content[j], v.Content[j+1]
+				f := "secrets." + clip(kn.Value)
+				if kn.Kind != yaml.ScalarNode || vn.Kind != yaml.ScalarNode {
+					return invalid(f, "secrets must map environment variable names to secret names (line %d)", kn.Line)
+				}
+				if _, dup := s.Secrets[kn.Value]; dup {
+					return invalid(f, "%q is given twice (line %d)", clip(kn.Value), kn.Line)
+				}
+				name, err := str(f, vn)
+				if err != nil {
+					return err
+				}
+				s.Secrets[kn.Value] = name
 			}
 		case "env":
 			s.Env = map[string]string{}
@@ -290,6 +358,10 @@ func (s *Spec) Validate() error {
 	if s.MaxQueuedS < 0 {
 		return invalid("max_queued_s", "max_queued_s must be a whole number of seconds ≥ 1, got %d", s.MaxQueuedS)
 	}
+	if s.HeartbeatTimeoutS < 0 || s.HeartbeatTimeoutS > MaxHeartbeatTimeoutS {
+		return invalid("heartbeat_timeout_s", "heartbeat_timeout_s must be from 1 to %d seconds (or absent: no heartbeat), got %d",
+			MaxHeartbeatTimeoutS, s.HeartbeatTimeoutS)
+	}
 	if s.Name != "" && !nameRE.MatchString(s.Name) {
 		return invalid("name", "name %q must be 1–40 characters of a-z, 0-9 and '-', starting and ending with a letter or digit", clip(s.Name))
 	}
@@ -331,6 +403,15 @@ func (s *Spec) Validate() error {
 			return invalid(f, "set the n_gpus_per_node field instead of overriding trainer.n_gpus_per_node")
 		}
 	}
+	if err := s.validateDeps(); err != nil {
+		return err
+	}
+	if err := s.validateSecrets(); err != nil {
+		return err
+	}
+	if s.ResumeFrom != "" && !taskfs.TaskIDPattern.MatchString(s.ResumeFrom) {
+		return invalid("resume_from", "%q is not a task id (they look like mvp2-ppo-20251223-143201-7f3a)", clip(s.ResumeFrom))
+	}
 	if len(s.Env) > MaxEnv {
 		return invalid("env", "at most %d environment variables, got %d", MaxEnv, len(s.Env))
 	}
@@ -344,6 +425,56 @@ func (s *Spec) Validate() error {
 		}
 		if v := s.Env[k]; len(v) > maxEnvValue || strings.ContainsRune(v, 0) {
 			return invalid(f, "the value must be at most %d bytes without NUL", maxEnvValue)
+		}
+	}
+	return nil
+}
+
+// validateDeps checks after_ok and after_any: task ids, at most MaxDependencies in all, none named twice. Whether
+// they exist is checked at submit, against the store.
+func (s *Spec) validateDeps() error {
+	if n := len(s.AfterOK) + len(s.AfterAny); n > MaxDependencies {
+		return invalid("after_ok", "at most %d dependencies (after_ok and after_any together), got %d", MaxDependencies, n)
+	}
+	seen := map[string]string{}
+	for _, l := range []struct {
+		name string
+		ids  []string
+	}{{"after_ok", s.AfterOK}, {"after_any", s.AfterAny}} {
+		for i, id := range l.ids {
+			f := fmt.Sprintf("%s[%d]", l.name, i)
+			if !taskfs.TaskIDPattern.MatchString(id) {
+				return invalid(f, "%q is not a task id (they look like mvp2-ppo-20251223-143201-7f3a)", clip(id))
+			}
+			if prev, dup := seen[id]; dup {
+				return invalid(f, "%s is named twice (also in %s)", id, prev)
+			}
+			seen[id] = f
+		}
+	}
+	return nil
+}
+
+// validateSecrets checks the secrets mapping: environment variable names as for env (and not also in env), secret
+// names of the secret name shape, at most MaxSecrets.
+func (s *Spec) validateSecrets() error {
+	if len(s.Secrets) > MaxSecrets {
+		return invalid("secrets", "at most %d secrets, got %d", MaxSecrets, len(s.Secrets))
+	}
+	for _, k := range sortedKeys(s.Secrets) {
+		f := "secrets." + clip(k)
+		if !envRE.MatchString(k) {
+			return invalid(f, "%q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", clip(k))
+		}
+		if strings.HasPrefix(k, "RAY_") || strings.HasPrefix(k, "MVP_") {
+			return invalid(f, "%s is reserved: RAY_* and MVP_* variables are set by Ray and mvp", k)
+		}
+		if _, both := s.Env[k]; both {
+			return invalid(f, "%s is set in env too; give it in one place", k)
+		}
+		if !mvp.SecretNamePattern.MatchString(s.Secrets[k]) {
+			return invalid(f, "%q is not a secret name: a letter or digit, then up to 63 of letters, digits, '_', '.' and '-'",
+				clip(s.Secrets[k]))
 		}
 	}
 	return nil
@@ -420,26 +551,26 @@ func (s *Spec) Effective(d Defaults) *Spec {
 }
 
 // SetPath sets a field of a decoded jobspec by its dotted path (nnodes=1, env.WANDB_MODE=offline,
-// overrides=a=1 appends one override). Numbers are parsed for nnodes and n_gpus_per_node.
+// overrides=a=1 appends one override, after_ok=ID one dependency). Numbers are parsed for the integer fields (intFields).
 func SetPath(doc map[string]any, key, value string) error {
 	head, rest, nested := strings.Cut(key, ".")
 	if _, ok := fields[head]; !ok {
 		return fmt.Errorf("unknown field %q%s", head, suggest(head))
 	}
 	switch {
-	case head == "env" && nested:
-		env, _ := doc["env"].(map[string]any)
-		if env == nil {
-			env = map[string]any{}
+	case (head == "env" || head == "secrets") && nested:
+		m, _ := doc[head].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
 		}
-		env[rest] = value
-		doc["env"] = env
-	case head == "overrides" && !nested:
-		list, _ := doc["overrides"].([]any)
-		doc["overrides"] = append(list, value)
+		m[rest] = value
+		doc[head] = m
+	case listFields[head] && !nested:
+		list, _ := doc[head].([]any)
+		doc[head] = append(list, value)
 	case nested:
 		return fmt.Errorf("%q has no sub-fields", head)
-	case head == "nnodes" || head == "n_gpus_per_node":
+	case intFields[head]:
 		n, err := strconv.Atoi(value)
 		if err != nil {
 			return fmt.Errorf("%s must be an integer, got %q", head, value)

@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -58,6 +59,13 @@ func TestBadSpecs(t *testing.T) {
 		{"{", ""},
 		{"workload: [", ""},
 		{"\x00", ""},
+		{with("heartbeat_timeout_s: -1\n"), "heartbeat_timeout_s"},
+		{with("after_ok: [x]\n"), "after_ok[0]"},
+		{with("after_ok: mvp2-ppo-20251223-143201-7f3a\n"), "after_ok"},
+		{with("after_ok: [mvp2-ppo-20251223-143201-7f3a]\nafter_any: [mvp2-ppo-20251223-143201-7f3a]\n"), "after_any[0]"},
+		{with("after_any: [[a]]\n"), "after_any[0]"},
+		{with("heartbeat_timeout_s: 604801\n"), "heartbeat_timeout_s"},
+		{with("heartbeat_timeout_s: soon\n"), "heartbeat_timeout_s"},
 		{"workload: \xff\xfe\n", ""},
 		{base + "---\nworkload: grpo\n", ""},
 		{"a: &x [1]\nb: *x\n", ""},
@@ -195,4 +203,37 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse accepted what Validate refuses: %v", err)
 		}
 	})
+}
+
+func TestHeartbeatTimeout(t *testing.T) {
+	s, err := Parse([]byte("workload: sft\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\nheartbeat_timeout_s: 900\n"), DefaultLimits)
+	if err != nil || s.Effective(Defaults{}).HeartbeatTimeoutS != 900 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	doc := map[string]any{}
+	if err := SetPath(doc, "heartbeat_timeout_s", "60"); err != nil || doc["heartbeat_timeout_s"] != 60 {
+		t.Errorf("SetPath: %v %v", doc, err)
+	}
+}
+
+func TestDependencies(t *testing.T) {
+	a, b := "mvp2-ppo-20251223-143201-7f3a", "mvp2-sft-20251223-143202-00ff"
+	s, err := Parse([]byte("workload: sft\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\nafter_ok: ["+a+"]\nafter_any: ["+b+"]\n"), DefaultLimits)
+	if err != nil || len(s.AfterOK) != 1 || s.AfterOK[0] != a || s.AfterAny[0] != b {
+		t.Fatalf("%+v %v", s, err)
+	}
+	doc := map[string]any{}
+	if err := SetPath(doc, "after_ok", a); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetPath(doc, "after_ok", b); err != nil || len(doc["after_ok"].([]any)) != 2 {
+		t.Errorf("SetPath appends: %v %v", doc, err)
+	}
+	many := "workload: sft\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\nafter_ok:\n"
+	for i := 0; i <= MaxDependencies; i++ {
+		many += fmt.Sprintf("  - mvp2-ppo-20251223-143201-%04x\n", i)
+	}
+	if _, err := Parse([]byte(many), DefaultLimits); err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Errorf("too many dependencies: %v", err)
+	}
 }

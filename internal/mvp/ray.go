@@ -57,9 +57,11 @@ type RayClient interface {
 
 // Node is one Ray node as the live per-node view shows it.
 type Node struct {
-	ID        string             `json:"node_id"`
-	Alive     bool               `json:"alive"`
-	IsHead    bool               `json:"is_head"`
+	ID     string `json:"node_id"`
+	Alive  bool   `json:"alive"`
+	IsHead bool   `json:"is_head"`
+	// IP is the node's address as Ray knows it (its raylet's).
+	IP        string             `json:"node_ip,omitempty"`
 	Total     map[string]float64 `json:"total"`
 	Available map[string]float64 `json:"available"`
 }
@@ -84,6 +86,8 @@ type ClusterView struct {
 	Groups []PlacementGroup `json:"placement_groups"`
 	// Source says where the reading came from: "probe" (live) or "dashboard" (lagging fallback).
 	Source string `json:"source"`
+	// ProbeError says, on a fallback reading, why the live probe did not answer (e.g. which setting to change).
+	ProbeError string `json:"probe_error,omitempty"`
 }
 
 // ClusterReader reads the cluster's live per-node availability.

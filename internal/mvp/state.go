@@ -106,6 +106,9 @@ const (
 	FailureMaxRuntimeExceeded FailureKind = "MAX_RUNTIME_EXCEEDED"
 	// FailureMaxQueuedExceeded: the task waited in mvp's queue past its max_queued_s; no attempt was made.
 	FailureMaxQueuedExceeded FailureKind = "MAX_QUEUED_EXCEEDED"
+	// FailureHeartbeatLost: the running attempt's progress file did not change for the task's
+	// heartbeat_timeout_s and mvp stopped it; retried like INFRA, within the same bound (max_infra_retries).
+	FailureHeartbeatLost FailureKind = "HEARTBEAT_LOST"
 )
 
 // RayStatus is a Ray job status as the Job REST API reports it, plus the empty string for "not known yet".

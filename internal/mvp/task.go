@@ -30,6 +30,21 @@ type Task struct {
 	MaxRuntimeS int `json:"max_runtime_s"`
 	// MaxQueuedS bounds how long the task may wait in mvp's queue before it ends MAX_QUEUED_EXCEEDED; 0 = no bound.
 	MaxQueuedS int `json:"max_queued_s"`
+	// HeartbeatTimeoutS: a running attempt whose progress file has not changed for this long is stopped
+	// (HEARTBEAT_LOST); 0 = no heartbeat is required.
+	HeartbeatTimeoutS int `json:"heartbeat_timeout_s"`
+	// AfterOK and AfterAny are the tasks this one waits for (jobspec after_ok / after_any): every AfterOK task must
+	// end SUCCEEDED (one that ends FAILED or CANCELED cancels this task), every AfterAny task must end.
+	AfterOK  []string `json:"after_ok,omitempty"`
+	AfterAny []string `json:"after_any,omitempty"`
+	// ResumeFrom is the ended task whose checkpoint folder this task's run continues from ("" for none).
+	ResumeFrom string `json:"resume_from,omitempty"`
+	// OriginID is the task this one was resubmitted from; Resubmits are the tasks resubmitted from this one,
+	// oldest first (GetTask fills it).
+	OriginID  string   `json:"resubmitted_from,omitempty"`
+	Resubmits []string `json:"resubmits,omitempty"`
+	// Progress is what the latest attempt last wrote in its progress file; nil until it wrote one.
+	Progress *Progress `json:"progress"`
 	// SubmissionID is the Ray submission id of a task made through the Ray-Jobs door (the user's, or the task id
 	// when none was given); the door finds the task by it. Empty for tasks made from a jobspec.
 	SubmissionID string `json:"submission_id,omitempty"`
@@ -117,6 +132,13 @@ const (
 	EventLogNotKept = "LOG_NOT_KEPT"
 	// EventStopRequested: mvp judged a live attempt (stuck gang, time limit) and asks Ray to stop it.
 	EventStopRequested = "STOP_REQUESTED"
+	// EventProgressInvalid: the attempt's progress file could not be read (too large, not the expected JSON);
+	// it is ignored until it changes.
+	EventProgressInvalid = "PROGRESS_INVALID"
+	// EventHeartbeatLost: the attempt's progress file did not change for heartbeat_timeout_s; mvp stops it.
+	EventHeartbeatLost = "HEARTBEAT_LOST"
+	// EventDependencyFailed: an after_ok dependency ended FAILED or CANCELED; the task is CANCELED.
+	EventDependencyFailed = "DEPENDENCY_FAILED"
 	// EventDoorDeleted: the ended task was deleted through the Ray-Jobs door (DELETE /ray/api/jobs/{id}).
 	EventDoorDeleted = "DOOR_DELETED"
 )
@@ -192,6 +214,16 @@ type Store interface {
 	DeleteFromDoor(ctx context.Context, taskID string, at time.Time) error
 	// AddEvent appends an event to a task's history.
 	AddEvent(ctx context.Context, e *Event) error
+	// Counts returns the tasks by state and workload (with the oldest creation time of each group) and the ended
+	// attempts by failure kind, from one consistent reading.
+	Counts(ctx context.Context) (*Counts, error)
+	// NoteProgress records what attempt p.AttemptNo of a task last wrote in its progress file; it is kept only
+	// while that attempt is the task's latest (a late read of an older attempt changes nothing). An unknown task
+	// is ErrNotFound.
+	NoteProgress(ctx context.Context, taskID string, p *Progress) error
+	// TaskStates returns the state of each of the tasks named that exists (an unknown id is absent from the map).
+	TaskStates(ctx context.Context, ids []string) (map[string]State, error)
+	SecretStore
 	Close() error
 }
 
@@ -203,3 +235,13 @@ type SystemClock struct{}
 
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
+
+// ResultFile is one file under a task's results folder.
+type ResultFile struct {
+	// Path is relative to the results folder, with "/" separators: "a01/summary.json".
+	Path string `json:"path"`
+	// AttemptNo is the attempt whose folder (aNN/) holds the file; 0 for a file outside the attempt folders.
+	AttemptNo int       `json:"attempt_no"`
+	Size      int64     `json:"size"`
+	ModTime   time.Time `json:"mtime"`
+}

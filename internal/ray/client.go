@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-resty/resty/v2"
@@ -28,12 +30,18 @@ type Options struct {
 	Logger  *slog.Logger
 	// HTTPClient replaces the default transport (tests).
 	HTTPClient *http.Client
+	// Observer is told each call's endpoint, outcome and duration; nil for none.
+	Observer mvp.Observer
 }
 
 // Client is the Job REST API client. It implements mvp.RayClient.
 type Client struct {
 	r   *resty.Client
 	log *slog.Logger
+	obs mvp.Observer
+
+	mu          sync.Mutex
+	lastWarning string // the last incomplete-list warning logged
 }
 
 var _ mvp.RayClient = (*Client)(nil)
@@ -62,7 +70,7 @@ func New(o Options) *Client {
 	if o.Token != "" {
 		r.SetAuthToken(o.Token)
 	}
-	return &Client{r: r, log: o.Logger}
+	return &Client{r: r, log: o.Logger, obs: mvp.ObserverOr(o.Observer)}
 }
 
 type discardLogger struct{}
@@ -73,8 +81,17 @@ func (discardLogger) Debugf(string, ...any) {}
 
 func jobPath(id string, suffix string) string { return "/api/jobs/" + url.PathEscape(id) + suffix }
 
-// call runs a request and maps transport errors and statuses to mvp errors.
-func (c *Client) call(ctx context.Context, method, path string, body, out any) (*resty.Response, error) {
+// call runs a request and maps transport errors and statuses to mvp errors. endpoint names the call for the
+// Observer (a fixed name such as "get_job", never the path, which holds a job id).
+func (c *Client) call(ctx context.Context, endpoint, method, path string, body, out any) (*resty.Response, error) {
+	start := time.Now()
+	resp, outcome, err := c.do(ctx, method, path, body, out)
+	c.obs.RayCall(endpoint, outcome, time.Since(start))
+	return resp, err
+}
+
+// do runs one request and says how it ended: one of the mvp.Outcome constants.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) (*resty.Response, string, error) {
 	req := c.r.R().SetContext(ctx)
 	if body != nil {
 		req.SetHeader("Content-Type", "application/json").SetBody(body)
@@ -82,31 +99,31 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) (
 	resp, err := req.Execute(method, path)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, mvp.OutcomeCanceled, ctx.Err()
 		}
-		return nil, fmt.Errorf("%s %s: %w (%s)", method, path, mvp.ErrRayUnavailable, scrub(err.Error()))
+		return nil, mvp.OutcomeUnreachable, fmt.Errorf("%s %s: %w (%s)", method, path, mvp.ErrRayUnavailable, scrub(err.Error()))
 	}
 	switch code := resp.StatusCode(); {
 	case code < 300:
 		if out != nil {
 			if err := json.Unmarshal(resp.Body(), out); err != nil {
-				return resp, fmt.Errorf("%s %s: %w (undecodable answer: %v)", method, path, mvp.ErrRayUnavailable, err)
+				return resp, mvp.OutcomeServerError, fmt.Errorf("%s %s: %w (undecodable answer: %v)", method, path, mvp.ErrRayUnavailable, err)
 			}
 		}
-		return resp, nil
+		return resp, mvp.OutcomeOK, nil
 	case code == http.StatusNotFound:
-		return resp, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobNotFound)
+		return resp, mvp.OutcomeNotFound, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobNotFound)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return resp, fmt.Errorf("%s %s: %w (Ray answered %d: check the Ray token in v2.ray.token_env)", method, path,
+		return resp, mvp.OutcomeAuth, fmt.Errorf("%s %s: %w (Ray answered %d: check the Ray token in v2.ray.token_env)", method, path,
 			mvp.ErrRayUnavailable, code)
 	case code >= 500 && strings.Contains(string(resp.Body()), "already exists"):
-		return resp, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobExists)
+		return resp, mvp.OutcomeExists, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobExists)
 	case code >= 500 && strings.Contains(string(resp.Body()), "non-terminal state"):
-		return resp, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeConflict, Message: "the job is still running"})
+		return resp, mvp.OutcomeConflict, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeConflict, Message: "the job is still running"})
 	case code >= 500:
-		return resp, fmt.Errorf("%s %s: %w (HTTP %d: %s)", method, path, mvp.ErrRayUnavailable, code, lastLine(resp.Body()))
+		return resp, mvp.OutcomeServerError, fmt.Errorf("%s %s: %w (HTTP %d: %s)", method, path, mvp.ErrRayUnavailable, code, lastLine(resp.Body()))
 	default:
-		return resp, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeInvalid,
+		return resp, mvp.OutcomeRefused, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeInvalid,
 			Message: fmt.Sprintf("Ray refused the request (HTTP %d): %s", code, lastLine(resp.Body()))})
 	}
 }
@@ -132,7 +149,7 @@ func lastLine(b []byte) string {
 
 // SubmitJob posts a job. Ray's "already exists" answer is mvp.ErrJobExists.
 func (c *Client) SubmitJob(ctx context.Context, s *mvp.JobSubmission) error {
-	_, err := c.call(ctx, http.MethodPost, "/api/jobs/", s, nil)
+	_, err := c.call(ctx, "submit_job", http.MethodPost, "/api/jobs/", s, nil)
 	if err != nil {
 		return fmt.Errorf("submit job %s: %w", s.SubmissionID, err)
 	}
@@ -142,7 +159,7 @@ func (c *Client) SubmitJob(ctx context.Context, s *mvp.JobSubmission) error {
 // GetJob returns Ray's view of a job.
 func (c *Client) GetJob(ctx context.Context, id string) (*mvp.JobInfo, error) {
 	var info mvp.JobInfo
-	if _, err := c.call(ctx, http.MethodGet, jobPath(id, ""), nil, &info); err != nil {
+	if _, err := c.call(ctx, "get_job", http.MethodGet, jobPath(id, ""), nil, &info); err != nil {
 		return nil, fmt.Errorf("get job %s: %w", id, err)
 	}
 	return &info, nil
@@ -150,7 +167,7 @@ func (c *Client) GetJob(ctx context.Context, id string) (*mvp.JobInfo, error) {
 
 // StopJob asks Ray to stop a job.
 func (c *Client) StopJob(ctx context.Context, id string) error {
-	if _, err := c.call(ctx, http.MethodPost, jobPath(id, "/stop"), nil, nil); err != nil {
+	if _, err := c.call(ctx, "stop_job", http.MethodPost, jobPath(id, "/stop"), nil, nil); err != nil {
 		return fmt.Errorf("stop job %s: %w", id, err)
 	}
 	return nil
@@ -158,7 +175,7 @@ func (c *Client) StopJob(ctx context.Context, id string) error {
 
 // DeleteJob removes a finished job from Ray's job server.
 func (c *Client) DeleteJob(ctx context.Context, id string) error {
-	if _, err := c.call(ctx, http.MethodDelete, jobPath(id, ""), nil, nil); err != nil {
+	if _, err := c.call(ctx, "delete_job", http.MethodDelete, jobPath(id, ""), nil, nil); err != nil {
 		return fmt.Errorf("delete job %s: %w", id, err)
 	}
 	return nil
@@ -169,7 +186,7 @@ func (c *Client) JobLogs(ctx context.Context, id string) (string, error) {
 	var out struct {
 		Logs string `json:"logs"`
 	}
-	if _, err := c.call(ctx, http.MethodGet, jobPath(id, "/logs"), nil, &out); err != nil {
+	if _, err := c.call(ctx, "job_logs", http.MethodGet, jobPath(id, "/logs"), nil, &out); err != nil {
 		return "", fmt.Errorf("logs of job %s: %w", id, err)
 	}
 	return out.Logs, nil
@@ -207,14 +224,15 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 	var out struct {
 		RayVersion string `json:"ray_version"`
 	}
-	if _, err := c.call(ctx, http.MethodGet, "/api/version", nil, &out); err != nil {
+	if _, err := c.call(ctx, "version", http.MethodGet, "/api/version", nil, &out); err != nil {
 		return "", fmt.Errorf("ray version: %w", err)
 	}
 	return out.RayVersion, nil
 }
 
 // ClusterStatus is the lagging fallback view from the dashboard's /api/cluster_status (usage by node), with node
-// liveness from /api/v0/nodes. It marks the view Source "dashboard".
+// liveness from /api/v0/nodes and the placement groups from Ray's state API (/api/v0/placement_groups), so that
+// reservations and the stuck-gang watchdog work on it as on the live probe's. It marks the view Source "dashboard".
 func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 	var st struct {
 		Data struct {
@@ -225,7 +243,7 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 			} `json:"clusterStatus"`
 		} `json:"data"`
 	}
-	if _, err := c.call(ctx, http.MethodGet, "/api/cluster_status", nil, &st); err != nil {
+	if _, err := c.call(ctx, "cluster_status", http.MethodGet, "/api/cluster_status", nil, &st); err != nil {
 		return nil, fmt.Errorf("cluster status: %w", err)
 	}
 	var nodes struct {
@@ -235,29 +253,166 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 					NodeID    string             `json:"node_id"`
 					State     string             `json:"state"`
 					IsHead    bool               `json:"is_head_node"`
+					IP        string             `json:"node_ip"`
 					Resources map[string]float64 `json:"resources_total"`
 				} `json:"result"`
 			} `json:"result"`
 		} `json:"data"`
 	}
-	if _, err := c.call(ctx, http.MethodGet, "/api/v0/nodes?detail=1", nil, &nodes); err != nil {
+	if _, err := c.call(ctx, "list_nodes", http.MethodGet, "/api/v0/nodes?detail=1", nil, &nodes); err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	v := &mvp.ClusterView{At: time.Now(), Source: "dashboard"}
 	for _, n := range nodes.Data.Result.Result {
-		node := mvp.Node{ID: n.NodeID, Alive: n.State == "ALIVE", IsHead: n.IsHead, Total: n.Resources,
+		node := mvp.Node{ID: n.NodeID, Alive: n.State == "ALIVE", IsHead: n.IsHead, IP: n.IP, Total: n.Resources,
 			Available: map[string]float64{}}
+		usage, reported := st.Data.ClusterStatus.LoadMetricsReport.UsageByNode[n.NodeID]
 		for k, total := range n.Resources {
-			node.Available[k] = total
+			// A node whose usage is not in the reading yet (for a few seconds after it joins) counts as full:
+			// what it holds is unknown.
+			if reported {
+				node.Available[k] = total
+			} else {
+				node.Available[k] = 0
+			}
 		}
-		for res, ut := range st.Data.ClusterStatus.LoadMetricsReport.UsageByNode[n.NodeID] {
+		for res, ut := range usage {
 			if len(ut) == 2 {
 				node.Available[snake(res)] = ut[1] - ut[0]
 			}
 		}
 		v.Nodes = append(v.Nodes, node)
 	}
+	groups, err := c.placementGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The state API answers from the GCS at once; the usage lags it by a few seconds. A group counted as placed
+	// has its gang's reservation dropped, so it is listed CREATED only once the usage shows it on its nodes.
+	usage := st.Data.ClusterStatus.LoadMetricsReport.UsageByNode
+	for _, g := range groups {
+		if g.State != "CREATED" || inUsage(usage, g) {
+			v.Groups = append(v.Groups, g.PlacementGroup)
+		}
+	}
 	return v, nil
+}
+
+// inUsage reports whether the usage reading shows the group on every node that holds one of its bundles: Ray adds
+// a resource bundle_group_<id> to each such node, which the dashboard camelCases (bundleGroup<ID in mixed case>).
+func inUsage(usage map[string]map[string][]float64, g placementGroup) bool {
+	want := "bundlegroup" + strings.ToLower(g.ID)
+	has := func(node map[string][]float64) bool {
+		for res := range node {
+			if strings.ToLower(res) == want {
+				return true
+			}
+		}
+		return false
+	}
+	if len(g.nodes) == 0 {
+		for _, node := range usage {
+			if has(node) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, id := range g.nodes {
+		if !has(usage[id]) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxStateListLimit is the most rows Ray's state API returns in one answer (its RAY_MAX_LIMIT_FROM_API_SERVER
+// default); without a limit it returns 100.
+const maxStateListLimit = 10000
+
+// placementGroupsQuery asks for every placement group that is not REMOVED (Ray keeps removed ones for a while;
+// the probe leaves them out too), with detail for bundles and scheduling state.
+var placementGroupsQuery = "/api/v0/placement_groups?" + url.Values{
+	"detail": {"1"}, "limit": {fmt.Sprint(maxStateListLimit)},
+	"filter_keys": {"state"}, "filter_predicates": {"!="}, "filter_values": {"REMOVED"},
+}.Encode()
+
+// placementGroup is a group as the state API gives it, with the nodes its bundles are on.
+type placementGroup struct {
+	mvp.PlacementGroup
+	nodes []string
+}
+
+// placementGroups reads the placement groups from Ray's state API, in the probe's shape (the state API has no
+// strategy; it stays empty). An answer cut short (more groups than the limit, or the GCS answering in part) is
+// used as it is, with a warning: a group left out only makes its gang look unplaced, which holds more GPUs back.
+func (c *Client) placementGroups(ctx context.Context) ([]placementGroup, error) {
+	var out struct {
+		Data struct {
+			Result struct {
+				Total                 int    `json:"total"`
+				NumAfterTruncation    int    `json:"num_after_truncation"`
+				NumFiltered           int    `json:"num_filtered"`
+				PartialFailureWarning string `json:"partial_failure_warning"`
+				Result                []struct {
+					ID           string `json:"placement_group_id"`
+					CreatorJobID string `json:"creator_job_id"`
+					State        string `json:"state"`
+					Bundles      []struct {
+						UnitResources map[string]float64 `json:"unit_resources"`
+						NodeID        string             `json:"node_id"`
+					} `json:"bundles"`
+					Stats struct {
+						SchedulingState string `json:"scheduling_state"`
+					} `json:"stats"`
+				} `json:"result"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if _, err := c.call(ctx, "list_placement_groups", http.MethodGet, placementGroupsQuery, nil, &out); err != nil {
+		return nil, fmt.Errorf("placement groups: %w", err)
+	}
+	r := out.Data.Result
+	var warn []string
+	if r.PartialFailureWarning != "" {
+		warn = append(warn, "Ray answered in part: "+r.PartialFailureWarning)
+	}
+	if len(r.Result) < r.NumFiltered {
+		warn = append(warn, fmt.Sprintf("Ray returned %d of %d placement groups (its limit)", len(r.Result), r.NumFiltered))
+	}
+	if r.NumAfterTruncation < r.Total {
+		warn = append(warn, fmt.Sprintf("the GCS gave %d of its %d placement groups", r.NumAfterTruncation, r.Total))
+	}
+	c.warnOnce(strings.Join(warn, "; "))
+	groups := make([]placementGroup, 0, len(r.Result))
+	for _, g := range r.Result {
+		if g.State == "REMOVED" {
+			continue
+		}
+		pg := placementGroup{PlacementGroup: mvp.PlacementGroup{ID: g.ID, CreatorJobID: g.CreatorJobID, State: g.State,
+			SchedulingState: g.Stats.SchedulingState, Bundles: make([]map[string]float64, 0, len(g.Bundles))}}
+		for _, b := range g.Bundles {
+			pg.Bundles = append(pg.Bundles, b.UnitResources)
+			if b.NodeID != "" && !slices.Contains(pg.nodes, b.NodeID) {
+				pg.nodes = append(pg.nodes, b.NodeID)
+			}
+		}
+		groups = append(groups, pg)
+	}
+	return groups, nil
+}
+
+// warnOnce logs a warning about the placement group list when it differs from the last one (not every tick).
+func (c *Client) warnOnce(msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if msg == c.lastWarning {
+		return
+	}
+	c.lastWarning = msg
+	if msg != "" {
+		c.log.Warn("the dashboard's placement group list is incomplete; gangs left out count as unplaced", "warning", msg)
+	}
 }
 
 // snake maps the dashboard's camelCased resource names back to Ray's (workerNode → worker_node; GPU stays GPU).

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -41,10 +43,55 @@ type Probe struct {
 	stdin   io.WriteCloser
 	lines   chan []byte
 	exited  chan struct{}
+	waitErr *error      // the child's exit, readable once exited is closed
+	stderr  *tailWriter // the end of the child's stderr
 	ready   bool
 	backoff time.Duration
 	nextTry time.Time
 	closed  bool
+	// startErr says why the child last failed to start; it stands for the cause while the probe backs off.
+	startErr error
+	// logged is the last cause of failure logged, so that each distinct cause is logged once, not every tick.
+	logged string
+}
+
+// StartError says why the live probe could not start and which setting to change. It is an
+// mvp.ErrRayUnavailable.
+type StartError struct {
+	// Reason is e.g. "/usr/bin/python3 (v2.ray.python) cannot import ray (…); set v2.ray.python to …".
+	Reason string
+}
+
+func (e *StartError) Error() string { return "the live probe could not start: " + e.Reason }
+
+// Unwrap makes a StartError match mvp.ErrRayUnavailable.
+func (e *StartError) Unwrap() error { return mvp.ErrRayUnavailable }
+
+// stderrTail bounds how much of the child's stderr is kept to explain its exit.
+const stderrTail = 4096
+
+// tailWriter keeps the last stderrTail bytes written to it, and logs them at debug level.
+type tailWriter struct {
+	log *slog.Logger
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *tailWriter) Write(b []byte) (int, error) {
+	w.log.Debug("probe stderr", "text", string(b))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	if len(w.buf) > stderrTail {
+		w.buf = append(w.buf[:0], w.buf[len(w.buf)-stderrTail:]...)
+	}
+	return len(b), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
 }
 
 var _ mvp.ClusterReader = (*Probe)(nil)
@@ -71,19 +118,46 @@ type probeAnswer struct {
 	Groups []mvp.PlacementGroup `json:"placement_groups"`
 }
 
-// ReadCluster returns one live reading, or the fallback's (lagging) one when the probe cannot answer.
+// ReadCluster returns one live reading, or the fallback's (lagging) one when the probe cannot answer; the
+// fallback's view says in ProbeError why the probe did not answer.
 func (p *Probe) ReadCluster(ctx context.Context) (*mvp.ClusterView, error) {
 	v, err := p.read(ctx)
+	p.logCause(err)
 	if err == nil {
 		return v, nil
 	}
 	if p.o.Fallback != nil {
 		if fv, ferr := p.o.Fallback(ctx); ferr == nil {
-			p.o.Logger.Warn("live probe failed; using the dashboard's lagging view", "err", err)
+			fv.ProbeError = err.Error()
 			return fv, nil
 		}
 	}
 	return nil, err
+}
+
+// logCause logs why the probe cannot answer once per distinct cause, and when it answers again.
+func (p *Probe) logCause(err error) {
+	if err != nil && ctxErr(err) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case err == nil && p.logged != "":
+		p.o.Logger.Info("the live probe answers again")
+		p.logged = ""
+	case err != nil && err.Error() != p.logged:
+		p.logged = err.Error()
+		if p.o.Fallback != nil {
+			p.o.Logger.Warn("the live probe cannot answer; using the dashboard's lagging view", "err", err)
+		} else {
+			p.o.Logger.Warn("the live probe cannot answer", "err", err)
+		}
+	}
+}
+
+func ctxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func (p *Probe) read(ctx context.Context) (*mvp.ClusterView, error) {
@@ -110,6 +184,9 @@ func (p *Probe) read(ctx context.Context) (*mvp.ClusterView, error) {
 	return &mvp.ClusterView{At: p.o.Now(), Nodes: a.Nodes, Groups: a.Groups, Source: "probe"}, nil
 }
 
+// errProbeExited: the child's stdout ended.
+var errProbeExited = fmt.Errorf("probe: %w (the probe exited)", mvp.ErrRayUnavailable)
+
 // next waits for the child's next JSON line.
 func (p *Probe) next(ctx context.Context) (*probeAnswer, error) {
 	t := time.NewTimer(p.o.ReadTimeout)
@@ -117,7 +194,7 @@ func (p *Probe) next(ctx context.Context) (*probeAnswer, error) {
 	select {
 	case line, ok := <-p.lines:
 		if !ok {
-			return nil, fmt.Errorf("probe: %w (the probe exited)", mvp.ErrRayUnavailable)
+			return nil, errProbeExited
 		}
 		var a probeAnswer
 		if err := json.Unmarshal(line, &a); err != nil {
@@ -143,30 +220,90 @@ func (p *Probe) ensure(ctx context.Context) error {
 	}
 	if p.cmd == nil {
 		if now := time.Now(); now.Before(p.nextTry) {
+			if p.startErr != nil {
+				return p.startErr // still the same cause while it backs off
+			}
 			return fmt.Errorf("probe: %w (restarting after a failure)", mvp.ErrRayUnavailable)
 		}
 		if err := p.start(); err != nil {
+			p.startErr = &StartError{Reason: fmt.Sprintf("%s (v2.ray.python) cannot be run (%v); set v2.ray.python to the Python that has Ray",
+				p.o.Python, err)}
 			p.fail()
-			return fmt.Errorf("probe: %w (%v)", mvp.ErrRayUnavailable, err)
+			return p.startErr
 		}
 	}
 	for !p.ready {
 		a, err := p.next(ctx)
 		if err != nil {
+			if ctxErr(err) {
+				p.kill("not ready: " + err.Error())
+				return err
+			}
+			exited := errors.Is(err, errProbeExited)
 			p.kill("not ready: " + err.Error())
+			if exited {
+				p.startErr = &StartError{Reason: p.whyExited()}
+			} else {
+				p.startErr = &StartError{Reason: fmt.Sprintf(
+					"it did not report ready within %s (it imports ray and connects to the GCS at %s, v2.ray.gcs_address)%s",
+					p.o.ReadTimeout, p.o.Address, lastLineOf(p.stderr.String(), ": "))}
+			}
 			p.fail()
-			return err
+			return p.startErr
 		}
 		if a.Ready != nil && *a.Ready {
 			p.ready = true
-			p.backoff = 0
+			p.backoff, p.startErr = 0, nil
+			p.o.Logger.Info("the live probe is ready", "pid", p.cmd.Process.Pid, "gcs", p.o.Address)
 			break
 		}
 		if a.Error != "" {
-			return fmt.Errorf("probe: %w (%s)", mvp.ErrRayUnavailable, a.Error)
+			// The child keeps trying (once a second); the next reading waits for its next line.
+			p.startErr = &StartError{Reason: fmt.Sprintf(
+				"it cannot connect to the GCS at %s (v2.ray.gcs_address): %s; set v2.ray.gcs_address to the cluster's GCS host:port (on a token cluster, check v2.ray.token_env too)",
+				p.o.Address, a.Error)}
+			return p.startErr
 		}
 	}
 	return nil
+}
+
+// whyExited turns the exit of a child that never became ready, and the end of its stderr, into a reason that
+// names the setting to change.
+func (p *Probe) whyExited() string {
+	tail := p.stderr.String()
+	last := lastLineOf(tail, "")
+	switch {
+	case strings.Contains(tail, "No module named 'ray"), strings.Contains(tail, "ImportError"),
+		strings.Contains(tail, "ModuleNotFoundError"):
+		return fmt.Sprintf("%s (v2.ray.python) cannot import ray (%s); set v2.ray.python to the Python that has Ray",
+			p.o.Python, last)
+	case strings.Contains(tail, "can't open file"):
+		return fmt.Sprintf("the probe script %s (v2.ray.probe_script) cannot be opened (%s); set v2.ray.probe_script to mvp's py-entrypoints/mvp_probe.py",
+			p.o.Script, last)
+	}
+	exit := "it exited"
+	if p.waitErr != nil && *p.waitErr != nil {
+		exit = "it exited (" + (*p.waitErr).Error() + ")"
+	}
+	if last == "" {
+		last = "no output on stderr"
+	}
+	return fmt.Sprintf("%s before it was ready: %s; check v2.ray.python (%s) and v2.ray.probe_script (%s)",
+		exit, last, p.o.Python, p.o.Script)
+}
+
+// lastLineOf returns the last non-empty line of s (at most 300 bytes), after prefix; "" when there is none.
+func lastLineOf(s, prefix string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if l == "" {
+		return ""
+	}
+	if len(l) > 300 {
+		l = l[:300] + "…"
+	}
+	return prefix + l
 }
 
 func (p *Probe) fail() {
@@ -190,10 +327,10 @@ func (p *Probe) start() error {
 	if err != nil {
 		return err
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return err
-	}
+	// A Writer, not a pipe: Wait returns only once stderr is copied, so that the tail explains an early exit.
+	tail := &tailWriter{log: p.o.Logger}
+	cmd.Stderr = tail
+	cmd.WaitDelay = 2 * time.Second // a grandchild holding stderr open must not hold Wait
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -207,15 +344,11 @@ func (p *Probe) start() error {
 		}
 		close(lines)
 	}()
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.o.Logger.Debug("probe stderr", "line", sc.Text())
-		}
-	}()
-	go func() { _ = cmd.Wait(); close(exited) }()
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	p.cmd, p.stdin, p.lines, p.exited, p.ready = cmd, stdin, lines, exited, false
-	p.o.Logger.Info("probe started", "pid", cmd.Process.Pid, "gcs", p.o.Address)
+	p.waitErr, p.stderr = &waitErr, tail
+	p.o.Logger.Debug("probe started", "pid", cmd.Process.Pid, "gcs", p.o.Address)
 	return nil
 }
 
@@ -224,7 +357,11 @@ func (p *Probe) kill(why string) {
 	if p.cmd == nil {
 		return
 	}
-	p.o.Logger.Warn("probe restarted", "reason", why)
+	if p.ready {
+		p.o.Logger.Warn("probe restarted", "reason", why)
+	} else {
+		p.o.Logger.Debug("probe stopped before it was ready", "reason", why)
+	}
 	_ = p.stdin.Close()
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.exited

@@ -408,7 +408,7 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 	case mvp.StateQueued:
 		j.Message = "queued in mvp: waiting for the scheduler's next look"
 	case mvp.StatePendingResources:
-		j.Message = "waiting in mvp's queue: " + t.PendingReason
+		j.Message = "queued in mvp: " + t.PendingReason
 		if t.NextRunAt != nil {
 			j.Message += fmt.Sprintf(" (looked at again at %s)", t.NextRunAt.UTC().Format(time.RFC3339))
 		}

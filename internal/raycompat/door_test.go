@@ -288,7 +288,7 @@ func TestDoorPendingBehindGang(t *testing.T) {
 	first := waitSubmissions(t, ray, 1)[0]
 	d.ok("POST", "/api/jobs/", []byte(strings.Replace(strings.Replace(gang, "%s", "second", 1), "%d", "2", 1)), nil)
 	d.ok("POST", "/api/jobs/", []byte(strings.Replace(strings.Replace(gang, "%s", "huge", 1), "%d", "8", 1)), nil)
-	j := d.waitStatus("second", "PENDING", "waiting in mvp's queue: needs 1 node(s) with 2 GPU")
+	j := d.waitStatus("second", "PENDING", "queued in mvp: waiting for GPUs: needs 1 node(s) with 2 GPU")
 	if j.EndTime != nil {
 		t.Errorf("pending job with an end time: %+v", j)
 	}

@@ -12,11 +12,49 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
+// BenchmarkExplain100k is the queue endpoint's work on the P2 snapshot: the decision plus every waiting task's
+// position, code, sentence and estimated start.
+func BenchmarkExplain100k(b *testing.B) {
+	for _, name := range PolicyNames {
+		b.Run(name, func(b *testing.B) {
+			snap, _, _, _ := deepQueue()
+			p := policy100k(name)
+			var v QueueView
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				v = Explain(t0, snap, p)
+			}
+			b.StopTimer()
+			estimated := 0
+			for _, q := range v.Queue {
+				if q.EstStart != nil {
+					estimated++
+				}
+			}
+			if len(v.Queue) < 99000 || estimated < 99000 {
+				b.Fatalf("%d waiting, %d with an estimate", len(v.Queue), estimated)
+			}
+		})
+	}
+}
+
 // BenchmarkDecide100k is P2: one decision over a 100,000-deep queue on a 16-node cluster of 8 GPUs each. The
 // queue mixes gang shapes; the pass must admit everything that fits (reported as admitted/op) and write a reason
 // for the rest. Heap in use after the decision is reported as heap-MB and the test process's peak RSS as
 // peak-rss-MB; a second pass, with the admitted tasks in flight, must admit nothing (one pass took all that fit).
+// Declared runtimes vary (1 minute to a day); half the cluster runs tasks whose declared ends are spread over
+// the next day, so backfilling policies compute a reservation and test candidates against it. One sub-benchmark
+// per policy.
 func BenchmarkDecide100k(b *testing.B) {
+	for _, name := range PolicyNames {
+		b.Run(name, func(b *testing.B) { benchDecide100k(b, name) })
+	}
+}
+
+// deepQueue is the snapshot of BenchmarkDecide100k: 100,000 queued tasks of mixed shapes and declared runtimes on
+// 16 nodes × 8 GPUs, half of them running a 1×8 task.
+func deepQueue() (Snapshot, []*mvp.Task, []ActiveAttempt, *mvp.ClusterView) {
 	var nodes []mvp.Node
 	for i := 0; i < 16; i++ {
 		nodes = append(nodes, mvp.Node{ID: fmt.Sprintf("n%02d", i), Alive: true,
@@ -29,11 +67,33 @@ func BenchmarkDecide100k(b *testing.B) {
 	for i := range queue {
 		s := shapes[i%len(shapes)]
 		queue[i] = &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%05x", i), Workload: mvp.WorkloadPPO,
-			State: mvp.StateQueued, NNodes: s[0], GPUsPerNode: s[1], CreatedAt: t0.Add(time.Duration(i))}
+			State: mvp.StateQueued, NNodes: s[0], GPUsPerNode: s[1], CreatedAt: t0.Add(time.Duration(i)),
+			MaxRuntimeS: 60 + (i*7919)%86400}
 	}
-	p := Policy{MaxRunning: 0, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3},
-		Driver: map[string]float64{"worker_node": 1, "CPU": 1}}
-	snap := Snapshot{Cluster: view, Queue: queue}
+	// Half the nodes run one 1×8 task each, started an hour ago, declared to end within the next day.
+	var running []ActiveAttempt
+	for i := 0; i < 8; i++ {
+		n := &view.Nodes[2*i]
+		n.Available = map[string]float64{"GPU": 0, "CPU": 71, "worker_node": 99}
+		jobID := fmt.Sprintf("%08x", i)
+		start := t0.Add(-time.Hour)
+		running = append(running, ActiveAttempt{Nodes: []string{n.ID},
+			Task: &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-133201-%04x", i), Workload: mvp.WorkloadPPO,
+				State: mvp.StateRunning, NNodes: 1, GPUsPerNode: 8, MaxRuntimeS: 3600 * (2 + 3*i)},
+			Attempt: &mvp.Attempt{No: 1, RayJobID: jobID, RayStatus: mvp.RayRunning, StartTime: &start, DriverNodeID: n.ID}})
+		view.Groups = append(view.Groups, mvp.PlacementGroup{CreatorJobID: jobID, State: "CREATED"})
+	}
+	return Snapshot{Cluster: view, Queue: queue, Active: running}, queue, running, view
+}
+
+func policy100k(name string) Policy {
+	return Policy{Name: name, MaxRunning: 0, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3},
+		Driver: map[string]float64{"worker_node": 1, "CPU": 1}, DefaultMaxRuntime: 24 * time.Hour}
+}
+
+func benchDecide100k(b *testing.B, policyName string) {
+	snap, queue, running, view := deepQueue()
+	p := policy100k(policyName)
 	runtime.GC()
 	var admitted int
 	b.ReportAllocs()
@@ -54,6 +114,7 @@ func BenchmarkDecide100k(b *testing.B) {
 	// by Decide itself, no placement group visible yet) and a second pass over the rest must admit nothing more.
 	var second Snapshot
 	second.Cluster = view
+	second.Active = append(second.Active, running...)
 	admittedIDs := map[string]bool{}
 	for _, a := range Decide(t0, snap, p) {
 		if s, ok := a.(Submit); ok {

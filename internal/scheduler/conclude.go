@@ -36,7 +36,7 @@ func HistoryOf(t *mvp.Task, except int) History {
 		switch a.FailureKind {
 		case mvp.FailureInsufficientResources:
 			h.ResourceRetries++
-		case mvp.FailureInfra:
+		case mvp.FailureInfra, mvp.FailureHeartbeatLost: // one bound for both: max_infra_retries
 			h.InfraRetries++
 		}
 	}
@@ -116,7 +116,7 @@ func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p
 		kind, summary = a.FailureKind, a.Message // mvp stopped it (stuck gang, time limit): its own judgement stands
 	}
 	up.FailureKind = kind
-	if kind == mvp.FailureInsufficientResources || kind == mvp.FailureMaxRuntimeExceeded {
+	if kind == mvp.FailureInsufficientResources || kind == mvp.FailureMaxRuntimeExceeded || kind == mvp.FailureHeartbeatLost {
 		up.Message = summary
 	}
 	payload["failure_kind"] = kind
@@ -129,7 +129,21 @@ func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p
 		return fail(up, payload, fmt.Sprintf("attempt %d failed for lack of resources (%s) and the resource retries "+
 			"(v2.scheduler.max_resource_retries = %d) are used up", a.No, summary, p.MaxResourceRetries))
 	}
+	if kind == mvp.FailureHeartbeatLost {
+		return heartbeatLost(now, up, summary, h, p, payload)
+	}
 	return fail(up, payload, fmt.Sprintf("attempt %d: %s: %s", a.No, kind, summary))
+}
+
+// heartbeatLost decides for an attempt mvp stopped because its progress file went quiet: a hung run is retried
+// at once like an INFRA failure, and counts against the same bound (max_infra_retries).
+func heartbeatLost(now time.Time, up mvp.Attempt, summary string, h History, p RetryPolicy, payload map[string]any) Outcome {
+	if h.InfraRetries < p.MaxInfraRetries {
+		return requeue(up, now, payload, fmt.Sprintf("attempt %d lost its heartbeat (%s; HEARTBEAT_LOST counts as "+
+			"INFRA, retry %d of %d)", up.No, summary, h.InfraRetries+1, p.MaxInfraRetries))
+	}
+	return fail(up, payload, fmt.Sprintf("attempt %d: %s: %s; the INFRA retries (v2.scheduler.max_infra_retries = %d) "+
+		"are used up", up.No, mvp.FailureHeartbeatLost, summary, p.MaxInfraRetries))
 }
 
 // vanished decides for an attempt that Ray does not know.

@@ -28,6 +28,8 @@ func TestConclude(t *testing.T) {
 	judged.RayStatus, judged.FailureKind, judged.Message = mvp.RayRunning, mvp.FailureInsufficientResources, "the gang could not be placed"
 	overstayed := base
 	overstayed.RayStatus, overstayed.FailureKind, overstayed.Message = mvp.RayRunning, mvp.FailureMaxRuntimeExceeded, "ran past max_runtime_s"
+	hung := base
+	hung.RayStatus, hung.FailureKind, hung.Message = mvp.RayRunning, mvp.FailureHeartbeatLost, "no heartbeat for 10m0s"
 	seen := base
 	seen.RayStatus = mvp.RayRunning
 	old := base
@@ -47,6 +49,12 @@ func TestConclude(t *testing.T) {
 		{name: "a run stopped for its time limit fails, not retried", state: mvp.StateRunning, att: overstayed,
 			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayStopped}},
 			verdict: Transition, to: mvp.StateFailed, kind: mvp.FailureMaxRuntimeExceeded, summary: "max_runtime_s"},
+		{name: "a run stopped for a lost heartbeat is requeued at once, like INFRA", state: mvp.StateRunning, att: hung,
+			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayStopped}},
+			verdict: Transition, to: mvp.StatePendingResources, kind: mvp.FailureHeartbeatLost, summary: "retry 1 of 1"},
+		{name: "a lost heartbeat past the INFRA bound fails", state: mvp.StateRunning, att: hung, h: History{InfraRetries: 1},
+			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayStopped}},
+			verdict: Transition, to: mvp.StateFailed, kind: mvp.FailureHeartbeatLost, summary: "max_infra_retries = 1"},
 		{name: "the user's own failure fails", state: mvp.StateRunning, att: base,
 			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: exit(2), Message: "usage: x"}},
 			verdict: Transition, to: mvp.StateFailed, kind: mvp.FailureUserError},
@@ -97,5 +105,15 @@ func TestConclude(t *testing.T) {
 		Message: insufficient}}, History{}, rp)
 	if !o.NextRunAt.Equal(t0.Add(time.Minute)) {
 		t.Errorf("next run at %v", o.NextRunAt)
+	}
+}
+
+// TestHistoryCountsHeartbeatsAsInfra: HEARTBEAT_LOST and INFRA share max_infra_retries.
+func TestHistoryCountsHeartbeatsAsInfra(t *testing.T) {
+	task := &mvp.Task{Attempts: []*mvp.Attempt{{No: 1, FailureKind: mvp.FailureInfra},
+		{No: 2, FailureKind: mvp.FailureHeartbeatLost}, {No: 3, FailureKind: mvp.FailureInsufficientResources},
+		{No: 4, FailureKind: mvp.FailureHeartbeatLost}}}
+	if h := HistoryOf(task, 4); h.InfraRetries != 2 || h.ResourceRetries != 1 {
+		t.Errorf("history %+v, want 2 infra (one of them a lost heartbeat) and 1 resource retry", h)
 	}
 }

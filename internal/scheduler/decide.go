@@ -3,7 +3,9 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +21,8 @@ const (
 
 // Policy is what Decide needs to know of the configuration.
 type Policy struct {
+	// Name is the scheduling policy, one of PolicyNames; "" means DefaultPolicy.
+	Name string
 	// MaxRunning bounds the tasks mvp has live in Ray (SUBMITTING, SUBMITTED, RUNNING); 0 means no bound.
 	MaxRunning int
 	// CPUsPerGPU is the CPU of one verl bundle per workload ({"CPU": c, "GPU": 1}).
@@ -27,6 +31,9 @@ type Policy struct {
 	Driver map[string]float64
 	// GangWait is how long an attempt's placement groups may stay unplaceable before it is stopped.
 	GangWait time.Duration
+	// DefaultMaxRuntime is the declared run time of a task whose MaxRuntimeS is 0; 0 means such a task has no
+	// declared end (a reservation cannot count on it ending).
+	DefaultMaxRuntime time.Duration
 }
 
 // Snapshot is everything Decide looks at.
@@ -39,6 +46,8 @@ type Snapshot struct {
 	Active []ActiveAttempt
 	// ClusterErr says why Cluster is nil (Decide does not look at it; the API shows it).
 	ClusterErr error
+	// Deps holds the state of every task that a queued task depends on (after_ok, after_any); see dependencies.
+	Deps map[string]mvp.State
 }
 
 // ActiveAttempt is a task with a live attempt.
@@ -50,6 +59,12 @@ type ActiveAttempt struct {
 	StuckSince time.Time
 	// Infeasible is true when Ray says one of its placement groups can never be placed on this cluster.
 	Infeasible bool
+	// ProgressAt is when the attempt's progress file last changed; zero when it has none (see heartbeats).
+	ProgressAt time.Time
+	// Nodes are the nodes its placed groups are on, one per group, when known (the simulator knows them; Ray's
+	// placement groups say so too). When not, Decide attributes the attempt's GPUs to nodes that show that many in
+	// use, to plan reservations from declared ends.
+	Nodes []string
 }
 
 // Judged reports whether mvp has already decided to stop this attempt (it carries a failure kind while its Ray
@@ -74,17 +89,31 @@ type Action interface{ action() }
 type Submit struct {
 	Task      *mvp.Task
 	AttemptNo int
-	// Nodes are the nodes the gang was fitted on (informational: Ray places it).
-	Nodes []string
+	// Nodes are the nodes the gang was fitted on, DriverNode the one the driver was (informational: Ray places
+	// them).
+	Nodes      []string
+	DriverNode string
 }
 
-// Wait keeps a task waiting and records why. Emitted only when the state or the reason changes. Decide emits it as
-// *Wait: the Waits of one pass share one backing array, so a 100,000-deep queue costs one allocation, not 100,000.
+// Wait keeps a task waiting and records why. Emitted only when the state or the reason (the sentence) changes, so
+// a position or an estimate that moves does not rewrite the task; Explain serves those. Decide emits it as *Wait:
+// the Waits of one pass share one backing array, so a 100,000-deep queue costs one allocation, not 100,000.
 type Wait struct {
-	Task   *mvp.Task
+	Task *mvp.Task
+	// Code is the machine-readable reason; Reason the human sentence (stored as the task's pending_reason).
+	Code   WaitCode
 	Reason string
-	// Never is true when the task cannot fit on this cluster even if it were empty.
+	// Never is true when the task cannot fit on this cluster even if it were empty (Code never_fits).
 	Never bool
+	// YieldsTo names the task whose reservation this one waits behind (Code behind_reservation).
+	YieldsTo string
+	// LargestFreeGPUs is the GPUs free on the largest free node (Code fragmented).
+	LargestFreeGPUs float64
+	// Position is the task's place among the waiting tasks, 1-based, in the policy's order.
+	Position int
+	// EstStart is the reserved start of the task holding the reservation; nil for the others (Explain estimates
+	// every task's).
+	EstStart *time.Time
 }
 
 // Stop stops a live attempt that mvp has judged: a gang unplaceable for longer than Policy.GangWait
@@ -213,107 +242,44 @@ func driverOf(t *mvp.Task, p Policy) map[string]float64 {
 	return p.Driver
 }
 
-// Decide returns what to do now. It is deterministic: the same arguments give the same actions.
+// driverKey names a task's own driver resources for grouping tasks into shapes: "" for the configured default,
+// else the sorted resources (so an own driver that asks for nothing is still its own).
+func driverKey(d map[string]float64) string {
+	if d == nil {
+		return ""
+	}
+	return "own" + describeMap(d)
+}
+
+// fits reports whether d (and its driver) fits on nodes, taking nothing.
+func fits(nodes []*node, d Demand, driver map[string]float64) bool {
+	_, _, ok := fitCheck(nodes, d, driver)
+	return ok
+}
+
+// Decide returns what to do now. It is deterministic: the same arguments give the same actions. The policy
+// (p.Name) decides the order in which waiting tasks are admitted; see PolicyNames.
 func Decide(now time.Time, s Snapshot, p Policy) []Action {
 	out := make([]Action, 0, len(s.Active)+len(s.Queue))
-	ws := waits{buf: make([]Wait, 0, len(s.Queue))}
 
 	// Stops first: they free resources for the queue in a later pass.
 	out = stops(now, s, p, out)
+	out = heartbeats(now, s, out)
 	out = expiries(now, s, out)
+	s.Queue, out = dependencies(now, s, out) // tasks held by their dependencies leave the queue (deps.go)
 
 	if s.Cluster == nil {
 		return out
 	}
-	nodes := freeNodes(s.Cluster)
-
-	// Reserve what submitted attempts will still take (see reserves): groups not yet placed, and the driver if it
-	// has not started. Without this two tasks could be admitted onto the same free GPUs in the seconds between a submit
-	// and its placement.
-	reservationBlocked := ""
-	running := 0
-	for _, a := range s.Active {
-		if a.Task.State.Active() {
-			running++
-		}
-		d := DemandOf(a.Task, p)
-		unplaced := d.Groups - createdGroups(s.Cluster, a.Attempt)
-		if unplaced < 0 {
-			unplaced = 0
-		}
-		driver := a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending
-		if unplaced == 0 && !driver {
-			continue
-		}
-		if !reserves(now, a, p) {
-			continue
-		}
-		rd := Demand{Groups: unplaced, GPUs: d.GPUs, CPUs: d.CPUs}
-		if _, ok := fit(nodes, rd, driverOf(a.Task, p), driver); !ok && reservationBlocked == "" {
-			reservationBlocked = a.Task.ID
-		}
-	}
-
-	var blockedBy, behindReason, maxReason string
-	if reservationBlocked != "" {
-		blockedBy = reservationBlocked
-	}
-	// Per gang shape, the never-fits verdict is the same for every task: compute it once.
-	type verdict struct {
-		reason string
-		never  bool
-	}
-	never := map[Demand]verdict{}
-	var lastWorkload mvp.Workload // "" to start with, looked up like any other name
-	lastCPG := p.CPUsPerGPU[lastWorkload]
-	for _, t := range s.Queue {
-		if expired(now, t) {
-			continue // ended by expiries
-		}
-		if t.State == mvp.StatePendingResources && t.NextRunAt != nil && now.Before(*t.NextRunAt) {
-			continue // backing off after an attempt that failed for lack of resources; does not hold the queue
-		}
-		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
-		if t.Workload != lastWorkload {
-			lastWorkload, lastCPG = t.Workload, p.CPUsPerGPU[t.Workload]
-		}
-		d := demand(t, lastCPG)
-		v, ok := never[d]
-		if t.Driver != nil {
-			// A driver of its own (ray_job): the verdict is this task's alone.
-			v.reason, v.never = neverFits(s.Cluster, d, t.Driver)
-		} else if !ok {
-			v.reason, v.never = neverFits(s.Cluster, d, p.Driver)
-			never[d] = v
-		}
-		if v.never {
-			out = ws.appendTo(out, t, v.reason, true)
-			continue
-		}
-		switch {
-		case blockedBy != "":
-			if behindReason == "" {
-				behindReason = fmt.Sprintf("waiting behind %s (first in, first out)", blockedBy)
-			}
-			out = ws.appendTo(out, t, behindReason, false)
-		case p.MaxRunning > 0 && running >= p.MaxRunning:
-			if maxReason == "" {
-				maxReason = fmt.Sprintf("max_running_tasks (%d) reached", p.MaxRunning)
-			}
-			out = ws.appendTo(out, t, maxReason, false)
-		default:
-			chosen, ok := fit(nodes, d, driverOf(t, p), true)
-			if !ok {
-				need := fmt.Sprintf("needs %d node(s) with %g GPU and %g CPU free each", d.Groups, d.GPUs, d.CPUs)
-				if d.Groups == 0 {
-					need = "needs a node with its driver's resources " + describeMap(t.Driver) + " free"
-				}
-				out = ws.appendTo(out, t, fmt.Sprintf("%s; free now: %s", need, describeFree(nodes)), false)
-				blockedBy = t.ID
-				continue
-			}
-			running++
-			out = append(out, Submit{Task: t, AttemptNo: t.LatestAttemptNo + 1, Nodes: chosen})
+	pl := newPlan(now, s, p)
+	ws := waits{buf: make([]Wait, 0, len(s.Queue))}
+	for i := range pl.ents {
+		e := &pl.ents[i]
+		switch e.kind {
+		case entSubmit:
+			out = append(out, pl.submits[e.sub])
+		case entWait:
+			out = ws.appendTo(out, pl, int32(i))
 		}
 	}
 	return out
@@ -323,12 +289,20 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 // into it stays valid even if an append ever had to grow it).
 type waits struct{ buf []Wait }
 
-func (w *waits) appendTo(out []Action, t *mvp.Task, reason string, never bool) []Action {
+func (w *waits) appendTo(out []Action, pl *plan, i int32) []Action {
+	t, e := pl.s.Queue[i], &pl.ents[i]
+	reason := pl.reasonOf(e)
 	if t.State == mvp.StatePendingResources && t.PendingReason == reason {
 		return out
 	}
-	w.buf = append(w.buf, Wait{Task: t, Reason: reason, Never: never})
-	return append(out, &w.buf[len(w.buf)-1])
+	w.buf = append(w.buf, Wait{Task: t, Code: e.code, Reason: reason, Never: e.code == CodeNeverFits,
+		YieldsTo: pl.yieldsTo(e), LargestFreeGPUs: float64(e.largest), Position: int(e.pos)})
+	wt := &w.buf[len(w.buf)-1]
+	if r := pl.resv; r != nil && r.holder == i && r.at != never {
+		at := time.Unix(0, r.at).UTC()
+		wt.EstStart = &at
+	}
+	return append(out, wt)
 }
 
 // freeNodes returns the alive nodes with their availability, in a stable order.
@@ -364,51 +338,85 @@ func createdGroups(c *mvp.ClusterView, a *mvp.Attempt) int {
 
 // fit places d.Groups groups on distinct nodes, best fit first (the node with the fewest free GPUs that holds a
 // group), then the driver anywhere it fits. On success it subtracts what it placed from nodes and returns the
-// chosen node ids; on failure nodes are unchanged.
-func fit(nodes []*node, d Demand, driver map[string]float64, withDriver bool) ([]string, bool) {
-	order := make([]*node, len(nodes))
-	copy(order, nodes)
-	sort.SliceStable(order, func(i, j int) bool { return order[i].free[ResGPU] < order[j].free[ResGPU] })
-	var chosen []*node
-	for _, n := range order {
+// chosen nodes' indices and the driver's (-1 when there is no driver); on failure nodes are unchanged.
+func fit(nodes []*node, d Demand, driver map[string]float64) ([]int, int, bool) {
+	return fitDriver(nodes, d, driver, true)
+}
+
+// fitDriver is fit, placing the driver only if withDriver.
+func fitDriver(nodes []*node, d Demand, driver map[string]float64, withDriver bool) ([]int, int, bool) {
+	if !withDriver {
+		driver = nil
+	}
+	chosen, drv, ok := fitCheck(nodes, d, driver)
+	if ok {
+		take(nodes, chosen, drv, d, driver)
+	}
+	return chosen, drv, ok
+}
+
+// fitCheck is fit without taking anything from nodes.
+func fitCheck(nodes []*node, d Demand, driver map[string]float64) ([]int, int, bool) {
+	// Each node's free GPUs and CPUs, read from its map once (the sort compares them many times).
+	var buf [64]int
+	var gbuf, cbuf [64]float64
+	order, gpu, cpu := buf[:0], gbuf[:0], cbuf[:0]
+	for k, n := range nodes {
+		order = append(order, k)
+		gpu, cpu = append(gpu, n.free[ResGPU]), append(cpu, n.free[ResCPU])
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(gpu[a], gpu[b]) })
+	var chosen []int
+	for _, k := range order {
 		if len(chosen) == d.Groups {
 			break
 		}
-		if n.free[ResGPU] >= d.GPUs && n.free[ResCPU] >= d.CPUs {
-			chosen = append(chosen, n)
+		if gpu[k] >= d.GPUs && cpu[k] >= d.CPUs {
+			chosen = append(chosen, k)
 		}
 	}
 	if len(chosen) < d.Groups {
-		return nil, false
+		return nil, -1, false
 	}
-	for _, n := range chosen {
-		n.free[ResGPU] -= d.GPUs
-		n.free[ResCPU] -= d.CPUs
+	if len(driver) == 0 {
+		return chosen, -1, true
 	}
-	if withDriver && len(driver) > 0 {
-		placed := false
-		for _, n := range order {
-			if holds(n.free, driver) {
-				for k, v := range driver {
-					n.free[k] -= v
+	for _, k := range order {
+		n := nodes[k]
+		ok := true
+		for r, v := range driver {
+			free := n.free[r]
+			if slices.Contains(chosen, k) {
+				switch r {
+				case ResGPU:
+					free -= d.GPUs
+				case ResCPU:
+					free -= d.CPUs
 				}
-				placed = true
+			}
+			if free < v {
+				ok = false
 				break
 			}
 		}
-		if !placed {
-			for _, n := range chosen {
-				n.free[ResGPU] += d.GPUs
-				n.free[ResCPU] += d.CPUs
-			}
-			return nil, false
+		if ok {
+			return chosen, k, true
 		}
 	}
-	ids := make([]string, len(chosen))
-	for i, n := range chosen {
-		ids[i] = n.id
+	return nil, -1, false
+}
+
+// take subtracts a gang placed on chosen (and its driver on drv, if any) from nodes.
+func take(nodes []*node, chosen []int, drv int, d Demand, driver map[string]float64) {
+	for _, k := range chosen {
+		nodes[k].free[ResGPU] -= d.GPUs
+		nodes[k].free[ResCPU] -= d.CPUs
 	}
-	return ids, true
+	if drv >= 0 {
+		for r, v := range driver {
+			nodes[drv].free[r] -= v
+		}
+	}
 }
 
 func holds(free, want map[string]float64) bool {
@@ -447,27 +455,6 @@ func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string,
 		return fmt.Sprintf("can never fit on this cluster: no alive node offers the driver's resources %s", describeMap(driver)), true
 	}
 	return "", false
-}
-
-func describeFree(nodes []*node) string {
-	if len(nodes) == 0 {
-		return "no alive nodes"
-	}
-	var parts []string
-	for _, n := range nodes {
-		if n.total[ResGPU] == 0 {
-			continue
-		}
-		id := n.id
-		if len(id) > 8 {
-			id = id[:8]
-		}
-		parts = append(parts, fmt.Sprintf("%s %g GPU/%g CPU", id, n.free[ResGPU], n.free[ResCPU]))
-	}
-	if len(parts) == 0 {
-		return "no GPU nodes"
-	}
-	return strings.Join(parts, ", ")
 }
 
 func describeMap(m map[string]float64) string {

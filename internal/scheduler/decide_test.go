@@ -13,6 +13,7 @@ var t0 = time.Date(2025, 12, 23, 14, 32, 1, 0, time.UTC)
 
 func policy() Policy {
 	return Policy{
+		Name:       PolicyFIFO,
 		MaxRunning: 10,
 		CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3, mvp.WorkloadGRPO: 3, mvp.WorkloadSFT: 10},
 		Driver:     map[string]float64{"worker_node": 1, "CPU": 1},

@@ -43,10 +43,16 @@ type Loop struct {
 	MaxBackoff time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
+	// Observer is told of each pass, each cluster reading and each admission; nil for none.
+	Observer mvp.Observer
+	// Secrets opens the secrets a task names, for the submission sent to Ray only; nil: secret storage is off.
+	Secrets SecretValues
 
 	mu     sync.Mutex
 	stuck  map[string]time.Time // submission id → first seen unplaceable; only live attempts
 	copied map[string]time.Time // submission id → last copy of its running log; only live attempts
+	// progressRead: submission id → what was last seen of its progress file (loop_progress.go).
+	progressRead map[string]string
 	// While Ray is unreachable, ticks back off (doubling from Tick to MaxBackoff, jittered) instead of calling
 	// Ray every tick.
 	backoff   time.Duration
@@ -63,6 +69,8 @@ type Health struct {
 	RayDownSince  *time.Time `json:"ray_down_since,omitempty"`
 	ClusterSource string     `json:"cluster_source,omitempty"`
 	LastTick      time.Time  `json:"last_tick"`
+	// ProbeError says why the live probe did not answer while the view is the dashboard's fallback.
+	ProbeError string `json:"probe_error,omitempty"`
 }
 
 // Health returns the latest health reading.
@@ -119,6 +127,9 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if skip {
 		return nil // Ray is down: backing off
 	}
+	obs := mvp.ObserverOr(l.Observer)
+	start := time.Now() // the pass's own duration, for the metrics; decisions use l.Clock
+	defer func() { obs.SchedulerPass(time.Since(start)) }()
 	active, err := l.Store.Active(ctx)
 	if err != nil {
 		return fmt.Errorf("load active tasks: %w", err)
@@ -140,6 +151,8 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		if rayErr == nil {
 			rayErr = cerr
 		}
+	} else {
+		obs.ClusterRead(view)
 	}
 	if l.setHealth(now, view, rayErr) {
 		l.recordOutage(ctx, now, active, rayErr)
@@ -183,7 +196,13 @@ func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterVie
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("load active tasks: %w", err)
 	}
-	return Snapshot{Cluster: view, Queue: queue, Active: l.activeAttempts(now, view, active), ClusterErr: cerr}, nil
+	as := l.activeAttempts(now, view, active)
+	l.fillProgressAt(as) // heartbeats (loop_progress.go)
+	deps, err := l.Store.TaskStates(ctx, DependencyIDs(queue))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("load dependencies: %w", err)
+	}
+	return Snapshot{Cluster: view, Queue: queue, Active: as, ClusterErr: cerr, Deps: deps}, nil
 }
 
 // setHealth records the reading's outcome and the backoff; it reports whether Ray's availability changed.
@@ -211,7 +230,7 @@ func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) boo
 		h.RayOK, h.RayError = false, rayErr.Error()
 	}
 	if view != nil {
-		h.ClusterSource = view.Source
+		h.ClusterSource, h.ProbeError = view.Source, view.ProbeError
 	}
 	return wasOK != h.RayOK
 }
@@ -314,6 +333,11 @@ func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
 		return l.submit(ctx, now, a)
 	case Stop:
 		return l.stop(ctx, a)
+	case DependencyFailed:
+		reason := a.Reason
+		return l.Store.Apply(ctx, mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StateCanceled, At: now,
+			ErrorSummary: &reason, EventType: mvp.EventDependencyFailed,
+			EventPayload: map[string]any{"dependency": a.Dependency, "reason": reason}})
 	case Expire:
 		reason := a.Reason
 		return l.Store.Apply(ctx, mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StateFailed, At: now,
@@ -364,6 +388,7 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 		EventPayload: map[string]any{"submission_id": att.RaySubmissionID, "nodes": s.Nodes}}); err != nil {
 		return fmt.Errorf("record attempt %s: %w", att.RaySubmissionID, err)
 	}
+	mvp.ObserverOr(l.Observer).TaskAdmitted(t.Workload)
 	l.crash("submitting_before_ray")
 	if att.No == 1 {
 		// The task folder starts with the jobspec as submitted and the effective spec (the database holds
@@ -381,7 +406,11 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 
 // callRay submits payload; on an unclear outcome it looks the job up before anything else.
 func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, payload *mvp.JobSubmission) error {
-	err := l.Ray.SubmitJob(ctx, payload)
+	sent, secretValues, err := l.withSecrets(ctx, t, payload) // only what goes to Ray holds them (loop_secrets.go)
+	if err != nil {
+		return l.failSecrets(ctx, t, att, err)
+	}
+	err = l.Ray.SubmitJob(ctx, sent)
 	l.crash("submitting_after_ray")
 	switch {
 	case err == nil || errors.Is(err, mvp.ErrJobExists):
@@ -391,12 +420,14 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 			return l.markSubmitted(ctx, t, att)
 		}
 		l.Logger.Warn("submit did not go through; will look again next tick", "task_id", t.ID,
-			"submission_id", att.RaySubmissionID, "err", err)
-		return fmt.Errorf("submit attempt %s: %w", att.RaySubmissionID, err)
+			"submission_id", att.RaySubmissionID, "err", redact(err.Error(), secretValues))
+		return fmt.Errorf("submit attempt %s: %w", att.RaySubmissionID, redactedError{err, secretValues})
 	default:
-		msg := "Ray refused the submission: " + err.Error()
+		// Ray's answer might echo the payload: no secret value goes into the task's record.
+		text := redact(err.Error(), secretValues)
+		msg := "Ray refused the submission: " + text
 		up := *att
-		up.RayStatus, up.FailureKind, up.Message = mvp.RayFailed, mvp.FailureUserError, cut(err.Error())
+		up.RayStatus, up.FailureKind, up.Message = mvp.RayFailed, mvp.FailureUserError, cut(text)
 		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: mvp.StateSubmitting, To: mvp.StateFailed,
 			At: l.Clock.Now(), AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
 	}
@@ -444,6 +475,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 			r.Log, r.LogKept = logs, true
 		}
 		l.crash("final_log_fetch")
+		l.syncProgress(ctx, t, a, true) // its last word (loop_progress.go)
 		return l.conclude(ctx, t, a, r)
 	}
 
@@ -476,6 +508,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 	}
 	if info.Status == mvp.RayRunning {
 		l.copyRunningLog(ctx, t, a, now)
+		l.syncProgress(ctx, t, a, false) // loop_progress.go
 	}
 	if attemptChanged(a, &up) {
 		return l.Store.UpdateAttempt(ctx, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": info.Status})
@@ -641,16 +674,8 @@ func (l *Loop) prune(ctx context.Context, now time.Time) {
 		return
 	}
 	for _, a := range old {
-		if !a.LogKept {
-			if a.LogTries < l.maxLogTries() {
-				continue // keepLogs is still trying
-			}
-			b, _ := json.Marshal(map[string]any{"attempt_no": a.No, "submission_id": a.RaySubmissionID,
-				"tries": a.LogTries, "reason": "the driver log could not be fetched from Ray; the job is deleted from Ray without it"})
-			if err := l.Store.AddEvent(ctx, &mvp.Event{TaskID: a.TaskID, TS: now, Type: mvp.EventLogNotKept, Payload: b}); err != nil {
-				l.Logger.Error("record lost log", "task_id", a.TaskID, "err", err)
-				return
-			}
+		if !a.LogKept && a.LogTries < l.maxLogTries() {
+			continue // keepLogs is still trying
 		}
 		err := l.Ray.DeleteJob(ctx, a.RaySubmissionID)
 		if err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
@@ -663,6 +688,13 @@ func (l *Loop) prune(ctx context.Context, now time.Time) {
 		if err := l.Store.MarkRayDeleted(ctx, a.TaskID, a.No); err != nil {
 			l.Logger.Error("mark job deleted", "submission_id", a.RaySubmissionID, "err", err)
 			return
+		}
+		if !a.LogKept {
+			b, _ := json.Marshal(map[string]any{"attempt_no": a.No, "submission_id": a.RaySubmissionID,
+				"tries": a.LogTries, "reason": "the driver log could not be fetched from Ray; the job was deleted from Ray without it"})
+			if err := l.Store.AddEvent(ctx, &mvp.Event{TaskID: a.TaskID, TS: now, Type: mvp.EventLogNotKept, Payload: b}); err != nil {
+				l.Logger.Error("record lost log", "task_id", a.TaskID, "err", err)
+			}
 		}
 	}
 }

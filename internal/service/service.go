@@ -15,17 +15,25 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/jobspec"
+	"github.com/mvp2/mvp/internal/metrics"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/ray"
 	"github.com/mvp2/mvp/internal/raycompat"
+	"github.com/mvp2/mvp/internal/recurring"
 	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/secrets"
 	"github.com/mvp2/mvp/internal/sqlite"
 	"github.com/mvp2/mvp/internal/taskfs"
+	"github.com/mvp2/mvp/internal/web"
 	"github.com/mvp2/mvp/internal/workload"
 )
 
@@ -66,6 +74,7 @@ type Main struct {
 	stopCheckpoints func()
 	probe           *ray.Probe
 	loop            *scheduler.Loop
+	recur           *recurring.Loop
 	hs              *http.Server
 	ln              net.Listener
 	url             string
@@ -87,6 +96,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}()
 	cfg := *m.Config
+	if !scheduler.ValidPolicy(cfg.V2.Scheduler.Policy) {
+		return fmt.Errorf("v2.scheduler.policy: %q is not a policy; use one of %s", cfg.V2.Scheduler.Policy,
+			strings.Join(scheduler.PolicyNames, ", "))
+	}
 	if m.DBPath != "" {
 		cfg.V2.SQLite.DBPath = m.DBPath
 	}
@@ -113,7 +126,25 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.token = token
 	rayToken := os.Getenv(cfg.V2.Ray.TokenEnv)
 
-	m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{})
+	// The metrics live on a registry of this service's own (never the global one); with them off, nothing observes.
+	var obs mvp.Observer = mvp.NopObserver{}
+	var met *metrics.Metrics
+	var metricsHandler http.Handler
+	if cfg.V2.Metrics.On() {
+		reg := prometheus.NewRegistry()
+		if err := reg.Register(collectors.NewGoCollector()); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+		if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+		if met, err = metrics.New(reg, metrics.Options{Now: clock.Now}); err != nil {
+			return err
+		}
+		obs, metricsHandler = met, met.Handler(logger.With("component", "metrics"))
+	}
+
+	m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{Observer: obs})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}
@@ -123,7 +154,14 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}
 
-	rc := ray.New(ray.Options{DashboardURL: cfg.Address, Token: rayToken, Timeout: cfg.V2.Ray.RequestTimeout(), Logger: logger})
+	if met != nil {
+		if err := met.CollectStore(m.store, 5*time.Second); err != nil {
+			return err
+		}
+	}
+
+	rc := ray.New(ray.Options{DashboardURL: cfg.Address, Token: rayToken, Timeout: cfg.V2.Ray.RequestTimeout(), Logger: logger,
+		Observer: obs})
 	var rayClient mvp.RayClient = rc
 	if m.Ray != nil {
 		rayClient = m.Ray
@@ -139,6 +177,19 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		cluster = m.probe
 	}
 
+	// Secret storage: on only with a key in $v2.secrets.key_env; a malformed key stops the start.
+	key, err := secrets.KeyFromEnv(cfg.V2.Secrets.KeyEnv)
+	if err != nil {
+		return err
+	}
+	vault, err := secrets.New(m.store, key, cfg.V2.Secrets.KeyEnv, clock)
+	if err != nil {
+		return err
+	}
+	if !vault.Enabled() {
+		logger.Info("secret storage is off: no key in the variable named by v2.secrets.key_env", "key_env", cfg.V2.Secrets.KeyEnv)
+	}
+
 	files := taskfs.FS{Root: cfg.SharedRoot}
 	settings := workload.Settings{SharedRoot: cfg.SharedRoot, EntrypointNumCPUs: cfg.EntrypointNumCPUs,
 		EntrypointResources: cfg.EntrypointResources, RuntimeEnv: cfg.RuntimeEnv, UserCodePath: cfg.UserCodePath,
@@ -148,47 +199,76 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		StopGraceS: int(math.Ceil(cfg.V2.Scheduler.RuntimeGraceS))}
 	build := func(t *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(t, n, settings) }
 	prepare := func(body []byte) (*mvp.Task, error) { return workload.Prepare(body, settings) }
-	policy := policyOf(&cfg)
+	policy := PolicyOf(&cfg)
 	packages := raycompat.Packages{Dir: filepath.Join(cfg.SharedRoot, "ray_packages")}
 
 	// The loop submits through the Uploader: a ray_job's packages kept by the door go to Ray right before each
 	// of its submissions.
-	m.loop = &scheduler.Loop{Store: m.store, Ray: raycompat.Uploader{RayClient: rayClient, Packages: packages}, Cluster: cluster, Build: build, Files: files, Clock: clock,
+	m.loop = &scheduler.Loop{Store: m.store, Ray: raycompat.Uploader{RayClient: rayClient, Packages: packages},
+		Cluster: cluster, Build: build, Files: files, Clock: clock,
 		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
 		Retry: scheduler.RetryPolicy{RetryInterval: cfg.V2.Scheduler.RetryInterval(),
 			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,
 			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout())},
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
-		Crash: m.Crash}
+		Crash: m.Crash, Observer: obs}
+	if vault.Enabled() {
+		m.loop.Secrets = vault.Values
+	}
 	door := &raycompat.Door{Store: m.store, Packages: packages, Build: build, Clock: clock,
 		Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
 		Prepare: func(req *mvp.RayJobRequest) (*mvp.Task, error) { return workload.PrepareRayJob(req, settings) }}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token,
 		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
-		RayDoor: door}
+		Secrets: vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public, RayDoor: door}
+	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, NewID: api.NewTaskID,
+		Cancel: func(ctx context.Context, id, by string) error {
+			_, err := srv.Cancel(ctx, id, by)
+			return err
+		},
+		Submitted: m.loop.Wake, Clock: clock, Logger: logger.With("component", "schedules")}
+	srv.Schedules, srv.WakeSchedules = m.store, m.recur.Wake
 
 	addr := net.JoinHostPort(cfg.V2.API.Host, strconv.Itoa(cfg.V2.API.Port))
 	if m.ln, err = net.Listen("tcp", addr); err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	m.hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+	apiHandler := srv.Handler()
+	page := &web.Server{Store: m.store, Snapshot: m.loop.Snapshot, API: apiHandler, Cancel: srv.Cancel,
+		Schedules: m.store, Token: token, Clock: clock, Logger: logger.With("component", "web")}
+	root := http.NewServeMux()
+	root.Handle("/", apiHandler)
+	pageHandler := page.Handler()
+	root.Handle("/ui", pageHandler)
+	root.Handle("/ui/", pageHandler)
+	m.hs = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	m.hs.RegisterOnShutdown(door.Shutdown)
 	m.url = "http://" + m.ln.Addr().String()
 	fmt.Fprintf(stdout, "mvp: API listening on %s\n", m.url)
+	fmt.Fprintf(stdout, "mvp: web page at %s/ui (log in with the API token)\n", m.url)
 	if generated {
 		fmt.Fprintf(stdout, "mvp: generated API token (shown once): %s\n", token)
+	}
+	if metricsHandler != nil {
+		access := "with the API token"
+		if cfg.V2.Metrics.Public {
+			access = "public"
+		}
+		fmt.Fprintf(stdout, "mvp: Prometheus metrics at %s/metrics (%s; see specs/metrics.md)\n", m.url, access)
 	}
 	logger.Info("mvp serving", "url", m.url, "ray", cfg.Address, "db", cfg.V2.SQLite.DBPath, "shared_root", cfg.SharedRoot)
 	return nil
 }
 
-// policyOf is the scheduler's admission policy from dev.yaml: the running cap, the gang wait, each workload's CPU
-// per GPU, and the driver's own resources (entrypoint_resources plus entrypoint_num_cpus as CPU).
-func policyOf(cfg *config.Config) scheduler.Policy {
-	policy := scheduler.Policy{MaxRunning: cfg.V2.Scheduler.MaxRunningTasks, GangWait: cfg.V2.Scheduler.GangWait(),
-		CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{}}
+// PolicyOf is the scheduler's admission policy from dev.yaml: the policy's name, the declared run time of a task
+// that gives none, the running cap, the gang wait, each workload's CPU per GPU, and the driver's own resources
+// (entrypoint_resources plus entrypoint_num_cpus as CPU). `mvp serve` and `mvp sim` both use it.
+func PolicyOf(cfg *config.Config) scheduler.Policy {
+	policy := scheduler.Policy{Name: cfg.V2.Scheduler.Policy, MaxRunning: cfg.V2.Scheduler.MaxRunningTasks,
+		GangWait: cfg.V2.Scheduler.GangWait(), CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{},
+		DefaultMaxRuntime: time.Duration(cfg.V2.Scheduler.DefaultMaxRuntimeS) * time.Second}
 	for name, w := range cfg.V2.Workloads {
 		policy.CPUsPerGPU[mvp.Workload(name)] = w.CPUsPerGPU
 	}
@@ -211,9 +291,14 @@ func (m *Main) Run(ctx context.Context) error {
 	logger := m.logger
 	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
 	loopDone := make(chan struct{})
+	recurDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)
 		_ = m.loop.Run(loopCtx)
+	}()
+	go func() {
+		defer close(recurDone)
+		_ = m.recur.Run(loopCtx)
 	}()
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- m.hs.Serve(m.ln) }()
@@ -224,6 +309,7 @@ func (m *Main) Run(ctx context.Context) error {
 	case err := <-srvErr:
 		stopLoop()
 		<-loopDone
+		<-recurDone
 		return fmt.Errorf("http server: %w", err)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), m.ShutdownGrace)
@@ -235,6 +321,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	stopLoop()
 	<-loopDone
+	<-recurDone
 	logger.Info("stopped")
 	return nil
 }

@@ -87,7 +87,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestOpenRunClose: Open prints where the API listens and a generated token, Run serves until its context ends
+// TestOpenRunClose: Open prints where the API listens, a generated token and where the metrics are, Run serves until its context ends
 // and returns nil, and Close closes the database.
 func TestOpenRunClose(t *testing.T) {
 	cfg := servicetest.Config(t)
@@ -101,9 +101,10 @@ func TestOpenRunClose(t *testing.T) {
 	if err := m.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := regexp.MustCompile(`^mvp: API listening on (http://127\.0\.0\.1:\d+)\nmvp: generated API token \(shown once\): ([0-9a-f]{48})\n$`)
+	want := regexp.MustCompile(`^mvp: API listening on (http://127\.0\.0\.1:\d+)\nmvp: web page at http://127\.0\.0\.1:\d+/ui \(log in with the API token\)\nmvp: generated API token \(shown once\): ([0-9a-f]{48})\n` +
+		`mvp: Prometheus metrics at (http://127\.0\.0\.1:\d+)/metrics \(with the API token; see specs/metrics\.md\)\n$`)
 	g := want.FindStringSubmatch(out.String())
-	if g == nil || g[1] != m.URL() || g[2] != m.APIToken() {
+	if g == nil || g[1] != m.URL() || g[2] != m.APIToken() || g[3] != m.URL() {
 		t.Fatalf("stdout %q; url %s", out.String(), m.URL())
 	}
 	done := make(chan error, 1)

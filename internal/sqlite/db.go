@@ -34,6 +34,8 @@ type Options struct {
 	MaxBatch int
 	// Readers is the size of the read pool. Default 4.
 	Readers int
+	// Observer is told the size of each committed batch; nil for none.
+	Observer mvp.Observer
 }
 
 // DB is the store. It implements mvp.Store. Every write goes through one writer goroutine that owns the only
@@ -55,6 +57,7 @@ type DB struct {
 	wconn   *sql.Conn
 	stmts   map[string]*sql.Stmt
 	stats   counters
+	obs     mvp.Observer
 	maint   *sql.DB // checkpoints: at most one connection, held only while one runs
 }
 
@@ -123,7 +126,7 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 	m.SetMaxIdleConns(0)
 
 	db := &DB{path: abs, write: w, read: r, maint: m, max: o.MaxBatch, ops: make(chan *op, 4*o.MaxBatch),
-		stop: make(chan struct{}), done: make(chan struct{}), stmts: map[string]*sql.Stmt{}}
+		stop: make(chan struct{}), done: make(chan struct{}), stmts: map[string]*sql.Stmt{}, obs: mvp.ObserverOr(o.Observer)}
 	fail := func(err error) (*DB, error) {
 		w.Close()
 		r.Close()

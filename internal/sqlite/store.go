@@ -19,7 +19,8 @@ import (
 const (
 	taskCols = `t.task_id, t.workload, t.name, t.state, t.nnodes, t.n_gpus_per_node, t.jobspec_yaml, t.spec_json,
 		t.created_at, t.updated_at, t.next_run_at, t.pending_reason, t.error_summary, t.latest_attempt_no,
-		t.max_runtime_s, t.max_queued_s, t.submission_id, t.door_deleted, t.driver_json`
+		t.max_runtime_s, t.max_queued_s, t.progress_json, t.heartbeat_timeout_s,
+		t.after_ok, t.after_any, t.origin_id, t.resume_from, t.submission_id, t.door_deleted, t.driver_json`
 	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
 		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries`
 )
@@ -71,25 +72,35 @@ type scanner interface{ Scan(...any) error }
 
 // taskRow and attemptRow are the scan targets of one task and one (possibly absent, LEFT JOINed) attempt.
 type taskRow struct {
-	t                mvp.Task
-	spec             string
-	created, updated int64
-	next             sql.NullInt64
-	submission       sql.NullString
-	driver           string
+	t                 mvp.Task
+	spec              string
+	created, updated  int64
+	next              sql.NullInt64
+	progress          string
+	afterOK, afterAny string
+	submission        sql.NullString
+	driver            string
 }
 
 func (r *taskRow) dest() []any {
 	t := &r.t
 	return []any{&t.ID, &t.Workload, &t.Name, &t.State, &t.NNodes, &t.GPUsPerNode, &t.JobSpecYAML, &r.spec,
 		&r.created, &r.updated, &r.next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo, &t.MaxRuntimeS,
-		&t.MaxQueuedS, &r.submission, &t.DoorDeleted, &r.driver}
+		&t.MaxQueuedS, &r.progress, &t.HeartbeatTimeoutS,
+		&r.afterOK, &r.afterAny, &t.OriginID, &t.ResumeFrom, &r.submission, &t.DoorDeleted, &r.driver}
 }
 
 func (r *taskRow) task() *mvp.Task {
 	t := r.t
 	t.SpecJSON = json.RawMessage(r.spec)
 	t.CreatedAt, t.UpdatedAt, t.NextRunAt = fromNanos(r.created), fromNanos(r.updated), fromNull(r.next)
+	t.AfterOK, t.AfterAny = idList(r.afterOK), idList(r.afterAny)
+	if r.progress != "" {
+		var p mvp.Progress
+		if json.Unmarshal([]byte(r.progress), &p) == nil {
+			t.Progress = &p
+		}
+	}
 	t.SubmissionID = r.submission.String
 	if r.driver != "" {
 		// Written by CreateTask from a map; a row that does not decode keeps the configured default (nil).
@@ -165,8 +176,34 @@ const insertEventSQL = `INSERT INTO events (task_id, ts, event_type, payload_jso
 
 const insertTaskSQL = `INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml,
 	spec_json, created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no,
-	max_runtime_s, max_queued_s, submission_id, driver_json)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`
+	max_runtime_s, max_queued_s, heartbeat_timeout_s, after_ok, after_any, origin_id, resume_from, submission_id,
+	driver_json)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// insertTaskArgs are the arguments of insertTaskSQL for t: the one place that lists a new task's columns.
+func insertTaskArgs(t *mvp.Task, spec string, created, updated time.Time) []any {
+	var submission any
+	if t.SubmissionID != "" {
+		submission = t.SubmissionID
+	}
+	return []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
+		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.MaxRuntimeS,
+		t.MaxQueuedS, t.HeartbeatTimeoutS, idListText(t.AfterOK), idListText(t.AfterAny), t.OriginID, t.ResumeFrom,
+		submission, driverText(t.Driver)}
+}
+
+// driverText is a task's own driver resources as stored (empty for none: the configured default). They come from
+// decoded JSON, so they always encode.
+func driverText(d map[string]float64) string {
+	if d == nil {
+		return ""
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
 
 // CreateTask inserts a QUEUED task (without attempts) and its CREATED event in one transaction. A task id that
 // exists already is mvp.ErrConflict. A zero CreatedAt is taken as now, a zero UpdatedAt as CreatedAt.
@@ -197,17 +234,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 	if err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
-	driver := ""
-	if t.Driver != nil {
-		b, err := json.Marshal(t.Driver)
-		if err != nil {
-			return fmt.Errorf("create task %s: encode driver resources: %w", t.ID, err)
-		}
-		driver = string(b)
-	}
-	taskArgs := []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
-		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.MaxRuntimeS,
-		t.MaxQueuedS, submission, driver}
+	taskArgs := insertTaskArgs(t, spec, created, updated)
 	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
 	err = db.exec(ctx, func(w *wtx) error {
 		if submission != nil {
@@ -299,7 +326,7 @@ func (db *DB) Apply(ctx context.Context, c mvp.Change) error {
 			return fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, mvp.Errorf(mvp.CodeInvalid,
 				"attempt", "a new attempt needs a number ≥ 1 and a submission id (got %d, %q)", a.No, a.RaySubmissionID))
 		}
-		set = append(set, "latest_attempt_no = ?")
+		set = append(set, "latest_attempt_no = ?", "progress_json = ''") // a new attempt has said nothing yet
 		args = append(args, a.No)
 		newArgs = []any{c.TaskID, a.No, a.RaySubmissionID, a.RayJobID, a.RayStatus, a.FailureKind, a.Message,
 			a.DriverNodeID, nanos(orNow(a.CreatedAt)), nullNanos(a.StartTime), nullNanos(a.EndTime), nullInt(a.ExitCode),
@@ -439,36 +466,120 @@ func (db *DB) AddEvent(ctx context.Context, e *mvp.Event) error {
 	return nil
 }
 
-// MarkRayDeleted records that an attempt's Ray job was deleted from Ray's job server. An unknown attempt is
-// mvp.ErrNotFound.
-func (db *DB) MarkRayDeleted(ctx context.Context, taskID string, attemptNo int) error {
-	err := db.exec(ctx, func(w *wtx) error {
-		res, err := w.exec(`UPDATE attempts SET ray_deleted = 1 WHERE task_id = ? AND attempt_no = ?`, taskID, attemptNo)
+// idList decodes a JSON list of task ids (” is none).
+func idList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var ids []string
+	if json.Unmarshal([]byte(s), &ids) != nil || len(ids) == 0 {
+		return nil
+	}
+	return ids
+}
+
+// idListText encodes a list of task ids as JSON (” for none).
+func idListText(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// TaskStates returns the state of each named task that exists, in one read.
+func (db *DB) TaskStates(ctx context.Context, ids []string) (map[string]mvp.State, error) {
+	out := make(map[string]mvp.State, len(ids))
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := db.read.QueryContext(ctx, `SELECT task_id, state FROM tasks WHERE task_id IN (?`+
+			strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("task states: %w", db.mapErr(err))
+		}
+		for rows.Next() {
+			var id string
+			var st mvp.State
+			if err := rows.Scan(&id, &st); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("task states: %w", err)
+			}
+			out[id] = st
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("task states: %w", db.mapErr(err))
+		}
+	}
+	return out, nil
+}
+
+// NoteProgress records p as the task's progress when p.AttemptNo is still the task's latest attempt; otherwise it
+// writes nothing. An unknown task is mvp.ErrNotFound. No event is written: progress changes too often for the
+// history.
+func (db *DB) NoteProgress(ctx context.Context, taskID string, p *mvp.Progress) error {
+	if p == nil {
+		return mvp.Errorf(mvp.CodeInvalid, "progress", "note progress: no progress given")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("note progress of %s: %w", taskID, err)
+	}
+	err = db.exec(ctx, func(w *wtx) error {
+		res, err := w.exec(`UPDATE tasks SET progress_json = ? WHERE task_id = ? AND latest_attempt_no = ?`,
+			string(b), taskID, p.AttemptNo)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return notFound("task %s has no attempt %d", taskID, attemptNo)
+			st, err := w.stmt(`SELECT 1 FROM tasks WHERE task_id = ?`)
+			if err != nil {
+				return err
+			}
+			var one int
+			if err := st.QueryRowContext(context.Background(), taskID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+				return notFound("no task %q", taskID)
+			} else if err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("mark attempt %d of %s deleted from Ray: %w", attemptNo, taskID, err)
+		return fmt.Errorf("note progress of attempt %d of %s: %w", p.AttemptNo, taskID, err)
 	}
 	return nil
+}
+
+// MarkRayDeleted records that an attempt's Ray job was deleted from Ray's job server. An unknown attempt is
+// mvp.ErrNotFound.
+func (db *DB) MarkRayDeleted(ctx context.Context, taskID string, attemptNo int) error {
+	return db.setAttemptFlag(ctx, `ray_deleted = 1`, taskID, attemptNo, "mark attempt %d of %s deleted from Ray")
 }
 
 // NoteLog records a fetch of an ended attempt's driver log: kept sets log_kept, otherwise log_tries grows by
 // one. An unknown attempt is mvp.ErrNotFound.
 func (db *DB) NoteLog(ctx context.Context, taskID string, attemptNo int, kept bool) error {
-	q := `UPDATE attempts SET log_tries = log_tries + 1 WHERE task_id = ? AND attempt_no = ?`
+	set := `log_tries = log_tries + 1`
 	if kept {
-		q = `UPDATE attempts SET log_kept = 1 WHERE task_id = ? AND attempt_no = ?`
+		set = `log_kept = 1`
 	}
+	return db.setAttemptFlag(ctx, set, taskID, attemptNo, "note log of attempt %d of %s")
+}
+
+// setAttemptFlag runs UPDATE attempts SET <set> on one attempt; what names the write in errors (attempt number,
+// task id).
+func (db *DB) setAttemptFlag(ctx context.Context, set, taskID string, attemptNo int, what string) error {
 	err := db.exec(ctx, func(w *wtx) error {
-		res, err := w.exec(q, taskID, attemptNo)
+		res, err := w.exec(`UPDATE attempts SET `+set+` WHERE task_id = ? AND attempt_no = ?`, taskID, attemptNo)
 		if err != nil {
 			return err
 		}
@@ -480,7 +591,7 @@ func (db *DB) NoteLog(ctx context.Context, taskID string, attemptNo int, kept bo
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("note log of attempt %d of %s: %w", attemptNo, taskID, err)
+		return fmt.Errorf(what+": %w", attemptNo, taskID, err)
 	}
 	return nil
 }
@@ -548,7 +659,31 @@ func (db *DB) GetTask(ctx context.Context, id string) (*mvp.Task, error) {
 	if t == nil {
 		return nil, notFound("no task %q", id)
 	}
+	if t.Resubmits, err = db.resubmits(ctx, id); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// resubmits returns the ids of the tasks resubmitted from id, oldest first.
+func (db *DB) resubmits(ctx context.Context, id string) ([]string, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT task_id FROM tasks WHERE origin_id = ? ORDER BY created_at, task_id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, fmt.Errorf("resubmits of %s: %w", id, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
+	}
+	return out, nil
 }
 
 // errCursor answers a cursor this store did not give out.
@@ -817,4 +952,37 @@ func (db *DB) FinishedInRay(ctx context.Context, keep, limit int) ([]*mvp.Attemp
 	return db.attempts(ctx, "finished attempts", `SELECT `+attemptCols+` FROM attempts a
 		WHERE a.ray_deleted = 0 AND a.ray_status IN ('SUCCEEDED', 'FAILED', 'STOPPED')
 		ORDER BY coalesce(a.end_time, a.created_at) DESC, a.task_id DESC, a.attempt_no DESC LIMIT ? OFFSET ?`, limit, keep)
+}
+
+// Counts reads the tasks by state and workload and the ended attempts by failure kind in one grouped query (so
+// both come from the same snapshot of the database).
+func (db *DB) Counts(ctx context.Context) (*mvp.Counts, error) {
+	rows, err := db.read.QueryContext(ctx, `
+		SELECT 't', state, workload, count(*), min(created_at) FROM tasks GROUP BY state, workload
+		UNION ALL
+		SELECT 'a', failure_kind, '', count(*), 0 FROM attempts
+			WHERE ray_status IN ('SUCCEEDED', 'FAILED', 'STOPPED') GROUP BY failure_kind`)
+	if err != nil {
+		return nil, fmt.Errorf("count tasks: %w", db.mapErr(err))
+	}
+	defer rows.Close()
+	c := &mvp.Counts{}
+	for rows.Next() {
+		var kind, a, b string
+		var n int
+		var oldest int64
+		if err := rows.Scan(&kind, &a, &b, &n, &oldest); err != nil {
+			return nil, fmt.Errorf("count tasks: %w", db.mapErr(err))
+		}
+		if kind == "t" {
+			c.Tasks = append(c.Tasks, mvp.TaskCount{State: mvp.State(a), Workload: mvp.Workload(b), N: n,
+				Oldest: fromNanos(oldest)})
+		} else {
+			c.EndedAttempts = append(c.EndedAttempts, mvp.AttemptCount{FailureKind: mvp.FailureKind(a), N: n})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count tasks: %w", db.mapErr(err))
+	}
+	return c, nil
 }

@@ -234,6 +234,7 @@ func (db *DB) run(batch []*op) {
 		return
 	}
 	db.stats.transactions.Add(1)
+	db.obs.WriteBatch(ok)
 	answer(nil)
 }
 

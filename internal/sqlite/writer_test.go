@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -258,5 +260,50 @@ func TestCloseWhileWriting(t *testing.T) {
 		if _, err := db2.GetTask(ctx, id); err != nil {
 			t.Fatalf("acknowledged %s lost: %v", id, err)
 		}
+	}
+}
+
+// batches records the sizes the writer reports to its Observer.
+type batches struct {
+	mvp.NopObserver
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (b *batches) WriteBatch(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sizes = append(b.sizes, n)
+}
+
+// TestWriterReportsCommittedBatchSizes: the Observer hears one size per commit, counting only the writes that
+// were committed (a refused one in the batch is not).
+func TestWriterReportsCommittedBatchSizes(t *testing.T) {
+	obs := &batches{}
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), Options{Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	dup := create(t, db, t0)
+	release := hold(t, db)
+	const n = 10
+	var wg sync.WaitGroup
+	for i := 0; i <= n; i++ {
+		task := newTask(t0)
+		if i == n {
+			task.ID = dup.ID // refused: the id is taken
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); db.CreateTask(ctx, task) }()
+	}
+	waitQueued(t, db, n+1)
+	release()
+	wg.Wait()
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if want := []int{1, 1, n}; !reflect.DeepEqual(obs.sizes, want) { // dup's create, the held request, the batch
+		t.Errorf("batch sizes %v, want %v", obs.sizes, want)
 	}
 }

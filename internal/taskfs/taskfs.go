@@ -6,10 +6,13 @@ package taskfs
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -161,3 +164,58 @@ func writeFile(path string, b []byte) error {
 	}
 	return nil
 }
+
+// progressPath returns the attempt's progress file.
+func (f FS) progressPath(id string, n int) (string, error) {
+	dir, err := f.AttemptDir(id, n)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, mvp.ProgressFile), nil
+}
+
+// ProgressModTime returns when the attempt's progress file last changed, or an error wrapping os.ErrNotExist when
+// it has none. A progress file that is not a regular file (a symlink, a folder) is refused.
+func (f FS) ProgressModTime(id string, n int) (time.Time, error) {
+	p, err := f.progressPath(id, n)
+	if err != nil {
+		return time.Time{}, err
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stat progress file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return time.Time{}, fmt.Errorf("%s of attempt %d is not a regular file", mvp.ProgressFile, n)
+	}
+	return fi.ModTime(), nil
+}
+
+// ReadProgress returns at most max+1 bytes of the attempt's progress file (so that a caller sees it was larger
+// than max) and its modification time. It never follows a symlink.
+func (f FS) ReadProgress(id string, n int, max int) ([]byte, time.Time, error) {
+	p, err := f.progressPath(id, n)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("open progress file: %w", err)
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("stat progress file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, time.Time{}, fmt.Errorf("%s of attempt %d is not a regular file", mvp.ProgressFile, n)
+	}
+	b, err := io.ReadAll(io.LimitReader(fh, int64(max)+1))
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("read progress file: %w", err)
+	}
+	return b, fi.ModTime(), nil
+}
+
+// syscallNoFollow makes an open fail on a symlink at the last segment.
+const syscallNoFollow = syscall.O_NOFOLLOW

@@ -53,7 +53,8 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 		return nil, fmt.Errorf("encode effective spec: %w", err)
 	}
 	return &mvp.Task{Workload: eff.Workload, Name: eff.Name, NNodes: eff.NNodes, GPUsPerNode: eff.GPUsPerNode,
-		JobSpecYAML: string(body), SpecJSON: b, MaxRuntimeS: eff.MaxRuntimeS, MaxQueuedS: eff.MaxQueuedS}, nil
+		JobSpecYAML: string(body), SpecJSON: b, MaxRuntimeS: eff.MaxRuntimeS, MaxQueuedS: eff.MaxQueuedS,
+		HeartbeatTimeoutS: eff.HeartbeatTimeoutS, AfterOK: eff.AfterOK, AfterAny: eff.AfterAny, ResumeFrom: eff.ResumeFrom}, nil
 }
 
 // BuildTask returns the Ray submission of attempt n of a stored task, from its effective spec (a ray_job's is its
@@ -91,12 +92,19 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 	if !ok {
 		return nil, fmt.Errorf("build %s: workload %q is in mvp.WorkloadTable but has no builder in package workload", taskID, spec.Workload)
 	}
+	checkpoints, err := CheckpointDir(fs, taskID, spec)
+	if err != nil {
+		return nil, err
+	}
 	common := []string{
 		"trainer.nnodes=" + fmt.Sprint(spec.NNodes),
 		"trainer.n_gpus_per_node=" + fmt.Sprint(spec.GPUsPerNode),
 		"trainer.project_name=mvp",
 		"trainer.experiment_name=" + taskID,
-		"trainer.default_local_dir=" + filepath.Join(taskDir, "checkpoints"),
+		"trainer.default_local_dir=" + checkpoints,
+	}
+	if spec.ResumeFrom != "" {
+		common = append(common, "trainer.resume_mode=auto")
 	}
 	args := argsOf(spec, taskDir, common)
 	// The user's overrides come last: Hydra keeps the last value of a repeated key, so they win.
@@ -139,6 +147,12 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 	env["MVP_ATTEMPT_NO"] = fmt.Sprint(n)
 	env["MVP_TASK_DIR"] = taskDir
 	env["VERL_FILE_LOGGER_PATH"] = filepath.Join(attemptDir, "metrics.jsonl")
+	env["MVP_PROGRESS_FILE"] = filepath.Join(attemptDir, mvp.ProgressFile)
+	resultsDir, err := fs.AttemptResultsDir(taskID, n)
+	if err != nil {
+		return nil, err
+	}
+	env["MVP_RESULTS_DIR"] = resultsDir
 	env["TENSORBOARD_DIR"] = filepath.Join(attemptDir, "tensorboard")
 	if s.StopGraceS > 0 {
 		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(s.StopGraceS)
@@ -165,6 +179,21 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 		Metadata: map[string]string{"mvp": "v2", "task_id": taskID, "attempt_no": fmt.Sprint(n),
 			"workload": string(spec.Workload), "name": spec.Name},
 	}, nil
+}
+
+// CheckpointDir is where a task's run keeps its checkpoints: its own <task dir>/checkpoints, or, for a run that
+// resumes (resume_from), the checkpoint folder of the task it resumes from, so that verl's resume_mode=auto finds
+// the latest checkpoint there and the chain continues in one folder.
+func CheckpointDir(fs taskfs.FS, taskID string, spec *jobspec.Spec) (string, error) {
+	owner := taskID
+	if spec.ResumeFrom != "" {
+		owner = spec.ResumeFrom
+	}
+	dir, err := fs.TaskDir(owner)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "checkpoints"), nil
 }
 
 // workloadArgs gives each workload of mvp.WorkloadTable its Hydra arguments before the user's overrides, from the

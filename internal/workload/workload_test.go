@@ -176,3 +176,32 @@ func TestWorkloadWithoutBuilder(t *testing.T) {
 		t.Errorf("unknown workload: %v", err)
 	}
 }
+
+// TestResumeFrom: a run that resumes gets the checkpoint folder of the task it resumes from and
+// trainer.resume_mode=auto, before the user's overrides (which still win); a run that does not keeps its own.
+func TestResumeFrom(t *testing.T) {
+	from := "mvp2-ppo-20251223-120000-0001"
+	spec := &jobspec.Spec{Workload: mvp.WorkloadPPO, NNodes: 1, GPUsPerNode: 2, ModelPath: "/m", TrainFile: "/t",
+		ValFile: "/v", ResumeFrom: from, Overrides: []string{"trainer.resume_mode=disable"}}
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	got, err := Build(id, 2, spec, settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := got.Entrypoint
+	if !strings.Contains(e, "trainer.default_local_dir=/private/jobs/"+from+"/checkpoints") ||
+		strings.Index(e, "trainer.resume_mode=auto") > strings.Index(e, "trainer.resume_mode=disable") ||
+		!strings.Contains(e, "trainer.resume_mode=auto") {
+		t.Errorf("entrypoint %s", e)
+	}
+	spec.ResumeFrom, spec.Overrides = "", nil
+	got, _ = Build(id, 1, spec, settings())
+	if !strings.Contains(got.Entrypoint, "trainer.default_local_dir=/private/jobs/"+id+"/checkpoints") ||
+		strings.Contains(got.Entrypoint, "resume_mode") {
+		t.Errorf("without resume: %s", got.Entrypoint)
+	}
+	spec.ResumeFrom = "../../etc"
+	if _, err := Build(id, 1, spec, settings()); err == nil {
+		t.Errorf("a resume_from that is not a task id became a path")
+	}
+}

@@ -6,9 +6,19 @@ Keys read from the Hydra overrides (a leading "+" or "++" is accepted, the last 
   mvp_test.exit_code     exit code at the end (default 0)
   mvp_test.wait_file     wait until this file exists before the resource check (tests make races exact with it)
   mvp_test.dump_args     write {"argv", "env", "cwd"} as JSON to this path first (tests check what arrived)
+  mvp_test.stall_after   stop writing progress after this many steps but keep holding (a hung run)
+Checkpoints, as verl keeps them: with trainer.save_freq=K (verl's default -1 saves none) every K-th step writes
+<trainer.default_local_dir>/global_step_<step>/ and latest_checkpointed_iteration.txt. With
+trainer.resume_mode=auto given explicitly, a run whose default_local_dir holds a checkpoint resumes from it: it
+prints "verl-standin: resumed from step N" and counts its steps on from N (progress metrics.resumed_from_step).
+Results: at the end it writes summary.json and model/weights.bin (1 KiB) into $MVP_RESULTS_DIR.
+Progress: each step appends {"step", "data"} to $VERL_FILE_LOGGER_PATH (verl's file logger's format) and rewrites
+$MVP_PROGRESS_FILE (default: progress.json beside it) atomically with step, total_steps, percent_complete, name and
+metrics, as verl's file logger would be adapted to do.
 Every other key is accepted and ignored, as verl's config would take it.
 """
 import json
+import math
 import os
 import sys
 import time
@@ -31,6 +41,64 @@ def dump_args(path, argv):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump({"argv": argv, "env": env, "cwd": os.getcwd()}, f, indent=2)
+
+
+def progress_path():
+    path = os.environ.get("MVP_PROGRESS_FILE")
+    if not path and os.environ.get("VERL_FILE_LOGGER_PATH"):
+        path = os.path.join(os.path.dirname(os.environ["VERL_FILE_LOGGER_PATH"]), "progress.json")
+    return path
+
+
+def report(step, total, metrics, name="training"):
+    """One step's record: a line of the file logger, and the progress file replaced in one rename."""
+    logger_path = os.environ.get("VERL_FILE_LOGGER_PATH")
+    if logger_path:
+        os.makedirs(os.path.dirname(logger_path), exist_ok=True)
+        with open(logger_path, "a") as f:
+            f.write(json.dumps({"step": step, "data": metrics}) + "\n")
+    path = progress_path()
+    if not path:
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    body = {"step": step, "total_steps": total, "percent_complete": round(100.0 * step / max(total, 1), 1),
+            "name": name, "metrics": metrics}
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(body, f)
+    os.replace(tmp, path)
+
+
+def latest_checkpoint(ckpt_dir):
+    """verl's find_latest_ckpt_path: the step in latest_checkpointed_iteration.txt, if its folder exists."""
+    try:
+        with open(os.path.join(ckpt_dir, "latest_checkpointed_iteration.txt")) as f:
+            step = int(f.read().strip())
+    except (OSError, ValueError):
+        return 0
+    return step if os.path.isdir(os.path.join(ckpt_dir, f"global_step_{step}")) else 0
+
+
+def save_checkpoint(ckpt_dir, step):
+    folder = os.path.join(ckpt_dir, f"global_step_{step}")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "state.json"), "w") as f:
+        json.dump({"step": step}, f)
+    tmp = os.path.join(ckpt_dir, ".latest_checkpointed_iteration.txt.tmp")
+    with open(tmp, "w") as f:
+        f.write(str(step))
+    os.replace(tmp, os.path.join(ckpt_dir, "latest_checkpointed_iteration.txt"))
+
+
+def write_results(workload, steps):
+    out = os.environ.get("MVP_RESULTS_DIR")
+    if not out:
+        return
+    os.makedirs(os.path.join(out, "model"), exist_ok=True)
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({"workload": workload, "steps": steps}, f)
+    with open(os.path.join(out, "model", "weights.bin"), "wb") as f:
+        f.write(bytes(range(256)) * 4)
 
 
 def check_resource_available(nnodes, n_gpus_per_node):
@@ -85,14 +153,40 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check)
     ray.get([pg.ready() for pg in pgs])
     print("verl-standin: placement groups ready", flush=True)
 
+    stall_after = int(cfg.get("mvp_test.stall_after", -1))
+    ckpt_dir = cfg.get("trainer.default_local_dir", "")
+    save_freq = int(cfg.get("trainer.save_freq", -1))
+    resumed = 0
+    if cfg.get("trainer.resume_mode") == "auto" and ckpt_dir:
+        resumed = latest_checkpoint(ckpt_dir)
+        if resumed:
+            print(f"verl-standin: resumed from step {resumed} ({ckpt_dir}/global_step_{resumed})", flush=True)
+        else:
+            print(f"verl-standin: no checkpoint in {ckpt_dir}; training from scratch", flush=True)
+    total = resumed + max(int(math.ceil(hold_s)), 1)
     start = time.time()
-    step = 0
+    step = resumed
     while True:
         elapsed = time.time() - start
         if elapsed >= hold_s:
             break
         step += 1
         print(f"verl-standin: step {step} progress {min(elapsed / hold_s, 1.0):.2f}", flush=True)
+        if ckpt_dir and save_freq > 0 and step % save_freq == 0:
+            save_checkpoint(ckpt_dir, step)
+        metrics = {"loss": round(1.0 / step, 4)}
+        if resumed:
+            metrics["resumed_from_step"] = resumed
+        if stall_after < 0 or step - resumed <= stall_after:
+            report(step, total, metrics)
+        elif step == stall_after + 1:
+            print("verl-standin: stalled (mvp_test.stall_after): no more progress", flush=True)
         time.sleep(min(1.0, max(hold_s - elapsed, 0.0)))
+    if stall_after < 0:
+        metrics = {"loss": round(1.0 / max(step, 1), 4)}
+        if resumed:
+            metrics["resumed_from_step"] = resumed
+        report(max(step, total), max(step, total), metrics, name="done")
+    write_results(workload, step)
     print(f"verl-standin: done after {step} step(s), exit code {exit_code}", flush=True)
     return exit_code

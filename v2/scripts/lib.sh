@@ -43,15 +43,19 @@ usage_settings() {
   sed -n '/^# Settings/,/^set -euo/p' "$(dirname "${BASH_SOURCE[0]}")/lib.sh" | sed '$d' | sed 's/^# \{0,1\}//'
 }
 
-# need_container fails with a clear message unless the container exists and runs (skipped in local mode).
-need_container() {
+# need_container fails with a clear message unless the Ray head container exists and runs (skipped in local mode).
+need_container() { need_named_container "$MVP_CONTAINER" "MVP_CONTAINER to the Ray head container's name"; }
+
+# need_named_container NAME HINT: the same for container NAME; HINT says what to set when it does not exist.
+need_named_container() {
   [[ "$MVP_LOCAL" == 1 ]] && return 0
+  local name="$1" hint="$2"
   command -v "$DOCKER" >/dev/null 2>&1 || die "'$DOCKER' is not installed or not on PATH (set MVP_LOCAL=1 to run without docker)"
   local running
-  if ! running="$("$DOCKER" inspect -f '{{.State.Running}}' "$MVP_CONTAINER" 2>/dev/null)"; then
-    die "container '$MVP_CONTAINER' does not exist (set MVP_CONTAINER to the Ray head container's name)"
+  if ! running="$("$DOCKER" inspect -f '{{.State.Running}}' "$name" 2>/dev/null)"; then
+    die "container '$name' does not exist (set $hint)"
   fi
-  [[ "$running" == "true" ]] || die "container '$MVP_CONTAINER' exists but is not running; start it first"
+  [[ "$running" == "true" ]] || die "container '$name' exists but is not running; start it first"
 }
 
 # in_target SCRIPT ARGS…: run a bash script in the container (or here with MVP_LOCAL=1). Values travel as

@@ -62,6 +62,11 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"FinishedInRayAndMarkRayDeleted", testFinishedInRayAndMarkRayDeleted},
 		{"AddEvent", testAddEvent},
 		{"NoteLogAndUnkeptLogs", testNoteLogAndUnkeptLogs},
+		{"Counts", testCounts},
+		{"NoteProgress", testNoteProgress},
+		{"DependenciesAndTaskStates", testDependenciesAndTaskStates},
+		{"ResubmitLinks", testResubmitLinks},
+		{"Secrets", testSecrets},
 		{"RayDoorSubmissionIDs", testRayDoorSubmissionIDs},
 	}
 	for _, tc := range tests {
@@ -1275,5 +1280,207 @@ func testNoteLogAndUnkeptLogs(h *harness) {
 	}
 	if err := h.s.NoteLog(h.ctx, "mvp2-ppo-20990101-000000-ffff", 1, true); !errors.Is(err, mvp.ErrNotFound) {
 		h.t.Errorf("NoteLog of an unknown attempt: %v, want ErrNotFound", err)
+	}
+}
+
+func testCounts(h *harness) {
+	c, err := h.s.Counts(h.ctx)
+	h.must(err)
+	if len(c.Tasks) != 0 || len(c.EndedAttempts) != 0 {
+		h.t.Errorf("an empty store counts %+v", c)
+	}
+	// Two queued ppo tasks (the older at t0), one queued sft task, one running ppo task, and ended attempts:
+	// one succeeded, two failed INFRA (one task requeued, then failed again), one still running (not counted).
+	h.create(t0)
+	h.create(t0.Add(time.Minute))
+	sft := h.newTask(t0.Add(2 * time.Minute))
+	sft.Workload, sft.ID = mvp.WorkloadSFT, strings.Replace(sft.ID, "-ppo-", "-sft-", 1)
+	h.must(h.s.CreateTask(h.ctx, sft))
+	h.drive(h.create(t0.Add(3*time.Minute)).ID, mvp.StateRunning)
+	done := h.create(t0.Add(4 * time.Minute))
+	h.submit(done.ID, mvp.StateQueued, 1, t0)
+	h.apply(mvp.Change{TaskID: done.ID, From: mvp.StateSubmitting, To: mvp.StateSucceeded, At: t0,
+		AttemptUpdate: &mvp.Attempt{No: 1, RayStatus: mvp.RaySucceeded}})
+	bad := h.create(t0.Add(5 * time.Minute))
+	h.submit(bad.ID, mvp.StateQueued, 1, t0)
+	h.apply(mvp.Change{TaskID: bad.ID, From: mvp.StateSubmitting, To: mvp.StatePendingResources, At: t0,
+		AttemptUpdate: &mvp.Attempt{No: 1, RayStatus: mvp.RayFailed, FailureKind: mvp.FailureInfra}})
+	h.submit(bad.ID, mvp.StatePendingResources, 2, t0)
+	h.apply(mvp.Change{TaskID: bad.ID, From: mvp.StateSubmitting, To: mvp.StateFailed, At: t0,
+		AttemptUpdate: &mvp.Attempt{No: 2, RayStatus: mvp.RayFailed, FailureKind: mvp.FailureInfra}})
+
+	c, err = h.s.Counts(h.ctx)
+	h.must(err)
+	got := map[string]string{}
+	for _, tc := range c.Tasks {
+		got[string(tc.State)+"/"+string(tc.Workload)] = fmt.Sprintf("%d since %s", tc.N, tc.Oldest.Format(time.TimeOnly))
+	}
+	at := func(d time.Duration) string { return t0.Add(d).Format(time.TimeOnly) }
+	want := map[string]string{
+		"QUEUED/ppo":    "2 since " + at(0),
+		"QUEUED/sft":    "1 since " + at(2*time.Minute),
+		"RUNNING/ppo":   "1 since " + at(3*time.Minute),
+		"SUCCEEDED/ppo": "1 since " + at(4*time.Minute),
+		"FAILED/ppo":    "1 since " + at(5*time.Minute),
+	}
+	if !reflect.DeepEqual(got, want) {
+		h.t.Errorf("tasks by state and workload:\n got %v\nwant %v", got, want)
+	}
+	ended := map[mvp.FailureKind]int{}
+	for _, ac := range c.EndedAttempts {
+		ended[ac.FailureKind] = ac.N
+	}
+	if want := map[mvp.FailureKind]int{mvp.FailureNone: 1, mvp.FailureInfra: 2}; !reflect.DeepEqual(ended, want) {
+		h.t.Errorf("ended attempts by failure kind %v, want %v (a live attempt is not counted)", ended, want)
+	}
+}
+
+// testNoteProgress: the latest attempt's progress is kept and shown on GetTask, ListTasks and Active; a late note
+// from an older attempt changes nothing; a new attempt starts without progress; the heartbeat bound round-trips.
+func testNoteProgress(h *harness) {
+	task := h.newTask(t0)
+	task.HeartbeatTimeoutS = 600
+	h.must(h.s.CreateTask(h.ctx, task))
+	if got := h.get(task.ID); got.Progress != nil || got.HeartbeatTimeoutS != 600 {
+		h.t.Fatalf("new task: progress %+v, heartbeat_timeout_s %d", got.Progress, got.HeartbeatTimeoutS)
+	}
+	h.submit(task.ID, mvp.StateQueued, 1, t0)
+	pct, step := 42.5, int64(17)
+	p := &mvp.Progress{AttemptNo: 1, UpdatedAt: t0.Add(time.Minute), PercentComplete: &pct, Step: &step,
+		Name: "epoch 1", Metrics: map[string]float64{"loss": 0.25}}
+	h.must(h.s.NoteProgress(h.ctx, task.ID, p))
+	if got := h.get(task.ID).Progress; !reflect.DeepEqual(got, p) {
+		h.t.Errorf("GetTask progress %+v, want %+v", got, p)
+	}
+	page, _, err := h.s.ListTasks(h.ctx, mvp.TaskFilter{})
+	h.must(err)
+	if len(page) != 1 || !reflect.DeepEqual(page[0].Progress, p) {
+		h.t.Errorf("ListTasks does not show the progress: %+v", page)
+	}
+	active, err := h.s.Active(h.ctx)
+	h.must(err)
+	if len(active) != 1 || active[0].Progress == nil || active[0].HeartbeatTimeoutS != 600 {
+		h.t.Errorf("Active: %+v", active)
+	}
+	// Attempt 2 starts: its progress is empty, and a late note of attempt 1 is dropped.
+	h.apply(mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StatePendingResources, At: t0.Add(2 * time.Minute),
+		AttemptUpdate: &mvp.Attempt{No: 1, RayStatus: mvp.RayFailed, FailureKind: mvp.FailureInfra}})
+	h.submit(task.ID, mvp.StatePendingResources, 2, t0.Add(3*time.Minute))
+	if got := h.get(task.ID).Progress; got != nil {
+		h.t.Errorf("a new attempt still shows the old progress %+v", got)
+	}
+	h.must(h.s.NoteProgress(h.ctx, task.ID, p))
+	if got := h.get(task.ID).Progress; got != nil {
+		h.t.Errorf("a late note of attempt 1 was kept over attempt 2: %+v", got)
+	}
+	if err := h.s.NoteProgress(h.ctx, "mvp2-ppo-20251223-143201-ffff", p); !errors.Is(err, mvp.ErrNotFound) {
+		h.t.Errorf("unknown task: %v, want ErrNotFound", err)
+	}
+}
+
+// testDependenciesAndTaskStates: after_ok and after_any round-trip on GetTask, ListTasks and Runnable; TaskStates
+// answers the states of the tasks that exist and leaves unknown ids out.
+func testDependenciesAndTaskStates(h *harness) {
+	a := h.create(t0)
+	b := h.create(t0.Add(time.Second))
+	h.drive(b.ID, mvp.StateFailed)
+	c := h.newTask(t0.Add(2 * time.Second))
+	c.AfterOK, c.AfterAny = []string{a.ID}, []string{b.ID}
+	h.must(h.s.CreateTask(h.ctx, c))
+	got := h.get(c.ID)
+	if !reflect.DeepEqual(got.AfterOK, []string{a.ID}) || !reflect.DeepEqual(got.AfterAny, []string{b.ID}) {
+		h.t.Errorf("GetTask dependencies %v %v", got.AfterOK, got.AfterAny)
+	}
+	if plain := h.get(a.ID); plain.AfterOK != nil || plain.AfterAny != nil {
+		h.t.Errorf("a task without dependencies shows %v %v", plain.AfterOK, plain.AfterAny)
+	}
+	queue, err := h.s.Runnable(h.ctx)
+	h.must(err)
+	found := false
+	for _, q := range queue {
+		if q.ID == c.ID {
+			found = reflect.DeepEqual(q.AfterOK, []string{a.ID}) && reflect.DeepEqual(q.AfterAny, []string{b.ID})
+		}
+	}
+	if !found {
+		h.t.Errorf("Runnable does not carry the dependencies")
+	}
+	page, _, err := h.s.ListTasks(h.ctx, mvp.TaskFilter{Limit: 1})
+	h.must(err)
+	if len(page) != 1 || page[0].ID != c.ID || len(page[0].AfterOK) != 1 {
+		h.t.Errorf("ListTasks dependencies: %+v", page)
+	}
+	unknown := "mvp2-ppo-20251223-143201-ffffffff"
+	states, err := h.s.TaskStates(h.ctx, []string{a.ID, b.ID, unknown, c.ID})
+	h.must(err)
+	want := map[string]mvp.State{a.ID: mvp.StateQueued, b.ID: mvp.StateFailed, c.ID: mvp.StateQueued}
+	if !reflect.DeepEqual(states, want) {
+		h.t.Errorf("TaskStates %v, want %v", states, want)
+	}
+	if states, err := h.s.TaskStates(h.ctx, nil); err != nil || len(states) != 0 {
+		h.t.Errorf("TaskStates of nothing: %v %v", states, err)
+	}
+}
+
+// testResubmitLinks: a resubmitted task names its origin and what it resumes from; the origin lists its resubmits,
+// oldest first.
+func testResubmitLinks(h *harness) {
+	origin := h.create(t0)
+	h.drive(origin.ID, mvp.StateFailed)
+	first := h.newTask(t0.Add(time.Minute))
+	first.OriginID, first.ResumeFrom = origin.ID, origin.ID
+	h.must(h.s.CreateTask(h.ctx, first))
+	second := h.newTask(t0.Add(2 * time.Minute))
+	second.OriginID = origin.ID
+	h.must(h.s.CreateTask(h.ctx, second))
+	got := h.get(origin.ID)
+	if !reflect.DeepEqual(got.Resubmits, []string{first.ID, second.ID}) || got.OriginID != "" {
+		h.t.Errorf("origin: resubmits %v, origin %q", got.Resubmits, got.OriginID)
+	}
+	if f := h.get(first.ID); f.OriginID != origin.ID || f.ResumeFrom != origin.ID || f.Resubmits != nil {
+		h.t.Errorf("resubmit: origin %q resume_from %q resubmits %v", f.OriginID, f.ResumeFrom, f.Resubmits)
+	}
+	page, _, err := h.s.ListTasks(h.ctx, mvp.TaskFilter{Limit: 1})
+	h.must(err)
+	if len(page) != 1 || page[0].OriginID != origin.ID {
+		h.t.Errorf("ListTasks does not show the origin: %+v", page)
+	}
+}
+
+// testSecrets: sealed secrets round-trip as given; a put of an existing name replaces it and keeps its creation
+// time; listing shows names and times by name; deleting twice is ErrNotFound.
+func testSecrets(h *harness) {
+	put := func(name string, at time.Time, ct string) bool {
+		h.t.Helper()
+		created, err := h.s.PutSecret(h.ctx, &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: name, CreatedAt: at, UpdatedAt: at},
+			Nonce: []byte("nonce-" + name), Ciphertext: []byte(ct)})
+		h.must(err)
+		return created
+	}
+	if !put("wandb", t0, "c1") || !put("hf", t0, "c2") {
+		h.t.Errorf("new secrets not reported created")
+	}
+	if put("wandb", t0.Add(time.Hour), "c3") {
+		h.t.Errorf("a replaced secret reported created")
+	}
+	got, err := h.s.SealedSecrets(h.ctx, []string{"wandb", "absent"})
+	h.must(err)
+	w := got["wandb"]
+	if len(got) != 1 || w == nil || string(w.Ciphertext) != "c3" || string(w.Nonce) != "nonce-wandb" ||
+		!w.CreatedAt.Equal(t0) || !w.UpdatedAt.Equal(t0.Add(time.Hour)) {
+		h.t.Errorf("sealed secrets %+v", got)
+	}
+	list, err := h.s.ListSecrets(h.ctx)
+	h.must(err)
+	if len(list) != 2 || list[0].Name != "hf" || list[1].Name != "wandb" {
+		h.t.Errorf("list %+v", list)
+	}
+	h.must(h.s.DeleteSecret(h.ctx, "wandb"))
+	if err := h.s.DeleteSecret(h.ctx, "wandb"); !errors.Is(err, mvp.ErrNotFound) {
+		h.t.Errorf("delete twice: %v", err)
+	}
+	if _, err := h.s.PutSecret(h.ctx, &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: "bad name"}, Nonce: []byte("n"),
+		Ciphertext: []byte("c")}); err == nil {
+		h.t.Errorf("a bad name was stored")
 	}
 }

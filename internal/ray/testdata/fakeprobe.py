@@ -1,8 +1,18 @@
 """Speaks mvp_probe.py's protocol with a fixed cluster. FAKE_PROBE_DIE_AFTER=n exits after n answers;
-FAKE_PROBE_HANG=1 never answers a request."""
+FAKE_PROBE_HANG=1 never answers a request; FAKE_PROBE_NO_GCS=1 never connects (says why each second, as
+mvp_probe.py does when the GCS is not there); FAKE_PROBE_EXIT=n writes a line on stderr and exits n at once."""
 import json
 import os
 import sys
+import time
+
+if os.environ.get("FAKE_PROBE_EXIT"):
+    print("fakeprobe: something else went wrong", file=sys.stderr, flush=True)
+    sys.exit(int(os.environ["FAKE_PROBE_EXIT"]))
+if os.environ.get("FAKE_PROBE_NO_GCS") == "1":
+    while True:
+        print(json.dumps({"ready": False, "error": "RuntimeError: Failed to connect to GCS at 127.0.0.1:1"}), flush=True)
+        time.sleep(1)
 
 die_after = int(os.environ.get("FAKE_PROBE_DIE_AFTER", "0"))
 hang = os.environ.get("FAKE_PROBE_HANG") == "1"

@@ -1,0 +1,105 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/mvp2/mvp/internal/jobspec"
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// ResubmitRequest is the body of POST /api/v2/tasks/{task_id}/resubmit; an empty body resubmits the task as it
+// was.
+type ResubmitRequest struct {
+	// Set changes fields of the stored effective spec before it is submitted again, as `mvp submit -e` does:
+	// "nnodes=1", "env.WANDB_MODE=offline", "overrides=trainer.total_epochs=2" (appends).
+	Set []string `json:"set,omitempty"`
+	// Resume continues from the origin's checkpoints: the new task's resume_from is the task whose checkpoint
+	// folder the origin used (the origin itself, or what it resumed from).
+	Resume bool `json:"resume,omitempty"`
+}
+
+// resubmitTask makes a new task from a task's stored effective spec with the requested changes; the new task
+// names its origin (resubmitted_from) and the origin lists it (resubmits).
+func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
+	origin, err := s.task(r)
+	if err != nil {
+		return err
+	}
+	dry, err := boolParam(r, "dry_run")
+	if err != nil {
+		return err
+	}
+	var req ResubmitRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBodyBytes))
+	if err != nil {
+		return mvp.Errorf(mvp.CodeTooLarge, "", "the body is larger than %d bytes", s.MaxBodyBytes)
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return mvp.Errorf(mvp.CodeInvalid, "", "the body must be JSON {\"set\": [\"key=value\", …], \"resume\": true}: %v", err)
+		}
+	}
+	doc := map[string]any{}
+	if err := json.Unmarshal(origin.SpecJSON, &doc); err != nil {
+		return fmt.Errorf("decode the stored spec of %s: %w", origin.ID, err)
+	}
+	for i, kv := range req.Set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return mvp.Errorf(mvp.CodeInvalid, fmt.Sprintf("set[%d]", i), "%q: want key=value, e.g. nnodes=1", clip(kv))
+		}
+		if err := jobspec.SetPath(doc, k, v); err != nil {
+			return mvp.Errorf(mvp.CodeInvalid, fmt.Sprintf("set[%d]", i), "%s", err)
+		}
+	}
+	if req.Resume {
+		if !origin.State.Terminal() {
+			return mvp.Errorf(mvp.CodeConflict, "resume", "task %s is %s: a run can resume only from a task that ended "+
+				"(its checkpoints must not be written meanwhile); cancel it first or wait", origin.ID, origin.State)
+		}
+		owner := origin.ResumeFrom
+		if owner == "" {
+			owner = origin.ID
+		}
+		doc["resume_from"] = owner
+	}
+	spec, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encode the resubmitted spec: %w", err)
+	}
+	t, err := s.Prepare(spec)
+	if err != nil {
+		return err
+	}
+	t.OriginID = origin.ID
+	return s.admit(w, r, t, dry)
+}
+
+// checkResumeFrom refuses a task that resumes from a task that does not exist or has not ended: a live run may
+// still write the checkpoints the new one would start from.
+func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
+	if t.ResumeFrom == "" {
+		return nil
+	}
+	from, err := s.Store.GetTask(ctx, t.ResumeFrom)
+	if errors.Is(err, mvp.ErrNotFound) {
+		return mvp.Errorf(mvp.CodeInvalid, "resume_from", "no task %s to resume from", t.ResumeFrom)
+	}
+	if err != nil {
+		return err
+	}
+	if !from.State.Terminal() {
+		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s is %s: a run can resume only from a task that ended",
+			from.ID, from.State)
+	}
+	return nil
+}

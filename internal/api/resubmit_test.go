@@ -1,0 +1,98 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/service/servicetest"
+)
+
+// TestResubmit: a resubmit is a new task from the stored effective spec with the changes asked for, linked both
+// ways; --resume points verl at the checkpoint folder the origin used (through a chain of resumes, the first's)
+// and is refused while the origin still runs; bad changes are refused naming the change.
+func TestResubmit(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	c := m.Client()
+	ctx := context.Background()
+	raw, err := c.Submit(ctx, []byte(goodSpec+"name: first\noverrides: [trainer.total_epochs=1]\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var origin mvp.Task
+	_ = json.Unmarshal(raw, &origin)
+
+	_, _, err = c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true})
+	var e *mvp.Error
+	if !errors.As(err, &e) || e.Code != mvp.CodeConflict || e.Field != "resume" {
+		t.Errorf("resume of a live task: %v", err)
+	}
+	again, _, err := c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Set: []string{"name=second", "overrides=trainer.total_epochs=2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID == origin.ID || again.Name != "second" || again.OriginID != origin.ID || again.ResumeFrom != "" ||
+		again.State != mvp.StateQueued || again.NNodes != 1 {
+		t.Errorf("resubmit: %+v", again)
+	}
+	if _, _, err := c.Cancel(ctx, origin.ID); err != nil {
+		t.Fatal(err)
+	}
+	resumed, _, err := c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.ResumeFrom != origin.ID || resumed.OriginID != origin.ID {
+		t.Errorf("resumed: resume_from %q origin %q", resumed.ResumeFrom, resumed.OriginID)
+	}
+	got, _, err := c.Get(ctx, origin.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Resubmits, " ") != again.ID+" "+resumed.ID {
+		t.Errorf("origin's resubmits %v, want %s %s", got.Resubmits, again.ID, resumed.ID)
+	}
+	// A resume of the resume continues in the first task's checkpoint folder.
+	if _, _, err := c.Cancel(ctx, resumed.ID); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := c.ResubmitDryRun(ctx, resumed.ID, api.ResubmitRequest{Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Spec map[string]any    `json:"effective_spec"`
+		Ray  mvp.JobSubmission `json:"ray_submission"`
+	}
+	_ = json.Unmarshal(dry, &d)
+	ckpt := m.Config.SharedRoot + "/jobs/" + origin.ID + "/checkpoints"
+	if d.Spec["resume_from"] != origin.ID || !strings.Contains(d.Ray.Entrypoint, "trainer.default_local_dir="+ckpt) ||
+		!strings.Contains(d.Ray.Entrypoint, "trainer.resume_mode=auto") ||
+		!strings.Contains(d.Ray.Entrypoint, "trainer.total_epochs=1") {
+		t.Errorf("resume of a resume: %v\n%s", d.Spec["resume_from"], d.Ray.Entrypoint)
+	}
+	for _, req := range []api.ResubmitRequest{{Set: []string{"nnode=1"}}, {Set: []string{"nnodes"}}, {Set: []string{"nnodes=0"}}} {
+		if _, _, err := c.Resubmit(ctx, origin.ID, req); !errors.As(err, &e) || e.Code != mvp.CodeInvalid {
+			t.Errorf("%v: %v", req.Set, err)
+		}
+	}
+	base := m.URL()
+	if resp, body := do(t, base, "POST", "/api/v2/tasks/"+origin.ID+"/resubmit", "application/json", `{"resme": true}`, nil); resp.StatusCode != 400 {
+		t.Errorf("unknown body field: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, base, "POST", "/api/v2/tasks/"+origin.ID+"/resubmit", "", "", nil); resp.StatusCode != 201 {
+		t.Errorf("empty body: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := do(t, base, "POST", "/api/v2/tasks/mvp2-ppo-20251223-143201-ffff/resubmit", "", "", nil); resp.StatusCode != 404 {
+		t.Errorf("unknown task: %d", resp.StatusCode)
+	}
+	// resume_from in a jobspec is checked like a dependency.
+	if resp, body := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"resume_from: mvp2-ppo-20251223-143201-ffff\n", nil); resp.StatusCode != 400 ||
+		!strings.Contains(string(body), "resume_from") {
+		t.Errorf("resume_from unknown: %d %s", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,175 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/recurring"
+)
+
+// scheduleNamePattern is what a schedule's name may be; the name is its identity in paths and the CLI.
+var scheduleNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+
+// scheduleRequest is the body of POST /api/v2/schedules.
+type scheduleRequest struct {
+	Name     string          `json:"name"`
+	Cron     string          `json:"cron"`
+	Timezone string          `json:"timezone"`
+	Overlap  mvp.Overlap     `json:"overlap"`
+	JobSpec  json.RawMessage `json:"jobspec"`
+}
+
+// createSchedule stores a recurring schedule after checking its cron expression, time zone and overlap policy,
+// and its jobspec exactly as a submission is checked.
+func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req scheduleRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return mvp.Errorf(mvp.CodeInvalid, "", "the body must be a JSON object {name, cron, timezone, overlap, jobspec}: %v", err)
+	}
+	if !scheduleNamePattern.MatchString(req.Name) {
+		return mvp.Errorf(mvp.CodeInvalid, "name", "name %q must be 1 to 40 of [a-z0-9-], starting with a letter or digit", clip(req.Name))
+	}
+	if req.Cron == "" {
+		return mvp.Errorf(mvp.CodeInvalid, "cron", "cron is required, e.g. \"0 2 * * *\" or \"@every 1h\"")
+	}
+	if req.Timezone == "" {
+		req.Timezone = "UTC"
+	}
+	c, err := recurring.Parse(req.Cron, req.Timezone)
+	if err != nil {
+		return err
+	}
+	if req.Overlap == "" {
+		req.Overlap = mvp.OverlapSkip
+	}
+	if !req.Overlap.Valid() {
+		return mvp.Errorf(mvp.CodeInvalid, "overlap", "overlap %q must be one of %v", clip(string(req.Overlap)), mvp.Overlaps)
+	}
+	spec := bytes.TrimSpace(req.JobSpec)
+	if len(spec) == 0 || spec[0] != '{' {
+		return mvp.Errorf(mvp.CodeInvalid, "jobspec", "jobspec is required: the jobspec as a JSON object, as POST /api/v2/tasks takes it")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, spec); err != nil {
+		return mvp.Errorf(mvp.CodeInvalid, "jobspec", "jobspec is not valid JSON: %v", err)
+	}
+	if _, err := s.Prepare(compact.Bytes()); err != nil {
+		var e *mvp.Error
+		if errors.As(err, &e) {
+			field := "jobspec"
+			if e.Field != "" {
+				field += "." + e.Field
+			}
+			return mvp.Errorf(e.Code, field, "%s", e.Message)
+		}
+		return err
+	}
+	now := s.Clock.Now().UTC()
+	sc := &mvp.Schedule{Name: req.Name, Cron: req.Cron, Timezone: req.Timezone, Overlap: req.Overlap,
+		JobSpec: compact.Bytes(), CreatedAt: now, UpdatedAt: now, LastFireAt: now}
+	if err := s.Schedules.CreateSchedule(r.Context(), sc); err != nil {
+		return err
+	}
+	sc.NextRunAt = recurring.NextRun(sc, c)
+	if s.WakeSchedules != nil {
+		s.WakeSchedules()
+	}
+	w.Header().Set("Location", "/api/v2/schedules/"+sc.Name)
+	writeJSON(w, http.StatusCreated, sc)
+	return nil
+}
+
+// withNext fills a schedule's next_run_at.
+func withNext(sc *mvp.Schedule) *mvp.Schedule {
+	if c, err := recurring.Parse(sc.Cron, sc.Timezone); err == nil {
+		sc.NextRunAt = recurring.NextRun(sc, c)
+	}
+	return sc
+}
+
+func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.Schedules.ListSchedules(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, sc := range list {
+		withNext(sc)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"schedules": list})
+	return nil
+}
+
+// schedule reads the schedule named in the path.
+func (s *Server) schedule(r *http.Request) (*mvp.Schedule, error) {
+	name := r.PathValue("name")
+	if !scheduleNamePattern.MatchString(name) {
+		return nil, mvp.Errorf(mvp.CodeNotFound, "name", "no schedule %q (names are [a-z0-9-], at most 40)", clip(name))
+	}
+	sc, err := s.Schedules.GetSchedule(r.Context(), name)
+	if errors.Is(err, mvp.ErrNotFound) {
+		return nil, mvp.Errorf(mvp.CodeNotFound, "name", "no schedule %q", name)
+	}
+	return sc, err
+}
+
+func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) error {
+	sc, err := s.schedule(r)
+	if err != nil {
+		return err
+	}
+	if sc.TaskIDs, err = s.Schedules.ScheduleTasks(r.Context(), sc.Name, 100); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, withNext(sc))
+	return nil
+}
+
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request) error {
+	return s.setPaused(w, r, true)
+}
+
+func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) error {
+	return s.setPaused(w, r, false)
+}
+
+func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) error {
+	sc, err := s.schedule(r)
+	if err != nil {
+		return err
+	}
+	if err := s.Schedules.SetSchedulePaused(r.Context(), sc.Name, paused, s.Clock.Now()); err != nil {
+		return fmt.Errorf("set schedule %s paused=%v: %w", sc.Name, paused, err)
+	}
+	if !paused && s.WakeSchedules != nil {
+		s.WakeSchedules()
+	}
+	if sc, err = s.Schedules.GetSchedule(r.Context(), sc.Name); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, withNext(sc))
+	return nil
+}
+
+// deleteSchedule removes a schedule; the tasks it made stay (and a live one keeps running).
+func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
+	sc, err := s.schedule(r)
+	if err != nil {
+		return err
+	}
+	if err := s.Schedules.DeleteSchedule(r.Context(), sc.Name); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": sc.Name})
+	return nil
+}

@@ -1,0 +1,105 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/secrets"
+)
+
+// putSecret stores a secret's value, encrypted; the answer and the log never hold the value.
+func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) error {
+	if !s.Secrets.Enabled() {
+		return s.Secrets.Off()
+	}
+	name := r.PathValue("name")
+	if err := secrets.CheckName(name); err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Value *string `json:"value"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.Value == nil {
+		return mvp.Errorf(mvp.CodeInvalid, "value", "the body must be JSON {\"value\": \"…\"} and nothing else")
+	}
+	info, created, err := s.Secrets.Put(r.Context(), name, *req.Value)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	s.Logger.Info("secret stored", "name", name, "created", created)
+	writeJSON(w, status, info)
+	return nil
+}
+
+// listSecrets answers every secret's name and times.
+func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.Secrets.List(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"secrets": list})
+	return nil
+}
+
+// deleteSecret removes a secret; a queued task that names it fails when it is submitted.
+func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if err := s.Secrets.Delete(r.Context(), name); err != nil {
+		return err
+	}
+	s.Logger.Info("secret deleted", "name", name)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// checkSecrets refuses a task that names secrets while secret storage is off, or names secrets that do not exist.
+func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
+	var spec struct {
+		Secrets map[string]string `json:"secrets"`
+	}
+	if err := json.Unmarshal(t.SpecJSON, &spec); err != nil || len(spec.Secrets) == 0 {
+		return nil
+	}
+	if !s.Secrets.Enabled() {
+		return s.Secrets.Off()
+	}
+	names := make([]string, 0, len(spec.Secrets))
+	for _, n := range spec.Secrets {
+		names = append(names, n)
+	}
+	list, err := s.Secrets.List(ctx)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, i := range list {
+		have[i.Name] = true
+	}
+	var missing []string
+	for _, n := range names {
+		if !have[n] {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return mvp.Errorf(mvp.CodeInvalid, "secrets", "no secret named %s: store it first with PUT /api/v2/secrets/{name}",
+			strings.Join(missing, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+const scheduleUsage = `usage:
+  mvp schedule create NAME --cron EXPR -f job.yaml [--timezone TZ] [--overlap skip|queue|replace] [-e key=value …]
+  mvp schedule list
+  mvp schedule get NAME
+  mvp schedule pause NAME
+  mvp schedule resume NAME
+  mvp schedule delete NAME
+  e.g. mvp schedule create nightly-eval --cron "0 2 * * *" --timezone Europe/Berlin -f configs/examples/ppo.yaml`
+
+// runSchedule is `mvp schedule …`: recurring schedules through /api/v2/schedules.
+func runSchedule(ctx context.Context, args []string, env Env) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(env.Stderr, scheduleUsage)
+		if len(args) == 0 {
+			return usageError{errors.New("a subcommand is required: create, list, get, pause, resume or delete")}
+		}
+		return flag.ErrHelp
+	}
+	sub, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("schedule "+sub, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() { fmt.Fprintf(env.Stderr, "%s\n\nflags:\n", scheduleUsage); fs.PrintDefaults() }
+	out := fs.String("o", "table", "output: table, json or yaml")
+	var (
+		cron, tz, overlap, file = new(string), new(string), new(string), new(string)
+		sets                    setFlags
+	)
+	if sub == "create" {
+		fs.StringVar(cron, "cron", "", `when to run: 5-field cron ("0 2 * * *") or @hourly, @daily, @every 6h`)
+		fs.StringVar(tz, "timezone", "UTC", "IANA time zone the cron expression is read in")
+		fs.StringVar(overlap, "overlap", "skip", "when the previous run's task is still live: skip, queue or replace")
+		fs.StringVar(file, "f", "", "the jobspec file (YAML or JSON); - reads standard input")
+		fs.Var(&sets, "e", "set a jobspec field by its path before sending (repeatable)")
+	}
+	if err := fs.Parse(interleave(fs, rest)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if *out != "table" && *out != "json" && *out != "yaml" {
+		return usageError{fmt.Errorf("-o must be table, json or yaml, not %q", *out)}
+	}
+	wantArgs := 1
+	switch sub {
+	case "list":
+		wantArgs = 0
+	case "create", "get", "pause", "resume", "delete":
+	default:
+		return usageError{fmt.Errorf("unknown subcommand %q\n%s", sub, scheduleUsage)}
+	}
+	if fs.NArg() != wantArgs {
+		return usageError{fmt.Errorf("schedule %s takes %d argument(s), got %d\n%s", sub, wantArgs, fs.NArg(), scheduleUsage)}
+	}
+	addr := env.Getenv("MVP_ADDR")
+	if addr == "" {
+		addr = "http://127.0.0.1:8080"
+	}
+	c := &api.Client{Addr: addr, Token: env.Getenv("MVP_TOKEN")}
+	one := func(s *mvp.Schedule, raw json.RawMessage, err error) error {
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printSchedules(w, []*mvp.Schedule{s}, true) })
+	}
+	switch sub {
+	case "create":
+		if *cron == "" || *file == "" {
+			return usageError{fmt.Errorf("--cron and -f are required\n%s", scheduleUsage)}
+		}
+		spec, err := readSpec(*file, sets)
+		if err != nil {
+			return err
+		}
+		js, err := specJSON(spec)
+		if err != nil {
+			return err
+		}
+		return one(c.CreateSchedule(ctx, api.ScheduleRequest{Name: fs.Arg(0), Cron: *cron, Timezone: *tz,
+			Overlap: mvp.Overlap(*overlap), JobSpec: js}))
+	case "list":
+		list, raw, err := c.Schedules(ctx)
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printSchedules(w, list, false) })
+	case "get":
+		return one(c.Schedule(ctx, fs.Arg(0)))
+	case "pause", "resume":
+		return one(c.SetSchedulePaused(ctx, fs.Arg(0), sub == "pause"))
+	case "delete":
+		raw, err := c.DeleteSchedule(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "deleted schedule %s (the tasks it made stay)\n", fs.Arg(0))
+			return err
+		})
+	}
+	return nil
+}
+
+// specJSON turns a YAML or JSON jobspec into the JSON object the schedules API takes. The server checks it as a
+// submission; here it only has to be one mapping.
+func specJSON(spec []byte) (json.RawMessage, error) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(spec, &doc); err != nil {
+		return nil, fmt.Errorf("the jobspec is not a YAML or JSON mapping: %w", err)
+	}
+	if doc == nil {
+		return nil, errors.New("the jobspec is empty")
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("the jobspec cannot be sent as JSON: %w", err)
+	}
+	return b, nil
+}
+
+func printSchedules(w io.Writer, list []*mvp.Schedule, detail bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tCRON\tTIMEZONE\tOVERLAP\tSTATE\tNEXT RUN\tLAST TASK\tMISSED\tLAST OUTCOME")
+	for _, s := range list {
+		state := "active"
+		if s.Paused {
+			state = "paused"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, s.Cron, s.Timezone, s.Overlap, state,
+			ts(s.NextRunAt), dash(s.LastTaskID), s.Missed, dash(s.LastOutcome))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if detail && len(list) == 1 && len(list[0].TaskIDs) > 0 {
+		_, err := fmt.Fprintf(w, "\ntasks it made (newest first):\n  %s\n", strings.Join(list[0].TaskIDs, "\n  "))
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mvp2/mvp/internal/config"
+	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/service"
+	"github.com/mvp2/mvp/internal/sim"
+)
+
+const simUsage = `usage:
+  mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--cpus-per-node C] [--policy NAME] [--config FILE] [-o table|json]
+      replay a trace through the scheduler's Decide with a simulated clock (no Ray); --policy all runs every policy
+  mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv
+      write a trace shaped like published GPU-cluster traces (specs/sim.md)
+  mvp sim bound --trace FILE.csv --nodes N --gpus-per-node G --max-wait-s W
+      lower bounds every policy is held to: the mean wait if whole-cluster jobs start within W, the makespan`
+
+func runSim(args []string, env Env) error {
+	if len(args) > 0 && args[0] == "gen" {
+		return runSimGen(args[1:], env)
+	}
+	if len(args) > 0 && args[0] == "bound" {
+		return runSimBound(args[1:], env)
+	}
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() { fmt.Fprintln(env.Stderr, simUsage) }
+	trace := fs.String("trace", "", "the trace (CSV with a header: arrival_s, nnodes, n_gpus_per_node, duration_s[, max_runtime_s])")
+	nodes := fs.Int("nodes", 0, "nodes in the simulated cluster")
+	gpus := fs.Int("gpus-per-node", 0, "GPUs per node")
+	cpus := fs.Float64("cpus-per-node", 0, "CPUs per node; 0: CPUs are not modelled (gangs ask for GPUs only)")
+	policy := fs.String("policy", scheduler.DefaultPolicy, "policy: "+strings.Join(scheduler.PolicyNames, ", ")+", or all")
+	cfgPath := fs.String("config", "", "dev.yaml whose v2 settings to use (default: the built-in defaults)")
+	maxRunning := fs.Int("max-running", 0, "max_running_tasks; 0: no bound")
+	out := fs.String("o", "table", "output: table or json")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), simUsage)}
+	}
+	if *trace == "" || *nodes < 1 || *gpus < 1 {
+		return usageError{fmt.Errorf("--trace, --nodes and --gpus-per-node are required\n%s", simUsage)}
+	}
+	if *out != "table" && *out != "json" {
+		return usageError{fmt.Errorf("-o must be table or json, not %q", *out)}
+	}
+	names := []string{*policy}
+	if *policy == "all" {
+		names = scheduler.PolicyNames
+	} else if !scheduler.ValidPolicy(*policy) {
+		return usageError{fmt.Errorf("--policy %q is not one of %s (or all)", *policy, strings.Join(scheduler.PolicyNames, ", "))}
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(*trace)
+	if err != nil {
+		return err
+	}
+	jobs, err := sim.ReadCSV(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", *trace, err)
+	}
+	base := service.PolicyOf(cfg)
+	base.MaxRunning, base.GangWait = *maxRunning, 0
+	if *cpus <= 0 {
+		base.CPUsPerGPU, base.Driver = nil, nil
+	}
+	var results []*sim.Result
+	for _, name := range names {
+		p := base
+		p.Name = name
+		res, err := sim.Run(jobs, sim.Config{Nodes: *nodes, GPUsPerNode: *gpus, CPUsPerNode: *cpus, Policy: p})
+		if err != nil {
+			return fmt.Errorf("%s: %w", *trace, err)
+		}
+		results = append(results, res)
+	}
+	if *out == "json" {
+		enc := json.NewEncoder(env.Stdout)
+		for _, r := range results {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return printSim(env.Stdout, results)
+}
+
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		return config.Parse([]byte("{}"))
+	}
+	return config.Load(path)
+}
+
+// printSim prints one row per policy, waits in hours.
+func printSim(w io.Writer, rs []*sim.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POLICY\tJOBS\tMEAN WAIT\tP50\tP95\tMAX WAIT\tGPU UTIL\tMAKESPAN\tDECIDES\tDECIDE MAX")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%.1f %%\t%s\t%d\t%.1f ms\n", r.Policy, r.Jobs, hours(r.MeanWaitS),
+			hours(r.P50WaitS), hours(r.P95WaitS), hours(r.MaxWaitS), 100*r.GPUUtilisation, hours(r.MakespanS),
+			r.DecideCalls, r.DecideMaxMs)
+	}
+	return tw.Flush()
+}
+
+func hours(s float64) string { return fmt.Sprintf("%.2f h", s/3600) }
+
+func runSimGen(args []string, env Env) error {
+	fs := flag.NewFlagSet("sim gen", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() { fmt.Fprintln(env.Stderr, simUsage) }
+	jobs := fs.Int("jobs", 0, "jobs in the trace")
+	nodes := fs.Int("nodes", 0, "nodes of the cluster the trace is made for")
+	gpus := fs.Int("gpus-per-node", 0, "GPUs per node")
+	load := fs.Float64("load", 0, "offered load: GPU-seconds asked ÷ GPU-seconds the cluster offers over the arrivals")
+	seed := fs.Uint64("seed", 1, "random seed: the same seed gives the same trace")
+	out := fs.String("o", "", "file to write (\"-\": standard output)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *out == "" {
+		return usageError{fmt.Errorf("-o FILE is required\n%s", simUsage)}
+	}
+	start := time.Now()
+	trace, err := sim.Generate(sim.GenConfig{Jobs: *jobs, Nodes: *nodes, GPUsPerNode: *gpus, Load: *load, Seed: *seed})
+	if err != nil {
+		return usageError{err}
+	}
+	if *out == "-" {
+		return sim.WriteCSV(env.Stdout, trace)
+	}
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteCSV(f, trace); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", *out, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", *out, err)
+	}
+	fmt.Fprintf(env.Stderr, "wrote %d jobs to %s in %s\n", len(trace), *out, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func runSimBound(args []string, env Env) error {
+	fs := flag.NewFlagSet("sim bound", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() { fmt.Fprintln(env.Stderr, simUsage) }
+	trace := fs.String("trace", "", "the trace")
+	nodes := fs.Int("nodes", 0, "nodes in the simulated cluster")
+	gpus := fs.Int("gpus-per-node", 0, "GPUs per node")
+	maxWait := fs.Float64("max-wait-s", -1, "the longest wait allowed to a whole-cluster job, in seconds")
+	cfgPath := fs.String("config", "", "dev.yaml whose v2 settings to use (default: the built-in defaults)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *trace == "" || *nodes < 1 || *gpus < 1 || *maxWait < 0 {
+		return usageError{fmt.Errorf("--trace, --nodes, --gpus-per-node and --max-wait-s are required\n%s", simUsage)}
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(*trace)
+	if err != nil {
+		return err
+	}
+	jobs, err := sim.ReadCSV(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", *trace, err)
+	}
+	b := sim.LowerBounds(jobs, sim.Config{Nodes: *nodes, GPUsPerNode: *gpus, Policy: service.PolicyOf(cfg)}, *maxWait)
+	return json.NewEncoder(env.Stdout).Encode(b)
+}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	code := Run(context.Background(), args, env)
+	return code, out.String(), errb.String()
+}
+
+func TestSimGenThenSimJSON(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "trace.csv")
+	if code, _, errs := runCLI("sim", "gen", "--jobs", "300", "--nodes", "2", "--gpus-per-node", "4", "--load", "0.8",
+		"--seed", "5", "-o", trace); code != 0 {
+		t.Fatalf("gen: %d %s", code, errs)
+	}
+	code, out, errs := runCLI("sim", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4", "--policy", "easy", "-o", "json")
+	if code != 0 {
+		t.Fatalf("sim: %d %s", code, errs)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(out), &obj); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var keys []string
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{"decide_calls", "decide_max_ms", "gpu_utilisation", "jobs", "makespan_s", "max_wait_s",
+		"mean_wait_s", "p50_wait_s", "p95_wait_s", "policy"}
+	if !slices.Equal(keys, want) || obj["policy"] != "easy" || obj["jobs"] != 300.0 {
+		t.Errorf("got %v", obj)
+	}
+	if code, out, _ := runCLI("sim", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4", "--policy", "all"); code != 0 ||
+		strings.Count(out, "\n") != 6 {
+		t.Errorf("all policies: %d\n%s", code, out)
+	}
+	if code, out, errs := runCLI("sim", "bound", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4", "--max-wait-s", "3600"); code != 0 ||
+		!strings.Contains(out, "mean_wait_lower_bound_s") {
+		t.Errorf("bound: %d %s %s", code, out, errs)
+	}
+}
+
+func TestSimBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("arrival_s,nnodes,n_gpus_per_node,duration_s\n0,1,1,10\n5,two,1,10\n"), 0o644)
+	if code, _, errs := runCLI("sim", "--trace", bad, "--nodes", "1", "--gpus-per-node", "1"); code != 1 ||
+		!strings.Contains(errs, `line 3, column nnodes: "two" is not a number`) {
+		t.Errorf("bad csv: %d %s", code, errs)
+	}
+	if code, _, errs := runCLI("sim", "--trace", bad, "--nodes", "1", "--gpus-per-node", "1", "--policy", "lifo"); code != 2 ||
+		!strings.Contains(errs, "not one of") {
+		t.Errorf("bad policy: %d %s", code, errs)
+	}
+	if code, _, _ := runCLI("sim", "--trace", bad); code != 2 {
+		t.Errorf("no cluster: %d", code)
+	}
+	if code, _, errs := runCLI("sim", "gen", "--jobs", "10", "--nodes", "1", "--gpus-per-node", "1", "--load", "0", "-o", filepath.Join(dir, "x.csv")); code != 2 ||
+		!strings.Contains(errs, "--load") {
+		t.Errorf("gen load 0: %d %s", code, errs)
+	}
+}

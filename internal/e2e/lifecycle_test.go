@@ -1,0 +1,285 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// TestProgressIsShown: the stand-in writes progress.json into its attempt folder each step, as verl's file logger
+// would be adapted to; mvp shows it on the task and in the list while it runs, and its last word once it ended.
+func TestProgressIsShown(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	task := s.submit(spec("ppo", 1, 1, 8))
+	waitFor(t, 90*time.Second, "progress on the running task", func() (bool, string) {
+		got := s.get(task.ID)
+		if got.Progress == nil || got.Progress.Step == nil {
+			return false, string(got.State)
+		}
+		return got.State == mvp.StateRunning && *got.Progress.Step >= 1, fmt.Sprintf("%s step %d", got.State, *got.Progress.Step)
+	})
+	page, _, err := s.c.List(ctxT(t), "", "", 10, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Tasks) != 1 || page.Tasks[0].Progress == nil || page.Tasks[0].Progress.AttemptNo != 1 {
+		t.Errorf("the list does not show the progress: %+v", page.Tasks)
+	}
+	done := s.waitState(task.ID, mvp.StateSucceeded, 90*time.Second)
+	p := done.Progress
+	if p == nil || p.PercentComplete == nil || *p.PercentComplete != 100 || p.Name != "done" || p.Metrics["loss"] <= 0 {
+		t.Errorf("final progress %+v", p)
+	}
+	if got := readFile(t, s.sharedRoot+"/jobs/"+task.ID+"/attempts/a01/metrics.jsonl"); !strings.Contains(got, `"step": 1`) {
+		t.Errorf("metrics.jsonl: %q", got)
+	}
+}
+
+// TestHeartbeatLostIsRetriedThenFails: a run that stops writing progress for heartbeat_timeout_s is stopped by mvp
+// through Ray (HEARTBEAT_LOST), retried like an INFRA failure, and the task fails when max_infra_retries is used up.
+func TestHeartbeatLostIsRetriedThenFails(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{schedExtra: ", max_infra_retries: 1, runtime_grace_s: 2"})
+	task := s.submit(spec("ppo", 1, 1, 300, "mvp_test.stall_after=2") + "heartbeat_timeout_s: 8\n")
+	done := s.waitState(task.ID, mvp.StateFailed, 4*time.Minute)
+	if len(done.Attempts) != 2 {
+		t.Fatalf("%d attempts, want 2 (one retry, max_infra_retries: 1)", len(done.Attempts))
+	}
+	for _, a := range done.Attempts {
+		if a.FailureKind != mvp.FailureHeartbeatLost || a.RayStatus != mvp.RayStopped {
+			t.Errorf("attempt %d: %s %s %q", a.No, a.FailureKind, a.RayStatus, a.Message)
+		}
+	}
+	if !strings.Contains(done.ErrorSummary, "HEARTBEAT_LOST") || !strings.Contains(done.ErrorSummary, "max_infra_retries") {
+		t.Errorf("summary %q", done.ErrorSummary)
+	}
+	lost := 0
+	for _, e := range s.events(task.ID) {
+		if e.Type == mvp.EventHeartbeatLost {
+			lost++
+		}
+	}
+	if lost != 2 {
+		t.Errorf("%d HEARTBEAT_LOST events, want 2", lost)
+	}
+	if done.Progress == nil || *done.Progress.Step != 2 || done.Progress.AttemptNo != 2 {
+		t.Errorf("the last progress before the stall: %+v", done.Progress)
+	}
+}
+
+// TestResultsServed: the stand-in writes its results into MVP_RESULTS_DIR (results/a01/); mvp lists and serves
+// them (ranges, content type), the CLI fetches one, and nothing outside the results folder is ever served.
+func TestResultsServed(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	task := s.submit(spec("sft", 1, 1, 1))
+	s.waitState(task.ID, mvp.StateSucceeded, 90*time.Second)
+	resultsDir := filepath.Join(s.sharedRoot, "jobs", task.ID, "results")
+	// Something hostile beside the results: a link to the task's own spec and one to a file outside.
+	if err := os.Symlink(filepath.Join(s.sharedRoot, "jobs", task.ID, "spec.json"), filepath.Join(resultsDir, "a01", "spec-link")); err != nil {
+		t.Fatal(err)
+	}
+	l, _, err := s.c.Results(ctxT(t), task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range l.Files {
+		paths = append(paths, fmt.Sprintf("%s:%d:%d", f.Path, f.AttemptNo, f.Size))
+	}
+	if got, want := strings.Join(paths, " "), "a01/model/weights.bin:1:1024 a01/summary.json:1:"; !strings.HasPrefix(got, want) {
+		t.Errorf("listed %q, want %q…", got, want)
+	}
+	get := func(path string, hdr map[string]string) (*http.Response, string) {
+		req, _ := http.NewRequest("GET", s.c.Addr+"/api/v2/tasks/"+task.ID+"/results/"+path, nil)
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	resp, body := get("a01/summary.json", nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(body, `"workload": "sft"`) {
+		t.Errorf("summary: %d %s %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	resp, body = get("a01/model/weights.bin", map[string]string{"Range": "bytes=256-259"})
+	if resp.StatusCode != 206 || body != "\x00\x01\x02\x03" {
+		t.Errorf("range: %d %q", resp.StatusCode, body)
+	}
+	for _, p := range []string{"a01/spec-link", "..%2Fspec.json", "%2e%2e/spec.json", "a01%2F..%2F..%2Fspec.json", "%2Fetc%2Fpasswd"} {
+		if resp, body := get(p, nil); resp.StatusCode < 300 || strings.Contains(body, "model_path") {
+			t.Errorf("%s: served (%d) %.80q", p, resp.StatusCode, body)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "summary.json")
+	if stdout, stderr, code := s.cli("results", task.ID, "--get", "a01/summary.json", "-o", out); code != 0 {
+		t.Fatalf("mvp results --get: %d %s %s", code, stdout, stderr)
+	}
+	if got := readFile(t, out); !strings.Contains(got, `"steps"`) {
+		t.Errorf("fetched %q", got)
+	}
+	if stdout, _, code := s.cli("results", task.ID); code != 0 || !strings.Contains(stdout, "a01/model/weights.bin") {
+		t.Errorf("mvp results: %d %s", code, stdout)
+	}
+}
+
+// TestDependencies: after_ok waits for its dependency to succeed (reason "dependency: …" meanwhile) and starts only
+// after it ended; an after_ok dependency that fails cancels its dependent with the reason; after_any starts after
+// the failure; an unknown dependency is refused at submit.
+func TestDependencies(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	a := s.submit(spec("ppo", 1, 1, 4))
+	b := s.submit(spec("ppo", 1, 1, 1) + "after_ok: [" + a.ID + "]\n")
+	if got := s.get(b.ID); got.State.Active() || got.LatestAttemptNo != 0 {
+		t.Fatalf("b started at once: %s", got.State)
+	}
+	waitFor(t, 30*time.Second, "b to wait for a", func() (bool, string) {
+		got := s.get(b.ID)
+		return strings.HasPrefix(got.PendingReason, "dependency: waiting for "+a.ID), got.PendingReason
+	})
+	d := s.submit(spec("ppo", 1, 1, 1, "mvp_test.exit_code=1"))
+	e := s.submit(spec("ppo", 1, 1, 1) + "after_ok: [" + d.ID + "]\n")
+	f := s.submit(spec("ppo", 1, 1, 1) + "after_any: [" + d.ID + "]\n")
+
+	doneA := s.waitState(a.ID, mvp.StateSucceeded, 90*time.Second)
+	doneB := s.waitState(b.ID, mvp.StateSucceeded, 90*time.Second)
+	if aEnd, bStart := doneA.Attempts[0].EndTime, doneB.Attempts[0].StartTime; aEnd == nil || bStart == nil || bStart.Before(*aEnd) {
+		t.Errorf("b started at %v, before a ended at %v", bStart, aEnd)
+	}
+	s.waitState(d.ID, mvp.StateFailed, 90*time.Second)
+	canceled := s.waitState(e.ID, mvp.StateCanceled, 60*time.Second)
+	if len(canceled.Attempts) != 0 || !strings.Contains(canceled.ErrorSummary, d.ID) || !strings.Contains(canceled.ErrorSummary, "FAILED") {
+		t.Errorf("e: %d attempts, summary %q", len(canceled.Attempts), canceled.ErrorSummary)
+	}
+	s.waitState(f.ID, mvp.StateSucceeded, 90*time.Second)
+
+	_, err := s.c.Submit(ctxT(t), []byte(spec("ppo", 1, 1, 1)+"after_ok: [mvp2-ppo-20251223-143201-ffff]\n"), false)
+	if err == nil || !strings.Contains(err.Error(), "after_ok[0]") || !strings.Contains(err.Error(), "HTTP 400") {
+		t.Errorf("unknown dependency: %v", err)
+	}
+}
+
+// TestResubmitResume: a run that saved checkpoints and failed is resubmitted with --resume and a fixed override:
+// the new task is linked both ways, verl is pointed at the origin's checkpoint folder with
+// trainer.resume_mode=auto, and the stand-in reports the step it resumed from. A plain resubmit from the CLI makes
+// a new task from the stored spec.
+func TestResubmitResume(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	origin := s.submit(spec("ppo", 1, 1, 3, "trainer.save_freq=1", "mvp_test.exit_code=1"))
+	s.waitState(origin.ID, mvp.StateFailed, 90*time.Second)
+	latest := strings.TrimSpace(readFile(t, filepath.Join(s.sharedRoot, "jobs", origin.ID, "checkpoints", "latest_checkpointed_iteration.txt")))
+	if latest == "" || latest == "0" {
+		t.Fatalf("the origin saved no checkpoint: %q", latest)
+	}
+	resumed, _, err := s.c.Resubmit(ctxT(t), origin.ID, api.ResubmitRequest{Set: []string{"overrides=mvp_test.exit_code=0"}, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.OriginID != origin.ID || resumed.ResumeFrom != origin.ID {
+		t.Errorf("links: origin %q resume_from %q", resumed.OriginID, resumed.ResumeFrom)
+	}
+	done := s.waitState(resumed.ID, mvp.StateSucceeded, 90*time.Second)
+	if log := s.logs(resumed.ID, 1); !strings.Contains(log, "verl-standin: resumed from step "+latest) {
+		t.Errorf("the resumed run does not say it resumed from step %s:\n%s", latest, tail(log, 20))
+	}
+	if p := done.Progress; p == nil || fmt.Sprint(p.Metrics["resumed_from_step"]) != latest {
+		t.Errorf("progress %+v, want resumed_from_step %s", p, latest)
+	}
+	if got := s.get(origin.ID); len(got.Resubmits) != 1 || got.Resubmits[0] != resumed.ID {
+		t.Errorf("the origin's resubmits: %v", got.Resubmits)
+	}
+	stdout, stderr, code := s.cli("resubmit", origin.ID, "-e", "name=plain")
+	if code != 0 || !strings.Contains(stdout, "(resubmitted from "+origin.ID+")") {
+		t.Fatalf("mvp resubmit: %d %s %s", code, stdout, stderr)
+	}
+	plain := s.get(strings.Fields(stdout)[0])
+	if plain.Name != "plain" || plain.ResumeFrom != "" || plain.OriginID != origin.ID {
+		t.Errorf("plain resubmit: %+v", plain)
+	}
+	if _, _, err := s.c.Cancel(ctxT(t), plain.ID); err != nil {
+		t.Errorf("cancel: %v", err)
+	}
+}
+
+// TestSecretsReachOnlyTheJob: a stored secret reaches the job's environment (the stand-in dumps it) and nothing
+// else: not the task folder, not the events, not mvp's log; a rotated secret reaches the next submission; a
+// secret deleted while a task that needs it waits makes that task fail at submit, naming the secret.
+func TestSecretsReachOnlyTheJob(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{env: []string{"MVP_SECRETS_KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"}})
+	v1, v2 := uniq("wandb-first"), uniq("wandb-second")
+	if _, _, err := s.c.PutSecret(ctxT(t), "wandb", v1); err != nil {
+		t.Fatal(err)
+	}
+	run := func(want string) *mvp.Task {
+		t.Helper()
+		dump := filepath.Join(t.TempDir(), "args.json")
+		task := s.submit(spec("ppo", 1, 1, 1, "mvp_test.dump_args="+dump) + "secrets: {WANDB_API_KEY: wandb}\n")
+		s.waitState(task.ID, mvp.StateSucceeded, 90*time.Second)
+		if got := readFile(t, dump); !strings.Contains(got, `"WANDB_API_KEY": "`+want+`"`) {
+			t.Errorf("the job's environment lacks the secret's value %q:\n%s", want, got)
+		}
+		return task
+	}
+	a := run(v1)
+	if _, _, err := s.c.PutSecret(ctxT(t), "wandb", v2); err != nil {
+		t.Fatal(err)
+	}
+	b := run(v2)
+
+	first := s.submit(spec("ppo", 1, 1, 4))
+	waiting := s.submit(spec("ppo", 1, 1, 1) + "after_ok: [" + first.ID + "]\nsecrets: {WANDB_API_KEY: wandb}\n")
+	if err := s.c.DeleteSecret(ctxT(t), "wandb"); err != nil {
+		t.Fatal(err)
+	}
+	s.waitState(first.ID, mvp.StateSucceeded, 90*time.Second)
+	failed := s.waitState(waiting.ID, mvp.StateFailed, 60*time.Second)
+	if !strings.Contains(failed.ErrorSummary, "wandb") || !strings.Contains(failed.ErrorSummary, "do not exist") {
+		t.Errorf("summary %q", failed.ErrorSummary)
+	}
+	l, _, err := s.c.Secrets(ctxT(t))
+	if err != nil || len(l.Secrets) != 0 {
+		t.Errorf("secrets after the delete: %+v %v", l, err)
+	}
+
+	leaks := func(where, text string) {
+		if strings.Contains(text, v1) || strings.Contains(text, v2) {
+			t.Errorf("%s holds a secret value", where)
+		}
+	}
+	_ = filepath.WalkDir(s.sharedRoot, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			leaks(p, string(b))
+		}
+		return nil
+	})
+	for _, id := range []string{a.ID, b.ID, waiting.ID} {
+		for _, e := range s.events(id) {
+			leaks("event "+e.Type+" of "+id, string(e.Payload))
+		}
+		raw, _ := json.Marshal(s.get(id))
+		leaks("the task "+id, string(raw))
+	}
+	leaks("mvp's log", readFile(t, s.logPath))
+}

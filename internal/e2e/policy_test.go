@@ -1,0 +1,104 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
+)
+
+// backfillScene runs R (1×4, declared 60 s) on one worker, then queues B (2×4: the whole cluster, so it waits for R
+// with a reservation at R's declared end) and S (1×2, declared 15 s: it fits on the other worker now and ends
+// before B's reservation). It returns the three tasks' ids and the queue's picture while B and S waited.
+func backfillScene(t *testing.T, s *service) (r, b, sm string, q *scheduler.QueueView) {
+	t.Helper()
+	r = s.submit(spec("ppo", 1, 4, 25) + "max_runtime_s: 60\n").ID
+	s.waitState(r, mvp.StateRunning, 90*time.Second)
+	b = s.submit(spec("ppo", 2, 4, 1) + "max_runtime_s: 60\n").ID
+	s.waitState(b, mvp.StatePendingResources, 30*time.Second)
+	sm = s.submit(spec("ppo", 1, 2, 1) + "max_runtime_s: 15\n").ID
+	waitFor(t, 30*time.Second, "the queue's picture with B waiting", func() (bool, string) {
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		q = v
+		for _, e := range v.Queue {
+			if e.TaskID == b {
+				return true, ""
+			}
+		}
+		return false, "B not in the queue yet"
+	})
+	return r, b, sm, q
+}
+
+func startOf(task *mvp.Task) time.Time {
+	for _, a := range task.Attempts {
+		if a.No == 1 {
+			return a.CreatedAt
+		}
+	}
+	return time.Time{}
+}
+
+// TestBackfillRunsASmallTaskBehindABlockedGang (issue 13): under the default policy a small task behind a blocked
+// whole-cluster gang runs at once, without delaying the gang past its reservation; the queue endpoint and `mvp list`
+// show positions, reasons and estimated starts.
+func TestBackfillRunsASmallTaskBehindABlockedGang(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	r, b, sm, q := backfillScene(t, s)
+	if q.Policy != scheduler.DefaultPolicy || len(q.Reservations) == 0 || q.Reservations[0].TaskID != b ||
+		q.Reservations[0].Start == nil {
+		t.Fatalf("queue view while B waits: %+v", q)
+	}
+	reserved := *q.Reservations[0].Start
+	var eb *scheduler.QueueEntry
+	for i := range q.Queue {
+		if q.Queue[i].TaskID == b {
+			eb = &q.Queue[i]
+		}
+	}
+	if eb == nil || eb.Position < 1 || eb.Code != scheduler.CodeGPUsBusy || eb.Reason == "" || eb.EstStart == nil {
+		t.Errorf("B's entry: %+v", eb)
+	}
+	// mvp list shows B's position, code and estimate.
+	out, errOut, code := s.cli("list", "--state", "PENDING_RESOURCES")
+	if code != 0 || !strings.Contains(out, b) || !strings.Contains(out, fmt.Sprintf("#%d gpus_busy", eb.Position)) ||
+		!strings.Contains(out, "EST START") {
+		t.Errorf("mvp list (exit %d): %s %s", code, out, errOut)
+	}
+	// S is backfilled at once, while B still waits for R.
+	s.waitState(sm, mvp.StateSucceeded, 60*time.Second)
+	if got := s.get(b); got.LatestAttemptNo != 0 {
+		t.Errorf("B started before R ended: %s", got.State)
+	}
+	done := s.waitState(b, mvp.StateSucceeded, 180*time.Second)
+	if start := startOf(done); start.After(reserved.Add(10 * time.Second)) {
+		t.Errorf("B started at %s, after its reservation at %s", start.Format(time.RFC3339), reserved.Format(time.RFC3339))
+	}
+	s.waitState(r, mvp.StateSucceeded, 60*time.Second)
+}
+
+// TestFIFOKeepsTheSmallTaskBehind (issue 13): under fifo the same small task waits until the gang ahead of it has
+// started.
+func TestFIFOKeepsTheSmallTaskBehind(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{schedExtra: ", policy: fifo"})
+	_, b, sm, q := backfillScene(t, s)
+	if q.Policy != scheduler.PolicyFIFO {
+		t.Errorf("policy %q", q.Policy)
+	}
+	small := s.waitState(sm, mvp.StateSucceeded, 180*time.Second)
+	big := s.get(b)
+	if big.LatestAttemptNo == 0 || startOf(small).Before(startOf(big)) {
+		t.Errorf("under fifo the small task started at %s, before the gang ahead of it (%s)",
+			startOf(small).Format(time.RFC3339), startOf(big).Format(time.RFC3339))
+	}
+}

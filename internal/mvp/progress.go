@@ -1,0 +1,97 @@
+package mvp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+)
+
+// ProgressFile is the name of the file a workload may write into its attempt folder to say how far it is
+// (MVP_PROGRESS_FILE in the job's environment points at it).
+const ProgressFile = "progress.json"
+
+// Bounds of a progress file: mvp reads at most MaxProgressBytes of it; a larger or malformed file is ignored with
+// a PROGRESS_INVALID event.
+const (
+	MaxProgressBytes   = 16 << 10
+	maxProgressMetrics = 64
+	maxProgressName    = 200
+)
+
+// Progress is what a running workload last said of how far it is, as read from its attempt's progress.json.
+type Progress struct {
+	// AttemptNo is the attempt that wrote it.
+	AttemptNo int `json:"attempt_no"`
+	// UpdatedAt is the file's modification time: the workload's last heartbeat.
+	UpdatedAt       time.Time          `json:"updated_at"`
+	PercentComplete *float64           `json:"percent_complete,omitempty"`
+	Step            *int64             `json:"step,omitempty"`
+	TotalSteps      *int64             `json:"total_steps,omitempty"`
+	Name            string             `json:"name,omitempty"`
+	Metrics         map[string]float64 `json:"metrics,omitempty"`
+}
+
+// ParseProgress reads a progress file's content: one JSON object with optional percent_complete (0..100), step
+// and total_steps (≥ 0), name (a string) and metrics (names to finite numbers); other keys are ignored. The
+// error says what is wrong, for the PROGRESS_INVALID event.
+func ParseProgress(b []byte) (*Progress, error) {
+	if len(b) > MaxProgressBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", ProgressFile, MaxProgressBytes)
+	}
+	if !utf8.Valid(b) {
+		return nil, fmt.Errorf("%s is not valid UTF-8", ProgressFile)
+	}
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return nil, fmt.Errorf("%s must hold one JSON object ({\"step\": 10, …})", ProgressFile)
+	}
+	var raw struct {
+		PercentComplete *float64       `json:"percent_complete"`
+		Step            *int64         `json:"step"`
+		TotalSteps      *int64         `json:"total_steps"`
+		Name            *string        `json:"name"`
+		Metrics         map[string]any `json:"metrics"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("%s is not a JSON object of the expected fields: %v", ProgressFile, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s holds more than one JSON value", ProgressFile)
+	}
+	p := &Progress{PercentComplete: raw.PercentComplete, Step: raw.Step, TotalSteps: raw.TotalSteps}
+	if v := p.PercentComplete; v != nil && (math.IsNaN(*v) || *v < 0 || *v > 100) {
+		return nil, fmt.Errorf("percent_complete must be from 0 to 100, got %g", *v)
+	}
+	if p.Step != nil && *p.Step < 0 {
+		return nil, fmt.Errorf("step must be ≥ 0, got %d", *p.Step)
+	}
+	if p.TotalSteps != nil && *p.TotalSteps < 0 {
+		return nil, fmt.Errorf("total_steps must be ≥ 0, got %d", *p.TotalSteps)
+	}
+	if raw.Name != nil {
+		if len(*raw.Name) > maxProgressName {
+			return nil, fmt.Errorf("name is longer than %d bytes", maxProgressName)
+		}
+		p.Name = *raw.Name
+	}
+	if len(raw.Metrics) > maxProgressMetrics {
+		return nil, fmt.Errorf("metrics has %d entries; at most %d", len(raw.Metrics), maxProgressMetrics)
+	}
+	for k, v := range raw.Metrics {
+		f, ok := v.(float64)
+		if !ok || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("metrics.%.40s must be a number", k)
+		}
+		if len(k) > maxProgressName {
+			return nil, fmt.Errorf("a metric name is longer than %d bytes", maxProgressName)
+		}
+		if p.Metrics == nil {
+			p.Metrics = make(map[string]float64, len(raw.Metrics))
+		}
+		p.Metrics[k] = f
+	}
+	return p, nil
+}

@@ -1,0 +1,54 @@
+package mvp
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseProgress(t *testing.T) {
+	good, err := ParseProgress([]byte(`{"percent_complete": 42.5, "step": 17, "total_steps": 40, "name": "epoch 1",
+		"metrics": {"loss": 0.25, "reward": -1}, "extra": "ignored"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *good.PercentComplete != 42.5 || *good.Step != 17 || *good.TotalSteps != 40 || good.Name != "epoch 1" ||
+		good.Metrics["loss"] != 0.25 || good.Metrics["reward"] != -1 {
+		t.Errorf("parsed %+v", good)
+	}
+	if p, err := ParseProgress([]byte(`{}`)); err != nil || p.Step != nil || p.Metrics != nil {
+		t.Errorf("empty object: %+v %v", p, err)
+	}
+	for _, c := range []struct{ body, says string }{
+		{``, "one JSON object"},
+		{`null`, "one JSON object"},
+		{`[1]`, "one JSON object"},
+		{`{"step": `, "not a JSON object"},
+		{`{"step": 1} {"step": 2}`, "more than one"},
+		{`{"step": "ten"}`, "not a JSON object"},
+		{`{"step": 1.5}`, "not a JSON object"},
+		{`{"step": -1}`, "step must be ≥ 0"},
+		{`{"total_steps": -3}`, "total_steps"},
+		{`{"percent_complete": 101}`, "from 0 to 100"},
+		{`{"percent_complete": -0.5}`, "from 0 to 100"},
+		{`{"metrics": {"loss": "low"}}`, "metrics.loss must be a number"},
+		{`{"metrics": {"loss": null}}`, "must be a number"},
+		{`{"metrics": [1, 2]}`, "not a JSON object"},
+		{`{"name": "` + strings.Repeat("n", 201) + `"}`, "name is longer"},
+		{"{\"name\": \"\xff\"}", "UTF-8"},
+		{`{"name": "` + strings.Repeat("x", MaxProgressBytes) + `"}`, "larger than"},
+	} {
+		if _, err := ParseProgress([]byte(c.body)); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%.60q: error %v, want one saying %q", c.body, err, c.says)
+		}
+	}
+	many := `{"metrics": {`
+	for i := 0; i <= maxProgressMetrics; i++ {
+		if i > 0 {
+			many += ","
+		}
+		many += `"m` + strings.Repeat("x", i) + `": 1`
+	}
+	if _, err := ParseProgress([]byte(many + `}}`)); err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Errorf("too many metrics: %v", err)
+	}
+}

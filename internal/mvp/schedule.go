@@ -1,0 +1,88 @@
+package mvp
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Overlap says what a recurring schedule does when a run is due while the task of its previous run is still live.
+type Overlap string
+
+// The overlap policies.
+const (
+	// OverlapSkip makes no new task while the previous one is not terminal (the run is recorded as skipped).
+	OverlapSkip Overlap = "skip"
+	// OverlapQueue submits the new task anyway; both wait in the queue as any two tasks do.
+	OverlapQueue Overlap = "queue"
+	// OverlapReplace cancels the previous task when it is still live, then submits the new one.
+	OverlapReplace Overlap = "replace"
+)
+
+// Overlaps lists the overlap policies.
+var Overlaps = []Overlap{OverlapSkip, OverlapQueue, OverlapReplace}
+
+// Valid reports whether o is one of the overlap policies.
+func (o Overlap) Valid() bool { return o == OverlapSkip || o == OverlapQueue || o == OverlapReplace }
+
+// Schedule is a recurring task: a jobspec submitted on a cron schedule. Its name is its identity.
+type Schedule struct {
+	Name     string  `json:"name"`
+	Cron     string  `json:"cron"`
+	Timezone string  `json:"timezone"`
+	Overlap  Overlap `json:"overlap"`
+	// JobSpec is the jobspec (a JSON object) each run submits; it is validated as a submission when the schedule
+	// is made and again at every run.
+	JobSpec   json.RawMessage `json:"jobspec"`
+	Paused    bool            `json:"paused"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	// LastFireAt is the scheduled time of the last run considered (whether it made a task or was skipped); a new
+	// schedule, and one resumed, starts from the time it was made or resumed.
+	LastFireAt time.Time `json:"last_fire_at"`
+	// LastTaskID is the task the last run that submitted made ("" before the first).
+	LastTaskID string `json:"last_task_id"`
+	// LastOutcome says in words what the last run did ("submitted …", "skipped: …").
+	LastOutcome string `json:"last_outcome"`
+	// Missed counts scheduled times that passed while mvp was not running and were not run (see the catch-up
+	// rule in specs/api.md).
+	Missed int `json:"missed"`
+	// NextRunAt is shown, not stored: the next scheduled time, nil while paused.
+	NextRunAt *time.Time `json:"next_run_at"`
+	// TaskIDs is shown on GET of one schedule: the tasks it made, newest first.
+	TaskIDs []string `json:"task_ids,omitempty"`
+}
+
+// ScheduleRun is one due run of a schedule, written in one transaction: the schedule's record of the run
+// (compare-and-set on its LastFireAt) and, when it submits, the new QUEUED task linked to the schedule.
+type ScheduleRun struct {
+	Name string
+	// PrevFireAt must equal the schedule's stored LastFireAt, or the store returns ErrConflict and writes nothing.
+	PrevFireAt time.Time
+	// FireAt is the scheduled time this run stands for.
+	FireAt time.Time
+	// Missed is added to the schedule's count of missed runs.
+	Missed  int
+	Outcome string
+	// Task, when set, is inserted as a QUEUED task (with its CREATED event) and linked to the schedule.
+	Task *Task
+}
+
+// ScheduleStore keeps recurring schedules and the links from a schedule to the tasks it made.
+type ScheduleStore interface {
+	// CreateSchedule inserts a schedule; a name in use is ErrConflict.
+	CreateSchedule(ctx context.Context, s *Schedule) error
+	// GetSchedule returns a schedule, or ErrNotFound.
+	GetSchedule(ctx context.Context, name string) (*Schedule, error)
+	// ListSchedules returns every schedule by name.
+	ListSchedules(ctx context.Context) ([]*Schedule, error)
+	// SetSchedulePaused pauses or resumes a schedule. Resuming sets LastFireAt to at, so runs that fell due while
+	// it was paused are not made up.
+	SetSchedulePaused(ctx context.Context, name string, paused bool, at time.Time) error
+	// DeleteSchedule removes a schedule and its links (the tasks it made stay).
+	DeleteSchedule(ctx context.Context, name string) error
+	// RecordScheduleRun writes one run (see ScheduleRun).
+	RecordScheduleRun(ctx context.Context, r ScheduleRun) error
+	// ScheduleTasks returns the ids of the tasks a schedule made, newest first, at most limit.
+	ScheduleTasks(ctx context.Context, name string, limit int) ([]string, error)
+}

@@ -1,0 +1,106 @@
+package ray
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// pythonWithoutRay returns a Python that cannot import ray: the system python3 run isolated (-I: no user site, no
+// PYTHONPATH), through a wrapper script, as a v2.ray.python pointing at the wrong interpreter would be.
+func pythonWithoutRay(t *testing.T) string {
+	sys, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	if exec.Command(sys, "-I", "-c", "import ray").Run() == nil {
+		t.Skipf("%s -I can import ray", sys)
+	}
+	w := filepath.Join(t.TempDir(), "python-without-ray")
+	if err := os.WriteFile(w, []byte("#!/bin/sh\nexec "+sys+" -I \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestProbeSaysWhyItCannotStart(t *testing.T) {
+	noRay := pythonWithoutRay(t)
+	missing := filepath.Join(t.TempDir(), "no-python3")
+	for _, tc := range []struct {
+		name           string
+		python, script string
+		env            []string
+		want           []string
+	}{
+		{"python without ray", noRay, "../../py-entrypoints/mvp_probe.py", nil, []string{
+			"the live probe could not start: " + noRay + " (v2.ray.python) cannot import ray " +
+				"(ModuleNotFoundError: No module named 'ray'); set v2.ray.python to the Python that has Ray"}},
+		{"no such python", missing, "testdata/fakeprobe.py", nil, []string{
+			"the live probe could not start: " + missing + " (v2.ray.python) cannot be run (",
+			"; set v2.ray.python to the Python that has Ray"}},
+		{"no such script", python(t), "testdata/no-such-probe.py", nil, []string{
+			"the live probe could not start: the probe script testdata/no-such-probe.py (v2.ray.probe_script) cannot be opened (",
+			"No such file or directory", "set v2.ray.probe_script to mvp's py-entrypoints/mvp_probe.py"}},
+		{"GCS unreachable", python(t), "testdata/fakeprobe.py", []string{"FAKE_PROBE_NO_GCS=1"}, []string{
+			"the live probe could not start: it cannot connect to the GCS at 127.0.0.1:1 (v2.ray.gcs_address): " +
+				"RuntimeError: Failed to connect to GCS at 127.0.0.1:1; set v2.ray.gcs_address"}},
+		{"other exit", python(t), "testdata/fakeprobe.py", []string{"FAKE_PROBE_EXIT=3"}, []string{
+			"the live probe could not start: it exited (exit status 3) before it was ready: fakeprobe: something else went wrong; check v2.ray.python"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			p := NewProbe(ProbeOptions{Python: tc.python, Script: tc.script, Address: "127.0.0.1:1", Env: tc.env,
+				ReadTimeout: 10 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			defer p.Close()
+			_, err := p.ReadCluster(context.Background())
+			t.Log(err)
+			var se *StartError
+			if !errors.As(err, &se) || !errors.Is(err, mvp.ErrRayUnavailable) {
+				t.Fatalf("want a StartError that is ErrRayUnavailable, got %T %v", err, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n  %s\nlacks\n  %s", err, w)
+				}
+			}
+			// While it backs off, and on the next tries, the cause stays the same and is logged once.
+			for i := 0; i < 3; i++ {
+				if _, err2 := p.ReadCluster(context.Background()); err2 == nil || err2.Error() != err.Error() {
+					t.Errorf("reading %d: %v, want the same cause", i+2, err2)
+				}
+			}
+			if n := strings.Count(logs.String(), "level=WARN"); n != 1 || !strings.Contains(logs.String(), "could not start") {
+				t.Errorf("want the cause logged once at warn, got %d warnings:\n%s", n, logs.String())
+			}
+		})
+	}
+}
+
+func TestFallbackViewSaysWhyTheProbeFailed(t *testing.T) {
+	p := NewProbe(ProbeOptions{Python: pythonWithoutRay(t), Script: "../../py-entrypoints/mvp_probe.py", Address: "x",
+		Fallback: func(context.Context) (*mvp.ClusterView, error) { return &mvp.ClusterView{Source: "dashboard"}, nil }})
+	defer p.Close()
+	v, err := p.ReadCluster(context.Background())
+	if err != nil || v.Source != "dashboard" || !strings.Contains(v.ProbeError, "cannot import ray") ||
+		!strings.Contains(v.ProbeError, "v2.ray.python") {
+		t.Errorf("fallback view %+v, %v", v, err)
+	}
+}
+
+func TestLiveViewHasNoProbeError(t *testing.T) {
+	p := NewProbe(ProbeOptions{Python: python(t), Script: "testdata/fakeprobe.py", Address: "x"})
+	defer p.Close()
+	v, err := p.ReadCluster(context.Background())
+	if err != nil || v.Source != "probe" || v.ProbeError != "" {
+		t.Errorf("live view %+v, %v", v, err)
+	}
+}

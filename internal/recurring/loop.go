@@ -1,0 +1,163 @@
+package recurring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// Loop applies Due to every schedule once per Every (and at once after Wake): it cancels the previous task when
+// the overlap policy says so, then records the run and its new task in one transaction.
+type Loop struct {
+	Tasks     mvp.Store
+	Schedules mvp.ScheduleStore
+	// Prepare validates a jobspec and returns the task it describes (the service's workload.Prepare).
+	Prepare func(body []byte) (*mvp.Task, error)
+	// NewID makes a task id (api.NewTaskID); try counts collisions.
+	NewID func(w mvp.Workload, now time.Time, try int) string
+	// Cancel cancels a live task as the API does (api.Server.Cancel).
+	Cancel func(ctx context.Context, taskID, by string) error
+	// Submitted is called after a run made a task (the scheduler's Wake); may be nil.
+	Submitted func()
+	Clock     mvp.Clock
+	Logger    *slog.Logger
+	// Every is the period of the loop (default 1 s).
+	Every time.Duration
+
+	wake chan struct{}
+}
+
+// Wake asks for a pass at once (after a schedule was made or resumed).
+func (l *Loop) Wake() {
+	l.init()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *Loop) init() {
+	if l.wake == nil {
+		l.wake = make(chan struct{}, 1)
+	}
+}
+
+// Run makes passes until ctx ends.
+func (l *Loop) Run(ctx context.Context) error {
+	l.init()
+	every := l.Every
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := l.Pass(ctx); err != nil && ctx.Err() == nil {
+			l.Logger.Warn("schedules pass", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-l.wake:
+		}
+	}
+}
+
+// Pass looks at every schedule once and applies what Due decides. A schedule that fails is logged and the others
+// go on; the first error is returned.
+func (l *Loop) Pass(ctx context.Context) error {
+	list, err := l.Schedules.ListSchedules(ctx)
+	if err != nil {
+		return fmt.Errorf("list schedules: %w", err)
+	}
+	var first error
+	for _, s := range list {
+		if err := l.one(ctx, s); err != nil {
+			l.Logger.Warn("schedule run", "schedule", s.Name, "err", err)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
+	if s.Paused {
+		return nil
+	}
+	c, err := Parse(s.Cron, s.Timezone)
+	if err != nil {
+		return fmt.Errorf("schedule %s: %w", s.Name, err)
+	}
+	var prev *mvp.Task
+	if s.LastTaskID != "" {
+		prev, err = l.Tasks.GetTask(ctx, s.LastTaskID)
+		if errors.Is(err, mvp.ErrNotFound) {
+			prev, err = nil, nil
+		}
+		if err != nil {
+			return fmt.Errorf("schedule %s: previous task: %w", s.Name, err)
+		}
+	}
+	now := l.Clock.Now().UTC()
+	d := Due(Input{Now: now, Schedule: s, Cron: c, Previous: prev})
+	if !d.Run {
+		return nil
+	}
+	run := mvp.ScheduleRun{Name: s.Name, PrevFireAt: s.LastFireAt, FireAt: d.FireAt, Missed: d.Missed, Outcome: d.Outcome}
+	if d.Cancel != "" {
+		if err := l.Cancel(ctx, d.Cancel, "schedule "+s.Name); err != nil && mvp.ErrorCode(err) != mvp.CodeConflict {
+			return fmt.Errorf("schedule %s: cancel previous task %s: %w", s.Name, d.Cancel, err)
+		}
+	}
+	if !d.Submit {
+		return l.record(ctx, run)
+	}
+	t, err := l.Prepare(s.JobSpec)
+	if err != nil {
+		run.Outcome = "not submitted: the jobspec is no longer valid: " + err.Error()
+		return l.record(ctx, run)
+	}
+	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
+	outcome := run.Outcome
+	for try := 0; ; try++ {
+		t.ID = l.NewID(t.Workload, now, try)
+		run.Task = t
+		run.Outcome = outcome + " " + t.ID
+		err = l.Schedules.RecordScheduleRun(ctx, run)
+		if !errors.Is(err, mvp.ErrConflict) || try >= 16 {
+			break
+		}
+		// A conflict is a task id in use, or the schedule changed under us (paused, deleted): read it again.
+		cur, gerr := l.Schedules.GetSchedule(ctx, s.Name)
+		if gerr != nil || cur.Paused || !cur.LastFireAt.Equal(s.LastFireAt) {
+			return nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	l.Logger.Info("schedule run", "schedule", s.Name, "task_id", t.ID, "fire_at", d.FireAt, "missed", d.Missed)
+	if l.Submitted != nil {
+		l.Submitted()
+	}
+	return nil
+}
+
+// record writes a run that made no task; a schedule changed meanwhile (paused, deleted) is not an error.
+func (l *Loop) record(ctx context.Context, run mvp.ScheduleRun) error {
+	err := l.Schedules.RecordScheduleRun(ctx, run)
+	if errors.Is(err, mvp.ErrConflict) || errors.Is(err, mvp.ErrNotFound) {
+		return nil
+	}
+	if err == nil {
+		l.Logger.Info("schedule run", "schedule", run.Name, "outcome", run.Outcome, "fire_at", run.FireAt)
+	}
+	return err
+}

@@ -1,0 +1,209 @@
+package recurring_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/recurring"
+	"github.com/mvp2/mvp/internal/sqlite"
+	"github.com/mvp2/mvp/internal/workload"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) set(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	c.t = t
+}
+
+const jobspecJSON = `{"workload":"ppo","nnodes":1,"n_gpus_per_node":1,"model_path":"/m","train_file":"/d/t.parquet","val_file":"/d/v.parquet"}`
+
+type harness struct {
+	db       *sqlite.DB
+	clock    *clock
+	loop     *recurring.Loop
+	canceled []string
+	woken    int
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	h := &harness{db: db, clock: &clock{}}
+	h.clock.set("2026-01-01T10:00:00Z")
+	n := 0
+	h.loop = &recurring.Loop{Tasks: db, Schedules: db, Clock: h.clock, Logger: slog.New(slog.DiscardHandler),
+		Prepare: func(b []byte) (*mvp.Task, error) {
+			return workload.Prepare(b, workload.Settings{SharedRoot: "/shared"})
+		},
+		NewID: func(w mvp.Workload, now time.Time, try int) string {
+			n++
+			return fmt.Sprintf("mvp2-%s-%s-%04x", w, now.UTC().Format("20060102-150405"), n)
+		},
+		Cancel: func(ctx context.Context, id, by string) error {
+			h.canceled = append(h.canceled, id)
+			return db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateQueued, To: mvp.StateCanceled, At: h.clock.Now(),
+				EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": by}})
+		},
+		Submitted: func() { h.woken++ }}
+	return h
+}
+
+func (h *harness) create(t *testing.T, name, cron string, overlap mvp.Overlap) {
+	t.Helper()
+	if err := h.db.CreateSchedule(context.Background(), &mvp.Schedule{Name: name, Cron: cron, Timezone: "UTC",
+		Overlap: overlap, JobSpec: []byte(jobspecJSON), CreatedAt: h.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *harness) pass(t *testing.T, at string) *mvp.Schedule {
+	t.Helper()
+	h.clock.set(at)
+	if err := h.loop.Pass(context.Background()); err != nil {
+		t.Fatalf("pass at %s: %v", at, err)
+	}
+	s, err := h.db.GetSchedule(context.Background(), "nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (h *harness) tasks(t *testing.T) []string {
+	t.Helper()
+	ids, err := h.db.ScheduleTasks(context.Background(), "nightly", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// TestLoopRunsOnScheduleWithOneCatchUp: runs happen when due, each makes one linked QUEUED task, and a long gap
+// (mvp down) gives one catch-up run, not one per missed time.
+func TestLoopRunsOnScheduleWithOneCatchUp(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "nightly", "0 * * * *", mvp.OverlapQueue)
+	if s := h.pass(t, "2026-01-01T10:59:59Z"); len(h.tasks(t)) != 0 || s.LastTaskID != "" {
+		t.Fatalf("a run before its time: %+v", s)
+	}
+	s := h.pass(t, "2026-01-01T11:00:01Z")
+	ids := h.tasks(t)
+	if len(ids) != 1 || s.LastTaskID != ids[0] || !s.LastFireAt.Equal(time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC)) || h.woken != 1 {
+		t.Fatalf("after the first run: tasks %v, schedule %+v, woken %d", ids, s, h.woken)
+	}
+	task, err := h.db.GetTask(context.Background(), ids[0])
+	if err != nil || task.State != mvp.StateQueued || task.Workload != mvp.WorkloadPPO {
+		t.Fatalf("the task made: %+v %v", task, err)
+	}
+	evs, _, err := h.db.Events(context.Background(), task.ID, "", 10)
+	if err != nil || len(evs) != 1 || !strings.Contains(string(evs[0].Payload), `"schedule":"nightly"`) {
+		t.Fatalf("CREATED event: %v %v", evs, err)
+	}
+	// A second pass in the same hour does nothing.
+	if h.pass(t, "2026-01-01T11:30:00Z"); len(h.tasks(t)) != 1 {
+		t.Fatalf("two runs in one hour: %v", h.tasks(t))
+	}
+	// mvp was down from 11:30 to 15:10: 12:00, 13:00, 14:00 and 15:00 passed. One catch-up run, three missed.
+	s = h.pass(t, "2026-01-01T15:10:00Z")
+	if got := len(h.tasks(t)); got != 2 || s.Missed != 3 || !s.LastFireAt.Equal(time.Date(2026, 1, 1, 15, 0, 0, 0, time.UTC)) ||
+		!strings.Contains(s.LastOutcome, "catch-up") {
+		t.Fatalf("after the gap: %d tasks, schedule %+v", got, s)
+	}
+}
+
+// TestLoopOverlap: skip makes no task while the previous one is live; replace cancels it first.
+func TestLoopOverlap(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "nightly", "@every 1m", mvp.OverlapSkip)
+	h.pass(t, "2026-01-01T10:01:00Z")
+	s := h.pass(t, "2026-01-01T10:02:00Z")
+	if ids := h.tasks(t); len(ids) != 1 || !strings.HasPrefix(s.LastOutcome, "skipped") {
+		t.Fatalf("skip: tasks %v, outcome %q", ids, s.LastOutcome)
+	}
+	if !s.LastFireAt.Equal(time.Date(2026, 1, 1, 10, 2, 0, 0, time.UTC)) {
+		t.Errorf("a skipped run is still recorded: last fire %s", s.LastFireAt)
+	}
+	first := h.tasks(t)[0]
+
+	// The same schedule with replace: the live task is canceled, a new one made.
+	if err := h.db.DeleteSchedule(context.Background(), "nightly"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.db.GetTask(context.Background(), first); err != nil {
+		t.Fatalf("deleting a schedule removed its task: %v", err)
+	}
+	h.create(t, "nightly", "@every 1m", mvp.OverlapReplace)
+	h.pass(t, "2026-01-01T10:03:00Z")
+	second := h.tasks(t)[0]
+	s = h.pass(t, "2026-01-01T10:04:00Z")
+	ids := h.tasks(t)
+	if len(ids) != 2 || len(h.canceled) != 1 || h.canceled[0] != second || s.LastTaskID != ids[0] {
+		t.Fatalf("replace: tasks %v, canceled %v, schedule %+v", ids, h.canceled, s)
+	}
+	if got, _ := h.db.GetTask(context.Background(), second); got.State != mvp.StateCanceled {
+		t.Errorf("the replaced task is %s", got.State)
+	}
+}
+
+// TestLoopPauseAndResume: a paused schedule makes nothing; on resume it starts from then (no make-up runs).
+func TestLoopPauseAndResume(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.create(t, "nightly", "@every 1m", mvp.OverlapQueue)
+	h.pass(t, "2026-01-01T10:01:00Z")
+	h.clock.set("2026-01-01T10:01:30Z")
+	if err := h.db.SetSchedulePaused(ctx, "nightly", true, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if h.pass(t, "2026-01-01T10:30:00Z"); len(h.tasks(t)) != 1 {
+		t.Fatalf("a paused schedule ran: %v", h.tasks(t))
+	}
+	if err := h.db.SetSchedulePaused(ctx, "nightly", false, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s := h.pass(t, "2026-01-01T10:30:30Z")
+	if len(h.tasks(t)) != 1 || s.Missed != 0 {
+		t.Fatalf("resume made up runs: %v, missed %d", h.tasks(t), s.Missed)
+	}
+	if h.pass(t, "2026-01-01T10:31:00Z"); len(h.tasks(t)) != 2 {
+		t.Fatalf("no run a period after resume: %v", h.tasks(t))
+	}
+	if err := h.db.SetSchedulePaused(ctx, "nope", true, h.clock.Now()); !errors.Is(err, mvp.ErrNotFound) {
+		t.Errorf("pause of an unknown schedule: %v", err)
+	}
+}
+
+// TestLoopJobspecNoLongerValid: a run whose jobspec fails today's checks makes no task and says why.
+func TestLoopJobspecNoLongerValid(t *testing.T) {
+	h := newHarness(t)
+	if err := h.db.CreateSchedule(context.Background(), &mvp.Schedule{Name: "nightly", Cron: "@every 1m", Timezone: "UTC",
+		Overlap: mvp.OverlapSkip, JobSpec: []byte(`{"workload":"ppo"}`), CreatedAt: h.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	s := h.pass(t, "2026-01-01T10:01:00Z")
+	if len(h.tasks(t)) != 0 || !strings.Contains(s.LastOutcome, "no longer valid") {
+		t.Fatalf("tasks %v, outcome %q", h.tasks(t), s.LastOutcome)
+	}
+}

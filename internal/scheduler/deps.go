@@ -1,0 +1,103 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// DependencyFailed ends a waiting task as CANCELED because one of its after_ok dependencies ended FAILED or
+// CANCELED: it can never run as asked.
+type DependencyFailed struct {
+	Task       *mvp.Task
+	Dependency string
+	Reason     string
+}
+
+func (DependencyFailed) action() {}
+
+// DependencyReasonPrefix starts the pending_reason of a task held by its dependencies.
+const DependencyReasonPrefix = "dependency: "
+
+// dependencies looks at the waiting tasks that name dependencies (after_ok, after_any) and returns the queue
+// without those that must not start yet, with their actions: a Wait naming what the task waits for, or a
+// DependencyFailed when an after_ok dependency ended FAILED or CANCELED. A held task does not hold the queue
+// behind it. A dependency whose state is not in s.Deps is waited for. A task past its max_queued_s is left in the
+// queue for expiries. Without any dependency in the queue, the queue is returned as it is.
+func dependencies(now time.Time, s Snapshot, out []Action) ([]*mvp.Task, []Action) {
+	first := -1
+	for i, t := range s.Queue {
+		if len(t.AfterOK)+len(t.AfterAny) > 0 {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return s.Queue, out
+	}
+	queue := make([]*mvp.Task, first, len(s.Queue))
+	copy(queue, s.Queue[:first])
+	for _, t := range s.Queue[first:] {
+		if len(t.AfterOK)+len(t.AfterAny) == 0 || expired(now, t) {
+			queue = append(queue, t)
+			continue
+		}
+		failed, waiting := judgeDeps(t, s.Deps)
+		switch {
+		case failed != "":
+			out = append(out, DependencyFailed{Task: t, Dependency: failed, Reason: fmt.Sprintf(
+				"dependency %s ended %s, and this task runs only after it succeeds (after_ok)", failed, s.Deps[failed])})
+		case len(waiting) > 0:
+			reason := DependencyReasonPrefix + "waiting for " + strings.Join(waiting, ", ") + " to end"
+			if t.State != mvp.StatePendingResources || t.PendingReason != reason {
+				out = append(out, &Wait{Task: t, Code: CodeDependency, Reason: reason})
+			}
+		default:
+			queue = append(queue, t) // every dependency is done: the task competes for GPUs like any other
+		}
+	}
+	return queue, out
+}
+
+// judgeDeps returns the first after_ok dependency that ended FAILED or CANCELED, or else the dependencies still to
+// end, each with its kind and state ("mvp2-… (after_ok, RUNNING)").
+func judgeDeps(t *mvp.Task, states map[string]mvp.State) (failed string, waiting []string) {
+	for _, id := range t.AfterOK {
+		if st := states[id]; st == mvp.StateFailed || st == mvp.StateCanceled {
+			return id, nil
+		}
+	}
+	note := func(kind string, ids []string) {
+		for _, id := range ids {
+			st, ok := states[id]
+			switch {
+			case !ok:
+				waiting = append(waiting, fmt.Sprintf("%s (%s, unknown)", id, kind))
+			case !st.Terminal():
+				waiting = append(waiting, fmt.Sprintf("%s (%s, %s)", id, kind, st))
+			}
+		}
+	}
+	note("after_ok", t.AfterOK)
+	note("after_any", t.AfterAny)
+	return "", waiting
+}
+
+// DependencyIDs lists the tasks that the tasks of queue depend on, each once.
+func DependencyIDs(queue []*mvp.Task) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, t := range queue {
+		for _, l := range [][]string{t.AfterOK, t.AfterAny} {
+			for _, id := range l {
+				if !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
+				}
+			}
+		}
+	}
+	return ids
+}

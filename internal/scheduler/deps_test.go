@@ -1,0 +1,65 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+func TestDecideDependencies(t *testing.T) {
+	up := task(mvp.WorkloadPPO, 1, 1, mvp.StateRunning)
+	ok := task(mvp.WorkloadPPO, 1, 1, mvp.StateSucceeded)
+	bad := task(mvp.WorkloadPPO, 1, 1, mvp.StateFailed)
+	gone := task(mvp.WorkloadPPO, 1, 1, mvp.StateCanceled)
+	with := func(afterOK, afterAny []string) *mvp.Task {
+		tk := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+		tk.AfterOK, tk.AfterAny = afterOK, afterAny
+		return tk
+	}
+	waitsOK := with([]string{up.ID}, nil)            // its after_ok dependency runs: waits
+	ready := with([]string{ok.ID}, []string{bad.ID}) // succeeded + ended: may start
+	failed := with([]string{ok.ID, bad.ID}, nil)     // an after_ok dependency failed: canceled
+	canceled := with([]string{gone.ID}, nil)         // canceled counts as failed for after_ok
+	anyOK := with(nil, []string{gone.ID, bad.ID})    // after_any: any end will do
+	unknown := with(nil, []string{"mvp2-ppo-20251223-143201-ffff"})
+	again := with([]string{up.ID}, nil) // already waiting with the same reason: no rewrite
+	again.State = mvp.StatePendingResources
+	again.PendingReason = DependencyReasonPrefix + "waiting for " + up.ID + " (after_ok, RUNNING) to end"
+	plain := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued) // no dependencies, behind the held ones
+	snap := Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 4, 48), worker("n3", 4, 48)),
+		Queue: []*mvp.Task{waitsOK, ready, failed, canceled, anyOK, unknown, again, plain},
+		Deps: map[string]mvp.State{up.ID: mvp.StateRunning, ok.ID: mvp.StateSucceeded, bad.ID: mvp.StateFailed,
+			gone.ID: mvp.StateCanceled}}
+	var got []string
+	for _, a := range Decide(t0, snap, policy()) {
+		switch a := a.(type) {
+		case Submit:
+			got = append(got, "submit:"+a.Task.ID)
+		case *Wait:
+			got = append(got, "wait:"+a.Task.ID)
+			if !strings.HasPrefix(a.Reason, DependencyReasonPrefix) {
+				t.Errorf("wait reason %q", a.Reason)
+			}
+		case DependencyFailed:
+			got = append(got, fmt.Sprintf("cancel:%s:%s", a.Task.ID, a.Dependency))
+			if !strings.Contains(a.Reason, "ended "+string(snap.Deps[a.Dependency])) {
+				t.Errorf("reason %q", a.Reason)
+			}
+		}
+	}
+	want := []string{"wait:" + waitsOK.ID, "cancel:" + failed.ID + ":" + bad.ID, "cancel:" + canceled.ID + ":" + gone.ID,
+		"wait:" + unknown.ID, "submit:" + ready.ID, "submit:" + anyOK.ID, "submit:" + plain.ID}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+	if _, waiting := judgeDeps(unknown, snap.Deps); len(waiting) != 1 || !strings.Contains(waiting[0], "unknown") {
+		t.Errorf("unknown dependency: %v", waiting)
+	}
+	// A queue without dependencies is passed through untouched.
+	q := []*mvp.Task{plain}
+	if out, acts := dependencies(t0, Snapshot{Queue: q}, nil); &out[0] != &q[0] || len(acts) != 0 {
+		t.Errorf("the queue was copied or acted on")
+	}
+}

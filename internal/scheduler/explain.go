@@ -1,0 +1,239 @@
+package scheduler
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// QueueView is the whole picture of the queue as the policy sees it now (GET /api/v2/queue).
+type QueueView struct {
+	At     time.Time `json:"at"`
+	Policy string    `json:"policy"`
+	// ClusterKnown is false when Ray could not be read; then nothing is admitted and Nodes is empty.
+	ClusterKnown bool `json:"cluster_known"`
+	// Nodes are the alive nodes that have GPUs.
+	Nodes []NodeFree `json:"nodes"`
+	// Reservations are the starts the policy holds (at most one: the first task in line that does not fit).
+	Reservations []Reservation `json:"reservations"`
+	// Starting are the tasks the policy would submit now (the next scheduler tick does).
+	Starting []string `json:"starting"`
+	// Queue is every waiting task, in the policy's order.
+	Queue []QueueEntry `json:"queue"`
+}
+
+// NodeFree is one alive node's GPUs: free now, and in all.
+type NodeFree struct {
+	NodeID    string  `json:"node_id"`
+	FreeGPUs  float64 `json:"free_gpus"`
+	TotalGPUs float64 `json:"total_gpus"`
+}
+
+// Reservation is a start held for a task: the nodes its gang is planned on and when (nil: no declared end of
+// what holds the GPUs lets it fit, so no time can be promised).
+type Reservation struct {
+	TaskID string     `json:"task_id"`
+	Nodes  []string   `json:"nodes"`
+	Start  *time.Time `json:"start"`
+}
+
+// QueueEntry is one waiting task.
+type QueueEntry struct {
+	TaskID   string   `json:"task_id"`
+	Position int      `json:"position"`
+	Code     WaitCode `json:"code"`
+	Reason   string   `json:"reason"`
+	YieldsTo string   `json:"yields_to,omitempty"`
+	// LargestFreeGPUs is set for code fragmented: the GPUs free on the largest free node.
+	LargestFreeGPUs *float64 `json:"largest_free_gpus,omitempty"`
+	// EstStart is when the task would start if every task ran for its declared max_runtime_s and the queue
+	// started in the order shown (each task no earlier than the one before it); nil when unknown (it never fits,
+	// or it waits behind something without a declared end). Backfilling policies often start tasks earlier.
+	EstStart *time.Time `json:"est_start"`
+}
+
+// CodeClusterUnknown: Ray could not be read, so nothing is admitted (only in Explain).
+const CodeClusterUnknown WaitCode = "cluster_unknown"
+
+// Explain runs the policy over s as Decide does and describes the outcome: per-node free GPUs, the reservation,
+// and every waiting task with its position, reason code and sentence, and estimated start. It is pure, like
+// Decide; it costs more (the estimates), so it is for the API, not for the loop.
+func Explain(now time.Time, s Snapshot, p Policy) QueueView {
+	v := QueueView{At: now, Policy: p.policyName(), ClusterKnown: s.Cluster != nil, Nodes: []NodeFree{},
+		Reservations: []Reservation{}, Starting: []string{}, Queue: []QueueEntry{}}
+	if s.Cluster == nil {
+		for i, t := range s.Queue {
+			v.Queue = append(v.Queue, QueueEntry{TaskID: t.ID, Position: i + 1, Code: CodeClusterUnknown,
+				Reason: "Ray's cluster could not be read: nothing is admitted until it can"})
+		}
+		return v
+	}
+	for _, n := range freeNodes(s.Cluster) {
+		if n.total[ResGPU] <= 0 {
+			continue // the head, CPU-only nodes
+		}
+		v.Nodes = append(v.Nodes, NodeFree{NodeID: n.id, FreeGPUs: n.free[ResGPU], TotalGPUs: n.total[ResGPU]})
+	}
+	// Tasks held by their dependencies do not compete for GPUs (as in Decide); they are listed last.
+	all := s.Queue
+	var held []Action
+	s.Queue, held = dependencies(now, s, nil)
+	pl := newPlan(now, s, p)
+	for _, sub := range pl.submits {
+		v.Starting = append(v.Starting, sub.Task.ID)
+	}
+	if pl.resv == nil && pl.p.policyName() == PolicyFIFO {
+		// fifo holds no reservation while deciding; its head's start is worked out here, for people.
+		for _, i := range pl.order {
+			if e := pl.ents[i]; e.kind == entWait && (e.code == CodeGPUsBusy || e.code == CodeFragmented) {
+				pl.reserve(i)
+				break
+			}
+		}
+	}
+	if r := pl.resv; r != nil {
+		res := Reservation{TaskID: s.Queue[r.holder].ID, Nodes: r.nodes}
+		if r.at != never {
+			res.Start = timePtr(time.Unix(0, r.at).UTC())
+		}
+		if res.Nodes == nil {
+			res.Nodes = []string{}
+		}
+		v.Reservations = append(v.Reservations, res)
+	}
+	est := pl.estimates()
+	entries := make([]QueueEntry, 0, len(s.Queue))
+	add := func(i int32, code WaitCode, reason string) {
+		e := &pl.ents[i]
+		q := QueueEntry{TaskID: s.Queue[i].ID, Position: int(e.pos), Code: code, Reason: reason, YieldsTo: pl.yieldsTo(e),
+			EstStart: est[i]}
+		if code == CodeFragmented {
+			l := float64(e.largest)
+			q.LargestFreeGPUs = &l
+		}
+		entries = append(entries, q)
+	}
+	for _, i := range pl.order {
+		if pl.ents[i].kind == entWait {
+			add(i, pl.ents[i].code, pl.reasonOf(&pl.ents[i]))
+		}
+	}
+	for i, t := range s.Queue {
+		if pl.ents[i].kind == entSkip {
+			add(int32(i), CodeBackingOff, "backing off after an attempt that failed for lack of resources; "+
+				"looked at again at next_run_at")
+			entries[len(entries)-1].EstStart = t.NextRunAt
+		}
+	}
+	for i := range s.Queue {
+		if pl.ents[i].code == CodeNeverFits {
+			add(int32(i), CodeNeverFits, pl.reasonOf(&pl.ents[i]))
+		}
+	}
+	pos := 0
+	for _, e := range entries {
+		pos = max(pos, e.Position)
+	}
+	reasons, failed := map[*mvp.Task]string{}, map[*mvp.Task]bool{}
+	for _, a := range held {
+		switch a := a.(type) {
+		case *Wait:
+			reasons[a.Task] = a.Reason
+		case DependencyFailed:
+			failed[a.Task] = true // ended in this pass: no longer waiting
+		}
+	}
+	inQueue := make(map[*mvp.Task]bool, len(s.Queue))
+	for _, t := range s.Queue {
+		inQueue[t] = true
+	}
+	for _, t := range all {
+		if inQueue[t] || failed[t] || expired(now, t) {
+			continue
+		}
+		reason, ok := reasons[t]
+		if !ok {
+			reason = t.PendingReason // held, and that reason is already written
+		}
+		pos++
+		entries = append(entries, QueueEntry{TaskID: t.ID, Position: pos, Code: CodeDependency, Reason: reason})
+	}
+	v.Queue = entries
+	return v
+}
+
+func timePtr(t time.Time) *time.Time { return &t }
+
+// estimates places the waiting tasks, in policy order, each at the earliest time at or after the previous one's
+// at which its gang fits, every task (running or placed) ending at its declared end. It returns a start per
+// queue index (nil where none is known).
+func (pl *plan) estimates() []*time.Time {
+	out := make([]*time.Time, len(pl.ents))
+	starts := make([]time.Time, 0, len(pl.order)) // one backing array for every estimate
+	pl.buildReleases()
+	view := cloneNodes(pl.nodes)
+	h := make(releaseHeap, len(pl.releases))
+	copy(h, pl.releases)
+	for k := range h {
+		h[k].seq = k // pl.releases is in time order, ties in the order they were added
+	}
+	heap.Init(&h)
+	seq := len(h)
+	cursor := pl.now.UnixNano()
+	for _, i := range pl.order {
+		e := &pl.ents[i]
+		if e.kind != entWait {
+			continue
+		}
+		d, driver := pl.shapes[e.shape].d, pl.shapes[e.shape].driver
+		for {
+			// Everything that has ended by the cursor is free again.
+			for len(h) > 0 && h[0].at <= cursor {
+				pl.apply(view, heap.Pop(&h).(release))
+			}
+			if chosen, drv, ok := fitCheck(view, d, driver); ok {
+				take(view, chosen, drv, d, driver)
+				starts = append(starts, time.Unix(0, cursor).UTC())
+				out[i] = &starts[len(starts)-1]
+				end := int64(never)
+				if e.rtS != maxRuntimeS {
+					end = cursor + int64(e.rtS)*int64(time.Second)
+				}
+				for _, n := range chosen {
+					heap.Push(&h, release{at: end, node: n, gpu: d.GPUs, cpu: d.CPUs, seq: seq})
+					seq++
+				}
+				if drv >= 0 {
+					heap.Push(&h, release{at: end, node: drv, driver: true, drv: driver, seq: seq})
+					seq++
+				}
+				break
+			}
+			if len(h) == 0 || h[0].at == never {
+				return out // it waits on something with no declared end: nothing after it can be estimated
+			}
+			cursor = h[0].at
+		}
+	}
+	return out
+}
+
+// releaseHeap orders releases by time, then by the order they were added.
+type releaseHeap []release
+
+func (h releaseHeap) Len() int { return len(h) }
+func (h releaseHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h releaseHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *releaseHeap) Push(x any)   { *h = append(*h, x.(release)) }
+func (h *releaseHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

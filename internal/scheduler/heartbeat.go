@@ -1,0 +1,51 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// lastHeartbeat is when a running attempt last showed life: its progress file's last change, or the job's start
+// when it has written none yet. ok is false when neither is known.
+func lastHeartbeat(a ActiveAttempt) (time.Time, bool) {
+	last := a.ProgressAt
+	if a.Attempt.StartTime != nil && a.Attempt.StartTime.After(last) {
+		last = *a.Attempt.StartTime
+	}
+	return last, !last.IsZero()
+}
+
+// heartbeats returns a Stop (HEARTBEAT_LOST) for every running attempt whose task asks for a heartbeat and whose
+// progress file has not changed for heartbeat_timeout_s. An attempt already judged (stops retries it), one
+// judged in this pass (out holds its Stop), a canceled task, and a gang that is still being placed (the gang wait
+// covers it) are left alone.
+func heartbeats(now time.Time, s Snapshot, out []Action) []Action {
+	judged := map[*mvp.Attempt]bool{}
+	for _, x := range out {
+		if st, ok := x.(Stop); ok {
+			judged[st.Attempt] = true
+		}
+	}
+	for _, a := range s.Active {
+		if a.Attempt == nil || a.Task.HeartbeatTimeoutS <= 0 || a.Task.State == mvp.StateCanceled ||
+			a.Attempt.RayStatus != mvp.RayRunning || a.Judged() || judged[a.Attempt] || !a.StuckSince.IsZero() {
+			continue
+		}
+		last, ok := lastHeartbeat(a)
+		limit := time.Duration(a.Task.HeartbeatTimeoutS) * time.Second
+		if !ok || now.Sub(last) < limit {
+			continue
+		}
+		since := "since the job started, no progress file was written"
+		if !a.ProgressAt.IsZero() && !a.ProgressAt.Before(last) {
+			since = "its progress file last changed at " + a.ProgressAt.UTC().Format(time.RFC3339)
+		}
+		out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: mvp.FailureHeartbeatLost,
+			Event: mvp.EventHeartbeatLost, Reason: fmt.Sprintf(
+				"no heartbeat for %s, longer than its heartbeat_timeout_s (%d s): %s; stopped by mvp",
+				now.Sub(last).Round(time.Second), a.Task.HeartbeatTimeoutS, since)})
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+func TestDecideHeartbeats(t *testing.T) {
+	started := t0.Add(-time.Hour)
+	running := func(timeoutS int, progressAgo time.Duration) ActiveAttempt {
+		tk := task(mvp.WorkloadPPO, 1, 1, mvp.StateRunning)
+		tk.HeartbeatTimeoutS = timeoutS
+		a := ActiveAttempt{Task: tk, Attempt: &mvp.Attempt{No: 1, RayStatus: mvp.RayRunning, StartTime: &started}}
+		if progressAgo >= 0 {
+			a.ProgressAt = t0.Add(-progressAgo)
+		}
+		return a
+	}
+	const none = time.Duration(-1)
+	quiet := running(600, 10*time.Minute) // exactly the timeout: stopped
+	fresh := running(600, 9*time.Minute)  // within it
+	silent := running(600, none)          // started an hour ago, never wrote: stopped
+	noBound := running(0, 5*time.Hour)    // no heartbeat asked for
+	pending := running(600, none)         // not running yet
+	pending.Attempt.RayStatus = mvp.RayPending
+	canceled := running(600, 2*time.Hour)
+	canceled.Task.State = mvp.StateCanceled
+	placing := running(600, none) // its gang is still being placed: the gang wait covers it
+	placing.StuckSince = t0.Add(-time.Minute)
+	judged := running(600, 2*time.Hour) // already being stopped: only the retry of its stop
+	judged.Attempt.FailureKind, judged.Attempt.Message = mvp.FailureHeartbeatLost, "earlier"
+	both := running(600, 2*time.Hour) // also past max_runtime_s: judged once, for the time limit
+	both.Task.MaxRuntimeS = 60
+	recentStart := running(600, none) // started 5 minutes ago without writing: within the bound
+	st := t0.Add(-5 * time.Minute)
+	recentStart.Attempt.StartTime = &st
+
+	snap := Snapshot{Active: []ActiveAttempt{quiet, fresh, silent, noBound, pending, canceled, placing, judged, both, recentStart}}
+	var got []string
+	for _, a := range Decide(t0, snap, policy()) {
+		if s, ok := a.(Stop); ok {
+			got = append(got, fmt.Sprintf("%s:%s:%v", s.Task.ID, s.Kind, s.Retry))
+			if s.Kind == mvp.FailureHeartbeatLost && !s.Retry &&
+				(s.Event != mvp.EventHeartbeatLost || !strings.Contains(s.Reason, "heartbeat_timeout_s (600 s)")) {
+				t.Errorf("stop of %s: event %q reason %q", s.Task.ID, s.Event, s.Reason)
+			}
+		}
+	}
+	want := []string{
+		judged.Task.ID + ":HEARTBEAT_LOST:true",
+		both.Task.ID + ":MAX_RUNTIME_EXCEEDED:false",
+		quiet.Task.ID + ":HEARTBEAT_LOST:false",
+		silent.Task.ID + ":HEARTBEAT_LOST:false",
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+	// The reason says whether the file went quiet or was never written.
+	for _, a := range Decide(t0, Snapshot{Active: []ActiveAttempt{quiet, silent}}, policy()) {
+		s := a.(Stop)
+		wantText := "progress file last changed at"
+		if s.Task == silent.Task {
+			wantText = "no progress file was written"
+		}
+		if !strings.Contains(s.Reason, wantText) {
+			t.Errorf("reason %q does not say %q", s.Reason, wantText)
+		}
+	}
+}

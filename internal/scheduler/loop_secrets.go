@@ -1,0 +1,92 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// SecretValues opens named secrets for one Ray submission (secrets.Vault.Values); a missing secret is an error
+// that names it.
+type SecretValues func(ctx context.Context, names []string) (map[string]string, error)
+
+// withSecrets returns what is sent to Ray: payload itself when the task names no secrets, else a copy whose
+// runtime_env.env_vars gain the secrets' current values (so a rotated secret reaches the next attempt). payload,
+// which is what the task folder and the dry run show, is never changed. values are the values put in, for
+// redaction of anything that might echo them.
+func (l *Loop) withSecrets(ctx context.Context, t *mvp.Task, payload *mvp.JobSubmission) (*mvp.JobSubmission, []string, error) {
+	var spec struct {
+		Secrets map[string]string `json:"secrets"`
+	}
+	if err := json.Unmarshal(t.SpecJSON, &spec); err != nil {
+		return nil, nil, fmt.Errorf("decode the secrets of %s: %w", t.ID, err)
+	}
+	if len(spec.Secrets) == 0 {
+		return payload, nil, nil
+	}
+	names := make([]string, 0, len(spec.Secrets))
+	for _, n := range spec.Secrets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if l.Secrets == nil {
+		return nil, nil, mvp.Errorf(mvp.CodeUnavailable, "secrets", "the task names secrets and secret storage is off on this server (v2.secrets.key_env)")
+	}
+	vals, err := l.Secrets(ctx, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	sent := *payload
+	sent.RuntimeEnv = make(map[string]any, len(payload.RuntimeEnv))
+	for k, v := range payload.RuntimeEnv {
+		sent.RuntimeEnv[k] = v
+	}
+	old, _ := payload.RuntimeEnv["env_vars"].(map[string]any)
+	env := make(map[string]any, len(old)+len(spec.Secrets))
+	for k, v := range old {
+		env[k] = v
+	}
+	values := make([]string, 0, len(spec.Secrets))
+	for envName, secret := range spec.Secrets {
+		env[envName] = vals[secret]
+		values = append(values, vals[secret])
+	}
+	sent.RuntimeEnv["env_vars"] = env
+	return &sent, values, nil
+}
+
+// redact replaces every secret value in s.
+func redact(s string, values []string) string {
+	for _, v := range values {
+		if v != "" {
+			s = strings.ReplaceAll(s, v, "<redacted>")
+		}
+	}
+	return s
+}
+
+// failSecrets ends a task whose secrets cannot be put in its submission (deleted, key changed, storage off): it
+// can never be submitted as asked. The attempt is closed without reaching Ray.
+func (l *Loop) failSecrets(ctx context.Context, t *mvp.Task, att *mvp.Attempt, err error) error {
+	msg := fmt.Sprintf("attempt %d cannot be submitted: %v", att.No, err)
+	l.Logger.Error("secrets of a submission", "task_id", t.ID, "attempt_no", att.No, "err", err)
+	up := *att
+	now := l.Clock.Now()
+	up.RayStatus, up.FailureKind, up.Message, up.EndTime = mvp.RayFailed, mvp.FailureUserError, cut(err.Error()), &now
+	return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: mvp.StateSubmitting, To: mvp.StateFailed, At: now,
+		AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
+}
+
+// redactedError is an error whose text has the secret values replaced; it still unwraps to the original, so that
+// errors.Is matches it as before.
+type redactedError struct {
+	err    error
+	values []string
+}
+
+func (e redactedError) Error() string { return redact(e.err.Error(), e.values) }
+func (e redactedError) Unwrap() error { return e.err }

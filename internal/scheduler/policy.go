@@ -1,0 +1,828 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// The scheduling policies, by the name v2.scheduler.policy gives them. How each orders and admits the queue is in
+// specs/design.md ("Policies"); DefaultPolicy was chosen from `make sim` measurements (BENCHMARKS.md).
+const (
+	// PolicyFIFO admits in arrival order; the first task that does not fit holds every task behind it.
+	PolicyFIFO = "fifo"
+	// PolicyEASY is EASY backfill: the oldest task that does not fit gets a reservation at the earliest time its
+	// gang fits (per node, from declared ends); later tasks, in arrival order, start now only if they do not
+	// delay it.
+	PolicyEASY = "easy"
+	// PolicySJBF is EASY backfill whose backfill candidates are taken shortest declared runtime first (ties in
+	// arrival order): the reservation still bounds the wait of the oldest.
+	PolicySJBF = "sjbf"
+	// PolicySJF admits shortest declared runtime first, with no reservation: every task that fits starts. It
+	// starves big gangs and is kept as the bound the default's mean wait is measured against, not as a choice.
+	PolicySJF = "sjf"
+	// PolicyXFBF is EASY backfill whose backfill candidates are taken highest expansion factor first
+	// ((wait + declared runtime) ÷ declared runtime), ties in arrival order.
+	PolicyXFBF = "xfbf"
+)
+
+// PolicyNames lists every policy, the default first.
+var PolicyNames = []string{PolicyXFBF, PolicyEASY, PolicySJBF, PolicyFIFO, PolicySJF}
+
+// DefaultPolicy is the policy used when none is named.
+const DefaultPolicy = PolicyXFBF
+
+// ValidPolicy reports whether name is a policy ("" counts: it means DefaultPolicy).
+func ValidPolicy(name string) bool { return name == "" || slices.Contains(PolicyNames, name) }
+
+// WaitCode is the machine-readable reason a task waits.
+type WaitCode string
+
+// The wait codes.
+const (
+	// CodeGPUsBusy: not enough GPUs are free now for the gang.
+	CodeGPUsBusy WaitCode = "gpus_busy"
+	// CodeFragmented: enough GPUs are free in all, but not on enough distinct nodes (Wait.LargestFreeGPUs says
+	// how many the largest free node has).
+	CodeFragmented WaitCode = "fragmented"
+	// CodeBehindReservation: the task would fit now but starting it would delay the task named in YieldsTo,
+	// which holds a reservation (under fifo: the first task in line that does not fit).
+	CodeBehindReservation WaitCode = "behind_reservation"
+	// CodeMaxRunning: max_running_tasks tasks are live already.
+	CodeMaxRunning WaitCode = "max_running_tasks"
+	// CodeNeverFits: the gang cannot fit on this cluster even when it is empty.
+	CodeNeverFits WaitCode = "never_fits"
+	// CodeBackingOff: the task is waiting out next_run_at after an attempt that failed for lack of resources
+	// (only in Explain: Decide leaves such a task alone).
+	CodeBackingOff WaitCode = "backing_off"
+	// CodeDependency: the task waits for its after_ok / after_any dependencies to end (it does not compete for
+	// GPUs until they have).
+	CodeDependency WaitCode = "dependency"
+)
+
+// policyName is p.Name, or the default when it is empty.
+func (p Policy) policyName() string {
+	if p.Name == "" {
+		return DefaultPolicy
+	}
+	return p.Name
+}
+
+// runtimeOf is the declared run time of t under p; 0 means unbounded.
+func runtimeOf(t *mvp.Task, p Policy) time.Duration {
+	if t.MaxRuntimeS > 0 {
+		return time.Duration(t.MaxRuntimeS) * time.Second
+	}
+	return p.DefaultMaxRuntime
+}
+
+// never is the time of an end nobody declared.
+const never = math.MaxInt64
+
+// release is what a live or admitted task gives back on one node at its declared end (unix ns; never if unknown).
+type release struct {
+	at     int64
+	node   int
+	gpu    float64
+	cpu    float64
+	driver bool
+	drv    map[string]float64 // what the driver gives back, when driver
+	seq    int                // ties in time: the order added (Explain's estimates)
+}
+
+// shape is one gang shape of the queue, with what Decide works out once per shape and pass.
+type shape struct {
+	d Demand
+	// driver is what the driver of a task of this shape takes (driverOf): a ray_job's own, or the default;
+	// drvKey names it ("" for the default).
+	driver map[string]float64
+	drvKey string
+	never  bool
+	reason string // the never-fits reason
+	// noFitNow: the shape did not fit the free view of this pass; the view only shrinks, so it never will.
+	noFitNow bool
+	// delays: a task of this shape that outlives the reservation would delay it; fitsNow: it fits the free view
+	// now (both reset at every admission).
+	delays, fitsNow bool
+	// Reasons already formatted, by code (fragmented also by the largest free node it names).
+	busy, frag string
+	fragAt     float32
+}
+
+// Entry kinds of a plan.
+const (
+	entSkip uint8 = iota // backing off: Decide leaves it alone
+	entSubmit
+	entWait
+	entExpired // past its max_queued_s: ended by expiries, not part of the queue any more
+)
+
+// entry is what a plan decided for one queue task (by queue index).
+type entry struct {
+	code   WaitCode
+	shape  int32
+	yields int32 // behind_reservation: queue index of the task yielded to, or -1 for plan.blocker
+	pos    int32 // 1-based position among waiting tasks, in policy order
+	sub    int32 // entSubmit: index into plan.submits
+	rtS    int32 // declared run time in seconds; maxRuntimeS when unbounded
+	// waitS is the seconds since the task was created; largest the GPUs of the largest free node (fragmented).
+	waitS, largest float32
+	kind           uint8
+}
+
+// maxRuntimeS stands for an unbounded (or absurdly long) declared run time in entry.rtS.
+const maxRuntimeS = 1<<31 - 1
+
+// reservation is the start the policy holds for the first waiting task that does not fit.
+type reservation struct {
+	holder int32 // queue index
+	at     int64 // unix ns; never when no declared end lets it fit
+	nodes  []string
+	// atT is the free view at the reserved start: what the cluster will have free then, less what backfilled
+	// tasks that outlive it will still hold.
+	atT []*node
+}
+
+// plan is one pass of a policy over a snapshot: Decide turns it into actions, Explain into a QueueView.
+type plan struct {
+	now   time.Time
+	s     Snapshot
+	p     Policy
+	nodes []*node // free now; admissions subtract from it
+	// blocker is the live attempt whose unplaced groups do not fit: the queue waits behind it.
+	blocker string
+	running int
+	shapes  []shape
+	ents    []entry
+	order   []int32 // candidates (due, could fit some day) in policy order
+	submits []Submit
+	resv    *reservation
+	// releases holds declared ends of live attempts and of this pass's admissions; built when first needed.
+	releases []release
+	live     []liveUse
+	admitted []liveUse
+	built    bool
+	// The free view's GPUs in all and on its largest node, while freeKnown (an admission clears it).
+	freeGPU, largest float64
+	freeKnown        bool
+	// Sentences shared by many waits.
+	behind, behindFor, maxRunning string
+}
+
+// liveUse is where a live or just-admitted task holds resources, and until when.
+type liveUse struct {
+	end      int64
+	nodes    []int // node index per placed group; -1 where unknown
+	gpu, cpu float64
+	driver   int                // node index of the driver; -1 if unknown or none
+	drv      map[string]float64 // what the driver takes
+}
+
+// newPlan reserves what live attempts still take, then runs the policy over the queue.
+func newPlan(now time.Time, s Snapshot, p Policy) *plan {
+	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster)}
+	pl.reserveLive()
+	pl.classify()
+	if pl.blocker != "" {
+		for _, i := range pl.order {
+			pl.wait(i, CodeBehindReservation, -1)
+		}
+	} else {
+		switch p.policyName() {
+		case PolicyFIFO:
+			pl.fifo()
+		case PolicySJF:
+			pl.sortByRuntime(pl.order)
+			pl.greedy(pl.order)
+		case PolicyEASY:
+			pl.easy(nil)
+		case PolicySJBF:
+			pl.easy(pl.sortByRuntime)
+		default: // PolicyXFBF
+			pl.easy(pl.sortByExpansion)
+		}
+	}
+	pl.positions()
+	return pl
+}
+
+// reserveLive places, on the free view, what submitted attempts will still take (see reserves): groups not yet
+// placed, and the driver if it has not started. Without this two tasks could be admitted onto the same free GPUs
+// in the seconds between a submit and its placement. If one cannot be placed, the queue waits behind it.
+func (pl *plan) reserveLive() {
+	idx := pl.nodeIndex()
+	for _, a := range pl.s.Active {
+		if a.Task.State.Active() {
+			pl.running++
+		}
+		d := DemandOf(a.Task, pl.p)
+		placed := createdGroups(pl.s.Cluster, a.Attempt)
+		unplaced := max(d.Groups-placed, 0)
+		driver := a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending
+		drvRes := driverOf(a.Task, pl.p)
+		use := liveUse{end: pl.endOf(a), gpu: d.GPUs, cpu: d.CPUs, driver: -1, drv: drvRes}
+		known := len(a.Nodes) >= d.Groups && d.Groups > 0
+		for g := 0; g < d.Groups-unplaced; g++ {
+			n := -1
+			if known {
+				n = lookup(idx, a.Nodes[g])
+			}
+			use.nodes = append(use.nodes, n)
+		}
+		if a.Attempt != nil && !driver {
+			use.driver = lookup(idx, a.Attempt.DriverNodeID)
+		}
+		if (unplaced > 0 || driver) && reserves(pl.now, a, pl.p) {
+			rd := Demand{Groups: unplaced, GPUs: d.GPUs, CPUs: d.CPUs}
+			chosen, drv, ok := fitDriver(pl.nodes, rd, drvRes, driver)
+			if !ok && pl.blocker == "" {
+				pl.blocker = a.Task.ID
+			}
+			use.nodes = append(use.nodes, chosen...)
+			if driver && ok && len(drvRes) > 0 {
+				use.driver = drv
+			}
+		}
+		pl.live = append(pl.live, use)
+	}
+}
+
+// endOf is the declared end of a live attempt: its start (or creation) plus the declared run time.
+func (pl *plan) endOf(a ActiveAttempt) int64 {
+	rt := runtimeOf(a.Task, pl.p)
+	if rt <= 0 || a.Attempt == nil {
+		return never
+	}
+	start := a.Attempt.CreatedAt
+	if a.Attempt.StartTime != nil {
+		start = *a.Attempt.StartTime
+	}
+	if start.IsZero() {
+		start = pl.now
+	}
+	return max(start.Add(rt).UnixNano(), pl.now.UnixNano())
+}
+
+// classify gives every queue task its shape, leaves backing-off tasks alone, marks the ones that can never fit
+// and lists the rest in queue order.
+func (pl *plan) classify() {
+	q := pl.s.Queue
+	pl.ents = make([]entry, len(q))
+	pl.order = make([]int32, 0, len(q))
+	// A shape is a gang and what its driver takes: tasks with a driver of their own (ray_job) are keyed by it.
+	type shapeKey struct {
+		d   Demand
+		drv string
+	}
+	byDemand := map[shapeKey]int32{}
+	var lastWorkload mvp.Workload // "" to start with, looked up like any other name
+	lastCPG := pl.p.CPUsPerGPU[lastWorkload]
+	for i, t := range q {
+		e := &pl.ents[i]
+		if expired(pl.now, t) {
+			e.kind = entExpired
+			continue
+		}
+		if t.State == mvp.StatePendingResources && t.NextRunAt != nil && pl.now.Before(*t.NextRunAt) {
+			e.kind = entSkip // backing off after an attempt that failed for lack of resources; does not hold the queue
+			continue
+		}
+		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
+		if t.Workload != lastWorkload {
+			lastWorkload, lastCPG = t.Workload, pl.p.CPUsPerGPU[t.Workload]
+		}
+		d := demand(t, lastCPG)
+		key := shapeKey{d: d, drv: driverKey(t.Driver)}
+		// A queue has few shapes: a scan of them is cheaper than hashing the demand.
+		si, ok := int32(-1), false
+		if len(pl.shapes) <= 16 {
+			for k := range pl.shapes {
+				if pl.shapes[k].d == d && pl.shapes[k].drvKey == key.drv {
+					si, ok = int32(k), true
+					break
+				}
+			}
+		} else {
+			si, ok = byDemand[key]
+		}
+		if !ok {
+			si = int32(len(pl.shapes))
+			byDemand[key] = si
+			drv := driverOf(t, pl.p)
+			reason, nv := neverFits(pl.s.Cluster, d, drv)
+			pl.shapes = append(pl.shapes, shape{d: d, driver: drv, drvKey: key.drv, never: nv, reason: reason})
+		}
+		e.shape = si
+		e.waitS = float32(max(pl.now.Sub(t.CreatedAt).Seconds(), 0))
+		e.rtS = maxRuntimeS
+		if rt := runtimeOf(t, pl.p) / time.Second; rt > 0 && rt < maxRuntimeS {
+			e.rtS = int32(rt)
+		}
+		if pl.shapes[si].never {
+			e.kind, e.code = entWait, CodeNeverFits
+			continue
+		}
+		pl.order = append(pl.order, int32(i))
+	}
+}
+
+// fifo: admit in queue order; the first task that does not fit holds every task behind it.
+func (pl *plan) fifo() {
+	head := int32(-2)
+	for _, i := range pl.order {
+		switch {
+		case head >= 0:
+			pl.wait(i, CodeBehindReservation, head)
+		case pl.full():
+			pl.wait(i, CodeMaxRunning, 0)
+		case !pl.tryAdmit(i):
+			pl.notFit(i)
+			head = i
+		}
+	}
+}
+
+// greedy admits, in the given order, every task that fits now.
+func (pl *plan) greedy(order []int32) {
+	for _, i := range order {
+		if pl.full() {
+			pl.wait(i, CodeMaxRunning, 0)
+		} else if !pl.tryAdmit(i) {
+			pl.notFit(i)
+		}
+	}
+}
+
+// easy is EASY backfill: admit in queue order up to the first task that does not fit, reserve the earliest start
+// at which its gang fits (per node, from declared ends), then let later tasks start now only where they do not
+// delay that start: they end before it, or use only capacity it does not need. order, if not nil, reorders the
+// later tasks (in queue order otherwise).
+func (pl *plan) easy(order func([]int32)) {
+	for k, i := range pl.order {
+		if pl.full() {
+			for _, j := range pl.order[k:] {
+				pl.wait(j, CodeMaxRunning, 0)
+			}
+			return
+		}
+		if pl.tryAdmit(i) {
+			continue
+		}
+		pl.notFit(i)
+		pl.reserve(i)
+		rest := pl.order[k+1:]
+		if order != nil {
+			order(rest)
+		}
+		for _, j := range rest {
+			pl.backfill(j)
+		}
+		return
+	}
+}
+
+// backfill decides a task behind the reservation.
+func (pl *plan) backfill(i int32) {
+	if pl.full() {
+		pl.wait(i, CodeMaxRunning, 0)
+		return
+	}
+	sh := &pl.shapes[pl.ents[i].shape]
+	if sh.noFitNow {
+		pl.notFit(i)
+		return
+	}
+	r := pl.resv
+	rtS := pl.ents[i].rtS
+	endsBefore := r.at != never && rtS < maxRuntimeS && pl.now.UnixNano()+int64(rtS)*int64(time.Second) <= r.at
+	if !endsBefore && sh.delays {
+		// It outlives the reservation on capacity the reservation needs; it yields if it would fit now at all.
+		if !sh.fitsNow {
+			if _, _, ok := fitCheck(pl.nodes, sh.d, sh.driver); !ok {
+				sh.noFitNow = true
+				pl.notFit(i)
+				return
+			}
+			sh.fitsNow = true
+		}
+		pl.wait(i, CodeBehindReservation, r.holder)
+		return
+	}
+	chosen, drv, ok := fitCheck(pl.nodes, sh.d, sh.driver)
+	if !ok {
+		sh.noFitNow = true
+		pl.notFit(i)
+		return
+	}
+	if !endsBefore {
+		// Would the reserved gang still fit at its start with this task still running?
+		atT := cloneNodes(r.atT)
+		take(atT, chosen, drv, sh.d, sh.driver)
+		if hs := &pl.shapes[pl.ents[r.holder].shape]; !fits(atT, hs.d, hs.driver) {
+			sh.delays = true
+			pl.wait(i, CodeBehindReservation, r.holder)
+			return
+		}
+		r.atT = atT
+	}
+	take(pl.nodes, chosen, drv, sh.d, sh.driver)
+	pl.admit(i, chosen, drv)
+}
+
+// full reports whether max_running_tasks is reached.
+func (pl *plan) full() bool { return pl.p.MaxRunning > 0 && pl.running >= pl.p.MaxRunning }
+
+// tryAdmit admits task i if its gang fits now.
+func (pl *plan) tryAdmit(i int32) bool {
+	sh := &pl.shapes[pl.ents[i].shape]
+	if sh.noFitNow {
+		return false
+	}
+	chosen, drv, ok := fit(pl.nodes, sh.d, sh.driver)
+	if !ok {
+		sh.noFitNow = true
+		return false
+	}
+	pl.admit(i, chosen, drv)
+	return true
+}
+
+// admit records a Submit of task i on the chosen nodes (already taken from pl.nodes).
+func (pl *plan) admit(i int32, chosen []int, drv int) {
+	t := pl.s.Queue[i]
+	ids := make([]string, len(chosen))
+	for k, n := range chosen {
+		ids[k] = pl.nodes[n].id
+	}
+	sub := Submit{Task: t, AttemptNo: t.LatestAttemptNo + 1, Nodes: ids}
+	if drv >= 0 {
+		sub.DriverNode = pl.nodes[drv].id
+	}
+	pl.ents[i].kind, pl.ents[i].sub = entSubmit, int32(len(pl.submits))
+	pl.submits = append(pl.submits, sub)
+	pl.running++
+	pl.freeKnown = false
+	for k := range pl.shapes {
+		pl.shapes[k].delays, pl.shapes[k].fitsNow = false, false // the free views changed: ask again
+	}
+	end := int64(never)
+	if rt := runtimeOf(t, pl.p); rt > 0 {
+		end = pl.now.Add(rt).UnixNano()
+	}
+	sh := &pl.shapes[pl.ents[i].shape]
+	pl.admitted = append(pl.admitted, liveUse{end: end, nodes: chosen, gpu: sh.d.GPUs, cpu: sh.d.CPUs, driver: drv, drv: sh.driver})
+	if pl.built {
+		pl.addReleases(pl.admitted[len(pl.admitted)-1])
+	}
+}
+
+// wait records that task i waits with code (yields: the task it yields to, for behind_reservation).
+func (pl *plan) wait(i int32, code WaitCode, yields int32) {
+	e := &pl.ents[i]
+	e.kind, e.code, e.yields = entWait, code, yields
+}
+
+// notFit records why task i does not fit now: too few GPUs free, or enough but on too few nodes.
+func (pl *plan) notFit(i int32) {
+	d := pl.shapes[pl.ents[i].shape].d
+	if !pl.freeKnown {
+		pl.freeGPU, pl.largest = 0, 0
+		for _, n := range pl.nodes {
+			g := n.free[ResGPU]
+			pl.freeGPU += g
+			pl.largest = max(pl.largest, g)
+		}
+		pl.freeKnown = true
+	}
+	e := &pl.ents[i]
+	e.kind = entWait
+	if pl.freeGPU >= float64(d.Groups)*d.GPUs && d.GPUs > 0 {
+		e.code, e.largest = CodeFragmented, float32(pl.largest)
+	} else {
+		e.code = CodeGPUsBusy
+	}
+}
+
+// sortByRuntime orders task indices by declared runtime, shortest first, ties in queue order; unbounded last.
+func (pl *plan) sortByRuntime(idx []int32) {
+	keys := make([]uint64, len(idx))
+	for k, i := range idx {
+		keys[k] = uint64(pl.ents[i].rtS)<<32 | uint64(uint32(i))
+	}
+	radixSort(keys)
+	for k, key := range keys {
+		idx[k] = int32(uint32(key))
+	}
+}
+
+// sortByExpansion orders task indices by expansion factor (wait + declared runtime) ÷ declared runtime, highest
+// first, ties in queue order; a task without a declared runtime counts as 1 (it has not waited long for its run).
+func (pl *plan) sortByExpansion(idx []int32) {
+	pl.sortByScore(idx, func(i int32) float64 {
+		if pl.ents[i].rtS == maxRuntimeS {
+			return 1
+		}
+		rt := float64(pl.ents[i].rtS)
+		return (float64(pl.ents[i].waitS) + rt) / rt
+	})
+}
+
+// sortByScore orders task indices by score, highest first, ties in queue order.
+func (pl *plan) sortByScore(idx []int32, score func(int32) float64) {
+	keys := make([]uint64, len(idx))
+	for k, i := range idx {
+		b := math.Float32bits(float32(max(score(i), 0)))
+		keys[k] = uint64(^b)<<32 | uint64(uint32(i))
+	}
+	radixSort(keys)
+	for k, key := range keys {
+		idx[k] = int32(uint32(key))
+	}
+}
+
+// radixSort sorts keys ascending (LSD, 16-bit digits; a digit equal in every key is skipped).
+func radixSort(keys []uint64) {
+	if len(keys) < 256 {
+		slices.Sort(keys)
+		return
+	}
+	var or, and uint64 = 0, ^uint64(0)
+	for _, k := range keys {
+		or |= k
+		and &= k
+	}
+	src, dst := keys, make([]uint64, len(keys))
+	var count [1 << 16]int
+	for shift := uint(0); shift < 64; shift += 16 {
+		if (or>>shift)&0xffff == (and>>shift)&0xffff {
+			continue
+		}
+		clear(count[:])
+		for _, k := range src {
+			count[(k>>shift)&0xffff]++
+		}
+		sum := 0
+		for d := range count {
+			sum, count[d] = sum+count[d], sum
+		}
+		for _, k := range src {
+			d := (k >> shift) & 0xffff
+			dst[count[d]] = k
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys, src)
+	}
+}
+
+// positions numbers the waiting tasks in policy order, then those backing off, then those that never fit (both
+// in queue order).
+func (pl *plan) positions() {
+	pos := int32(0)
+	for _, i := range pl.order {
+		if pl.ents[i].kind == entWait {
+			pos++
+			pl.ents[i].pos = pos
+		}
+	}
+	for _, code := range []WaitCode{"", CodeNeverFits} { // backing off (no code yet), then never fits
+		for i := range pl.ents {
+			if e := &pl.ents[i]; (code == "" && e.kind == entSkip) || (code != "" && e.code == code) {
+				pos++
+				e.pos = pos
+			}
+		}
+	}
+}
+
+// reserve finds the earliest time at which task i's gang fits, from the declared ends of what runs and what this
+// pass admitted, and holds it.
+func (pl *plan) reserve(i int32) {
+	pl.buildReleases()
+	d, driver := pl.shapes[pl.ents[i].shape].d, pl.shapes[pl.ents[i].shape].driver
+	view := cloneNodes(pl.nodes)
+	r := &reservation{holder: i, at: never}
+	k := 0
+	for k < len(pl.releases) {
+		at := pl.releases[k].at
+		for k < len(pl.releases) && pl.releases[k].at == at {
+			pl.apply(view, pl.releases[k])
+			k++
+		}
+		if chosen, _, ok := fitCheck(view, d, driver); ok {
+			r.at = at
+			r.nodes = pl.ids(view, chosen)
+			break
+		}
+	}
+	if r.nodes == nil {
+		// No declared end lets it fit (what holds the GPUs was not scheduled by mvp, or has no declared end):
+		// plan against the whole cluster, as if everything ends some day.
+		view = totalNodes(pl.nodes)
+		if chosen, _, ok := fitCheck(view, d, driver); ok {
+			r.nodes = pl.ids(view, chosen)
+		}
+	}
+	r.atT = view
+	pl.resv = r
+}
+
+func (pl *plan) ids(view []*node, chosen []int) []string {
+	ids := make([]string, len(chosen))
+	for k, n := range chosen {
+		ids[k] = view[n].id
+	}
+	return ids
+}
+
+// buildReleases lists the declared ends of live attempts and of this pass's admissions, per node, in time order.
+// A live attempt whose groups' nodes are not known is attributed to nodes that show that many GPUs in use.
+func (pl *plan) buildReleases() {
+	if pl.built {
+		return
+	}
+	pl.built = true
+	used := make([]float64, len(pl.nodes))
+	for k, n := range pl.nodes {
+		used[k] = n.total[ResGPU] - availableGPU(pl.s.Cluster, n.id)
+	}
+	for _, u := range pl.live {
+		for _, n := range u.nodes {
+			if n >= 0 {
+				used[n] -= u.gpu
+			}
+		}
+	}
+	for li := range pl.live {
+		u := &pl.live[li]
+		for g, n := range u.nodes {
+			if n >= 0 {
+				continue
+			}
+			// The node with the least GPUs in use that still has this group's worth unattributed.
+			best := -1
+			for k := range used {
+				if used[k] >= u.gpu && !slices.Contains(u.nodes, k) && (best < 0 || used[k] < used[best]) {
+					best = k
+				}
+			}
+			if best >= 0 {
+				used[best] -= u.gpu
+				u.nodes[g] = best
+			}
+		}
+		pl.addReleases(*u)
+	}
+	for _, u := range pl.admitted {
+		pl.addReleases(u)
+	}
+}
+
+// addReleases adds u's releases, keeping the list in time order.
+func (pl *plan) addReleases(u liveUse) {
+	for _, n := range u.nodes {
+		if n >= 0 {
+			pl.insertRelease(release{at: u.end, node: n, gpu: u.gpu, cpu: u.cpu})
+		}
+	}
+	if u.driver >= 0 && len(u.drv) > 0 {
+		pl.insertRelease(release{at: u.end, node: u.driver, driver: true, drv: u.drv})
+	}
+}
+
+func (pl *plan) insertRelease(r release) {
+	k, _ := slices.BinarySearchFunc(pl.releases, r.at, func(e release, at int64) int {
+		if e.at <= at {
+			return -1 // after every release at the same time: keeps insertion order
+		}
+		return 1
+	})
+	pl.releases = slices.Insert(pl.releases, k, r)
+}
+
+// apply gives a release back to the view.
+func (pl *plan) apply(view []*node, r release) {
+	n := view[r.node]
+	if r.driver {
+		for k, v := range r.drv {
+			n.free[k] += v
+		}
+		return
+	}
+	n.free[ResGPU] += r.gpu
+	n.free[ResCPU] += r.cpu
+}
+
+func (pl *plan) nodeIndex() map[string]int {
+	idx := make(map[string]int, len(pl.nodes))
+	for k, n := range pl.nodes {
+		idx[n.id] = k
+	}
+	return idx
+}
+
+func lookup(idx map[string]int, id string) int {
+	if k, ok := idx[id]; ok && id != "" {
+		return k
+	}
+	return -1
+}
+
+// availableGPU is the GPUs the cluster reading shows free on node id.
+func availableGPU(c *mvp.ClusterView, id string) float64 {
+	for _, n := range c.Nodes {
+		if n.ID == id {
+			return n.Available[ResGPU]
+		}
+	}
+	return 0
+}
+
+func cloneNodes(ns []*node) []*node {
+	out := make([]*node, len(ns))
+	for k, n := range ns {
+		free := make(map[string]float64, len(n.free))
+		for r, v := range n.free {
+			free[r] = v
+		}
+		out[k] = &node{id: n.id, free: free, total: n.total}
+	}
+	return out
+}
+
+// totalNodes is the view of an empty cluster: every node with all it has.
+func totalNodes(ns []*node) []*node {
+	out := make([]*node, len(ns))
+	for k, n := range ns {
+		free := make(map[string]float64, len(n.total))
+		for r, v := range n.total {
+			free[r] = v
+		}
+		out[k] = &node{id: n.id, free: free, total: n.total}
+	}
+	return out
+}
+
+// reasonOf is the human sentence for a wait (formatted once per shape and code, so a deep queue shares them).
+func (pl *plan) reasonOf(e *entry) string {
+	sh := &pl.shapes[e.shape]
+	d := sh.d
+	switch e.code {
+	case CodeNeverFits:
+		return sh.reason
+	case CodeGPUsBusy:
+		if sh.busy == "" && d.Groups == 0 {
+			// No gang (a ray_job): only its driver's own resources are asked for.
+			sh.busy = fmt.Sprintf("waiting for room for its driver: needs a node with %s free", describeMap(sh.driver))
+		}
+		if sh.busy == "" {
+			sh.busy = fmt.Sprintf("waiting for GPUs: needs %d node(s) with %g GPU and %g CPU free each, and fewer GPUs are free now",
+				d.Groups, d.GPUs, d.CPUs)
+		}
+		return sh.busy
+	case CodeFragmented:
+		if sh.frag == "" || sh.fragAt != e.largest {
+			sh.frag = fmt.Sprintf("fragmented: needs %d node(s) with %g GPU and %g CPU free each; enough GPUs are free "+
+				"in all, but the largest free node has %g", d.Groups, d.GPUs, d.CPUs, e.largest)
+			sh.fragAt = e.largest
+		}
+		return sh.frag
+	case CodeMaxRunning:
+		if pl.maxRunning == "" {
+			pl.maxRunning = fmt.Sprintf("max_running_tasks (%d) reached", pl.p.MaxRunning)
+		}
+		return pl.maxRunning
+	case CodeBehindReservation:
+		if y := pl.yieldsTo(e); y != pl.behindFor || pl.behind == "" {
+			pl.behindFor = y
+			switch {
+			case e.yields < 0:
+				pl.behind = fmt.Sprintf("waiting behind %s, whose submitted gang is not placed yet and does not fit", y)
+			case pl.p.policyName() == PolicyFIFO:
+				// Not named in the sentence: the head changes often, and every task behind it would be rewritten
+				// each time (Wait.YieldsTo and Explain name it).
+				pl.behind = "waiting behind the first task in line that does not fit (first in, first out)"
+			default:
+				pl.behind = fmt.Sprintf("waiting behind %s, which holds a reservation for the GPUs this task would take", y)
+			}
+		}
+		return pl.behind
+	}
+	return string(e.code)
+}
+
+// yieldsTo names the task a behind_reservation wait yields to.
+func (pl *plan) yieldsTo(e *entry) string {
+	if e.code != CodeBehindReservation {
+		return ""
+	}
+	if e.yields < 0 {
+		return pl.blocker
+	}
+	return pl.s.Queue[e.yields].ID
+}

@@ -1,0 +1,314 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// timed is a queued PPO task of nnodes × gpus that declares rt and arrived ago before t0.
+func timed(nnodes, gpus int, rt, ago time.Duration) *mvp.Task {
+	t := task(mvp.WorkloadPPO, nnodes, gpus, mvp.StateQueued)
+	t.MaxRuntimeS = int(rt / time.Second)
+	t.CreatedAt = t0.Add(-ago)
+	return t
+}
+
+// bench is a cluster of 4-GPU workers and the tasks running on it; each running task is placed on the nodes given
+// (its GPUs and CPUs taken from their availability, its driver on the first of them).
+type bench struct {
+	c      *mvp.ClusterView
+	active []ActiveAttempt
+}
+
+func newBench(ids ...string) *bench {
+	var ns []mvp.Node
+	for _, id := range ids {
+		ns = append(ns, worker(id, 4, 48))
+	}
+	return &bench{c: cluster(ns...)}
+}
+
+// run places a running task of len(nodes) × gpus that started ago and declares rt. known says whether Decide is
+// told its nodes (ActiveAttempt.Nodes) or must work them out from the availability.
+func (b *bench) run(gpus int, rt, ago time.Duration, known bool, nodes ...string) *mvp.Task {
+	t := task(mvp.WorkloadPPO, len(nodes), gpus, mvp.StateRunning)
+	t.MaxRuntimeS = int(rt / time.Second)
+	jobID := fmt.Sprintf("%08x", seq)
+	for _, id := range nodes {
+		for k := range b.c.Nodes {
+			if n := &b.c.Nodes[k]; n.ID == id {
+				n.Available["GPU"] -= float64(gpus)
+				n.Available["CPU"] -= float64(3 * gpus)
+			}
+		}
+		b.c.Groups = append(b.c.Groups, mvp.PlacementGroup{CreatorJobID: jobID, State: "CREATED"})
+	}
+	start := t0.Add(-ago)
+	a := ActiveAttempt{Task: t, Attempt: &mvp.Attempt{No: 1, RayJobID: jobID, RayStatus: mvp.RayRunning,
+		StartTime: &start, DriverNodeID: nodes[0]}}
+	if known {
+		a.Nodes = nodes
+	}
+	b.active = append(b.active, a)
+	return t
+}
+
+func (b *bench) snap(queue ...*mvp.Task) Snapshot {
+	return Snapshot{Cluster: b.c, Queue: queue, Active: b.active}
+}
+
+func named(name string) Policy {
+	p := policy()
+	p.Name = name
+	return p
+}
+
+// waitOf returns the Wait for t among acts, or nil.
+func waitOf(acts []Action, t *mvp.Task) *Wait {
+	for _, a := range acts {
+		if w, ok := a.(*Wait); ok && w.Task == t {
+			return w
+		}
+	}
+	return nil
+}
+
+func TestPolicies(t *testing.T) {
+	type tc struct {
+		name   string
+		policy string
+		snap   func() (Snapshot, []string)
+	}
+	h := time.Hour
+	cases := []tc{
+		{name: "easy: a short task backfills past a blocked gang when it ends before the reservation", policy: PolicyEASY,
+			snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				b.run(4, 2*h, h, true, "n1") // n1 free again at +1h
+				big, small := timed(2, 4, 2*h, 10*time.Minute), timed(1, 4, 30*time.Minute, 5*time.Minute)
+				return b.snap(big, small), []string{"wait:" + big.ID, "submit:" + small.ID}
+			}},
+		{name: "fifo: the same short task waits behind the gang", policy: PolicyFIFO,
+			snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				b.run(4, 2*h, h, true, "n1")
+				big, small := timed(2, 4, 2*h, 10*time.Minute), timed(1, 4, 30*time.Minute, 5*time.Minute)
+				return b.snap(big, small), []string{"wait:" + big.ID, "wait:" + small.ID}
+			}},
+		{name: "easy: a task that would outlive the reservation on its nodes yields", policy: PolicyEASY,
+			snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				b.run(4, 2*h, h, true, "n1")
+				big, long := timed(2, 4, 2*h, 10*time.Minute), timed(1, 4, 2*h, 5*time.Minute)
+				return b.snap(big, long), []string{"wait:" + big.ID, "wait:" + long.ID}
+			}},
+		{name: "easy: a long task on capacity the reservation does not need starts; one on capacity it needs yields",
+			policy: PolicyEASY, snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2", "n3")
+				b.run(4, 2*h, h, true, "n1")  // n1 free at +1h
+				b.run(2, 10*h, h, true, "n2") // n2 keeps 2 GPUs busy until +9h
+				big := timed(2, 4, h, 20*time.Minute)
+				onN2 := timed(1, 2, 10*h, 10*time.Minute) // best fit puts it on n2: at +1h n1 and n3 still hold the gang
+				onN3 := timed(1, 4, 10*h, 5*time.Minute)  // only n3 holds it: the gang would lack a node at +1h
+				return b.snap(big, onN2, onN3), []string{"wait:" + big.ID, "submit:" + onN2.ID, "wait:" + onN3.ID}
+			}},
+		{name: "sjf: the shortest declared task goes first and passes a gang it then delays", policy: PolicySJF,
+			snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				b.run(4, 2*h, h, true, "n1")
+				big, long, short := timed(2, 4, h, 30*time.Minute), timed(1, 4, 5*h, 20*time.Minute), timed(1, 4, 2*h, time.Minute)
+				return b.snap(big, long, short), []string{"wait:" + big.ID, "wait:" + long.ID, "submit:" + short.ID}
+			}},
+		{name: "xfbf: of two backfill candidates for one slot, the larger expansion factor goes first", policy: PolicyXFBF,
+			snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				b.run(4, 6*h, h, true, "n1") // reservation at +5h
+				big := timed(2, 4, h, 2*h)
+				older := timed(1, 4, 4*h, h)                         // (1h + 4h) / 4h = 1.25
+				newer := timed(1, 4, 10*time.Minute, 10*time.Minute) // (10m + 10m) / 10m = 2
+				return b.snap(big, older, newer), []string{"wait:" + big.ID, "wait:" + older.ID, "submit:" + newer.ID}
+			}},
+		{name: "easy: the same two candidates backfill in arrival order", policy: PolicyEASY,
+			snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				b.run(4, 6*h, h, true, "n1")
+				big := timed(2, 4, h, 2*h)
+				older, newer := timed(1, 4, 4*h, h), timed(1, 4, 10*time.Minute, 10*time.Minute)
+				return b.snap(big, older, newer), []string{"wait:" + big.ID, "submit:" + older.ID, "wait:" + newer.ID}
+			}},
+		{name: "no policy named: the default (xfbf)", policy: "",
+			snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				b.run(4, 6*h, h, true, "n1")
+				big := timed(2, 4, h, 2*h)
+				older, newer := timed(1, 4, 4*h, h), timed(1, 4, 10*time.Minute, 10*time.Minute)
+				return b.snap(big, older, newer), []string{"wait:" + big.ID, "wait:" + older.ID, "submit:" + newer.ID}
+			}},
+		{name: "easy: a task without a declared end that blocks: only what the gang will not need backfills",
+			policy: PolicyEASY, snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2", "n3")
+				b.run(4, 0, h, true, "n1") // no max_runtime_s and no default: no end is known
+				b.run(2, 0, h, true, "n2")
+				big := timed(2, 4, h, 20*time.Minute)
+				// The gang is planned on an empty cluster (n1 + n2, best fit); n3 is not needed.
+				small := timed(1, 4, time.Minute, time.Minute)
+				return b.snap(big, small), []string{"wait:" + big.ID, "submit:" + small.ID}
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			snap, want := c.snap()
+			got := summary(Decide(t0, snap, named(c.policy)))
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("got  %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+func TestWaitCodes(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1", "n2")
+	b.run(2, 2*h, h, true, "n1")                // n1: 2 free, free again at +1h
+	b.run(2, 4*h, h, true, "n2")                // n2: 2 free, free again at +3h
+	frag := timed(1, 4, h, time.Hour)           // 4 free in all, on two nodes: fragmented
+	busy := timed(2, 4, 10*h, 50*time.Minute)   // 8 GPUs: more than are free in all
+	behind := timed(1, 2, 10*h, 40*time.Minute) // fits now, but on n1 it outlives the reservation
+	never := timed(3, 1, h, 30*time.Minute)     // three nodes: never
+	backing := timed(1, 1, h, 20*time.Minute)   // backing off: left alone
+	backing.State = mvp.StatePendingResources
+	later := t0.Add(time.Minute)
+	backing.NextRunAt = &later
+	acts := Decide(t0, b.snap(frag, busy, behind, never, backing), named(PolicyEASY))
+
+	w := waitOf(acts, frag)
+	if w == nil || w.Code != CodeFragmented || w.LargestFreeGPUs != 2 || !strings.Contains(w.Reason, "largest free node has 2") {
+		t.Fatalf("fragmented: %+v", w)
+	}
+	// Per node: n1 has 4 free at +1h (n2 only at +3h); counted over the cluster, 4 GPUs are free already.
+	if w.EstStart == nil || !w.EstStart.Equal(t0.Add(h)) || w.Position != 1 {
+		t.Errorf("reservation of the fragmented gang: %+v", w)
+	}
+	if w := waitOf(acts, busy); w == nil || w.Code != CodeGPUsBusy || w.EstStart != nil || w.Position != 2 {
+		t.Errorf("gpus_busy: %+v", w)
+	}
+	if w := waitOf(acts, behind); w == nil || w.Code != CodeBehindReservation || w.YieldsTo != frag.ID ||
+		!strings.Contains(w.Reason, frag.ID) || w.Position != 3 {
+		t.Errorf("behind_reservation: %+v", w)
+	}
+	if w := waitOf(acts, never); w == nil || w.Code != CodeNeverFits || !w.Never || w.Position != 5 {
+		t.Errorf("never_fits: %+v", w)
+	}
+	if w := waitOf(acts, backing); w != nil {
+		t.Errorf("a task backing off got a wait: %+v", w)
+	}
+
+	p := named(PolicyEASY)
+	p.MaxRunning = 2
+	if w := waitOf(Decide(t0, b.snap(frag), p), frag); w == nil || w.Code != CodeMaxRunning {
+		t.Errorf("max_running_tasks: %+v", w)
+	}
+}
+
+// Without the nodes of a running task, Decide attributes its GPUs to a node that shows them in use.
+func TestReservationFromUnknownNodes(t *testing.T) {
+	b := newBench("n1", "n2")
+	b.run(4, 3*time.Hour, time.Hour, false, "n2")
+	big := timed(2, 4, time.Hour, time.Minute)
+	w := waitOf(Decide(t0, b.snap(big), named(PolicyXFBF)), big)
+	if w == nil || w.EstStart == nil || !w.EstStart.Equal(t0.Add(2*time.Hour)) {
+		t.Errorf("got %+v", w)
+	}
+}
+
+func TestExplain(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1")
+	b.run(4, 2*h, h, true, "n1") // free at +1h
+	a := timed(1, 4, 2*h, 30*time.Minute)
+	bb := timed(1, 2, h, 20*time.Minute)
+	c := timed(1, 2, h, 10*time.Minute)
+	never := timed(2, 1, h, 5*time.Minute)
+	for _, pol := range []string{PolicyFIFO, PolicyXFBF} {
+		v := Explain(t0, b.snap(a, bb, c, never), named(pol))
+		if len(v.Nodes) != 1 || v.Nodes[0].FreeGPUs != 0 || v.Nodes[0].TotalGPUs != 4 || !v.ClusterKnown {
+			t.Errorf("%s nodes: %+v", pol, v.Nodes)
+		}
+		if len(v.Reservations) != 1 || v.Reservations[0].TaskID != a.ID || v.Reservations[0].Start == nil ||
+			!v.Reservations[0].Start.Equal(t0.Add(h)) || strings.Join(v.Reservations[0].Nodes, ",") != "n1" {
+			t.Errorf("%s reservations: %+v", pol, v.Reservations)
+		}
+		var got []string
+		for _, q := range v.Queue {
+			est := "-"
+			if q.EstStart != nil {
+				est = q.EstStart.Sub(t0).String()
+			}
+			got = append(got, fmt.Sprintf("%d:%s:%s", q.Position, q.Code, est))
+		}
+		// a at +1h (n1 frees), then b and c share n1 after a's declared 2 h.
+		want := "1:gpus_busy:1h0m0s 2:gpus_busy:3h0m0s 3:gpus_busy:3h0m0s 4:never_fits:-"
+		if pol == PolicyFIFO {
+			want = "1:gpus_busy:1h0m0s 2:behind_reservation:3h0m0s 3:behind_reservation:3h0m0s 4:never_fits:-"
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s queue:\n got  %s\n want %s", pol, strings.Join(got, " "), want)
+		}
+	}
+	if v := Explain(t0, Snapshot{Queue: []*mvp.Task{a}}, named(PolicyXFBF)); v.ClusterKnown || len(v.Queue) != 1 ||
+		v.Queue[0].Code != CodeClusterUnknown {
+		t.Errorf("no cluster: %+v", v)
+	}
+}
+
+// A wait is written again only when its sentence changes, not when its position moves.
+func TestWaitNotRewrittenForPosition(t *testing.T) {
+	b := newBench("n1", "n2")
+	b.run(4, 2*time.Hour, time.Hour, true, "n1")
+	b.run(4, 2*time.Hour, time.Hour, true, "n2")
+	x := timed(1, 1, time.Hour, 10*time.Minute)
+	w := waitOf(Decide(t0, b.snap(x), named(PolicyXFBF)), x)
+	if w == nil || w.Position != 1 {
+		t.Fatalf("got %+v", w)
+	}
+	x.State, x.PendingReason = mvp.StatePendingResources, w.Reason
+	first := timed(1, 1, time.Hour, time.Hour)
+	if acts := Decide(t0, b.snap(first, x), named(PolicyXFBF)); waitOf(acts, x) != nil {
+		t.Errorf("a wait rewritten only because its position moved: %v", summary(acts))
+	}
+}
+
+// Under fifo the tasks behind the head name it in YieldsTo, not in their sentence: a new head does not rewrite them.
+func TestFIFOBehindSentenceStable(t *testing.T) {
+	b := newBench("n1")
+	b.run(4, 2*time.Hour, time.Hour, true, "n1")
+	head, behind := timed(1, 4, time.Hour, time.Hour), timed(1, 1, time.Hour, time.Minute)
+	w := waitOf(Decide(t0, b.snap(head, behind), named(PolicyFIFO)), behind)
+	if w == nil || w.Code != CodeBehindReservation || w.YieldsTo != head.ID {
+		t.Fatalf("got %+v", w)
+	}
+	behind.State, behind.PendingReason = mvp.StatePendingResources, w.Reason
+	newHead := timed(1, 2, time.Hour, 2*time.Hour)
+	if acts := Decide(t0, b.snap(newHead, behind), named(PolicyFIFO)); waitOf(acts, behind) != nil {
+		t.Errorf("a new head rewrote the task behind it: %v", summary(acts))
+	}
+}
+
+// A task held by its dependencies is listed by Explain with code dependency, after the others, and not started.
+func TestExplainDependency(t *testing.T) {
+	b := newBench("n1")
+	dep := timed(1, 1, time.Hour, time.Hour)
+	held := timed(1, 1, time.Hour, 30*time.Minute)
+	held.AfterOK = []string{"mvp2-ppo-20251223-000000-aaaa"}
+	snap := b.snap(held, dep)
+	snap.Deps = map[string]mvp.State{"mvp2-ppo-20251223-000000-aaaa": mvp.StateRunning}
+	v := Explain(t0, snap, named(PolicyXFBF))
+	if len(v.Starting) != 1 || v.Starting[0] != dep.ID || len(v.Queue) != 1 || v.Queue[0].TaskID != held.ID ||
+		v.Queue[0].Code != CodeDependency || v.Queue[0].Position != 1 {
+		t.Errorf("got starting %v queue %+v", v.Starting, v.Queue)
+	}
+}

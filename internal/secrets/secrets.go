@@ -1,0 +1,195 @@
+// Package secrets encrypts secrets at rest and hands their values to the scheduler for the Ray submission only:
+// AES-256-GCM with a key from the environment variable named by v2.secrets.key_env, a random nonce per write and
+// the secret's name as additional data (a ciphertext moved to another name does not open). Nothing here logs,
+// stores or returns a value except Values, which the scheduler calls when it builds what it sends to Ray.
+package secrets
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// KeyFromEnv reads the key from the named variable: 32 bytes as 64 hex digits or as base64. An empty variable is
+// no key (nil, nil): secret storage is off. Anything else is an error naming the variable and the setting.
+func KeyFromEnv(name string) ([]byte, error) {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return nil, nil
+	}
+	if b, err := hex.DecodeString(v); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(v); err == nil && len(b) == 32 {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("$%s (v2.secrets.key_env) must hold a 32-byte key as 64 hex digits or base64 "+
+		"(e.g. the output of `openssl rand -hex 32`); it holds something else", name)
+}
+
+// Vault is secret storage: sealed values in a store, opened with the key.
+type Vault struct {
+	store  mvp.SecretStore
+	aead   cipher.AEAD
+	keyEnv string
+	now    func() time.Time
+}
+
+// New returns a vault over store. With a nil key secret storage is off and every call says how to turn it on.
+func New(store mvp.SecretStore, key []byte, keyEnv string, clock mvp.Clock) (*Vault, error) {
+	v := &Vault{store: store, keyEnv: keyEnv, now: time.Now}
+	if clock != nil {
+		v.now = clock.Now
+	}
+	if key == nil {
+		return v, nil
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("secrets key: %w", err)
+	}
+	if v.aead, err = cipher.NewGCM(block); err != nil {
+		return nil, fmt.Errorf("secrets key: %w", err)
+	}
+	return v, nil
+}
+
+// Enabled reports whether secrets can be stored and used.
+func (v *Vault) Enabled() bool { return v != nil && v.aead != nil }
+
+// Off is the error of every call while secret storage is off.
+func (v *Vault) Off() error {
+	name := "MVP_SECRETS_KEY"
+	if v != nil && v.keyEnv != "" {
+		name = v.keyEnv
+	}
+	return mvp.Errorf(mvp.CodeUnavailable, "secrets", "secret storage is off on this server: set $%s (the variable "+
+		"named by v2.secrets.key_env) to a 32-byte key (e.g. `openssl rand -hex 32`) and restart mvp", name)
+}
+
+// CheckName refuses a name that is not a secret name.
+func CheckName(name string) error {
+	if !mvp.SecretNamePattern.MatchString(name) {
+		return mvp.Errorf(mvp.CodeInvalid, "name", "%q is not a secret name: a letter or digit, then up to 63 of "+
+			"letters, digits, '_', '.' and '-'", clip(name))
+	}
+	return nil
+}
+
+// Put encrypts value and stores it under name (replacing a value already there: the next attempt of a task that
+// uses it gets the new one). It returns what may be shown of the secret and whether it is new.
+func (v *Vault) Put(ctx context.Context, name, value string) (mvp.SecretInfo, bool, error) {
+	if !v.Enabled() {
+		return mvp.SecretInfo{}, false, v.Off()
+	}
+	if err := CheckName(name); err != nil {
+		return mvp.SecretInfo{}, false, err
+	}
+	switch {
+	case value == "":
+		return mvp.SecretInfo{}, false, mvp.Errorf(mvp.CodeInvalid, "value", "the secret's value is empty")
+	case len(value) > mvp.MaxSecretBytes:
+		return mvp.SecretInfo{}, false, mvp.Errorf(mvp.CodeTooLarge, "value", "the secret's value is larger than %d bytes", mvp.MaxSecretBytes)
+	case !utf8.ValidString(value) || strings.ContainsRune(value, 0):
+		return mvp.SecretInfo{}, false, mvp.Errorf(mvp.CodeInvalid, "value", "the secret's value must be UTF-8 text without NUL (it becomes an environment variable)")
+	}
+	nonce := make([]byte, v.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return mvp.SecretInfo{}, false, fmt.Errorf("seal secret %s: %w", name, err)
+	}
+	now := v.now().UTC()
+	s := &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: name, CreatedAt: now, UpdatedAt: now}, Nonce: nonce,
+		Ciphertext: v.aead.Seal(nil, nonce, []byte(value), []byte(name))}
+	created, err := v.store.PutSecret(ctx, s)
+	if err != nil {
+		return mvp.SecretInfo{}, false, err
+	}
+	info := s.SecretInfo
+	if !created {
+		if got, err := v.store.SealedSecrets(ctx, []string{name}); err == nil && got[name] != nil {
+			info = got[name].SecretInfo
+		}
+	}
+	return info, created, nil
+}
+
+// List returns every secret's name and times.
+func (v *Vault) List(ctx context.Context) ([]mvp.SecretInfo, error) {
+	if !v.Enabled() {
+		return nil, v.Off()
+	}
+	return v.store.ListSecrets(ctx)
+}
+
+// Delete removes a secret.
+func (v *Vault) Delete(ctx context.Context, name string) error {
+	if !v.Enabled() {
+		return v.Off()
+	}
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	err := v.store.DeleteSecret(ctx, name)
+	if errors.Is(err, mvp.ErrNotFound) {
+		return mvp.Errorf(mvp.CodeNotFound, "name", "no secret %q", name)
+	}
+	return err
+}
+
+// Values opens the named secrets for one Ray submission. A secret that does not exist or does not open (the key
+// changed) is an error naming it, never its value.
+func (v *Vault) Values(ctx context.Context, names []string) (map[string]string, error) {
+	if len(names) == 0 {
+		return map[string]string{}, nil
+	}
+	if !v.Enabled() {
+		return nil, v.Off()
+	}
+	sealed, err := v.store.SealedSecrets(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, n := range names {
+		if _, ok := sealed[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, mvp.Errorf(mvp.CodeInvalid, "secrets", "secret(s) %s do not exist (deleted?): store them with "+
+			"PUT /api/v2/secrets/{name}, then resubmit", strings.Join(missing, ", "))
+	}
+	out := make(map[string]string, len(names))
+	for _, n := range names {
+		s := sealed[n]
+		plain, err := v.aead.Open(nil, s.Nonce, s.Ciphertext, []byte(n))
+		if err != nil {
+			return nil, mvp.Errorf(mvp.CodeInvalid, "secrets", "secret %q cannot be decrypted with the key in $%s: "+
+				"was the key changed? Store the secret again", n, v.keyEnv)
+		}
+		out[n] = string(plain)
+	}
+	return out, nil
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

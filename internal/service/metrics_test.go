@@ -1,0 +1,108 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/service"
+	"github.com/mvp2/mvp/internal/service/servicetest"
+)
+
+const ppo1x4 = "workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
+
+// TestMetricsScrape scrapes a running service's /metrics as Prometheus does and parses the exposition: two 1×4
+// tasks on one 4-GPU node, the first admitted (Ray holds it PENDING), the second waiting.
+func TestMetricsScrape(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	ctx := context.Background()
+	if code, _ := servicetest.Scrape(t, m.URL(), ""); code != 401 {
+		t.Errorf("/metrics without the token: %d, want 401", code)
+	}
+	if code, _ := servicetest.Scrape(t, m.URL(), "not-the-token-0123456789"); code != 403 {
+		t.Errorf("/metrics with a wrong token: %d, want 403", code)
+	}
+	c := m.Client()
+	var ids []string
+	for range 2 {
+		raw, err := c.Submit(ctx, []byte(ppo1x4), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var task mvp.Task
+		if err := json.Unmarshal(raw, &task); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+	}
+	var got servicetest.Metrics
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, fams := servicetest.Scrape(t, m.URL(), m.APIToken())
+		if code != 200 {
+			t.Fatalf("/metrics with the token: %d", code)
+		}
+		got = fams
+		sub, _ := got.Value(t, "mvp_tasks", "state", "SUBMITTED", "workload", "ppo")
+		wait, _ := got.Value(t, "mvp_tasks", "state", "PENDING_RESOURCES", "workload", "ppo")
+		if sub == 1 && wait == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tasks never reached SUBMITTED + PENDING_RESOURCES: %v submitted, %v waiting", sub, wait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	want := []struct {
+		name   string
+		labels []string
+		value  float64
+	}{
+		{"mvp_tasks_submitted_total", []string{"workload", "ppo"}, 2},
+		{"mvp_tasks_submitted_total", []string{"workload", "sft"}, 0},
+		{"mvp_tasks_admitted_total", []string{"workload", "ppo"}, 1},
+		{"mvp_tasks", []string{"state", "QUEUED", "workload", "ppo"}, 0},
+		{"mvp_queue_depth", []string{"workload", "ppo"}, 1},
+		{"mvp_node_gpus", []string{"node_id", "w1"}, 4},
+		{"mvp_node_gpus_free", []string{"node_id", "w1"}, 4}, // the fixed view: the fake Ray holds nothing
+		{"mvp_cluster_view_source", []string{"source", "probe"}, 1},
+		{"mvp_cluster_view_source", []string{"source", "dashboard"}, 0},
+	}
+	for _, w := range want {
+		if v, ok := got.Value(t, w.name, w.labels...); !ok || v != w.value {
+			t.Errorf("%s%v = %v (present %v), want %v", w.name, w.labels, v, ok, w.value)
+		}
+	}
+	for _, name := range []string{"mvp_scheduler_pass_duration_seconds", "mvp_sqlite_writes_per_commit"} {
+		if n, ok := got.Value(t, name); !ok || n < 1 {
+			t.Errorf("%s: %v samples (present %v), want some", name, n, ok)
+		}
+	}
+	if v, ok := got.Value(t, "mvp_queue_oldest_wait_seconds", "workload", "ppo"); !ok || v < 0 || v > 60 {
+		t.Errorf("mvp_queue_oldest_wait_seconds{ppo} = %v (present %v)", v, ok)
+	}
+	if _, ok := got.Value(t, "mvp_cluster_view_age_seconds"); !ok {
+		t.Errorf("mvp_cluster_view_age_seconds is missing")
+	}
+	if _, ok := got.Value(t, "go_goroutines"); !ok {
+		t.Errorf("the Go runtime's metrics are missing")
+	}
+}
+
+func TestMetricsPublicAndOff(t *testing.T) {
+	cfg := servicetest.Config(t)
+	cfg.V2.Metrics.Public = true
+	m := servicetest.Start(t, &service.Main{Config: cfg})
+	if code, fams := servicetest.Scrape(t, m.URL(), ""); code != 200 || fams["mvp_tasks"] == nil {
+		t.Errorf("public /metrics without the token: %d, %d families", code, len(fams))
+	}
+	off := servicetest.Config(t)
+	no := false
+	off.V2.Metrics.Enabled = &no
+	m = servicetest.Start(t, &service.Main{Config: off})
+	if code, _ := servicetest.Scrape(t, m.URL(), m.APIToken()); code != 404 {
+		t.Errorf("/metrics with the metrics off: %d, want 404", code)
+	}
+}

@@ -1,0 +1,198 @@
+package taskfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// A task's results live in <task dir>/results/: the job of attempt N gets <task dir>/results/aNN/ as
+// MVP_RESULTS_DIR. Only regular files under that folder are ever listed or served: symlinks (at any depth) are
+// skipped when listing and refused when asked for, and a path is checked before it is opened, which happens
+// through an os.Root so that nothing outside the folder can be reached even if the tree changes meanwhile.
+
+// MaxResultFiles bounds a listing.
+const MaxResultFiles = 10000
+
+// maxResultPath bounds a requested path.
+const maxResultPath = 1024
+
+var attemptFolderRE = regexp.MustCompile(`^a(\d{2,3})$`)
+
+// ResultsDir returns <task dir>/results.
+func (f FS) ResultsDir(id string) (string, error) {
+	dir, err := f.TaskDir(id)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "results"), nil
+}
+
+// AttemptResultsDir returns <task dir>/results/aNN, the folder attempt n writes its results to.
+func (f FS) AttemptResultsDir(id string, n int) (string, error) {
+	dir, err := f.ResultsDir(id)
+	if err != nil {
+		return "", err
+	}
+	if n < 1 || n > 999 {
+		return "", mvp.Errorf(mvp.CodeInvalid, "attempt", "attempt number %d is out of range", n)
+	}
+	return filepath.Join(dir, fmt.Sprintf("a%02d", n)), nil
+}
+
+// openResults opens the task's results folder as an os.Root; ok is false when the task has none yet. A results
+// folder that is itself a symlink is refused.
+func (f FS) openResults(id string) (*os.Root, bool, error) {
+	dir, err := f.ResultsDir(id)
+	if err != nil {
+		return nil, false, err
+	}
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("stat results folder: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, false, mvp.Errorf(mvp.CodeNotFound, "path", "the task's results folder is not a folder")
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("open results folder: %w", err)
+	}
+	return r, true, nil
+}
+
+// ListResults lists the regular files under the task's results folder in path order, at most MaxResultFiles
+// (truncated says there were more). Symlinks are not listed and not followed.
+func (f FS) ListResults(id string) (files []mvp.ResultFile, truncated bool, err error) {
+	root, ok, err := f.openResults(id)
+	if err != nil || !ok {
+		return []mvp.ResultFile{}, false, err
+	}
+	defer root.Close()
+	files = []mvp.ResultFile{}
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: skipped
+		}
+		if d.Type()&fs.ModeSymlink != 0 || !d.Type().IsRegular() {
+			return nil // folders are walked (WalkDir does not follow symlinks); nothing else is listed
+		}
+		if len(files) == MaxResultFiles {
+			truncated = true
+			return fs.SkipAll
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		rf := mvp.ResultFile{Path: p, Size: info.Size(), ModTime: info.ModTime().UTC()}
+		if head, _, ok := strings.Cut(p, "/"); ok {
+			if m := attemptFolderRE.FindStringSubmatch(head); m != nil {
+				rf.AttemptNo, _ = strconv.Atoi(m[1])
+			}
+		}
+		files = append(files, rf)
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list results of %s: %w", id, err)
+	}
+	return files, truncated, nil
+}
+
+// CheckResultPath refuses a requested result path that is not a plain relative path of clean segments: empty,
+// absolute, with a backslash, a NUL or a control character, a "." or ".." or empty segment, not UTF-8, or too long.
+func CheckResultPath(p string) error {
+	bad := func(why string) error {
+		return mvp.Errorf(mvp.CodeInvalid, "path", "result path %q %s; give a path relative to the results folder, as listed", clipPath(p), why)
+	}
+	switch {
+	case p == "":
+		return bad("is empty")
+	case len(p) > maxResultPath:
+		return bad(fmt.Sprintf("is longer than %d bytes", maxResultPath))
+	case !utf8.ValidString(p):
+		return bad("is not UTF-8")
+	case strings.HasPrefix(p, "/") || filepath.IsAbs(p):
+		return bad("is absolute")
+	case strings.ContainsAny(p, "\\"):
+		return bad("contains a backslash")
+	case strings.IndexFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return bad("contains a control character")
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return bad("has an empty, '.' or '..' segment")
+		}
+	}
+	if path.Clean(p) != p {
+		return bad("is not clean")
+	}
+	return nil
+}
+
+// OpenResult opens the regular file at rel under the task's results folder. Every segment of rel is looked at
+// without following links: a symlink anywhere on the way, or anything but a regular file at the end, is refused
+// (not found). The caller closes the file.
+func (f FS) OpenResult(id, rel string) (*os.File, fs.FileInfo, error) {
+	if err := CheckResultPath(rel); err != nil {
+		return nil, nil, err
+	}
+	notFound := mvp.Errorf(mvp.CodeNotFound, "path", "task %s has no result file %q", id, clipPath(rel))
+	root, ok, err := f.openResults(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, notFound
+	}
+	defer root.Close()
+	segs := strings.Split(rel, "/")
+	for i := range segs {
+		fi, err := root.Lstat(strings.Join(segs[:i+1], "/"))
+		if err != nil {
+			return nil, nil, notFound
+		}
+		last := i == len(segs)-1
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return nil, nil, mvp.Errorf(mvp.CodeNotFound, "path", "%q is a symbolic link; only regular files under the results folder are served", clipPath(rel))
+		case !last && !fi.IsDir():
+			return nil, nil, notFound
+		case last && fi.IsDir():
+			return nil, nil, mvp.Errorf(mvp.CodeInvalid, "path", "%q is a folder; list the results to see its files", clipPath(rel))
+		case last && !fi.Mode().IsRegular():
+			return nil, nil, notFound
+		}
+	}
+	// The Root refuses anything that would leave the folder, even if a segment became a link since the check.
+	fh, err := root.OpenFile(rel, os.O_RDONLY|syscallNoFollow, 0)
+	if err != nil {
+		return nil, nil, notFound
+	}
+	fi, err := fh.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		fh.Close()
+		return nil, nil, notFound
+	}
+	return fh, fi, nil
+}
+
+func clipPath(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

@@ -1,0 +1,63 @@
+package taskfs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+func TestCheckResultPath(t *testing.T) {
+	for _, ok := range []string{"a01/summary.json", "notes.txt", "a01/model/w.bin", "odd name (1).jsonl", "ünïcode.txt", "..hidden"} {
+		if err := CheckResultPath(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "/etc/passwd", "../x", "a/../../x", "a/..", ".", "./a", "a//b", "a/", "a\\..\\b",
+		"a\x00b", "a\nb", "\xff", strings.Repeat("x", 1025)} {
+		err := CheckResultPath(bad)
+		if err == nil || mvp.ErrorCode(err) != mvp.CodeInvalid {
+			t.Errorf("%.40q accepted or wrong code: %v", bad, err)
+		}
+	}
+}
+
+// TestOpenResultStaysInside: OpenResult serves regular files under results/ only; ListResults skips links and
+// reports a truncated listing.
+func TestOpenResultStaysInside(t *testing.T) {
+	f := FS{Root: t.TempDir()}
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	dir, _ := f.AttemptResultsDir(id, 1)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "ok.txt"), []byte("ok"), 0o644)
+	taskDir, _ := f.TaskDir(id)
+	os.WriteFile(filepath.Join(taskDir, "spec.json"), []byte("secret"), 0o644)
+	os.Symlink("../../spec.json", filepath.Join(dir, "up"))
+	fh, fi, err := f.OpenResult(id, "a01/ok.txt")
+	if err != nil || fi.Size() != 2 {
+		t.Fatalf("open a result: %v", err)
+	}
+	fh.Close()
+	if _, _, err := f.OpenResult(id, "a01/up"); mvp.ErrorCode(err) != mvp.CodeNotFound {
+		t.Errorf("a symlink: %v", err)
+	}
+	if _, _, err := f.OpenResult(id, "../spec.json"); mvp.ErrorCode(err) != mvp.CodeInvalid {
+		t.Errorf("..: %v", err)
+	}
+	// A results folder that is itself a link is refused.
+	other := "mvp2-ppo-20251223-143201-7f3b"
+	otherDir, _ := f.TaskDir(other)
+	os.MkdirAll(otherDir, 0o755)
+	os.Symlink(taskDir, filepath.Join(otherDir, "results"))
+	if _, _, err := f.OpenResult(other, "spec.json"); err == nil {
+		t.Errorf("served through a linked results folder")
+	}
+	files, truncated, err := f.ListResults(id)
+	if err != nil || truncated || len(files) != 1 || files[0].Path != "a01/ok.txt" || files[0].AttemptNo != 1 {
+		t.Errorf("list: %+v %v %v", files, truncated, err)
+	}
+}

@@ -1,0 +1,66 @@
+// mvp's web page: refresh the live part of a page, and follow a task's driver log. Plain JS, no build step.
+"use strict";
+
+// refresh replaces #live with the server's newest rendering of it, every data-refresh milliseconds.
+function refresh(live) {
+  const every = parseInt(live.dataset.refresh || "2000", 10);
+  const tick = async () => {
+    try {
+      const u = new URL(window.location.href);
+      u.searchParams.set("fragment", "live");
+      const res = await fetch(u, { credentials: "same-origin", cache: "no-store" });
+      if (res.redirected || res.status === 401 || res.status === 403) { window.location.assign("/ui/login"); return; }
+      if (res.ok) { live.innerHTML = await res.text(); }
+    } catch (e) { /* the next tick tries again */ }
+    setTimeout(tick, every);
+  };
+  setTimeout(tick, every);
+}
+
+// ansi matches terminal colour codes, which Ray's own log lines carry.
+const ansi = /\u001b\[[0-9;]*[A-Za-z]/g;
+
+// follow streams the latest attempt's driver log into the <pre> until the attempt ends, then reads it again
+// while the task may still make another attempt.
+function follow(pre) {
+  const status = document.getElementById("log-status");
+  const say = (s) => { if (status) status.textContent = s; };
+  const terminal = () => {
+    const h = document.getElementById("task-id");
+    const s = h ? h.dataset.state : "";
+    return s === "SUCCEEDED" || s === "FAILED" || s === "CANCELED";
+  };
+  const run = async () => {
+    const wasTerminal = terminal();
+    try {
+      const res = await fetch(pre.dataset.src + "?follow=true", { credentials: "same-origin", cache: "no-store" });
+      if (res.ok && res.body) {
+        say("(following)");
+        pre.textContent = "";
+        const reader = res.body.getReader();
+        const dec = new TextDecoder();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+          pre.textContent += dec.decode(value, { stream: true }).replace(ansi, "");
+          if (atEnd) pre.scrollTop = pre.scrollHeight;
+        }
+        say("(attempt ended)");
+      } else {
+        say(res.status === 404 ? "(no log yet)" : "(log unavailable: " + res.status + ")");
+      }
+    } catch (e) {
+      say("(log interrupted; retrying)");
+    }
+    if (!wasTerminal) setTimeout(run, 2000);
+  };
+  run();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const live = document.getElementById("live");
+  if (live) refresh(live);
+  const pre = document.getElementById("log");
+  if (pre) follow(pre);
+});

@@ -1,0 +1,319 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/service"
+	"github.com/mvp2/mvp/internal/service/servicetest"
+	"github.com/mvp2/mvp/internal/sqlite"
+	"github.com/mvp2/mvp/internal/web"
+)
+
+// noRedirect is a client that shows redirects instead of following them.
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Timeout: 10 * time.Second}
+
+func post(t *testing.T, u string, form url.Values, cookie *http.Cookie) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if cookie != nil {
+		req.AddCookie(cookie)
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func get(t *testing.T, u string, cookie *http.Cookie) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cookie != nil {
+		req.AddCookie(cookie)
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func sessionCookie(resp *http.Response) *http.Cookie {
+	for _, c := range resp.Cookies() {
+		if c.Name == web.CookieName {
+			return c
+		}
+	}
+	return nil
+}
+
+func login(t *testing.T, base, token string) *http.Cookie {
+	t.Helper()
+	resp := post(t, base+"/ui/login", url.Values{"token": {token}}, nil)
+	c := sessionCookie(resp)
+	if resp.StatusCode != http.StatusSeeOther || c == nil {
+		t.Fatalf("login: %s, cookie %v", resp.Status, c)
+	}
+	return c
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func TestLoginWithWrongTokenSetsNoCookie(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	for _, tok := range []string{"", "wrong-token-0123456789", servicetest.Token + "x", strings.ToUpper(servicetest.Token)} {
+		resp := post(t, m.URL()+"/ui/login", url.Values{"token": {tok}}, nil)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("token %q: status %s, want 403", tok, resp.Status)
+		}
+		if len(resp.Header.Values("Set-Cookie")) != 0 {
+			t.Errorf("token %q: a cookie was set: %v", tok, resp.Header.Values("Set-Cookie"))
+		}
+	}
+}
+
+func TestLoginCookieFlags(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	c := login(t, m.URL(), servicetest.Token)
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/ui" || c.MaxAge <= 0 {
+		t.Errorf("cookie flags: HttpOnly %v SameSite %v Path %q MaxAge %d", c.HttpOnly, c.SameSite, c.Path, c.MaxAge)
+	}
+	if strings.Contains(c.Value, servicetest.Token) {
+		t.Errorf("the cookie holds the raw token: %q", c.Value)
+	}
+	resp, body := get(t, m.URL()+"/ui/", c)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Queue") || !strings.Contains(body, "GPUs by node") {
+		t.Fatalf("dashboard with the cookie: %s\n%s", resp.Status, body)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+}
+
+func TestPagesNeedASession(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	c := login(t, m.URL(), servicetest.Token)
+	resp, _ := get(t, m.URL()+"/ui/", nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/login" {
+		t.Errorf("no cookie: %s → %q, want 303 to /ui/login", resp.Status, resp.Header.Get("Location"))
+	}
+	forged := *c
+	forged.Value = c.Value[:len(c.Value)-2] + "AA"
+	if resp, _ := get(t, m.URL()+"/ui/", &forged); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("forged cookie: %s, want a redirect to the login", resp.Status)
+	}
+	// A cookie signed with another token (the token changed) is no session either.
+	other := servicetest.Start(t, &service.Main{Token: "another-token-0123456789abcdef"})
+	if resp, _ := get(t, other.URL()+"/ui/", c); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("cookie of another token: %s, want a redirect to the login", resp.Status)
+	}
+	if resp, _ := get(t, m.URL()+"/ui/tasks/mvp2-ppo-20251223-143201-7f3a/log", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("log without a session: %s, want 401", resp.Status)
+	}
+}
+
+func TestCancelNeedsTheSessionsCSRFToken(t *testing.T) {
+	m := servicetest.Start(t, &service.Main{Cluster: servicetest.OneNode(1)})
+	ctx := context.Background()
+	// 1 node × 2 GPUs never fits on a 1-GPU node: the task stays waiting.
+	raw, err := m.Client().Submit(ctx, []byte("workload: ppo\nnnodes: 1\nn_gpus_per_node: 2\nmodel_path: /m\ntrain_file: /d/t.parquet\nval_file: /d/v.parquet\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	if err := json.Unmarshal(raw, &task); err != nil {
+		t.Fatal(err)
+	}
+	c := login(t, m.URL(), servicetest.Token)
+	page := m.URL() + "/ui/tasks/" + task.ID
+	_, body := get(t, page, c)
+	g := csrfField.FindStringSubmatch(body)
+	if g == nil {
+		t.Fatalf("no CSRF field on the task page:\n%s", body)
+	}
+	other := login(t, m.URL(), servicetest.Token) // another session: its CSRF token differs
+	_, otherBody := get(t, page, other)
+	if og := csrfField.FindStringSubmatch(otherBody); og == nil || og[1] == g[1] {
+		t.Fatalf("two sessions share a CSRF token")
+	}
+	for name, form := range map[string]url.Values{
+		"no token":              {},
+		"wrong token":           {"csrf": {"AAAA"}},
+		"another session's one": {"csrf": {csrfField.FindStringSubmatch(otherBody)[1]}},
+	} {
+		resp := post(t, page+"/cancel", form, c)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: status %s, want 403", name, resp.Status)
+		}
+	}
+	if resp := post(t, page+"/cancel", url.Values{"csrf": {g[1]}}, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no cookie: status %s, want 401", resp.Status)
+	}
+	if got, _, err := m.Client().Get(ctx, task.ID); err != nil || got.State.Terminal() {
+		t.Fatalf("after refused cancels: %v %v", got.State, err)
+	}
+	resp := post(t, page+"/cancel", url.Values{"csrf": {g[1]}}, c)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/tasks/"+task.ID {
+		t.Fatalf("cancel: %s → %q", resp.Status, resp.Header.Get("Location"))
+	}
+	if got, _, err := m.Client().Get(ctx, task.ID); err != nil || got.State != mvp.StateCanceled {
+		t.Fatalf("after cancel: %v %v", got.State, err)
+	}
+	evs, _, err := m.Client().Events(ctx, task.ID, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byWeb := false
+	for _, e := range evs.Events {
+		var p struct{ By string }
+		_ = json.Unmarshal(e.Payload, &p)
+		byWeb = byWeb || e.Type == mvp.EventCancelRequested && p.By == "web"
+	}
+	if !byWeb {
+		for _, e := range evs.Events {
+			t.Logf("event %s %s", e.Type, e.Payload)
+		}
+		t.Errorf("the cancel is not recorded as the page's")
+	}
+	// A second cancel is refused, and the page says why.
+	resp = post(t, page+"/cancel", url.Values{"csrf": {g[1]}}, c)
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/tasks/"+task.ID) {
+		t.Fatalf("second cancel: %s → %q", resp.Status, loc)
+	}
+	if _, body := get(t, m.URL()+loc, c); !strings.Contains(body, "The cancel was refused: the task is already CANCELED.") {
+		t.Errorf("the page after a refused cancel does not say so:\n%s", body)
+	}
+}
+
+// TestLogAndSchedulesOnThePage: the task's log comes through the API's logs endpoint, and the queue page lists
+// the schedules.
+func TestLogAndSchedulesOnThePage(t *testing.T) {
+	ray := servicetest.NewRay()
+	m := servicetest.Start(t, &service.Main{Ray: ray})
+	ctx := context.Background()
+	raw, err := m.Client().Submit(ctx, []byte("workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /d/t.parquet\nval_file: /d/v.parquet\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	if err := json.Unmarshal(raw, &task); err != nil {
+		t.Fatal(err)
+	}
+	c := login(t, m.URL(), servicetest.Token)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, body := get(t, m.URL()+"/ui/tasks/"+task.ID+"/log", c)
+		if resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+			if want, _ := ray.JobLogs(ctx, task.ID+"--a01"); body != want {
+				t.Errorf("log through the page %q, Ray's %q", body, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log through the page: %s %s", resp.Status, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, _, err := m.Client().CreateSchedule(ctx, api.ScheduleRequest{Name: "nightly-eval", Cron: "0 2 * * *",
+		JobSpec: json.RawMessage(`{"workload":"ppo","nnodes":1,"n_gpus_per_node":1,"model_path":"/m","train_file":"/t","val_file":"/v"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, m.URL()+"/ui/", c); !strings.Contains(body, `data-schedule="nightly-eval"`) {
+		t.Errorf("the queue page does not list the schedule:\n%s", body)
+	}
+}
+
+// TestHostileTextIsEscaped: names, reasons, summaries and event payloads are user or Ray text; the page shows
+// them as text, never as markup.
+func TestHostileTextIsEscaped(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "mvp.sqlite3"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const evil = `<script>alert("x")</script><img src=x onerror=alert(1)>`
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	waiting := &mvp.Task{ID: "mvp2-ppo-20260102-030405-aaaa", Workload: mvp.WorkloadPPO, Name: evil, State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 1, JobSpecYAML: "x", CreatedAt: now, PendingReason: evil}
+	failed := &mvp.Task{ID: "mvp2-ppo-20260102-030405-bbbb", Workload: mvp.WorkloadPPO, Name: "ok", State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 1, JobSpecYAML: "x", CreatedAt: now}
+	for _, tk := range []*mvp.Task{waiting, failed} {
+		if err := db.CreateTask(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	summary := evil
+	if err := db.Apply(ctx, mvp.Change{TaskID: failed.ID, From: mvp.StateQueued, To: mvp.StateFailed, At: now,
+		ErrorSummary: &summary, EventPayload: map[string]any{"why": evil}}); err != nil {
+		t.Fatal(err)
+	}
+	// The API stand-in answers GET /api/v2/queue with hostile text too.
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v2/queue" && r.Header.Get("Authorization") == "Bearer tok-0123456789abcdef" {
+			_ = json.NewEncoder(w).Encode(map[string]any{"queue": []map[string]any{{"task_id": waiting.ID, "position": 1,
+				"code": evil, "reason": evil, "estimated_start_at": "2026-01-02T04:00:00Z"}}})
+			return
+		}
+		http.NotFound(w, r)
+	})
+	srv := &web.Server{Store: db, API: api, Token: "tok-0123456789abcdef", Clock: fixed{now},
+		Snapshot: func(context.Context) (scheduler.Snapshot, error) {
+			return scheduler.Snapshot{Queue: []*mvp.Task{waiting}, Cluster: &mvp.ClusterView{At: now, Source: evil,
+				Nodes: []mvp.Node{{ID: evil, Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 48},
+					Available: map[string]float64{"GPU": 1, "CPU": 40}}}}}, nil
+		}}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	c := login(t, ts.URL, "tok-0123456789abcdef")
+	for _, path := range []string{"/ui/", "/ui/?fragment=live", "/ui/tasks/" + waiting.ID, "/ui/tasks/" + failed.ID} {
+		resp, body := get(t, ts.URL+path, c)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s\n%s", path, resp.Status, body)
+		}
+		if strings.Contains(body, "<script>alert") || strings.Contains(body, "<img src=x") {
+			t.Errorf("%s renders hostile text as markup:\n%s", path, body)
+		}
+		if !strings.Contains(body, "&lt;script&gt;alert(") && !strings.Contains(body, `\u003cscript\u003e`) {
+			t.Errorf("%s does not show the hostile text escaped:\n%s", path, body)
+		}
+	}
+	_, body := get(t, ts.URL+"/ui/", c)
+	for _, want := range []string{"2026-01-02 04:00:00 UTC", `class="gpu busy"`, `class="gpu free"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("dashboard lacks %q (estimated start from /api/v2/queue, the GPU map)", want)
+		}
+	}
+	if n := strings.Count(body, `class="gpu busy"`); n != 3 {
+		t.Errorf("GPU map shows %d busy GPUs, want 3 of 4", n)
+	}
+}
+
+type fixed struct{ t time.Time }
+
+func (f fixed) Now() time.Time { return f.t }

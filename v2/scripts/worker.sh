@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# worker.sh — start a Ray worker node inside this host's worker container, with the GPUs the node really has:
+# `mvp doctor --num-gpus` reads them through NVML (falling back to RAY_GPUS_PER_WORKER where NVIDIA's library is
+# missing), then `ray start` joins the head with that --num-gpus and the worker_node resource drivers ask for.
+# Run it on the worker's host; `worker.sh check` runs the whole `mvp doctor` there instead.
+#
+# Settings beyond lib.sh's (environment; defaults in brackets):
+#   MVP_WORKER_CONTAINER [mvp-ray-worker]               the Ray worker container on this host
+#   RAY_HEAD_ADDRESS     (required for start)           the head's GCS, host:port (e.g. 10.0.0.1:6379)
+#   RAY_GPUS_PER_WORKER  []                             GPU count when NVML cannot tell (handed over by name)
+#   RAY_WORKER_RESOURCES [{"worker_node": 100}]         the worker's custom resources
+#   RAY_BIN              [ray]                          the ray command inside the container
+# Arguments after `start --` go to `ray start` as they are (e.g. --node-ip-address=…).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+MVP_WORKER_CONTAINER="${MVP_WORKER_CONTAINER:-mvp-ray-worker}"
+RAY_HEAD_ADDRESS="${RAY_HEAD_ADDRESS:-}"
+RAY_WORKER_RESOURCES="${RAY_WORKER_RESOURCES:-{\"worker_node\": 100\}}"
+RAY_BIN="${RAY_BIN:-ray}"
+
+usage() {
+  echo "usage: worker.sh start [-- ray start arguments…] | worker.sh check"
+  sed -n '/^# Settings beyond/,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+  usage_settings
+}
+
+# in_worker SCRIPT ARGS…: run a bash script in the worker container (or here with MVP_LOCAL=1). Values travel as
+# positional arguments; RAY_GPUS_PER_WORKER travels by name, and only when it is set.
+in_worker() {
+  local script="$1"
+  shift
+  if [[ "$MVP_LOCAL" == 1 ]]; then
+    bash -c "$script" mvp "$@"
+  else
+    local envs=()
+    [[ -n "${RAY_GPUS_PER_WORKER:-}" ]] && envs+=(-e RAY_GPUS_PER_WORKER)
+    "$DOCKER" exec -i "${envs[@]}" "$MVP_WORKER_CONTAINER" bash -c "$script" mvp "$@"
+  fi
+}
+
+# shellcheck disable=SC2016
+START_WORKER='bin="$1" ray="$2" head="$3" resources="$4"; shift 4
+[[ -x "$bin" ]] || { echo "mvp binary $bin not found or not executable" >&2; exit 4; }
+gpus="$("$bin" doctor --num-gpus)" || exit 5
+[[ "$gpus" =~ ^[0-9]+$ ]] || { echo "mvp doctor --num-gpus answered \"$gpus\", not a count" >&2; exit 5; }
+echo "mvp: starting a Ray worker with --num-gpus=$gpus" >&2
+exec "$ray" start --address="$head" --num-gpus="$gpus" --resources="$resources" "$@"'
+# shellcheck disable=SC2016
+CHECK='bin="$1" cfg="$2"; exec "$bin" doctor --config "$cfg"'
+
+case "${1:-}" in
+  -h | --help | "")
+    usage
+    [[ -n "${1:-}" ]] && exit 0
+    exit 2
+    ;;
+  start)
+    shift
+    [[ "${1:-}" == "--" ]] && shift
+    [[ -n "$RAY_HEAD_ADDRESS" ]] || die "RAY_HEAD_ADDRESS is empty: set it to the head's GCS address, host:port (e.g. 10.0.0.1:6379)"
+    need_named_container "$MVP_WORKER_CONTAINER" "MVP_WORKER_CONTAINER to the Ray worker container's name"
+    in_worker "$START_WORKER" "$MVP_BIN" "$RAY_BIN" "$RAY_HEAD_ADDRESS" "$RAY_WORKER_RESOURCES" "$@" ||
+      die "the worker did not start (see above)"
+    ;;
+  check)
+    need_named_container "$MVP_WORKER_CONTAINER" "MVP_WORKER_CONTAINER to the Ray worker container's name"
+    in_worker "$CHECK" "$MVP_BIN" "$MVP_CONFIG"
+    ;;
+  *)
+    usage >&2
+    exit 2
+    ;;
+esac
