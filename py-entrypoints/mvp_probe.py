@@ -13,7 +13,8 @@ job and takes no resources. Protocol, one JSON object per line:
 A node: {"node_id", "alive", "is_head", "total": {res: float}, "available": {res: float}} — a resource that is fully
 used is absent from Ray's availability; it is reported here as 0.0. The head is the node whose resources include
 "node:__internal_head__". A placement group: {"placement_group_id", "creator_job_id" (hex, as the Job API's
-job_id), "state", "scheduling_state", "strategy", "bundles": [{res: float}]}; removed groups are left out.
+job_id), "state", "scheduling_state", "strategy", "bundles": [{res: float}], "node_id" (the node all its bundles are
+on, "" when not placed or spread)}; removed groups are left out.
 
 For people and scripts: --once prints one reading; --once --count-alive prints the number of alive nodes.
 Token auth (RAY_AUTH_MODE=token) comes through RAY_AUTH_MODE / RAY_AUTH_TOKEN in the environment.
@@ -50,6 +51,14 @@ def is_internal(res):
     return res.startswith("node:") and res != HEAD_RESOURCE
 
 
+def group_node(pg):
+    """The node every bundle of a placed group is on (verl's groups are STRICT_PACK: one node each), else ""."""
+    ids = {binary_to_hex(b.node_id) for b in pg.bundles if b.node_id}
+    if len(ids) == 1 and len(pg.bundles) > 0 and all(b.node_id for b in pg.bundles):
+        return ids.pop()
+    return ""
+
+
 def reading(st):
     available = st.available_resources_per_node()
     nodes = []
@@ -78,6 +87,7 @@ def reading(st):
             "scheduling_state": gcs_pb2.PlacementGroupStats.SchedulingState.Name(pg.stats.scheduling_state),
             "strategy": ["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"][pg.strategy] if pg.strategy < 4 else str(pg.strategy),
             "bundles": [{k: float(v) for k, v in b.unit_resources.items()} for b in pg.bundles],
+            "node_id": group_node(pg),
         })
     return {"ok": True, "nodes": nodes, "placement_groups": groups}
 

@@ -77,6 +77,8 @@ type PlacementGroup struct {
 	SchedulingState string               `json:"scheduling_state"`
 	Strategy        string               `json:"strategy"`
 	Bundles         []map[string]float64 `json:"bundles"`
+	// Node is the node all its bundles are on once placed (verl's groups are STRICT_PACK); "" when unknown.
+	Node string `json:"node_id,omitempty"`
 }
 
 // ClusterView is one reading of the cluster: every node with its availability, and the placement groups.

@@ -268,7 +268,7 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 			continue
 		}
 		live[a.RaySubmissionID] = true
-		aa := ActiveAttempt{Task: t, Attempt: a}
+		aa := ActiveAttempt{Task: t, Attempt: a, Nodes: placedNodes(view, a.RayJobID)}
 		if view != nil && a.RayJobID != "" && a.FailureKind == mvp.FailureNone && t.State != mvp.StateCanceled &&
 			hasUnplaceableGroup(view, a.RayJobID) {
 			since, ok := l.stuck[a.RaySubmissionID]
@@ -302,6 +302,24 @@ func hasUnplaceableGroup(v *mvp.ClusterView, jobID string) bool {
 		}
 	}
 	return false
+}
+
+// placedNodes lists the node of each of the job's placed groups, when the view knows them all; nil otherwise.
+func placedNodes(v *mvp.ClusterView, jobID string) []string {
+	if v == nil || jobID == "" {
+		return nil
+	}
+	var out []string
+	for _, g := range v.Groups {
+		if g.CreatorJobID != jobID || g.State != "CREATED" {
+			continue
+		}
+		if g.Node == "" {
+			return nil
+		}
+		out = append(out, g.Node)
+	}
+	return out
 }
 
 // hasInfeasibleGroup reports whether Ray says one of the job's pending groups can never be placed.

@@ -24,3 +24,22 @@ func TestLoopForgetsCopiedLogsOfEndedAttempts(t *testing.T) {
 
 // endedID names an ended attempt.
 func endedID(i int) string { return mvp.SubmissionID("ended", i+1) }
+
+func TestPlacedNodes(t *testing.T) {
+	v := &mvp.ClusterView{Groups: []mvp.PlacementGroup{
+		{CreatorJobID: "01000000", State: "CREATED", Node: "n1"},
+		{CreatorJobID: "01000000", State: "CREATED", Node: "n2"},
+		{CreatorJobID: "01000000", State: "PENDING"},
+		{CreatorJobID: "02000000", State: "CREATED", Node: "n3"},
+		{CreatorJobID: "03000000", State: "CREATED"},
+	}}
+	if got := placedNodes(v, "01000000"); len(got) != 2 || got[0] != "n1" || got[1] != "n2" {
+		t.Errorf("job 01: %v", got)
+	}
+	if got := placedNodes(v, "03000000"); got != nil {
+		t.Errorf("a placed group without its node: %v, want nil (unknown)", got)
+	}
+	if got := placedNodes(nil, "01000000"); got != nil {
+		t.Errorf("no view: %v", got)
+	}
+}
