@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 
@@ -77,6 +78,20 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 		e = &mvp.Error{Code: mvp.CodeInternal, Message: "internal error; see the server log"}
 	}
 	writeJSON(w, statusOf(e.Code), ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field}})
+}
+
+// writeTextError answers err as plain text with its code's status: Ray's own job server answers errors so, and
+// Ray's client shows the body to its user ("Request failed with status code 404: Job x does not exist.").
+func writeTextError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err error) {
+	var e *mvp.Error
+	if !errors.As(err, &e) {
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		e = &mvp.Error{Code: mvp.CodeInternal, Message: "internal error; see the server log"}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(statusOf(e.Code))
+	_, _ = io.WriteString(w, e.Error())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/raycompat"
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/secrets"
 	"github.com/mvp2/mvp/internal/taskfs"
@@ -67,7 +68,13 @@ type Server struct {
 	WakeSchedules func()
 	// Secrets is secret storage (off when it has no key).
 	Secrets *secrets.Vault
+	// RayDoor is the Ray-Jobs-compatible door, served under RayPrefix behind the same token; its Cancel, ReadLog
+	// and NewID are this server's. Nil: its routes answer 404.
+	RayDoor *raycompat.Door
 }
+
+// RayPrefix is where the Ray Jobs door is mounted: Ray's clients take http://<mvp>/ray as their address.
+const RayPrefix = "/ray"
 
 func (s *Server) crash(point string) {
 	if s.Crash != nil {
@@ -79,34 +86,50 @@ type route struct {
 	method, pattern string
 	auth            bool
 	h               func(http.ResponseWriter, *http.Request) error
+	// text: errors are answered as plain text, the shape Ray's client shows its users (the Ray door).
+	text bool
 }
 
 func (s *Server) routes() []route {
-	return []route{
-		{"GET", "/healthz", false, s.healthz},
-		{"GET", "/metrics", !s.MetricsPublic, s.metrics},
-		{"GET", "/api/v2/openapi.json", true, s.openapi},
-		{"POST", "/api/v2/tasks", true, s.createTask},
-		{"GET", "/api/v2/tasks", true, s.listTasks},
-		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask},
-		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask},
-		{"POST", "/api/v2/tasks/{task_id}/resubmit", true, s.resubmitTask},
-		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs},
-		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents},
-		{"POST", "/api/v2/schedules", true, s.createSchedule},
-		{"GET", "/api/v2/schedules", true, s.listSchedules},
-		{"GET", "/api/v2/queue", true, s.queue},
-		{"GET", "/api/v2/users", true, s.users},
-		{"GET", "/api/v2/schedules/{name}", true, s.getSchedule},
-		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule},
-		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule},
-		{"POST", "/api/v2/schedules/{name}/resume", true, s.resumeSchedule},
-		{"GET", "/api/v2/secrets", true, s.listSecrets},
-		{"PUT", "/api/v2/secrets/{name}", true, s.putSecret},
-		{"DELETE", "/api/v2/secrets/{name}", true, s.deleteSecret},
-		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults},
-		{"GET", "/api/v2/tasks/{task_id}/results/{path...}", true, s.taskResultFile},
+	out := []route{
+		{"GET", "/healthz", false, s.healthz, false},
+		{"GET", "/metrics", !s.MetricsPublic, s.metrics, false},
+		{"GET", "/api/v2/openapi.json", true, s.openapi, false},
+		{"POST", "/api/v2/tasks", true, s.createTask, false},
+		{"GET", "/api/v2/tasks", true, s.listTasks, false},
+		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask, false},
+		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask, false},
+		{"POST", "/api/v2/tasks/{task_id}/resubmit", true, s.resubmitTask, false},
+		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs, false},
+		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents, false},
+		{"POST", "/api/v2/schedules", true, s.createSchedule, false},
+		{"GET", "/api/v2/schedules", true, s.listSchedules, false},
+		{"GET", "/api/v2/queue", true, s.queue, false},
+		{"GET", "/api/v2/users", true, s.users, false},
+		{"GET", "/api/v2/schedules/{name}", true, s.getSchedule, false},
+		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule, false},
+		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule, false},
+		{"POST", "/api/v2/schedules/{name}/resume", true, s.resumeSchedule, false},
+		{"GET", "/api/v2/secrets", true, s.listSecrets, false},
+		{"PUT", "/api/v2/secrets/{name}", true, s.putSecret, false},
+		{"DELETE", "/api/v2/secrets/{name}", true, s.deleteSecret, false},
+		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults, false},
+		{"GET", "/api/v2/tasks/{task_id}/results/{path...}", true, s.taskResultFile, false},
 	}
+	door := s.RayDoor
+	if door == nil {
+		door = &raycompat.Door{}
+	}
+	for _, rt := range door.Routes() {
+		h := rt.Handle
+		if s.RayDoor == nil {
+			h = func(http.ResponseWriter, *http.Request) error {
+				return mvp.Errorf(mvp.CodeNotFound, "", "the Ray Jobs door is not served here")
+			}
+		}
+		out = append(out, route{method: rt.Method, pattern: RayPrefix + rt.Pattern, auth: true, h: h, text: true})
+	}
+	return out
 }
 
 // Routes lists every route the server serves as "METHOD pattern" (tests enumerate them, so that no route escapes
@@ -123,6 +146,13 @@ func (s *Server) Routes() []string {
 func (s *Server) Handler() http.Handler {
 	if s.LogPoll == 0 {
 		s.LogPoll = time.Second
+	}
+	if d := s.RayDoor; d != nil {
+		d.ReadLog, d.NewID = s.readLog, NewTaskID
+		d.Cancel = func(ctx context.Context, t *mvp.Task) (*mvp.Task, error) { return s.cancel(ctx, t, "ray door") }
+		if d.LogPoll == 0 {
+			d.LogPoll = s.LogPoll
+		}
 	}
 	mux := http.NewServeMux()
 	byPattern := map[string][]route{}
@@ -147,7 +177,7 @@ func (s *Server) Handler() http.Handler {
 				allow = append(allow, rt.method)
 			}
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, s.Logger, r, mvp.Errorf(mvp.CodeMethod, "", "%s is not allowed on %s; use %s",
+			errorWriter(rts[0])(w, s.Logger, r, mvp.Errorf(mvp.CodeMethod, "", "%s is not allowed on %s; use %s",
 				r.Method, r.URL.Path, strings.Join(allow, " or ")))
 		})
 	}
@@ -157,7 +187,16 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// errorWriter is how a route answers errors: mvp's JSON shape, or plain text for the Ray door.
+func errorWriter(rt route) func(http.ResponseWriter, *slog.Logger, *http.Request, error) {
+	if rt.text {
+		return writeTextError
+	}
+	return writeError
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	writeError := errorWriter(rt)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -174,6 +213,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mvp"`)
 			}
 			writeError(w, s.Logger, r, err)
+			return
+		}
+		if rt.text && !c.Operator {
+			// The Ray door does not know users yet: what it lists and stops is every task, so only the operator's
+			// token may use it. Named users submit through /api/v2.
+			writeError(w, s.Logger, r, mvp.Errorf(mvp.CodeForbidden, "", "the Ray-compatible door at %s takes the "+
+				"operator's token only; named users submit through /api/v2", RayPrefix))
 			return
 		}
 		r = r.WithContext(mvp.WithCaller(r.Context(), c))

@@ -123,6 +123,17 @@ func TestEveryRouteKeepsUsersApart(t *testing.T) {
 		t.Errorf("bob's schedule owner %v", m["owner"])
 	}
 	for _, rt := range (&api.Server{}).Routes() {
+		method, pattern, _ := strings.Cut(rt, " ")
+		if strings.HasPrefix(pattern, api.RayPrefix+"/") {
+			// The Ray door takes the operator's token only.
+			path := strings.NewReplacer("{$}", "", "{id}", "x", "{protocol}", "gcs", "{name}", "_ray_pkg_00.zip").Replace(pattern)
+			cases[rt] = func(t *testing.T) {
+				resp, b := do(t, base, method, path, "application/json", "{}", as(bobToken))
+				if resp.StatusCode != 403 || !strings.Contains(string(b), "operator's token only") {
+					t.Errorf("bob %s %s: %d %s, want 403 (the door is the operator's)", method, path, resp.StatusCode, b)
+				}
+			}
+		}
 		c, ok := cases[rt]
 		if !ok {
 			t.Errorf("route %s has no ownership case in this test: add one", rt)

@@ -343,11 +343,15 @@ func integer(field string, n *yaml.Node) (int, error) {
 // Validate checks every field; the error names the field's path and says what to fix.
 func (s *Spec) Validate() error {
 	if s.Workload == "" {
-		return invalid("workload", "workload is required: one of %s", mvp.WorkloadNames())
+		return invalid("workload", "workload is required: one of %s", mvp.JobSpecWorkloadNames())
 	}
 	info, ok := s.Workload.Info()
 	if !ok {
-		return invalid("workload", "unknown workload %q: use %s", clip(string(s.Workload)), mvp.WorkloadNames())
+		return invalid("workload", "unknown workload %q: use %s", clip(string(s.Workload)), mvp.JobSpecWorkloadNames())
+	}
+	if info.RayDoor {
+		return invalid("workload", "%s tasks are not made from a jobspec: submit them with Ray's own client "+
+			"(ray job submit, JobSubmissionClient) to mvp's Ray Jobs door at <mvp>/ray", s.Workload)
 	}
 	if s.NNodes < 1 || s.NNodes > MaxNNodes {
 		return invalid("nnodes", "nnodes is required and must be from 1 to %d, got %d", MaxNNodes, s.NNodes)

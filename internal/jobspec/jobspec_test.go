@@ -72,6 +72,7 @@ func TestBadSpecs(t *testing.T) {
 		{with("overrides: &o [a=1]\n"), ""},
 		{strings.Repeat("[", 40) + strings.Repeat("]", 40), ""},
 		{replace("workload: ppo", "workload: dpo"), "workload"},
+		{replace("workload: ppo", "workload: ray_job"), "workload"}, // made through the Ray Jobs door only
 		{replace("workload: ppo\n", ""), "workload"},
 		{replace("workload: ppo", "workload: [ppo]"), "workload"},
 		{replace("workload: ppo", "workload: {a: 1}"), "workload"},

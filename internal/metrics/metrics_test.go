@@ -92,11 +92,13 @@ func TestValues(t *testing.T) {
 # TYPE mvp_queue_depth gauge
 mvp_queue_depth{workload="grpo"} 0
 mvp_queue_depth{workload="ppo"} 5
+mvp_queue_depth{workload="ray_job"} 0
 mvp_queue_depth{workload="sft"} 0
 # HELP mvp_queue_oldest_wait_seconds Time since the oldest waiting task (QUEUED or PENDING_RESOURCES) was submitted, by workload; 0 when none waits.
 # TYPE mvp_queue_oldest_wait_seconds gauge
 mvp_queue_oldest_wait_seconds{workload="grpo"} 0
 mvp_queue_oldest_wait_seconds{workload="ppo"} 600
+mvp_queue_oldest_wait_seconds{workload="ray_job"} 0
 mvp_queue_oldest_wait_seconds{workload="sft"} 0
 # HELP mvp_attempts_ended_total Attempts whose Ray job ended, by failure kind (none: succeeded, or stopped on a cancel).
 # TYPE mvp_attempts_ended_total counter
@@ -106,11 +108,13 @@ mvp_attempts_ended_total{failure_kind="none"} 7
 # TYPE mvp_tasks_submitted_total counter
 mvp_tasks_submitted_total{workload="grpo"} 0
 mvp_tasks_submitted_total{workload="ppo"} 2
+mvp_tasks_submitted_total{workload="ray_job"} 0
 mvp_tasks_submitted_total{workload="sft"} 0
 # HELP mvp_tasks_admitted_total Attempts the scheduler admitted (recorded in SUBMITTING, then sent to Ray), by workload.
 # TYPE mvp_tasks_admitted_total counter
 mvp_tasks_admitted_total{workload="grpo"} 0
 mvp_tasks_admitted_total{workload="ppo"} 1
+mvp_tasks_admitted_total{workload="ray_job"} 0
 mvp_tasks_admitted_total{workload="sft"} 0
 # HELP mvp_node_gpus GPUs of an alive Ray node, in the latest cluster view the scheduler read.
 # TYPE mvp_node_gpus gauge

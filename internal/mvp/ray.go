@@ -14,6 +14,9 @@ type JobSubmission struct {
 	EntrypointNumCPUs   float64            `json:"entrypoint_num_cpus,omitempty"`
 	EntrypointNumGPUs   float64            `json:"entrypoint_num_gpus,omitempty"`
 	EntrypointResources map[string]float64 `json:"entrypoint_resources,omitempty"`
+	// EntrypointMemory is the driver's memory in bytes; EntrypointLabelSelector the labels its node must have.
+	EntrypointMemory        int64             `json:"entrypoint_memory,omitempty"`
+	EntrypointLabelSelector map[string]string `json:"entrypoint_label_selector,omitempty"`
 }
 
 // JobInfo is what Ray's GET /api/jobs/{submission_id} says of a job.
@@ -47,6 +50,9 @@ type RayClient interface {
 	StopJob(ctx context.Context, submissionID string) error
 	DeleteJob(ctx context.Context, submissionID string) error
 	JobLogs(ctx context.Context, submissionID string) (string, error)
+	// UploadPackage stores a runtime_env package (working_dir, py_modules) in Ray under its URI
+	// (gcs://_ray_pkg_<hex>.zip), as Ray's own client uploads it.
+	UploadPackage(ctx context.Context, uri string, data []byte) error
 }
 
 // Node is one Ray node as the live per-node view shows it.

@@ -51,6 +51,15 @@ type Task struct {
 	Resubmits []string `json:"resubmits,omitempty"`
 	// Progress is what the latest attempt last wrote in its progress file; nil until it wrote one.
 	Progress *Progress `json:"progress"`
+	// SubmissionID is the Ray submission id of a task made through the Ray-Jobs door (the user's, or the task id
+	// when none was given); the door finds the task by it. Empty for tasks made from a jobspec.
+	SubmissionID string `json:"submission_id,omitempty"`
+	// Driver is what the task's Ray driver itself takes (a ray_job's entrypoint_num_cpus/gpus/memory/resources);
+	// nil means the configured default for every task (the scheduler's Policy.Driver).
+	Driver map[string]float64 `json:"driver,omitempty"`
+	// DoorDeleted is true once the task was deleted through the Ray-Jobs door: it is gone from the door's answers
+	// and its submission id may be used again, but it stays an mvp task with its history.
+	DoorDeleted bool `json:"door_deleted,omitempty"`
 	// RuntimeLeftS and QueuedLeftS are shown, not stored: the seconds left before the running attempt reaches
 	// max_runtime_s, and before a task never started reaches max_queued_s (see FillTimeLeft).
 	RuntimeLeftS *int       `json:"runtime_left_s,omitempty"`
@@ -136,6 +145,8 @@ const (
 	EventHeartbeatLost = "HEARTBEAT_LOST"
 	// EventDependencyFailed: an after_ok dependency ended FAILED or CANCELED; the task is CANCELED.
 	EventDependencyFailed = "DEPENDENCY_FAILED"
+	// EventDoorDeleted: the ended task was deleted through the Ray-Jobs door (DELETE /ray/api/jobs/{id}).
+	EventDoorDeleted = "DOOR_DELETED"
 )
 
 // Change is one compare-and-set write of a task, applied in a single transaction together with its attempt write
@@ -226,6 +237,12 @@ type Store interface {
 	// UnkeptLogs returns ended attempts still in Ray whose driver log is not in the task folder yet and that
 	// have been tried fewer than maxTries times, oldest first, at most limit.
 	UnkeptLogs(ctx context.Context, maxTries, limit int) ([]*Attempt, error)
+	// TaskBySubmissionID returns the task (with its attempts) that the Ray-Jobs door knows by submissionID and that
+	// was not deleted through it, or ErrNotFound.
+	TaskBySubmissionID(ctx context.Context, submissionID string) (*Task, error)
+	// DeleteFromDoor marks an ended task as deleted through the Ray-Jobs door (DoorDeleted) and records a
+	// DOOR_DELETED event; a task that has not ended is ErrConflict's code, an unknown one ErrNotFound.
+	DeleteFromDoor(ctx context.Context, taskID string, at time.Time) error
 	// AddEvent appends an event to a task's history.
 	AddEvent(ctx context.Context, e *Event) error
 	// Counts returns the tasks by state and workload (with the oldest creation time of each group) and the ended

@@ -13,6 +13,9 @@ const (
 	WorkloadPPO  Workload = "ppo"
 	WorkloadGRPO Workload = "grpo"
 	WorkloadSFT  Workload = "sft"
+	// WorkloadRayJob is a job submitted through the Ray-Jobs-compatible door (/ray): the user's entrypoint as
+	// given, its gang from its metadata (mvp.nnodes, mvp.n_gpus_per_node), or none.
+	WorkloadRayJob Workload = "ray_job"
 )
 
 // WorkloadInfo is what mvp knows of one workload, in one place.
@@ -25,6 +28,9 @@ type WorkloadInfo struct {
 	Module string
 	// RequiresValFile says whether the jobspec's val_file is required.
 	RequiresValFile bool
+	// RayDoor is true for the workload of the Ray-Jobs-compatible door: its tasks are made by POST /ray/api/jobs/
+	// (never from a jobspec), it runs the user's own entrypoint (no Module) and its gang is optional.
+	RayDoor bool
 }
 
 // WorkloadTable is the one list of workloads. The task id pattern, dev.yaml's defaults and checks, the messages
@@ -34,6 +40,7 @@ var WorkloadTable = []WorkloadInfo{
 	{Name: WorkloadPPO, CPUsPerGPU: 3, Module: "verl.trainer.main_ppo", RequiresValFile: true},
 	{Name: WorkloadGRPO, CPUsPerGPU: 3, Module: "verl.trainer.main_ppo", RequiresValFile: true},
 	{Name: WorkloadSFT, CPUsPerGPU: 10, Module: "verl.trainer.sft_trainer_ray"},
+	{Name: WorkloadRayJob, CPUsPerGPU: 1, RayDoor: true},
 }
 
 // Workloads lists every workload's name, in WorkloadTable's order.
@@ -60,11 +67,19 @@ func (w Workload) Valid() bool {
 	return ok
 }
 
-// WorkloadNames lists the workloads for a message: "ppo, grpo or sft".
-func WorkloadNames() string {
-	names := make([]string, len(Workloads))
-	for i, w := range Workloads {
-		names[i] = string(w)
+// WorkloadNames lists the workloads for a message: "ppo, grpo, sft or ray_job".
+func WorkloadNames() string { return names(func(WorkloadInfo) bool { return true }) }
+
+// JobSpecWorkloadNames lists the workloads a jobspec may name (all but the Ray door's) for a message:
+// "ppo, grpo or sft".
+func JobSpecWorkloadNames() string { return names(func(w WorkloadInfo) bool { return !w.RayDoor }) }
+
+func names(keep func(WorkloadInfo) bool) string {
+	var names []string
+	for _, w := range WorkloadTable {
+		if keep(w) {
+			names = append(names, string(w.Name))
+		}
 	}
 	if len(names) < 2 {
 		return strings.Join(names, "")

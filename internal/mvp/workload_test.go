@@ -9,7 +9,7 @@ import (
 func TestWorkloadTable(t *testing.T) {
 	seen := map[Workload]bool{}
 	for i, w := range WorkloadTable {
-		if w.Name == "" || w.Module == "" || w.CPUsPerGPU <= 0 || seen[w.Name] {
+		if w.Name == "" || (w.Module == "") != w.RayDoor || w.CPUsPerGPU <= 0 || seen[w.Name] {
 			t.Errorf("entry %d is incomplete or repeated: %+v", i, w)
 		}
 		seen[w.Name] = true
@@ -22,6 +22,9 @@ func TestWorkloadTable(t *testing.T) {
 		if !strings.Contains(WorkloadNames(), string(w.Name)) {
 			t.Errorf("WorkloadNames() = %q lacks %q", WorkloadNames(), w.Name)
 		}
+	}
+	if got := JobSpecWorkloadNames(); got != "ppo, grpo or sft" {
+		t.Errorf("JobSpecWorkloadNames() = %q", got)
 	}
 	if len(Workloads) != len(WorkloadTable) {
 		t.Errorf("%d workloads for %d entries", len(Workloads), len(WorkloadTable))

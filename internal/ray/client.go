@@ -192,6 +192,33 @@ func (c *Client) JobLogs(ctx context.Context, id string) (string, error) {
 	return out.Logs, nil
 }
 
+// UploadPackage puts a runtime_env package into Ray's GCS as Ray's own client does: PUT
+// /api/packages/<protocol>/<name> with the archive as the raw body and no Content-Type. uri is
+// <protocol>://<name> (gcs://_ray_pkg_<hex>.zip).
+func (c *Client) UploadPackage(ctx context.Context, uri string, data []byte) error {
+	protocol, name, ok := strings.Cut(uri, "://")
+	if !ok || protocol == "" || name == "" || strings.Contains(name, "/") {
+		return mvp.Errorf(mvp.CodeInvalid, "runtime_env", "upload package: %q is not a package URI like gcs://_ray_pkg_<hex>.zip", uri)
+	}
+	path := "/api/packages/" + url.PathEscape(protocol) + "/" + url.PathEscape(name)
+	resp, err := c.r.R().SetContext(ctx).SetBody(data).Execute(http.MethodPut, path)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("upload package %s: %w (%s)", uri, mvp.ErrRayUnavailable, scrub(err.Error()))
+	}
+	switch code := resp.StatusCode(); {
+	case code == http.StatusOK:
+		return nil
+	case code >= 500 || code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return fmt.Errorf("upload package %s: %w (HTTP %d: %s)", uri, mvp.ErrRayUnavailable, code, lastLine(resp.Body()))
+	default:
+		return fmt.Errorf("upload package %s: %w", uri, &mvp.Error{Code: mvp.CodeInvalid,
+			Message: fmt.Sprintf("Ray refused the package (HTTP %d): %s", code, lastLine(resp.Body()))})
+	}
+}
+
 // Version checks that the Job server answers.
 func (c *Client) Version(ctx context.Context) (string, error) {
 	var out struct {

@@ -246,6 +246,30 @@ func demand(t *mvp.Task, cpusPerGPU float64) Demand {
 	return Demand{Groups: t.NNodes, GPUs: g, CPUs: g * cpusPerGPU}
 }
 
+// driverOf is what t's Ray driver takes: its own resources when it names them (a ray_job's entrypoint_num_cpus,
+// _gpus, _memory and _resources), else the configured default.
+func driverOf(t *mvp.Task, p Policy) map[string]float64 {
+	if t.Driver != nil {
+		return t.Driver
+	}
+	return p.Driver
+}
+
+// driverKey names a task's own driver resources for grouping tasks into shapes: "" for the configured default,
+// else the sorted resources (so an own driver that asks for nothing is still its own).
+func driverKey(d map[string]float64) string {
+	if d == nil {
+		return ""
+	}
+	return "own" + describeMap(d)
+}
+
+// fits reports whether d (and its driver) fits on nodes, taking nothing.
+func fits(nodes []*node, d Demand, driver map[string]float64) bool {
+	_, _, ok := fitCheck(nodes, d, driver)
+	return ok
+}
+
 // Decide returns what to do now. It is deterministic: the same arguments give the same actions. The policy
 // (p.Name) decides the order in which waiting tasks are admitted; see PolicyNames.
 func Decide(now time.Time, s Snapshot, p Policy) []Action {

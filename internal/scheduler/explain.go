@@ -202,14 +202,14 @@ func (pl *plan) estimates() []*time.Time {
 		if e.kind != entWait {
 			continue
 		}
-		d := pl.shapes[e.shape].d
+		d, driver := pl.shapes[e.shape].d, pl.shapes[e.shape].driver
 		for {
 			// Everything that has ended by the cursor is free again.
 			for len(h) > 0 && h[0].at <= cursor {
 				pl.apply(view, heap.Pop(&h).(release))
 			}
-			if chosen, drv, ok := fitCheck(view, d, pl.p.Driver); ok {
-				take(view, chosen, drv, d, pl.p.Driver)
+			if chosen, drv, ok := fitCheck(view, d, driver); ok {
+				take(view, chosen, drv, d, driver)
 				starts = append(starts, time.Unix(0, cursor).UTC())
 				out[i] = &starts[len(starts)-1]
 				end := int64(never)
@@ -221,7 +221,7 @@ func (pl *plan) estimates() []*time.Time {
 					seq++
 				}
 				if drv >= 0 {
-					heap.Push(&h, release{at: end, node: drv, driver: true, seq: seq})
+					heap.Push(&h, release{at: end, node: drv, driver: true, drv: driver, seq: seq})
 					seq++
 				}
 				break

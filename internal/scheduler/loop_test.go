@@ -88,6 +88,9 @@ func (f *fakeRay) DeleteJob(_ context.Context, id string) error {
 	return nil
 }
 
+// UploadPackage is not used by the loop's tests (ray_job packages are uploaded by the service's wiring).
+func (f *fakeRay) UploadPackage(context.Context, string, []byte) error { return nil }
+
 func (f *fakeRay) JobLogs(_ context.Context, id string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

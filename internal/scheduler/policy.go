@@ -89,12 +89,17 @@ type release struct {
 	gpu    float64
 	cpu    float64
 	driver bool
-	seq    int // ties in time: the order added (Explain's estimates)
+	drv    map[string]float64 // what the driver gives back, when driver
+	seq    int                // ties in time: the order added (Explain's estimates)
 }
 
 // shape is one gang shape of the queue, with what Decide works out once per shape and pass.
 type shape struct {
-	d      Demand
+	d Demand
+	// driver is what the driver of a task of this shape takes (driverOf): a ray_job's own, or the default;
+	// drvKey names it ("" for the default).
+	driver map[string]float64
+	drvKey string
 	never  bool
 	reason string // the never-fits reason
 	// noFitNow: the shape did not fit the free view of this pass; the view only shrinks, so it never will.
@@ -187,7 +192,8 @@ type liveUse struct {
 	end      int64
 	nodes    []int // node index per placed group; -1 where unknown
 	gpu, cpu float64
-	driver   int // node index of the driver; -1 if unknown or none
+	driver   int                // node index of the driver; -1 if unknown or none
+	drv      map[string]float64 // what the driver takes
 }
 
 // newPlan reserves what live attempts still take, then runs the policy over the queue.
@@ -242,7 +248,8 @@ func (pl *plan) reserveLive() {
 		placed := createdGroups(pl.s.Cluster, a.Attempt)
 		unplaced := max(d.Groups-placed, 0)
 		driver := a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending
-		use := liveUse{end: pl.endOf(a), gpu: d.GPUs, cpu: d.CPUs, driver: -1}
+		drvRes := driverOf(a.Task, pl.p)
+		use := liveUse{end: pl.endOf(a), gpu: d.GPUs, cpu: d.CPUs, driver: -1, drv: drvRes}
 		known := len(a.Nodes) >= d.Groups && d.Groups > 0
 		for g := 0; g < d.Groups-unplaced; g++ {
 			n := -1
@@ -256,12 +263,12 @@ func (pl *plan) reserveLive() {
 		}
 		if (unplaced > 0 || driver) && reserves(pl.now, a, pl.p) {
 			rd := Demand{Groups: unplaced, GPUs: d.GPUs, CPUs: d.CPUs}
-			chosen, drv, ok := fitDriver(pl.nodes, rd, pl.p.Driver, driver)
+			chosen, drv, ok := fitDriver(pl.nodes, rd, drvRes, driver)
 			if !ok && pl.blocker == "" {
 				pl.blocker = a.Task.ID
 			}
 			use.nodes = append(use.nodes, chosen...)
-			if driver && ok && len(pl.p.Driver) > 0 {
+			if driver && ok && len(drvRes) > 0 {
 				use.driver = drv
 			}
 		}
@@ -291,7 +298,12 @@ func (pl *plan) classify() {
 	q := pl.s.Queue
 	pl.ents = make([]entry, len(q))
 	pl.order = make([]int32, 0, len(q))
-	byDemand := map[Demand]int32{}
+	// A shape is a gang and what its driver takes: tasks with a driver of their own (ray_job) are keyed by it.
+	type shapeKey struct {
+		d   Demand
+		drv string
+	}
+	byDemand := map[shapeKey]int32{}
 	var lastWorkload mvp.Workload // "" to start with, looked up like any other name
 	lastCPG := pl.p.CPUsPerGPU[lastWorkload]
 	for i, t := range q {
@@ -316,23 +328,25 @@ func (pl *plan) classify() {
 			lastWorkload, lastCPG = t.Workload, pl.p.CPUsPerGPU[t.Workload]
 		}
 		d := demand(t, lastCPG)
+		key := shapeKey{d: d, drv: driverKey(t.Driver)}
 		// A queue has few shapes: a scan of them is cheaper than hashing the demand.
 		si, ok := int32(-1), false
 		if len(pl.shapes) <= 16 {
 			for k := range pl.shapes {
-				if pl.shapes[k].d == d {
+				if pl.shapes[k].d == d && pl.shapes[k].drvKey == key.drv {
 					si, ok = int32(k), true
 					break
 				}
 			}
 		} else {
-			si, ok = byDemand[d]
+			si, ok = byDemand[key]
 		}
 		if !ok {
 			si = int32(len(pl.shapes))
-			byDemand[d] = si
-			reason, nv := neverFits(pl.s.Cluster, d, pl.p.Driver)
-			pl.shapes = append(pl.shapes, shape{d: d, never: nv, reason: reason})
+			byDemand[key] = si
+			drv := driverOf(t, pl.p)
+			reason, nv := neverFits(pl.s.Cluster, d, drv)
+			pl.shapes = append(pl.shapes, shape{d: d, driver: drv, drvKey: key.drv, never: nv, reason: reason})
 		}
 		e.shape = si
 		e.waitS = float32(max(pl.now.Sub(t.CreatedAt).Seconds(), 0))
@@ -445,7 +459,7 @@ func (pl *plan) backfill(i int32) {
 	if !endsBefore && sh.delays {
 		// It outlives the reservation on capacity the reservation needs; it yields if it would fit now at all.
 		if !sh.fitsNow {
-			if _, _, ok := fitCheck(pl.nodes, sh.d, pl.p.Driver); !ok {
+			if _, _, ok := fitCheck(pl.nodes, sh.d, sh.driver); !ok {
 				sh.noFitNow = true
 				pl.notFit(i)
 				return
@@ -455,7 +469,7 @@ func (pl *plan) backfill(i int32) {
 		pl.wait(i, CodeBehindReservation, r.holder)
 		return
 	}
-	chosen, drv, ok := fitCheck(pl.nodes, sh.d, pl.p.Driver)
+	chosen, drv, ok := fitCheck(pl.nodes, sh.d, sh.driver)
 	if !ok {
 		sh.noFitNow = true
 		pl.notFit(i)
@@ -464,15 +478,15 @@ func (pl *plan) backfill(i int32) {
 	if !endsBefore {
 		// Would the reserved gang still fit at its start with this task still running?
 		atT := cloneNodes(r.atT)
-		take(atT, chosen, drv, sh.d, pl.p.Driver)
-		if _, _, ok := fitCheck(atT, pl.shapes[pl.ents[r.holder].shape].d, pl.p.Driver); !ok {
+		take(atT, chosen, drv, sh.d, sh.driver)
+		if hs := &pl.shapes[pl.ents[r.holder].shape]; !fits(atT, hs.d, hs.driver) {
 			sh.delays = true
 			pl.wait(i, CodeBehindReservation, r.holder)
 			return
 		}
 		r.atT = atT
 	}
-	take(pl.nodes, chosen, drv, sh.d, pl.p.Driver)
+	take(pl.nodes, chosen, drv, sh.d, sh.driver)
 	pl.admit(i, chosen, drv)
 }
 
@@ -485,7 +499,7 @@ func (pl *plan) tryAdmit(i int32) bool {
 	if sh.noFitNow {
 		return false
 	}
-	chosen, drv, ok := fit(pl.nodes, sh.d, pl.p.Driver)
+	chosen, drv, ok := fit(pl.nodes, sh.d, sh.driver)
 	if !ok {
 		sh.noFitNow = true
 		return false
@@ -516,9 +530,9 @@ func (pl *plan) admit(i int32, chosen []int, drv int) {
 	if rt := runtimeOf(t, pl.p); rt > 0 {
 		end = pl.now.Add(rt).UnixNano()
 	}
-	sh := pl.shapes[pl.ents[i].shape].d
-	pl.users[pl.ents[i].user].used += sh.gangGPUs()
-	pl.admitted = append(pl.admitted, liveUse{end: end, nodes: chosen, gpu: sh.GPUs, cpu: sh.CPUs, driver: drv})
+	sh := &pl.shapes[pl.ents[i].shape]
+	pl.users[pl.ents[i].user].used += sh.d.gangGPUs()
+	pl.admitted = append(pl.admitted, liveUse{end: end, nodes: chosen, gpu: sh.d.GPUs, cpu: sh.d.CPUs, driver: drv, drv: sh.driver})
 	if pl.built {
 		pl.addReleases(pl.admitted[len(pl.admitted)-1])
 	}
@@ -649,7 +663,7 @@ func (pl *plan) positions() {
 // pass admitted, and holds it.
 func (pl *plan) reserve(i int32) {
 	pl.buildReleases()
-	d := pl.shapes[pl.ents[i].shape].d
+	d, driver := pl.shapes[pl.ents[i].shape].d, pl.shapes[pl.ents[i].shape].driver
 	view := cloneNodes(pl.nodes)
 	r := &reservation{holder: i, at: never}
 	k := 0
@@ -659,7 +673,7 @@ func (pl *plan) reserve(i int32) {
 			pl.apply(view, pl.releases[k])
 			k++
 		}
-		if chosen, _, ok := fitCheck(view, d, pl.p.Driver); ok {
+		if chosen, _, ok := fitCheck(view, d, driver); ok {
 			r.at = at
 			r.nodes = pl.ids(view, chosen)
 			break
@@ -669,7 +683,7 @@ func (pl *plan) reserve(i int32) {
 		// No declared end lets it fit (what holds the GPUs was not scheduled by mvp, or has no declared end):
 		// plan against the whole cluster, as if everything ends some day.
 		view = totalNodes(pl.nodes)
-		if chosen, _, ok := fitCheck(view, d, pl.p.Driver); ok {
+		if chosen, _, ok := fitCheck(view, d, driver); ok {
 			r.nodes = pl.ids(view, chosen)
 		}
 	}
@@ -735,8 +749,8 @@ func (pl *plan) addReleases(u liveUse) {
 			pl.insertRelease(release{at: u.end, node: n, gpu: u.gpu, cpu: u.cpu})
 		}
 	}
-	if u.driver >= 0 && len(pl.p.Driver) > 0 {
-		pl.insertRelease(release{at: u.end, node: u.driver, driver: true})
+	if u.driver >= 0 && len(u.drv) > 0 {
+		pl.insertRelease(release{at: u.end, node: u.driver, driver: true, drv: u.drv})
 	}
 }
 
@@ -754,7 +768,7 @@ func (pl *plan) insertRelease(r release) {
 func (pl *plan) apply(view []*node, r release) {
 	n := view[r.node]
 	if r.driver {
-		for k, v := range pl.p.Driver {
+		for k, v := range r.drv {
 			n.free[k] += v
 		}
 		return
@@ -821,6 +835,10 @@ func (pl *plan) reasonOf(e *entry) string {
 	case CodeNeverFits:
 		return sh.reason
 	case CodeGPUsBusy:
+		if sh.busy == "" && d.Groups == 0 {
+			// No gang (a ray_job): only its driver's own resources are asked for.
+			sh.busy = fmt.Sprintf("waiting for room for its driver: needs a node with %s free", describeMap(sh.driver))
+		}
 		if sh.busy == "" {
 			sh.busy = fmt.Sprintf("waiting for GPUs: needs %d node(s) with %g GPU and %g CPU free each, and fewer GPUs are free now",
 				d.Groups, d.GPUs, d.CPUs)

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/mvp2/mvp/internal/metrics"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/ray"
+	"github.com/mvp2/mvp/internal/raycompat"
 	"github.com/mvp2/mvp/internal/recurring"
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/secrets"
@@ -202,8 +204,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	build := func(t *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(t, n, settings) }
 	prepare := func(body []byte) (*mvp.Task, error) { return workload.Prepare(body, settings) }
 	policy := PolicyOf(&cfg)
+	packages := raycompat.Packages{Dir: filepath.Join(cfg.SharedRoot, "ray_packages")}
 
-	m.loop = &scheduler.Loop{Store: m.store, Ray: rayClient, Cluster: cluster, Build: build, Files: files, Clock: clock,
+	// The loop submits through the Uploader: a ray_job's packages kept by the door go to Ray right before each
+	// of its submissions.
+	m.loop = &scheduler.Loop{Store: m.store, Ray: raycompat.Uploader{RayClient: rayClient, Packages: packages},
+		Cluster: cluster, Build: build, Files: files, Clock: clock,
 		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
 		Retry: scheduler.RetryPolicy{RetryInterval: cfg.V2.Scheduler.RetryInterval(),
 			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,
@@ -213,10 +219,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if vault.Enabled() {
 		m.loop.Secrets = vault.Values
 	}
+	door := &raycompat.Door{Store: m.store, Packages: packages, Build: build, Clock: clock,
+		Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
+		Prepare: func(req *mvp.RayJobRequest) (*mvp.Task, error) { return workload.PrepareRayJob(req, settings) }}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token, Users: users,
 		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
-		Secrets: vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public}
+		Secrets: vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public, RayDoor: door}
 	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, NewID: api.NewTaskID,
 		Cancel: func(ctx context.Context, id, by string) error {
 			_, err := srv.Cancel(ctx, id, by)
@@ -239,6 +248,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	root.Handle("/ui/", pageHandler)
 	m.hs = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	m.hs.RegisterOnShutdown(door.Shutdown)
 	m.url = "http://" + m.ln.Addr().String()
 	fmt.Fprintf(stdout, "mvp: API listening on %s\n", m.url)
 	fmt.Fprintf(stdout, "mvp: web page at %s/ui (log in with the API token)\n", m.url)

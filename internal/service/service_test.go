@@ -29,6 +29,9 @@ func TestEveryWorkloadSubmitGetBuild(t *testing.T) {
 	ctx := context.Background()
 	ids := map[string]mvp.WorkloadInfo{}
 	for _, info := range mvp.WorkloadTable {
+		if info.RayDoor {
+			continue // made through the Ray Jobs door, not a jobspec: internal/raycompat's tests walk it
+		}
 		spec := fmt.Sprintf("workload: %s\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n", info.Name)
 		raw, err := c.Submit(ctx, []byte(spec), false)
 		if err != nil {

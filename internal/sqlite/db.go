@@ -204,10 +204,24 @@ func (db *DB) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A migration may rebuild a table that others refer to (SQLite changes a CHECK only that way): as SQLite's
+	// documented procedure says, foreign keys are off while migrations run (the pragma is a no-op inside a
+	// transaction; the writer pool has exactly one connection, so it stays set), and each migration checks them
+	// before it commits. They are on again before the writer starts.
+	if _, err := db.write.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+		return fmt.Errorf("foreign keys off for migrations: %w", db.mapErr(err))
+	}
 	for _, m := range ms {
 		if err := db.applyMigration(ctx, m); err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, err)
 		}
+	}
+	if _, err := db.write.ExecContext(ctx, `PRAGMA foreign_keys = ON`); err != nil {
+		return fmt.Errorf("foreign keys on after migrations: %w", db.mapErr(err))
+	}
+	var on int
+	if err := db.write.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&on); err != nil || on != 1 {
+		return fmt.Errorf("foreign keys are not on after migrations (%d): %v", on, err)
 	}
 	return nil
 }
@@ -227,6 +241,13 @@ func (db *DB) applyMigration(ctx context.Context, m migration) error {
 	}
 	if _, err := tx.ExecContext(ctx, m.body); err != nil {
 		return db.mapErr(err)
+	}
+	var child string
+	switch err := tx.QueryRowContext(ctx, `PRAGMA foreign_key_check`).Scan(&child, new(any), new(any), new(any)); {
+	case err == nil:
+		return fmt.Errorf("a row of %s refers to a row that is not there", child)
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("check foreign keys: %w", db.mapErr(err))
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.version, m.name, time.Now().UTC().UnixNano()); err != nil {

@@ -20,7 +20,8 @@ const (
 	taskCols = `t.task_id, t.workload, t.name, t.state, t.nnodes, t.n_gpus_per_node, t.jobspec_yaml, t.spec_json,
 		t.created_at, t.updated_at, t.next_run_at, t.pending_reason, t.error_summary, t.latest_attempt_no,
 		t.max_runtime_s, t.max_queued_s, t.progress_json, t.heartbeat_timeout_s,
-		t.after_ok, t.after_any, t.origin_id, t.resume_from, t.owner, t.priority`
+		t.after_ok, t.after_any, t.origin_id, t.resume_from, t.owner, t.priority, t.submission_id, t.door_deleted,
+		t.driver_json`
 	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
 		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries`
 )
@@ -78,6 +79,8 @@ type taskRow struct {
 	next              sql.NullInt64
 	progress          string
 	afterOK, afterAny string
+	submission        sql.NullString
+	driver            string
 }
 
 func (r *taskRow) dest() []any {
@@ -85,7 +88,8 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Workload, &t.Name, &t.State, &t.NNodes, &t.GPUsPerNode, &t.JobSpecYAML, &r.spec,
 		&r.created, &r.updated, &r.next, &t.PendingReason, &t.ErrorSummary, &t.LatestAttemptNo, &t.MaxRuntimeS,
 		&t.MaxQueuedS, &r.progress, &t.HeartbeatTimeoutS,
-		&r.afterOK, &r.afterAny, &t.OriginID, &t.ResumeFrom, &t.Owner, &t.Priority}
+		&r.afterOK, &r.afterAny, &t.OriginID, &t.ResumeFrom, &t.Owner, &t.Priority, &r.submission, &t.DoorDeleted,
+		&r.driver}
 }
 
 func (r *taskRow) task() *mvp.Task {
@@ -98,6 +102,11 @@ func (r *taskRow) task() *mvp.Task {
 		if json.Unmarshal([]byte(r.progress), &p) == nil {
 			t.Progress = &p
 		}
+	}
+	t.SubmissionID = r.submission.String
+	if r.driver != "" {
+		// Written by CreateTask from a map; a row that does not decode keeps the configured default (nil).
+		_ = json.Unmarshal([]byte(r.driver), &t.Driver)
 	}
 	return &t
 }
@@ -169,14 +178,20 @@ const insertEventSQL = `INSERT INTO events (task_id, ts, event_type, payload_jso
 
 const insertTaskSQL = `INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml,
 	spec_json, created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no,
-	max_runtime_s, max_queued_s, heartbeat_timeout_s, after_ok, after_any, origin_id, resume_from, owner, priority)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	max_runtime_s, max_queued_s, heartbeat_timeout_s, after_ok, after_any, origin_id, resume_from, owner, priority,
+	submission_id, driver_json)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertTaskArgs are the arguments of insertTaskSQL for t: the one place that lists a new task's columns.
 func insertTaskArgs(t *mvp.Task, spec string, created, updated time.Time) []any {
+	var submission any
+	if t.SubmissionID != "" {
+		submission = t.SubmissionID
+	}
 	return []any{t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML, spec,
 		nanos(created), nanos(updated), nullNanos(t.NextRunAt), t.PendingReason, t.ErrorSummary, t.MaxRuntimeS,
-		t.MaxQueuedS, t.HeartbeatTimeoutS, idListText(t.AfterOK), idListText(t.AfterAny), t.OriginID, t.ResumeFrom, ownerOf(t), t.Priority}
+		t.MaxQueuedS, t.HeartbeatTimeoutS, idListText(t.AfterOK), idListText(t.AfterAny), t.OriginID, t.ResumeFrom,
+		ownerOf(t), t.Priority, submission, driverText(t.Driver)}
 }
 
 // ownerOf is the task's owner, mvp.Operator when it names none.
@@ -185,6 +200,19 @@ func ownerOf(t *mvp.Task) string {
 		return mvp.Operator
 	}
 	return t.Owner
+}
+
+// driverText is a task's own driver resources as stored (empty for none: the configured default). They come from
+// decoded JSON, so they always encode.
+func driverText(d map[string]float64) string {
+	if d == nil {
+		return ""
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // CreateTask inserts a QUEUED task (without attempts) and its CREATED event in one transaction. A task id that
@@ -206,14 +234,28 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 	if spec == "" {
 		spec = "{}"
 	}
-	payload, err := encodePayload(map[string]any{"state": t.State, "workload": t.Workload, "name": t.Name,
-		"nnodes": t.NNodes, "n_gpus_per_node": t.GPUsPerNode})
+	ev := map[string]any{"state": t.State, "workload": t.Workload, "name": t.Name,
+		"nnodes": t.NNodes, "n_gpus_per_node": t.GPUsPerNode}
+	var submission any
+	if t.SubmissionID != "" {
+		submission, ev["submission_id"] = t.SubmissionID, t.SubmissionID
+	}
+	payload, err := encodePayload(ev)
 	if err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	taskArgs := insertTaskArgs(t, spec, created, updated)
 	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
 	err = db.exec(ctx, func(w *wtx) error {
+		if submission != nil {
+			taken, err := w.exists(`SELECT 1 FROM tasks WHERE submission_id = ? AND door_deleted = 0`, submission)
+			if err != nil {
+				return fmt.Errorf("look up submission id: %w", err)
+			}
+			if taken {
+				return conflict("Job with submission_id %s already exists. Please use a different submission_id.", t.SubmissionID)
+			}
+		}
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
 			if isUnique(err) {
 				return conflict("a task with id %q exists already", t.ID)
@@ -894,6 +936,53 @@ func (db *DB) Events(ctx context.Context, taskID, cursor string, limit int) ([]*
 		next = encodeCursor(strconv.FormatInt(out[len(out)-1].ID, 10))
 	}
 	return out, next, nil
+}
+
+// TaskBySubmissionID returns the task the Ray-Jobs door knows by submissionID (not deleted through it), with its
+// attempts, or mvp.ErrNotFound.
+func (db *DB) TaskBySubmissionID(ctx context.Context, submissionID string) (*mvp.Task, error) {
+	var id string
+	err := db.read.QueryRowContext(ctx, `SELECT task_id FROM tasks WHERE submission_id = ? AND door_deleted = 0`,
+		submissionID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("no job with submission id %q", submissionID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("task of submission id %q: %w", submissionID, db.mapErr(err))
+	}
+	return db.GetTask(ctx, id)
+}
+
+// DeleteFromDoor marks an ended task deleted through the Ray-Jobs door, with a DOOR_DELETED event, in one
+// transaction. A task that has not ended is a conflict and nothing is written.
+func (db *DB) DeleteFromDoor(ctx context.Context, taskID string, at time.Time) error {
+	err := db.exec(ctx, func(w *wtx) error {
+		res, err := w.exec(`UPDATE tasks SET door_deleted = 1, updated_at = ? WHERE task_id = ?
+			AND state IN ('SUCCEEDED', 'FAILED', 'CANCELED')`, nanos(orNow(at)), taskID)
+		if err != nil {
+			return fmt.Errorf("update task: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("update task: %w", err)
+		} else if n == 0 {
+			found, err := w.exists(`SELECT 1 FROM tasks WHERE task_id = ?`, taskID)
+			if err != nil {
+				return fmt.Errorf("read task: %w", err)
+			}
+			if !found {
+				return notFound("no task %q", taskID)
+			}
+			return conflict("task %s has not ended; only an ended job can be deleted", taskID)
+		}
+		if _, err := w.exec(insertEventSQL, taskID, nanos(orNow(at)), mvp.EventDoorDeleted, "{}"); err != nil {
+			return fmt.Errorf("insert event: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete task %s from the Ray door: %w", taskID, err)
+	}
+	return nil
 }
 
 // CountTasks returns the number of tasks.

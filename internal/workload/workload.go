@@ -58,8 +58,12 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 		Priority: priorityOf(eff)}, nil
 }
 
-// BuildTask returns the Ray submission of attempt n of a stored task, from its effective spec.
+// BuildTask returns the Ray submission of attempt n of a stored task, from its effective spec (a ray_job's is its
+// Ray Jobs request).
 func BuildTask(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
+	if info, ok := t.Workload.Info(); ok && info.RayDoor {
+		return buildRayJob(t, n, s)
+	}
 	var spec jobspec.Spec
 	if err := json.Unmarshal(t.SpecJSON, &spec); err != nil {
 		return nil, fmt.Errorf("decode effective spec of %s: %w", t.ID, err)
@@ -81,6 +85,9 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 	info, ok := spec.Workload.Info()
 	if !ok {
 		return nil, mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q; one of %s", spec.Workload, mvp.WorkloadNames())
+	}
+	if info.RayDoor {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "workload", "%s is built from its Ray Jobs request (BuildTask), not a jobspec", spec.Workload)
 	}
 	argsOf, ok := workloadArgs[spec.Workload]
 	if !ok {

@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"DependenciesAndTaskStates", testDependenciesAndTaskStates},
 		{"ResubmitLinks", testResubmitLinks},
 		{"Secrets", testSecrets},
+		{"RayDoorSubmissionIDs", testRayDoorSubmissionIDs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,6 +301,8 @@ func taskDiff(got, want *mvp.Task) []string {
 	add(got.LatestAttemptNo == want.LatestAttemptNo, "LatestAttemptNo", got.LatestAttemptNo, want.LatestAttemptNo)
 	add(got.MaxRuntimeS == want.MaxRuntimeS, "MaxRuntimeS", got.MaxRuntimeS, want.MaxRuntimeS)
 	add(got.MaxQueuedS == want.MaxQueuedS, "MaxQueuedS", got.MaxQueuedS, want.MaxQueuedS)
+	add(got.SubmissionID == want.SubmissionID, "SubmissionID", got.SubmissionID, want.SubmissionID)
+	add(got.DoorDeleted == want.DoorDeleted, "DoorDeleted", got.DoorDeleted, want.DoorDeleted)
 	return d
 }
 

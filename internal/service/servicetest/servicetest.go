@@ -95,13 +95,17 @@ func (c Cluster) ReadCluster(context.Context) (*mvp.ClusterView, error) { return
 type Ray struct {
 	mu          sync.Mutex
 	jobs        map[string]*mvp.JobInfo
+	logs        map[string]string
+	packages    map[string][]byte
 	submissions []*mvp.JobSubmission
 }
 
 var _ mvp.RayClient = (*Ray)(nil)
 
 // NewRay returns an empty Ray.
-func NewRay() *Ray { return &Ray{jobs: map[string]*mvp.JobInfo{}} }
+func NewRay() *Ray {
+	return &Ray{jobs: map[string]*mvp.JobInfo{}, logs: map[string]string{}, packages: map[string][]byte{}}
+}
 
 // SubmitJob records the submission and creates a PENDING job.
 func (r *Ray) SubmitJob(_ context.Context, s *mvp.JobSubmission) error {
@@ -149,22 +153,52 @@ func (r *Ray) DeleteJob(_ context.Context, id string) error {
 	return nil
 }
 
-// JobLogs returns one line naming the job.
+// JobLogs returns one line naming the job, then what AddLog added.
 func (r *Ray) JobLogs(_ context.Context, id string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.jobs[id]; !ok {
 		return "", mvp.ErrJobNotFound
 	}
-	return "log of " + id + "\n", nil
+	return "log of " + id + "\n" + r.logs[id], nil
 }
 
-// Set changes a job's status.
+// AddLog appends text to a job's driver log.
+func (r *Ray) AddLog(id, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs[id] += text
+}
+
+// UploadPackage keeps the package.
+func (r *Ray) UploadPackage(_ context.Context, uri string, data []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.packages[uri] = slices.Clone(data)
+	return nil
+}
+
+// Package returns a package uploaded to Ray, and whether there is one.
+func (r *Ray) Package(uri string) ([]byte, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, ok := r.packages[uri]
+	return b, ok
+}
+
+// Set changes a job's status (a job that starts RUNNING gets a start time, one that ends an end time).
 func (r *Ray) Set(id string, st mvp.RayStatus) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if j, ok := r.jobs[id]; ok {
 		j.Status = st
+		now := time.Now().UnixMilli()
+		if st != mvp.RayPending && j.StartTime == 0 {
+			j.StartTime = now
+		}
+		if st.Terminal() && j.EndTime == 0 {
+			j.EndTime = now
+		}
 	}
 }
 

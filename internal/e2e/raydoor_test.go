@@ -1,0 +1,374 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// rayDoor runs Ray 2.60's own client (the `ray` CLI and JobSubmissionClient of the pinned wheel) against a
+// service's Ray Jobs door, as a user would point it there: RAY_API_SERVER_ADDRESS=http://<mvp>/ray and Ray's
+// token mode with mvp's token.
+type rayDoor struct {
+	t   *testing.T
+	s   *service
+	env []string
+}
+
+func newRayDoor(t *testing.T, s *service) *rayDoor {
+	var base []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "RAY_ADDRESS" || k == "RAY_API_SERVER_ADDRESS" || strings.HasPrefix(k, "RAY_AUTH") || k == "RAY_JOB_HEADERS" {
+			continue // the client must talk to mvp, with mvp's token only
+		}
+		base = append(base, kv)
+	}
+	base = append(base, "RAY_API_SERVER_ADDRESS="+s.c.Addr+"/ray", "RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN="+s.token)
+	return &rayDoor{t: t, s: s, env: base}
+}
+
+// run runs `ray <args>` and returns its combined output and exit code; extra overrides the environment.
+func (d *rayDoor) run(timeout time.Duration, extra []string, args ...string) (string, int) {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(filepath.Dir(env.python), "ray"), args...)
+	cmd.Env = append(append([]string{}, d.env...), extra...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		d.t.Fatalf("ray %s did not end within %s:\n%s", strings.Join(args, " "), timeout, out)
+	}
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			d.t.Fatalf("ray %s: %v", strings.Join(args, " "), err)
+		}
+		code = ee.ExitCode()
+	}
+	return string(out), code
+}
+
+// status reads a job through the door as the SDK does (GET /ray/api/jobs/{id}).
+func (d *rayDoor) status(id string) (string, string) {
+	d.t.Helper()
+	req, _ := http.NewRequest("GET", d.s.c.Addr+"/ray/api/jobs/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+d.s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var j struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(b, &j) != nil {
+		return "", fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}
+	return j.Status, j.Message
+}
+
+func (d *rayDoor) waitStatus(id, status, msg string, timeout time.Duration) string {
+	d.t.Helper()
+	var m string
+	waitFor(d.t, timeout, fmt.Sprintf("ray job %s to be %s (%q)", id, status, msg), func() (bool, string) {
+		var st string
+		st, m = d.status(id)
+		return st == status && strings.Contains(m, msg), st + " " + m
+	})
+	return m
+}
+
+// workingDir makes a job folder: script.py prints a file of its working_dir and the given lines (one every
+// pause seconds), then exits with the given code.
+func workingDir(t *testing.T) string {
+	dir := t.TempDir()
+	script := `import os, sys, time
+code, n, pause = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+print("data:", open(os.path.join("sub", "data.txt")).read().strip(), "task:", os.environ.get("MVP_TASK_ID", "?"), flush=True)
+for i in range(n):
+    print("line", i, flush=True)
+    time.sleep(pause)
+print("done with", code, flush=True)
+sys.exit(code)
+`
+	if err := os.WriteFile(filepath.Join(dir, "script.py"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "data.txt"), []byte("from-the-working-dir\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestRayDoorCLI: the unmodified `ray job` CLI against mvp: submit with a working_dir (package upload, waits,
+// prints the logs, exit status), --no-wait, status, logs -f, stop, list, delete, and 401/403 with a missing or
+// wrong token. Its jobs are mvp tasks (`mvp list` shows them).
+func TestRayDoorCLI(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	d := newRayDoor(t, s)
+	dir := workingDir(t)
+
+	ok := uniq("cli-ok")
+	out, code := d.run(3*time.Minute, nil, "job", "submit", "--working-dir", dir, "--submission-id", ok, "--", "python", "script.py", "0", "2", "0.2")
+	if code != 0 || !strings.Contains(out, "data: from-the-working-dir task: mvp2-ray_job-") || !strings.Contains(out, "line 1") ||
+		!strings.Contains(out, "done with 0") || !strings.Contains(out, "succeeded") {
+		t.Fatalf("submit (exit %d):\n%s", code, out)
+	}
+	if n := len(d.s.events(mustTask(t, d, ok).ID)); n == 0 {
+		t.Error("no events")
+	}
+	files, _ := filepath.Glob(filepath.Join(s.sharedRoot, "ray_packages", "_ray_pkg_*.zip"))
+	if len(files) != 1 {
+		t.Errorf("kept packages: %v", files)
+	}
+
+	bad := uniq("cli-fail")
+	out, code = d.run(3*time.Minute, nil, "job", "submit", "--working-dir", dir, "--submission-id", bad, "--", "python", "script.py", "3", "0", "0")
+	if code != 1 || !strings.Contains(out, "done with 3") || !strings.Contains(out, "failed") {
+		t.Errorf("a failing job (exit %d):\n%s", code, out)
+	}
+
+	// --no-wait, then logs -f follows it to its end.
+	follow := uniq("cli-follow")
+	out, code = d.run(time.Minute, nil, "job", "submit", "--no-wait", "--working-dir", dir, "--submission-id", follow, "--", "python", "script.py", "0", "6", "0.5")
+	if code != 0 || !strings.Contains(out, follow) {
+		t.Fatalf("submit --no-wait (exit %d):\n%s", code, out)
+	}
+	out, code = d.run(3*time.Minute, nil, "job", "logs", "-f", follow)
+	if code != 0 || !strings.Contains(out, "line 5") || !strings.Contains(out, "done with 0") {
+		t.Errorf("logs -f (exit %d):\n%s", code, out)
+	}
+	out, code = d.run(time.Minute, nil, "job", "status", follow)
+	if code != 0 || !strings.Contains(out, "Job '"+follow+"' succeeded") {
+		t.Errorf("status (exit %d):\n%s", code, out)
+	}
+
+	// A long job is stopped: the mvp task is canceled, the client sees STOPPED.
+	long := uniq("cli-stop")
+	if out, code = d.run(time.Minute, nil, "job", "submit", "--no-wait", "--working-dir", dir, "--submission-id", long, "--", "python", "script.py", "0", "600", "1"); code != 0 {
+		t.Fatalf("submit the long job (exit %d):\n%s", code, out)
+	}
+	d.waitStatus(long, "RUNNING", "", 2*time.Minute)
+	out, code = d.run(2*time.Minute, nil, "job", "stop", long)
+	if code != 0 || !strings.Contains(out, "STOPPED") && !strings.Contains(out, "stopped") {
+		t.Errorf("stop (exit %d):\n%s", code, out)
+	}
+	if st := mustTask(t, d, long); st.State != mvp.StateCanceled {
+		t.Errorf("the stopped job's task is %s", st.State)
+	}
+
+	out, code = d.run(time.Minute, nil, "job", "list")
+	for _, id := range []string{ok, bad, follow, long} {
+		if !strings.Contains(out, id) {
+			t.Errorf("list (exit %d) lacks %s:\n%s", code, id, out)
+		}
+	}
+	page, _, err := s.c.List(ctxT(t), "", string(mvp.WorkloadRayJob), 50, "")
+	if err != nil || len(page.Tasks) != 4 {
+		t.Errorf("mvp list of ray_job tasks: %+v %v", page, err)
+	}
+
+	out, code = d.run(time.Minute, nil, "job", "delete", long)
+	if code != 0 {
+		t.Errorf("delete (exit %d):\n%s", code, out)
+	}
+	if out, code = d.run(time.Minute, nil, "job", "status", long); code == 0 || !strings.Contains(out, "does not exist") {
+		t.Errorf("status of a deleted job (exit %d):\n%s", code, out)
+	}
+
+	// 401 without a token, 403 with a wrong one.
+	out, code = d.run(time.Minute, []string{"RAY_AUTH_MODE=disabled"}, "job", "list")
+	if code == 0 || !strings.Contains(out, "Authentication required") {
+		t.Errorf("no token (exit %d):\n%s", code, out)
+	}
+	out, code = d.run(time.Minute, []string{"RAY_AUTH_TOKEN=" + s.token + "-wrong"}, "job", "list")
+	if code == 0 || !strings.Contains(out, "Authentication failed") {
+		t.Errorf("a wrong token (exit %d):\n%s", code, out)
+	}
+}
+
+// mustTask returns the mvp task behind a door job.
+func mustTask(t *testing.T, d *rayDoor, id string) *mvp.Task {
+	t.Helper()
+	req, _ := http.NewRequest("GET", d.s.c.Addr+"/ray/api/jobs/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+d.s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var j struct {
+		Metadata map[string]string `json:"metadata"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil || j.Metadata["mvp.task_id"] == "" {
+		t.Fatalf("job %s: %v %+v", id, err, j)
+	}
+	return d.s.get(j.Metadata["mvp.task_id"])
+}
+
+// TestRayDoorSDK: JobSubmissionClient with runtime_env (env_vars), metadata and entrypoint_memory: submit, wait,
+// status, logs, job info, list, stop of a finished job, delete.
+func TestRayDoorSDK(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	d := newRayDoor(t, s)
+	id := uniq("sdk")
+	script := `import json, sys, time
+from ray.job_submission import JobSubmissionClient, JobStatus
+c = JobSubmissionClient()
+sid = c.submit_job(entrypoint="python -c \"import os; print('greeting', os.environ['GREETING'])\"",
+    submission_id=sys.argv[1], runtime_env={"env_vars": {"GREETING": "hello sdk"}},
+    metadata={"owner": "alice"}, entrypoint_memory=100 * 1024 * 1024, entrypoint_num_cpus=0.5)
+deadline = time.time() + 180
+while c.get_job_status(sid) not in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED} and time.time() < deadline:
+    time.sleep(0.5)
+info = c.get_job_info(sid)
+out = {"sid": sid, "status": str(info.status.value), "logs": c.get_job_logs(sid), "metadata": info.metadata,
+       "runtime_env": info.runtime_env, "start": info.start_time, "end": info.end_time,
+       "listed": [j.submission_id for j in c.list_jobs()], "stopped": c.stop_job(sid), "deleted": c.delete_job(sid)}
+try:
+    c.get_job_info(sid)
+    out["after_delete"] = "found"
+except RuntimeError as e:
+    out["after_delete"] = str(e)
+print("RESULT " + json.dumps(out))
+`
+	path := filepath.Join(t.TempDir(), "sdk.py")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, env.python, path, id)
+	cmd.Env = d.env
+	outb, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sdk script: %v\n%s", err, outb)
+	}
+	i := bytes.LastIndex(outb, []byte("RESULT "))
+	if i < 0 {
+		t.Fatalf("no result:\n%s", outb)
+	}
+	var r struct {
+		SID         string            `json:"sid"`
+		Status      string            `json:"status"`
+		Logs        string            `json:"logs"`
+		Metadata    map[string]string `json:"metadata"`
+		RuntimeEnv  map[string]any    `json:"runtime_env"`
+		Start, End  *int64
+		Listed      []string `json:"listed"`
+		Stopped     bool     `json:"stopped"`
+		Deleted     bool     `json:"deleted"`
+		AfterDelete string   `json:"after_delete"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(outb[i+len("RESULT "):]), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, outb)
+	}
+	if r.SID != id || r.Status != "SUCCEEDED" || !strings.Contains(r.Logs, "greeting hello sdk") || r.Metadata["owner"] != "alice" ||
+		r.Start == nil || r.End == nil || *r.End < *r.Start || r.Stopped || !r.Deleted ||
+		!strings.Contains(r.AfterDelete, "does not exist") {
+		t.Errorf("sdk result: %+v", r)
+	}
+	found := false
+	for _, l := range r.Listed {
+		found = found || l == id
+	}
+	if !found {
+		t.Errorf("list_jobs lacks %s: %v", id, r.Listed)
+	}
+	page, _, err := s.c.List(ctxT(t), "", string(mvp.WorkloadRayJob), 10, "")
+	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Driver["memory"] != 100*1024*1024 || page.Tasks[0].State != mvp.StateSucceeded {
+		t.Errorf("the mvp task: %+v %v", page, err)
+	}
+}
+
+// TestRayDoorWaitsBehindGang: while a gang holds every GPU, a job submitted with the ray CLI with a gang in its
+// metadata is PENDING with mvp's reason, then runs once the GPUs are free.
+func TestRayDoorWaitsBehindGang(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	d := newRayDoor(t, s)
+	ns := workers(t)
+	busy := s.submit(spec("ppo", len(ns), int(ns[0].Total["GPU"]), 20))
+	s.waitState(busy.ID, mvp.StateRunning, 2*time.Minute)
+
+	dir := workingDir(t)
+	id := uniq("gang")
+	out, code := d.run(time.Minute, nil, "job", "submit", "--no-wait", "--working-dir", dir, "--submission-id", id,
+		"--metadata-json", `{"mvp.nnodes": "1", "mvp.n_gpus_per_node": "2"}`, "--", "python", "script.py", "0", "1", "0")
+	if code != 0 {
+		t.Fatalf("submit (exit %d):\n%s", code, out)
+	}
+	msg := d.waitStatus(id, "PENDING", "queued in mvp: waiting for GPUs", time.Minute)
+	if !strings.Contains(msg, "GPU") {
+		t.Errorf("the pending message does not say what it waits for: %q", msg)
+	}
+	out, code = d.run(time.Minute, nil, "job", "status", id)
+	if code != 0 || !strings.Contains(out, "PENDING") || !strings.Contains(out, "queued in mvp: waiting for GPUs") {
+		t.Errorf("status while waiting (exit %d):\n%s", code, out)
+	}
+	s.waitState(busy.ID, mvp.StateSucceeded, 3*time.Minute)
+	d.waitStatus(id, "SUCCEEDED", "", 3*time.Minute)
+	task := mustTask(t, d, id)
+	if task.NNodes != 1 || task.GPUsPerNode != 2 || task.LatestAttemptNo != 1 {
+		t.Errorf("the gang job's task: %+v", task)
+	}
+}
+
+// TestRayDoorRequeuedRace: a job of the door whose gang loses the race for GPUs (taken behind mvp's back between
+// admission and verl's check) is requeued by mvp and runs again; Ray's client sees one job that ends SUCCEEDED.
+func TestRayDoorRequeuedRace(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	d := newRayDoor(t, s)
+	gate := filepath.Join(t.TempDir(), "go")
+	id := uniq("race")
+	out, code := d.run(time.Minute, nil, "job", "submit", "--no-wait", "--submission-id", id,
+		"--metadata-json", `{"mvp.nnodes": "2", "mvp.n_gpus_per_node": "4"}`, "--",
+		"python3", "-m", "verl.trainer.main_ppo", "trainer.nnodes=2", "trainer.n_gpus_per_node=4", "mvp_test.hold_s=1",
+		"mvp_test.wait_file="+gate)
+	if code != 0 {
+		t.Fatalf("submit (exit %d):\n%s", code, out)
+	}
+	d.waitStatus(id, "RUNNING", "", 2*time.Minute)
+	direct(t, uniq("thief"), "python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 2 --hold 8")
+	waitFor(t, 60*time.Second, "the thief to hold 2 GPUs", func() (bool, string) {
+		sum := 0.0
+		for _, g := range freeGPUs(t) {
+			sum += g
+		}
+		return sum <= 6, fmt.Sprint(freeGPUs(t))
+	})
+	writeFile(t, gate, "")
+	d.waitStatus(id, "PENDING", "queued in mvp: ", 2*time.Minute)
+	d.waitStatus(id, "SUCCEEDED", "", 3*time.Minute)
+	task := mustTask(t, d, id)
+	if task.LatestAttemptNo < 2 || task.Attempts[0].FailureKind != mvp.FailureInsufficientResources {
+		t.Errorf("the task was not requeued after losing the race: %+v", task.Attempts)
+	}
+	out, code = d.run(time.Minute, nil, "job", "list")
+	if code != 0 || strings.Count(out, id) != 1 {
+		t.Errorf("list (exit %d) should show %s once:\n%s", code, id, out)
+	}
+}

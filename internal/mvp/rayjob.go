@@ -1,0 +1,44 @@
+package mvp
+
+// RayJobRequest is a submission through the Ray-Jobs-compatible door: the body of Ray's POST /api/jobs/ as Ray
+// 2.60's JobSubmissionClient sends it. It is a ray_job task's effective spec (spec_json), from which every attempt's
+// submission to Ray is built.
+type RayJobRequest struct {
+	Entrypoint string `json:"entrypoint"`
+	// SubmissionID is the user's, or the task id when the user gave none.
+	SubmissionID            string             `json:"submission_id"`
+	RuntimeEnv              map[string]any     `json:"runtime_env"`
+	Metadata                map[string]string  `json:"metadata"`
+	EntrypointNumCPUs       float64            `json:"entrypoint_num_cpus,omitempty"`
+	EntrypointNumGPUs       float64            `json:"entrypoint_num_gpus,omitempty"`
+	EntrypointMemory        int64              `json:"entrypoint_memory,omitempty"`
+	EntrypointResources     map[string]float64 `json:"entrypoint_resources,omitempty"`
+	EntrypointLabelSelector map[string]string  `json:"entrypoint_label_selector,omitempty"`
+}
+
+// The metadata keys by which a ray_job names its gang: nnodes worker nodes with n_gpus_per_node free GPUs each,
+// admitted together as a jobspec task's gang is. Without them a ray_job has no gang and is admitted on its
+// driver's own resources.
+const (
+	MetaNNodes      = "mvp.nnodes"
+	MetaGPUsPerNode = "mvp.n_gpus_per_node"
+)
+
+// Driver is what the request's driver takes, in Ray's resource names: entrypoint_num_cpus as CPU,
+// entrypoint_num_gpus as GPU, entrypoint_memory as memory, and entrypoint_resources. It is never nil.
+func (r *RayJobRequest) Driver() map[string]float64 {
+	d := map[string]float64{}
+	for k, v := range r.EntrypointResources {
+		d[k] = v
+	}
+	if r.EntrypointNumCPUs > 0 {
+		d["CPU"] += r.EntrypointNumCPUs
+	}
+	if r.EntrypointNumGPUs > 0 {
+		d["GPU"] += r.EntrypointNumGPUs
+	}
+	if r.EntrypointMemory > 0 {
+		d["memory"] += float64(r.EntrypointMemory)
+	}
+	return d
+}

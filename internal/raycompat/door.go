@@ -1,0 +1,456 @@
+// Package raycompat is mvp's Ray-Jobs-compatible front door: the handlers of Ray 2.60's Job REST API (as its own
+// `ray job` CLI and JobSubmissionClient speak it), which internal/api mounts under /ray behind the same token. A
+// submission becomes an mvp task of workload ray_job and goes through mvp's queue and gang admission; every
+// answer is derived from mvp's state.
+package raycompat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
+)
+
+// RayVersion is the Ray version the door speaks for (the pinned wheel's); Ray's client checks it is ≥ 2.8 for the
+// features it uses.
+const RayVersion = "2.60.0"
+
+// MaxPackageBytes is Ray's dashboard body limit, the door's cap on an uploaded package.
+const MaxPackageBytes = 100 << 20
+
+// Door serves Ray's Job API from mvp's queue. Cancel, ReadLog and NewID are the API's own (internal/api sets
+// them when it mounts the door).
+type Door struct {
+	Store    mvp.Store
+	Packages Packages
+	// Prepare checks a Ray request and returns its ray_job task (workload.PrepareRayJob with dev.yaml's settings).
+	Prepare func(*mvp.RayJobRequest) (*mvp.Task, error)
+	// Build makes an attempt's Ray submission; the door shows a jobspec task's entrypoint from it.
+	Build scheduler.Builder
+	// Cancel cancels a task as POST /api/v2/tasks/{id}/cancel does and returns it.
+	Cancel func(ctx context.Context, t *mvp.Task) (*mvp.Task, error)
+	// ReadLog returns attempt n's driver log and whether the attempt has ended.
+	ReadLog func(ctx context.Context, taskID string, n int) (string, bool, error)
+	// NewID makes a task id (try counts collisions).
+	NewID  func(w mvp.Workload, now time.Time, try int) string
+	Clock  mvp.Clock
+	Logger *slog.Logger
+	// Wake asks the scheduler for a tick; may be nil.
+	Wake func()
+	// MaxBodyBytes caps a submission's body; package uploads are capped at MaxPackageBytes.
+	MaxBodyBytes int64
+	// LogPoll is the period at which a tailed log is read again.
+	LogPoll time.Duration
+
+	stopOnce sync.Once
+	stopped  chan struct{}
+}
+
+// stopping returns the channel Shutdown closes.
+func (d *Door) stopping() chan struct{} {
+	d.stopOnce.Do(func() { d.stopped = make(chan struct{}) })
+	return d.stopped
+}
+
+// Shutdown ends the log tails (they are hijacked connections, which the HTTP server's own shutdown does not wait
+// for) with a "going away" close; the clients then ask for the job's status. Call it once, when the server stops.
+func (d *Door) Shutdown() { close(d.stopping()) }
+
+// Route is one endpoint of the door, its pattern relative to the mount point.
+type Route struct {
+	Method, Pattern string
+	Handle          func(http.ResponseWriter, *http.Request) error
+}
+
+// Routes lists the door's endpoints: every request Ray 2.60's job client makes.
+func (d *Door) Routes() []Route {
+	return []Route{
+		{"GET", "/api/version", d.version},
+		{"POST", "/api/jobs/{$}", d.submit},
+		{"GET", "/api/jobs/{$}", d.list},
+		{"GET", "/api/jobs/{id}", d.get},
+		{"DELETE", "/api/jobs/{id}", d.delete},
+		{"POST", "/api/jobs/{id}/stop", d.stop},
+		{"GET", "/api/jobs/{id}/logs", d.logs},
+		{"GET", "/api/jobs/{id}/logs/tail", d.tail},
+		{"GET", "/api/packages/{protocol}/{name}", d.getPackage},
+		{"PUT", "/api/packages/{protocol}/{name}", d.putPackage},
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (d *Door) version(w http.ResponseWriter, r *http.Request) error {
+	// version "4" is Ray 2.60's job API version: the client tails logs only when it is an integer > 0.
+	writeJSON(w, map[string]string{"version": "4", "ray_version": RayVersion, "ray_commit": "mvp", "session_name": "mvp"})
+	return nil
+}
+
+// submitRequest is Ray's JobSubmitRequest: unknown keys are refused, as Ray's dataclass refuses them.
+type submitRequest struct {
+	mvp.RayJobRequest
+	// JobID is the deprecated name of submission_id.
+	JobID *string `json:"job_id"`
+}
+
+func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return mvp.Errorf(mvp.CodeTooLarge, "", "the job submission is larger than %d bytes", d.MaxBodyBytes)
+		}
+		return mvp.Errorf(mvp.CodeInvalid, "", "reading the body failed: %v", err)
+	}
+	var req submitRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return mvp.Errorf(mvp.CodeInvalid, "", "the job submission is not a JobSubmitRequest: %v", err)
+	}
+	if req.JobID != nil && req.SubmissionID == "" {
+		req.SubmissionID = *req.JobID
+	}
+	if req.SubmissionID != "" {
+		if err := checkSubmissionID(req.SubmissionID); err != nil {
+			return err
+		}
+	}
+	now := d.Clock.Now().UTC()
+	var t *mvp.Task
+	for i := 0; ; i++ {
+		id := d.NewID(mvp.WorkloadRayJob, now, i)
+		rq := req.RayJobRequest
+		if rq.SubmissionID == "" {
+			rq.SubmissionID = id
+		}
+		if t, err = d.Prepare(&rq); err != nil {
+			return err
+		}
+		t.ID, t.State, t.CreatedAt, t.UpdatedAt = id, mvp.StateQueued, now, now
+		err = d.Store.CreateTask(r.Context(), t)
+		// A task id taken by another task is tried again; a submission id taken is the user's to change.
+		if !errors.Is(err, mvp.ErrConflict) || req.SubmissionID != "" || i >= 16 {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("submit ray job: %w", err)
+	}
+	if d.Wake != nil {
+		d.Wake()
+	}
+	d.Logger.Info("ray job submitted", "task_id", t.ID, "submission_id", t.SubmissionID)
+	writeJSON(w, map[string]string{"job_id": t.SubmissionID, "submission_id": t.SubmissionID})
+	return nil
+}
+
+// checkSubmissionID refuses ids that Ray's client cannot put into a URL path as they are.
+func checkSubmissionID(id string) error {
+	if len(id) > 256 {
+		return mvp.Errorf(mvp.CodeInvalid, "submission_id", "submission_id is %d bytes long; at most 256", len(id))
+	}
+	for _, c := range id {
+		if c == '/' || c == '?' || c == '#' || c == '%' || unicode.IsSpace(c) || !unicode.IsPrint(c) {
+			return mvp.Errorf(mvp.CodeInvalid, "submission_id", "submission_id %q has %q: Ray's client puts it into a URL path unescaped; use letters, digits, '-', '_' and '.'", clip(id), c)
+		}
+	}
+	return nil
+}
+
+// find returns the task a path's {id} names: a submission id the door knows, else an mvp task id.
+func (d *Door) find(r *http.Request) (*mvp.Task, error) {
+	id := r.PathValue("id")
+	t, err := d.Store.TaskBySubmissionID(r.Context(), id)
+	if mvp.ErrorCode(err) != mvp.CodeNotFound {
+		return t, err
+	}
+	t, err = d.Store.GetTask(r.Context(), id)
+	if mvp.ErrorCode(err) == mvp.CodeNotFound || (err == nil && t.DoorDeleted) {
+		return nil, mvp.Errorf(mvp.CodeNotFound, "", "Job %s does not exist", clip(id))
+	}
+	return t, err
+}
+
+func (d *Door) get(w http.ResponseWriter, r *http.Request) error {
+	t, err := d.find(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, d.details(t))
+	return nil
+}
+
+// list answers every task not deleted through the door, newest first, ray_job tasks and jobspec tasks alike.
+func (d *Door) list(w http.ResponseWriter, r *http.Request) error {
+	out := []jobDetails{}
+	f := mvp.TaskFilter{Limit: 500}
+	for {
+		page, next, err := d.Store.ListTasks(r.Context(), f)
+		if err != nil {
+			return err
+		}
+		for _, t := range page {
+			if t.DoorDeleted {
+				continue
+			}
+			full, err := d.Store.GetTask(r.Context(), t.ID)
+			if err != nil {
+				return err
+			}
+			out = append(out, d.details(full))
+		}
+		if next == "" {
+			break
+		}
+		f.Cursor = next
+	}
+	writeJSON(w, out)
+	return nil
+}
+
+func (d *Door) stop(w http.ResponseWriter, r *http.Request) error {
+	t, err := d.find(r)
+	if err != nil {
+		return err
+	}
+	if t.State.Terminal() {
+		writeJSON(w, map[string]bool{"stopped": false})
+		return nil
+	}
+	if _, err := d.Cancel(r.Context(), t); err != nil {
+		if mvp.ErrorCode(err) == mvp.CodeConflict {
+			writeJSON(w, map[string]bool{"stopped": false}) // it ended meanwhile
+			return nil
+		}
+		return err
+	}
+	writeJSON(w, map[string]bool{"stopped": true})
+	return nil
+}
+
+// delete removes an ended job from the door's answers (its submission id may then be used again); the mvp task
+// stays, with its attempts, logs and history, and a DOOR_DELETED event. A job that has not ended is refused, as
+// Ray refuses it.
+func (d *Door) delete(w http.ResponseWriter, r *http.Request) error {
+	t, err := d.find(r)
+	if err != nil {
+		return err
+	}
+	if !t.State.Terminal() {
+		return mvp.Errorf(mvp.CodeConflict, "", "Attempted to delete job '%s', but it is in a non-terminal state %s.",
+			r.PathValue("id"), rayStatus(t.State))
+	}
+	if err := d.Store.DeleteFromDoor(r.Context(), t.ID, d.Clock.Now()); err != nil {
+		return err
+	}
+	writeJSON(w, map[string]bool{"deleted": true})
+	return nil
+}
+
+// logs answers the driver log of the task's latest attempt ("" while it has none).
+func (d *Door) logs(w http.ResponseWriter, r *http.Request) error {
+	t, err := d.find(r)
+	if err != nil {
+		return err
+	}
+	text := ""
+	if t.LatestAttemptNo > 0 {
+		if text, _, err = d.ReadLog(r.Context(), t.ID, t.LatestAttemptNo); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, map[string]string{"logs": text})
+	return nil
+}
+
+func (d *Door) getPackage(w http.ResponseWriter, r *http.Request) error {
+	ok, err := d.Packages.Has(r.PathValue("protocol"), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return mvp.Errorf(mvp.CodeNotFound, "", "Package %s://%s does not exist", r.PathValue("protocol"), r.PathValue("name"))
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (d *Door) putPackage(w http.ResponseWriter, r *http.Request) error {
+	if _, err := d.Packages.path(r.PathValue("protocol"), r.PathValue("name")); err != nil {
+		return err
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPackageBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return mvp.Errorf(mvp.CodeTooLarge, "", "the package is larger than %d bytes (Ray's own limit)", MaxPackageBytes)
+		}
+		return mvp.Errorf(mvp.CodeInvalid, "", "reading the package failed: %v", err)
+	}
+	if len(data) == 0 {
+		return mvp.Errorf(mvp.CodeInvalid, "", "the package is empty")
+	}
+	if err := d.Packages.Put(r.PathValue("protocol"), r.PathValue("name"), data); err != nil {
+		return err
+	}
+	d.Logger.Info("ray package kept", "package", r.PathValue("name"), "bytes", len(data))
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// jobDetails is Ray's JobDetails as its client validates it: status in upper case, times in integer
+// milliseconds, driver_info's fields strings.
+type jobDetails struct {
+	Type                   string            `json:"type"`
+	JobID                  *string           `json:"job_id"`
+	SubmissionID           string            `json:"submission_id"`
+	DriverInfo             *driverInfo       `json:"driver_info"`
+	Status                 mvp.RayStatus     `json:"status"`
+	Entrypoint             string            `json:"entrypoint"`
+	Message                string            `json:"message"`
+	ErrorType              *string           `json:"error_type"`
+	StartTime              *int64            `json:"start_time"`
+	EndTime                *int64            `json:"end_time"`
+	Metadata               map[string]string `json:"metadata"`
+	RuntimeEnv             map[string]any    `json:"runtime_env"`
+	DriverAgentHTTPAddress *string           `json:"driver_agent_http_address"`
+	DriverNodeID           *string           `json:"driver_node_id"`
+	DriverExitCode         *int              `json:"driver_exit_code"`
+}
+
+type driverInfo struct {
+	ID            string `json:"id"`
+	NodeIPAddress string `json:"node_ip_address"`
+	PID           string `json:"pid"`
+}
+
+// rayStatus is the Ray status the door shows for an mvp state: every waiting state is PENDING, a canceled
+// task STOPPED.
+func rayStatus(s mvp.State) mvp.RayStatus {
+	switch s {
+	case mvp.StateRunning:
+		return mvp.RayRunning
+	case mvp.StateSucceeded:
+		return mvp.RaySucceeded
+	case mvp.StateFailed:
+		return mvp.RayFailed
+	case mvp.StateCanceled:
+		return mvp.RayStopped
+	default:
+		return mvp.RayPending
+	}
+}
+
+// details is a task as Ray's JobDetails: a ray_job's own request, a jobspec task's built entrypoint, the status
+// derived from mvp's state with a message that says why a waiting task waits.
+func (d *Door) details(t *mvp.Task) jobDetails {
+	j := jobDetails{Type: "SUBMISSION", SubmissionID: t.SubmissionID, Status: rayStatus(t.State),
+		Metadata: map[string]string{}, RuntimeEnv: map[string]any{}}
+	if j.SubmissionID == "" {
+		j.SubmissionID = t.ID
+	}
+	var req mvp.RayJobRequest
+	if info, _ := t.Workload.Info(); info.RayDoor && json.Unmarshal(t.SpecJSON, &req) == nil {
+		j.Entrypoint = req.Entrypoint
+		if req.Metadata != nil {
+			j.Metadata = req.Metadata
+		}
+		if req.RuntimeEnv != nil {
+			j.RuntimeEnv = req.RuntimeEnv
+		}
+	} else if d.Build != nil {
+		if s, err := d.Build(t, max(t.LatestAttemptNo, 1)); err == nil {
+			j.Entrypoint = s.Entrypoint
+		}
+	}
+	j.Metadata["mvp.task_id"] = t.ID
+	created := t.CreatedAt.UnixMilli()
+	j.StartTime = &created
+	var a *mvp.Attempt
+	for _, x := range t.Attempts {
+		if x.No == t.LatestAttemptNo {
+			a = x
+		}
+	}
+	if a != nil {
+		if a.RayJobID != "" {
+			j.JobID = &a.RayJobID
+		}
+		if a.DriverNodeID != "" {
+			j.DriverNodeID = &a.DriverNodeID
+		}
+		j.DriverExitCode = a.ExitCode
+	}
+	if t.State.Terminal() {
+		end := t.UpdatedAt.UnixMilli()
+		if a != nil && a.EndTime != nil {
+			end = a.EndTime.UnixMilli()
+		}
+		j.EndTime = &end
+	}
+	switch t.State {
+	case mvp.StateQueued:
+		j.Message = "queued in mvp: waiting for the scheduler's next look"
+	case mvp.StatePendingResources:
+		j.Message = "queued in mvp: " + t.PendingReason
+		if t.NextRunAt != nil {
+			j.Message += fmt.Sprintf(" (looked at again at %s)", t.NextRunAt.UTC().Format(time.RFC3339))
+		}
+	case mvp.StateSubmitting, mvp.StateSubmitted:
+		j.Message = fmt.Sprintf("admitted by mvp; attempt %d submitted to Ray, waiting for its driver to start", t.LatestAttemptNo)
+	case mvp.StateRunning:
+		j.Message = fmt.Sprintf("running (attempt %d)", t.LatestAttemptNo)
+	case mvp.StateSucceeded:
+		j.Message = "Job finished successfully."
+	case mvp.StateFailed:
+		j.Message = t.ErrorSummary
+		if a != nil && a.FailureKind != mvp.FailureNone {
+			kind := string(a.FailureKind)
+			j.ErrorType = &kind
+		}
+	case mvp.StateCanceled:
+		j.Message = "Job was intentionally stopped (canceled in mvp)."
+	}
+	return j
+}
+
+// tail streams the driver log of the task's latest attempt over a WebSocket: text frames of whole lines, then a
+// normal close once the task has ended and its log is drained. A requeued task's next attempt starts its log
+// afresh in the stream.
+func (d *Door) tail(w http.ResponseWriter, r *http.Request) error {
+	t, err := d.find(r)
+	if err != nil {
+		return err
+	}
+	return d.streamLog(w, r, t)
+}
+
+// lines returns the longest prefix of s made of whole lines, at most max bytes unless a single line is longer.
+func lines(s string, max int) string {
+	if len(s) > max {
+		if i := strings.LastIndexByte(s[:max], '\n'); i >= 0 {
+			return s[:i+1]
+		}
+		return s[:max]
+	}
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[:i+1]
+	}
+	return ""
+}

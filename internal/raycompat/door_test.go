@@ -1,0 +1,368 @@
+package raycompat_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/service"
+	"github.com/mvp2/mvp/internal/service/servicetest"
+)
+
+// door talks to a running service's Ray door as Ray's client does.
+type door struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+func startDoor(t *testing.T, ray *servicetest.Ray, gpus int) (*door, *service.Main) {
+	t.Helper()
+	cluster := servicetest.OneNode(gpus)
+	for _, n := range cluster.View.Nodes {
+		n.Total["memory"], n.Available["memory"] = 8<<30, 8<<30 // Ray counts memory as a resource too
+	}
+	m := servicetest.Start(t, &service.Main{Ray: ray, Cluster: cluster})
+	return &door{t: t, base: m.URL() + "/ray", token: m.APIToken()}, m
+}
+
+// do sends a request and returns the status and the body.
+func (d *door) do(method, path string, body []byte) (int, []byte) {
+	d.t.Helper()
+	req, err := http.NewRequest(method, d.base+path, bytes.NewReader(body))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if d.token != "" {
+		req.Header.Set("Authorization", "Bearer "+d.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// ok sends a request that must answer exactly 200 and decodes its body into out, which must hold every key
+// (Ray's client builds dataclasses from these bodies: one key more or less is a TypeError).
+func (d *door) ok(method, path string, body []byte, out any) {
+	d.t.Helper()
+	code, b := d.do(method, path, body)
+	if code != http.StatusOK {
+		d.t.Fatalf("%s %s: %d %s", method, path, code, b)
+	}
+	if out != nil {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(out); err != nil {
+			d.t.Fatalf("%s %s: %s: %v", method, path, b, err)
+		}
+	}
+}
+
+type details struct {
+	Type                   string            `json:"type"`
+	JobID                  *string           `json:"job_id"`
+	SubmissionID           string            `json:"submission_id"`
+	DriverInfo             map[string]string `json:"driver_info"`
+	Status                 string            `json:"status"`
+	Entrypoint             string            `json:"entrypoint"`
+	Message                string            `json:"message"`
+	ErrorType              *string           `json:"error_type"`
+	StartTime              *int64            `json:"start_time"`
+	EndTime                *int64            `json:"end_time"`
+	Metadata               map[string]string `json:"metadata"`
+	RuntimeEnv             map[string]any    `json:"runtime_env"`
+	DriverAgentHTTPAddress *string           `json:"driver_agent_http_address"`
+	DriverNodeID           *string           `json:"driver_node_id"`
+	DriverExitCode         *int              `json:"driver_exit_code"`
+}
+
+func (d *door) job(id string) details {
+	d.t.Helper()
+	var j details
+	d.ok("GET", "/api/jobs/"+id, nil, &j)
+	return j
+}
+
+// waitStatus waits until the job shows status (and message containing msg), and returns it.
+func (d *door) waitStatus(id, status, msg string) details {
+	d.t.Helper()
+	var j details
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if j = d.job(id); j.Status == status && strings.Contains(j.Message, msg) {
+			return j
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.t.Fatalf("job %s never became %s with %q; last %+v", id, status, msg, j)
+	return j
+}
+
+func waitSubmissions(t *testing.T, ray *servicetest.Ray, n int) []*mvp.JobSubmission {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for len(ray.Submissions()) < n && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	subs := ray.Submissions()
+	if len(subs) < n {
+		t.Fatalf("%d submissions reached Ray, want %d", len(subs), n)
+	}
+	return subs
+}
+
+const pkg = "_ray_pkg_3cffdc30bccf94e2.zip"
+
+// TestDoorJobLifecycle walks one job through the door as `ray job submit --working-dir` and the SDK do: package
+// check and upload, submit, status, logs, a refused duplicate, stop, delete; and checks what reached Ray.
+func TestDoorJobLifecycle(t *testing.T) {
+	ray := servicetest.NewRay()
+	d, m := startDoor(t, ray, 4)
+
+	var version map[string]string
+	d.ok("GET", "/api/version", nil, &version)
+	if version["ray_version"] != "2.60.0" || version["version"] != "4" {
+		t.Errorf("version: %v", version)
+	}
+	if code, _ := d.do("GET", "/api/packages/gcs/"+pkg, nil); code != http.StatusNotFound {
+		t.Errorf("unknown package: %d, want 404 (the client uploads on 404)", code)
+	}
+	zip := []byte("PK\x03\x04 the archive")
+	d.ok("PUT", "/api/packages/gcs/"+pkg, zip, nil)
+	d.ok("GET", "/api/packages/gcs/"+pkg, nil, nil)
+
+	body := `{"entrypoint":"python script.py --name 'a b'","submission_id":"job-1",
+		"runtime_env":{"working_dir":"gcs://` + pkg + `","env_vars":{"A":"1"}},
+		"metadata":{"owner":"alice"},"entrypoint_num_cpus":1.5,"entrypoint_memory":1073741824,
+		"entrypoint_label_selector":{"ray.io/node-type":"worker"}}`
+	var sub struct {
+		JobID        string `json:"job_id"`
+		SubmissionID string `json:"submission_id"`
+	}
+	d.ok("POST", "/api/jobs/", []byte(body), &sub)
+	if sub.JobID != "job-1" || sub.SubmissionID != "job-1" {
+		t.Errorf("submit answer: %+v", sub)
+	}
+	code, b := d.do("POST", "/api/jobs/", []byte(body))
+	if code == http.StatusOK || !strings.Contains(string(b), "Job with submission_id job-1 already exists") {
+		t.Errorf("a second job-1: %d %s", code, b)
+	}
+
+	s := waitSubmissions(t, ray, 1)[0]
+	j := d.waitStatus("job-1", "PENDING", "submitted to Ray")
+	taskID := j.Metadata["mvp.task_id"]
+	if s.Entrypoint != "python script.py --name 'a b'" || s.SubmissionID != taskID+"--a01" || s.EntrypointNumCPUs != 1.5 ||
+		s.EntrypointMemory != 1<<30 || s.EntrypointLabelSelector["ray.io/node-type"] != "worker" ||
+		s.Metadata["owner"] != "alice" || s.Metadata["task_id"] != taskID || s.RuntimeEnv["working_dir"] != "gcs://"+pkg {
+		t.Errorf("submission to Ray: %+v", s)
+	}
+	if got, ok := ray.Package("gcs://" + pkg); !ok || !bytes.Equal(got, zip) {
+		t.Errorf("the package was not uploaded to Ray before the submission: %q %v", got, ok)
+	}
+	if j.Type != "SUBMISSION" || j.SubmissionID != "job-1" || j.Entrypoint != s.Entrypoint || j.StartTime == nil ||
+		j.EndTime != nil || j.RuntimeEnv["working_dir"] != "gcs://"+pkg || j.Metadata["owner"] != "alice" {
+		t.Errorf("job: %+v", j)
+	}
+
+	ray.Set(s.SubmissionID, mvp.RayRunning)
+	ray.AddLog(s.SubmissionID, "hello\n")
+	d.waitStatus("job-1", "RUNNING", "")
+	d.waitStatus(taskID, "RUNNING", "") // by mvp's task id too
+	var logs struct {
+		Logs string `json:"logs"`
+	}
+	d.ok("GET", "/api/jobs/job-1/logs", nil, &logs)
+	if !strings.HasSuffix(logs.Logs, "hello\n") {
+		t.Errorf("logs: %q", logs.Logs)
+	}
+	if code, b := d.do("DELETE", "/api/jobs/job-1", nil); code == http.StatusOK || !strings.Contains(string(b), "non-terminal state RUNNING") {
+		t.Errorf("delete of a running job: %d %s", code, b)
+	}
+
+	var list []details
+	d.ok("GET", "/api/jobs/", nil, &list)
+	if len(list) != 1 || list[0].SubmissionID != "job-1" {
+		t.Errorf("list: %+v", list)
+	}
+
+	var stopped struct {
+		Stopped bool `json:"stopped"`
+	}
+	d.ok("POST", "/api/jobs/job-1/stop", nil, &stopped)
+	if !stopped.Stopped {
+		t.Error("stop answered stopped=false for a running job")
+	}
+	j = d.waitStatus("job-1", "STOPPED", "")
+	if j.EndTime == nil {
+		t.Errorf("stopped job without end_time: %+v", j)
+	}
+	d.ok("POST", "/api/jobs/job-1/stop", nil, &stopped)
+	if stopped.Stopped {
+		t.Error("a second stop answered stopped=true")
+	}
+
+	// Visible through mvp's own API as a ray_job task.
+	c := m.Client()
+	page, _, err := c.List(context.Background(), "", string(mvp.WorkloadRayJob), 10, "")
+	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != taskID || page.Tasks[0].SubmissionID != "job-1" {
+		t.Fatalf("mvp list: %+v %v", page, err)
+	}
+
+	var deleted struct {
+		Deleted bool `json:"deleted"`
+	}
+	d.ok("DELETE", "/api/jobs/job-1", nil, &deleted)
+	if !deleted.Deleted {
+		t.Error("deleted=false")
+	}
+	if code, b := d.do("GET", "/api/jobs/job-1", nil); code != http.StatusNotFound || string(b) != "Job job-1 does not exist" {
+		t.Errorf("a deleted job: %d %q", code, b)
+	}
+	d.ok("GET", "/api/jobs/", nil, &list)
+	if len(list) != 0 {
+		t.Errorf("list after the delete: %+v", list)
+	}
+	kept, _, err := c.Get(context.Background(), taskID)
+	if err != nil || !kept.DoorDeleted || kept.State != mvp.StateCanceled {
+		t.Errorf("the mvp task after the delete: %+v %v", kept, err)
+	}
+	// The id is free again.
+	d.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"echo again","submission_id":"job-1","runtime_env":{},"metadata":{}}`), &sub)
+}
+
+// TestDoorRefusals: bad requests, tokens and package names get the status and message Ray's client shows.
+func TestDoorRefusals(t *testing.T) {
+	d, _ := startDoor(t, servicetest.NewRay(), 4)
+	for _, c := range []struct {
+		method, path, body string
+		code               int
+		msg                string
+	}{
+		{"POST", "/api/jobs/", `{"entrypoint":"x","bogus":1}`, 400, `unknown field "bogus"`},
+		{"POST", "/api/jobs/", `{"runtime_env":{}}`, 400, "entrypoint is required"},
+		{"POST", "/api/jobs/", `{"entrypoint":"x","submission_id":"a/b"}`, 400, "submission_id"},
+		{"POST", "/api/jobs/", `{"entrypoint":"x","metadata":{"mvp.nnodes":"2"}}`, 400, "give both or neither"},
+		{"GET", "/api/jobs/nope", "", 404, "Job nope does not exist"},
+		{"POST", "/api/jobs/nope/stop", "", 404, "Job nope does not exist"},
+		{"GET", "/api/packages/gcs/../../etc/passwd", "", 404, ""},
+		{"GET", "/api/packages/gcs/passwd", "", 400, "not one Ray's client makes"},
+		{"PUT", "/api/packages/s3/" + pkg, "PK", 400, "only gcs:// packages"},
+		{"PUT", "/api/packages/gcs/_ray_pkg_xyz.zip", "PK", 400, "not one Ray's client makes"},
+	} {
+		code, b := d.do(c.method, c.path, []byte(c.body))
+		if code != c.code || !strings.Contains(string(b), c.msg) {
+			t.Errorf("%s %s %s: %d %q, want %d %q", c.method, c.path, c.body, code, b, c.code, c.msg)
+		}
+	}
+	token := d.token
+	d.token = ""
+	if code, b := d.do("GET", "/api/version", nil); code != http.StatusUnauthorized || !strings.Contains(string(b), "Authorization") {
+		t.Errorf("no token: %d %s", code, b)
+	}
+	d.token = token + "x"
+	if code, b := d.do("GET", "/api/jobs/", nil); code != http.StatusForbidden || !strings.Contains(string(b), "not valid") {
+		t.Errorf("wrong token: %d %s", code, b)
+	}
+}
+
+// TestDoorPendingBehindGang: a job whose gang does not fit while another holds the GPUs shows PENDING with mvp's
+// reason, then runs when they are free; one that can never fit says so.
+func TestDoorPendingBehindGang(t *testing.T) {
+	ray := servicetest.NewRay()
+	d, _ := startDoor(t, ray, 4)
+	gang := `{"entrypoint":"python train.py","submission_id":"%s","runtime_env":{},"metadata":{"mvp.nnodes":"1","mvp.n_gpus_per_node":"%d"}}`
+	d.ok("POST", "/api/jobs/", []byte(strings.Replace(strings.Replace(gang, "%s", "first", 1), "%d", "4", 1)), nil)
+	first := waitSubmissions(t, ray, 1)[0]
+	d.ok("POST", "/api/jobs/", []byte(strings.Replace(strings.Replace(gang, "%s", "second", 1), "%d", "2", 1)), nil)
+	d.ok("POST", "/api/jobs/", []byte(strings.Replace(strings.Replace(gang, "%s", "huge", 1), "%d", "8", 1)), nil)
+	j := d.waitStatus("second", "PENDING", "queued in mvp: waiting for GPUs: needs 1 node(s) with 2 GPU")
+	if j.EndTime != nil {
+		t.Errorf("pending job with an end time: %+v", j)
+	}
+	d.waitStatus("huge", "PENDING", "can never fit on this cluster")
+
+	ray.Set(first.SubmissionID, mvp.RaySucceeded)
+	d.waitStatus("first", "SUCCEEDED", "")
+	subs := waitSubmissions(t, ray, 2)
+	second := subs[1]
+	if second.Metadata["submission_id"] != "second" {
+		t.Fatalf("second submission: %+v", second)
+	}
+	ray.Set(second.SubmissionID, mvp.RayRunning)
+	d.waitStatus("second", "RUNNING", "")
+	ray.Set(second.SubmissionID, mvp.RayFailed)
+	j = d.waitStatus("second", "FAILED", "")
+	if j.EndTime == nil || j.ErrorType == nil {
+		t.Errorf("failed job: %+v", j)
+	}
+}
+
+// TestDoorLogTail: the WebSocket sends whole lines as text frames while the job runs and a normal close once it
+// has ended and its log is drained.
+func TestDoorLogTail(t *testing.T) {
+	ray := servicetest.NewRay()
+	d, _ := startDoor(t, ray, 4)
+	d.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"python x.py","submission_id":"tail-1","runtime_env":{},"metadata":{}}`), nil)
+	s := waitSubmissions(t, ray, 1)[0]
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ws := "ws" + strings.TrimPrefix(d.base, "http") + "/api/jobs/tail-1/logs/tail"
+	if _, _, err := websocket.Dial(ctx, ws, nil); err == nil {
+		t.Fatal("a tail without a token was accepted")
+	}
+	c, _, err := websocket.Dial(ctx, ws, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + d.token}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	ray.Set(s.SubmissionID, mvp.RayRunning)
+	ray.AddLog(s.SubmissionID, "one\ntw")
+	var got []string
+	read := func() bool {
+		typ, b, err := c.Read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Fatalf("the tail ended with %v", err)
+			}
+			return false
+		}
+		if typ != websocket.MessageText {
+			t.Errorf("frame type %v", typ)
+		}
+		got = append(got, string(b))
+		return true
+	}
+	if !read() {
+		t.Fatal("closed before the first line")
+	}
+	ray.AddLog(s.SubmissionID, "o\nthree\n")
+	ray.Set(s.SubmissionID, mvp.RaySucceeded)
+	for read() {
+	}
+	all := strings.Join(got, "")
+	if all != "log of "+s.SubmissionID+"\none\ntwo\nthree\n" {
+		t.Errorf("tailed %q", all)
+	}
+	for _, f := range got {
+		if !strings.HasSuffix(f, "\n") {
+			t.Errorf("frame %q is not whole lines", f)
+		}
+	}
+	if !slices.ContainsFunc(got, func(f string) bool { return strings.HasPrefix(f, "o\n") || strings.Contains(f, "two\n") }) {
+		t.Errorf("frames %q", got)
+	}
+}

@@ -1,0 +1,155 @@
+package raycompat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// PackagePattern is the only package name the door keeps: what Ray 2.60's client makes of a local working_dir or
+// py_modules folder (16 hex digits of its content hash) or of a local .zip archive (its 40-hex SHA-1). A name is
+// checked against it before it becomes a path.
+var PackagePattern = regexp.MustCompile(`^_ray_pkg_[0-9a-f]{16,40}\.zip$`)
+
+// PackageProtocol is the only protocol of the packages Ray's client uploads.
+const PackageProtocol = "gcs"
+
+// Packages keeps the runtime_env packages users upload through the door, one file per package under Dir
+// (<shared_root>/ray_packages), so that a task still queued in mvp never depends on Ray's temporary reference:
+// the package is uploaded to Ray right before each of the task's submissions (Uploader).
+type Packages struct{ Dir string }
+
+// path returns the file of a package, or a CodeInvalid error for a protocol or name the door does not keep.
+func (p Packages) path(protocol, name string) (string, error) {
+	if protocol != PackageProtocol {
+		return "", mvp.Errorf(mvp.CodeInvalid, "protocol", "package protocol %q is not kept by mvp; only %s:// packages are", clip(protocol), PackageProtocol)
+	}
+	if !PackagePattern.MatchString(name) {
+		return "", mvp.Errorf(mvp.CodeInvalid, "package", "package name %q is not one Ray's client makes (_ray_pkg_<hex>.zip)", clip(name))
+	}
+	return filepath.Join(p.Dir, name), nil
+}
+
+// Has reports whether the package is kept.
+func (p Packages) Has(protocol, name string) (bool, error) {
+	path, err := p.path(protocol, name)
+	if err != nil {
+		return false, err
+	}
+	switch _, err := os.Stat(path); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	default:
+		return false, fmt.Errorf("look up package %s: %w", name, err)
+	}
+}
+
+// Put keeps a package, atomically (a reader never sees half a file).
+func (p Packages) Put(protocol, name string, data []byte) error {
+	path, err := p.path(protocol, name)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		return fmt.Errorf("make the packages folder: %w", err)
+	}
+	tmp, err := os.CreateTemp(p.Dir, ".upload-*")
+	if err != nil {
+		return fmt.Errorf("keep package %s: %w", name, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("keep package %s: %w", name, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("keep package %s: %w", name, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("keep package %s: %w", name, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("keep package %s: %w", name, err)
+	}
+	return nil
+}
+
+// Get returns a kept package; ok is false when the URI is not one the door keeps or it is not there.
+func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
+	protocol, name, found := strings.Cut(uri, "://")
+	if !found {
+		return nil, false, nil
+	}
+	path, err := p.path(protocol, name)
+	if err != nil {
+		return nil, false, nil // not a package of the door's: passed on to Ray as it is
+	}
+	data, err = os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read package %s: %w", name, err)
+	}
+	return data, true, nil
+}
+
+// Uploader is the Ray client the scheduler submits with: before each submission it uploads to Ray the packages
+// the job's runtime_env names (working_dir, py_modules) that the door keeps, so a task queued for hours finds its
+// package in Ray whatever Ray did with the user's original upload. Every other call goes straight to Ray.
+type Uploader struct {
+	mvp.RayClient
+	Packages Packages
+}
+
+// SubmitJob uploads the job's kept packages, then submits it. A failed upload is returned as it is (Ray
+// unavailable: the loop looks again; refused: the submission is refused).
+func (u Uploader) SubmitJob(ctx context.Context, s *mvp.JobSubmission) error {
+	for _, uri := range packageURIs(s.RuntimeEnv) {
+		data, ok, err := u.Packages.Get(uri)
+		if err != nil {
+			return fmt.Errorf("submit job %s: %w", s.SubmissionID, err)
+		}
+		if !ok {
+			continue
+		}
+		if err := u.RayClient.UploadPackage(ctx, uri, data); err != nil {
+			return fmt.Errorf("submit job %s: %w", s.SubmissionID, err)
+		}
+	}
+	return u.RayClient.SubmitJob(ctx, s)
+}
+
+// packageURIs lists the package URIs of a runtime_env: working_dir and every py_modules entry that is a string.
+func packageURIs(env map[string]any) []string {
+	var out []string
+	if wd, ok := env["working_dir"].(string); ok {
+		out = append(out, wd)
+	}
+	if mods, ok := env["py_modules"].([]any); ok {
+		for _, m := range mods {
+			if s, ok := m.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// clip shortens user text echoed in an error.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

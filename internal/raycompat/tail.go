@@ -1,0 +1,85 @@
+package raycompat
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// maxFrame bounds one text frame (Ray's client accepts up to 4 MiB).
+const maxFrame = 1 << 20
+
+// streamLog upgrades the request and streams t's log until t has ended and its last attempt's log is drained.
+func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) error {
+	// The server's read timeout must not end a long tail: the connection is the WebSocket's from here on.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		d.Logger.Warn("log tail: websocket handshake failed", "task_id", t.ID, "err", err)
+		return nil // Accept has answered the request
+	}
+	defer c.CloseNow()
+	// The client sends nothing but control frames; CloseRead answers them and ends ctx when it goes away.
+	ctx := c.CloseRead(r.Context())
+	poll := d.LogPoll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	attempt, sent := 0, 0
+	for {
+		cur, err := d.Store.GetTask(ctx, t.ID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			d.Logger.Warn("log tail: read task", "task_id", t.ID, "err", err)
+			c.Close(websocket.StatusInternalError, "the task could not be read")
+			return nil
+		}
+		done := cur.State.Terminal() && cur.LatestAttemptNo == 0
+		if n := cur.LatestAttemptNo; n > 0 {
+			if n != attempt {
+				attempt, sent = n, 0
+			}
+			text, ended, err := d.ReadLog(ctx, cur.ID, n)
+			if err != nil && ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				d.Logger.Info("log tail: log not readable yet", "task_id", cur.ID, "attempt_no", n, "err", err)
+			}
+			done = cur.State.Terminal() && (ended || err != nil)
+			if len(text) < sent {
+				sent = 0 // the copy shrank (Ray's live log replaced by the kept one): start again
+			}
+			for sent < len(text) {
+				chunk := lines(text[sent:], maxFrame)
+				if done && chunk == "" {
+					chunk = text[sent:] // the last line without its newline, once the log is complete
+				}
+				if chunk == "" {
+					break
+				}
+				if err := c.Write(ctx, websocket.MessageText, []byte(chunk)); err != nil {
+					return nil // the client went away
+				}
+				sent += len(chunk)
+			}
+		}
+		if done {
+			c.Close(websocket.StatusNormalClosure, "the job has ended")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.stopping():
+			c.Close(websocket.StatusGoingAway, "mvp is shutting down")
+			return nil
+		case <-time.After(poll):
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/mvp2/mvp/internal/jobspec"
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/taskfs"
+)
+
+// PrepareRayJob checks a submission made through the Ray Jobs door and returns the ray_job task it describes (no
+// id, no state): its gang from the metadata keys mvp.nnodes and mvp.n_gpus_per_node (both or neither; neither:
+// no gang, admitted on the driver's own resources), its driver's resources, the configured time limits, and the
+// request itself as its effective spec.
+func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
+	if req.Entrypoint == "" {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint", "entrypoint is required: the shell command the job runs")
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"entrypoint_num_cpus", req.EntrypointNumCPUs}, {"entrypoint_num_gpus", req.EntrypointNumGPUs}} {
+		if f.v < 0 {
+			return nil, mvp.Errorf(mvp.CodeInvalid, f.name, "%s must be ≥ 0, got %g", f.name, f.v)
+		}
+	}
+	if req.EntrypointMemory < 0 {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint_memory", "entrypoint_memory must be ≥ 0 bytes, got %d", req.EntrypointMemory)
+	}
+	for k, v := range req.EntrypointResources {
+		if v < 0 {
+			return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint_resources", "entrypoint_resources.%s must be ≥ 0, got %g", k, v)
+		}
+	}
+	if ev, ok := req.RuntimeEnv["env_vars"]; ok {
+		m, isMap := ev.(map[string]any)
+		if !isMap {
+			return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars must be an object of strings")
+		}
+		for k, v := range m {
+			if _, isString := v.(string); !isString {
+				return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars.%s must be a string, got %v", clip(k), v)
+			}
+		}
+	}
+	nnodes, err := metaInt(req.Metadata, mvp.MetaNNodes, jobspec.MaxNNodes)
+	if err != nil {
+		return nil, err
+	}
+	gpus, err := metaInt(req.Metadata, mvp.MetaGPUsPerNode, jobspec.MaxGPUsPerNode)
+	if err != nil {
+		return nil, err
+	}
+	if (nnodes == 0) != (gpus == 0) {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "metadata", "metadata %s and %s name the gang together: give both or neither",
+			mvp.MetaNNodes, mvp.MetaGPUsPerNode)
+	}
+	spec, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode the ray job request: %w", err)
+	}
+	return &mvp.Task{Workload: mvp.WorkloadRayJob, Name: "ray-job", NNodes: nnodes, GPUsPerNode: gpus,
+		SubmissionID: req.SubmissionID, Driver: req.Driver(), JobSpecYAML: string(spec), SpecJSON: spec,
+		MaxRuntimeS: s.TimeLimits.DefaultMaxRuntimeS, MaxQueuedS: s.TimeLimits.DefaultMaxQueuedS}, nil
+}
+
+// metaInt reads an optional integer metadata value from 1 to max; 0 when it is absent.
+func metaInt(meta map[string]string, key string, max int) (int, error) {
+	v, ok := meta[key]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, mvp.Errorf(mvp.CodeInvalid, "metadata", "metadata %s must be an integer from 1 to %d, got %q", key, max, clip(v))
+	}
+	return n, nil
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+// buildRayJob returns the Ray submission of attempt n of a ray_job task: the entrypoint, runtime_env, metadata and
+// entrypoint resources as the user sent them, with the attempt's submission id <task_id>--aNN, mvp's metadata
+// (mvp, task_id, attempt_no, workload, submission_id) over the user's, and in runtime_env.env_vars mvp's
+// MVP_TASK_ID, MVP_ATTEMPT_NO and MVP_TASK_DIR (and RAY_JOB_STOP_WAIT_TIME_S unless the user set it).
+func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
+	var req mvp.RayJobRequest
+	if err := json.Unmarshal(t.SpecJSON, &req); err != nil {
+		return nil, fmt.Errorf("decode the ray job request of %s: %w", t.ID, err)
+	}
+	taskDir, err := taskfs.FS{Root: s.SharedRoot}.TaskDir(t.ID)
+	if err != nil {
+		return nil, err
+	}
+	runtimeEnv := maps.Clone(req.RuntimeEnv)
+	if runtimeEnv == nil {
+		runtimeEnv = map[string]any{}
+	}
+	env := map[string]any{}
+	if ev, ok := runtimeEnv["env_vars"].(map[string]any); ok {
+		maps.Copy(env, ev)
+	}
+	if _, ok := env["RAY_JOB_STOP_WAIT_TIME_S"]; !ok && s.StopGraceS > 0 {
+		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(s.StopGraceS)
+	}
+	env["MVP_TASK_ID"], env["MVP_ATTEMPT_NO"], env["MVP_TASK_DIR"] = t.ID, fmt.Sprint(n), taskDir
+	runtimeEnv["env_vars"] = env
+	meta := maps.Clone(req.Metadata)
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	maps.Copy(meta, map[string]string{"mvp": "v2", "task_id": t.ID, "attempt_no": fmt.Sprint(n),
+		"workload": string(t.Workload), "submission_id": req.SubmissionID})
+	return &mvp.JobSubmission{
+		Entrypoint:              req.Entrypoint,
+		SubmissionID:            mvp.SubmissionID(t.ID, n),
+		RuntimeEnv:              runtimeEnv,
+		Metadata:                meta,
+		EntrypointNumCPUs:       req.EntrypointNumCPUs,
+		EntrypointNumGPUs:       req.EntrypointNumGPUs,
+		EntrypointMemory:        req.EntrypointMemory,
+		EntrypointResources:     req.EntrypointResources,
+		EntrypointLabelSelector: req.EntrypointLabelSelector,
+	}, nil
+}

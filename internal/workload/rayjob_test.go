@@ -1,0 +1,72 @@
+package workload
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// TestBuildRayJob: a ray_job is prepared from its Ray request (gang from metadata, driver from the entrypoint
+// resources) and every attempt passes the request on as given, under the attempt's submission id, with mvp's
+// metadata and variables added.
+func TestBuildRayJob(t *testing.T) {
+	s := settings()
+	s.StopGraceS = 7
+	req := &mvp.RayJobRequest{Entrypoint: "python script.py --x 'a b'", SubmissionID: "my-job",
+		RuntimeEnv:        map[string]any{"working_dir": "gcs://_ray_pkg_0123456789abcdef.zip", "env_vars": map[string]any{"A": "1"}},
+		Metadata:          map[string]string{"owner": "alice", mvp.MetaNNodes: "2", mvp.MetaGPUsPerNode: "4"},
+		EntrypointNumCPUs: 1.5, EntrypointNumGPUs: 0.5, EntrypointMemory: 1 << 30,
+		EntrypointResources: map[string]float64{"worker_node": 1}, EntrypointLabelSelector: map[string]string{"k": "v"}}
+	task, err := PrepareRayJob(req, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Workload != mvp.WorkloadRayJob || task.NNodes != 2 || task.GPUsPerNode != 4 || task.SubmissionID != "my-job" ||
+		!reflect.DeepEqual(task.Driver, map[string]float64{"CPU": 1.5, "GPU": 0.5, "memory": 1 << 30, "worker_node": 1}) {
+		t.Errorf("prepared task: %+v", task)
+	}
+	task.ID = "mvp2-ray_job-20251223-143201-7f3a"
+	got, err := BuildTask(task, 2, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Entrypoint != req.Entrypoint || got.SubmissionID != task.ID+"--a02" || got.EntrypointNumCPUs != 1.5 ||
+		got.EntrypointNumGPUs != 0.5 || got.EntrypointMemory != 1<<30 || got.EntrypointLabelSelector["k"] != "v" ||
+		got.EntrypointResources["worker_node"] != 1 || got.RuntimeEnv["working_dir"] != "gcs://_ray_pkg_0123456789abcdef.zip" {
+		t.Errorf("submission: %+v", got)
+	}
+	if m := got.Metadata; m["owner"] != "alice" || m["task_id"] != task.ID || m["attempt_no"] != "2" || m["submission_id"] != "my-job" {
+		t.Errorf("metadata: %v", m)
+	}
+	env := strings.Join(SortedEnv(got), " ")
+	for _, want := range []string{"A=1", "MVP_ATTEMPT_NO=2", "MVP_TASK_ID=" + task.ID, "RAY_JOB_STOP_WAIT_TIME_S=7"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("env_vars %s lack %s", env, want)
+		}
+	}
+	if _, ok := req.RuntimeEnv["env_vars"].(map[string]any)["MVP_TASK_ID"]; ok {
+		t.Error("the build changed the request")
+	}
+
+	none, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "echo hi"}, s)
+	if err != nil || none.NNodes != 0 || none.GPUsPerNode != 0 || none.Driver == nil || len(none.Driver) != 0 {
+		t.Errorf("no gang: %+v %v", none, err)
+	}
+	for _, bad := range []*mvp.RayJobRequest{
+		{},
+		{Entrypoint: "x", Metadata: map[string]string{mvp.MetaNNodes: "2"}},
+		{Entrypoint: "x", Metadata: map[string]string{mvp.MetaNNodes: "0", mvp.MetaGPUsPerNode: "1"}},
+		{Entrypoint: "x", Metadata: map[string]string{mvp.MetaNNodes: "1", mvp.MetaGPUsPerNode: "many"}},
+		{Entrypoint: "x", EntrypointNumGPUs: -1},
+		{Entrypoint: "x", EntrypointMemory: -1},
+		{Entrypoint: "x", EntrypointResources: map[string]float64{"r": -1}},
+		{Entrypoint: "x", RuntimeEnv: map[string]any{"env_vars": []any{"A=1"}}},
+		{Entrypoint: "x", RuntimeEnv: map[string]any{"env_vars": map[string]any{"A": 1.0}}},
+	} {
+		if _, err := PrepareRayJob(bad, s); mvp.ErrorCode(err) != mvp.CodeInvalid {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}
