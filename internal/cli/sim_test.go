@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/sim"
 )
 
@@ -45,7 +46,7 @@ func TestSimGenThenSimJSON(t *testing.T) {
 		t.Errorf("got %v", obj)
 	}
 	if code, out, _ := runCLI("sim", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4", "--policy", "all"); code != 0 ||
-		strings.Count(out, "\n") != 6 {
+		strings.Count(out, "\n") != 1+len(scheduler.PolicyNames) { // the header, then a row per policy
 		t.Errorf("all policies: %d\n%s", code, out)
 	}
 	if code, out, errs := runCLI("sim", "bound", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4", "--max-wait-s", "3600"); code != 0 ||

@@ -27,10 +27,13 @@ const (
 	// PolicyXFBF is EASY backfill whose backfill candidates are taken highest expansion factor first
 	// ((wait + declared runtime) ÷ declared runtime), ties in arrival order.
 	PolicyXFBF = "xfbf"
+	// PolicyXFPI is xfbf with priority inheritance: a backfill candidate older than a waiting whole-cluster gang
+	// takes that gang's expansion factor when it is larger (the gang cannot start before every older task has).
+	PolicyXFPI = "xfpi"
 )
 
 // PolicyNames lists every policy, the default first.
-var PolicyNames = []string{PolicyXFBF, PolicyEASY, PolicySJBF, PolicyFIFO, PolicySJF}
+var PolicyNames = []string{PolicyXFBF, PolicyXFPI, PolicyEASY, PolicySJBF, PolicyFIFO, PolicySJF}
 
 // DefaultPolicy is the policy used when none is named.
 const DefaultPolicy = PolicyXFBF
@@ -221,6 +224,8 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 			pl.easy(nil)
 		case PolicySJBF:
 			pl.easy(pl.backfillOrder(pl.sortByRuntime))
+		case PolicyXFPI:
+			pl.easy(pl.backfillOrder(pl.sortByInheritedExpansion))
 		default: // PolicyXFBF
 			pl.easy(pl.backfillOrder(pl.sortByExpansion))
 		}
@@ -580,13 +585,50 @@ func (pl *plan) sortByRuntime(idx []int32) {
 // sortByExpansion orders task indices by expansion factor (wait + declared runtime) ÷ declared runtime, highest
 // first, ties in queue order; a task without a declared runtime counts as 1 (it has not waited long for its run).
 func (pl *plan) sortByExpansion(idx []int32) {
-	pl.sortByScore(idx, func(i int32) float64 {
-		if pl.ents[i].rtS == maxRuntimeS {
-			return 1
+	pl.sortByScore(idx, pl.expansion)
+}
+
+// expansion is task i's expansion factor (wait + declared runtime) ÷ declared runtime; 1 without a declared runtime.
+func (pl *plan) expansion(i int32) float64 {
+	if pl.ents[i].rtS == maxRuntimeS {
+		return 1
+	}
+	rt := float64(pl.ents[i].rtS)
+	return (float64(pl.ents[i].waitS) + rt) / rt
+}
+
+// sortByInheritedExpansion orders task indices (in queue order when called) as sortByExpansion, except that a
+// task takes the largest expansion factor of the whole-cluster gangs behind it in the queue when that is larger
+// than its own: such a gang starts only once every older task has started (and the cluster has drained), so a task
+// that holds it up inherits its priority. Ties in queue order.
+func (pl *plan) sortByInheritedExpansion(idx []int32) {
+	var total float64
+	for _, n := range pl.nodes {
+		total += n.total[ResGPU]
+	}
+	whole := make([]int8, len(pl.shapes)) // per shape: 0 not yet known, 1 whole cluster, -1 not
+	keys := make([]uint64, len(idx))
+	inherited := 0.0
+	for k := len(idx) - 1; k >= 0; k-- {
+		i := idx[k]
+		x := pl.expansion(i)
+		b := math.Float32bits(float32(max(x, inherited)))
+		keys[k] = uint64(^b)<<32 | uint64(uint32(i))
+		si := pl.ents[i].shape
+		if whole[si] == 0 {
+			whole[si] = -1
+			if d := pl.shapes[si].d; float64(d.Groups)*d.GPUs >= total {
+				whole[si] = 1
+			}
 		}
-		rt := float64(pl.ents[i].rtS)
-		return (float64(pl.ents[i].waitS) + rt) / rt
-	})
+		if whole[si] == 1 {
+			inherited = max(inherited, x)
+		}
+	}
+	radixSort(keys)
+	for k, key := range keys {
+		idx[k] = int32(uint32(key))
+	}
 }
 
 // sortByScore orders task indices by score, highest first, ties in queue order.

@@ -140,6 +140,46 @@ func TestPolicies(t *testing.T) {
 				older, newer := timed(1, 4, 4*h, h), timed(1, 4, 10*time.Minute, 10*time.Minute)
 				return b.snap(big, older, newer), []string{"wait:" + big.ID, "submit:" + older.ID, "wait:" + newer.ID}
 			}},
+		{name: "xfpi: a candidate older than a waiting whole-cluster gang inherits its expansion factor and goes first",
+			policy: PolicyXFPI, snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				b.run(4, 6*h, h, true, "n1") // reservation for the oldest gang at +5h
+				holder := timed(2, 4, h, 2*h)
+				older := timed(1, 4, 4*h, h)                         // own (1h + 4h) / 4h = 1.25; inherits 6
+				gang := timed(2, 4, 10*time.Minute, 50*time.Minute)  // (50m + 10m) / 10m = 6
+				newer := timed(1, 4, 10*time.Minute, 10*time.Minute) // (10m + 10m) / 10m = 2
+				return b.snap(holder, older, gang, newer),
+					[]string{"wait:" + holder.ID, "submit:" + older.ID, "wait:" + gang.ID, "wait:" + newer.ID}
+			}},
+		{name: "xfbf: the same queue, without inheritance the newer task goes first", policy: PolicyXFBF,
+			snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				b.run(4, 6*h, h, true, "n1")
+				holder, older := timed(2, 4, h, 2*h), timed(1, 4, 4*h, h)
+				gang, newer := timed(2, 4, 10*time.Minute, 50*time.Minute), timed(1, 4, 10*time.Minute, 10*time.Minute)
+				return b.snap(holder, older, gang, newer),
+					[]string{"wait:" + holder.ID, "wait:" + older.ID, "wait:" + gang.ID, "submit:" + newer.ID}
+			}},
+		{name: "xfpi: nothing to inherit from a gang that does not need the whole cluster (as xfbf)", policy: PolicyXFPI,
+			snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2", "n3")
+				b.run(4, 6*h, h, true, "n1")
+				b.run(4, 6*h, h, true, "n2") // reservation for the oldest gang (n1 + n2, or n3 with one of them) at +5h
+				holder, older := timed(2, 4, h, 2*h), timed(1, 4, 4*h, h)
+				gang, newer := timed(2, 4, 10*time.Minute, 50*time.Minute), timed(1, 4, 10*time.Minute, 10*time.Minute)
+				return b.snap(holder, older, gang, newer),
+					[]string{"wait:" + holder.ID, "wait:" + older.ID, "wait:" + gang.ID, "submit:" + newer.ID}
+			}},
+		{name: "xfpi: a gang behind both candidates lends its factor to both: they tie and go in queue order",
+			policy: PolicyXFPI, snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				b.run(4, 6*h, h, true, "n1")
+				holder, older := timed(2, 4, h, 2*h), timed(1, 4, 4*h, h)
+				newer := timed(1, 4, 10*time.Minute, 10*time.Minute)
+				gang := timed(2, 4, time.Minute, 5*time.Minute) // (5m + 1m) / 1m = 6: both candidates hold it up
+				return b.snap(holder, older, newer, gang),
+					[]string{"wait:" + holder.ID, "submit:" + older.ID, "wait:" + newer.ID, "wait:" + gang.ID}
+			}},
 		{name: "no policy named: the default (xfbf)", policy: "",
 			snap: func() (Snapshot, []string) {
 				b := newBench("n1", "n2")
