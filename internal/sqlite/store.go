@@ -625,9 +625,13 @@ func (db *DB) GetTask(ctx context.Context, id string) (*mvp.Task, error) {
 	return t, nil
 }
 
+// resubmitsSQL reads the tasks resubmitted from a task. It repeats the condition of the partial index
+// tasks_by_origin (origin_id != ''), without which SQLite cannot use it for a bound parameter and scans the table.
+const resubmitsSQL = `SELECT task_id FROM tasks WHERE origin_id = ? AND origin_id != '' ORDER BY created_at, task_id`
+
 // resubmits returns the ids of the tasks resubmitted from id, oldest first.
 func (db *DB) resubmits(ctx context.Context, id string) ([]string, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT task_id FROM tasks WHERE origin_id = ? ORDER BY created_at, task_id`, id)
+	rows, err := db.read.QueryContext(ctx, resubmitsSQL, id)
 	if err != nil {
 		return nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
 	}
