@@ -1,0 +1,188 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// shippedLoad is how long each side of BenchmarkSubmitShipped is loaded.
+func shippedLoad() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("MVP_BENCH_P1_DURATION")); err == nil && d > 0 {
+		return d
+	}
+	return 10 * time.Second
+}
+
+// loadResult is what `mvp bench load -o json` prints (internal/loadgen.Result).
+type loadResult struct {
+	Elapsed time.Duration `json:"elapsed"`
+	Ops     map[string]struct {
+		Count  int           `json:"count"`
+		Errors int           `json:"errors"`
+		P50    time.Duration `json:"p50"`
+		P99    time.Duration `json:"p99"`
+	} `json:"ops"`
+	Missing  int `json:"missing_acknowledged"`
+	Verified int `json:"verified"`
+}
+
+// runLoad runs `mvp bench load` (its own process: 64 clients, submits only) against addr and returns its result;
+// a missing acknowledged submit or an error answer fails the benchmark.
+func runLoad(b *testing.B, addr, token string) loadResult {
+	cmd := exec.Command(env.bin, "bench", "load", "--clients", "64", "--submit-share", "1",
+		"--duration", shippedLoad().String(), "-o", "json")
+	cmd.Env = append(os.Environ(), "MVP_ADDR="+addr, "MVP_TOKEN="+token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("mvp bench load: %v\n%s%s", err, out, stderr.String())
+	}
+	var r loadResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		b.Fatalf("mvp bench load output: %v\n%s", err, out)
+	}
+	sub := r.Ops["submit"]
+	if r.Missing > 0 || sub.Errors > 0 || sub.Count == 0 {
+		b.Fatalf("mvp bench load: %d submits, %d errors, %d acknowledged missing\n%s", sub.Count, sub.Errors, r.Missing, out)
+	}
+	return r
+}
+
+// procCPU is a process's user + system CPU time so far (/proc/PID/stat, clock ticks of 10 ms).
+func procCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// rawFsync runs `mvp bench raw-fsync` on a fresh file in dir.
+func rawFsync(b *testing.B, dir, name string) float64 {
+	out, err := exec.Command(env.bin, "bench", "raw-fsync", "--db", filepath.Join(dir, name), "--n", "2000").CombinedOutput()
+	if err != nil {
+		b.Fatalf("mvp bench raw-fsync: %v\n%s", err, out)
+	}
+	var rate float64
+	if _, err := fmt.Sscanf(string(out), "raw-fsync %f rows/s", &rate); err != nil {
+		b.Fatalf("mvp bench raw-fsync output %q: %v", out, err)
+	}
+	return rate
+}
+
+// BenchmarkSubmitShipped is P1 as shipped: the real `mvp serve` (its scheduler loop running against the live
+// cluster, so the queued tasks are decided on while submissions arrive) loaded by `mvp bench load` in its own
+// process (64 clients on loopback, submits only, every acknowledged task read back afterwards), beside, in the
+// same run and with the same load, the disk's raw one-row-per-fsync rate (before and after) and the minimal
+// durable server (`mvp bench minimal-server`, its own process). It reports the rates, mvp's p50/p99 and each
+// server process's CPU time per submission. MVP_BENCH_P1_PROFILE, when set, is where serve writes a CPU profile.
+func BenchmarkSubmitShipped(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		rawBefore := rawFsync(b, dir, "raw-before.sqlite3")
+
+		// The minimal server.
+		port := freePort(b)
+		minCmd := exec.Command(env.bin, "bench", "minimal-server", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+			"--db", filepath.Join(dir, "minimal.sqlite3"))
+		minOut, err := minCmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := minCmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		if line, err := bufio.NewReader(minOut).ReadString('\n'); err != nil || !strings.HasPrefix(line, "minimal server on") {
+			b.Fatalf("minimal server: %q %v", line, err)
+		}
+		go io.Copy(io.Discard, minOut)
+		cpu0 := procCPU(b, minCmd.Process.Pid)
+		minRes := runLoad(b, fmt.Sprintf("http://127.0.0.1:%d", port), "")
+		minCPU := procCPU(b, minCmd.Process.Pid) - cpu0
+		_ = minCmd.Process.Signal(syscall.SIGTERM)
+		if err := minCmd.Wait(); err != nil {
+			b.Fatalf("minimal server: %v", err)
+		}
+
+		// mvp serve as shipped (log level info, the default tick), with a few tasks queued so that the loop has
+		// decisions to make from the start.
+		args := []string{"--log-level", "info"}
+		if p := os.Getenv("MVP_BENCH_P1_PROFILE"); p != "" {
+			args = append(args, "--cpu-profile", fmt.Sprintf("%s.%d", p, i))
+		}
+		s := startService(b, serviceOpts{tickS: 1, serveArgs: args})
+		for j := 0; j < 3; j++ {
+			s.submit(spec("ppo", 1, 16, 0)) // never fits: waits
+		}
+		cpu0 = procCPU(b, s.cmd.Process.Pid)
+		mvpRes := runLoad(b, s.c.Addr, s.token)
+		mvpCPU := procCPU(b, s.cmd.Process.Pid) - cpu0
+		s.stop()
+
+		rawAfter := rawFsync(b, dir, "raw-after.sqlite3")
+		rate := func(r loadResult) float64 { return float64(r.Ops["submit"].Count) / r.Elapsed.Seconds() }
+		perSubmit := func(cpu time.Duration, r loadResult) float64 {
+			return float64(cpu.Microseconds()) / float64(r.Ops["submit"].Count)
+		}
+		m, mn := rate(mvpRes), rate(minRes)
+		b.ReportMetric(m, "mvp-submits/s")
+		b.ReportMetric(float64(mvpRes.Ops["submit"].P50.Microseconds()), "mvp-p50-µs")
+		b.ReportMetric(float64(mvpRes.Ops["submit"].P99.Microseconds()), "mvp-p99-µs")
+		b.ReportMetric(perSubmit(mvpCPU, mvpRes), "mvp-cpu-µs/submit")
+		b.ReportMetric(mn, "minimal-submits/s")
+		b.ReportMetric(float64(minRes.Ops["submit"].P50.Microseconds()), "minimal-p50-µs")
+		b.ReportMetric(float64(minRes.Ops["submit"].P99.Microseconds()), "minimal-p99-µs")
+		b.ReportMetric(perSubmit(minCPU, minRes), "minimal-cpu-µs/submit")
+		b.ReportMetric(rawBefore, "raw-before/s")
+		b.ReportMetric(rawAfter, "raw-after/s")
+		b.ReportMetric(m/mn, "mvp/minimal")
+		b.ReportMetric(m/((rawBefore+rawAfter)/2), "mvp/raw")
+	}
+}
+
+// rayCallCount matches the count lines of mvp's Ray request histogram.
+var rayCallCount = regexp.MustCompile(`^mvp_ray_request_duration_seconds_count\{endpoint="([^"]+)",outcome="[^"]*"\} (\S+)$`)
+
+// rayRequests is how many requests mvp has made to Ray's job server so far, from its /metrics (the dashboard's
+// placement-group listing, used only when the probe is down, is left out).
+func (s *service) rayRequests() float64 {
+	s.t.Helper()
+	req, _ := http.NewRequestWithContext(context.Background(), "GET", s.c.Addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var n float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		m := rayCallCount.FindStringSubmatch(sc.Text())
+		if m == nil || m[1] == "list_placement_groups" {
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		n += v
+	}
+	return n
+}
