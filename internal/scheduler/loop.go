@@ -60,6 +60,7 @@ type Loop struct {
 	lastKeep  time.Time // last pass of keepLogs
 	health    Health
 	wake      chan struct{}
+	armed     bool // see Armed
 }
 
 // Health is what /healthz reports of the scheduler's view of Ray.
@@ -92,6 +93,20 @@ func (l *Loop) Wake() {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// Armed reports whether, at the last pass, a task waited while an attempt was live: then a change in the cluster
+// (an attempt's job ending) may let a waiting task start, and a ClusterWatch should wake the loop on one.
+func (l *Loop) Armed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.armed
+}
+
+func (l *Loop) arm(on bool) {
+	l.mu.Lock()
+	l.armed = on
+	l.mu.Unlock()
 }
 
 // Run ticks until ctx is done. A tick in progress is finished before Run returns.
@@ -165,6 +180,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if rayErr == nil {
 		l.prune(ctx, now)
 	}
+	l.arm(len(snap.Queue) > 0 && len(snap.Active) > 0) // a ClusterWatch wakes the loop when GPUs free up
 	for _, a := range Decide(now, snap, l.Policy) {
 		if err := l.apply(ctx, now, a); err != nil {
 			if errors.Is(err, mvp.ErrConflict) {
