@@ -181,15 +181,34 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		l.prune(ctx, now)
 	}
 	l.arm(len(snap.Queue) > 0 && len(snap.Active) > 0) // a ClusterWatch wakes the loop when GPUs free up
+	// Waits are independent compare-and-sets on their own tasks: they go to the store together, so that the
+	// writer commits many in one transaction instead of one commit (fsync) each; the other actions stay in order.
+	var waits sync.WaitGroup
+	slots := make(chan struct{}, maxWaitsInFlight)
 	for _, a := range Decide(now, snap, l.Policy) {
-		if err := l.apply(ctx, now, a); err != nil {
-			if errors.Is(err, mvp.ErrConflict) {
-				continue // the task moved meanwhile (e.g. canceled): nothing to do
-			}
-			l.Logger.Error("apply action", "action", fmt.Sprintf("%T", a), "err", err)
+		if w, ok := a.(*Wait); ok {
+			waits.Add(1)
+			slots <- struct{}{}
+			go func() {
+				defer func() { <-slots; waits.Done() }()
+				l.applied(a, l.apply(ctx, now, w))
+			}()
+			continue
 		}
+		l.applied(a, l.apply(ctx, now, a))
 	}
+	waits.Wait()
 	return nil
+}
+
+// maxWaitsInFlight bounds the Waits of a pass handed to the store at once (the writer's largest batch).
+const maxWaitsInFlight = 256
+
+// applied logs an action that failed, unless the task moved meanwhile (e.g. canceled): then there is nothing to do.
+func (l *Loop) applied(a Action, err error) {
+	if err != nil && !errors.Is(err, mvp.ErrConflict) {
+		l.Logger.Error("apply action", "action", fmt.Sprintf("%T", a), "err", err)
+	}
 }
 
 // Snapshot reads what Decide looks at now, exactly as a tick does: the cluster, the queue and the live attempts
