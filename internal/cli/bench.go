@@ -18,7 +18,8 @@ import (
 // loadSpec never fits a real cluster (16 GPUs on one node), so a load run starts no Ray job.
 const loadSpec = "workload: ppo\nnnodes: 1\nn_gpus_per_node: 16\nname: load\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
 
-const benchUsage = "usage: mvp bench load [--clients N] [--duration D] [--submit-share S] [-f job.yaml] [-o table|json]\n" +
+const benchUsage = "usage: mvp bench load [--clients N] [--duration D] [--submit-share S] [--server-pid PID] [--no-verify]\n" +
+	"                 [-f job.yaml] [-o table|json]\n" +
 	"       mvp bench minimal-server --listen ADDR --db FILE\n" +
 	"       mvp bench raw-fsync --db FILE [--n N]"
 
@@ -45,6 +46,8 @@ func runBenchLoad(ctx context.Context, args []string, env Env) error {
 	share := fs.Float64("submit-share", 0.5, "share of operations that are submits (1: submits only)")
 	file := fs.String("f", "", "jobspec to submit (default: a 1×16 PPO spec, which waits in the queue)")
 	out := fs.String("o", "table", "output: table or json")
+	pid := fs.Int("server-pid", 0, "the server's process id: report its CPU time during the run (Linux)")
+	noVerify := fs.Bool("no-verify", false, "do not read back the acknowledged submits")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -64,7 +67,7 @@ func runBenchLoad(ctx context.Context, args []string, env Env) error {
 		addr = "http://127.0.0.1:8080"
 	}
 	res, err := loadgen.Run(ctx, loadgen.Options{Addr: addr, Token: env.Getenv("MVP_TOKEN"), Clients: *clients,
-		Duration: *duration, Spec: body, SubmitShare: *share})
+		Duration: *duration, Spec: body, SubmitShare: *share, ServerPID: *pid, NoVerify: *noVerify})
 	if err != nil {
 		return err
 	}

@@ -719,4 +719,3 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 	}
 	return usageError{errors.New(secretsUsage)}
 }
-

@@ -626,7 +626,7 @@ func (db *DB) GetTask(ctx context.Context, id string) (*mvp.Task, error) {
 }
 
 // resubmitsSQL reads the tasks resubmitted from a task. It repeats the condition of the partial index
-// tasks_by_origin (origin_id != ''), without which SQLite cannot use it for a bound parameter and scans the table.
+// tasks_by_origin (origin_id != ”), without which SQLite cannot use it for a bound parameter and scans the table.
 const resubmitsSQL = `SELECT task_id FROM tasks WHERE origin_id = ? AND origin_id != '' ORDER BY created_at, task_id`
 
 // resubmits returns the ids of the tasks resubmitted from id, oldest first.

@@ -186,7 +186,7 @@ func TestClosedStoreIsUnavailable(t *testing.T) {
 }
 
 // TestResubmitsUsesTheOriginIndex: reading a task looks up the tasks resubmitted from it; with a bound parameter
-// SQLite cannot use the partial index tasks_by_origin (WHERE origin_id != '') unless the query repeats that
+// SQLite cannot use the partial index tasks_by_origin (WHERE origin_id != ”) unless the query repeats that
 // condition, and then every GET of a task scanned the whole table.
 func TestResubmitsUsesTheOriginIndex(t *testing.T) {
 	db, _ := open(t)
