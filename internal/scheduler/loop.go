@@ -117,20 +117,42 @@ func (l *Loop) Run(ctx context.Context) error {
 	l.mu.Unlock()
 	t := time.NewTicker(l.Tick)
 	defer t.Stop()
+	var lastEnd time.Time
+	var lastPass time.Duration
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		case <-ch:
+			if wait := wakeDelay(time.Now(), lastEnd, lastPass); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(wait):
+				}
+			}
 		}
+		start := time.Now()
 		// The tick runs on its own context so that a shutdown lets it finish its writes.
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		if err := l.RunOnce(tctx); err != nil {
 			l.Logger.Error("scheduler tick", "err", err)
 		}
 		cancel()
+		lastEnd = time.Now()
+		lastPass = lastEnd.Sub(start)
 	}
+}
+
+// minWakeSpacing is the least time between the end of a pass and a pass a wake asks for.
+const minWakeSpacing = 10 * time.Millisecond
+
+// wakeDelay is how long a wake at now waits for its pass, the last pass having ended at lastEnd after taking
+// lastPass. A burst of wakes (many submissions) thus gets one pass per spacing instead of passes back to back: a
+// pass reads the whole queue, so the loop spends at most a quarter of its time in passes however long the queue.
+func wakeDelay(now, lastEnd time.Time, lastPass time.Duration) time.Duration {
+	return max(0, lastEnd.Add(max(minWakeSpacing, 3*lastPass)).Sub(now))
 }
 
 // RunOnce is one tick: follow live attempts, read the cluster, decide, apply.

@@ -735,10 +735,20 @@ func (db *DB) ListTasks(ctx context.Context, f mvp.TaskFilter) ([]*mvp.Task, str
 	return out, next, nil
 }
 
+// scanCheckEvery is how many rows a long read steps between two checks of its context.
+const scanCheckEvery = 1024
+
 // Runnable returns the QUEUED and PENDING_RESOURCES tasks, without attempts, oldest first (created_at, then task
 // id).
+//
+// The queue can be long and is read at every pass of the scheduler: the rows are stepped without ctx (with a
+// cancellable context, mattn/go-sqlite3 starts a goroutine for every row, which was most of a pass's CPU), and
+// ctx is checked every scanCheckEvery rows instead.
 func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks t
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("load queue: %w", err)
+	}
+	rows, err := db.read.QueryContext(context.WithoutCancel(ctx), `SELECT `+taskCols+` FROM tasks t
 		WHERE t.state IN ('QUEUED', 'PENDING_RESOURCES') ORDER BY t.created_at, t.task_id`)
 	if err != nil {
 		return nil, fmt.Errorf("load queue: %w", db.mapErr(err))
@@ -746,6 +756,11 @@ func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
 	defer rows.Close()
 	var out []*mvp.Task
 	for rows.Next() {
+		if len(out)%scanCheckEvery == scanCheckEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("load queue: %w", err)
+			}
+		}
 		t, err := scanTask(rows)
 		if err != nil {
 			return nil, fmt.Errorf("load queue: %w", err)

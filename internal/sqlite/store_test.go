@@ -205,3 +205,25 @@ func TestResubmitsUsesTheOriginIndex(t *testing.T) {
 		t.Fatalf("query plan %q does not use the index tasks_by_origin", got)
 	}
 }
+
+// TestRunnableHonoursItsContext: the queue is read without handing ctx to the driver (which would start a goroutine
+// per row), yet a canceled read stops with ctx's error, before the query and between rows.
+func TestRunnableHonoursItsContext(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	for i := 0; i < scanCheckEvery+10; i++ {
+		task := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", i), Workload: mvp.WorkloadPPO,
+			State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 1, JobSpecYAML: "x", SpecJSON: []byte("{}")}
+		must(t, db.CreateTask(ctx, task))
+	}
+	q, err := db.Runnable(ctx)
+	must(t, err)
+	if len(q) != scanCheckEvery+10 {
+		t.Fatalf("%d tasks in the queue", len(q))
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := db.Runnable(canceled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled read: %v", err)
+	}
+}
