@@ -17,28 +17,31 @@ func view(gpus float64, groups ...mvp.PlacementGroup) *mvp.ClusterView {
 		{ID: "w1", Alive: true, Available: map[string]float64{"GPU": gpus, "CPU": 96, "worker_node": 100}}}}
 }
 
-func TestFingerprint(t *testing.T) {
-	a, b := view(4), view(4)
-	b.At = a.At.Add(time.Hour)
-	b.Nodes[0], b.Nodes[1] = b.Nodes[1], b.Nodes[0]
-	if scheduler.Fingerprint(a) != scheduler.Fingerprint(b) {
-		t.Error("the same cluster read at another time, nodes in another order, differs")
-	}
-	pg := mvp.PlacementGroup{ID: "pg1", State: "PENDING", SchedulingState: "NO_RESOURCES"}
-	created := pg
-	created.State, created.SchedulingState = "CREATED", "FINISHED"
-	for name, other := range map[string]*mvp.ClusterView{
-		"GPUs freed":          view(8),
-		"a group appears":     view(4, pg),
-		"a node dies":         func() *mvp.ClusterView { v := view(4); v.Nodes[0].Alive = false; return v }(),
-		"a resource vanishes": func() *mvp.ClusterView { v := view(4); delete(v.Nodes[1].Available, "worker_node"); return v }(),
+func TestFreed(t *testing.T) {
+	pg := mvp.PlacementGroup{ID: "pg1", State: "CREATED"}
+	dead := func(v *mvp.ClusterView) *mvp.ClusterView { v.Nodes[0].Alive = false; return v }
+	for _, c := range []struct {
+		name      string
+		prev, cur *mvp.ClusterView
+		want      bool
+	}{
+		{"nothing changed (other time, other order)", view(4), func() *mvp.ClusterView {
+			v := view(4)
+			v.At = v.At.Add(time.Hour)
+			v.Nodes[0], v.Nodes[1] = v.Nodes[1], v.Nodes[0]
+			return v
+		}(), false},
+		{"GPUs freed: the running gang ended", view(0, pg), view(8), true},
+		{"GPUs taken: a job started", view(8), view(0, pg), false},
+		{"a placement group placed, nothing freed", view(4), view(4, pg), false},
+		{"a node came back", dead(view(4)), view(4), true},
+		{"a node died", view(4), dead(view(4)), false},
+		{"a new node joined", &mvp.ClusterView{Nodes: view(4).Nodes[1:]}, view(4), true},
+		{"a resource shows up", func() *mvp.ClusterView { v := view(4); delete(v.Nodes[1].Available, "worker_node"); return v }(), view(4), true},
 	} {
-		if scheduler.Fingerprint(a) == scheduler.Fingerprint(other) {
-			t.Errorf("%s: same fingerprint", name)
+		if got := scheduler.Freed(c.prev, c.cur); got != c.want {
+			t.Errorf("%s: Freed = %v, want %v", c.name, got, c.want)
 		}
-	}
-	if scheduler.Fingerprint(view(4, pg)) == scheduler.Fingerprint(view(4, created)) {
-		t.Error("a group placed: same fingerprint")
 	}
 }
 
@@ -103,14 +106,20 @@ func TestClusterWatchWakesOnAChange(t *testing.T) {
 	if n := r.wakes.Load(); n != 1 {
 		t.Fatalf("%d wakes after one change, want 1", n)
 	}
+	r.send(t, view(0)) // a job started: it took GPUs, which wakes nothing
+	r.send(t, view(8)) // and ended
+	r.send(t, view(8))
+	if n := r.wakes.Load(); n != 2 {
+		t.Fatalf("%d wakes after a job started and ended, want 2", n)
+	}
 	dash := view(0)
 	dash.Source = "dashboard"
 	r.send(t, nil)  // a failed reading changes nothing,
 	r.send(t, dash) // nor does a lagging fallback reading
 	r.send(t, view(8))
 	r.send(t, view(8))
-	if n := r.wakes.Load(); n != 1 {
-		t.Fatalf("%d wakes after a failed and a fallback reading, want 1", n)
+	if n := r.wakes.Load(); n != 2 {
+		t.Fatalf("%d wakes after a failed and a fallback reading, want 2", n)
 	}
 }
 
