@@ -145,9 +145,18 @@ Wait per commit for the 30,000-odd new tasks). After: the table above.
 
 Step by step, in one run of a local rig (`mvp serve` of each build in turn, the live probe replaced by a script
 answering one fixed 8-GPU node so that the loop runs its full pass with no Ray; 3 tasks that never fit waiting;
-64 clients of `mvp bench load` for 8 s; server CPU from /proc during the load only; RIG_LOADAVG):
+64 clients of `mvp bench load` for 8 s; server CPU from /proc during the load only; load average 2.0–2.8 during that run):
 
-RIG_TABLE
+| build (`mvp serve`) | submissions/s | p50 / p99 | server CPU per submission | at the end of the load: QUEUED (not decided on) / PENDING_RESOURCES | stop after SIGTERM |
+|---|---|---|---|---|---|
+| minimal server (yardstick) | 18,576 | 3.2 / 9.3 ms | 56 µs | — | — |
+| before (main + the benchmark verbs, 0d8d155) | 10,809 | 5.5 / 14.0 ms | 108 µs | **83,275** / 3,222 | killed after 20 s (still writing Waits) |
+| + a pass's Waits together (d9d029a) | 5,655 | 10.0 / 33.6 ms | 251 µs | 4,260 / 41,040 | 1.1 s |
+| + the queue read without ctx (af96569 without the spacing) | 5,571 | 10.0 / 34.5 ms | 257 µs | 3,347 / 41,276 | 1.1 s |
+| + one pass per spacing for a burst of wakes (af96569) | 7,958 | 7.0 / 25.6 ms | 162 µs | 19,201 / 44,526 | 1.1 s |
+| + Content-Length, no second decode for secrets (88d5290) | 7,809 | 7.0 / 28.0 ms | 160 µs | 4,257 / 58,282 | 1.1 s |
+
+Raw fsync in that run: 4,956/s before, 3,786/s after.
 
 1. **GET of a task scanned the whole table** (`resubmits`' `WHERE origin_id = ?` cannot use the partial index
    `tasks_by_origin … WHERE origin_id != ''` with a bound parameter): the read-back of an 8-second run's tasks took
@@ -155,20 +164,23 @@ RIG_TABLE
    (`TestResubmitsUsesTheOriginIndex` checks the plan). It does not change the submission rate; it makes
    `mvp get`, the web page and the load generator's read-back O(log n) again.
 2. **A pass's Waits go to the store together** (at most 256 in flight) instead of one after the other, each
-   waiting for its own commit. Before, under load the loop fell behind: a pass took one fsync per new task, most
-   new tasks were still QUEUED (not decided on) when the load ended, and that work came after it (a shutdown then
-   waited for it: 17 s in the rig, over 30 s on the cluster). The rate during the load looked better because the
-   scheduler's writes were deferred, not done; after, the loop keeps up and pays for it while submissions arrive
-   (`TestLoopWritesAPassOfWaitsInFewCommits`: 200 Waits in ≤ 50 commits).
+   waiting for its own commit. Before, under load the loop fell behind: a pass took one fsync per new task, 83,275
+   of the 86,497 tasks submitted in the rig were still QUEUED (not decided on) when the load ended, and that work
+   came after it (a shutdown waited for it: killed after 20 s in the rig, over the harness's 30 s on the cluster).
+   The rate during the load looked better because the scheduler's writes were deferred, not done; after, the loop
+   keeps up (4,260 undecided at the end) and pays for it while submissions arrive: that is the drop from 10.8k to
+   5.7k/s in the table (`TestLoopWritesAPassOfWaitsInFewCommits`: 200 Waits in ≤ 50 commits).
 3. **The queue read no longer hands ctx to mattn/go-sqlite3**, which starts a goroutine for every row stepped with
    a cancellable context; that was most of a pass's CPU (the goroutines' stacks did not even show the caller).
-   `Runnable` checks ctx itself every 1,024 rows (`TestRunnableHonoursItsContext`).
+   `Runnable` checks ctx itself every 1,024 rows (`TestRunnableHonoursItsContext`). In the rig its effect is
+   within the noise (5,655 → 5,571/s); in the profile on the cluster it removed the goroutine-per-row stacks.
 4. **A burst of wakes gets one pass per spacing** (3 × the last pass, at least 10 ms; `wakeDelay`): every submit
    wakes the loop, and a pass reads the whole queue, so back-to-back passes took a core as the queue grew; now at
    most about a quarter of the loop's time goes to passes. A single submission on an idle service still gets its
-   pass within 10 ms.
+   pass within 10 ms. This bought the most: 5.6k → 8.0k/s, 257 → 162 µs per submission; new tasks wait a little
+   longer for their first decision under such a burst (19,201 undecided at the end of that run, 4,257 in the next).
 5. **JSON answers are sent whole with their Content-Length** (not chunked), and a spec that names no secret is not
-   decoded a second time for the secrets check.
+   decoded a second time for the secrets check: within the noise (162 → 160 µs).
 
 What is left, from `mvp serve --cpu-profile` under the load (last run): the writer (SQLite statements and the
 commit's WAL writes and fsync, about a third; mvp writes two rows and an index-heavy task row per submission and
@@ -183,9 +195,14 @@ noticed a freed gang at its next pass (on average half a tick after the job ende
 attempt (`Loop.Armed`, set by each pass), and wakes the loop when a reading shows resources freed (`Freed`: more
 available on an alive node, or a node back); a job that starts takes resources and wakes nothing. The probe reads
 Ray's GCS, not the job server, and the watch uses `Probe.Live`, which never falls back to the dashboard. The
-extra pass asks Ray's job server about each live attempt as a tick does, about one pass per job that ends (a
-first version that woke on any change, starts included, measured 101 ms and 2.29 requests/s: +14 %). The loop's
-decisions stay in Decide/Conclude; the loop got one line (`l.arm(…)`) and the wake spacing.
+extra pass asks Ray's job server about each live attempt as a tick does, about one pass per job that ends. After
+(the table above, 3 runs): 85 ms (max 109) and 2.39 requests/s; per run that is 2.39/s × 7.74 s = 18.5 requests
+against 2.01/s × 9.03 s = 18.1 before (+2 %): the rate per second rose because the same work (two 2×4 tasks one
+after the other) now ends 1.3 s sooner, not because mvp asks more. A first version that woke on any change
+(job starts included) measured 101 ms, 2.29/s × 9.70 s = 22.2 requests per run (+22 %); waking only on freed
+resources removed that. `BenchmarkGPUsFreedToSubmit` now also reports the requests per run. The cost is on the
+probe's side: while a task waits behind a live attempt, 10 GCS readings a second by the probe's Python process.
+The loop's decisions stay in Decide/Conclude; the loop got one line (`l.arm(…)`) and the wake spacing.
 
 ## Profiles (`go test -cpuprofile`; P1 on 2026-11-22, P2 on 2026-11-22 and 2026-11-23)
 - P1: about a third of CPU is cgo calls into SQLite from the single writer (statement execution inside the
