@@ -67,5 +67,8 @@ for _ in range(max(count, 5)):
 PY
 
 echo "LoadAvg end $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
-python3 scripts/bench-report.py "$out" "$count" >BENCHMARKS.md
+# Into a temporary file first: the report keeps the make sim section of the BENCHMARKS.md it reads, which a
+# redirection straight into BENCHMARKS.md would have emptied before it runs.
+python3 scripts/bench-report.py "$out" "$count" >"$work/BENCHMARKS.md"
+mv "$work/BENCHMARKS.md" BENCHMARKS.md
 echo "bench: wrote BENCHMARKS.md"
