@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 
 	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/service"
@@ -19,6 +20,7 @@ func serve(ctx context.Context, args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	dbPath := fs.String("db-path", "", "override v2.sqlite.db_path")
 	grace := fs.Duration("shutdown-grace", service.DefaultShutdownGrace, "how long in-flight requests may take after SIGTERM")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file (make bench)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -28,6 +30,17 @@ func serve(ctx context.Context, args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpu-profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpu-profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		return err

@@ -199,3 +199,22 @@ func TestTaskIDsUniqueUnderConcurrency(t *testing.T) {
 		t.Errorf("%d ids", len(seen))
 	}
 }
+
+// TestAnswersCarryTheirLength: a JSON answer is sent whole with its Content-Length, not in chunks.
+func TestAnswersCarryTheirLength(t *testing.T) {
+	base, _ := newServer(t)
+	req, _ := http.NewRequest("POST", base+"/api/v2/tasks", strings.NewReader(goodSpec))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("status %d, %v: %s", resp.StatusCode, err, body)
+	}
+	if len(resp.TransferEncoding) != 0 || resp.ContentLength != int64(len(body)) || !json.Valid(body) {
+		t.Fatalf("transfer encoding %v, Content-Length %d for %d bytes", resp.TransferEncoding, resp.ContentLength, len(body))
+	}
+}

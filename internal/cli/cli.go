@@ -21,7 +21,6 @@ import (
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/jobspec"
-	"github.com/mvp2/mvp/internal/loadgen"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
 )
@@ -55,7 +54,8 @@ Usage:
   mvp results TASK_ID [--get PATH [-o FILE]]     list the task's result files, or fetch one
   mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]   a new task from the task's stored spec
   mvp secrets list | put NAME [--from-file F] | delete NAME   write-only secrets (put reads the value from stdin)
-  mvp bench load [--clients N] [--duration D] [-f job.yaml]   load the API; report throughput and latency
+  mvp bench load [--clients N] [--duration D] [--submit-share S] [-f job.yaml]   load the API; report throughput and latency
+  mvp bench minimal-server --listen ADDR --db FILE | raw-fsync --db FILE [--n N]   P1's yardsticks (make bench)
   mvp doctor [--config dev.yaml] [--gpus N] [--num-gpus]      this node's GPUs (NVML) and its readiness as a Ray worker
   mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--policy NAME|all] [-o json]   replay a trace (no Ray)
   mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv     make a trace
@@ -728,49 +728,4 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	return usageError{errors.New(secretsUsage)}
-}
-
-// loadSpec never fits a real cluster (64 GPUs on one node), so a load run starts no Ray job.
-const loadSpec = "workload: ppo\nnnodes: 1\nn_gpus_per_node: 16\nname: load\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
-
-func runBench(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 || args[0] != "load" {
-		return usageError{fmt.Errorf("usage: mvp bench load [--clients N] [--duration D] [-f job.yaml]")}
-	}
-	fs := flag.NewFlagSet("bench load", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	clients := fs.Int("clients", 64, "concurrent clients")
-	duration := fs.Duration("duration", 10*time.Second, "how long to run")
-	file := fs.String("f", "", "jobspec to submit (default: a 1×16 PPO spec, which waits in the queue)")
-	out := fs.String("o", "table", "output: table or json")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError{err}
-	}
-	body := []byte(loadSpec)
-	if *file != "" {
-		b, err := os.ReadFile(*file)
-		if err != nil {
-			return err
-		}
-		body = b
-	}
-	addr := env.Getenv("MVP_ADDR")
-	if addr == "" {
-		addr = "http://127.0.0.1:8080"
-	}
-	res, err := loadgen.Run(ctx, loadgen.Options{Addr: addr, Token: env.Getenv("MVP_TOKEN"), Clients: *clients,
-		Duration: *duration, Spec: body})
-	if err != nil {
-		return err
-	}
-	if *out == "json" {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintf(env.Stdout, "%s\n", b)
-	} else {
-		fmt.Fprintln(env.Stdout, res.Report())
-	}
-	if res.Missing > 0 {
-		return fmt.Errorf("%d acknowledged submits are missing", res.Missing)
-	}
-	return nil
 }

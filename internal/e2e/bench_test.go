@@ -20,10 +20,12 @@ import (
 
 // BenchmarkGPUsFreedToSubmit is P3a: the time from a gang's Ray job ending (its GPUs freed) to mvp's submission
 // of the next task, which was waiting for those GPUs (measured from Ray's end_time to the attempt's created_at).
-// The tick is 1 s; the goal is at most one tick + 50 ms.
+// The tick is 1 s. It also reports mvp's requests to Ray's job server over the runs (from mvp's /metrics), per
+// second and per run, which a faster admission must not raise.
 func BenchmarkGPUsFreedToSubmit(b *testing.B) {
 	s := startService(b, serviceOpts{tickS: 1})
 	var lags []time.Duration
+	req0, t0 := s.rayRequests(), time.Now()
 	for i := 0; i < b.N; i++ {
 		waitIdle(b)
 		first := s.submit(spec("ppo", 2, 4, 2))
@@ -39,7 +41,10 @@ func BenchmarkGPUsFreedToSubmit(b *testing.B) {
 		lags = append(lags, sub.Attempts[0].CreatedAt.Sub(*done.Attempts[0].EndTime))
 		s.waitState(next.ID, mvp.StateSucceeded, 90*time.Second)
 	}
+	reqs := s.rayRequests() - req0
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	b.ReportMetric(reqs/time.Since(t0).Seconds(), "ray-job-requests/s")
+	b.ReportMetric(reqs/float64(b.N), "ray-job-requests/run") // the rate rises when the same work ends sooner
 	b.ReportMetric(float64(lags[len(lags)/2].Milliseconds()), "freed-to-submit-ms")
 	b.ReportMetric(float64(lags[len(lags)-1].Milliseconds()), "max-ms")
 }

@@ -165,6 +165,7 @@ type service struct {
 	port       int
 	token      string
 	extraEnv   []string
+	serveArgs  []string
 	cmd        *exec.Cmd
 	logPath    string
 	c          *api.Client
@@ -191,6 +192,8 @@ type serviceOpts struct {
 	checkpoint string
 	// rayPython is v2.ray.python, the probe's Python (default: the cluster's, with Ray).
 	rayPython string
+	// serveArgs are added to mvp serve's arguments (after the defaults, so they win).
+	serveArgs []string
 }
 
 func startService(t testing.TB, o serviceOpts) *service {
@@ -222,7 +225,7 @@ func startService(t testing.TB, o serviceOpts) *service {
 		data = o.dataDir
 	}
 	s := &service{t: t, dir: dir, sharedRoot: filepath.Join(data, "shared"), dbPath: filepath.Join(data, "db", "mvp.sqlite3"),
-		port: freePort(t), token: "e2e-token-0123456789abcdef", extraEnv: o.env}
+		port: freePort(t), token: "e2e-token-0123456789abcdef", extraEnv: o.env, serveArgs: o.serveArgs}
 	s.cfgPath = filepath.Join(dir, "dev.yaml")
 	cfg := fmt.Sprintf(`address: %s
 shared_root: %s
@@ -262,7 +265,7 @@ func (s *service) start() {
 		s.t.Fatal(err)
 	}
 	fmt.Fprintf(f, "=== start %s\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(env.bin, "serve", "--config", s.cfgPath, "--log-level", "debug")
+	cmd := exec.Command(env.bin, append([]string{"serve", "--config", s.cfgPath, "--log-level", "debug"}, s.serveArgs...)...)
 	cmd.Env = append(os.Environ(), append([]string{"MVP_E2E_TOKEN=" + s.token}, s.extraEnv...)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -3,13 +3,18 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +31,10 @@ type Options struct {
 	Spec []byte
 	// SubmitShare is the share of operations that are submits (the rest are half gets, half lists). Default 0.5.
 	SubmitShare float64
+	// ServerPID, when set, is the server's process: its CPU time during the run (not the read-back) is reported.
+	ServerPID int
+	// NoVerify skips reading back the acknowledged submits (e.g. to profile the server under load alone).
+	NoVerify bool
 }
 
 // OpStats are the figures of one kind of operation.
@@ -47,6 +56,8 @@ type Result struct {
 	Verified int                `json:"verified"`
 	// Sample of error texts, at most 5.
 	ErrorSample []string `json:"error_sample,omitempty"`
+	// ServerCPU is the CPU time (user + system) of Options.ServerPID during the run; 0 without it.
+	ServerCPU time.Duration `json:"server_cpu,omitempty"`
 }
 
 // Run drives the API until the duration is over or ctx ends, then reads back every acknowledged submit.
@@ -70,6 +81,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	samples := make(chan sample, 4096)
 	var wg sync.WaitGroup
+	cpu0, cpuErr := processCPU(o.ServerPID)
 	start := time.Now()
 	for i := 0; i < o.Clients; i++ {
 		wg.Add(1)
@@ -132,6 +144,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Ops[s.op] = st
 	}
 	res.Elapsed = time.Since(start)
+	if o.ServerPID != 0 {
+		cpu1, err := processCPU(o.ServerPID)
+		if err = errors.Join(cpuErr, err); err != nil {
+			return nil, fmt.Errorf("the server's CPU time: %w", err)
+		}
+		res.ServerCPU = cpu1 - cpu0
+	}
 	total := 0
 	for op, st := range res.Ops {
 		ds := lat[op]
@@ -144,6 +163,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.PerSec = float64(total) / res.Elapsed.Seconds()
 
+	if o.NoVerify {
+		return res, nil
+	}
 	// Every acknowledged submit must be readable afterwards.
 	vctx, vcancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer vcancel()
@@ -156,6 +178,31 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	return res, nil
 }
+
+// processCPU is a process's user + system CPU time so far, from /proc/PID/stat (Linux); 0 for pid 0.
+func processCPU(pid int) (time.Duration, error) {
+	if pid == 0 {
+		return 0, nil
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(raw, ')') // the command name may hold spaces
+	f := strings.Fields(string(raw[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64) // utime, field 14
+	st, err2 := strconv.ParseInt(f[12], 10, 64) // stime, field 15
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on every Linux architecture Go supports).
+const clockTicks = 100
 
 // Report renders a result as a Markdown table.
 func (r *Result) Report() string {
@@ -170,6 +217,12 @@ func (r *Result) Report() string {
 	for _, op := range ops {
 		st := r.Ops[op]
 		out += fmt.Sprintf("| %s | %d | %d | %s | %s |\n", op, st.Count, st.Errors, st.P50.Round(time.Microsecond), st.P99.Round(time.Microsecond))
+	}
+	if r.ServerCPU > 0 {
+		if n := r.Ops["submit"].Count; n > 0 {
+			out += fmt.Sprintf("\nserver CPU during the run: %s, %.0f µs per submit\n", r.ServerCPU.Round(time.Millisecond),
+				float64(r.ServerCPU.Microseconds())/float64(n))
+		}
 	}
 	for _, e := range r.ErrorSample {
 		out += "\nerror sample: " + e

@@ -135,6 +135,10 @@ func (p *Probe) ReadCluster(ctx context.Context) (*mvp.ClusterView, error) {
 	return nil, err
 }
 
+// Live returns one live reading, without the dashboard's fallback: for readers that may read often (a
+// scheduler.ClusterWatch), so that a probe that cannot answer never turns into requests to Ray's dashboard.
+func (p *Probe) Live(ctx context.Context) (*mvp.ClusterView, error) { return p.read(ctx) }
+
 // logCause logs why the probe cannot answer once per distinct cause, and when it answers again.
 func (p *Probe) logCause(err error) {
 	if err != nil && ctxErr(err) {

@@ -64,6 +64,7 @@ type Loop struct {
 	usageSums map[string]float64
 	usageAt   time.Time
 	usageLive map[string]bool
+	armed     bool // see Armed
 }
 
 // Health is what /healthz reports of the scheduler's view of Ray.
@@ -98,6 +99,20 @@ func (l *Loop) Wake() {
 	}
 }
 
+// Armed reports whether, at the last pass, a task waited while an attempt was live: then a change in the cluster
+// (an attempt's job ending) may let a waiting task start, and a ClusterWatch should wake the loop on one.
+func (l *Loop) Armed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.armed
+}
+
+func (l *Loop) arm(on bool) {
+	l.mu.Lock()
+	l.armed = on
+	l.mu.Unlock()
+}
+
 // Run ticks until ctx is done. A tick in progress is finished before Run returns.
 func (l *Loop) Run(ctx context.Context) error {
 	l.Wake() // first tick at once: it reconciles what a previous process left
@@ -106,20 +121,42 @@ func (l *Loop) Run(ctx context.Context) error {
 	l.mu.Unlock()
 	t := time.NewTicker(l.Tick)
 	defer t.Stop()
+	var lastEnd time.Time
+	var lastPass time.Duration
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		case <-ch:
+			if wait := wakeDelay(time.Now(), lastEnd, lastPass); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(wait):
+				}
+			}
 		}
+		start := time.Now()
 		// The tick runs on its own context so that a shutdown lets it finish its writes.
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		if err := l.RunOnce(tctx); err != nil {
 			l.Logger.Error("scheduler tick", "err", err)
 		}
 		cancel()
+		lastEnd = time.Now()
+		lastPass = lastEnd.Sub(start)
 	}
+}
+
+// minWakeSpacing is the least time between the end of a pass and a pass a wake asks for.
+const minWakeSpacing = 10 * time.Millisecond
+
+// wakeDelay is how long a wake at now waits for its pass, the last pass having ended at lastEnd after taking
+// lastPass. A burst of wakes (many submissions) thus gets one pass per spacing instead of passes back to back: a
+// pass reads the whole queue, so the loop spends at most a quarter of its time in passes however long the queue.
+func wakeDelay(now, lastEnd time.Time, lastPass time.Duration) time.Duration {
+	return max(0, lastEnd.Add(max(minWakeSpacing, 3*lastPass)).Sub(now))
 }
 
 // RunOnce is one tick: follow live attempts, read the cluster, decide, apply.
@@ -169,15 +206,35 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if rayErr == nil {
 		l.prune(ctx, now)
 	}
+	l.arm(len(snap.Queue) > 0 && len(snap.Active) > 0) // a ClusterWatch wakes the loop when GPUs free up
+	// Waits are independent compare-and-sets on their own tasks: they go to the store together, so that the
+	// writer commits many in one transaction instead of one commit (fsync) each; the other actions stay in order.
+	var waits sync.WaitGroup
+	slots := make(chan struct{}, maxWaitsInFlight)
 	for _, a := range Decide(now, snap, l.Policy) {
-		if err := l.apply(ctx, now, a); err != nil {
-			if errors.Is(err, mvp.ErrConflict) {
-				continue // the task moved meanwhile (e.g. canceled): nothing to do
-			}
-			l.Logger.Error("apply action", "action", fmt.Sprintf("%T", a), "err", err)
+		if w, ok := a.(*Wait); ok {
+			waits.Add(1)
+			slots <- struct{}{}
+			go func() {
+				defer func() { <-slots; waits.Done() }()
+				l.applied(a, l.apply(ctx, now, w))
+			}()
+			continue
 		}
+		l.applied(a, l.apply(ctx, now, a))
 	}
+	waits.Wait()
 	return nil
+}
+
+// maxWaitsInFlight bounds the Waits of a pass handed to the store at once (the writer's largest batch).
+const maxWaitsInFlight = 256
+
+// applied logs an action that failed, unless the task moved meanwhile (e.g. canceled): then there is nothing to do.
+func (l *Loop) applied(a Action, err error) {
+	if err != nil && !errors.Is(err, mvp.ErrConflict) {
+		l.Logger.Error("apply action", "action", fmt.Sprintf("%T", a), "err", err)
+	}
 }
 
 // Snapshot reads what Decide looks at now, exactly as a tick does: the cluster, the queue and the live attempts

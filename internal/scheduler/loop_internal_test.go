@@ -43,3 +43,29 @@ func TestPlacedNodes(t *testing.T) {
 		t.Errorf("no view: %v", got)
 	}
 }
+
+func TestWakeDelay(t *testing.T) {
+	end := time.Date(2025, 12, 23, 14, 32, 1, 0, time.UTC)
+	ms := time.Millisecond
+	for _, c := range []struct {
+		name      string
+		now       time.Time
+		lastPass  time.Duration
+		wantDelay time.Duration
+	}{
+		{"first pass ever", time.Time{}.Add(time.Hour), 0, 0},
+		{"short pass, wake at once", end, 1 * ms, minWakeSpacing},
+		{"short pass, wake later", end.Add(time.Second), 1 * ms, 0},
+		{"long pass: three times its length", end, 100 * ms, 300 * ms},
+		{"long pass, part waited", end.Add(250 * ms), 100 * ms, 50 * ms},
+		{"long pass, waited enough", end.Add(400 * ms), 100 * ms, 0},
+	} {
+		lastEnd := end
+		if c.name == "first pass ever" {
+			lastEnd = time.Time{}
+		}
+		if got := wakeDelay(c.now, lastEnd, c.lastPass); got != c.wantDelay {
+			t.Errorf("%s: %v, want %v", c.name, got, c.wantDelay)
+		}
+	}
+}

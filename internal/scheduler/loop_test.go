@@ -386,3 +386,29 @@ func TestLoopBacksOffWhileRayIsDown(t *testing.T) {
 		t.Errorf("events %v", types)
 	}
 }
+
+// TestLoopWritesAPassOfWaitsInFewCommits: the waits of one pass are independent compare-and-sets; written one
+// after the other, each waited for its own commit (fsync), so that a pass after a burst of submissions took as
+// many commits as new tasks (and a shutdown waited for all of them). They go to the writer together, which
+// commits many in one transaction.
+func TestLoopWritesAPassOfWaitsInFewCommits(t *testing.T) {
+	h := newHarness(t)
+	const n = 200
+	var ids []string
+	for i := 0; i < n; i++ {
+		task := h.task()
+		ids = append(ids, task.ID)
+	}
+	h.view.Nodes[0].Available["GPU"] = 0 // nothing fits: every task gets a Wait
+	before := h.db.Stats()
+	h.tick()
+	after := h.db.Stats()
+	for _, id := range ids {
+		if s := h.get(id).State; s != mvp.StatePendingResources {
+			t.Fatalf("task %s is %s, want %s", id, s, mvp.StatePendingResources)
+		}
+	}
+	if writes, txns := after.Writes-before.Writes, after.Transactions-before.Transactions; writes != n || txns > n/4 {
+		t.Fatalf("%d waits written in %d transactions; want %d in at most %d", writes, txns, n, n/4)
+	}
+}

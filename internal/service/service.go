@@ -329,6 +329,12 @@ func (m *Main) Run(ctx context.Context) error {
 	recurDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)
+		if m.probe != nil { // wake the loop the moment GPUs free up (scheduler.ClusterWatch)
+			w := &scheduler.ClusterWatch{Read: m.probe.Live, Armed: m.loop.Armed, Wake: m.loop.Wake}
+			watchDone := make(chan struct{})
+			go func() { defer close(watchDone); w.Run(loopCtx) }()
+			defer func() { <-watchDone }()
+		}
 		_ = m.loop.Run(loopCtx)
 	}()
 	go func() {

@@ -69,8 +69,7 @@ func BenchmarkRawInsertFsync(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := tx.Stmt(ins).Exec(t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, t.JobSpecYAML,
-			string(t.SpecJSON), nanos(t.CreatedAt), nanos(t.UpdatedAt), nil, "", ""); err != nil {
+		if _, err := tx.Stmt(ins).Exec(insertTaskArgs(t, string(t.SpecJSON), t.CreatedAt, t.UpdatedAt)...); err != nil {
 			b.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {

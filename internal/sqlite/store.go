@@ -675,9 +675,13 @@ func (db *DB) GetTask(ctx context.Context, id string) (*mvp.Task, error) {
 	return t, nil
 }
 
+// resubmitsSQL reads the tasks resubmitted from a task. It repeats the condition of the partial index
+// tasks_by_origin (origin_id != ”), without which SQLite cannot use it for a bound parameter and scans the table.
+const resubmitsSQL = `SELECT task_id FROM tasks WHERE origin_id = ? AND origin_id != '' ORDER BY created_at, task_id`
+
 // resubmits returns the ids of the tasks resubmitted from id, oldest first.
 func (db *DB) resubmits(ctx context.Context, id string) ([]string, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT task_id FROM tasks WHERE origin_id = ? ORDER BY created_at, task_id`, id)
+	rows, err := db.read.QueryContext(ctx, resubmitsSQL, id)
 	if err != nil {
 		return nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
 	}
@@ -824,10 +828,20 @@ func (db *DB) UsageSpans(ctx context.Context, since time.Time) ([]mvp.UsageSpan,
 	return out, nil
 }
 
+// scanCheckEvery is how many rows a long read steps between two checks of its context.
+const scanCheckEvery = 1024
+
 // Runnable returns the QUEUED and PENDING_RESOURCES tasks, without attempts, oldest first (created_at, then task
 // id).
+//
+// The queue can be long and is read at every pass of the scheduler: the rows are stepped without ctx (with a
+// cancellable context, mattn/go-sqlite3 starts a goroutine for every row, which was most of a pass's CPU), and
+// ctx is checked every scanCheckEvery rows instead.
 func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks t
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("load queue: %w", err)
+	}
+	rows, err := db.read.QueryContext(context.WithoutCancel(ctx), `SELECT `+taskCols+` FROM tasks t
 		WHERE t.state IN ('QUEUED', 'PENDING_RESOURCES') ORDER BY t.created_at, t.task_id`)
 	if err != nil {
 		return nil, fmt.Errorf("load queue: %w", db.mapErr(err))
@@ -835,6 +849,11 @@ func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
 	defer rows.Close()
 	var out []*mvp.Task
 	for rows.Next() {
+		if len(out)%scanCheckEvery == scanCheckEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("load queue: %w", err)
+			}
+		}
 		t, err := scanTask(rows)
 		if err != nil {
 			return nil, fmt.Errorf("load queue: %w", err)

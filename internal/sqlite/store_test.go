@@ -184,3 +184,46 @@ func TestClosedStoreIsUnavailable(t *testing.T) {
 		t.Error("ping after Close")
 	}
 }
+
+// TestResubmitsUsesTheOriginIndex: reading a task looks up the tasks resubmitted from it; with a bound parameter
+// SQLite cannot use the partial index tasks_by_origin (WHERE origin_id != ”) unless the query repeats that
+// condition, and then every GET of a task scanned the whole table.
+func TestResubmitsUsesTheOriginIndex(t *testing.T) {
+	db, _ := open(t)
+	rows, err := db.read.Query(`EXPLAIN QUERY PLAN `+resubmitsSQL, "some-task")
+	must(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		must(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	must(t, rows.Err())
+	if got := strings.Join(plan, "; "); !strings.Contains(got, "tasks_by_origin") {
+		t.Fatalf("query plan %q does not use the index tasks_by_origin", got)
+	}
+}
+
+// TestRunnableHonoursItsContext: the queue is read without handing ctx to the driver (which would start a goroutine
+// per row), yet a canceled read stops with ctx's error, before the query and between rows.
+func TestRunnableHonoursItsContext(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	for i := 0; i < scanCheckEvery+10; i++ {
+		task := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", i), Workload: mvp.WorkloadPPO,
+			State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 1, JobSpecYAML: "x", SpecJSON: []byte("{}")}
+		must(t, db.CreateTask(ctx, task))
+	}
+	q, err := db.Runnable(ctx)
+	must(t, err)
+	if len(q) != scanCheckEvery+10 {
+		t.Fatalf("%d tasks in the queue", len(q))
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := db.Runnable(canceled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled read: %v", err)
+	}
+}

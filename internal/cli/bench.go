@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/mvp2/mvp/internal/loadgen"
+	"github.com/mvp2/mvp/internal/loadgen/minimal"
+)
+
+// loadSpec never fits a real cluster (16 GPUs on one node), so a load run starts no Ray job.
+const loadSpec = "workload: ppo\nnnodes: 1\nn_gpus_per_node: 16\nname: load\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
+
+const benchUsage = "usage: mvp bench load [--clients N] [--duration D] [--submit-share S] [--server-pid PID] [--no-verify]\n" +
+	"                 [-f job.yaml] [-o table|json]\n" +
+	"       mvp bench minimal-server --listen ADDR --db FILE\n" +
+	"       mvp bench raw-fsync --db FILE [--n N]"
+
+func runBench(ctx context.Context, args []string, env Env) error {
+	if len(args) == 0 {
+		return usageError{errors.New(benchUsage)}
+	}
+	switch args[0] {
+	case "load":
+		return runBenchLoad(ctx, args[1:], env)
+	case "minimal-server":
+		return runMinimalServer(ctx, args[1:], env)
+	case "raw-fsync":
+		return runRawFsync(ctx, args[1:], env)
+	}
+	return usageError{errors.New(benchUsage)}
+}
+
+func runBenchLoad(ctx context.Context, args []string, env Env) error {
+	fs := flag.NewFlagSet("bench load", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	clients := fs.Int("clients", 64, "concurrent clients")
+	duration := fs.Duration("duration", 10*time.Second, "how long to run")
+	share := fs.Float64("submit-share", 0.5, "share of operations that are submits (1: submits only)")
+	file := fs.String("f", "", "jobspec to submit (default: a 1×16 PPO spec, which waits in the queue)")
+	out := fs.String("o", "table", "output: table or json")
+	pid := fs.Int("server-pid", 0, "the server's process id: report its CPU time during the run (Linux)")
+	noVerify := fs.Bool("no-verify", false, "do not read back the acknowledged submits")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *share <= 0 || *share > 1 {
+		return usageError{fmt.Errorf("--submit-share must be in (0, 1], got %g", *share)}
+	}
+	body := []byte(loadSpec)
+	if *file != "" {
+		b, err := os.ReadFile(*file)
+		if err != nil {
+			return err
+		}
+		body = b
+	}
+	addr := env.Getenv("MVP_ADDR")
+	if addr == "" {
+		addr = "http://127.0.0.1:8080"
+	}
+	res, err := loadgen.Run(ctx, loadgen.Options{Addr: addr, Token: env.Getenv("MVP_TOKEN"), Clients: *clients,
+		Duration: *duration, Spec: body, SubmitShare: *share, ServerPID: *pid, NoVerify: *noVerify})
+	if err != nil {
+		return err
+	}
+	if *out == "json" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+	} else {
+		fmt.Fprintln(env.Stdout, res.Report())
+	}
+	if res.Missing > 0 {
+		return fmt.Errorf("%d acknowledged submits are missing", res.Missing)
+	}
+	return nil
+}
+
+// runMinimalServer serves P1's minimal durable server until ctx ends (make bench stops it with SIGTERM).
+func runMinimalServer(ctx context.Context, args []string, env Env) error {
+	fs := flag.NewFlagSet("bench minimal-server", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	db := fs.String("db", "", "SQLite file (created)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *db == "" {
+		return usageError{errors.New("bench minimal-server: --db FILE is required")}
+	}
+	s, err := minimal.Open(*db)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("listen on %s: %w", *listen, err)
+	}
+	fmt.Fprintf(env.Stdout, "minimal server on http://%s\n", ln.Addr())
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.Close()
+		return err
+	}
+	batches, inserts := s.Stats()
+	fmt.Fprintf(env.Stdout, "minimal server: %d inserts in %d transactions\n", inserts, batches)
+	return s.Close()
+}
+
+// runRawFsync prints the disk's raw one-row-per-transaction rate.
+func runRawFsync(ctx context.Context, args []string, env Env) error {
+	fs := flag.NewFlagSet("bench raw-fsync", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	db := fs.String("db", "", "SQLite file (created)")
+	n := fs.Int("n", 2000, "rows, one transaction each")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *db == "" || *n <= 0 {
+		return usageError{errors.New("bench raw-fsync: --db FILE is required and --n must be positive")}
+	}
+	rate, err := minimal.RawInsertRate(ctx, *db, []byte(loadSpec), *n)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "raw-fsync %.0f rows/s\n", rate)
+	return nil
+}
