@@ -70,14 +70,9 @@ func runSim(args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(*trace)
+	jobs, err := readTrace(*trace)
 	if err != nil {
 		return err
-	}
-	jobs, err := sim.ReadCSV(f)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("%s: %w", *trace, err)
 	}
 	if *onlyUser != "" {
 		jobs = slices.DeleteFunc(jobs, func(j sim.Job) bool { return j.User != *onlyUser })
@@ -210,15 +205,24 @@ func runSimBound(args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(*trace)
+	jobs, err := readTrace(*trace)
 	if err != nil {
 		return err
 	}
-	jobs, err := sim.ReadCSV(f)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("%s: %w", *trace, err)
-	}
 	b := sim.LowerBounds(jobs, sim.Config{Nodes: *nodes, GPUsPerNode: *gpus, Policy: service.PolicyOf(cfg)}, *maxWait)
 	return json.NewEncoder(env.Stdout).Encode(b)
+}
+
+// readTrace reads a trace CSV; errors name the file.
+func readTrace(path string) ([]sim.Job, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	jobs, err := sim.ReadCSV(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return jobs, nil
 }

@@ -277,45 +277,38 @@ func decodeFields(root *yaml.Node, s *Spec) error {
 				s.AfterAny = ids
 			}
 		case "secrets":
-			s.Secrets = map[string]string{}
-			for j := 0; j+1 < len(v.Content); j += 2 {
-				kn, vn := v.Content[j], v.Content[j+1]
-				f := "secrets." + clip(kn.Value)
-				if kn.Kind != yaml.ScalarNode || vn.Kind != yaml.ScalarNode {
-					return invalid(f, "secrets must map environment variable names to secret names (line %d)", kn.Line)
-				}
-				if _, dup := s.Secrets[kn.Value]; dup {
-					return invalid(f, "%q is given twice (line %d)", clip(kn.Value), kn.Line)
-				}
-				name, err := str(f, vn)
-				if err != nil {
-					return err
-				}
-				s.Secrets[kn.Value] = name
-			}
+			s.Secrets, err = stringMap("secrets", v, "secrets must map environment variable names to secret names",
+				"%q is given twice")
 		case "env":
-			s.Env = map[string]string{}
-			for j := 0; j+1 < len(v.Content); j += 2 {
-				kn, vn := v.Content[j], v.Content[j+1]
-				f := "env." + clip(kn.Value)
-				if kn.Kind != yaml.ScalarNode || vn.Kind != yaml.ScalarNode {
-					return invalid(f, "env must map names to string values (line %d)", kn.Line)
-				}
-				if _, dup := s.Env[kn.Value]; dup {
-					return invalid(f, "env variable %q is given twice (line %d)", clip(kn.Value), kn.Line)
-				}
-				val, err := str(f, vn)
-				if err != nil {
-					return err
-				}
-				s.Env[kn.Value] = val
-			}
+			s.Env, err = stringMap("env", v, "env must map names to string values", "env variable %q is given twice")
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stringMap decodes a mapping of plain strings under field; shape names what it must map, twice is the message
+// (with the key) for a key given twice.
+func stringMap(field string, v *yaml.Node, shape, twice string) (map[string]string, error) {
+	out := map[string]string{}
+	for j := 0; j+1 < len(v.Content); j += 2 {
+		kn, vn := v.Content[j], v.Content[j+1]
+		f := field + "." + clip(kn.Value)
+		if kn.Kind != yaml.ScalarNode || vn.Kind != yaml.ScalarNode {
+			return nil, invalid(f, shape+" (line %d)", kn.Line)
+		}
+		if _, dup := out[kn.Value]; dup {
+			return nil, invalid(f, twice+" (line %d)", clip(kn.Value), kn.Line)
+		}
+		val, err := str(f, vn)
+		if err != nil {
+			return nil, err
+		}
+		out[kn.Value] = val
+	}
+	return out, nil
 }
 
 func str(field string, n *yaml.Node) (string, error) {
