@@ -108,3 +108,41 @@ func TestFIFOKeepsTheSmallTaskBehind(t *testing.T) {
 			startOf(small).Format(time.RFC3339), startOf(big).Format(time.RFC3339))
 	}
 }
+
+// chainScene runs G1 (2×4: the whole cluster) and, while it runs, queues L (2×2, declared 2 h, holding 5 s: it needs
+// both workers, so it cannot start on the first one freed) and then G2 (2×4, declared 60 s). When G1 ends the cluster
+// is empty, L is first in line and G2 second. It returns L's and G2's tasks once both have run.
+func chainScene(t *testing.T, s *service) (l, g2 *mvp.Task) {
+	t.Helper()
+	g1 := s.submit(spec("ppo", 2, 4, 20) + "max_runtime_s: 120\n").ID
+	s.waitState(g1, mvp.StateRunning, 90*time.Second)
+	lid := s.submit(spec("ppo", 2, 2, 5) + "max_runtime_s: 7200\n").ID
+	s.waitState(lid, mvp.StatePendingResources, 30*time.Second)
+	gid := s.submit(spec("ppo", 2, 4, 5) + "max_runtime_s: 60\n").ID
+	s.waitState(gid, mvp.StatePendingResources, 30*time.Second)
+	if got := s.get(g1); got.State != mvp.StateRunning {
+		t.Fatalf("G1 ended before both waited (%s): the scene needs a longer hold", got.State)
+	}
+	return s.waitState(lid, mvp.StateSucceeded, 240*time.Second), s.waitState(gid, mvp.StateSucceeded, 240*time.Second)
+}
+
+// TestDrainChainingRunsTheShortGangFirst (issue 13, the default policy's drain chaining): when the cluster empties,
+// a whole-cluster gang declaring 60 s goes ahead of the older task declaring 2 h (1 × 60 s < the 2-h drain it would
+// otherwise wait, and the older task then waits no longer than the gang would); under xfbf, which does not chain,
+// the older task goes first.
+func TestDrainChainingRunsTheShortGangFirst(t *testing.T) {
+	for _, c := range []struct {
+		policy    string
+		gangFirst bool
+	}{{scheduler.DefaultPolicy, true}, {scheduler.PolicyXFBF, false}} {
+		t.Run(c.policy, func(t *testing.T) {
+			waitIdle(t)
+			s := startService(t, serviceOpts{schedExtra: ", policy: " + c.policy})
+			l, g2 := chainScene(t, s)
+			if gangFirst := startOf(g2).Before(startOf(l)); gangFirst != c.gangFirst {
+				t.Errorf("under %s: G2 started %s, L %s; want the gang first: %v", c.policy,
+					startOf(g2).Format(time.RFC3339Nano), startOf(l).Format(time.RFC3339Nano), c.gangFirst)
+			}
+		})
+	}
+}

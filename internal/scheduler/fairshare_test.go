@@ -165,3 +165,30 @@ func TestQuotaHoldsOnlyItsOwner(t *testing.T) {
 		}
 	}
 }
+
+// Drain chaining reorders only a queue in arrival order: where fair share or priority shaped the rank, the gang waits
+// its turn as ranked (a chained gang could otherwise go ahead of a lighter user's task).
+func TestChainingOnlyInAnUnrankedQueue(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		gangOwner string
+		chained   bool
+	}{{"one owner: chained", "alice", true}, {"two owners, fair share on: as ranked", "bob", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBench("n1", "n2")
+			long := timed(1, 1, 2*time.Hour, time.Hour)
+			long.Owner, long.Priority = "alice", mvp.DefaultPriority
+			gang := timed(2, 4, 10*time.Minute, 30*time.Minute)
+			gang.Owner, gang.Priority = c.gangOwner, mvp.DefaultPriority
+			p := named(PolicyXFChain)
+			p.FairShare = true
+			s := submitted(Decide(t0, b.snap(long, gang), p))
+			if c.chained && (len(s) != 1 || s[0] != gang) {
+				t.Fatalf("submitted %v, want only the gang", s)
+			}
+			if !c.chained && (len(s) != 1 || s[0] != long) {
+				t.Fatalf("submitted %v, want only the long task", s)
+			}
+		})
+	}
+}

@@ -30,13 +30,18 @@ const (
 	// PolicyXFPI is xfbf with priority inheritance: a backfill candidate older than a waiting whole-cluster gang
 	// takes that gang's expansion factor when it is larger (the gang cannot start before every older task has).
 	PolicyXFPI = "xfpi"
+	// PolicyXFChain is xfbf with drain chaining: when the cluster is empty and a whole-cluster gang waits behind
+	// tasks that would take it, the gang starts first if that passes both exchange tests of chainDrain (it costs
+	// the tasks it goes ahead of less waiting in all than the drain it saves itself, and none of them ends up
+	// waiting longer than it would).
+	PolicyXFChain = "xfchain"
 )
 
 // PolicyNames lists every policy, the default first.
-var PolicyNames = []string{PolicyXFBF, PolicyXFPI, PolicyEASY, PolicySJBF, PolicyFIFO, PolicySJF}
+var PolicyNames = []string{PolicyXFChain, PolicyXFBF, PolicyXFPI, PolicyEASY, PolicySJBF, PolicyFIFO, PolicySJF}
 
 // DefaultPolicy is the policy used when none is named.
-const DefaultPolicy = PolicyXFBF
+const DefaultPolicy = PolicyXFChain
 
 // ValidPolicy reports whether name is a policy ("" counts: it means DefaultPolicy).
 func ValidPolicy(name string) bool { return name == "" || slices.Contains(PolicyNames, name) }
@@ -226,7 +231,12 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 			pl.easy(pl.backfillOrder(pl.sortByRuntime))
 		case PolicyXFPI:
 			pl.easy(pl.backfillOrder(pl.sortByInheritedExpansion))
-		default: // PolicyXFBF
+		case PolicyXFBF:
+			pl.easy(pl.backfillOrder(pl.sortByExpansion))
+		default: // PolicyXFChain
+			if pl.backfillOrder(pl.sortByExpansion) != nil {
+				pl.chainDrain()
+			}
 			pl.easy(pl.backfillOrder(pl.sortByExpansion))
 		}
 	}

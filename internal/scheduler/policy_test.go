@@ -180,7 +180,64 @@ func TestPolicies(t *testing.T) {
 				return b.snap(holder, older, newer, gang),
 					[]string{"wait:" + holder.ID, "submit:" + older.ID, "wait:" + newer.ID, "wait:" + gang.ID}
 			}},
-		{name: "no policy named: the default (xfbf)", policy: "",
+		{name: "xfchain: on an empty cluster a short whole-cluster gang goes ahead of the long task that would drain it",
+			policy: PolicyXFChain, snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				// Started first, the 2-h task would hold the gang back 2 h; the 10-min gang holds it back 10 min.
+				long := timed(1, 1, 2*h, h)
+				gang := timed(2, 4, 10*time.Minute, 30*time.Minute)
+				return b.snap(long, gang), []string{"wait:" + long.ID, "submit:" + gang.ID}
+			}},
+		{name: "xfbf: the same queue without chaining: the long task starts and the gang waits for its drain",
+			policy: PolicyXFBF, snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				long, gang := timed(1, 1, 2*h, h), timed(2, 4, 10*time.Minute, 30*time.Minute)
+				return b.snap(long, gang), []string{"submit:" + long.ID, "wait:" + gang.ID}
+			}},
+		{name: "xfchain: no chaining past a task that would then wait longer than the gang would (Jackson's test)",
+			policy: PolicyXFChain, snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				// 3 h waited + 10 min > 30 min waited + a 2-h drain.
+				long, gang := timed(1, 1, 2*h, 3*h), timed(2, 4, 10*time.Minute, 30*time.Minute)
+				return b.snap(long, gang), []string{"submit:" + long.ID, "wait:" + gang.ID}
+			}},
+		{name: "xfchain: no chaining when the tasks it displaces would lose more in all than the drain (Smith's test)",
+			policy: PolicyXFChain, snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				// 8 tasks × 20 min delayed = 160 min ≥ the 30-min drain they would cause.
+				var q []*mvp.Task
+				for k := 0; k < 8; k++ {
+					q = append(q, timed(1, 1, 30*time.Minute, h))
+				}
+				gang := timed(2, 4, 20*time.Minute, 30*time.Minute)
+				var want []string
+				for _, t := range q {
+					want = append(want, "submit:"+t.ID)
+				}
+				return b.snap(append(q, gang)...), append(want, "wait:"+gang.ID)
+			}},
+		{name: "xfchain: only the tasks ahead of the gang count against it, not those behind it",
+			policy: PolicyXFChain, snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				// Ahead: one 2-h task (1 × 20 min < 2 h). Counting the 7 behind that would also fit would make it
+				// 8 × 20 min ≥ 2 h.
+				long := timed(1, 1, 2*h, h)
+				gang := timed(2, 4, 20*time.Minute, 30*time.Minute)
+				q, want := []*mvp.Task{long, gang}, []string{"wait:" + long.ID, "submit:" + gang.ID}
+				for k := 0; k < 7; k++ {
+					t := timed(1, 1, 30*time.Minute, time.Minute)
+					q, want = append(q, t), append(want, "wait:"+t.ID)
+				}
+				return b.snap(q...), want
+			}},
+		{name: "xfchain: a gang that does not fit now is not chained (the normal reservation applies)",
+			policy: PolicyXFChain, snap: func() (Snapshot, []string) {
+				b := newBench("n1", "n2")
+				b.run(1, 2*h, h, true, "n1")
+				long, gang := timed(1, 1, 2*h, h), timed(2, 4, 10*time.Minute, 30*time.Minute)
+				return b.snap(long, gang), []string{"submit:" + long.ID, "wait:" + gang.ID}
+			}},
+		{name: "no policy named: the default (xfchain)", policy: "",
 			snap: func() (Snapshot, []string) {
 				b := newBench("n1", "n2")
 				b.run(4, 6*h, h, true, "n1")
@@ -350,5 +407,28 @@ func TestExplainDependency(t *testing.T) {
 	if len(v.Starting) != 1 || v.Starting[0] != dep.ID || len(v.Queue) != 1 || v.Queue[0].TaskID != held.ID ||
 		v.Queue[0].Code != CodeDependency || v.Queue[0].Position != 1 {
 		t.Errorf("got starting %v queue %+v", v.Starting, v.Queue)
+	}
+}
+
+// TestChainable checks chainDrain's two exchange tests at their edges.
+func TestChainable(t *testing.T) {
+	h := 3600.0
+	cases := []struct {
+		name                   string
+		n                      int
+		run, wait, drain, wmax float64
+		want                   bool
+	}{
+		{"nothing displaced: nothing to chain past", 0, 0.1 * h, h, 2 * h, 0, false},
+		{"one task, short gang, long drain", 1, 0.1 * h, 0.5 * h, 2 * h, h, true},
+		{"Smith: n·run equal to the drain is not less", 4, 0.5 * h, 0, 2 * h, 0, false},
+		{"Smith: just below", 4, 0.49 * h, 0, 2 * h, 0, true},
+		{"Jackson: equal waits still chain", 1, 0.5 * h, h, 2 * h, 2.5 * h, true},
+		{"Jackson: a displaced task would wait longer than the gang would", 1, 0.5 * h, h, 2 * h, 2.6 * h, false},
+	}
+	for _, c := range cases {
+		if got := chainable(c.n, c.run, c.wait, c.drain, c.wmax); got != c.want {
+			t.Errorf("%s: chainable = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
