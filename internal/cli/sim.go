@@ -18,9 +18,10 @@ import (
 )
 
 const simUsage = `usage:
-  mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--cpus-per-node C] [--policy NAME] [--config FILE]
+  mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--cpus-per-node C] [--policy NAME[,NAME...]|all] [--config FILE]
           [--fair-share=true|false] [--only-user U] [-o table|json]
-      replay a trace through the scheduler's Decide with a simulated clock (no Ray); --policy all runs every policy;
+      replay a trace through the scheduler's Decide with a simulated clock (no Ray); --policy all runs every policy,
+      a comma-separated list those;
       the trace's optional user and priority columns set each task's owner and priority
   mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] [--flood-load F] -o FILE.csv
       write a trace shaped like published GPU-cluster traces (specs/sim.md); with --flood-load, a two-team trace:
@@ -42,7 +43,8 @@ func runSim(args []string, env Env) error {
 	nodes := fs.Int("nodes", 0, "nodes in the simulated cluster")
 	gpus := fs.Int("gpus-per-node", 0, "GPUs per node")
 	cpus := fs.Float64("cpus-per-node", 0, "CPUs per node; 0: CPUs are not modelled (gangs ask for GPUs only)")
-	policy := fs.String("policy", scheduler.DefaultPolicy, "policy: "+strings.Join(scheduler.PolicyNames, ", ")+", or all")
+	policy := fs.String("policy", scheduler.DefaultPolicy, "policy: "+strings.Join(scheduler.PolicyNames, ", ")+
+		"; all; or a comma-separated list of them")
 	cfgPath := fs.String("config", "", "dev.yaml whose v2 settings to use (default: the built-in defaults)")
 	maxRunning := fs.Int("max-running", 0, "max_running_tasks; 0: no bound")
 	fair := fs.String("fair-share", "", "true or false: fair share on or off (default: the config's v2.scheduler.fair_share)")
@@ -60,11 +62,15 @@ func runSim(args []string, env Env) error {
 	if *out != "table" && *out != "json" {
 		return usageError{fmt.Errorf("-o must be table or json, not %q", *out)}
 	}
-	names := []string{*policy}
+	names := strings.Split(*policy, ",")
 	if *policy == "all" {
 		names = scheduler.PolicyNames
-	} else if !scheduler.ValidPolicy(*policy) {
-		return usageError{fmt.Errorf("--policy %q is not one of %s (or all)", *policy, strings.Join(scheduler.PolicyNames, ", "))}
+	}
+	for _, n := range names {
+		if n == "" || !scheduler.ValidPolicy(n) {
+			return usageError{fmt.Errorf("--policy %q: %q is not one of %s (or all, or a comma-separated list)",
+				*policy, n, strings.Join(scheduler.PolicyNames, ", "))}
+		}
 	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {

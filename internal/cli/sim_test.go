@@ -40,7 +40,7 @@ func TestSimGenThenSimJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"decide_calls", "decide_max_ms", "fair_share", "gpu_utilisation", "jobs", "makespan_s", "max_wait_s",
+	want := []string{"decide_calls", "decide_max_ms", "fair_share", "gpu_utilisation", "jobs", "last_job", "makespan_s", "max_wait_s",
 		"mean_wait_s", "p50_wait_s", "p95_wait_s", "policy"}
 	if !slices.Equal(keys, want) || obj["policy"] != "easy" || obj["jobs"] != 300.0 {
 		t.Errorf("got %v", obj)
@@ -48,6 +48,10 @@ func TestSimGenThenSimJSON(t *testing.T) {
 	if code, out, _ := runCLI("sim", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4", "--policy", "all"); code != 0 ||
 		strings.Count(out, "\n") != 1+len(scheduler.PolicyNames) { // the header, then a row per policy
 		t.Errorf("all policies: %d\n%s", code, out)
+	}
+	if code, out, _ := runCLI("sim", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4", "--policy", "easy,xfchain", "-o", "json"); code != 0 ||
+		strings.Count(out, "\n") != 2 || !strings.Contains(out, `"policy":"easy"`) || !strings.Contains(out, `"policy":"xfchain"`) {
+		t.Errorf("a list of policies: %d\n%s", code, out)
 	}
 	if code, out, errs := runCLI("sim", "bound", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4", "--max-wait-s", "3600"); code != 0 ||
 		!strings.Contains(out, "mean_wait_lower_bound_s") {
@@ -63,9 +67,11 @@ func TestSimBadInput(t *testing.T) {
 		!strings.Contains(errs, `line 3, column nnodes: "two" is not a number`) {
 		t.Errorf("bad csv: %d %s", code, errs)
 	}
-	if code, _, errs := runCLI("sim", "--trace", bad, "--nodes", "1", "--gpus-per-node", "1", "--policy", "lifo"); code != 2 ||
-		!strings.Contains(errs, "not one of") {
-		t.Errorf("bad policy: %d %s", code, errs)
+	for _, pol := range []string{"lifo", "easy,lifo", "easy,"} {
+		if code, _, errs := runCLI("sim", "--trace", bad, "--nodes", "1", "--gpus-per-node", "1", "--policy", pol); code != 2 ||
+			!strings.Contains(errs, "not one of") {
+			t.Errorf("bad policy %q: %d %s", pol, code, errs)
+		}
 	}
 	if code, _, _ := runCLI("sim", "--trace", bad); code != 2 {
 		t.Errorf("no cluster: %d", code)

@@ -46,6 +46,19 @@ type Result struct {
 	Users []UserResult `json:"users,omitempty"`
 	// StartS is each job's start in seconds from the trace's start, in the order of the jobs given to Run.
 	StartS []float64 `json:"-"`
+	// LastJob is the job that ends last: it decides the makespan, and so the utilisation.
+	LastJob *LastJob `json:"last_job,omitempty"`
+}
+
+// LastJob is the job whose end is the makespan's, as the trace gives it and as the replay ran it.
+type LastJob struct {
+	Line        int     `json:"line"`
+	ArrivalS    float64 `json:"arrival_s"`
+	NNodes      int     `json:"nnodes"`
+	GPUsPerNode int     `json:"n_gpus_per_node"`
+	// RunS is how long it ran (its duration, or its declared max_runtime_s if shorter); WaitS how long it waited.
+	RunS  float64 `json:"run_s"`
+	WaitS float64 `json:"wait_s"`
 }
 
 // UserResult is one user's part of a replay.
@@ -335,11 +348,18 @@ func (s *state) result() *Result {
 		res.Policy = scheduler.DefaultPolicy
 	}
 	var sum float64
+	last := 0
 	for i := range s.jobs {
 		waits[i] = float64(s.start[i]-s.arrival[i]) / 1e9
 		res.StartS[i] = float64(s.start[i]) / 1e9
 		sum += waits[i]
+		if s.end[i] > s.end[last] {
+			last = i
+		}
 	}
+	j := s.jobs[last]
+	res.LastJob = &LastJob{Line: j.Line, ArrivalS: j.ArrivalS, NNodes: j.NNodes, GPUsPerNode: j.GPUsPerNode,
+		RunS: float64(s.end[last]-s.start[last]) / 1e9, WaitS: waits[last]}
 	res.MeanWaitS = sum / float64(n)
 	slices.Sort(waits)
 	res.P50WaitS = percentile(waits, 0.50)
