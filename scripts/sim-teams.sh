@@ -42,7 +42,7 @@ print("## Users and fair share (`make sim`, two teams)\n")
 print(f"Written by `scripts/sim-teams.sh` ({elapsed} s). Cluster {nodes} × {gpus} GPUs. Team **steady**: `mvp sim gen "
       f"--jobs {jobs} --load {load}` (the generator of specs/sim.md). Team **flood**: a sweep of one-node, whole-node "
       f"jobs (run times log-normal around 2 h) worth load {flood} over the same span, all submitted in its first "
-      "tenth (`--flood-load`). Runs: `fifo`; the default policy (xfbf) with fair share off; with fair share on "
+      "tenth (`--flood-load`). Runs: `fifo`; the default policy (xfchain) with fair share off; with fair share on "
       "(half-life 7 days, starvation bound 1 day: the defaults); and the steady team alone (`--only-user steady`). "
       "GPU share is each team's part of all GPU-seconds of the replay: every job runs in the end, so it is the "
       "workload's mix in every run; what fair share changes is *when* each team gets its GPUs, which the waits show. "
@@ -53,8 +53,8 @@ for s in seeds.split():
     print(f"### seed {s}\n")
     print("| run | steady mean wait | steady p95 | flood mean wait | steady GPU share | flood GPU share | GPU util |")
     print("|---|---|---|---|---|---|---|")
-    for name, label in [("fifo", "fifo"), ("default", "xfbf, fair share off"), ("fair_share", "**xfbf, fair share on** (default)"),
-                        ("steady_alone", "steady alone (xfbf)")]:
+    for name, label in [("fifo", "fifo"), ("default", "xfchain, fair share off"), ("fair_share", "**xfchain, fair share on** (default)"),
+                        ("steady_alone", "steady alone (xfchain)")]:
         r = runs[name]; u = {x["user"]: x for x in r.get("users", [])}
         st, fl = u.get("steady", {}), u.get("flood")
         fwait = h(fl["mean_wait_s"]) if fl else "–"

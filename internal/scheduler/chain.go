@@ -23,7 +23,7 @@ import "slices"
 
 // chainDrain starts the first whole-cluster gang in the queue before the tasks ahead of it when the cluster can
 // hold it now and both exchange tests pass (see above). It runs before the policy admits anything, and only when
-// the queue is in arrival order (one owner and one priority: see backfillOrder).
+// the queue is in arrival order (rankShaped is false).
 func (pl *plan) chainDrain() {
 	var total float64
 	for _, n := range pl.nodes {

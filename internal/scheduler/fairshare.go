@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -149,30 +150,147 @@ func (pl *plan) rank() {
 		}
 		return
 	}
-	keys := make([]uint64, len(order))
-	for k, i := range order {
-		band := pl.band(i)
-		pl.ents[i].orig = int32(band<<24 | uint32(i))
-		keys[k] = uint64(band)<<56 | uint64(uint32(i))
+	for _, i := range order {
+		pl.ents[i].orig = int32(pl.band(i)<<24 | uint32(i))
 	}
-	radixSort(keys)
-	for k, key := range keys {
-		order[k] = int32(key & (1<<24 - 1))
-	}
-	if pl.p.FairShare && len(pl.users) > 1 {
+	if pl.prioMixed {
+		keys := make([]uint64, len(order))
 		for k, i := range order {
-			e := &pl.ents[i]
-			u := &pl.users[e.user]
-			keys[k] = uint64(math.Float32bits(float32(u.charge)))<<24 | uint64(uint32(i))
-			u.charge += pl.expectedCost(i) / u.share
+			keys[k] = uint64(pl.band(i))<<56 | uint64(uint32(i))
 		}
 		radixSort(keys)
 		for k, key := range keys {
 			order[k] = int32(key & (1<<24 - 1))
 		}
+	} else if pl.starved >= 0 {
+		// One priority: only the task past the starvation bound leaves arrival order, to the front.
+		if k := slices.Index(order, pl.starved); k > 0 {
+			copy(order[1:k+1], order[:k])
+			order[0] = pl.starved
+		}
+	}
+	if pl.p.FairShare && len(pl.users) > 1 {
+		pl.mergeUsers(order)
 	}
 	for k, i := range order {
 		pl.ents[i].rank = int32(k + 1)
+	}
+}
+
+// mergeUsers reorders order (each user's tasks already in their own order) so that the next task is always the
+// one of the user whose charge is lowest (ties to the lower queue index): a k-way merge of the users' lists, each
+// task's key its user's charge before it (weighted fair queueing's virtual start time).
+func (pl *plan) mergeUsers(order []int32) {
+	nu := len(pl.users)
+	// One pass over the tasks (in order, each read once) for its user and what ranking it adds to the charge.
+	users := make([]int32, len(order))
+	costs := make([]float64, len(order))
+	count := make([]int, nu+1)
+	for k, i := range order {
+		u := pl.ents[i].user
+		users[k], costs[k] = u, pl.expectedCost(i)/pl.users[u].share
+		count[u+1]++
+	}
+	for u := 1; u <= nu; u++ {
+		count[u] += count[u-1]
+	}
+	// Each user's tasks, in order, at lists[count[u]:count[u+1]], with their costs beside them.
+	lists := make([]int32, len(order))
+	lcost := make([]float64, len(order))
+	next := slices.Clone(count[:nu])
+	for k, i := range order {
+		u := users[k]
+		lists[next[u]], lcost[next[u]] = i, costs[k]
+		next[u]++
+	}
+	copy(next, count[:nu]) // now each user's read position
+	// Each user's key for its next task (^0 once it has none), kept up to date; the users are few, so the next
+	// user is found by a scan.
+	keys := make([]uint64, nu)
+	setKey := func(u int) {
+		if next[u] == count[u+1] {
+			keys[u] = ^uint64(0)
+			return
+		}
+		keys[u] = uint64(math.Float32bits(float32(pl.users[u].charge)))<<24 | uint64(uint32(lists[next[u]]))
+	}
+	for u := range keys {
+		setKey(u)
+	}
+	pick := func() int { // the user with the lowest key: a scan of a few, a heap of many
+		u := 0
+		for v := 1; v < nu; v++ {
+			if keys[v] < keys[u] {
+				u = v
+			}
+		}
+		return u
+	}
+	if nu > 16 {
+		h := newUserHeap(keys)
+		pick = h.min
+		orig := setKey
+		setKey = func(u int) { orig(u); h.fix(u) }
+	}
+	for k := range order {
+		u := pick()
+		order[k] = lists[next[u]]
+		pl.users[u].charge += lcost[next[u]]
+		next[u]++
+		setKey(u)
+	}
+}
+
+// userHeap is a binary min-heap of user indices by keys[u], with each user's place kept for fix.
+type userHeap struct {
+	keys []uint64
+	h    []int // users, heap-ordered
+	at   []int // at[u] is u's place in h
+}
+
+func newUserHeap(keys []uint64) *userHeap {
+	uh := &userHeap{keys: keys, h: make([]int, len(keys)), at: make([]int, len(keys))}
+	for u := range keys {
+		uh.h[u], uh.at[u] = u, u
+	}
+	for k := len(keys)/2 - 1; k >= 0; k-- {
+		uh.down(k)
+	}
+	return uh
+}
+
+func (uh *userHeap) min() int { return uh.h[0] }
+
+// fix restores the heap after keys[u] changed.
+func (uh *userHeap) fix(u int) {
+	k := uh.at[u]
+	for k > 0 {
+		p := (k - 1) / 2
+		if uh.keys[uh.h[p]] <= uh.keys[uh.h[k]] {
+			break
+		}
+		uh.h[k], uh.h[p] = uh.h[p], uh.h[k]
+		uh.at[uh.h[k]], uh.at[uh.h[p]] = k, p
+		k = p
+	}
+	uh.down(k)
+}
+
+func (uh *userHeap) down(k int) {
+	for {
+		c := 2*k + 1
+		if c >= len(uh.h) {
+			return
+		}
+		if c+1 < len(uh.h) && uh.keys[uh.h[c+1]] < uh.keys[uh.h[c]] {
+			c++
+		}
+		if uh.keys[uh.h[c]] >= uh.keys[uh.h[k]] {
+			return
+		}
+		uh.h[k], uh.h[c] = uh.h[c], uh.h[k]
+		uh.at[uh.h[k]], uh.at[uh.h[c]] = k, c
+		k = c
 	}
 }
 

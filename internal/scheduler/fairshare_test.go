@@ -1,7 +1,10 @@
 package scheduler
 
 import (
+	"cmp"
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -190,5 +193,81 @@ func TestChainingOnlyInAnUnrankedQueue(t *testing.T) {
 				t.Fatalf("submitted %v, want only the long task", s)
 			}
 		})
+	}
+}
+
+// With fair share across users, fair share decides whose task takes a free slot and the policy's own order which of
+// that user's tasks: here alice (the lighter user) gets the slot, and her task with the larger expansion factor
+// takes it, though bob's has the largest of all.
+func TestFairShareKeepsThePolicyOrderWithinAUser(t *testing.T) {
+	b := newBench("n1", "n2")
+	b.run(4, 6*time.Hour, time.Hour, true, "n1") // n1 free at +5h: the gang's reservation
+	gang := owned("alice", mvp.DefaultPriority, 4, 3*time.Hour)
+	gang.NNodes = 2
+	older := owned("alice", mvp.DefaultPriority, 4, time.Hour) // (1h + 4h) / 4h = 1.25
+	older.MaxRuntimeS = 4 * 3600
+	newer := owned("alice", mvp.DefaultPriority, 4, 10*time.Minute) // (10m + 10m) / 10m = 2
+	newer.MaxRuntimeS = 600
+	bobs := owned("bob", mvp.DefaultPriority, 4, 2*time.Hour) // (2h + 10m) / 10m = 13
+	bobs.MaxRuntimeS = 600
+	p := named(PolicyXFChain)
+	p.FairShare = true
+	snap := b.snap(gang, older, bobs, newer)
+	snap.Usage = map[string]float64{"bob": 1e6}
+	if s := submitted(Decide(t0, snap, p)); len(s) != 1 || s[0] != newer {
+		t.Fatalf("submitted %v, want only alice's newer task (%s)", s, newer.ID)
+	}
+}
+
+// The users' merge gives the same order however many users there are (a scan of a few, a heap of many): the
+// order of the keys (each task's user's charge before it, then its queue index).
+func TestMergeUsersOrdersByCharge(t *testing.T) {
+	for _, nusers := range []int{3, 40} {
+		b := newBench("n1")
+		var q []*mvp.Task
+		for k := 0; k < 400; k++ {
+			tk := owned(fmt.Sprintf("u%02d", (k*7)%nusers), mvp.DefaultPriority, 1+k%4, time.Duration(400-k)*time.Minute)
+			tk.MaxRuntimeS = 600 * (1 + k%5)
+			q = append(q, tk)
+		}
+		usage := map[string]float64{}
+		for u := 0; u < nusers; u++ {
+			usage[fmt.Sprintf("u%02d", u)] = float64((u * 37) % 11 * 1000)
+		}
+		snap := b.snap(q...)
+		snap.Usage = usage
+		p := named(PolicyEASY)
+		p.FairShare = true
+		pl := newPlan(t0, snap, p)
+		// The reference: walk each user's tasks in queue order, key = (charge before it, index).
+		charge := map[string]float64{}
+		for u, v := range usage {
+			charge[u] = v
+		}
+		type kv struct {
+			c float32
+			i int32
+		}
+		var ref []kv
+		for i, tk := range q {
+			ref = append(ref, kv{float32(charge[tk.Owner]), int32(i)})
+			charge[tk.Owner] += pl.expectedCost(int32(i))
+		}
+		slices.SortFunc(ref, func(a, b kv) int {
+			if a.c != b.c {
+				return cmp.Compare(a.c, b.c)
+			}
+			return cmp.Compare(a.i, b.i)
+		})
+		var got []int32
+		for _, i := range pl.order {
+			got = append(got, i)
+		}
+		// pl.order lists the candidates in rank order; every task here is one.
+		for k := range ref {
+			if got[k] != ref[k].i {
+				t.Fatalf("%d users: rank %d is task %d, want %d", nusers, k+1, got[k], ref[k].i)
+			}
+		}
 	}
 }

@@ -234,7 +234,7 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 		case PolicyXFBF:
 			pl.easy(pl.backfillOrder(pl.sortByExpansion))
 		default: // PolicyXFChain
-			if pl.backfillOrder(pl.sortByExpansion) != nil {
+			if !pl.rankShaped() {
 				pl.chainDrain()
 			}
 			pl.easy(pl.backfillOrder(pl.sortByExpansion))
@@ -443,14 +443,45 @@ func (pl *plan) easy(order func([]int32)) {
 	}
 }
 
-// backfillOrder is the policy's own order of backfill candidates (sort), or nil, rank order, when the rank puts
-// priority or fair share into the order: then the candidates are taken as ranked, so that neither is undone by
-// the policy's sort (which would put, say, a heavy user's long-waiting sweep ahead of a light user's task).
+// backfillOrder is the policy's own order of backfill candidates (sort), or, when the rank put priority or fair
+// share into the order, an order that keeps it: with several priorities the candidates are taken as ranked (nil);
+// with fair share across users at one priority, fair share keeps deciding *whose* task comes next (each user keeps
+// the places in line the rank gave it) and the policy's sort decides *which* of that user's tasks (withinUsers).
+// Sorting the whole list instead would put, say, a heavy user's long-waiting sweep ahead of a light user's task.
 func (pl *plan) backfillOrder(sort func([]int32)) func([]int32) {
-	if pl.prioMixed || (pl.p.FairShare && len(pl.users) > 1 && pl.mixed) {
+	switch {
+	case pl.prioMixed:
 		return nil
+	case pl.rankShaped():
+		if sort == nil {
+			return nil
+		}
+		return func(idx []int32) { pl.withinUsers(idx, sort) }
 	}
 	return sort
+}
+
+// rankShaped reports whether priority or fair share put the queue out of arrival order.
+func (pl *plan) rankShaped() bool {
+	return pl.prioMixed || (pl.p.FairShare && len(pl.users) > 1 && pl.mixed)
+}
+
+// withinUsers orders idx with sort within each user's tasks, keeping the places each user holds in idx.
+func (pl *plan) withinUsers(idx []int32, sort func([]int32)) {
+	byUser := make([][]int32, len(pl.users))
+	for _, i := range idx {
+		u := pl.ents[i].user
+		byUser[u] = append(byUser[u], i)
+	}
+	for _, l := range byUser {
+		sort(l)
+	}
+	next := make([]int, len(pl.users))
+	for k, i := range idx {
+		u := pl.ents[i].user
+		idx[k] = byUser[u][next[u]]
+		next[u]++
+	}
 }
 
 // backfill decides a task behind the reservation.
