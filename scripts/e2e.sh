@@ -8,12 +8,19 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
-mapfile -t ports < <(python3 scripts/free-ports.py 4)
-export MVP_CLUSTER_DIR="${MVP_E2E_CLUSTER_DIR:-$(mktemp -d /tmp/mvp-e2e.XXXXXX)}"
-export MVP_RAY_PORT="${ports[0]}" MVP_RAY_DASHBOARD_PORT="${ports[1]}" MVP_RAY_CLIENT_PORT="${ports[2]}"
-# Agent ports: a block well away from the default 52365 block that `make run` uses.
-export MVP_RAY_AGENT_PORT_BASE="${MVP_E2E_AGENT_PORT_BASE:-$(( 40000 + (ports[3] % 2000) * 10 ))}"
 export RAY_WORKERS="${RAY_WORKERS:-2}" RAY_GPUS_PER_WORKER="${RAY_GPUS_PER_WORKER:-4}"
+# ports PREFIX: the cluster's listening ports, one block below the kernel's ephemeral range (free-ports.py --block:
+# an outgoing connection's socket can take a port there before Ray binds it, and a dashboard agent that loses its
+# port runs without its HTTP server, so no job can be submitted): GCS, dashboard, Ray client, then three per node
+# for the dashboard agents (ray-up.sh), away from the default 52365 block that `make run` uses.
+ports() {
+  local base
+  base="$(python3 scripts/free-ports.py --block $(( 3 + 3 * (RAY_WORKERS + 1) )))"
+  export MVP_RAY_PORT="$base" MVP_RAY_DASHBOARD_PORT="$(( base + 1 ))" MVP_RAY_CLIENT_PORT="$(( base + 2 ))"
+  export MVP_RAY_AGENT_PORT_BASE="${MVP_E2E_AGENT_PORT_BASE:-$(( base + 3 ))}"
+}
+ports
+export MVP_CLUSTER_DIR="${MVP_E2E_CLUSTER_DIR:-$(mktemp -d /tmp/mvp-e2e.XXXXXX)}"
 
 # shellcheck disable=SC2317 # called from the EXIT trap
 cleanup() {
@@ -54,9 +61,8 @@ set -e
 # Phase 2: a one-worker cluster with Ray's token auth (RAY_AUTH_MODE=token), for the tests that need it: token
 # auth, and the Ray outage (the test stops and restarts this cluster with ray-down.sh / ray-up.sh).
 bash scripts/ray-down.sh
-mapfile -t ports < <(python3 scripts/free-ports.py 3)
-export MVP_RAY_PORT="${ports[0]}" MVP_RAY_DASHBOARD_PORT="${ports[1]}" MVP_RAY_CLIENT_PORT="${ports[2]}"
 export MVP_CLUSTER_DIR="$MVP_CLUSTER_DIR/token" RAY_WORKERS=1
+ports
 RAY_AUTH_TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 export RAY_AUTH_TOKEN MVP_E2E_RAY_TOKEN="$RAY_AUTH_TOKEN"
 echo "e2e: starting a token-auth Ray cluster in $MVP_CLUSTER_DIR"

@@ -1,7 +1,45 @@
 #!/usr/bin/env python3
-"""Print N distinct free TCP ports on 127.0.0.1, one per line, avoiding Ray's worker port range 10002-19999."""
+"""free-ports.py [N] — print N distinct free TCP ports on 127.0.0.1, one per line, avoiding Ray's worker port range
+10002-19999.
+free-ports.py --block N — print the first port of a block of N consecutive ports that are free now and lie below the
+kernel's ephemeral port range (net.ipv4.ip_local_port_range) and above Ray's worker ports, so that no outgoing
+connection can take one of them before the listener that is meant for it binds (Ray's dashboard agents bind a
+block of ports per node; in the ephemeral range a gRPC client's socket sometimes held one first, and that node's
+agent then ran without its HTTP server, so no job could be submitted)."""
+import random
 import socket
 import sys
+
+
+def free(port):
+    for host in ("127.0.0.1", "0.0.0.0"):
+        s = socket.socket()
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+
+
+def block(n):
+    try:
+        low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    lo, hi = 20000, low - n  # above Ray's worker ports, below the ephemeral range
+    starts = list(range(lo, hi, n))
+    random.shuffle(starts)
+    for base in starts:
+        if all(free(base + k) for k in range(n)):
+            return base
+    sys.exit(f"free-ports.py: no block of {n} free ports between {lo} and {low}")
+
+
+if len(sys.argv) > 2 and sys.argv[1] == "--block":
+    print(block(int(sys.argv[2])))
+    sys.exit(0)
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 socks, ports = [], []
