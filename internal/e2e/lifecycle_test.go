@@ -52,7 +52,9 @@ func TestProgressIsShown(t *testing.T) {
 func TestHeartbeatLostIsRetriedThenFails(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{schedExtra: ", max_infra_retries: 1, runtime_grace_s: 2"})
-	task := s.submit(spec("ppo", 1, 1, 300, "mvp_test.stall_after=2") + "heartbeat_timeout_s: 8\n")
+	// The timeout must outlast the stand-in's start on a loaded machine (the second attempt counts from its job's
+	// start until its first progress file): 8 s was too short once with both cores busy.
+	task := s.submit(spec("ppo", 1, 1, 300, "mvp_test.stall_after=2") + "heartbeat_timeout_s: 20\n")
 	done := s.waitState(task.ID, mvp.StateFailed, 4*time.Minute)
 	if len(done.Attempts) != 2 {
 		t.Fatalf("%d attempts, want 2 (one retry, max_infra_retries: 1)", len(done.Attempts))
