@@ -45,8 +45,9 @@ p("- Replay: `mvp sim --policy all` runs the real `scheduler.Decide` on a simula
 p("- `sjf` (shortest declared first, no reservation) starves big gangs: it is the bound the mean is measured "
   "against, not a choice. `fifo` is mvp's former policy.")
 p("- Lower bounds (`mvp sim bound`, with plain EASY's max wait as W): if every whole-cluster job starts within W of "
-  "its arrival, no other job runs during its run, so every job arriving then waits until it ends; the runs cannot "
-  "overlap, so the best start of each, taken alone, bounds the mean wait of **any** policy with max wait ≤ EASY's. "
+  "its arrival, no other job runs during its run, so every job arriving then waits until it ends, and after it "
+  "they share the cluster (the k-th of them to end cannot end before the k smallest of their GPU × run areas are "
+  "done on all GPUs at once); the runs cannot overlap, so the best start of each, taken alone, bounds the mean wait of **any** policy with max wait ≤ EASY's. "
   "Makespan ≥ max(arrival + run, GPU-seconds ÷ GPUs); the GPU-seconds are the same for every policy, so utilisation "
   "ranks policies only by when the last job ends.")
 load = [open(os.path.join(work, f)).read().strip() for f in ("load.before", "load.after", "load.p2")

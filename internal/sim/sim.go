@@ -431,10 +431,15 @@ type Bounds struct {
 	// WholeClusterJobs counts the jobs that take every GPU of the cluster.
 	WholeClusterJobs int `json:"whole_cluster_jobs"`
 	// MeanWaitS bounds the mean wait from below for every schedule in which each whole-cluster job starts within
-	// MaxWaitS of its arrival: while such a job runs nothing else can, so every job that arrives during its run
-	// waits at least until its end; the runs of two such jobs cannot overlap, so the per-job minimums add up.
+	// MaxWaitS of its arrival. While such a job runs nothing else can, so every job that arrives during its run
+	// (the block) waits at least until its end; and from then on those jobs share the cluster's GPUs, so the k-th
+	// of them to end cannot end before the k smallest of their areas (GPUs × run) have been done on all GPUs at
+	// once, nor before the k-th shortest of their runs. Two blocks cannot overlap, so each job is counted in one
+	// block at most, and the best start of each whole-cluster job, taken alone, adds up to a bound.
 	MeanWaitS float64 `json:"mean_wait_lower_bound_s"`
-	MaxWaitS  float64 `json:"max_wait_s"`
+	// RunOnlyMeanWaitS is the same bound counting only the wait until the block ends (no backlog after it).
+	RunOnlyMeanWaitS float64 `json:"run_only_mean_wait_lower_bound_s"`
+	MaxWaitS         float64 `json:"max_wait_s"`
 	// MakespanS bounds the makespan from below: no job ends before its arrival plus its run, and the cluster
 	// cannot do the jobs' GPU-seconds faster than all its GPUs at once.
 	MakespanS float64 `json:"makespan_lower_bound_s"`
@@ -448,58 +453,84 @@ func LowerBounds(jobs []Job, cfg Config, maxWaitS float64) Bounds {
 	capacity := cfg.Nodes * cfg.GPUsPerNode
 	b := Bounds{MaxWaitS: maxWaitS}
 	arr := make([]float64, len(jobs))
+	runs := make([]float64, len(jobs))
+	areas := make([]float64, len(jobs))
 	for i, j := range jobs {
 		arr[i] = j.ArrivalS
+		runs[i] = runSeconds(j, cfg.Policy)
+		areas[i] = runs[i] * float64(j.NNodes*j.GPUsPerNode)
 	}
 	var busy, lastEnd float64
-	for _, j := range jobs {
-		run := runSeconds(j, cfg.Policy)
-		busy += run * float64(j.NNodes*j.GPUsPerNode)
+	var sortedA, sortedR []float64 // scratch
+	for self, j := range jobs {
+		run := runs[self]
+		busy += areas[self]
 		lastEnd = max(lastEnd, j.ArrivalS+run)
 		if j.NNodes*j.GPUsPerNode < capacity {
 			continue
 		}
 		b.WholeClusterJobs++
-		// The cost of starting at s, Σ over arrivals in [s, s+run) of (s + run − arrival), is linear between the
-		// moments an arrival enters or leaves the window: its infimum is at one of them (or just after an arrival
-		// leaves) or at an end of [a, a+W].
-		// after: arrivals at exactly s are left out (the limit of starting just after them).
-		cost := func(s float64, after bool) float64 {
-			lo, _ := slices.BinarySearch(arr, s)
+		// The jobs that arrive in the block [s, s+run) of a start at s; after: arrivals at exactly s are left out
+		// (the limit of starting just after them). The job itself never waits for itself.
+		block := func(s float64, after bool) (lo, hi int) {
+			lo, _ = slices.BinarySearch(arr, s)
 			if after {
 				for lo < len(arr) && arr[lo] == s {
 					lo++
 				}
 			}
-			hi, _ := slices.BinarySearch(arr, s+run)
-			c := 0.0
-			for _, x := range arr[lo:hi] {
-				c += s + run - x
+			hi, _ = slices.BinarySearch(arr, s+run)
+			return lo, hi
+		}
+		// Both costs only grow with s while the block's jobs stay the same (each waits until s+run), so their
+		// infimum is at a moment an arrival enters or leaves the block (or just after one leaves), or at an end
+		// of [a, a+W].
+		cost := func(s float64, after bool) (runOnly, backlog float64) {
+			lo, hi := block(s, after)
+			sortedA, sortedR = sortedA[:0], sortedR[:0]
+			for i := lo; i < hi; i++ {
+				if i == self {
+					continue
+				}
+				runOnly += s + run - arr[i]
+				sortedA, sortedR = append(sortedA, areas[i]), append(sortedR, runs[i])
 			}
-			if s == j.ArrivalS && !after {
-				c -= run // the job itself, counted above, does not wait for itself
+			slices.Sort(sortedA)
+			slices.Sort(sortedR)
+			cum := 0.0
+			for k := range sortedA {
+				cum += sortedA[k]
+				backlog += max(cum/float64(capacity), sortedR[k]) - sortedR[k]
 			}
-			return c
+			return runOnly, backlog
 		}
 		a, w := j.ArrivalS, maxWaitS
-		best := min(cost(a, false), cost(a+w, false))
+		bestRun, bestAll := math.Inf(1), math.Inf(1)
+		try := func(s float64, after bool) {
+			r, k := cost(s, after)
+			bestRun, bestAll = min(bestRun, r), min(bestAll, r+k)
+		}
+		try(a, false)
+		try(a+w, false)
 		lo, _ := slices.BinarySearch(arr, a)
 		for _, x := range arr[lo:] {
 			if x > a+w+run {
 				break
 			}
 			if x <= a+w {
-				best = min(best, cost(x, false))
+				try(x, false)
 				if x < a+w {
-					best = min(best, cost(x, true))
+					try(x, true)
 				}
 			}
 			if s := x - run; s >= a && s <= a+w {
-				best = min(best, cost(s, false))
+				try(s, false)
 			}
 		}
-		b.MeanWaitS += best
+		b.RunOnlyMeanWaitS += bestRun
+		b.MeanWaitS += bestAll
 	}
+	b.RunOnlyMeanWaitS /= float64(len(jobs))
 	b.MeanWaitS /= float64(len(jobs))
 	b.MakespanS = max(lastEnd-jobs[0].ArrivalS, busy/float64(capacity))
 	if b.MakespanS > 0 {

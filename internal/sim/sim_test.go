@@ -284,12 +284,51 @@ func TestLowerBounds(t *testing.T) {
 	if b := LowerBounds(jobs, cfg, 50); b.WholeClusterJobs != 1 || math.Abs(b.MeanWaitS-14) > 1e-6 {
 		t.Errorf("bound %+v, want mean 14", b)
 	}
-	// Allowed to wait only 5 s: the best start is 0 (the others wait 90, 80, 70, 40), i.e. 280/5.
-	if b := LowerBounds(jobs, cfg, 5); b.MeanWaitS != 56 {
-		t.Errorf("bound %+v, want mean 56", b)
+	// Allowed to wait only 5 s: the best start is 0 (the others wait 90, 80, 70, 40: 280 s until W ends). Then
+	// the four 1-GPU jobs share 2 GPUs: the k-th to end cannot end before max(k × 1 GPU-s ÷ 2, 1 s) after 100, so
+	// the 3rd and 4th wait 0.5 s and 1 s more: 281.5/5 (a real schedule: 90, 80, 71, 41).
+	if b := LowerBounds(jobs, cfg, 5); math.Abs(b.MeanWaitS-56.3) > 1e-9 || b.RunOnlyMeanWaitS != 56 {
+		t.Errorf("bound %+v, want mean 56.3 (56 until W ends)", b)
 	}
 	// Makespan: 204 GPU-s over 2 GPUs is 102 s, more than W's own end at 100.
 	if b := LowerBounds(jobs, cfg, 5); b.MakespanS != 102 || b.GPUUtilisation != 1 {
 		t.Errorf("makespan %+v", b)
+	}
+}
+
+// TestLowerBoundsHoldForEveryPolicy replays random traces with whole-cluster jobs under every policy and checks
+// that the mean-wait bound, given the longest wait the policy let a whole-cluster job have, is never above the
+// mean wait the policy got, and the makespan bound never above its makespan.
+func TestLowerBoundsHoldForEveryPolicy(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		nodes, gpus := 1+rng.IntN(3), []int{1, 2, 4}[rng.IntN(3)]
+		jobs := randomTrace(rng, 150, nodes, gpus)
+		for i := range jobs {
+			if rng.IntN(12) == 0 {
+				jobs[i].NNodes, jobs[i].GPUsPerNode = nodes, gpus
+			}
+		}
+		for _, name := range scheduler.PolicyNames {
+			cfg := Config{Nodes: nodes, GPUsPerNode: gpus, Policy: scheduler.Policy{Name: name}}
+			res, err := Run(jobs, cfg)
+			if err != nil {
+				t.Fatalf("seed %d %s: %v", seed, name, err)
+			}
+			w := 0.0
+			for i, j := range jobs {
+				if j.NNodes*j.GPUsPerNode == nodes*gpus {
+					w = max(w, res.StartS[i]-j.ArrivalS)
+				}
+			}
+			b := LowerBounds(jobs, cfg, w)
+			if b.MeanWaitS > res.MeanWaitS+1e-9 || b.RunOnlyMeanWaitS > b.MeanWaitS {
+				t.Errorf("seed %d (%d×%d) %s: bound %g (run only %g) above the mean wait %g it got with whole-cluster waits ≤ %g",
+					seed, nodes, gpus, name, b.MeanWaitS, b.RunOnlyMeanWaitS, res.MeanWaitS, w)
+			}
+			if b.MakespanS > res.MakespanS+1e-9 {
+				t.Errorf("seed %d %s: makespan bound %g above %g", seed, name, b.MakespanS, res.MakespanS)
+			}
+		}
 	}
 }
