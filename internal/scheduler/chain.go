@@ -56,10 +56,15 @@ func (pl *plan) chainDrain() {
 }
 
 // displaced fits the tasks ahead of gang g (other whole-cluster gangs aside), in order, on a copy of the free view,
-// as admission would if g did not go first, and returns how many would start, the longest of their declared runs in
-// seconds (the drain g would then wait) and the longest wait among them in seconds.
+// as admission would if g did not go first (within max_running_tasks and each owner's max_gpus, counting the tasks
+// it lets start), and returns how many would start, the longest of their declared runs in seconds (the drain g
+// would then wait) and the longest wait among them in seconds.
 func (pl *plan) displaced(g int32, whole func(int32) bool, ahead []int32) (n int, drain, wmax float64) {
 	view := cloneNodes(pl.nodes)
+	used := make([]float64, len(pl.users)) // each owner's GPUs, as admission would count them
+	for u := range pl.users {
+		used[u] = pl.users[u].used
+	}
 	noFit := make([]bool, len(pl.shapes))
 	left := 0 // shapes that may still fit
 	for si := range pl.shapes {
@@ -69,10 +74,12 @@ func (pl *plan) displaced(g int32, whole func(int32) bool, ahead []int32) (n int
 	}
 	for _, j := range ahead {
 		si := pl.ents[j].shape
-		if left == 0 {
+		if left == 0 || (pl.p.MaxRunning > 0 && pl.running+n >= pl.p.MaxRunning) {
 			break
 		}
-		if j == g || whole(si) || noFit[si] || pl.overQuota(j) {
+		u := &pl.users[pl.ents[j].user]
+		gpus := pl.shapes[si].d.gangGPUs()
+		if j == g || whole(si) || noFit[si] || (u.maxGPUs > 0 && used[pl.ents[j].user]+gpus > u.maxGPUs) {
 			continue
 		}
 		s := &pl.shapes[si]
@@ -82,6 +89,7 @@ func (pl *plan) displaced(g int32, whole func(int32) bool, ahead []int32) (n int
 			continue
 		}
 		n++
+		used[pl.ents[j].user] += gpus
 		drain = max(drain, float64(pl.ents[j].rtS))
 		wmax = max(wmax, float64(pl.ents[j].waitS))
 	}

@@ -333,11 +333,6 @@ func (pl *plan) classify() {
 		}
 		e.user = pl.userOf(t.Owner)
 		e.prio = uint8(min(max(t.Priority, 0), mvp.MaxPriority))
-		if len(pl.order) > 0 {
-			f := pl.order[0]
-			pl.prioMixed = pl.prioMixed || e.prio != pl.ents[f].prio
-			pl.mixed = pl.mixed || pl.prioMixed || e.user != pl.ents[f].user
-		}
 		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
 		if t.Workload != lastWorkload {
 			lastWorkload, lastCPG = t.Workload, pl.p.CPUsPerGPU[t.Workload]
@@ -372,6 +367,13 @@ func (pl *plan) classify() {
 		if pl.shapes[si].never {
 			e.kind, e.code = entWait, CodeNeverFits
 			continue
+		}
+		// Only candidates count: a task that never fits is not ranked, and must not turn the arrival-order rules
+		// (chaining, the policy's backfill order) off for the others.
+		if len(pl.order) > 0 {
+			f := pl.order[0]
+			pl.prioMixed = pl.prioMixed || e.prio != pl.ents[f].prio
+			pl.mixed = pl.mixed || pl.prioMixed || e.user != pl.ents[f].user
 		}
 		if b := pl.p.StarvationBound; b > 0 && pl.starved < 0 && float64(e.waitS) >= b.Seconds() {
 			pl.starved, pl.mixed = int32(i), true // the queue is in arrival order: the oldest past the bound
