@@ -101,7 +101,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		// Only a value JSON cannot hold (NaN, ±Inf) gets here: say so rather than answer an empty 2xx.
+		buf.Reset()
+		_ = json.NewEncoder(&buf).Encode(ErrorBody{Error: ErrorDetail{Code: mvp.CodeInternal,
+			Message: "the answer could not be encoded as JSON: " + err.Error()}})
+		status = http.StatusInternalServerError
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -518,6 +519,9 @@ func validateUsers(a Auth) error {
 		envs[u.TokenEnv] = at
 		if u.MaxGPUs < 0 || u.MaxQueued < 0 || u.Share < 0 {
 			return fmt.Errorf("%s: max_gpus, max_queued and share must not be negative", at)
+		}
+		if math.IsNaN(u.Share) || math.IsInf(u.Share, 0) {
+			return fmt.Errorf("%s.share: %v is not a number of shares; give a finite number such as 1 or 2", at, u.Share)
 		}
 		if p := u.MaxPriority; p != nil && (*p < 0 || *p > mvp.MaxPriority) {
 			return fmt.Errorf("%s.max_priority: %d must be between 0 and %d", at, *p, mvp.MaxPriority)

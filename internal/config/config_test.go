@@ -171,6 +171,9 @@ func TestUsersKeys(t *testing.T) {
 		{`{name: a, token_env: T1}, {name: b, token_env: T1}`, "already"},
 		{`{name: a, token_env: T1, max_priority: 101}`, "max_priority"},
 		{`{name: a, token_env: T1, max_gpus: -1}`, "negative"},
+		{`{name: a, token_env: T1, share: .nan}`, "share"},
+		{`{name: a, token_env: T1, share: .inf}`, "share"},
+		{`{name: a, token_env: T1, share: -.inf}`, "negative"},
 	} {
 		_, err := Parse([]byte("v2: {auth: {users: [" + bad.doc + "]}}\n"))
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
