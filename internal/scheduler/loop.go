@@ -130,10 +130,14 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-t.C:
 		case <-ch:
 			if wait := wakeDelay(time.Now(), lastEnd, lastPass); wait > 0 {
+				timer := time.NewTimer(wait)
 				select {
 				case <-ctx.Done():
+					timer.Stop()
 					return nil
-				case <-time.After(wait):
+				case <-timer.C:
+				case <-t.C: // a wake may hasten a pass, never put off the tick's
+					timer.Stop()
 				}
 			}
 		}
@@ -206,12 +210,22 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if rayErr == nil {
 		l.prune(ctx, now)
 	}
-	l.arm(len(snap.Queue) > 0 && len(snap.Active) > 0) // a ClusterWatch wakes the loop when GPUs free up
+	acts := Decide(now, snap, l.Policy)
+	submits := 0
+	for _, a := range acts {
+		if _, ok := a.(Submit); ok {
+			submits++
+		}
+	}
+	// A ClusterWatch wakes the loop when GPUs free up, which matters while a task waits (after this pass's
+	// submissions) and an attempt is live: one this pass submits, or one live when the pass began, including one
+	// it concluded whose GPUs the probe may not show free yet (Ray's job server can report the end first).
+	l.arm(len(snap.Queue) > submits && (submits > 0 || len(snap.Active) > 0 || len(active) > 0))
 	// Waits are independent compare-and-sets on their own tasks: they go to the store together, so that the
 	// writer commits many in one transaction instead of one commit (fsync) each; the other actions stay in order.
 	var waits sync.WaitGroup
 	slots := make(chan struct{}, maxWaitsInFlight)
-	for _, a := range Decide(now, snap, l.Policy) {
+	for _, a := range acts {
 		if w, ok := a.(*Wait); ok {
 			waits.Add(1)
 			slots <- struct{}{}

@@ -3,12 +3,15 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/sqlite"
 )
 
 func view(gpus float64, groups ...mvp.PlacementGroup) *mvp.ClusterView {
@@ -169,5 +172,131 @@ func TestLoopArmedWhileATaskWaitsBehindALiveAttempt(t *testing.T) {
 	h.tick()
 	if h.loop.Armed() {
 		t.Fatal("armed with nothing waiting")
+	}
+}
+
+// TestLoopArmedAfterAPassThatStartsOneAndLeavesOneWaiting: a pass that starts a whole-node task on an idle
+// cluster and leaves a second waiting behind it arms the watch at once (its snapshot had no live attempt), so
+// the first one's end is noticed before the next tick.
+func TestLoopArmedAfterAPassThatStartsOneAndLeavesOneWaiting(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.task8(), h.task8()
+	h.tick()
+	if s := h.get(a.ID).State; s != mvp.StateSubmitted {
+		t.Fatalf("the first is %s, want SUBMITTED", s)
+	}
+	if s := h.get(b.ID).State; s != mvp.StatePendingResources {
+		t.Fatalf("the second is %s, want PENDING_RESOURCES", s)
+	}
+	if !h.loop.Armed() {
+		t.Fatal("a task waits behind the attempt this pass submitted, and the watch is not armed")
+	}
+}
+
+// TestLoopStaysArmedWhileTheEndedJobsGPUsAreNotBackYet: Ray's job server can say a job ended before the live
+// probe shows its GPUs free (the raylet's report reaches the GCS later). The pass that concludes it keeps the
+// watch armed, so that the GPUs' return wakes the loop for the task waiting for them.
+func TestLoopStaysArmedWhileTheEndedJobsGPUsAreNotBackYet(t *testing.T) {
+	h := newHarness(t)
+	a := h.task8()
+	h.tick()
+	h.ray.set(a.ID+"--a01", mvp.RayRunning, "", 0)
+	h.view.Nodes[0].Available["GPU"] = 0
+	h.tick()
+	b := h.task8()
+	h.tick()
+	if !h.loop.Armed() || h.get(b.ID).State != mvp.StatePendingResources {
+		t.Fatalf("setup: armed %v, the second %s", h.loop.Armed(), h.get(b.ID).State)
+	}
+	h.ray.set(a.ID+"--a01", mvp.RaySucceeded, "ok", 0) // the job server says ended; the probe's view still has 0 GPUs
+	h.tick()
+	if s := h.get(a.ID).State; s != mvp.StateSucceeded {
+		t.Fatalf("the first is %s, want SUCCEEDED", s)
+	}
+	if s := h.get(b.ID).State; s != mvp.StatePendingResources {
+		t.Fatalf("the second is %s, want PENDING_RESOURCES (its GPUs are not back)", s)
+	}
+	if !h.loop.Armed() {
+		t.Fatal("the pass that concluded the first disarmed the watch while the second waits for its GPUs")
+	}
+}
+
+// task8 queues a whole-node (8-GPU) task.
+func (h *harness) task8() *mvp.Task {
+	n++
+	t := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 8, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
+	if err := h.db.CreateTask(context.Background(), t); err != nil {
+		h.t.Fatal(err)
+	}
+	return t
+}
+
+// slowFirstQueue makes the loop's first queue read take a second and records when each pass reads the queue.
+type slowFirstQueue struct {
+	*sqlite.DB
+	mu    sync.Mutex
+	reads []time.Time
+}
+
+func (s *slowFirstQueue) Runnable(ctx context.Context) ([]*mvp.Task, error) {
+	s.mu.Lock()
+	s.reads = append(s.reads, time.Now())
+	first := len(s.reads) == 1
+	s.mu.Unlock()
+	if first {
+		time.Sleep(time.Second)
+	}
+	return s.DB.Runnable(ctx)
+}
+
+func (s *slowFirstQueue) read(i int) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < len(s.reads) {
+		return s.reads[i], true
+	}
+	return time.Time{}, false
+}
+
+// passCounter counts the loop's passes.
+type passCounter struct {
+	mvp.NopObserver
+	n *atomic.Int32
+}
+
+func (p passCounter) SchedulerPass(time.Duration) { p.n.Add(1) }
+
+// TestLoopWakeNeverDelaysAPassPastTheTick: a wake after a slow pass waits for its spacing (3 × the pass), but a
+// tick due meanwhile still runs its pass: a wake may hasten a pass, never put it off. Here the first pass takes
+// 1 s and the tick is 2 s: a wake just after that pass would wait until 4 s; the tick's pass comes at 2 s.
+func TestLoopWakeNeverDelaysAPassPastTheTick(t *testing.T) {
+	h := newHarness(t)
+	q := &slowFirstQueue{DB: h.db}
+	var passes atomic.Int32
+	h.loop.Store, h.loop.Observer, h.loop.Tick = q, passCounter{n: &passes}, 2*time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	start := time.Now()
+	go func() { defer close(done); _ = h.loop.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(10 * time.Second); passes.Load() < 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no first pass within 10 s")
+		}
+	}
+	h.loop.Wake() // e.g. a submission, just after the slow pass
+	var second time.Time
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if at, ok := q.read(1); ok {
+			second = at
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no second pass within 10 s")
+		}
+	}
+	if at := second.Sub(start); at >= 3*time.Second {
+		t.Fatalf("the second pass read the queue %v after the loop started: the tick due at 2 s waited for the wake's spacing (4 s)", at.Round(time.Millisecond))
 	}
 }
