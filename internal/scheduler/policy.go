@@ -181,7 +181,7 @@ type plan struct {
 	freeGPU, largest float64
 	freeKnown        bool
 	// Sentences shared by many waits.
-	behind, behindFor, maxRunning string
+	maxRunning string
 	// users are the owners met in this pass (fairshare.go), userIdx indexes them by name, lastUser is the last
 	// looked up (-1 for none).
 	users     []userState
@@ -946,20 +946,17 @@ func (pl *plan) reasonOf(e *entry) string {
 	case CodeFairShare:
 		return pl.fairReason(e.user)
 	case CodeBehindReservation:
-		if y := pl.yieldsTo(e); y != pl.behindFor || pl.behind == "" {
-			pl.behindFor = y
-			switch {
-			case e.yields < 0:
-				pl.behind = fmt.Sprintf("waiting behind %s, whose submitted gang is not placed yet and does not fit", y)
-			case pl.p.policyName() == PolicyFIFO:
-				// Not named in the sentence: the head changes often, and every task behind it would be rewritten
-				// each time (Wait.YieldsTo and Explain name it).
-				pl.behind = "waiting behind the first task in line that does not fit (first in, first out)"
-			default:
-				pl.behind = fmt.Sprintf("waiting behind %s, which holds a reservation for the GPUs this task would take", y)
-			}
+		// The task yielded to is named in Wait.YieldsTo (and Explain's yields_to), never in the sentence: the
+		// sentence is stored as the task's pending_reason and shown to its owner, who may not own that task (the
+		// API hides yields_to from them); and a new holder does not rewrite every task behind it.
+		switch {
+		case e.yields < 0:
+			return "waiting behind a submitted task whose gang is not placed yet and does not fit (yields_to names it)"
+		case pl.p.policyName() == PolicyFIFO:
+			return "waiting behind the first task in line that does not fit (first in, first out; yields_to names it)"
+		default:
+			return "waiting behind the task that holds a reservation for the GPUs this task would take (yields_to names it)"
 		}
-		return pl.behind
 	}
 	return string(e.code)
 }

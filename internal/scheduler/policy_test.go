@@ -293,8 +293,10 @@ func TestWaitCodes(t *testing.T) {
 	if w := waitOf(acts, busy); w == nil || w.Code != CodeGPUsBusy || w.EstStart != nil || w.Position != 2 {
 		t.Errorf("gpus_busy: %+v", w)
 	}
+	// The task yielded to is named in YieldsTo only, never in the sentence: the API hides YieldsTo from a user
+	// who does not own that task, and the sentence is shown to the waiting task's owner as it is.
 	if w := waitOf(acts, behind); w == nil || w.Code != CodeBehindReservation || w.YieldsTo != frag.ID ||
-		!strings.Contains(w.Reason, frag.ID) || w.Position != 3 {
+		strings.Contains(w.Reason, frag.ID) || !strings.Contains(w.Reason, "reservation") || w.Position != 3 {
 		t.Errorf("behind_reservation: %+v", w)
 	}
 	if w := waitOf(acts, never); w == nil || w.Code != CodeNeverFits || !w.Never || w.Position != 5 {
