@@ -68,6 +68,10 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err == nil {
 		err = s.checkPriority(r.Context(), prepared) // a user's schedule asks for no more than they may
 	}
+	if err == nil {
+		prepared.Owner = mvp.CallerOf(r.Context()).Name
+		_, err = s.checkNames(r.Context(), prepared) // nor names what is not theirs
+	}
 	if err != nil {
 		var e *mvp.Error
 		if errors.As(err, &e) {

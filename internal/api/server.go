@@ -363,14 +363,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 	if err := s.checkUser(r.Context(), t); err != nil {
 		return err
 	}
-	deps, err := s.checkDependencies(r.Context(), t)
+	deps, err := s.checkNames(r.Context(), t)
 	if err != nil {
-		return err
-	}
-	if err := s.checkResumeFrom(r.Context(), t); err != nil {
-		return err
-	}
-	if err := s.checkSecrets(r.Context(), t); err != nil {
 		return err
 	}
 	if dry {
@@ -396,6 +390,38 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 	w.Header().Set("Location", "/api/v2/tasks/"+t.ID)
 	writeJSON(w, http.StatusCreated, t)
 	return nil
+}
+
+// checkNames checks what a task names as its caller may: its dependencies (whose states it returns), the task it
+// resumes from and its secrets must exist and be the caller's.
+func (s *Server) checkNames(ctx context.Context, t *mvp.Task) (map[string]mvp.State, error) {
+	deps, err := s.checkDependencies(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkResumeFrom(ctx, t); err != nil {
+		return nil, err
+	}
+	if err := s.checkSecrets(ctx, t); err != nil {
+		return nil, err
+	}
+	return deps, nil
+}
+
+// AdmitScheduled checks a task a schedule is about to queue as a submission of its owner (t.Owner) is checked:
+// the owner's max_priority and max_queued apply, and the dependencies, resume_from and secrets it names must
+// still be the owner's (a secret's name can change hands after the schedule was made).
+func (s *Server) AdmitScheduled(ctx context.Context, t *mvp.Task) error {
+	owner := t.Owner
+	if owner == "" {
+		owner = mvp.Operator
+	}
+	ctx = mvp.WithCaller(ctx, mvp.Caller{Name: owner, Operator: owner == mvp.Operator})
+	if err := s.checkUser(ctx, t); err != nil {
+		return err
+	}
+	_, err := s.checkNames(ctx, t)
+	return err
 }
 
 // checkUser makes the caller the task's owner and applies their limits: a priority above max_priority is refused

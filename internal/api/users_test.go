@@ -1,12 +1,16 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/config"
+	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/service"
 	"github.com/mvp2/mvp/internal/service/servicetest"
 )
@@ -20,18 +24,28 @@ const (
 // storage on.
 func usersServer(t *testing.T) string {
 	t.Helper()
+	// One node of 4 GPUs: a second 1×4 task waits, so alice's tasks stay QUEUED while bob pokes at them.
+	return usersMain(t, servicetest.OneNode(4), nil, 60).URL()
+}
+
+// usersMain starts the service on cluster cl (and clock, if not nil) with alice (max_priority alicePrio,
+// max_queued 3) and bob, and secret storage on.
+func usersMain(t *testing.T, cl servicetest.Cluster, clock mvp.Clock, alicePrio int) *service.Main {
+	t.Helper()
 	cfg := servicetest.Config(t)
 	cfg.V2.Secrets.KeyEnv = "MVP_TEST_SECRETS_KEY"
 	t.Setenv("MVP_TEST_SECRETS_KEY", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
 	t.Setenv("MVP_TEST_TOKEN_ALICE", aliceToken)
 	t.Setenv("MVP_TEST_TOKEN_BOB", bobToken)
-	sixty := 60
 	cfg.V2.Auth.Users = []config.User{
-		{Name: "alice", TokenEnv: "MVP_TEST_TOKEN_ALICE", MaxPriority: &sixty, MaxQueued: 3, Share: 1},
+		{Name: "alice", TokenEnv: "MVP_TEST_TOKEN_ALICE", MaxPriority: &alicePrio, MaxQueued: 3, Share: 1},
 		{Name: "bob", TokenEnv: "MVP_TEST_TOKEN_BOB", Share: 1},
 	}
-	// One node of 4 GPUs: a second 1×4 task waits, so alice's tasks stay QUEUED while bob pokes at them.
-	return servicetest.Start(t, &service.Main{Config: cfg}).URL()
+	m := &service.Main{Config: cfg, Cluster: cl}
+	if clock != nil {
+		m.Clock = clock
+	}
+	return servicetest.Start(t, m)
 }
 
 func as(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
@@ -202,5 +216,93 @@ func TestUserLimitsAtSubmit(t *testing.T) {
 	}
 	if resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"priority: 100\n", nil); resp.StatusCode != 201 {
 		t.Errorf("operator priority 100: %d %s", resp.StatusCode, b)
+	}
+}
+
+// scheduleAs creates a schedule as the user of tok and returns the answer.
+func scheduleAs(t *testing.T, base, tok, body string) (*http.Response, []byte) {
+	t.Helper()
+	return do(t, base, "POST", "/api/v2/schedules", "application/json", body, as(tok))
+}
+
+// TestScheduleChecksWhatItNamesAsItsOwner: a schedule's jobspec is checked as a submission of its owner would be:
+// bob cannot make one that uses alice's secret, resumes from her task or depends on it (a run would otherwise put
+// her secret's value in his job, or start from her checkpoints).
+func TestScheduleChecksWhatItNamesAsItsOwner(t *testing.T) {
+	m := usersMain(t, servicetest.OneNode(4), nil, 60)
+	base := m.URL()
+	if resp, b := do(t, base, "PUT", "/api/v2/secrets/alice-key", "application/json", `{"value": "alice-secret-value"}`, as(aliceToken)); resp.StatusCode != 201 {
+		t.Fatalf("alice's secret: %d %s", resp.StatusCode, b)
+	}
+	resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken))
+	if resp.StatusCode != 201 {
+		t.Fatalf("alice's task: %d %s", resp.StatusCode, b)
+	}
+	var task struct {
+		ID string `json:"task_id"`
+	}
+	if err := json.Unmarshal(b, &task); err != nil || task.ID == "" {
+		t.Fatalf("alice's task: %s", b)
+	}
+	spec := `"workload": "ppo", "nnodes": 1, "n_gpus_per_node": 1, "model_path": "/m", "train_file": "/t", "val_file": "/v"`
+	for _, c := range []struct{ name, extra, field string }{
+		{"secret", `"secrets": {"STOLEN": "alice-key"}`, "secret"},
+		{"resume", `"resume_from": "` + task.ID + `"`, "task"},
+		{"after", `"after_ok": ["` + task.ID + `"]`, "after_ok"},
+	} {
+		resp, b := scheduleAs(t, base, bobToken, `{"name": "bob-`+c.name+`", "cron": "@every 1h", "jobspec": {`+spec+`, `+c.extra+`}}`)
+		if resp.StatusCode != 403 || !strings.Contains(string(b), c.field) {
+			t.Errorf("bob's schedule with %s of alice's: %d %s, want 403", c.extra, resp.StatusCode, b)
+		}
+	}
+	if resp, b := scheduleAs(t, base, aliceToken, `{"name": "alice-own", "cron": "@every 1h", "jobspec": {`+spec+`, "secrets": {"K": "alice-key"}}}`); resp.StatusCode != 201 {
+		t.Errorf("alice's schedule with her own secret: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestScheduleRunsKeepTheirOwnersLimits: each run of a schedule is admitted as its owner's submission: a jobspec
+// that names no priority gets the default lowered to max_priority, and a run past max_queued is recorded as not
+// submitted instead of queueing one more task.
+func TestScheduleRunsKeepTheirOwnersLimits(t *testing.T) {
+	clock := &movableClock{t: time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC)}
+	m := usersMain(t, servicetest.OneNode(0), clock, 30) // nothing fits: every task waits
+	base := m.URL()
+	body := `{"name": "every-minute", "cron": "@every 1m", "overlap": "queue", "jobspec": {"workload": "ppo", "nnodes": 1, "n_gpus_per_node": 1, "model_path": "/m", "train_file": "/t", "val_file": "/v"}}`
+	if resp, b := scheduleAs(t, base, aliceToken, body); resp.StatusCode != 201 {
+		t.Fatalf("schedule: %d %s", resp.StatusCode, b)
+	}
+	ctx := context.Background()
+	c := m.Client()
+	var sc *mvp.Schedule
+	for k := 1; k <= 4; k++ { // alice's max_queued is 3: the fourth run must not queue a task
+		clock.add(time.Minute)
+		want := clock.Now().Truncate(time.Minute)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var err error
+			if sc, _, err = c.Schedule(ctx, "every-minute"); err != nil {
+				t.Fatal(err)
+			}
+			if !sc.LastFireAt.Before(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d not made within 10 s: %+v", k, sc)
+			}
+		}
+	}
+	if !strings.Contains(sc.LastOutcome, "not submitted") || !strings.Contains(sc.LastOutcome, "max_queued") {
+		t.Errorf("the fourth run: %q, want not submitted for max_queued", sc.LastOutcome)
+	}
+	if n, err := m.Store().CountWaiting(ctx, "alice"); err != nil || n != 3 {
+		t.Errorf("alice has %d tasks waiting (%v), want her max_queued 3", n, err)
+	}
+	tasks, _, err := m.Store().ListTasks(ctx, mvp.TaskFilter{Owner: "alice", Limit: 50})
+	if err != nil || len(tasks) != 3 {
+		t.Fatalf("alice's tasks: %d %v", len(tasks), err)
+	}
+	for _, tk := range tasks {
+		if tk.Priority != 30 {
+			t.Errorf("scheduled task %s has priority %d, want the default 50 lowered to alice's max_priority 30", tk.ID, tk.Priority)
+		}
 	}
 }

@@ -17,6 +17,10 @@ type Loop struct {
 	Schedules mvp.ScheduleStore
 	// Prepare validates a jobspec and returns the task it describes (the service's workload.Prepare).
 	Prepare func(body []byte) (*mvp.Task, error)
+	// Admit checks a task a run is about to queue as a submission of its owner (t.Owner) would be: the owner's
+	// limits and what the task names (api.Server.AdmitScheduled). A task it refuses is not queued: the run is
+	// recorded as not submitted, with the reason. May be nil (no check).
+	Admit func(ctx context.Context, t *mvp.Task) error
 	// NewID makes a task id (api.NewTaskID); try counts collisions.
 	NewID func(w mvp.Workload, now time.Time, try int) string
 	// Cancel cancels a live task as the API does (api.Server.Cancel).
@@ -126,6 +130,15 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 	}
 	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
 	t.Owner = s.Owner // a schedule's tasks are its owner's
+	if l.Admit != nil {
+		if err := l.Admit(ctx, t); err != nil {
+			if mvp.ErrorCode(err) == mvp.CodeInternal {
+				return fmt.Errorf("schedule %s: admit its task: %w", s.Name, err) // not the task's fault: try again
+			}
+			run.Outcome = "not submitted: " + err.Error()
+			return l.record(ctx, run)
+		}
+	}
 	outcome := run.Outcome
 	for try := 0; ; try++ {
 		t.ID = l.NewID(t.Workload, now, try)
