@@ -436,6 +436,7 @@ func (s *Server) checkUser(ctx context.Context, t *mvp.Task) error {
 	}
 	u := s.user(c)
 	if u != nil && u.MaxQueued > 0 {
+		t.MaxWaiting = u.MaxQueued // counted again where the task is inserted: this read answers early, not for sure
 		n, err := s.Store.CountWaiting(ctx, u.Name)
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -304,5 +305,37 @@ func TestScheduleRunsKeepTheirOwnersLimits(t *testing.T) {
 		if tk.Priority != 30 {
 			t.Errorf("scheduled task %s has priority %d, want the default 50 lowered to alice's max_priority 30", tk.ID, tk.Priority)
 		}
+	}
+}
+
+// TestMaxQueuedHoldsUnderConcurrentSubmits: max_queued is counted in the transaction that inserts the task, so
+// submits that arrive together cannot all pass a count read before any of them was written.
+func TestMaxQueuedHoldsUnderConcurrentSubmits(t *testing.T) {
+	m := usersMain(t, servicetest.OneNode(0), nil, 60) // nothing fits: every task waits
+	base := m.URL()
+	var wg sync.WaitGroup
+	codes := make([]int, 16)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, _ := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken))
+			codes[i] = resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for _, c := range codes {
+		switch c {
+		case 201:
+			created++
+		case 429:
+		default:
+			t.Errorf("a submit answered %d, want 201 or 429", c)
+		}
+	}
+	n, err := m.Store().CountWaiting(context.Background(), "alice")
+	if err != nil || n != 3 || created != 3 {
+		t.Errorf("16 concurrent submits: %d created, %d waiting (%v); want alice's max_queued 3", created, n, err)
 	}
 }

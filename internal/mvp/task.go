@@ -27,6 +27,11 @@ type Task struct {
 	// Owner is the user whose token submitted the task (Operator for the internal token): only they and the
 	// operator may see, cancel or read it.
 	Owner string `json:"owner"`
+	// MaxWaiting, when above 0, is how many tasks its owner may have waiting (QUEUED or PENDING_RESOURCES) when
+	// it is created (their max_queued): the store counts them in the transaction that inserts it, so that
+	// submissions arriving together cannot all pass one count, and refuses it with CodeTooMany at the limit. Not
+	// stored.
+	MaxWaiting int `json:"-"`
 	// Priority 0..100 (jobspec priority; DefaultPriority when it names none, capped by the owner's max_priority)
 	// orders the queue within the scheduling policy, higher first.
 	Priority int `json:"priority"`

@@ -154,6 +154,10 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 			return nil
 		}
 	}
+	if mvp.ErrorCode(err) == mvp.CodeTooMany { // the owner's max_queued, reached since Admit counted
+		run.Task, run.Outcome = nil, "not submitted: "+err.Error()
+		return l.record(ctx, run)
+	}
 	if err != nil {
 		return err
 	}

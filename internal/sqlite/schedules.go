@@ -183,6 +183,9 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 		if r.Task == nil {
 			return nil
 		}
+		if err := w.withinMaxWaiting(r.Task); err != nil {
+			return err
+		}
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
 			if isUnique(err) {
 				return conflict("a task with id %q exists already", taskID)

@@ -256,6 +256,9 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 				return conflict("Job with submission_id %s already exists. Please use a different submission_id.", t.SubmissionID)
 			}
 		}
+		if err := w.withinMaxWaiting(t); err != nil {
+			return err
+		}
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
 			if isUnique(err) {
 				return conflict("a task with id %q exists already", t.ID)
@@ -787,6 +790,28 @@ func (db *DB) ListTasks(ctx context.Context, f mvp.TaskFilter) ([]*mvp.Task, str
 		next = encodeTaskCursor(out[len(out)-1])
 	}
 	return out, next, nil
+}
+
+// withinMaxWaiting refuses (mvp.CodeTooMany) a new task whose owner has t.MaxWaiting tasks waiting already; it
+// runs in the transaction that inserts t, so concurrent submissions are counted one after the other.
+func (w *wtx) withinMaxWaiting(t *mvp.Task) error {
+	if t.MaxWaiting <= 0 {
+		return nil
+	}
+	st, err := w.stmt(`SELECT count(*) FROM (SELECT 1 FROM tasks
+		WHERE owner = ? AND state IN ('QUEUED', 'PENDING_RESOURCES') LIMIT ?)`)
+	if err != nil {
+		return err
+	}
+	var n int
+	if err := st.QueryRowContext(context.Background(), ownerOf(t), t.MaxWaiting).Scan(&n); err != nil {
+		return fmt.Errorf("count waiting tasks of %s: %w", ownerOf(t), err)
+	}
+	if n >= t.MaxWaiting {
+		return mvp.Errorf(mvp.CodeTooMany, "", "%s has %d tasks waiting, its max_queued; wait for some to start or "+
+			"cancel some", ownerOf(t), n)
+	}
+	return nil
 }
 
 // CountWaiting returns how many of owner's tasks are QUEUED or PENDING_RESOURCES.
