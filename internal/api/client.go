@@ -52,11 +52,15 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s (HTTP %d %s)", msg, e.Status, e.Detail.Code)
 }
 
+// noRedirects is the default HTTP client: it does not follow redirects, which Go replays as a GET for a POST or
+// DELETE (a submit would read the task list and look like a success). Do turns a redirect into an error.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
 func (c *Client) http() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
 	}
-	return http.DefaultClient
+	return noRedirects
 }
 
 // Do sends one request and returns the response when its status is 2xx, else a *StatusError.
@@ -87,6 +91,11 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 		return resp, nil
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode/100 == 3 {
+		return nil, &StatusError{Status: resp.StatusCode, Detail: ErrorDetail{Code: "http", Message: fmt.Sprintf(
+			"%s %s: the server at %s answered a redirect to %q; mvp's API does not redirect: set MVP_ADDR to the API's "+
+				"own address", method, path, c.Addr, resp.Header.Get("Location"))}}
+	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var eb ErrorBody
 	if json.Unmarshal(b, &eb) != nil || eb.Error.Message == "" {
