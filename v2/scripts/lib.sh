@@ -52,9 +52,14 @@ need_named_container() {
   local name="$1" hint="$2"
   command -v "$DOCKER" >/dev/null 2>&1 || die "'$DOCKER' is not installed or not on PATH (set MVP_LOCAL=1 to run without docker)"
   local running
-  if ! running="$("$DOCKER" inspect -f '{{.State.Running}}' "$name" 2>/dev/null)"; then
-    die "container '$name' does not exist (set $hint)"
+  if ! running="$("$DOCKER" inspect -f '{{.State.Running}}' "$name" 2>&1)"; then
+    if [[ "$running" == *"No such"* || "$running" == *"no such"* ]]; then
+      die "container '$name' does not exist (set $hint)"
+    fi
+    # Not a missing container: the daemon is down or this user may not use its socket; docker's message says which.
+    die "'$DOCKER inspect $name' failed: ${running:0:2000} (is the docker daemon running, and may this user use it?)"
   fi
+  running="${running##*$'\n'}" # the answer is the last line (docker may warn before it)
   [[ "$running" == "true" ]] || die "container '$name' exists but is not running; start it first"
 }
 

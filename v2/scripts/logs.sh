@@ -10,7 +10,7 @@ lines=200
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -f) follow=1 ;;
-    -n) shift; lines="${1:-}" ;;
+    -n) [[ $# -ge 2 ]] || die "-n wants a number of lines"; shift; lines="$1" ;;
     -n*) lines="${1#-n}" ;;
     -h|--help) echo "usage: logs.sh [-f] [-n LINES]"; usage_settings; exit 0 ;;
     *) die "unknown argument '$1' (usage: logs.sh [-f] [-n LINES])" ;;
