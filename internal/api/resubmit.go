@@ -32,6 +32,11 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if info, ok := origin.Workload.Info(); ok && info.RayDoor {
+		return mvp.Errorf(mvp.CodeInvalid, "task_id", "task %s was submitted through the Ray door (workload %s): it holds "+
+			"a Ray job request, not a jobspec; submit it again the same way (ray job submit, or JobSubmissionClient)",
+			origin.ID, origin.Workload)
+	}
 	dry, err := boolParam(r, "dry_run")
 	if err != nil {
 		return err
