@@ -392,8 +392,8 @@ func readSpec(path string, sets []string) ([]byte, error) {
 	if len(sets) == 0 {
 		return body, nil
 	}
-	doc := map[string]any{}
-	if err := yaml.Unmarshal(body, &doc); err != nil {
+	doc, err := decodeSpec(body)
+	if err != nil {
 		return nil, fmt.Errorf("%s: not a YAML mapping: %w", path, err)
 	}
 	for _, s := range sets {

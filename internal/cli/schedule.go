@@ -10,8 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -122,12 +120,9 @@ func runSchedule(ctx context.Context, args []string, env Env) error {
 // specJSON turns a YAML or JSON jobspec into the JSON object the schedules API takes. The server checks it as a
 // submission; here it only has to be one mapping.
 func specJSON(spec []byte) (json.RawMessage, error) {
-	var doc map[string]any
-	if err := yaml.Unmarshal(spec, &doc); err != nil {
+	doc, err := decodeSpec(spec)
+	if err != nil {
 		return nil, fmt.Errorf("the jobspec is not a YAML or JSON mapping: %w", err)
-	}
-	if doc == nil {
-		return nil, errors.New("the jobspec is empty")
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
