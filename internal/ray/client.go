@@ -111,12 +111,22 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 			}
 		}
 		return resp, mvp.OutcomeOK, nil
-	case code == http.StatusNotFound:
+	case code == http.StatusNotFound && strings.Contains(string(resp.Body()), "does not exist"):
+		// Ray's own answer for an unknown job ("Job X does not exist"). Any other 404 (a proxy's page while the
+		// head is not ready, a wrong address) is not a verdict on the job: taken for one, live attempts would be
+		// judged lost and submitted again while they run.
 		return resp, mvp.OutcomeNotFound, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobNotFound)
+	case code == http.StatusNotFound:
+		return resp, mvp.OutcomeServerError, fmt.Errorf("%s %s: %w (HTTP 404 that is not Ray's job server's: %s; "+
+			"check v2.ray.address, and what answers in front of the dashboard)", method, path, mvp.ErrRayUnavailable,
+			lastLine(resp.Body()))
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return resp, mvp.OutcomeAuth, fmt.Errorf("%s %s: %w (Ray answered %d: check the Ray token in v2.ray.token_env)", method, path,
 			mvp.ErrRayUnavailable, code)
-	case code >= 500 && strings.Contains(string(resp.Body()), "already exists"):
+	case code >= 400 && strings.Contains(string(resp.Body()), "submission_id") &&
+		strings.Contains(string(resp.Body()), "already exists"):
+		// 500 when the head relays its job agent's answer (measured, ray-facts.md), 400 when the job manager
+		// answers itself: either way the job exists.
 		return resp, mvp.OutcomeExists, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobExists)
 	case code >= 500 && strings.Contains(string(resp.Body()), "non-terminal state"):
 		return resp, mvp.OutcomeConflict, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeConflict, Message: "the job is still running"})

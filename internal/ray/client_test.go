@@ -45,6 +45,14 @@ func fakeRay(t *testing.T, token string) (*httptest.Server, *[]string) {
 			}
 			jobs[s.SubmissionID] = true
 			io.WriteString(w, `{"job_id":"`+s.SubmissionID+`","submission_id":"`+s.SubmissionID+`"}`)
+		case r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/stop"):
+			id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/jobs/"), "/stop")
+			if !jobs[id] {
+				w.WriteHeader(404) // Ray's answer for an unknown job (ray-facts.md)
+				io.WriteString(w, "Job "+id+" does not exist")
+				return
+			}
+			io.WriteString(w, `{"stopped":true}`)
 		case r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/logs"):
 			io.WriteString(w, `{"logs":"hello\n"}`)
 		case r.Method == "GET" && strings.HasPrefix(r.URL.Path, "/api/jobs/"):
@@ -198,6 +206,7 @@ func TestClientObservesEveryCallByEndpointAndOutcome(t *testing.T) {
 	c.GetJob(ctx, "nope")
 	c.JobLogs(ctx, s.SubmissionID)
 	c.StopJob(ctx, s.SubmissionID)
+	c.StopJob(ctx, "nope")
 	c.DeleteJob(ctx, s.SubmissionID)
 	c.Version(ctx)
 	New(Options{DashboardURL: srv.URL, Token: "wrong-token-abcdef", Observer: obs}).GetJob(ctx, "x")
@@ -207,7 +216,7 @@ func TestClientObservesEveryCallByEndpointAndOutcome(t *testing.T) {
 	srv.Close()
 	New(Options{DashboardURL: srv.URL, Timeout: time.Second, Observer: obs}).SubmitJob(ctx, s)
 	want := []string{"submit_job ok", "submit_job exists", "submit_job refused", "get_job ok", "get_job not_found",
-		"job_logs ok", "stop_job not_found", "delete_job conflict", "version ok", "get_job unauthorized",
+		"job_logs ok", "stop_job ok", "stop_job not_found", "delete_job conflict", "version ok", "get_job unauthorized",
 		"get_job canceled", "submit_job unreachable"}
 	if strings.Join(obs.got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("observed\n%s\nwant\n%s", strings.Join(obs.got, "\n"), strings.Join(want, "\n"))

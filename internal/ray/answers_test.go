@@ -1,0 +1,48 @@
+package ray
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// Ray's job server refuses a duplicate submission id with a traceback ending "ValueError: Job with submission_id X
+// already exists" — 500 when the head relays the agent's answer (ray-facts.md), 400 when the job manager answers
+// itself (ray-jobs-protocol.md: "Real Ray answers a duplicate ID ... with 400"). Either way the job exists.
+func TestDuplicateSubmissionAnswered400IsErrJobExists(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(400)
+		io.WriteString(w, "Traceback (most recent call last):\nValueError: Job with submission_id t--a01 already exists. Please use a different submission_id.")
+	}))
+	defer srv.Close()
+	c := New(Options{DashboardURL: srv.URL})
+	err := c.SubmitJob(context.Background(), &mvp.JobSubmission{Entrypoint: "x", SubmissionID: "t--a01"})
+	if !errors.Is(err, mvp.ErrJobExists) {
+		t.Fatalf("duplicate answered 400 maps to %v; want ErrJobExists (the loop fails the task as USER_ERROR while the job runs)", err)
+	}
+}
+
+// A 404 that is not Ray's "Job X does not exist" (an ingress or proxy in front of the dashboard while the head
+// pod is not ready) must not read as "Ray forgot the job": the loop concludes such attempts INFRA and submits a
+// new attempt while the first still runs.
+func TestA404ThatIsNotRaysIsNotJobNotFound(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(404)
+		io.WriteString(w, "<html><body><h1>404 Not Found</h1>default backend - 404</body></html>")
+	}))
+	defer srv.Close()
+	c := New(Options{DashboardURL: srv.URL})
+	_, err := c.GetJob(context.Background(), "t--a01")
+	if errors.Is(err, mvp.ErrJobNotFound) {
+		t.Fatalf("a proxy's 404 page maps to ErrJobNotFound: %v", err)
+	}
+	if !errors.Is(err, mvp.ErrRayUnavailable) {
+		t.Fatalf("a proxy's 404 page: %v, want ErrRayUnavailable", err)
+	}
+}
