@@ -50,6 +50,11 @@ type Report struct {
 	// Log is the driver log as fetched (empty when the fetch failed); LogKept says it is in the task folder.
 	Log     string
 	LogKept bool
+	// LastPost is when this attempt's submission was last sent to Ray as far as this process knows (its start,
+	// for a POST an earlier process may have sent); zero when unknown. A canceled attempt Ray does not know yet
+	// is followed for RetryPolicy.SubmitGrace after the later of this and the attempt's creation: a POST whose
+	// answer was lost can still create the job.
+	LastPost time.Time
 }
 
 // Verdict says what to do with an attempt after a Report.
@@ -87,7 +92,7 @@ type Outcome struct {
 func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p RetryPolicy) Outcome {
 	up := *a
 	if r.Info == nil {
-		return vanished(now, t, up, h, p)
+		return vanished(now, t, up, r, h, p)
 	}
 	info := r.Info
 	up.RayStatus, up.RayJobID, up.DriverNodeID = info.Status, info.JobID, info.DriverNodeID
@@ -147,14 +152,14 @@ func heartbeatLost(now time.Time, up mvp.Attempt, summary string, h History, p R
 }
 
 // vanished decides for an attempt that Ray does not know.
-func vanished(now time.Time, t *mvp.Task, up mvp.Attempt, h History, p RetryPolicy) Outcome {
+func vanished(now time.Time, t *mvp.Task, up mvp.Attempt, r Report, h History, p RetryPolicy) Outcome {
 	switch t.State {
 	case mvp.StateSubmitting:
 		// The previous submit never reached Ray (or mvp stopped before it did): submit again with the same
 		// submission id; Ray refuses a duplicate, so this cannot make a second job.
 		return Outcome{Verdict: Resubmit, To: t.State, Attempt: up}
 	case mvp.StateCanceled:
-		if up.RayStatus == mvp.RayUnknown && now.Sub(up.CreatedAt) < p.SubmitGrace {
+		if up.RayStatus == mvp.RayUnknown && now.Sub(laterOf(up.CreatedAt, r.LastPost)) < p.SubmitGrace {
 			// The submit's answer may have been lost: a job can still appear, and must then be stopped.
 			return Outcome{Verdict: Follow, To: t.State, Attempt: up}
 		}
@@ -172,6 +177,13 @@ func vanished(now time.Time, t *mvp.Task, up mvp.Attempt, h History, p RetryPoli
 	}
 	return fail(up, payload, fmt.Sprintf("attempt %d was lost by Ray and the INFRA retries "+
 		"(v2.scheduler.max_infra_retries = %d) are used up", up.No, p.MaxInfraRetries))
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func requeue(up mvp.Attempt, next time.Time, payload map[string]any, why string) Outcome {

@@ -51,6 +51,10 @@ type Loop struct {
 	mu     sync.Mutex
 	stuck  map[string]time.Time // submission id → first seen unplaceable; only live attempts
 	copied map[string]time.Time // submission id → last copy of its running log; only live attempts
+	// posted: submission id → when this process last sent it to Ray; only live attempts. started: this process's
+	// first pass (a POST of an earlier process may land up to then). See Report.LastPost.
+	posted  map[string]time.Time
+	started time.Time
 	// progressRead: submission id → what was last seen of its progress file (loop_progress.go).
 	progressRead map[string]string
 	// While Ray is unreachable, ticks back off (doubling from Tick to MaxBackoff, jittered) instead of calling
@@ -172,6 +176,11 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if skip {
 		return nil // Ray is down: backing off
 	}
+	l.mu.Lock()
+	if l.started.IsZero() {
+		l.started = now
+	}
+	l.mu.Unlock()
 	obs := mvp.ObserverOr(l.Observer)
 	start := time.Now() // the pass's own duration, for the metrics; decisions use l.Clock
 	defer func() { obs.SchedulerPass(time.Since(start)) }()
@@ -407,6 +416,11 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 			delete(l.copied, id)
 		}
 	}
+	for id := range l.posted {
+		if !live[id] {
+			delete(l.posted, id)
+		}
+	}
 	return out
 }
 
@@ -543,6 +557,12 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 	if err != nil {
 		return l.failSecrets(ctx, t, att, err)
 	}
+	l.mu.Lock()
+	if l.posted == nil {
+		l.posted = map[string]time.Time{}
+	}
+	l.posted[att.RaySubmissionID] = l.Clock.Now()
+	l.mu.Unlock()
 	err = l.Ray.SubmitJob(ctx, sent)
 	l.crash("submitting_after_ray")
 	switch {
@@ -590,7 +610,10 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 	}
 	info, err := l.Ray.GetJob(ctx, a.RaySubmissionID)
 	if errors.Is(err, mvp.ErrJobNotFound) {
-		return l.conclude(ctx, t, a, Report{})
+		l.mu.Lock()
+		last := laterOf(l.posted[a.RaySubmissionID], l.started)
+		l.mu.Unlock()
+		return l.conclude(ctx, t, a, Report{LastPost: last})
 	}
 	if err != nil {
 		return fmt.Errorf("get job %s: %w", a.RaySubmissionID, err)
