@@ -74,6 +74,11 @@ func TestConclude(t *testing.T) {
 			verdict: Follow, to: mvp.StateCanceled},
 		{name: "canceled, never seen by Ray, past the grace: closed", state: mvp.StateCanceled, att: old,
 			verdict: Close, to: mvp.StateCanceled, summary: "canceled before the job reached Ray"},
+		{name: "canceled, made long ago but POSTed again within the grace: keep following", state: mvp.StateCanceled,
+			att: old, r: Report{LastPost: t0.Add(-30 * time.Second)}, verdict: Follow, to: mvp.StateCanceled},
+		{name: "canceled, last POSTed past the grace: closed", state: mvp.StateCanceled, att: old,
+			r: Report{LastPost: t0.Add(-90 * time.Second)}, verdict: Close, to: mvp.StateCanceled,
+			summary: "canceled before the job reached Ray"},
 		{name: "canceled, seen by Ray, now gone: closed at once", state: mvp.StateCanceled, att: seen,
 			verdict: Close, to: mvp.StateCanceled},
 	}
