@@ -50,6 +50,10 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if c.Next(s.Clock.Now()).IsZero() { // robfig/cron looks five years ahead
+		return mvp.Errorf(mvp.CodeInvalid, "cron", "cron %q never fires (no time matches it in the next five years, "+
+			"e.g. 30 February); check the day-of-month and month fields", clip(req.Cron))
+	}
 	if req.Overlap == "" {
 		req.Overlap = mvp.OverlapSkip
 	}

@@ -55,6 +55,7 @@ func TestScheduleBadRequests(t *testing.T) {
 		{with("cron", nil), "cron", "required"},
 		{with("cron", "every day"), "cron", "5 fields"},
 		{with("cron", "@every 100ms"), "cron", "at least 1s"},
+		{with("cron", "0 0 30 2 *"), "cron", "never"}, // 30 February
 		{with("timezone", "Nowhere/City"), "timezone", "IANA"},
 		{with("overlap", "parallel"), "overlap", "skip"},
 		{with("jobspec", nil), "jobspec", "required"},
