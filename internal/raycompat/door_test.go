@@ -160,6 +160,15 @@ func TestDoorJobLifecycle(t *testing.T) {
 	if code == http.StatusOK || !strings.Contains(string(b), "Job with submission_id job-1 already exists") {
 		t.Errorf("a second job-1: %d %s", code, b)
 	}
+	// An id the door answers to (it finds mvp tasks by their ids too) cannot be taken as a new submission id:
+	// the new job would shadow the task under /api/jobs/{id}.
+	var first details
+	d.ok("GET", "/api/jobs/job-1", nil, &first)
+	other := first.Metadata["mvp.task_id"]
+	code, b = d.do("POST", "/api/jobs/", []byte(`{"entrypoint":"echo hi","submission_id":"`+other+`"}`))
+	if code == http.StatusOK || !strings.Contains(string(b), "already exists") {
+		t.Errorf("a submission id that is a task's id: %d %s", code, b)
+	}
 
 	s := waitSubmissions(t, ray, 1)[0]
 	j := d.waitStatus("job-1", "PENDING", "submitted to Ray")

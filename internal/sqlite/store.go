@@ -248,7 +248,9 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
 	err = db.exec(ctx, func(w *wtx) error {
 		if submission != nil {
-			taken, err := w.exists(`SELECT 1 FROM tasks WHERE submission_id = ? AND door_deleted = 0`, submission)
+			// The door finds a job by its submission id, else by an mvp task id: neither may be taken again.
+			taken, err := w.exists(`SELECT 1 FROM tasks WHERE (submission_id = ? OR task_id = ?) AND door_deleted = 0`,
+				submission, submission)
 			if err != nil {
 				return fmt.Errorf("look up submission id: %w", err)
 			}
