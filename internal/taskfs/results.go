@@ -50,24 +50,22 @@ func (f FS) AttemptResultsDir(id string, n int) (string, error) {
 }
 
 // openResults opens the task's results folder as an os.Root; ok is false when the task has none yet. A results
-// folder that is itself a symlink is refused.
+// folder that is itself a symlink is refused, and so is one the job swaps for a symlink while it is opened (the
+// folder opened must be the one checked).
 func (f FS) openResults(id string) (*os.Root, bool, error) {
 	dir, err := f.ResultsDir(id)
 	if err != nil {
 		return nil, false, err
 	}
-	fi, err := os.Lstat(dir)
+	r, err := openDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("stat results folder: %w", err)
-	}
-	if !fi.IsDir() {
-		return nil, false, mvp.Errorf(mvp.CodeNotFound, "path", "the task's results folder is not a folder")
-	}
-	r, err := os.OpenRoot(dir)
-	if err != nil {
+		var e *mvp.Error
+		if errors.As(err, &e) {
+			return nil, false, mvp.Errorf(mvp.CodeNotFound, "path", "the task's results folder is not a folder")
+		}
 		return nil, false, fmt.Errorf("open results folder: %w", err)
 	}
 	return r, true, nil

@@ -111,17 +111,63 @@ func (f FS) WriteLog(id string, n int, log string) error {
 	return writeFile(filepath.Join(dir, "driver.log"), []byte(log))
 }
 
-// ReadLog returns the attempt's copy of the driver log, or an error wrapping os.ErrNotExist.
+// ReadLog returns the attempt's copy of the driver log, or an error wrapping os.ErrNotExist. The job can write in
+// its attempt folder: the log is opened inside the task folder only (a symlink out of it is refused), without
+// blocking, and must be a regular file.
 func (f FS) ReadLog(id string, n int) (string, error) {
-	dir, err := f.AttemptDir(id, n)
-	if err != nil {
+	if _, err := f.AttemptDir(id, n); err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "driver.log"))
+	root, err := f.openTask(id)
+	if err != nil {
+		return "", fmt.Errorf("read driver log: %w", err)
+	}
+	defer root.Close()
+	fh, err := root.OpenFile(filepath.Join("attempts", fmt.Sprintf("a%02d", n), "driver.log"), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", fmt.Errorf("read driver log: %w", err)
+	}
+	defer fh.Close()
+	if fi, err := fh.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("read driver log of %s attempt %d: %w", id, n, mvp.Errorf(mvp.CodeNotFound, "",
+			"the saved driver log is not a regular file"))
+	}
+	b, err := io.ReadAll(fh)
 	if err != nil {
 		return "", fmt.Errorf("read driver log: %w", err)
 	}
 	return string(b), nil
+}
+
+// openTask opens the task's folder as an os.Root, so that what the job wrote in it (a symlink) cannot lead a read
+// outside it. The folder must be a folder, not a symlink, and the one opened must be the one checked (a job that
+// swaps it between the two is refused).
+func (f FS) openTask(id string) (*os.Root, error) {
+	dir, err := f.TaskDir(id)
+	if err != nil {
+		return nil, err
+	}
+	return openDir(dir)
+}
+
+// openDir opens dir as an os.Root if it is a real folder (not a symlink) and is still that folder once opened.
+func openDir(dir string) (*os.Root, error) {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, mvp.Errorf(mvp.CodeNotFound, "", "%s is not a folder", filepath.Base(dir))
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := r.Stat("."); err != nil || !os.SameFile(fi, st) {
+		r.Close()
+		return nil, mvp.Errorf(mvp.CodeNotFound, "", "%s changed while it was opened", filepath.Base(dir))
+	}
+	return r, nil
 }
 
 func indent(b json.RawMessage) []byte {

@@ -1,0 +1,72 @@
+package taskfs
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A job can write in its attempt folder (MVP_PROGRESS_FILE, metrics.jsonl, tensorboard live there). A symlink it
+// puts at attempts/aNN/driver.log must not make ReadLog (GET /api/v2/tasks/{id}/logs, the web page's log, the Ray
+// door) hand out a file outside the task folder, e.g. /proc/self/environ (the API token, the secrets key).
+func TestReadLogRefusesASymlinkOutOfTheTaskFolder(t *testing.T) {
+	root := t.TempDir()
+	f := FS{Root: root}
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	dir, _ := f.AttemptDir(id, 1)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "environ")
+	os.WriteFile(outside, []byte("MVP_TOKEN=operator-token\nMVP_SECRETS_KEY=00ff"), 0o600)
+	if err := os.Symlink(outside, filepath.Join(dir, "driver.log")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.ReadLog(id, 1)
+	if err == nil && strings.Contains(got, "operator-token") {
+		t.Fatalf("ReadLog followed a symlink planted by the job and returned %q", got)
+	}
+}
+
+// A job that swaps results/ for a symlink to a folder outside (it creates results/ itself, so it owns that entry)
+// must not get a file from there served as a result, however its swaps fall between a check and the open.
+func TestResultsFolderSwappedForASymlinkIsNotServed(t *testing.T) {
+	root := t.TempDir()
+	f := FS{Root: root}
+	id := "mvp2-ppo-20251223-143201-7f3b"
+	res, _ := f.ResultsDir(id)
+	os.MkdirAll(filepath.Join(res, "a01"), 0o755)
+	os.WriteFile(filepath.Join(res, "a01", "x.txt"), []byte("inside"), 0o644)
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(outside, "a01"), 0o755)
+	os.WriteFile(filepath.Join(outside, "a01", "x.txt"), []byte("OUTSIDE-SECRET"), 0o644)
+	taskDir := filepath.Dir(res)
+	realDir, link := filepath.Join(taskDir, "results.real"), filepath.Join(taskDir, "results.link")
+	os.Symlink(outside, link)
+	var stop atomic.Bool
+	go func() { // the job: swap results/ between the real folder and a symlink, over and over
+		for !stop.Load() {
+			os.Rename(res, realDir)
+			os.Rename(link, res)
+			os.Rename(res, link)
+			os.Rename(realDir, res)
+		}
+	}()
+	defer stop.Store(true)
+	deadline := time.Now().Add(2 * time.Second) // before the fix, one got through within about 20 ms
+	for time.Now().Before(deadline) {
+		fh, _, err := f.OpenResult(id, "a01/x.txt")
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(fh)
+		fh.Close()
+		if string(b) == "OUTSIDE-SECRET" {
+			t.Fatalf("OpenResult served a file outside the task folder (results/ was a symlink when OpenRoot ran)")
+		}
+	}
+}
