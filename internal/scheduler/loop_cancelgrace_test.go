@@ -23,8 +23,14 @@ func TestLoopStopsALateJobOfACanceledResubmit(t *testing.T) {
 	task := h.task()
 	sid := task.ID + "--a01"
 	h.tick() // QUEUED → SUBMITTING; POST fails, GET 404
-	landing = ""
 	for i := 0; i < 10; i++ { // Ray stays unreachable for POST for ~5 minutes
+		h.clock.t = h.clock.t.Add(31 * time.Second)
+		h.tick()
+	}
+	// Then the tick whose resubmit POST is the last (the loop backs off while Ray is unreachable, with jitter:
+	// not every tick makes one).
+	landing = ""
+	for i := 0; i < 20 && landing == ""; i++ {
 		h.clock.t = h.clock.t.Add(31 * time.Second)
 		h.tick()
 	}
