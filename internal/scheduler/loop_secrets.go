@@ -4,15 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
-// SecretValues opens named secrets for one Ray submission (secrets.Vault.Values); a missing secret is an error
-// that names it.
-type SecretValues func(ctx context.Context, names []string) (map[string]string, error)
+// SecretValues opens named secrets for one Ray submission of a task of owner (secrets.Vault.ValuesOf); a missing
+// secret, or one another user than owner holds, is an error that names it.
+type SecretValues func(ctx context.Context, owner string, names []string) (map[string]string, error)
 
 // withSecrets returns what is sent to Ray: payload itself when the task names no secrets, else a copy whose
 // runtime_env.env_vars gain the secrets' current values (so a rotated secret reaches the next attempt). payload,
@@ -36,7 +37,7 @@ func (l *Loop) withSecrets(ctx context.Context, t *mvp.Task, payload *mvp.JobSub
 	if l.Secrets == nil {
 		return nil, nil, mvp.Errorf(mvp.CodeUnavailable, "secrets", "the task names secrets and secret storage is off on this server (v2.secrets.key_env)")
 	}
-	vals, err := l.Secrets(ctx, names)
+	vals, err := l.Secrets(ctx, t.Owner, names)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -59,12 +60,23 @@ func (l *Loop) withSecrets(ctx context.Context, t *mvp.Task, payload *mvp.JobSub
 	return &sent, values, nil
 }
 
-// redact replaces every secret value in s.
+// rayAnswer finds where the Ray client's error text quotes Ray's answer: after "(HTTP <status>".
+var rayAnswer = regexp.MustCompile(`\(HTTP (\d{3})`)
+
+// redact replaces every secret value in s; and when there are values, it drops the text of Ray's answer that s
+// quotes, keeping its status: the answer may echo them cut short or escaped (JSON, Python's repr), which no
+// replacement catches.
 func redact(s string, values []string) string {
+	live := false
 	for _, v := range values {
 		if v != "" {
+			live = true
 			s = strings.ReplaceAll(s, v, "<redacted>")
 		}
+	}
+	if m := rayAnswer.FindStringSubmatchIndex(s); live && m != nil {
+		s = s[:m[0]] + "(HTTP " + s[m[2]:m[3]] + "; Ray's answer is not kept: the submission carried secret values, " +
+			"which it may echo)"
 	}
 	return s
 }

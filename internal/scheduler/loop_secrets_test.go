@@ -63,7 +63,7 @@ func TestLoopInjectsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.loop.Secrets = vault.Values
+	h.loop.Secrets = vault.ValuesOf
 	ctx := context.Background()
 	const first, second = "first-secret-value-1111", "second-secret-value-2222"
 	if _, _, err := vault.Put(ctx, "wandb", first); err != nil {
@@ -147,7 +147,7 @@ func TestLoopSecretsOff(t *testing.T) {
 func TestLoopRedactsRayAnswers(t *testing.T) {
 	h := newHarness(t)
 	vault, _ := secrets.New(h.db, []byte("0123456789abcdef0123456789abcdef"), "MVP_TEST_KEY", nil)
-	h.loop.Secrets = vault.Values
+	h.loop.Secrets = vault.ValuesOf
 	const value = "echoed-secret-value-3333"
 	if _, _, err := vault.Put(context.Background(), "wandb", value); err != nil {
 		t.Fatal(err)

@@ -154,6 +154,13 @@ func (v *Vault) Delete(ctx context.Context, name string) error {
 // Values opens the named secrets for one Ray submission. A secret that does not exist or does not open (the key
 // changed) is an error naming it, never its value.
 func (v *Vault) Values(ctx context.Context, names []string) (map[string]string, error) {
+	return v.ValuesOf(ctx, mvp.Operator, names)
+}
+
+// ValuesOf opens the named secrets for one Ray submission of a task of owner: as Values, and a secret held by
+// another user than owner is refused (CodeForbidden; the operator's tasks may use any). A name checked at submit
+// can change hands before the task is submitted (its owner deleted it, another user stored one under that name).
+func (v *Vault) ValuesOf(ctx context.Context, owner string, names []string) (map[string]string, error) {
 	if len(names) == 0 {
 		return map[string]string{}, nil
 	}
@@ -174,6 +181,17 @@ func (v *Vault) Values(ctx context.Context, names []string) (map[string]string, 
 		sort.Strings(missing)
 		return nil, mvp.Errorf(mvp.CodeInvalid, "secrets", "secret(s) %s do not exist (deleted?): store them with "+
 			"PUT /api/v2/secrets/{name}, then resubmit", strings.Join(missing, ", "))
+	}
+	if owner == "" {
+		owner = mvp.Operator
+	}
+	caller := mvp.Caller{Name: owner, Operator: owner == mvp.Operator}
+	for _, n := range names {
+		if !caller.Owns(sealed[n].Owner) {
+			return nil, mvp.Errorf(mvp.CodeForbidden, "secrets", "secret %q now belongs to another user than the "+
+				"task's owner %s (it was deleted and stored again under that name): store yours under a name of your "+
+				"own, then resubmit", n, owner)
+		}
 	}
 	out := make(map[string]string, len(names))
 	for _, n := range names {

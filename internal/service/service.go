@@ -217,7 +217,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
 		Crash: m.Crash, Observer: obs}
 	if vault.Enabled() {
-		m.loop.Secrets = vault.Values
+		m.loop.Secrets = vault.ValuesOf
 	}
 	door := &raycompat.Door{Store: m.store, Packages: packages, Build: build, Clock: clock,
 		Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
