@@ -22,7 +22,7 @@ func TestLoopStopsALateJobOfACanceledResubmit(t *testing.T) {
 	}
 	task := h.task()
 	sid := task.ID + "--a01"
-	h.tick() // QUEUED → SUBMITTING; POST fails, GET 404
+	h.tick()                  // QUEUED → SUBMITTING; POST fails, GET 404
 	for i := 0; i < 10; i++ { // Ray stays unreachable for POST for ~5 minutes
 		h.clock.t = h.clock.t.Add(31 * time.Second)
 		h.tick()

@@ -48,7 +48,9 @@ func TestResultsFolderSwappedForASymlinkIsNotServed(t *testing.T) {
 	realDir, link := filepath.Join(taskDir, "results.real"), filepath.Join(taskDir, "results.link")
 	os.Symlink(outside, link)
 	var stop atomic.Bool
+	done := make(chan struct{})
 	go func() { // the job: swap results/ between the real folder and a symlink, over and over
+		defer close(done)
 		for !stop.Load() {
 			os.Rename(res, realDir)
 			os.Rename(link, res)
@@ -56,7 +58,7 @@ func TestResultsFolderSwappedForASymlinkIsNotServed(t *testing.T) {
 			os.Rename(realDir, res)
 		}
 	}()
-	defer stop.Store(true)
+	defer func() { stop.Store(true); <-done }() // before t.TempDir's cleanup removes the folders it renames
 	deadline := time.Now().Add(2 * time.Second) // before the fix, one got through within about 20 ms
 	for time.Now().Before(deadline) {
 		fh, _, err := f.OpenResult(id, "a01/x.txt")
