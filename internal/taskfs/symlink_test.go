@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // A job can write in its attempt folder (MVP_PROGRESS_FILE, metrics.jsonl, tensorboard live there). A symlink it
@@ -70,5 +72,41 @@ func TestResultsFolderSwappedForASymlinkIsNotServed(t *testing.T) {
 		if string(b) == "OUTSIDE-SECRET" {
 			t.Fatalf("OpenResult served a file outside the task folder (results/ was a symlink when OpenRoot ran)")
 		}
+	}
+}
+
+// TestAttemptWritesStayInTheTaskFolder: a job that replaces a later attempt's folder (or its driver.log) with a
+// symlink out of the task folder must not make mvp write the submission, status or log copy there.
+func TestAttemptWritesStayInTheTaskFolder(t *testing.T) {
+	f := FS{Root: t.TempDir()}
+	id := "mvp2-ppo-20251223-143201-7f3c"
+	if err := f.WriteTask(id, []byte("workload: ppo\n"), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	a1, _ := f.AttemptDir(id, 1)
+	a2, _ := f.AttemptDir(id, 2)
+	if err := os.MkdirAll(a1, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, a2); err != nil { // the job, from attempt 1, plants attempts/a02
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "planted.log"), filepath.Join(a1, "driver.log")); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.WriteSubmission(id, 2, &mvp.JobSubmission{SubmissionID: id + "--a02", Entrypoint: "x"})
+	_ = f.WriteResult(id, 2, &mvp.JobInfo{SubmissionID: id + "--a02"}, mvp.FailureNone)
+	_ = f.WriteLog(id, 2, "log of a02")
+	_ = f.WriteLog(id, 1, "log of a01")
+	entries, err := os.ReadDir(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("mvp wrote %s outside the task folder, where the job's symlink pointed", e.Name())
+	}
+	if got, err := f.ReadLog(id, 1); err != nil || got != "log of a01" {
+		t.Errorf("attempt 1's log: %q %v, want it written in the task folder in place of the symlink", got, err)
 	}
 }

@@ -4,6 +4,8 @@
 package taskfs
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,19 +62,15 @@ func (f FS) AttemptDir(id string, n int) (string, error) {
 
 // WriteTask writes the jobspec exactly as submitted and the effective spec.
 func (f FS) WriteTask(id string, raw []byte, spec json.RawMessage) error {
-	dir, err := f.TaskDir(id)
-	if err != nil {
+	if err := f.write(id, "jobspec.yaml", raw); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "jobspec.yaml"), raw); err != nil {
-		return err
-	}
-	return writeFile(filepath.Join(dir, "spec.json"), indent(spec))
+	return f.write(id, "spec.json", indent(spec))
 }
 
 // WriteSubmission writes an attempt's Ray payload and submission id, before the Ray call is made.
 func (f FS) WriteSubmission(id string, n int, s *mvp.JobSubmission) error {
-	dir, err := f.AttemptDir(id, n)
+	dir, err := attemptRel(n)
 	if err != nil {
 		return err
 	}
@@ -80,15 +78,15 @@ func (f FS) WriteSubmission(id string, n int, s *mvp.JobSubmission) error {
 	if err != nil {
 		return fmt.Errorf("encode submission: %w", err)
 	}
-	if err := writeFile(filepath.Join(dir, "submission.json"), b); err != nil {
+	if err := f.write(id, filepath.Join(dir, "submission.json"), b); err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(dir, "submission_id"), []byte(s.SubmissionID+"\n"))
+	return f.write(id, filepath.Join(dir, "submission_id"), []byte(s.SubmissionID+"\n"))
 }
 
 // WriteResult writes Ray's final view of an attempt and, when known, its driver log.
 func (f FS) WriteResult(id string, n int, info *mvp.JobInfo, failure mvp.FailureKind) error {
-	dir, err := f.AttemptDir(id, n)
+	dir, err := attemptRel(n)
 	if err != nil {
 		return err
 	}
@@ -99,16 +97,24 @@ func (f FS) WriteResult(id string, n int, info *mvp.JobInfo, failure mvp.Failure
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}
-	return writeFile(filepath.Join(dir, "status.json"), b)
+	return f.write(id, filepath.Join(dir, "status.json"), b)
 }
 
 // WriteLog replaces the attempt's copy of the driver log.
 func (f FS) WriteLog(id string, n int, log string) error {
-	dir, err := f.AttemptDir(id, n)
+	dir, err := attemptRel(n)
 	if err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(dir, "driver.log"), []byte(log))
+	return f.write(id, filepath.Join(dir, "driver.log"), []byte(log))
+}
+
+// attemptRel is attempt n's folder inside the task folder: attempts/aNN.
+func attemptRel(n int) (string, error) {
+	if n < 1 || n > 999 {
+		return "", mvp.Errorf(mvp.CodeInvalid, "attempt", "attempt number %d is out of range", n)
+	}
+	return filepath.Join("attempts", fmt.Sprintf("a%02d", n)), nil
 }
 
 // ReadLog returns the attempt's copy of the driver log, or an error wrapping os.ErrNotExist. The job can write in
@@ -182,31 +188,52 @@ func indent(b json.RawMessage) []byte {
 	return out
 }
 
-// writeFile writes atomically: a temporary file in the same folder, then a rename.
-func writeFile(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create folder for %s: %w", filepath.Base(path), err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+// write writes rel inside the task's folder atomically (a temporary file in the same folder, then a rename),
+// through an os.Root on the folder: the job can write in it, and a symlink it put there (an attempt's folder, say)
+// must not lead mvp's write outside.
+func (f FS) write(id, rel string, b []byte) error {
+	dir, err := f.TaskDir(id)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create the task folder: %w", err)
 	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
+	root, err := openDir(dir)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
+	defer root.Close()
+	if d := filepath.Dir(rel); d != "." {
+		if err := root.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create folder for %s: %w", rel, err)
+		}
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
+	var suffix [6]byte
+	if _, err := rand.Read(suffix[:]); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+"."+hex.EncodeToString(suffix[:]))
+	fh, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if _, err := fh.Write(b); err != nil {
+		fh.Close()
+		root.Remove(tmp)
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := fh.Close(); err != nil {
+		root.Remove(tmp)
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := root.Chmod(tmp, 0o644); err != nil { // whatever the umask: the folder is read by people and tools
+		root.Remove(tmp)
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := root.Rename(tmp, rel); err != nil {
+		root.Remove(tmp)
+		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	return nil
 }
