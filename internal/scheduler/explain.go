@@ -182,11 +182,28 @@ func ownerName(t *mvp.Task) string {
 func timePtr(t time.Time) *time.Time { return &t }
 
 // estimates places the waiting tasks, in policy order, each at the earliest time at or after the previous one's
-// at which its gang fits, every task (running or placed) ending at its declared end. It returns a start per
-// queue index (nil where none is known).
+// at which its gang fits and max_running_tasks lets it start, every task (running or placed) ending at its
+// declared end. It returns a start per queue index (nil where none is known): none behind a live attempt whose
+// gang is not placed yet (when that happens is not declared), and none for a task over its owner's max_gpus
+// (it starts only once that owner's own tasks end; it takes no capacity from the tasks after it).
 func (pl *plan) estimates() []*time.Time {
 	out := make([]*time.Time, len(pl.ents))
+	if pl.blocker != "" {
+		return out
+	}
 	starts := make([]time.Time, 0, len(pl.order)) // one backing array for every estimate
+	// ends: when each live, admitted or placed task ends, for max_running_tasks.
+	running, limit := pl.running, pl.p.MaxRunning
+	var ends endHeap
+	if limit > 0 {
+		for _, u := range pl.live {
+			ends = append(ends, u.end)
+		}
+		for _, u := range pl.admitted {
+			ends = append(ends, u.end)
+		}
+		heap.Init(&ends)
+	}
 	pl.buildReleases()
 	view := cloneNodes(pl.nodes)
 	h := make(releaseHeap, len(pl.releases))
@@ -199,7 +216,7 @@ func (pl *plan) estimates() []*time.Time {
 	cursor := pl.now.UnixNano()
 	for _, i := range pl.order {
 		e := &pl.ents[i]
-		if e.kind != entWait {
+		if e.kind != entWait || e.code == CodeQuota {
 			continue
 		}
 		d, driver := pl.shapes[e.shape].d, pl.shapes[e.shape].driver
@@ -208,13 +225,22 @@ func (pl *plan) estimates() []*time.Time {
 			for len(h) > 0 && h[0].at <= cursor {
 				pl.apply(view, heap.Pop(&h).(release))
 			}
-			if chosen, drv, ok := fitCheck(view, d, driver); ok {
+			for len(ends) > 0 && ends[0] <= cursor {
+				heap.Pop(&ends)
+				running--
+			}
+			chosen, drv, ok := fitCheck(view, d, driver)
+			if ok && (limit <= 0 || running < limit) {
 				take(view, chosen, drv, d, driver)
 				starts = append(starts, time.Unix(0, cursor).UTC())
 				out[i] = &starts[len(starts)-1]
 				end := int64(never)
 				if e.rtS != maxRuntimeS {
 					end = cursor + int64(e.rtS)*int64(time.Second)
+				}
+				if limit > 0 {
+					heap.Push(&ends, end)
+					running++
 				}
 				for _, n := range chosen {
 					heap.Push(&h, release{at: end, node: n, gpu: d.GPUs, cpu: d.CPUs, seq: seq})
@@ -226,13 +252,34 @@ func (pl *plan) estimates() []*time.Time {
 				}
 				break
 			}
-			if len(h) == 0 || h[0].at == never {
+			next := int64(never)
+			if len(h) > 0 {
+				next = h[0].at
+			}
+			if limit > 0 && running >= limit && len(ends) > 0 {
+				next = min(next, ends[0])
+			}
+			if next == never {
 				return out // it waits on something with no declared end: nothing after it can be estimated
 			}
-			cursor = h[0].at
+			cursor = max(cursor, next)
 		}
 	}
 	return out
+}
+
+// endHeap is a min-heap of task end times (unix ns).
+type endHeap []int64
+
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // releaseHeap orders releases by time, then by the order they were added.

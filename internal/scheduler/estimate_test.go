@@ -1,0 +1,92 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// TestEstimateHoldsMaxRunning: a task waiting with code max_running_tasks is not estimated to start before a live
+// task ends (+1h here); it was estimated at now.
+func TestEstimateHoldsMaxRunning(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1")
+	b.run(1, 2*h, h, true, "n1") // the one live task: ends at +1h; n1 keeps 3 GPUs free
+	x := timed(1, 1, h, 10*time.Minute)
+	p := named(PolicyXFBF)
+	p.MaxRunning = 1
+	w := waitOf(Decide(t0, b.snap(x), p), x)
+	if w == nil || w.Code != CodeMaxRunning {
+		t.Fatalf("decide: %+v", w)
+	}
+	v := Explain(t0, b.snap(x), p)
+	if len(v.Queue) != 1 || v.Queue[0].Code != CodeMaxRunning {
+		t.Fatalf("explain: %+v", v.Queue)
+	}
+	if e := v.Queue[0].EstStart; e == nil || e.Before(t0.Add(h)) {
+		t.Errorf("max_running_tasks wait estimated at %v (now %v); it cannot start before +1h", e, t0)
+	}
+}
+
+// TestEstimateHoldsQuota: a task waiting over its owner's quota is not estimated at now, and does not take the
+// capacity the reservation holder's estimate is made on (the holder's estimate landed after its reservation).
+func TestEstimateHoldsQuota(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1", "n2")
+	alice := b.run(4, 2*h, h, true, "n1") // alice holds 4 GPUs until +1h; n2 is free
+	alice.Owner = "alice"
+	q := timed(1, 4, 5*h, 30*time.Minute) // alice again: over max_gpus 4
+	q.Owner = "alice"
+	big := timed(2, 4, h, 20*time.Minute) // bob: needs n1 and n2, reserved at +1h
+	big.Owner = "bob"
+	p := named(PolicyEASY)
+	p.Users = map[string]UserLimits{"alice": {MaxGPUs: 4}}
+	v := Explain(t0, b.snap(q, big), p)
+	if len(v.Reservations) != 1 || v.Reservations[0].TaskID != big.ID || v.Reservations[0].Start == nil {
+		t.Fatalf("reservations: %+v", v.Reservations)
+	}
+	resv := *v.Reservations[0].Start
+	for _, e := range v.Queue {
+		t.Logf("#%d %s %s est %v", e.Position, e.TaskID, e.Code, e.EstStart)
+		switch e.TaskID {
+		case q.ID:
+			if e.Code != CodeQuota {
+				t.Errorf("q: code %s", e.Code)
+			}
+			if e.EstStart != nil && e.EstStart.Before(t0.Add(h)) {
+				t.Errorf("quota wait estimated at %v: alice's 4 GPUs are live until +1h", e.EstStart.Sub(t0))
+			}
+		case big.ID:
+			if e.EstStart == nil || !e.EstStart.Equal(resv) {
+				t.Errorf("holder estimated at %v, its reservation is at %v", e.EstStart, resv.Sub(t0))
+			}
+		}
+	}
+}
+
+// TestEstimateHoldsABlocker: behind a live attempt whose unplaced gang does not fit, every task waits
+// (behind_reservation); a task that fits the free GPUs is not estimated to start now.
+func TestEstimateHoldsABlocker(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1", "n2")
+	b.run(2, 2*h, h, true, "n1") // n1: 2 of 4 GPUs free
+	b.run(4, 2*h, h, true, "n2") // n2: full
+	pend := timed(1, 4, h, 2*time.Minute)
+	pend.State = "SUBMITTED"
+	b.active = append(b.active, ActiveAttempt{Task: pend, Attempt: &mvp.Attempt{No: 1, RayJobID: "pending1",
+		RayStatus: mvp.RayPending, CreatedAt: t0.Add(-time.Minute)}})
+	x := timed(1, 1, h, 10*time.Minute)
+	p := named(PolicyXFBF)
+	w := waitOf(Decide(t0, b.snap(x), p), x)
+	if w == nil || w.Code != CodeBehindReservation || w.YieldsTo != pend.ID {
+		t.Fatalf("decide: %+v", w)
+	}
+	v := Explain(t0, b.snap(x), p)
+	if len(v.Queue) != 1 {
+		t.Fatalf("explain: %+v", v.Queue)
+	}
+	if e := v.Queue[0].EstStart; e != nil && !e.After(t0) {
+		t.Errorf("%s wait estimated at now (%v)", v.Queue[0].Code, e)
+	}
+}
