@@ -45,6 +45,10 @@ const (
 	ColPriority    = "priority"
 )
 
+// maxTraceSeconds bounds a trace's times (arrival_s, duration_s): about 31 years, so that any time plus any
+// duration still fits the simulator's nanoseconds.
+const maxTraceSeconds = 1e9
+
 // ReadCSV reads a trace: a header naming the columns, then one job per line. arrival_s, nnodes, n_gpus_per_node
 // and duration_s are required; max_runtime_s is optional (absent or empty: 0, the configured default), so are user
 // (absent or empty: the operator) and priority (0..100; absent or empty: 50); other columns are ignored. Jobs are returned in arrival order (ties in file order). A bad value is an error naming
@@ -60,6 +64,9 @@ func ReadCSV(r io.Reader) ([]Job, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("trace header: %w", err)
+	}
+	if len(header) > 0 {
+		header[0] = strings.TrimPrefix(header[0], "\ufeff") // a byte-order mark (Excel's "CSV UTF-8")
 	}
 	col := map[string]int{}
 	for i, h := range header {
@@ -77,10 +84,10 @@ func ReadCSV(r io.Reader) ([]Job, error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
-			return nil, fmt.Errorf("trace: %w", err)
+			return nil, fmt.Errorf("trace: %w", err) // a *csv.ParseError names the line
 		}
+		line, _ := cr.FieldPos(0)
 		field := func(name string) (string, bool) {
 			i, ok := col[name]
 			if !ok || i >= len(rec) {
@@ -105,6 +112,14 @@ func ReadCSV(r io.Reader) ([]Job, error) {
 			}
 			if f < min {
 				return 0, bad(name, v, fmt.Sprintf("a number ≥ %g", min))
+			}
+			// Counts fit an int32 and times the simulator's nanoseconds: beyond, they would wrap around.
+			limit := float64(maxTraceSeconds)
+			if integer {
+				limit = math.MaxInt32
+			}
+			if f > limit {
+				return 0, bad(name, v, fmt.Sprintf("a number ≤ %g", limit))
 			}
 			return f, nil
 		}

@@ -1,0 +1,35 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestReadCSVRefusesWhatWouldWrap: malformed quoting is an error naming the line (a quote in the first field
+// panicked), numbers beyond what the simulator holds are errors naming the line and column (1e19 nodes wrapped to
+// a negative count, a 1e10 s run to a negative time), and a header with a byte-order mark reads as any other.
+func TestReadCSVRefusesWhatWouldWrap(t *testing.T) {
+	const head = "arrival_s,nnodes,n_gpus_per_node,duration_s,max_runtime_s\n"
+	for _, c := range []struct{ in, says string }{
+		{"arrival_s,nnodes,n_gpus_per_node,duration_s\n1\"0,1,1,10\n", "line 2"},
+		{"arrival_s,nnodes,n_gpus_per_node,duration_s\n\"1\"x,1,1,10\n", "line 2"},
+		{head + "0,1e19,1,10,60\n", "line 2, column nnodes"},
+		{head + "0,1,1,1e10,3600\n", "line 2, column duration_s"},
+		{head + "1e10,1,1,10,60\n", "line 2, column arrival_s"},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%q: panic %v", c.in, r)
+				}
+			}()
+			if _, err := ReadCSV(strings.NewReader(c.in)); err == nil || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%q: %v, want an error naming %q", c.in, err, c.says)
+			}
+		}()
+	}
+	jobs, err := ReadCSV(strings.NewReader("\ufeffarrival_s,nnodes,n_gpus_per_node,duration_s\r\n0,1,1,10\r\n"))
+	if err != nil || len(jobs) != 1 || jobs[0].DurationS != 10 {
+		t.Errorf("a header with a byte-order mark: %v %+v", err, jobs)
+	}
+}
