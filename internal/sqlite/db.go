@@ -143,6 +143,13 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 	if err := db.migrate(ctx); err != nil {
 		return fail(err)
 	}
+	// A database with every migration applied is opened without a write: try one, so that a file this process
+	// may not write (owned by another user, say) is refused now, not at the first submission.
+	if _, err := w.ExecContext(ctx, `UPDATE schema_migrations SET applied_at = applied_at
+		WHERE version = (SELECT max(version) FROM schema_migrations)`); err != nil {
+		return fail(fmt.Errorf("open database %s: it cannot be written (%w): check that this user (uid %d) owns the "+
+			"file and its folder, or set v2.sqlite.db_path to a file it may write", abs, db.mapErr(err), os.Getuid()))
+	}
 	if db.wconn, err = w.Conn(ctx); err != nil {
 		return fail(fmt.Errorf("open database %s: take the write connection: %w", abs, db.mapErr(err)))
 	}
@@ -150,8 +157,11 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 	return db, nil
 }
 
-// dsn builds a mattn/go-sqlite3 DSN. The path is used as is (Open refuses '?' and '#' in it).
-func dsn(path string, q url.Values) string { return "file:" + path + "?" + q.Encode() }
+// dsn builds a mattn/go-sqlite3 DSN. SQLite decodes %HH in a URI's path, so '%' is escaped; Open refuses '?' and
+// '#' in the path.
+func dsn(path string, q url.Values) string {
+	return "file:" + strings.ReplaceAll(path, "%", "%25") + "?" + q.Encode()
+}
 
 // Path returns the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
@@ -203,6 +213,14 @@ func (db *DB) migrate(ctx context.Context) error {
 	ms, err := loadMigrations()
 	if err != nil {
 		return err
+	}
+	var newest sql.NullInt64
+	if err := db.write.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&newest); err != nil {
+		return fmt.Errorf("read schema_migrations: %w", db.mapErr(err))
+	}
+	if last := ms[len(ms)-1].version; newest.Valid && int(newest.Int64) > last {
+		return fmt.Errorf("the database %s was written by a newer mvp (schema version %d; this binary knows up to %d): "+
+			"run that mvp version, or restore the backup taken before the upgrade", db.path, newest.Int64, last)
 	}
 	// A migration may rebuild a table that others refer to (SQLite changes a CHECK only that way): as SQLite's
 	// documented procedure says, foreign keys are off while migrations run (the pragma is a no-op inside a

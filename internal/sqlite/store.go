@@ -215,6 +215,11 @@ func driverText(d map[string]float64) string {
 	return string(b)
 }
 
+// submissionTakenSQL finds a task the Ray door would answer to for a submission id: by its submission id, else
+// by an mvp task id; neither may be taken again. Two lookups, each on its index (an OR of the two scanned tasks).
+const submissionTakenSQL = `SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks WHERE submission_id = ? AND door_deleted = 0)
+	OR EXISTS (SELECT 1 FROM tasks WHERE task_id = ? AND door_deleted = 0)`
+
 // CreateTask inserts a QUEUED task (without attempts) and its CREATED event in one transaction. A task id that
 // exists already is mvp.ErrConflict. A zero CreatedAt is taken as now, a zero UpdatedAt as CreatedAt.
 func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
@@ -248,9 +253,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
 	err = db.exec(ctx, func(w *wtx) error {
 		if submission != nil {
-			// The door finds a job by its submission id, else by an mvp task id: neither may be taken again.
-			taken, err := w.exists(`SELECT 1 FROM tasks WHERE (submission_id = ? OR task_id = ?) AND door_deleted = 0`,
-				submission, submission)
+			taken, err := w.exists(submissionTakenSQL, submission, submission)
 			if err != nil {
 				return fmt.Errorf("look up submission id: %w", err)
 			}
@@ -896,14 +899,15 @@ func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
 // activeSQL: the tasks in an active state, and the tasks in any other state whose latest attempt's Ray job may
 // still be alive: a non-terminal ray_status (empty, PENDING or RUNNING), no end time and not deleted from Ray. A
 // CANCELED task whose job is stopping thus stays until a sync writes the job's terminal status. The second
-// part walks the partial index attempts_live.
+// part walks the partial index attempts_live (the unary + keeps SQLite off attempts_by_end's NULL range, which
+// holds every attempt Ray refused: TestActiveWalksTheLiveAttemptsIndex).
 const activeSQL = `SELECT ` + taskCols + `, ` + attemptCols + `
 	FROM tasks t LEFT JOIN attempts a ON a.task_id = t.task_id AND a.attempt_no = t.latest_attempt_no
 	WHERE t.state IN ('SUBMITTING', 'SUBMITTED', 'RUNNING')
 	UNION ALL
 	SELECT ` + taskCols + `, ` + attemptCols + `
 	FROM attempts a JOIN tasks t ON t.task_id = a.task_id AND t.latest_attempt_no = a.attempt_no
-	WHERE a.ray_status IN ('', 'PENDING', 'RUNNING') AND a.end_time IS NULL AND a.ray_deleted = 0
+	WHERE a.ray_status IN ('', 'PENDING', 'RUNNING') AND +a.end_time IS NULL AND a.ray_deleted = 0
 		AND t.state NOT IN ('SUBMITTING', 'SUBMITTED', 'RUNNING')`
 
 // Active returns, oldest first, the tasks in SUBMITTING, SUBMITTED or RUNNING and the tasks of any state whose
