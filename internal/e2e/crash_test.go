@@ -56,7 +56,7 @@ var crashCases = []crashCase{
 	}, 0, nil},
 	{"requeue", func(t *testing.T, s *service) (string, mvp.State) {
 		// The race of TestRaceFailsFastThenRetries: GPUs taken between admission and verl's check.
-		return raceBehindMVPsBack(t, s, 8).ID, mvp.StateSucceeded
+		return raceBehindMVPsBack(t, s, 15).ID, mvp.StateSucceeded // the thief outlasts the gate and the check on a busy machine
 	}, 0, nil},
 	{"judged_before_stop", func(t *testing.T, s *service) (string, mvp.State) {
 		// A stuck gang is judged (GANG_STUCK written) and mvp dies before it asks Ray to stop the job: after the

@@ -16,7 +16,9 @@ import (
 func TestStandInStraightToRay(t *testing.T) {
 	waitIdle(t)
 	id := uniq("direct-ppo")
-	direct(t, id, "python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.n_gpus_per_node=4 mvp_test.hold_s=10")
+	// It holds its GPUs for 45 s: the 1×8 job below must start and make its check while they are taken, which
+	// takes 10–20 s on a busy 2-core machine.
+	direct(t, id, "python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.n_gpus_per_node=4 mvp_test.hold_s=45")
 
 	// The GPUs it asked for are taken on one node while it runs.
 	waitFor(t, 60*time.Second, "4 GPUs taken on one worker", func() (bool, string) {
@@ -36,7 +38,7 @@ func TestStandInStraightToRay(t *testing.T) {
 		t.Errorf("1×8 on 4 free GPUs: status %s, message %q", info.Status, tail(info.Message, 5))
 	}
 
-	info = waitJob(t, id, 90*time.Second, func(i *mvp.JobInfo) bool { return i.Status.Terminal() })
+	info = waitJob(t, id, 150*time.Second, func(i *mvp.JobInfo) bool { return i.Status.Terminal() })
 	if info.Status != mvp.RaySucceeded {
 		t.Fatalf("stand-in ended %s: %s", info.Status, info.Message)
 	}

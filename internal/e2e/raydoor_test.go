@@ -310,7 +310,7 @@ func TestRayDoorWaitsBehindGang(t *testing.T) {
 	s := startService(t, serviceOpts{})
 	d := newRayDoor(t, s)
 	ns := workers(t)
-	busy := s.submit(spec("ppo", len(ns), int(ns[0].Total["GPU"]), 20))
+	busy := s.submit(spec("ppo", len(ns), int(ns[0].Total["GPU"]), 60)) // long enough for two ray CLI runs on a busy machine
 	s.waitState(busy.ID, mvp.StateRunning, 2*time.Minute)
 
 	dir := workingDir(t)

@@ -117,10 +117,11 @@ func TestWebPageInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.ID("login")),
 		chromedp.WaitVisible(chromedp.ID("nodes")))
 
-	// A 2×4 gang holds every GPU for a while; a 1×2 task submitted behind it waits in mvp's queue.
-	blocker := s.submit(spec("ppo", 2, 4, 10))
+	// A 2×4 gang holds every GPU for a while (long enough for Chromium on a busy 2-core machine to show the
+	// queue); a 1×2 task submitted behind it waits in mvp's queue, then runs long enough for its log to be followed.
+	blocker := s.submit(spec("ppo", 2, 4, 40))
 	s.waitState(blocker.ID, mvp.StateRunning, 90*time.Second)
-	task := s.submit(spec("ppo", 1, 2, 8))
+	task := s.submit(spec("ppo", 1, 2, 30))
 	row := fmt.Sprintf(`#queue tr[data-task=%q]`, task.ID)
 	run("the task waits in the queue", 60*time.Second, chromedp.WaitVisible(chromedp.CSS(row)))
 	if reason := text("its reason", chromedp.CSS(row+" td.reason")); strings.TrimSpace(reason) == "" {
