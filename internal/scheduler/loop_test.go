@@ -161,10 +161,13 @@ func newHarness(t *testing.T) *harness {
 
 var n int
 
-func (h *harness) task() *mvp.Task {
+func (h *harness) task() *mvp.Task { return h.taskOf(2) }
+
+// taskOf queues a 1 × gpus task.
+func (h *harness) taskOf(gpus int) *mvp.Task {
 	n++
 	t := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
-		NNodes: 1, GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
+		NNodes: 1, GPUsPerNode: gpus, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
 	if err := h.db.CreateTask(context.Background(), t); err != nil {
 		h.t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package scheduler_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,15 +221,7 @@ func TestLoopStaysArmedWhileTheEndedJobsGPUsAreNotBackYet(t *testing.T) {
 }
 
 // task8 queues a whole-node (8-GPU) task.
-func (h *harness) task8() *mvp.Task {
-	n++
-	t := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
-		NNodes: 1, GPUsPerNode: 8, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
-	if err := h.db.CreateTask(context.Background(), t); err != nil {
-		h.t.Fatal(err)
-	}
-	return t
-}
+func (h *harness) task8() *mvp.Task { return h.taskOf(8) }
 
 // slowFirstQueue makes the loop's first queue read take a second and records when each pass reads the queue.
 type slowFirstQueue struct {

@@ -190,18 +190,7 @@ func TestClosedStoreIsUnavailable(t *testing.T) {
 // condition, and then every GET of a task scanned the whole table.
 func TestResubmitsUsesTheOriginIndex(t *testing.T) {
 	db, _ := open(t)
-	rows, err := db.read.Query(`EXPLAIN QUERY PLAN `+resubmitsSQL, "some-task")
-	must(t, err)
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		must(t, rows.Scan(&id, &parent, &unused, &detail))
-		plan = append(plan, detail)
-	}
-	must(t, rows.Err())
-	if got := strings.Join(plan, "; "); !strings.Contains(got, "tasks_by_origin") {
+	if got := queryPlan(t, db, resubmitsSQL, "some-task"); !strings.Contains(got, "tasks_by_origin") {
 		t.Fatalf("query plan %q does not use the index tasks_by_origin", got)
 	}
 }
