@@ -27,6 +27,8 @@ import (
 // env is what scripts/e2e.sh hands the tests.
 var env struct {
 	dashboard, gcs, python, probeScript, repo, bin string
+	// rayToken is the test cluster's Ray token ("" when it has none).
+	rayToken string
 }
 
 var (
@@ -47,6 +49,7 @@ func TestMain(m *testing.M) {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	rayToken := os.Getenv("MVP_E2E_RAY_TOKEN")
+	env.rayToken = rayToken
 	var probeEnv []string
 	if rayToken != "" {
 		probeEnv = []string{"RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN=" + rayToken}
@@ -114,10 +117,12 @@ func freeGPUs(t testing.TB) []float64 {
 	return out
 }
 
-// waitIdle waits until every worker GPU is free again, so a test starts on an idle cluster.
+// waitIdle waits until every worker GPU is free again, so a test starts on an idle cluster. A test waits for its
+// own jobs to end; jobs still holding GPUs after 30 s were left by a test that failed (mvp's SIGTERM leaves Ray's
+// jobs running, by design): they are stopped, so that one failure does not fail every test after it.
 func waitIdle(t testing.TB) {
 	t.Helper()
-	waitFor(t, 90*time.Second, "an idle cluster", func() (bool, string) {
+	idle := func() (bool, string) {
 		ns := workers(t)
 		for _, n := range ns {
 			if n.Available["GPU"] != n.Total["GPU"] {
@@ -125,7 +130,46 @@ func waitIdle(t testing.TB) {
 			}
 		}
 		return len(ns) > 0, fmt.Sprintf("%d workers", len(ns))
-	})
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if ok, _ := idle(); ok {
+			return
+		}
+	}
+	stopLeftovers(t)
+	waitFor(t, 90*time.Second, "an idle cluster", idle)
+}
+
+// stopLeftovers stops every submitted Ray job that is still pending or running.
+func stopLeftovers(t testing.TB) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, env.dashboard+"/api/jobs/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.rayToken != "" {
+		req.Header.Set("Authorization", "Bearer "+env.rayToken)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Logf("list Ray's jobs to stop leftovers: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	var jobs []struct {
+		SubmissionID *string `json:"submission_id"`
+		Status       string  `json:"status"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&jobs); err != nil {
+		t.Logf("list Ray's jobs to stop leftovers (HTTP %d): %v", resp.StatusCode, err)
+		return
+	}
+	for _, j := range jobs {
+		if j.SubmissionID != nil && (j.Status == "PENDING" || j.Status == "RUNNING") {
+			err := rayc.StopJob(context.Background(), *j.SubmissionID)
+			t.Logf("stopping job %s, which a test before this one left %s: %v", *j.SubmissionID, j.Status, err)
+		}
+	}
 }
 
 // direct submits a job to Ray behind mvp's back; it is stopped when the test ends.

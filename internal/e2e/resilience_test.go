@@ -110,6 +110,15 @@ func TestRayOutage(t *testing.T) {
 		}
 	}
 	script("ray-down.sh")
+	cameBack := false
+	t.Cleanup(func() { // a failure during the outage must not leave the next test without a cluster
+		if !cameBack {
+			cmd := exec.Command("bash", filepath.Join(env.repo, "scripts", "ray-up.sh"))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Logf("ray-up.sh after a failed outage test: %v\n%s", err, out)
+			}
+		}
+	})
 	down := time.Now()
 	health := func() scheduler.Health {
 		var h struct {
@@ -154,6 +163,7 @@ func TestRayOutage(t *testing.T) {
 		t.Errorf("no %s event on the running task", mvp.EventRayUnavailable)
 	}
 	script("ray-up.sh")
+	cameBack = true
 	waitFor(t, 120*time.Second, "/healthz to report Ray back", func() (bool, string) {
 		h := health()
 		return h.RayOK, h.RayError
