@@ -412,11 +412,7 @@ func (s *Server) checkNames(ctx context.Context, t *mvp.Task) (map[string]mvp.St
 // the owner's max_priority and max_queued apply, and the dependencies, resume_from and secrets it names must
 // still be the owner's (a secret's name can change hands after the schedule was made).
 func (s *Server) AdmitScheduled(ctx context.Context, t *mvp.Task) error {
-	owner := t.Owner
-	if owner == "" {
-		owner = mvp.Operator
-	}
-	ctx = mvp.WithCaller(ctx, mvp.Caller{Name: owner, Operator: owner == mvp.Operator})
+	ctx = mvp.WithCaller(ctx, mvp.OwnerCaller(t.Owner))
 	if err := s.checkUser(ctx, t); err != nil {
 		return err
 	}

@@ -34,6 +34,15 @@ func (c Caller) Owns(owner string) bool {
 	return c.Operator || c.Name == owner
 }
 
+// OwnerCaller is the caller that acts for what owner owns (a task run for its owner): the operator for
+// Operator or "", else that user.
+func OwnerCaller(owner string) Caller {
+	if owner == "" || owner == Operator {
+		return Caller{Name: Operator, Operator: true}
+	}
+	return Caller{Name: owner}
+}
+
 type callerKey struct{}
 
 // WithCaller returns ctx carrying the caller.

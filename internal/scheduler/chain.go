@@ -77,9 +77,8 @@ func (pl *plan) displaced(g int32, whole func(int32) bool, ahead []int32) (n int
 		if left == 0 || (pl.p.MaxRunning > 0 && pl.running+n >= pl.p.MaxRunning) {
 			break
 		}
-		u := &pl.users[pl.ents[j].user]
-		gpus := pl.shapes[si].d.gangGPUs()
-		if j == g || whole(si) || noFit[si] || (u.maxGPUs > 0 && used[pl.ents[j].user]+gpus > u.maxGPUs) {
+		u := pl.ents[j].user
+		if j == g || whole(si) || noFit[si] || pl.overQuotaWith(j, used[u]) {
 			continue
 		}
 		s := &pl.shapes[si]
@@ -89,7 +88,7 @@ func (pl *plan) displaced(g int32, whole func(int32) bool, ahead []int32) (n int
 			continue
 		}
 		n++
-		used[pl.ents[j].user] += gpus
+		used[u] += pl.shapes[si].d.gangGPUs()
 		drain = max(drain, float64(pl.ents[j].rtS))
 		wmax = max(wmax, float64(pl.ents[j].waitS))
 	}

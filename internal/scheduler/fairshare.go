@@ -129,9 +129,12 @@ type userState struct {
 func (d Demand) gangGPUs() float64 { return float64(d.Groups) * d.GPUs }
 
 // overQuota reports whether admitting task i would take its owner past max_gpus.
-func (pl *plan) overQuota(i int32) bool {
+func (pl *plan) overQuota(i int32) bool { return pl.overQuotaWith(i, pl.users[pl.ents[i].user].used) }
+
+// overQuotaWith reports whether task i would take its owner past max_gpus if the owner held used GPUs.
+func (pl *plan) overQuotaWith(i int32, used float64) bool {
 	u := &pl.users[pl.ents[i].user]
-	return u.maxGPUs > 0 && u.used+pl.shapes[pl.ents[i].shape].d.gangGPUs() > u.maxGPUs
+	return u.maxGPUs > 0 && used+pl.shapes[pl.ents[i].shape].d.gangGPUs() > u.maxGPUs
 }
 
 // rank orders pl.order as described at the top of this file and records each task's rank. A queue with one owner

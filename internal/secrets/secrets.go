@@ -182,15 +182,12 @@ func (v *Vault) ValuesOf(ctx context.Context, owner string, names []string) (map
 		return nil, mvp.Errorf(mvp.CodeInvalid, "secrets", "secret(s) %s do not exist (deleted?): store them with "+
 			"PUT /api/v2/secrets/{name}, then resubmit", strings.Join(missing, ", "))
 	}
-	if owner == "" {
-		owner = mvp.Operator
-	}
-	caller := mvp.Caller{Name: owner, Operator: owner == mvp.Operator}
+	caller := mvp.OwnerCaller(owner)
 	for _, n := range names {
 		if !caller.Owns(sealed[n].Owner) {
 			return nil, mvp.Errorf(mvp.CodeForbidden, "secrets", "secret %q now belongs to another user than the "+
 				"task's owner %s (it was deleted and stored again under that name): store yours under a name of your "+
-				"own, then resubmit", n, owner)
+				"own, then resubmit", n, caller.Name)
 		}
 	}
 	out := make(map[string]string, len(names))

@@ -117,32 +117,43 @@ func attemptRel(n int) (string, error) {
 	return filepath.Join("attempts", fmt.Sprintf("a%02d", n)), nil
 }
 
-// ReadLog returns the attempt's copy of the driver log, or an error wrapping os.ErrNotExist. The job can write in
-// its attempt folder: the log is opened inside the task folder only (a symlink out of it is refused), without
-// blocking, and must be a regular file.
+// ReadLog returns the attempt's copy of the driver log, or an error wrapping os.ErrNotExist.
 func (f FS) ReadLog(id string, n int) (string, error) {
-	if _, err := f.AttemptDir(id, n); err != nil {
-		return "", err
-	}
-	root, err := f.openTask(id)
-	if err != nil {
-		return "", fmt.Errorf("read driver log: %w", err)
-	}
-	defer root.Close()
-	fh, err := root.OpenFile(filepath.Join("attempts", fmt.Sprintf("a%02d", n), "driver.log"), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	fh, _, err := f.openAttemptFile(id, n, "driver.log")
 	if err != nil {
 		return "", fmt.Errorf("read driver log: %w", err)
 	}
 	defer fh.Close()
-	if fi, err := fh.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("read driver log of %s attempt %d: %w", id, n, mvp.Errorf(mvp.CodeNotFound, "",
-			"the saved driver log is not a regular file"))
-	}
 	b, err := io.ReadAll(fh)
 	if err != nil {
 		return "", fmt.Errorf("read driver log: %w", err)
 	}
 	return string(b), nil
+}
+
+// openAttemptFile opens attempt n's file name for reading. The job can write in its attempt folder, so the file is
+// opened inside the task folder only (a symlink out of it, at any segment, is refused; one at the last segment
+// too), without blocking, and must be a regular file.
+func (f FS) openAttemptFile(id string, n int, name string) (*os.File, os.FileInfo, error) {
+	dir, err := attemptRel(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := f.openTask(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close() // the file stays open
+	fh, err := root.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := fh.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		fh.Close()
+		return nil, nil, mvp.Errorf(mvp.CodeNotFound, "", "%s of attempt %d is not a regular file", name, n)
+	}
+	return fh, fi, nil
 }
 
 // openTask opens the task's folder as an os.Root, so that what the job wrote in it (a symlink) cannot lead a read
@@ -267,22 +278,11 @@ func (f FS) ProgressModTime(id string, n int) (time.Time, error) {
 // ReadProgress returns at most max+1 bytes of the attempt's progress file (so that a caller sees it was larger
 // than max) and its modification time. It never follows a symlink.
 func (f FS) ReadProgress(id string, n int, max int) ([]byte, time.Time, error) {
-	p, err := f.progressPath(id, n)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	fh, fi, err := f.openAttemptFile(id, n, mvp.ProgressFile)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("open progress file: %w", err)
 	}
 	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("stat progress file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, time.Time{}, fmt.Errorf("%s of attempt %d is not a regular file", mvp.ProgressFile, n)
-	}
 	b, err := io.ReadAll(io.LimitReader(fh, int64(max)+1))
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("read progress file: %w", err)
