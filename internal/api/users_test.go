@@ -206,10 +206,29 @@ func TestUserLimitsAtSubmit(t *testing.T) {
 	}
 	resp, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"priority: 60\n", as(aliceToken))
 	if resp.StatusCode != 201 || !strings.Contains(string(b), `"priority": 60`) {
-		t.Errorf("priority 60 for alice: %d %s", resp.StatusCode, b)
+		t.Fatalf("priority 60 for alice: %d %s", resp.StatusCode, b)
 	}
-	for i := 0; i < 3; i++ { // 1 may start at once on the 4-GPU node; the rest wait
-		do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken))
+	// That one starts on the 4-GPU node; wait until the scheduler has taken it (until then it counts as waiting,
+	// and a third submit below would be refused), then the next three wait, and a fourth is one too many.
+	var first struct {
+		ID string `json:"task_id"`
+	}
+	if err := json.Unmarshal(b, &first); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, tb := do(t, base, "GET", "/api/v2/tasks/"+first.ID, "", "", as(aliceToken))
+		if !strings.Contains(string(tb), `"state": "QUEUED"`) && !strings.Contains(string(tb), `"state": "PENDING_RESOURCES"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's first task was not started on the free node: %s", tb)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken)); resp.StatusCode != 201 {
+			t.Fatalf("alice's submit %d of 3 within max_queued: %d %s", i+1, resp.StatusCode, b)
+		}
 	}
 	resp, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken))
 	if resp.StatusCode != 429 || !strings.Contains(string(b), "max_queued") {
