@@ -515,7 +515,8 @@ func (l *Loop) stop(ctx context.Context, a Stop) error {
 
 // submit records the attempt (with its deterministic submission id) before calling Ray, then calls Ray.
 func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
-	t := s.Task
+	tc := *s.Task // the queue's tasks are shared with the store and later passes: this submission changes its own copy
+	t := &tc
 	payload, err := l.Build(t, s.AttemptNo)
 	if err != nil {
 		msg := fmt.Sprintf("attempt %d cannot be built, so the task can never be submitted: %v", s.AttemptNo, err)

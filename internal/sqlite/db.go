@@ -36,6 +36,8 @@ type Options struct {
 	Readers int
 	// Observer is told the size of each committed batch; nil for none.
 	Observer mvp.Observer
+	// QueueReload is how often Runnable reads the whole queue again; DefaultQueueReload when 0.
+	QueueReload time.Duration
 }
 
 // DB is the store. It implements mvp.Store. Every write goes through one writer goroutine that owns the only
@@ -59,6 +61,7 @@ type DB struct {
 	stats   counters
 	obs     mvp.Observer
 	maint   *sql.DB // checkpoints: at most one connection, held only while one runs
+	queue   queueCache
 }
 
 var _ mvp.Store = (*DB)(nil)
@@ -74,6 +77,9 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 	}
 	if o.Readers <= 0 {
 		o.Readers = 4
+	}
+	if o.QueueReload <= 0 {
+		o.QueueReload = DefaultQueueReload
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -126,7 +132,8 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 	m.SetMaxIdleConns(0)
 
 	db := &DB{path: abs, write: w, read: r, maint: m, max: o.MaxBatch, ops: make(chan *op, 4*o.MaxBatch),
-		stop: make(chan struct{}), done: make(chan struct{}), stmts: map[string]*sql.Stmt{}, obs: mvp.ObserverOr(o.Observer)}
+		stop: make(chan struct{}), done: make(chan struct{}), stmts: map[string]*sql.Stmt{}, obs: mvp.ObserverOr(o.Observer),
+		queue: queueCache{every: o.QueueReload}}
 	fail := func(err error) (*DB, error) {
 		w.Close()
 		r.Close()

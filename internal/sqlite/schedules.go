@@ -186,6 +186,7 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 		if err := w.withinMaxWaiting(r.Task); err != nil {
 			return err
 		}
+		w.touch(r.Task.ID)
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
 			if isUnique(err) {
 				return conflict("a task with id %q exists already", taskID)

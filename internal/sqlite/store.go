@@ -264,6 +264,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 		if err := w.withinMaxWaiting(t); err != nil {
 			return err
 		}
+		w.touch(t.ID)
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
 			if isUnique(err) {
 				return conflict("a task with id %q exists already", t.ID)
@@ -369,6 +370,7 @@ func (db *DB) Apply(ctx context.Context, c mvp.Change) error {
 	update := `UPDATE tasks SET ` + strings.Join(set, ", ") + ` WHERE task_id = ? AND state = ?`
 
 	err = db.exec(ctx, func(w *wtx) error {
+		w.touch(c.TaskID)
 		res, err := w.exec(update, args...)
 		if err != nil {
 			return fmt.Errorf("update task: %w", err)
@@ -550,6 +552,7 @@ func (db *DB) NoteProgress(ctx context.Context, taskID string, p *mvp.Progress) 
 		return fmt.Errorf("note progress of %s: %w", taskID, err)
 	}
 	err = db.exec(ctx, func(w *wtx) error {
+		w.touch(taskID)
 		res, err := w.exec(`UPDATE tasks SET progress_json = ? WHERE task_id = ? AND latest_attempt_no = ?`,
 			string(b), taskID, p.AttemptNo)
 		if err != nil {
@@ -861,41 +864,6 @@ func (db *DB) UsageSpans(ctx context.Context, since time.Time) ([]mvp.UsageSpan,
 // scanCheckEvery is how many rows a long read steps between two checks of its context.
 const scanCheckEvery = 1024
 
-// Runnable returns the QUEUED and PENDING_RESOURCES tasks, without attempts, oldest first (created_at, then task
-// id).
-//
-// The queue can be long and is read at every pass of the scheduler: the rows are stepped without ctx (with a
-// cancellable context, mattn/go-sqlite3 starts a goroutine for every row, which was most of a pass's CPU), and
-// ctx is checked every scanCheckEvery rows instead.
-func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("load queue: %w", err)
-	}
-	rows, err := db.read.QueryContext(context.WithoutCancel(ctx), `SELECT `+taskCols+` FROM tasks t
-		WHERE t.state IN ('QUEUED', 'PENDING_RESOURCES') ORDER BY t.created_at, t.task_id`)
-	if err != nil {
-		return nil, fmt.Errorf("load queue: %w", db.mapErr(err))
-	}
-	defer rows.Close()
-	var out []*mvp.Task
-	for rows.Next() {
-		if len(out)%scanCheckEvery == scanCheckEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("load queue: %w", err)
-			}
-		}
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("load queue: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load queue: %w", db.mapErr(err))
-	}
-	return out, nil
-}
-
 // activeSQL: the tasks in an active state, and the tasks in any other state whose latest attempt's Ray job may
 // still be alive: a non-terminal ray_status (empty, PENDING or RUNNING), no end time and not deleted from Ray. A
 // CANCELED task whose job is stopping thus stays until a sync writes the job's terminal status. The second
@@ -1007,6 +975,7 @@ func (db *DB) TaskBySubmissionID(ctx context.Context, submissionID string) (*mvp
 // transaction. A task that has not ended is a conflict and nothing is written.
 func (db *DB) DeleteFromDoor(ctx context.Context, taskID string, at time.Time) error {
 	err := db.exec(ctx, func(w *wtx) error {
+		w.touch(taskID)
 		res, err := w.exec(`UPDATE tasks SET door_deleted = 1, updated_at = ? WHERE task_id = ?
 			AND state IN ('SUCCEEDED', 'FAILED', 'CANCELED')`, nanos(orNow(at)), taskID)
 		if err != nil {

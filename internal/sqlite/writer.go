@@ -26,7 +26,14 @@ type op struct {
 // wtx runs statements in the writer's open transaction. Statements are prepared once on the write connection
 // and kept for the life of the DB; they run with a background context because once the writer took a request,
 // its caller's context no longer decides anything (and mattn/go-sqlite3 starts a goroutine per call otherwise).
-type wtx struct{ db *DB }
+type wtx struct {
+	db      *DB
+	touched []string // the tasks whose rows this transaction writes (touch)
+}
+
+// touch records that the transaction writes task id's row: once it commits, Runnable reads that row again
+// (queueCache). Every write of a task's row calls it.
+func (w *wtx) touch(id string) { w.touched = append(w.touched, id) }
 
 func (w *wtx) stmt(query string) (*sql.Stmt, error) {
 	if st := w.db.stmts[query]; st != nil {
@@ -166,8 +173,12 @@ func (db *DB) run(batch []*op) {
 	}
 
 	results := make([]error, len(live))
-	// answer tells every caller its outcome, after the counters are updated (so a caller sees them).
+	w := &wtx{db: db}
+	// answer tells every caller its outcome, after the counters are updated (so a caller sees them) and the tasks
+	// written are in the queue's journal (so a caller that wakes the scheduler has its write seen). On a failed
+	// commit the journal names tasks that did not change, which costs a read and nothing else.
 	answer := func(all error) {
+		db.queue.note(w.touched)
 		failed := 0
 		for i := range live {
 			if results[i] == nil {
@@ -183,7 +194,6 @@ func (db *DB) run(batch []*op) {
 			o.done <- results[i]
 		}
 	}
-	w := &wtx{db: db}
 	abort := func(what string, err error) {
 		db.rollback(w)
 		answer(fmt.Errorf("%s: %w", what, db.mapErr(err)))

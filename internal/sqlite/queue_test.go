@@ -1,0 +1,202 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// queueIDs is the ids of tasks, in order.
+func queueIDs(ts []*mvp.Task) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out
+}
+
+// sameAsStored fails the test unless Runnable (from its journal) returns exactly what a whole read of the queue
+// returns now, field for field and in the same order.
+func sameAsStored(t *testing.T, db *DB, step string) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := db.Runnable(ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	want, err := db.readQueue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: Runnable from its journal %v, the stored queue %v", step, queueIDs(got), queueIDs(want))
+	}
+}
+
+// TestRunnableFollowsEveryWrite: with no whole reads in between (QueueReload of an hour), the queue Runnable keeps
+// in memory stays equal to a fresh read of the stored queue through every kind of write to a task's row: a new
+// task (also one older than the newest), a wait with a reason, a backoff, a submit, a requeue from a live state,
+// progress, a cancel, a scheduled task, a lost compare-and-set and a Ray-door delete.
+func TestRunnableFollowsEveryWrite(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), Options{QueueReload: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	sameAsStored(t, db, "empty")
+
+	a, b := create(t, db, t0), create(t, db, t0.Add(time.Second))
+	sameAsStored(t, db, "two new tasks")
+	older := create(t, db, t0.Add(-time.Hour)) // created before the others (a clock step back): first in line
+	sameAsStored(t, db, "a task older than the queue's newest")
+	if q, _ := db.Runnable(ctx); q[0].ID != older.ID {
+		t.Fatalf("queue order %v, want %s first", queueIDs(q), older.ID)
+	}
+
+	reason := "gpus_busy: 4 of 8 GPUs free"
+	must(t, db.Apply(ctx, mvp.Change{TaskID: a.ID, From: mvp.StateQueued, To: mvp.StatePendingResources,
+		At: t0.Add(2 * time.Second), PendingReason: &reason}))
+	sameAsStored(t, db, "a wait")
+	later := t0.Add(time.Minute)
+	laterP := &later
+	must(t, db.Apply(ctx, mvp.Change{TaskID: a.ID, From: mvp.StatePendingResources, To: mvp.StatePendingResources,
+		At: t0.Add(3 * time.Second), NextRunAt: &laterP}))
+	sameAsStored(t, db, "a backoff")
+
+	att := &mvp.Attempt{TaskID: b.ID, No: 1, RaySubmissionID: b.ID + "--a01", CreatedAt: t0.Add(4 * time.Second)}
+	must(t, db.Apply(ctx, mvp.Change{TaskID: b.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: att.CreatedAt,
+		NewAttempt: att}))
+	sameAsStored(t, db, "a submit")
+	up := *att
+	up.RayStatus = mvp.RayRunning
+	must(t, db.Apply(ctx, mvp.Change{TaskID: b.ID, From: mvp.StateSubmitting, To: mvp.StateRunning,
+		At: t0.Add(5 * time.Second), AttemptUpdate: &up}))
+	must(t, db.NoteProgress(ctx, b.ID, &mvp.Progress{AttemptNo: 1, Name: "step 3"}))
+	sameAsStored(t, db, "running, with progress")
+	up.RayStatus, up.FailureKind = mvp.RayFailed, mvp.FailureInsufficientResources
+	must(t, db.Apply(ctx, mvp.Change{TaskID: b.ID, From: mvp.StateRunning, To: mvp.StatePendingResources,
+		At: t0.Add(6 * time.Second), AttemptUpdate: &up, PendingReason: &reason}))
+	sameAsStored(t, db, "a requeue from RUNNING")
+
+	if err := db.Apply(ctx, mvp.Change{TaskID: b.ID, From: mvp.StateQueued, To: mvp.StateCanceled,
+		At: t0.Add(7 * time.Second)}); err == nil {
+		t.Fatal("a compare-and-set from the wrong state was applied")
+	}
+	sameAsStored(t, db, "a lost compare-and-set")
+	must(t, db.Apply(ctx, mvp.Change{TaskID: older.ID, From: mvp.StateQueued, To: mvp.StateCanceled,
+		At: t0.Add(8 * time.Second)}))
+	sameAsStored(t, db, "a cancel")
+
+	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	must(t, db.CreateSchedule(ctx, newSchedule("nightly", at)))
+	st := newTask(at)
+	must(t, db.RecordScheduleRun(ctx, mvp.ScheduleRun{Name: "nightly", PrevFireAt: at, FireAt: at.Add(time.Hour),
+		Task: st}))
+	sameAsStored(t, db, "a scheduled task")
+
+	must(t, db.DeleteFromDoor(ctx, older.ID, t0.Add(9*time.Second)))
+	sameAsStored(t, db, "a Ray-door delete of an ended task")
+
+	if q, _ := db.Runnable(ctx); !reflect.DeepEqual(queueIDs(q), []string{a.ID, b.ID, st.ID}) {
+		t.Fatalf("queue %v, want %v", queueIDs(q), []string{a.ID, b.ID, st.ID})
+	}
+}
+
+// TestRunnableSlicesStayAsHandedOut: a queue Runnable returned is not changed by later writes (the scheduler and
+// the API may hold one while the loop writes).
+func TestRunnableSlicesStayAsHandedOut(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	a := create(t, db, t0)
+	create(t, db, t0.Add(time.Second))
+	first, err := db.Runnable(ctx)
+	must(t, err)
+	before := append([]*mvp.Task(nil), first...)
+	reason := "gpus_busy"
+	must(t, db.Apply(ctx, mvp.Change{TaskID: a.ID, From: mvp.StateQueued, To: mvp.StatePendingResources,
+		PendingReason: &reason}))
+	create(t, db, t0.Add(-time.Second))
+	if _, err := db.Runnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(first, before) || first[0].State != mvp.StateQueued {
+		t.Fatalf("a queue handed out changed: %v", queueIDs(first))
+	}
+}
+
+// TestRunnableReadsWholeAgainAfterQueueReload: a write that bypassed the journal (here, a row changed on another
+// connection, as another process would) is seen once QueueReload has passed.
+func TestRunnableReadsWholeAgainAfterQueueReload(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"),
+		Options{QueueReload: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	a := create(t, db, t0)
+	if q, err := db.Runnable(ctx); err != nil || len(q) != 1 {
+		t.Fatalf("queue %v, %v", q, err)
+	}
+	if _, err := db.maint.ExecContext(ctx, `UPDATE tasks SET state = 'CANCELED' WHERE task_id = ?`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		q, err := db.Runnable(ctx)
+		must(t, err)
+		if len(q) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a change made on another connection is not seen after QueueReload: %v", queueIDs(q))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestMergeQueue: rows read again replace their task in place, leave the queue when they no longer wait or are
+// gone, and new waiting tasks are merged in queue order (created_at, then id).
+func TestMergeQueue(t *testing.T) {
+	task := func(id string, sec int, s mvp.State) *mvp.Task {
+		return &mvp.Task{ID: id, CreatedAt: t0.Add(time.Duration(sec) * time.Second), State: s}
+	}
+	q := []*mvp.Task{task("a", 1, mvp.StateQueued), task("c", 3, mvp.StateQueued), task("e", 5, mvp.StateQueued)}
+	for _, c := range []struct {
+		name string
+		ids  []string
+		rows []*mvp.Task
+		want []string
+	}{
+		{"nothing named", nil, nil, []string{"a", "c", "e"}},
+		{"new tasks at the end", []string{"g", "f"}, []*mvp.Task{task("g", 7, mvp.StateQueued),
+			task("f", 6, mvp.StateQueued)}, []string{"a", "c", "e", "f", "g"}},
+		{"new tasks in between", []string{"d", "b", "0"}, []*mvp.Task{task("d", 4, mvp.StateQueued),
+			task("b", 2, mvp.StateQueued), task("0", 0, mvp.StateQueued)}, []string{"0", "a", "b", "c", "d", "e"}},
+		{"same second: by id", []string{"bb"}, []*mvp.Task{task("bb", 3, mvp.StateQueued)},
+			[]string{"a", "bb", "c", "e"}},
+		{"a wait keeps its place", []string{"c"}, []*mvp.Task{task("c", 3, mvp.StatePendingResources)},
+			[]string{"a", "c", "e"}},
+		{"submitted, canceled, gone", []string{"a", "e", "c"}, []*mvp.Task{task("a", 1, mvp.StateSubmitting),
+			task("e", 5, mvp.StateCanceled)}, nil},
+		{"a new task that no longer waits", []string{"z"}, []*mvp.Task{task("z", 9, mvp.StateRunning)},
+			[]string{"a", "c", "e"}},
+	} {
+		got := queueIDs(mergeQueue(q, c.ids, c.rows))
+		if len(got) == 0 {
+			got = nil
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got := mergeQueue(q, []string{"c"}, []*mvp.Task{task("c", 3, mvp.StatePendingResources)}); got[1].State !=
+		mvp.StatePendingResources || q[1].State != mvp.StateQueued {
+		t.Error("a task read again did not replace the old one, or the old slice changed")
+	}
+}
