@@ -215,6 +215,10 @@ type Store interface {
 	ListTasks(ctx context.Context, f TaskFilter) ([]*Task, string, error)
 	// Apply writes a Change or returns ErrConflict.
 	Apply(ctx context.Context, c Change) error
+	// ApplyAll writes independent Changes (each to its own task) in one commit: errs[i] is what Apply would return
+	// for cs[i], and a change that fails writes nothing without holding back the others; err (with nil errs) is a
+	// failure of the store itself, and then none is written.
+	ApplyAll(ctx context.Context, cs []Change) (errs []error, err error)
 	// UpdateAttempt overwrites an attempt's Ray-side fields without a state change, and records an event.
 	UpdateAttempt(ctx context.Context, a *Attempt, eventType string, payload map[string]any) error
 	// CountWaiting returns how many of owner's tasks wait (QUEUED or PENDING_RESOURCES): max_queued.

@@ -230,28 +230,70 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	// submissions) and an attempt is live: one this pass submits, or one live when the pass began, including one
 	// it concluded whose GPUs the probe may not show free yet (Ray's job server can report the end first).
 	l.arm(len(snap.Queue) > submits && (submits > 0 || len(snap.Active) > 0 || len(active) > 0))
-	// Waits are independent compare-and-sets on their own tasks: they go to the store together, so that the
-	// writer commits many in one transaction instead of one commit (fsync) each; the other actions stay in order.
-	var waits sync.WaitGroup
-	slots := make(chan struct{}, maxWaitsInFlight)
+	// Waits are independent compare-and-sets on their own tasks: they go to the store together (ApplyAll, in
+	// chunks), so that the writer commits many in one transaction and one request instead of a request and a
+	// commit (fsync) each; the other actions are applied meanwhile, in order.
+	var waits []*Wait
 	for _, a := range acts {
 		if w, ok := a.(*Wait); ok {
-			waits.Add(1)
-			slots <- struct{}{}
-			go func() {
-				defer func() { <-slots; waits.Done() }()
-				l.applied(a, l.apply(ctx, now, w))
-			}()
-			continue
+			waits = append(waits, w)
 		}
-		l.applied(a, l.apply(ctx, now, a))
 	}
-	waits.Wait()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.applyWaits(ctx, now, waits)
+	}()
+	for _, a := range acts {
+		if _, ok := a.(*Wait); !ok {
+			l.applied(a, l.apply(ctx, now, a))
+		}
+	}
+	<-done
 	return nil
 }
 
-// maxWaitsInFlight bounds the Waits of a pass handed to the store at once (the writer's largest batch).
-const maxWaitsInFlight = 256
+// waitsPerWrite is how many Waits one request to the store carries; up to waitWritesInFlight such requests are
+// in flight at once, so that their commits can overlap with the API's writes.
+const (
+	waitsPerWrite      = 64
+	waitWritesInFlight = 4
+)
+
+// applyWaits writes waits with ApplyAll, in chunks.
+func (l *Loop) applyWaits(ctx context.Context, now time.Time, waits []*Wait) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, waitWritesInFlight)
+	for len(waits) > 0 {
+		chunk := waits[:min(len(waits), waitsPerWrite)]
+		waits = waits[len(chunk):]
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			cs := make([]mvp.Change, len(chunk))
+			for i, w := range chunk {
+				cs[i] = waitChange(now, w)
+			}
+			errs, err := l.Store.ApplyAll(ctx, cs)
+			if err != nil {
+				l.Logger.Error("apply waits", "waits", len(chunk), "err", err) // the next pass decides them again
+				return
+			}
+			for i, w := range chunk {
+				l.applied(w, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// waitChange is what a Wait writes: the task waits (PENDING_RESOURCES) with its reason.
+func waitChange(now time.Time, a *Wait) mvp.Change {
+	reason := a.Reason
+	return mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StatePendingResources, At: now,
+		PendingReason: &reason, EventPayload: map[string]any{"reason": reason, "never_fits": a.Never}}
+}
 
 // applied logs an action that failed, unless the task moved meanwhile (e.g. canceled): then there is nothing to do.
 func (l *Loop) applied(a Action, err error) {
@@ -473,9 +515,7 @@ func latest(t *mvp.Task) *mvp.Attempt {
 func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
 	switch a := a.(type) {
 	case *Wait:
-		reason := a.Reason
-		return l.Store.Apply(ctx, mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StatePendingResources,
-			At: now, PendingReason: &reason, EventPayload: map[string]any{"reason": reason, "never_fits": a.Never}})
+		return l.Store.Apply(ctx, waitChange(now, a))
 	case Submit:
 		return l.submit(ctx, now, a)
 	case Stop:

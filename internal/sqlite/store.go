@@ -316,8 +316,86 @@ func updateAttempt(w *wtx, taskID string, no int, args []any) error {
 // type defaults to mvp.EventStateTransition; its payload is c.EventPayload plus "from", "to" and, when an
 // attempt is written, "attempt_no". A zero c.At is taken as now.
 func (db *DB) Apply(ctx context.Context, c mvp.Change) error {
-	if err := mvp.CheckTransition(c.From, c.To); err != nil {
+	p, err := prepareChange(c)
+	if err != nil {
 		return err
+	}
+	if err := db.exec(ctx, p.write); err != nil {
+		return fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, err)
+	}
+	return nil
+}
+
+// ApplyAll writes independent changes (each to its own task) together: one request to the writer, so one commit
+// for all, each as Apply writes it. errs[i] is what Apply would have returned for cs[i] (nil: written); a change
+// refused or whose compare-and-set is lost writes nothing and does not hold back the others. A failure of the
+// database itself writes none of them and is err. The scheduler's Waits for a pass go this way: one request each
+// cost more in the writer and the loop than the rows themselves.
+func (db *DB) ApplyAll(ctx context.Context, cs []mvp.Change) (errs []error, err error) {
+	errs = make([]error, len(cs))
+	ps := make([]*change, len(cs))
+	for i, c := range cs {
+		ps[i], errs[i] = prepareChange(c)
+	}
+	err = db.exec(ctx, func(w *wtx) error {
+		for i, p := range ps {
+			if p == nil {
+				continue
+			}
+			errs[i] = nil // a run before a failed commit may have set it
+			if !p.attempts() {
+				// Without attempt rows, a change that fails has written nothing (its UPDATE matched no row), unless
+				// the database failed, which fails them all.
+				err := p.write(w)
+				if err != nil && !errors.Is(err, mvp.ErrConflict) && !errors.Is(err, mvp.ErrNotFound) {
+					return err
+				}
+				errs[i] = err
+				continue
+			}
+			if _, err := w.exec(`SAVEPOINT change`); err != nil {
+				return err
+			}
+			if errs[i] = p.write(w); errs[i] != nil {
+				if _, err := w.exec(`ROLLBACK TO change`); err != nil {
+					return err
+				}
+			}
+			if _, err := w.exec(`RELEASE change`); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("apply %d changes: %w", len(cs), err)
+	}
+	for i, c := range cs {
+		if errs[i] != nil && ps[i] != nil {
+			errs[i] = fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, errs[i])
+		}
+	}
+	return errs, nil
+}
+
+// change is a Change made ready to write: its compare-and-set UPDATE with arguments, the attempt rows and the
+// event.
+type change struct {
+	c               mvp.Change
+	update          string
+	args            []any
+	newArgs, upArgs []any
+	at              time.Time
+	typ, body       string
+}
+
+// attempts reports whether the change writes attempt rows besides the task's.
+func (p *change) attempts() bool { return p.newArgs != nil || p.upArgs != nil }
+
+// prepareChange checks c and builds what writes it, without the database.
+func prepareChange(c mvp.Change) (*change, error) {
+	if err := mvp.CheckTransition(c.From, c.To); err != nil {
+		return nil, err
 	}
 	at := orNow(c.At)
 	set := []string{"state = ?", "updated_at = ?"}
@@ -342,7 +420,7 @@ func (db *DB) Apply(ctx context.Context, c mvp.Change) error {
 	var newArgs, upArgs []any
 	if a := c.NewAttempt; a != nil {
 		if a.No < 1 || a.RaySubmissionID == "" {
-			return fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, mvp.Errorf(mvp.CodeInvalid,
+			return nil, fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, mvp.Errorf(mvp.CodeInvalid,
 				"attempt", "a new attempt needs a number ≥ 1 and a submission id (got %d, %q)", a.No, a.RaySubmissionID))
 		}
 		set = append(set, "latest_attempt_no = ?", "progress_json = ''") // a new attempt has said nothing yet
@@ -364,56 +442,56 @@ func (db *DB) Apply(ctx context.Context, c mvp.Change) error {
 	}
 	body, err := encodePayload(payload)
 	if err != nil {
-		return fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, err)
+		return nil, fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, err)
 	}
 	args = append(args, c.TaskID, c.From)
 	update := `UPDATE tasks SET ` + strings.Join(set, ", ") + ` WHERE task_id = ? AND state = ?`
 
-	err = db.exec(ctx, func(w *wtx) error {
-		w.touch(c.TaskID)
-		res, err := w.exec(update, args...)
-		if err != nil {
-			return fmt.Errorf("update task: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("update task: %w", err)
-		}
-		if n == 0 {
-			var now string
-			st, err := w.stmt(`SELECT state FROM tasks WHERE task_id = ?`)
-			if err != nil {
-				return err
-			}
-			switch err := st.QueryRowContext(context.Background(), c.TaskID).Scan(&now); {
-			case errors.Is(err, sql.ErrNoRows):
-				return notFound("no task %q", c.TaskID)
-			case err != nil:
-				return fmt.Errorf("read task state: %w", err)
-			}
-			return conflict("task %s is %s, not %s: it changed meanwhile", c.TaskID, now, c.From)
-		}
-		if newArgs != nil {
-			if _, err := w.exec(insertAttemptSQL, newArgs...); err != nil {
-				if isUnique(err) {
-					return conflict("attempt %d of task %s or submission id %q exists already",
-						c.NewAttempt.No, c.TaskID, c.NewAttempt.RaySubmissionID)
-				}
-				return fmt.Errorf("insert attempt %d: %w", c.NewAttempt.No, err)
-			}
-		}
-		if upArgs != nil {
-			if err := updateAttempt(w, c.TaskID, c.AttemptUpdate.No, upArgs); err != nil {
-				return err
-			}
-		}
-		if _, err := w.exec(insertEventSQL, c.TaskID, nanos(at), typ, body); err != nil {
-			return fmt.Errorf("insert event: %w", err)
-		}
-		return nil
-	})
+	return &change{c: c, update: update, args: args, newArgs: newArgs, upArgs: upArgs, at: at, typ: typ, body: body}, nil
+}
+
+// write writes the change in the writer's transaction.
+func (p *change) write(w *wtx) error {
+	c := &p.c
+	w.touch(c.TaskID)
+	res, err := w.exec(p.update, p.args...)
 	if err != nil {
-		return fmt.Errorf("apply %s → %s to %s: %w", c.From, c.To, c.TaskID, err)
+		return fmt.Errorf("update task: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("update task: %w", err)
+	}
+	if n == 0 {
+		var now string
+		st, err := w.stmt(`SELECT state FROM tasks WHERE task_id = ?`)
+		if err != nil {
+			return err
+		}
+		switch err := st.QueryRowContext(context.Background(), c.TaskID).Scan(&now); {
+		case errors.Is(err, sql.ErrNoRows):
+			return notFound("no task %q", c.TaskID)
+		case err != nil:
+			return fmt.Errorf("read task state: %w", err)
+		}
+		return conflict("task %s is %s, not %s: it changed meanwhile", c.TaskID, now, c.From)
+	}
+	if p.newArgs != nil {
+		if _, err := w.exec(insertAttemptSQL, p.newArgs...); err != nil {
+			if isUnique(err) {
+				return conflict("attempt %d of task %s or submission id %q exists already",
+					c.NewAttempt.No, c.TaskID, c.NewAttempt.RaySubmissionID)
+			}
+			return fmt.Errorf("insert attempt %d: %w", c.NewAttempt.No, err)
+		}
+	}
+	if p.upArgs != nil {
+		if err := updateAttempt(w, c.TaskID, c.AttemptUpdate.No, p.upArgs); err != nil {
+			return err
+		}
+	}
+	if _, err := w.exec(insertEventSQL, c.TaskID, nanos(p.at), p.typ, p.body); err != nil {
+		return fmt.Errorf("insert event: %w", err)
 	}
 	return nil
 }

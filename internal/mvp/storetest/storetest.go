@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"ApplySetsLeavesAndClearsFields", testApplySetsLeavesAndClearsFields},
 		{"ApplyNewAttemptAndAttemptUpdate", testApplyNewAttemptAndAttemptUpdate},
 		{"ConcurrentApplyOneWinner", testConcurrentApplyOneWinner},
+		{"ApplyAllIsApplyForEach", testApplyAllIsApplyForEach},
 		{"UpdateAttempt", testUpdateAttempt},
 		{"RunnableOrder", testRunnableOrder},
 		{"Active", testActive},
@@ -660,6 +661,67 @@ func testApplyIsCompareAndSet(h *harness) {
 		To: mvp.StateCanceled, At: t0})
 	if !errors.Is(err, mvp.ErrNotFound) || mvp.ErrorCode(err) != mvp.CodeNotFound {
 		h.t.Errorf("unknown task: %v, want ErrNotFound", err)
+	}
+}
+
+// testApplyAllIsApplyForEach: ApplyAll writes each change as Apply would, in one call: the changes that can be
+// written are, each with its event; a lost compare-and-set, an unknown task, a refused transition and a change
+// whose attempt cannot be written are each reported for that change alone and write nothing, and do not hold back
+// the changes after them.
+func testApplyAllIsApplyForEach(h *harness) {
+	at := t0.Add(time.Minute)
+	waitA, waitB, stale, dup, submit := h.create(t0), h.create(t0), h.create(t0), h.create(t0), h.create(t0)
+	h.apply(mvp.Change{TaskID: stale.ID, From: mvp.StateQueued, To: mvp.StateCanceled, At: t0})
+	h.submit(dup.ID, mvp.StateQueued, 1, t0)
+	h.apply(mvp.Change{TaskID: dup.ID, From: mvp.StateSubmitting, To: mvp.StatePendingResources, At: t0,
+		PendingReason: ptr("requeued")})
+	staleBefore, dupBefore := h.snap(stale.ID), h.snap(dup.ID)
+	wait := func(id string) mvp.Change {
+		return mvp.Change{TaskID: id, From: mvp.StateQueued, To: mvp.StatePendingResources, At: at,
+			PendingReason: ptr("gpus_busy"), EventPayload: map[string]any{"reason": "gpus_busy"}}
+	}
+	cs := []mvp.Change{
+		wait(waitA.ID),
+		wait(stale.ID), // CANCELED: its compare-and-set is lost
+		wait("mvp2-ppo-20251223-143201-ffffffff"),
+		{TaskID: waitB.ID, From: mvp.StateQueued, To: mvp.StateSucceeded, At: at}, // not in the table
+		{TaskID: dup.ID, From: mvp.StatePendingResources, To: mvp.StateSubmitting, At: at, // attempt 1 exists
+			NewAttempt: &mvp.Attempt{No: 1, RaySubmissionID: mvp.SubmissionID(dup.ID, 1), CreatedAt: at}},
+		{TaskID: submit.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: at,
+			NewAttempt: &mvp.Attempt{No: 1, RaySubmissionID: mvp.SubmissionID(submit.ID, 1), CreatedAt: at}},
+		wait(waitB.ID),
+	}
+	errs, err := h.s.ApplyAll(h.ctx, cs)
+	if err != nil || len(errs) != len(cs) {
+		h.t.Fatalf("ApplyAll: %v, %d results for %d changes", err, len(errs), len(cs))
+	}
+	for i, want := range []error{nil, mvp.ErrConflict, mvp.ErrNotFound, nil, mvp.ErrConflict, nil, nil} {
+		switch {
+		case i == 3:
+			if want := mvp.CheckTransition(mvp.StateQueued, mvp.StateSucceeded); errs[i] == nil ||
+				errs[i].Error() != want.Error() {
+				h.t.Errorf("change %d (a transition the table refuses): %v, want %v", i, errs[i], want)
+			}
+		case want == nil && errs[i] != nil, want != nil && !errors.Is(errs[i], want):
+			h.t.Errorf("change %d: %v, want %v", i, errs[i], want)
+		}
+	}
+	for _, id := range []string{waitA.ID, waitB.ID} {
+		got := h.get(id)
+		if got.State != mvp.StatePendingResources || got.PendingReason != "gpus_busy" {
+			h.t.Errorf("%s: %s %q, want PENDING_RESOURCES gpus_busy", id, got.State, got.PendingReason)
+		}
+		if e := h.lastEvent(id); e.Type != mvp.EventStateTransition || h.payload(e)["reason"] != "gpus_busy" {
+			h.t.Errorf("%s: last event %s %v", id, e.Type, h.payload(e))
+		}
+	}
+	if got := h.get(submit.ID); got.State != mvp.StateSubmitting || len(got.Attempts) != 1 {
+		h.t.Errorf("submitted task: %s with %d attempts", got.State, len(got.Attempts))
+	}
+	h.unchanged("a lost compare-and-set in ApplyAll", staleBefore)
+	h.unchanged("a change whose attempt exists, in ApplyAll", dupBefore)
+	if errs, err := h.s.ApplyAll(h.ctx, nil); err != nil || len(errs) != 0 {
+		h.t.Errorf("ApplyAll of nothing: %v %v", errs, err)
 	}
 }
 

@@ -1,0 +1,4 @@
+package scheduler
+
+// WaitsPerWrite is waitsPerWrite for the external tests.
+const WaitsPerWrite = waitsPerWrite
