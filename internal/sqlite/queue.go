@@ -23,50 +23,65 @@ const maxJournal = 1 << 20
 
 // queueCache keeps the waiting tasks in memory for Runnable. The scheduler reads the queue at every pass and the
 // queue can be tens of thousands deep: reading every row again took most of the loop's CPU under a burst of
-// submits. Instead, every committed write of a task's row names the task in a journal (the writer calls note
-// after its commit and before it answers the callers), and Runnable reads only the rows the journal names since
-// its last read. The journal may name a task more often than needed (a write rolled back to its savepoint): the
-// row is read again and found as it is.
+// submits. Instead, every committed write of a task's row is noted in a journal (the writer notes its writes
+// after its commit and before it answers the callers), and Runnable brings the queue up to date from the journal:
+//   - a new task comes with its row as stored (CreateTask, a schedule's run): nothing to read;
+//   - a compare-and-set comes with its change (Apply, ApplyAll), applied to the task as the queue holds it (a task
+//     that stops waiting just leaves; one that starts to wait and is not in the queue is read);
+//   - any other write, or one whose commit is not certain, names the task only: its row is read again.
+//
+// The journal is in commit order (one writer), so applying the changes in order gives the stored rows; a row read
+// is at least as new as every entry before it, and the entries after it are applied on top.
 type queueCache struct {
-	mu     sync.Mutex  // held by Runnable from the journal's take to the cache's update
-	tasks  []*mvp.Task // QUEUED and PENDING_RESOURCES, in queue order; replaced, never changed in place
-	loaded time.Time   // when the whole queue was last read; zero: read it whole next time
+	mu     sync.Mutex           // held by Runnable from the journal's take to the cache's update
+	tasks  []*mvp.Task          // QUEUED and PENDING_RESOURCES, in queue order; replaced, never changed in place
+	byID   map[string]*mvp.Task // the same tasks by id
+	loaded time.Time            // when the whole queue was last read; zero: read it whole next time
 	every  time.Duration
 
 	jmu      sync.Mutex
-	journal  []string
+	journal  []queueNote
 	overflow bool
 }
 
-// note records, after a commit, the tasks whose rows it wrote.
-func (q *queueCache) note(ids []string) {
-	if len(ids) == 0 {
+// queueNote is one committed write of a task's row: with the whole row as stored, or with the change made to
+// it, or neither (read the row again).
+type queueNote struct {
+	id     string
+	op     int // the writer's request it belongs to, within its batch
+	row    *mvp.Task
+	change *mvp.Change
+}
+
+// note records, after a commit, the task rows it wrote.
+func (q *queueCache) note(ns []queueNote) {
+	if len(ns) == 0 {
 		return
 	}
 	q.jmu.Lock()
 	defer q.jmu.Unlock()
-	if q.overflow || len(q.journal)+len(ids) > maxJournal {
+	if q.overflow || len(q.journal)+len(ns) > maxJournal {
 		q.overflow, q.journal = true, nil
 		return
 	}
-	q.journal = append(q.journal, ids...)
+	q.journal = append(q.journal, ns...)
 }
 
 // take empties the journal and returns what it held.
-func (q *queueCache) take() (ids []string, overflow bool) {
+func (q *queueCache) take() (ns []queueNote, overflow bool) {
 	q.jmu.Lock()
 	defer q.jmu.Unlock()
-	ids, overflow = q.journal, q.overflow
+	ns, overflow = q.journal, q.overflow
 	q.journal, q.overflow = nil, false
-	return ids, overflow
+	return ns, overflow
 }
 
 // Runnable returns the QUEUED and PENDING_RESOURCES tasks, without attempts, oldest first (created_at, then task
 // id). The tasks and the slice are shared with later calls: callers must not change them.
 //
-// It reads only the rows written since its last call (queueCache), and the whole queue at its first call, after
-// an error and every Options.QueueReload. The journal is emptied before the rows are read, so a write that commits
-// during the read is read again next time.
+// It brings the queue kept in memory up to date from the journal (queueCache), and reads the whole queue at its
+// first call, after an error and every Options.QueueReload. The journal is emptied before any row is read, so a
+// write that commits during the read is applied again next time.
 func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("load queue: %w", err)
@@ -74,7 +89,7 @@ func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
 	q := &db.queue
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	ids, overflow := q.take()
+	ns, overflow := q.take()
 	now := time.Now()
 	if q.loaded.IsZero() || overflow || now.Sub(q.loaded) >= q.every || now.Before(q.loaded) {
 		tasks, err := db.readQueue(ctx)
@@ -82,19 +97,117 @@ func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
 			q.loaded = time.Time{}
 			return nil, fmt.Errorf("load queue: %w", err)
 		}
-		q.tasks, q.loaded = tasks, now
+		q.set(tasks)
+		q.loaded = now
 		return q.tasks, nil
 	}
-	if len(ids) == 0 {
+	if len(ns) == 0 {
 		return q.tasks, nil
 	}
-	rows, err := db.readTasks(ctx, ids)
-	if err != nil {
-		q.loaded = time.Time{} // the journal is gone: read the whole queue next time
-		return nil, fmt.Errorf("load queue: %w", err)
+	known, reads := q.replay(ns)
+	if len(reads) > 0 {
+		rows, err := db.readTasks(ctx, reads)
+		if err != nil {
+			q.loaded = time.Time{} // the journal is gone: read the whole queue next time
+			return nil, fmt.Errorf("load queue: %w", err)
+		}
+		for _, id := range reads {
+			known[id] = nil // gone, unless read
+		}
+		for _, t := range rows {
+			known[t.ID] = t
+		}
+	}
+	q.apply(known)
+	return q.tasks, nil
+}
+
+// set replaces the queue with tasks (in queue order).
+func (q *queueCache) set(tasks []*mvp.Task) {
+	q.tasks = tasks
+	q.byID = make(map[string]*mvp.Task, len(tasks))
+	for _, t := range tasks {
+		q.byID[t.ID] = t
+	}
+}
+
+// replay works out from the journal each task's row as it now stands where the journal tells it (known: the row,
+// or nil for a task that no longer waits), and which tasks must be read.
+func (q *queueCache) replay(ns []queueNote) (known map[string]*mvp.Task, reads []string) {
+	known = make(map[string]*mvp.Task, len(ns))
+	read := map[string]bool{}
+	for i := range ns {
+		n := &ns[i]
+		if read[n.id] {
+			continue // read after all its writes: the entries before and after are in the row read
+		}
+		switch {
+		case n.row != nil:
+			known[n.id] = n.row
+		case n.change != nil && !n.change.To.Waiting():
+			known[n.id] = nil
+		case n.change != nil:
+			base, ok := known[n.id]
+			if !ok {
+				base = q.byID[n.id]
+			}
+			if base == nil {
+				read[n.id] = true // starts to wait (a requeue): its row is needed
+				reads = append(reads, n.id)
+				continue
+			}
+			known[n.id] = changed(base, n.change)
+		default:
+			read[n.id] = true
+			reads = append(reads, n.id)
+		}
+	}
+	for id := range read {
+		delete(known, id)
+	}
+	return known, reads
+}
+
+// changed is t after the compare-and-set c, as the row would be read (Apply writes these fields; times go through
+// their stored form).
+func changed(t *mvp.Task, c *mvp.Change) *mvp.Task {
+	n := *t
+	n.State, n.UpdatedAt = c.To, fromNanos(nanos(c.At)) // prepareChange set At
+	if c.NextRunAt != nil {
+		n.NextRunAt = nil
+		if at := *c.NextRunAt; at != nil && !at.IsZero() {
+			v := fromNanos(nanos(*at))
+			n.NextRunAt = &v
+		}
+	}
+	if c.PendingReason != nil {
+		n.PendingReason = *c.PendingReason
+	}
+	if c.ErrorSummary != nil {
+		n.ErrorSummary = *c.ErrorSummary
+	}
+	if c.NewAttempt != nil {
+		n.LatestAttemptNo, n.Progress = c.NewAttempt.No, nil
+	}
+	return &n
+}
+
+// apply puts the rows known into the queue: a waiting task is added or replaced, any other (or nil) leaves.
+func (q *queueCache) apply(known map[string]*mvp.Task) {
+	ids := make([]string, 0, len(known))
+	rows := make([]*mvp.Task, 0, len(known))
+	for id, t := range known {
+		ids = append(ids, id)
+		if t != nil {
+			rows = append(rows, t)
+		}
+		if t != nil && t.State.Waiting() {
+			q.byID[id] = t
+		} else {
+			delete(q.byID, id)
+		}
 	}
 	q.tasks = mergeQueue(q.tasks, ids, rows)
-	return q.tasks, nil
 }
 
 // readQueue reads the whole queue, in queue order.

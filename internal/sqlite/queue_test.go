@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +54,16 @@ func TestRunnableFollowsEveryWrite(t *testing.T) {
 
 	a, b := create(t, db, t0), create(t, db, t0.Add(time.Second))
 	sameAsStored(t, db, "two new tasks")
+	// Every column a new task can set, so that the row the writer hands the queue is the row a read gives.
+	full := newTask(t0.Add(1500 * time.Millisecond).Add(123 * time.Nanosecond).In(time.FixedZone("x", 3600)))
+	next := t0.Add(time.Hour)
+	full.Name, full.Owner, full.Priority, full.MaxRuntimeS, full.MaxQueuedS = "full", "alice", 70, 3600, 7200
+	full.HeartbeatTimeoutS, full.AfterOK, full.AfterAny = 600, []string{a.ID}, []string{b.ID, a.ID}
+	full.ResumeFrom, full.OriginID, full.SubmissionID = a.ID, b.ID, "raysubmit_full"
+	full.Driver, full.NextRunAt, full.PendingReason, full.MaxWaiting = map[string]float64{"CPU": 2}, &next, "r", 5
+	full.UpdatedAt = full.CreatedAt.Add(time.Second)
+	must(t, db.CreateTask(ctx, full))
+	sameAsStored(t, db, "a new task with every column set")
 	older := create(t, db, t0.Add(-time.Hour)) // created before the others (a clock step back): first in line
 	sameAsStored(t, db, "a task older than the queue's newest")
 	if q, _ := db.Runnable(ctx); q[0].ID != older.ID {
@@ -67,6 +79,10 @@ func TestRunnableFollowsEveryWrite(t *testing.T) {
 	must(t, db.Apply(ctx, mvp.Change{TaskID: a.ID, From: mvp.StatePendingResources, To: mvp.StatePendingResources,
 		At: t0.Add(3 * time.Second), NextRunAt: &laterP}))
 	sameAsStored(t, db, "a backoff")
+	var none *time.Time
+	must(t, db.Apply(ctx, mvp.Change{TaskID: a.ID, From: mvp.StatePendingResources, To: mvp.StatePendingResources,
+		NextRunAt: &none, PendingReason: &reason, ErrorSummary: &reason})) // no At: the store's now
+	sameAsStored(t, db, "a backoff cleared, at the store's now")
 
 	att := &mvp.Attempt{TaskID: b.ID, No: 1, RaySubmissionID: b.ID + "--a01", CreatedAt: t0.Add(4 * time.Second)}
 	must(t, db.Apply(ctx, mvp.Change{TaskID: b.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: att.CreatedAt,
@@ -102,8 +118,8 @@ func TestRunnableFollowsEveryWrite(t *testing.T) {
 	must(t, db.DeleteFromDoor(ctx, older.ID, t0.Add(9*time.Second)))
 	sameAsStored(t, db, "a Ray-door delete of an ended task")
 
-	if q, _ := db.Runnable(ctx); !reflect.DeepEqual(queueIDs(q), []string{a.ID, b.ID, st.ID}) {
-		t.Fatalf("queue %v, want %v", queueIDs(q), []string{a.ID, b.ID, st.ID})
+	if q, _ := db.Runnable(ctx); !reflect.DeepEqual(queueIDs(q), []string{a.ID, b.ID, full.ID, st.ID}) {
+		t.Fatalf("queue %v, want %v", queueIDs(q), []string{a.ID, b.ID, full.ID, st.ID})
 	}
 }
 
@@ -198,5 +214,70 @@ func TestMergeQueue(t *testing.T) {
 	if got := mergeQueue(q, []string{"c"}, []*mvp.Task{task("c", 3, mvp.StatePendingResources)}); got[1].State !=
 		mvp.StatePendingResources || q[1].State != mvp.StateQueued {
 		t.Error("a task read again did not replace the old one, or the old slice changed")
+	}
+}
+
+// TestRunnableUnderConcurrentWrites: tasks created, waited, backed off and canceled from many goroutines while
+// Runnable is called over and over; once the writes are done, the queue in memory equals the stored one.
+func TestRunnableUnderConcurrentWrites(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), Options{QueueReload: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	stop := make(chan struct{})
+	reader := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				reader <- nil
+				return
+			default:
+			}
+			if _, err := db.Runnable(ctx); err != nil {
+				reader <- err
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 40; i++ {
+				task := newTask(t0.Add(time.Duration(i%7) * time.Second))
+				if err := db.CreateTask(ctx, task); err != nil {
+					t.Error(err)
+					return
+				}
+				reason := fmt.Sprintf("reason %d", i)
+				cs := []mvp.Change{{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StatePendingResources,
+					PendingReason: &reason}}
+				switch i % 4 {
+				case 1:
+					cs = append(cs, mvp.Change{TaskID: task.ID, From: mvp.StatePendingResources, To: mvp.StateCanceled})
+				case 2:
+					cs = append(cs, mvp.Change{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateCanceled}) // lost
+				}
+				for _, c := range cs {
+					if _, err := db.ApplyAll(ctx, []mvp.Change{c}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if err := <-reader; err != nil {
+		t.Fatal(err)
+	}
+	sameAsStored(t, db, "after concurrent writes")
+	if q, _ := db.Runnable(ctx); len(q) != 8*30 {
+		t.Fatalf("%d tasks wait, want %d", len(q), 8*30)
 	}
 }

@@ -194,6 +194,25 @@ func insertTaskArgs(t *mvp.Task, spec string, created, updated time.Time) []any 
 		ownerOf(t), t.Priority, submission, driverText(t.Driver)}
 }
 
+// storedTask is t as a read of the row insertTaskArgs(t, spec, created, updated) gives it back (scanTask), for
+// the queue kept in memory: TestRunnableFollowsEveryWrite checks that the two agree.
+func storedTask(t *mvp.Task, spec string, created, updated time.Time) *mvp.Task {
+	r := taskRow{spec: spec, created: nanos(created), updated: nanos(updated), afterOK: idListText(t.AfterOK),
+		afterAny: idListText(t.AfterAny), driver: driverText(t.Driver)}
+	r.t = mvp.Task{ID: t.ID, Workload: t.Workload, Name: t.Name, State: t.State, NNodes: t.NNodes,
+		GPUsPerNode: t.GPUsPerNode, JobSpecYAML: t.JobSpecYAML, PendingReason: t.PendingReason,
+		ErrorSummary: t.ErrorSummary, MaxRuntimeS: t.MaxRuntimeS, MaxQueuedS: t.MaxQueuedS,
+		HeartbeatTimeoutS: t.HeartbeatTimeoutS, OriginID: t.OriginID, ResumeFrom: t.ResumeFrom, Owner: ownerOf(t),
+		Priority: t.Priority}
+	if next, ok := nullNanos(t.NextRunAt).(int64); ok {
+		r.next = sql.NullInt64{Int64: next, Valid: true}
+	}
+	if t.SubmissionID != "" {
+		r.submission = sql.NullString{String: t.SubmissionID, Valid: true}
+	}
+	return r.task()
+}
+
 // ownerOf is the task's owner, mvp.Operator when it names none.
 func ownerOf(t *mvp.Task) string {
 	if t.Owner == "" {
@@ -251,6 +270,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 	}
 	taskArgs := insertTaskArgs(t, spec, created, updated)
 	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
+	stored := storedTask(t, spec, created, updated)
 	err = db.exec(ctx, func(w *wtx) error {
 		if submission != nil {
 			taken, err := w.exists(submissionTakenSQL, submission, submission)
@@ -274,6 +294,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 		if _, err := w.exec(insertEventSQL, eventArgs...); err != nil {
 			return fmt.Errorf("insert event: %w", err)
 		}
+		w.wrote(stored, nil)
 		return nil
 	})
 	if err != nil {
@@ -447,6 +468,7 @@ func prepareChange(c mvp.Change) (*change, error) {
 	args = append(args, c.TaskID, c.From)
 	update := `UPDATE tasks SET ` + strings.Join(set, ", ") + ` WHERE task_id = ? AND state = ?`
 
+	c.At = at // the time written, for the queue kept in memory
 	return &change{c: c, update: update, args: args, newArgs: newArgs, upArgs: upArgs, at: at, typ: typ, body: body}, nil
 }
 
@@ -493,6 +515,7 @@ func (p *change) write(w *wtx) error {
 	if _, err := w.exec(insertEventSQL, c.TaskID, nanos(p.at), p.typ, p.body); err != nil {
 		return fmt.Errorf("insert event: %w", err)
 	}
+	w.wrote(nil, &p.c)
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // The life of a write request: queued by its caller, then either taken by the writer (its outcome is then
@@ -27,13 +29,21 @@ type op struct {
 // and kept for the life of the DB; they run with a background context because once the writer took a request,
 // its caller's context no longer decides anything (and mattn/go-sqlite3 starts a goroutine per call otherwise).
 type wtx struct {
-	db      *DB
-	touched []string // the tasks whose rows this transaction writes (touch)
+	db    *DB
+	op    int         // the batch's request being run
+	notes []queueNote // the task rows this transaction writes, for the queue kept in memory (queueCache)
 }
 
 // touch records that the transaction writes task id's row: once it commits, Runnable reads that row again
-// (queueCache). Every write of a task's row calls it.
-func (w *wtx) touch(id string) { w.touched = append(w.touched, id) }
+// (queueCache). Every write of a task's row calls it, before it writes.
+func (w *wtx) touch(id string) { w.notes = append(w.notes, queueNote{id: id, op: w.op}) }
+
+// wrote says what the write that last called touch left in the row: the whole row (row), or the change it made
+// to the row as it was (change). Runnable then needs no read when that request commits.
+func (w *wtx) wrote(row *mvp.Task, change *mvp.Change) {
+	n := &w.notes[len(w.notes)-1]
+	n.row, n.change = row, change
+}
 
 func (w *wtx) stmt(query string) (*sql.Stmt, error) {
 	if st := w.db.stmts[query]; st != nil {
@@ -178,7 +188,12 @@ func (db *DB) run(batch []*op) {
 	// written are in the queue's journal (so a caller that wakes the scheduler has its write seen). On a failed
 	// commit the journal names tasks that did not change, which costs a read and nothing else.
 	answer := func(all error) {
-		db.queue.note(w.touched)
+		for i := range w.notes {
+			if n := &w.notes[i]; all != nil || results[n.op] != nil {
+				n.row, n.change = nil, nil // not written, or not for sure: read the row again
+			}
+		}
+		db.queue.note(w.notes)
 		failed := 0
 		for i := range live {
 			if results[i] == nil {
@@ -213,6 +228,7 @@ func (db *DB) run(batch []*op) {
 		}
 	} else {
 		for i, o := range live {
+			w.op = i
 			if _, err := w.exec(`SAVEPOINT op`); err != nil {
 				abort("savepoint", err)
 				return
