@@ -190,6 +190,45 @@ then a Wait per new task, where the minimal server writes one row), the handler 
 tenth), the loop's queue read (under a tenth now) and net/http. The goal of 0.8× the minimal server is not met;
 ≥ 2× the raw rate is met only when the disk's raw rate is low (it swings 4× within a run here).
 
+## P1 as shipped, second round (issue 18, 2026-11-25)
+The profile of `mvp serve` under the load (the rig above: the live probe replaced by a script answering one fixed
+8-GPU node, 3 tasks that never fit, 64 clients of `mvp bench load` for 8 s, server CPU from /proc during the load)
+showed the loop's queue read at a fifth of the server's CPU: the tick makes a pass every second whatever the wake
+spacing, and each pass read every waiting row again (30,000 rows by the end of a run, about 0.25 s of CPU a
+pass). Medians of 5 runs of each build, alternated (load average 1.5–3 during that run):
+
+| build (`mvp serve`) | submissions/s | p99 | server CPU per submission |
+|---|---|---|---|
+| minimal server (yardstick) | 15,501 | 10.2 ms | 71 µs |
+| before (3dc38a8) | 5,630 | 35.0 ms | 235 µs |
+| + the queue kept in memory, rows read again from a journal (7136bad) | 5,978 | 30.1 ms | 217 µs |
+| + a pass's Waits in one request per 64 (`ApplyAll`, d4558fb) | 6,467 | 30.7 ms | 196 µs |
+| + new rows and changes from the journal, no read back (the build measured above) | 6,300 | 30.3 ms | 201 µs |
+
+1. **The queue is kept in memory** (`internal/sqlite/queue.go`): the writer notes every task row it commits in a
+   journal, after the commit and before it answers; `Runnable` applies the journal to the queue it holds, reads
+   only the rows the journal cannot tell (a write whose outcome is not known in full, a task that starts to wait
+   again) and the whole queue once a minute as a safety net. In the profile the loop fell from 19 % of the server's
+   CPU to 5 %; `TestRunnableFollowsEveryWrite` checks, through every kind of write and every column, that the
+   queue held equals a fresh read. A first version stamped every task row with a sequence number under an index
+   and read the rows past the last one seen: it cost the writer as much as it saved the loop (the index entry of a
+   row moves at every write; 83 → 100 µs of CPU per insert and wait in the store alone), so the journal is in
+   memory instead.
+2. **A pass's Waits go to the writer 64 at a time** (`Store.ApplyAll`), not as one request and goroutine each.
+3. **Rows the writer knows are not read back**: a new task's row and a compare-and-set's change come with the
+   journal. Within the noise of the rate; the loop's read of the queue fell from 9 % of the profile to under 1 %.
+
+Together: 235 → 201 µs of server CPU per submission (−14 %), 5,630 → 6,300/s (+12 %), 0.36× → 0.41× the minimal
+server in the rig. What is left is the writer, now half of the server's CPU: `perf` (cpu-clock, with SQLite's C
+frames) puts 15 % of the server's CPU in `pwrite` (SQLite writes each WAL frame's header and page with a syscall
+each, and every commit writes at least the last page of each of the eight B-trees a submission and its Wait
+touch: the tasks table and the five indexes an insert updates, the events and their index), 4 % in `fsync`, and
+the statements themselves. Dropping
+four of the task indexes saved nothing measurable in the store alone (21–26 µs per task and event insert with or
+without them), nor did a 64 MiB page cache for the writer; a 10,000-page auto-checkpoint measured +4 %, within
+the noise, and was not kept. The 0.8× goal would need the writer's work per submission halved, which two
+transactional rows with their events and indexes do not allow without giving up history or durability.
+
 ## P3: admission the moment GPUs free up (issue 18, 2026-11-24)
 Before (same cluster setup, 3 runs): **752 ms** (max 879), mvp's requests to Ray's job server 2.01/s. The tick
 noticed a freed gang at its next pass (on average half a tick after the job ended). Now `scheduler.ClusterWatch`
