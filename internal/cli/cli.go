@@ -222,7 +222,12 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 			return render(env.Stdout, *out, raw, func(w io.Writer) error { return printDryRun(w, raw) })
 		}
 		var t mvp.Task
-		_ = json.Unmarshal(raw, &t)
+		if err := json.Unmarshal(raw, &t); err != nil || t.ID == "" {
+			// Not mvp's answer (something else listens at MVP_ADDR, or a proxy answered): nothing is known to be
+			// submitted, so this is no success.
+			return fmt.Errorf("the server at %s accepted the submit but its answer names no task_id (%q): is "+
+				"MVP_ADDR the address of mvp serve?", c.Addr, clipAnswer(raw))
+		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s\t%s\n", t.ID, t.State)
 			return err
@@ -292,6 +297,14 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 }
 
 // clientOf is the API client of $MVP_ADDR (default http://127.0.0.1:8080) with $MVP_TOKEN.
+// clipAnswer is the start of an answer, for an error message.
+func clipAnswer(b []byte) string {
+	if len(b) > 120 {
+		return string(b[:120]) + "…"
+	}
+	return string(b)
+}
+
 func clientOf(env Env) *api.Client {
 	addr := env.Getenv("MVP_ADDR")
 	if addr == "" {

@@ -55,3 +55,30 @@ func TestSubmitBehindRedirectIsNotASuccess(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitAnswerWithoutTaskIDIsNotASuccess: a 2xx answer to a submit that names no task (MVP_ADDR pointing at
+// something that is not mvp, or a proxy's own page) printed an empty line and exited 0, so a script took it for a
+// submission. It is an error that says what came back and where to point MVP_ADDR.
+func TestSubmitAnswerWithoutTaskIDIsNotASuccess(t *testing.T) {
+	for _, body := range []string{`{}`, `{"status":"ok"}`, `<html>welcome</html>`, ``} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(200)
+			w.Write([]byte(body))
+		}))
+		spec := filepath.Join(t.TempDir(), "job.yaml")
+		os.WriteFile(spec, []byte("workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\n"), 0o644)
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+			if k == "MVP_ADDR" {
+				return srv.URL
+			}
+			return ""
+		}}
+		code := Run(context.Background(), []string{"submit", "-f", spec}, env)
+		srv.Close()
+		if code == 0 || !strings.Contains(errb.String(), "task_id") || !strings.Contains(errb.String(), "MVP_ADDR") {
+			t.Errorf("answer %q: exit %d, stdout %q, stderr %q; want a failure that names task_id and MVP_ADDR",
+				body, code, out.String(), errb.String())
+		}
+	}
+}
