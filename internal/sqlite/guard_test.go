@@ -75,6 +75,17 @@ func TestActiveWalksTheLiveAttemptsIndex(t *testing.T) {
 	}
 }
 
+// TestUsageSpansSkipsRefusedAttempts: fair share reads the attempts that ran lately at least once a minute; the
+// live ones must come from the partial index attempts_live, not from attempts_by_end's NULL range, which holds
+// every attempt Ray refused (they end FAILED with no start and no end time) and grows for ever.
+func TestUsageSpansSkipsRefusedAttempts(t *testing.T) {
+	db, _ := open(t)
+	plan := queryPlan(t, db, usageSpansSQL, int64(0))
+	if strings.Contains(plan, "attempts_by_end (end_time=?)") || !strings.Contains(plan, "attempts_live") {
+		t.Fatalf("UsageSpans' plan %q walks the attempts without an end time instead of attempts_live", plan)
+	}
+}
+
 // TestSubmissionIDCheckUsesIndexes: a Ray-door submit's check that its submission id is not taken (as a submission
 // id or a task id) runs in the writer's transaction: it must look up, not scan the tasks table.
 func TestSubmissionIDCheckUsesIndexes(t *testing.T) {

@@ -934,13 +934,21 @@ func (db *DB) CountWaiting(ctx context.Context, owner string) (int, error) {
 	return n, nil
 }
 
+// usageSpansSQL: the attempts that ended at or after since, through attempts_by_end's range, and the live ones,
+// through the partial index attempts_live; one OR of the two walked attempts_by_end's NULL range, every attempt Ray
+// ever refused (TestUsageSpansSkipsRefusedAttempts). The unary + keeps SQLite off attempts_by_end there.
+const usageSpansSQL = `SELECT t.owner, t.nnodes * t.n_gpus_per_node, a.start_time, a.end_time
+	FROM attempts a JOIN tasks t ON t.task_id = a.task_id
+	WHERE a.end_time >= ? AND a.start_time IS NOT NULL
+	UNION ALL
+	SELECT t.owner, t.nnodes * t.n_gpus_per_node, a.start_time, a.end_time
+	FROM attempts a JOIN tasks t ON t.task_id = a.task_id
+	WHERE a.ray_status IN ('', 'PENDING', 'RUNNING') AND +a.end_time IS NULL AND a.start_time IS NOT NULL`
+
 // UsageSpans returns, for fair share, every attempt that started and did not end before since, with its task's
 // owner and gang size (nnodes × n_gpus_per_node).
 func (db *DB) UsageSpans(ctx context.Context, since time.Time) ([]mvp.UsageSpan, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT t.owner, t.nnodes * t.n_gpus_per_node, a.start_time, a.end_time
-		FROM attempts a JOIN tasks t ON t.task_id = a.task_id
-		WHERE a.start_time IS NOT NULL AND (a.end_time >= ?
-			OR (a.end_time IS NULL AND a.ray_status IN ('', 'PENDING', 'RUNNING')))`, nanos(since))
+	rows, err := db.read.QueryContext(ctx, usageSpansSQL, nanos(since))
 	if err != nil {
 		return nil, fmt.Errorf("load usage: %w", db.mapErr(err))
 	}
