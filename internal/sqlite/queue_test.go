@@ -21,6 +21,18 @@ func queueIDs(ts []*mvp.Task) []string {
 	return out
 }
 
+// openReloading opens a fresh database the way the service does, with Runnable reading the whole queue again
+// every reload.
+func openReloading(t *testing.T, reload time.Duration) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), Options{QueueReload: reload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // sameAsStored fails the test unless Runnable (from its journal) returns exactly what a whole read of the queue
 // returns now, field for field and in the same order.
 func sameAsStored(t *testing.T, db *DB, step string) {
@@ -44,11 +56,7 @@ func sameAsStored(t *testing.T, db *DB, step string) {
 // task (also one older than the newest), a wait with a reason, a backoff, a submit, a requeue from a live state,
 // progress, a cancel, a scheduled task, a lost compare-and-set and a Ray-door delete.
 func TestRunnableFollowsEveryWrite(t *testing.T) {
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), Options{QueueReload: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openReloading(t, time.Hour)
 	ctx := context.Background()
 	sameAsStored(t, db, "empty")
 
@@ -148,12 +156,7 @@ func TestRunnableSlicesStayAsHandedOut(t *testing.T) {
 // TestRunnableReadsWholeAgainAfterQueueReload: a write that bypassed the journal (here, a row changed on another
 // connection, as another process would) is seen once QueueReload has passed.
 func TestRunnableReadsWholeAgainAfterQueueReload(t *testing.T) {
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"),
-		Options{QueueReload: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openReloading(t, 50*time.Millisecond)
 	ctx := context.Background()
 	a := create(t, db, t0)
 	if q, err := db.Runnable(ctx); err != nil || len(q) != 1 {
@@ -220,11 +223,7 @@ func TestMergeQueue(t *testing.T) {
 // TestRunnableUnderConcurrentWrites: tasks created, waited, backed off and canceled from many goroutines while
 // Runnable is called over and over; once the writes are done, the queue in memory equals the stored one.
 func TestRunnableUnderConcurrentWrites(t *testing.T) {
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), Options{QueueReload: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openReloading(t, time.Hour)
 	ctx := context.Background()
 	stop := make(chan struct{})
 	reader := make(chan error, 1)
