@@ -227,7 +227,8 @@ type Store interface {
 	// with their owner and gang size: fair share's decayed usage is computed from them.
 	UsageSpans(ctx context.Context, since time.Time) ([]UsageSpan, error)
 	// Runnable returns QUEUED tasks and PENDING_RESOURCES tasks, in FIFO order (created_at, then id). The
-	// scheduler filters by next_run_at itself so that Decide sees the whole queue.
+	// scheduler filters by next_run_at itself so that Decide sees the whole queue. The tasks may be shared with
+	// other callers: a caller must not change them (appending to the slice is fine).
 	Runnable(ctx context.Context) ([]*Task, error)
 	// Active returns the tasks in SUBMITTING, SUBMITTED or RUNNING with their latest attempt, and the tasks of
 	// any state whose latest attempt's Ray status is not terminal (for example a CANCELED task whose job is still

@@ -17,9 +17,9 @@ import (
 // same file, which mvp does not do.
 const DefaultQueueReload = time.Minute
 
-// maxJournal bounds the task ids the journal holds between two reads of the queue; past it, the next read is a
-// whole one.
-const maxJournal = 1 << 20
+// maxJournal bounds the writes the journal holds between two reads of the queue (no pass runs while Ray is
+// down, and a new task's note holds its row); past it, the journal is dropped and the next read is a whole one.
+const maxJournal = 1 << 16
 
 // queueCache keeps the waiting tasks in memory for Runnable. The scheduler reads the queue at every pass and the
 // queue can be tens of thousands deep: reading every row again took most of the loop's CPU under a burst of
@@ -30,8 +30,12 @@ const maxJournal = 1 << 20
 //     that stops waiting just leaves; one that starts to wait and is not in the queue is read);
 //   - any other write, or one whose commit is not certain, names the task only: its row is read again.
 //
-// The journal is in commit order (one writer), so applying the changes in order gives the stored rows; a row read
-// is at least as new as every entry before it, and the entries after it are applied on top.
+// Why applying the journal gives the stored rows: there is one writer, and it notes a commit's writes before it
+// starts the next transaction, so the journal is in commit order and a commit's notes precede every later commit.
+// A change sets its fields to absolute values, so applying it again to a row that already holds it changes
+// nothing. A row read after the journal was taken may hold commits whose notes come later; those notes, and the
+// notes of every commit after them, are in the next journal, in order, and applying them again ends on the stored
+// row.
 type queueCache struct {
 	mu     sync.Mutex           // held by Runnable from the journal's take to the cache's update
 	tasks  []*mvp.Task          // QUEUED and PENDING_RESOURCES, in queue order; replaced, never changed in place
@@ -99,10 +103,10 @@ func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
 		}
 		q.set(tasks)
 		q.loaded = now
-		return q.tasks, nil
+		return q.handout(), nil
 	}
 	if len(ns) == 0 {
-		return q.tasks, nil
+		return q.handout(), nil
 	}
 	known, reads := q.replay(ns)
 	if len(reads) > 0 {
@@ -119,8 +123,12 @@ func (db *DB) Runnable(ctx context.Context) ([]*mvp.Task, error) {
 		}
 	}
 	q.apply(known)
-	return q.tasks, nil
+	return q.handout(), nil
 }
+
+// handout is the queue as a caller gets it: with no room to grow, so that a caller's append (the API's dry run
+// adds its task) copies instead of writing into the array other callers share.
+func (q *queueCache) handout() []*mvp.Task { return slices.Clip(q.tasks) }
 
 // set replaces the queue with tasks (in queue order).
 func (q *queueCache) set(tasks []*mvp.Task) {

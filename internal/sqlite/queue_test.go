@@ -280,3 +280,53 @@ func TestRunnableUnderConcurrentWrites(t *testing.T) {
 		t.Fatalf("%d tasks wait, want %d", len(q), 8*30)
 	}
 }
+
+// TestRunnableSlicesTakeNoAppend: two callers that append their own task to the queue Runnable handed each of them
+// (the API's dry run does) must not write into the same array: the slices handed out have no room to grow into
+// (found in review: a dry run could plan with another request's task).
+func TestRunnableSlicesTakeNoAppend(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	var first *mvp.Task
+	for i := 0; i < 5; i++ {
+		if tk := create(t, db, t0.Add(time.Duration(i)*time.Second)); first == nil {
+			first = tk
+		}
+	}
+	for _, step := range []string{"a whole read", "a journal applied"} {
+		if step == "a journal applied" {
+			reason := "gpus_busy"
+			must(t, db.Apply(ctx, mvp.Change{TaskID: first.ID, From: mvp.StateQueued, To: mvp.StatePendingResources,
+				PendingReason: &reason}))
+		}
+		q1, err := db.Runnable(ctx)
+		must(t, err)
+		q2, err := db.Runnable(ctx)
+		must(t, err)
+		mine, theirs := &mvp.Task{ID: "dry-run-A"}, &mvp.Task{ID: "dry-run-B"}
+		a := append(q1, mine)
+		_ = append(q2, theirs)
+		if a[len(a)-1] != mine {
+			t.Fatalf("after %s: one caller's appended queue ends with %s, not its own task", step, a[len(a)-1].ID)
+		}
+		sameAsStored(t, db, step+", then appends by callers")
+	}
+}
+
+// TestRunnableKeepsNoCallersVariables: the queue in memory keeps the values a change wrote, not the caller's
+// variables it pointed at: a caller that reuses its reason variable after Apply returned must not change the queue
+// (found in review: the journal kept &reason and read it at the next Runnable).
+func TestRunnableKeepsNoCallersVariables(t *testing.T) {
+	db := openReloading(t, time.Hour)
+	ctx := context.Background()
+	a := create(t, db, t0)
+	_, err := db.Runnable(ctx)
+	must(t, err)
+	reason, summary := "first", "s1"
+	next := t0.Add(time.Hour)
+	nextP := &next
+	must(t, db.Apply(ctx, mvp.Change{TaskID: a.ID, From: mvp.StateQueued, To: mvp.StatePendingResources,
+		At: t0, PendingReason: &reason, ErrorSummary: &summary, NextRunAt: &nextP}))
+	reason, summary, next, nextP = "changed after Apply returned", "s2", t0.Add(2*time.Hour), nil
+	sameAsStored(t, db, "a change whose caller reused its variables")
+}

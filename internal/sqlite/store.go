@@ -403,6 +403,7 @@ func (db *DB) ApplyAll(ctx context.Context, cs []mvp.Change) (errs []error, err 
 // event.
 type change struct {
 	c               mvp.Change
+	queued          mvp.Change // what the queue kept in memory is told (written)
 	update          string
 	args            []any
 	newArgs, upArgs []any
@@ -468,8 +469,34 @@ func prepareChange(c mvp.Change) (*change, error) {
 	args = append(args, c.TaskID, c.From)
 	update := `UPDATE tasks SET ` + strings.Join(set, ", ") + ` WHERE task_id = ? AND state = ?`
 
-	c.At = at // the time written, for the queue kept in memory
-	return &change{c: c, update: update, args: args, newArgs: newArgs, upArgs: upArgs, at: at, typ: typ, body: body}, nil
+	return &change{c: c, queued: written(c, at), update: update, args: args, newArgs: newArgs, upArgs: upArgs, at: at,
+		typ: typ, body: body}, nil
+}
+
+// written is what the queue kept in memory needs of c, as written at at: values, not the caller's variables (a
+// caller may reuse them once Apply returned), and without the event's payload and the attempts.
+func written(c mvp.Change, at time.Time) mvp.Change {
+	w := mvp.Change{TaskID: c.TaskID, From: c.From, To: c.To, At: at}
+	if c.PendingReason != nil {
+		v := *c.PendingReason
+		w.PendingReason = &v
+	}
+	if c.ErrorSummary != nil {
+		v := *c.ErrorSummary
+		w.ErrorSummary = &v
+	}
+	if c.NextRunAt != nil {
+		var next *time.Time
+		if *c.NextRunAt != nil {
+			v := **c.NextRunAt
+			next = &v
+		}
+		w.NextRunAt = &next
+	}
+	if c.NewAttempt != nil {
+		w.NewAttempt = &mvp.Attempt{No: c.NewAttempt.No}
+	}
+	return w
 }
 
 // write writes the change in the writer's transaction.
@@ -515,7 +542,7 @@ func (p *change) write(w *wtx) error {
 	if _, err := w.exec(insertEventSQL, c.TaskID, nanos(p.at), p.typ, p.body); err != nil {
 		return fmt.Errorf("insert event: %w", err)
 	}
-	w.wrote(nil, &p.c)
+	w.wrote(nil, &p.queued)
 	return nil
 }
 
