@@ -223,11 +223,21 @@ server in the rig. What is left is the writer, now half of the server's CPU: `pe
 frames) puts 15 % of the server's CPU in `pwrite` (SQLite writes each WAL frame's header and page with a syscall
 each, and every commit writes at least the last page of each of the eight B-trees a submission and its Wait
 touch: the tasks table and the five indexes an insert updates, the events and their index), 4 % in `fsync`, and
-the statements themselves. Dropping
-four of the task indexes saved nothing measurable in the store alone (21–26 µs per task and event insert with or
+the statements themselves. Dropping four of the task indexes saved nothing measurable in the store alone (21–26 µs per task and event insert with or
 without them), nor did a 64 MiB page cache for the writer; a 10,000-page auto-checkpoint measured +4 %, within
 the noise, and was not kept. The 0.8× goal would need the writer's work per submission halved, which two
 transactional rows with their events and indexes do not allow without giving up history or durability.
+
+In the shipped benchmark (the table at the top, same code, a live cluster) the ratio to the minimal server did not
+move beyond its run-to-run noise: 0.42× before (3dc38a8, 2026-11-24) and 0.41× and 0.40× in the two runs of
+2026-11-25 (server CPU per submission 2.8× the minimal server's in all three). The in-process figure, whose loop and
+store are the same, went from 1.34× to 1.76× the raw rate (the raw rate itself fell from 5,807/s to 4,396/s, so
+part of that is the disk). This machine is slower than the one of the earlier rounds
+(the minimal server took 21,010/s there, 14,005–15,645/s here): P2 reads 22.9 ms on it, and the code of 3dc38a8,
+which this round does not change in `Decide`, measured 23.3–23.8 ms on it the same day; the earlier 14.5–15.6 ms
+were on the faster machine. So P2's goal (< 20 ms) is missed on this machine, not by a change; a third of that
+time is classifying 100,000 task structs spread over the heap and a fifth is the garbage collector of the 19 MB a
+decision allocates, which is where to look next.
 
 ## P3: admission the moment GPUs free up (issue 18, 2026-11-24)
 Before (same cluster setup, 3 runs): **752 ms** (max 879), mvp's requests to Ray's job server 2.01/s. The tick
