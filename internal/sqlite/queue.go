@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -202,20 +203,14 @@ func changed(t *mvp.Task, c *mvp.Change) *mvp.Task {
 
 // apply puts the rows known into the queue: a waiting task is added or replaced, any other (or nil) leaves.
 func (q *queueCache) apply(known map[string]*mvp.Task) {
-	ids := make([]string, 0, len(known))
-	rows := make([]*mvp.Task, 0, len(known))
 	for id, t := range known {
-		ids = append(ids, id)
-		if t != nil {
-			rows = append(rows, t)
-		}
 		if t != nil && t.State.Waiting() {
 			q.byID[id] = t
 		} else {
 			delete(q.byID, id)
 		}
 	}
-	q.tasks = mergeQueue(q.tasks, ids, rows)
+	q.tasks = mergeQueue(q.tasks, known)
 }
 
 // readQueue reads the whole queue, in queue order.
@@ -231,17 +226,9 @@ func (db *DB) readQueue(ctx context.Context) ([]*mvp.Task, error) {
 	return scanTasks(ctx, rows)
 }
 
-// readTasks reads the rows of the tasks named (in any order; a name may repeat, an unknown one is left out).
+// readTasks reads the rows of the tasks named (each once, in any order; an unknown one is left out).
 func (db *DB) readTasks(ctx context.Context, ids []string) ([]*mvp.Task, error) {
-	seen := make(map[string]bool, len(ids))
-	unique := make([]string, 0, len(ids))
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			unique = append(unique, id)
-		}
-	}
-	list, err := json.Marshal(unique)
+	list, err := json.Marshal(ids)
 	if err != nil {
 		return nil, err
 	}
@@ -254,12 +241,7 @@ func (db *DB) readTasks(ctx context.Context, ids []string) ([]*mvp.Task, error) 
 }
 
 // scanTasks reads rows of taskCols and closes them, checking ctx every scanCheckEvery rows.
-func scanTasks(ctx context.Context, rows interface {
-	scanner
-	Next() bool
-	Err() error
-	Close() error
-}) ([]*mvp.Task, error) {
+func scanTasks(ctx context.Context, rows *sql.Rows) ([]*mvp.Task, error) {
 	defer rows.Close()
 	var out []*mvp.Task
 	for rows.Next() {
@@ -280,22 +262,15 @@ func scanTasks(ctx context.Context, rows interface {
 	return out, nil
 }
 
-// mergeQueue is queue (in queue order) after the tasks named by ids were read again as rows: a task that waits
-// is added or replaced (keeping its place: created_at never changes), any other task named leaves the queue, as
-// does one named and not found. The new tasks are sorted among themselves and merged in: O(queue + new × log new).
-// queue is not changed.
-func mergeQueue(queue []*mvp.Task, ids []string, rows []*mvp.Task) []*mvp.Task {
-	named := make(map[string]*mvp.Task, len(ids))
-	for _, id := range ids {
-		named[id] = nil
-	}
-	for _, t := range rows {
-		named[t.ID] = t
-	}
-	kept := make([]*mvp.Task, 0, len(queue)+len(rows))
+// mergeQueue is queue (in queue order) once the tasks in known are as known holds them: a task that waits is
+// added or replaced (keeping its place: created_at never changes), and a task known as not waiting, or as nil
+// (gone), leaves the queue. The new tasks are sorted among themselves and merged in: O(queue + new × log new).
+// queue is not changed; known is consumed (the tasks found in queue are deleted from it).
+func mergeQueue(queue []*mvp.Task, known map[string]*mvp.Task) []*mvp.Task {
+	kept := make([]*mvp.Task, 0, len(queue)+len(known))
 	for _, t := range queue {
-		if n, ok := named[t.ID]; ok {
-			delete(named, t.ID)
+		if n, ok := known[t.ID]; ok {
+			delete(known, t.ID)
 			if n == nil || !n.State.Waiting() {
 				continue
 			}
@@ -304,7 +279,7 @@ func mergeQueue(queue []*mvp.Task, ids []string, rows []*mvp.Task) []*mvp.Task {
 		kept = append(kept, t)
 	}
 	var added []*mvp.Task
-	for _, t := range named {
+	for _, t := range known {
 		if t != nil && t.State.Waiting() {
 			added = append(added, t)
 		}

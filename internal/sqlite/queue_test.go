@@ -179,6 +179,18 @@ func TestRunnableReadsWholeAgainAfterQueueReload(t *testing.T) {
 	}
 }
 
+// knownOf is what Runnable hands mergeQueue after reading the tasks named by ids: each one's row, nil if not found.
+func knownOf(ids []string, rows []*mvp.Task) map[string]*mvp.Task {
+	known := map[string]*mvp.Task{}
+	for _, id := range ids {
+		known[id] = nil
+	}
+	for _, t := range rows {
+		known[t.ID] = t
+	}
+	return known
+}
+
 // TestMergeQueue: rows read again replace their task in place, leave the queue when they no longer wait or are
 // gone, and new waiting tasks are merged in queue order (created_at, then id).
 func TestMergeQueue(t *testing.T) {
@@ -206,7 +218,7 @@ func TestMergeQueue(t *testing.T) {
 		{"a new task that no longer waits", []string{"z"}, []*mvp.Task{task("z", 9, mvp.StateRunning)},
 			[]string{"a", "c", "e"}},
 	} {
-		got := queueIDs(mergeQueue(q, c.ids, c.rows))
+		got := queueIDs(mergeQueue(q, knownOf(c.ids, c.rows)))
 		if len(got) == 0 {
 			got = nil
 		}
@@ -214,7 +226,7 @@ func TestMergeQueue(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
-	if got := mergeQueue(q, []string{"c"}, []*mvp.Task{task("c", 3, mvp.StatePendingResources)}); got[1].State !=
+	if got := mergeQueue(q, knownOf([]string{"c"}, []*mvp.Task{task("c", 3, mvp.StatePendingResources)})); got[1].State !=
 		mvp.StatePendingResources || q[1].State != mvp.StateQueued {
 		t.Error("a task read again did not replace the old one, or the old slice changed")
 	}

@@ -363,7 +363,6 @@ func (db *DB) ApplyAll(ctx context.Context, cs []mvp.Change) (errs []error, err 
 			if p == nil {
 				continue
 			}
-			errs[i] = nil // a run before a failed commit may have set it
 			if !p.attempts() {
 				// Without attempt rows, a change that fails has written nothing (its UPDATE matched no row), unless
 				// the database failed, which fails them all.
@@ -403,11 +402,10 @@ func (db *DB) ApplyAll(ctx context.Context, cs []mvp.Change) (errs []error, err 
 // event.
 type change struct {
 	c               mvp.Change
-	queued          mvp.Change // what the queue kept in memory is told (written)
+	queued          mvp.Change // what the queue kept in memory is told (written); its At is the time written
 	update          string
 	args            []any
 	newArgs, upArgs []any
-	at              time.Time
 	typ, body       string
 }
 
@@ -469,7 +467,7 @@ func prepareChange(c mvp.Change) (*change, error) {
 	args = append(args, c.TaskID, c.From)
 	update := `UPDATE tasks SET ` + strings.Join(set, ", ") + ` WHERE task_id = ? AND state = ?`
 
-	return &change{c: c, queued: written(c, at), update: update, args: args, newArgs: newArgs, upArgs: upArgs, at: at,
+	return &change{c: c, queued: written(c, at), update: update, args: args, newArgs: newArgs, upArgs: upArgs,
 		typ: typ, body: body}, nil
 }
 
@@ -539,7 +537,7 @@ func (p *change) write(w *wtx) error {
 			return err
 		}
 	}
-	if _, err := w.exec(insertEventSQL, c.TaskID, nanos(p.at), p.typ, p.body); err != nil {
+	if _, err := w.exec(insertEventSQL, c.TaskID, nanos(p.queued.At), p.typ, p.body); err != nil {
 		return fmt.Errorf("insert event: %w", err)
 	}
 	w.wrote(nil, &p.queued)
