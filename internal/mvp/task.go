@@ -8,30 +8,20 @@ import (
 
 // Task is what a user submitted, with its service-side state.
 type Task struct {
-	ID          string   `json:"task_id"`
-	Workload    Workload `json:"workload"`
-	Name        string   `json:"name"`
-	State       State    `json:"state"`
-	NNodes      int      `json:"nnodes"`
-	GPUsPerNode int      `json:"n_gpus_per_node"`
-	// JobSpecYAML is the body exactly as submitted.
-	JobSpecYAML string `json:"-"`
-	// SpecJSON is the effective spec: defaults applied, as JSON.
-	SpecJSON        json.RawMessage `json:"-"`
-	CreatedAt       time.Time       `json:"created_at"`
-	UpdatedAt       time.Time       `json:"updated_at"`
-	NextRunAt       *time.Time      `json:"next_run_at"`
-	PendingReason   string          `json:"pending_reason"`
-	ErrorSummary    string          `json:"error_summary"`
-	LatestAttemptNo int             `json:"latest_attempt_no"`
+	ID              string     `json:"task_id"`
+	Workload        Workload   `json:"workload"`
+	Name            string     `json:"name"`
+	State           State      `json:"state"`
+	NNodes          int        `json:"nnodes"`
+	GPUsPerNode     int        `json:"n_gpus_per_node"`
+	CreatedAt       time.Time  `json:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+	NextRunAt       *time.Time `json:"next_run_at"`
+	PendingReason   string     `json:"pending_reason"`
+	LatestAttemptNo int        `json:"latest_attempt_no"`
 	// Owner is the user whose token submitted the task (Operator for the internal token): only they and the
 	// operator may see, cancel or read it.
 	Owner string `json:"owner"`
-	// MaxWaiting, when above 0, is how many tasks its owner may have waiting (QUEUED or PENDING_RESOURCES) when
-	// it is created (their max_queued): the store counts them in the transaction that inserts it, so that
-	// submissions arriving together cannot all pass one count, and refuses it with CodeTooMany at the limit. Not
-	// stored.
-	MaxWaiting int `json:"-"`
 	// Priority 0..100 (jobspec priority; DefaultPriority when it names none, capped by the owner's max_priority)
 	// orders the queue within the scheduling policy, higher first.
 	Priority int `json:"priority"`
@@ -41,13 +31,18 @@ type Task struct {
 	MaxRuntimeS int `json:"max_runtime_s"`
 	// MaxQueuedS bounds how long the task may wait in mvp's queue before it ends MAX_QUEUED_EXCEEDED; 0 = no bound.
 	MaxQueuedS int `json:"max_queued_s"`
-	// HeartbeatTimeoutS: a running attempt whose progress file has not changed for this long is stopped
-	// (HEARTBEAT_LOST); 0 = no heartbeat is required.
-	HeartbeatTimeoutS int `json:"heartbeat_timeout_s"`
+	// Driver is what the task's Ray driver itself takes (a ray_job's entrypoint_num_cpus/gpus/memory/resources);
+	// nil means the configured default for every task (the scheduler's Policy.Driver).
+	Driver map[string]float64 `json:"driver,omitempty"`
 	// AfterOK and AfterAny are the tasks this one waits for (jobspec after_ok / after_any): every AfterOK task must
 	// end SUCCEEDED (one that ends FAILED or CANCELED cancels this task), every AfterAny task must end.
 	AfterOK  []string `json:"after_ok,omitempty"`
 	AfterAny []string `json:"after_any,omitempty"`
+	// ErrorSummary says in a line why the task failed.
+	ErrorSummary string `json:"error_summary"`
+	// HeartbeatTimeoutS: a running attempt whose progress file has not changed for this long is stopped
+	// (HEARTBEAT_LOST); 0 = no heartbeat is required.
+	HeartbeatTimeoutS int `json:"heartbeat_timeout_s"`
 	// ResumeFrom is the ended task whose checkpoint folder this task's run continues from ("" for none).
 	ResumeFrom string `json:"resume_from,omitempty"`
 	// OriginID is the task this one was resubmitted from; Resubmits are the tasks resubmitted from this one,
@@ -59,9 +54,6 @@ type Task struct {
 	// SubmissionID is the Ray submission id of a task made through the Ray-Jobs door (the user's, or the task id
 	// when none was given); the door finds the task by it. Empty for tasks made from a jobspec.
 	SubmissionID string `json:"submission_id,omitempty"`
-	// Driver is what the task's Ray driver itself takes (a ray_job's entrypoint_num_cpus/gpus/memory/resources);
-	// nil means the configured default for every task (the scheduler's Policy.Driver).
-	Driver map[string]float64 `json:"driver,omitempty"`
 	// DoorDeleted is true once the task was deleted through the Ray-Jobs door: it is gone from the door's answers
 	// and its submission id may be used again, but it stays an mvp task with its history.
 	DoorDeleted bool `json:"door_deleted,omitempty"`
@@ -70,6 +62,15 @@ type Task struct {
 	RuntimeLeftS *int       `json:"runtime_left_s,omitempty"`
 	QueuedLeftS  *int       `json:"queued_left_s,omitempty"`
 	Attempts     []*Attempt `json:"attempts"`
+	// JobSpecYAML is the body exactly as submitted.
+	JobSpecYAML string `json:"-"`
+	// SpecJSON is the effective spec: defaults applied, as JSON.
+	SpecJSON json.RawMessage `json:"-"`
+	// MaxWaiting, when above 0, is how many tasks its owner may have waiting (QUEUED or PENDING_RESOURCES) when
+	// it is created (their max_queued): the store counts them in the transaction that inserts it, so that
+	// submissions arriving together cannot all pass one count, and refuses it with CodeTooMany at the limit. Not
+	// stored.
+	MaxWaiting int `json:"-"`
 }
 
 // FillTimeLeft sets RuntimeLeftS for a running task whose attempt has started and QueuedLeftS for a waiting task
