@@ -199,15 +199,21 @@ func stops(now time.Time, s Snapshot, p Policy, out []Action) []Action {
 }
 
 // expiries returns an Expire for every waiting task past its max_queued_s, whether or not the cluster was read.
+// (With the cluster read, Decide takes them from its plan, which finds them in the same walk of the queue.)
 func expiries(now time.Time, s Snapshot, out []Action) []Action {
 	for _, t := range s.Queue {
 		if expired(now, t) {
-			out = append(out, Expire{Task: t, Reason: fmt.Sprintf(
-				"%s: waited %s in the queue, longer than its max_queued_s (%d s), without starting",
-				mvp.FailureMaxQueuedExceeded, now.Sub(t.CreatedAt).Round(time.Second), t.MaxQueuedS)})
+			out = append(out, expireOf(now, t))
 		}
 	}
 	return out
+}
+
+// expireOf is the Expire of a task past its max_queued_s.
+func expireOf(now time.Time, t *mvp.Task) Expire {
+	return Expire{Task: t, Reason: fmt.Sprintf(
+		"%s: waited %s in the queue, longer than its max_queued_s (%d s), without starting",
+		mvp.FailureMaxQueuedExceeded, now.Sub(t.CreatedAt).Round(time.Second), t.MaxQueuedS)}
 }
 
 // reserves reports whether a live attempt's not-yet-placed groups and not-yet-started driver are held back from
@@ -278,13 +284,18 @@ func Decide(now time.Time, s Snapshot, p Policy) []Action {
 	// Stops first: they free resources for the queue in a later pass.
 	out = stops(now, s, p, out)
 	out = heartbeats(now, s, out)
-	out = expiries(now, s, out)
-	s.Queue, out = dependencies(now, s, out) // tasks held by their dependencies leave the queue (deps.go)
-
 	if s.Cluster == nil {
+		out = expiries(now, s, out)
+		_, out = dependencies(now, s, out)
 		return out
 	}
+	// The plan walks the queue once (a deep queue's tasks are far apart in memory): it finds the tasks past their
+	// max_queued_s and those held by their dependencies (deps.go) as it classifies the rest.
 	pl := newPlan(now, s, p)
+	for _, i := range pl.expired {
+		out = append(out, expireOf(now, s.Queue[i]))
+	}
+	out = append(out, pl.held...)
 	ws := waits{buf: make([]Wait, 0, len(s.Queue))}
 	for i := range pl.ents {
 		e := &pl.ents[i]
@@ -305,10 +316,10 @@ type waits struct{ buf []Wait }
 func (w *waits) appendTo(out []Action, pl *plan, i int32) []Action {
 	t, e := pl.s.Queue[i], &pl.ents[i]
 	reason := pl.reasonOf(e)
-	if t.State == mvp.StatePendingResources && t.PendingReason == reason {
+	if e.pending && t.PendingReason == reason {
 		return out
 	}
-	w.buf = append(w.buf, Wait{Task: t, Code: e.code, Reason: reason, Never: e.code == CodeNeverFits,
+	w.buf = append(w.buf, Wait{Task: t, Code: e.code.name(), Reason: reason, Never: e.code == cNeverFits,
 		YieldsTo: pl.yieldsTo(e), LargestFreeGPUs: float64(e.largest), Position: int(e.pos)})
 	wt := &w.buf[len(w.buf)-1]
 	if r := pl.resv; r != nil && r.holder == i && r.at != never {

@@ -44,21 +44,33 @@ func dependencies(now time.Time, s Snapshot, out []Action) ([]*mvp.Task, []Actio
 			queue = append(queue, t)
 			continue
 		}
-		failed, waiting := judgeDeps(t, s.Deps)
-		switch {
-		case failed != "":
-			out = append(out, DependencyFailed{Task: t, Dependency: failed, Reason: fmt.Sprintf(
-				"dependency %s ended %s, and this task runs only after it succeeds (after_ok)", failed, s.Deps[failed])})
-		case len(waiting) > 0:
-			reason := DependencyReasonPrefix + "waiting for " + strings.Join(waiting, ", ") + " to end"
-			if t.State != mvp.StatePendingResources || t.PendingReason != reason {
-				out = append(out, &Wait{Task: t, Code: CodeDependency, Reason: reason})
-			}
-		default:
+		a, held := holdFor(t, s.Deps)
+		if !held {
 			queue = append(queue, t) // every dependency is done: the task competes for GPUs like any other
+		} else if a != nil {
+			out = append(out, a)
 		}
 	}
 	return queue, out
+}
+
+// holdFor judges a waiting task that names dependencies. held is false when every dependency is done: the task
+// competes for GPUs. Otherwise a is what to do: a DependencyFailed when an after_ok dependency ended FAILED or
+// CANCELED, or a Wait naming what the task waits for (nil when its stored reason says so already).
+func holdFor(t *mvp.Task, deps map[string]mvp.State) (a Action, held bool) {
+	failed, waiting := judgeDeps(t, deps)
+	switch {
+	case failed != "":
+		return DependencyFailed{Task: t, Dependency: failed, Reason: fmt.Sprintf(
+			"dependency %s ended %s, and this task runs only after it succeeds (after_ok)", failed, deps[failed])}, true
+	case len(waiting) > 0:
+		reason := DependencyReasonPrefix + "waiting for " + strings.Join(waiting, ", ") + " to end"
+		if t.State != mvp.StatePendingResources || t.PendingReason != reason {
+			return &Wait{Task: t, Code: CodeDependency, Reason: reason}, true
+		}
+		return nil, true
+	}
+	return nil, false
 }
 
 // judgeDeps returns the first after_ok dependency that ended FAILED or CANCELED, or else the dependencies still to

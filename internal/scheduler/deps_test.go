@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -28,13 +29,17 @@ func TestDecideDependencies(t *testing.T) {
 	again.State = mvp.StatePendingResources
 	again.PendingReason = DependencyReasonPrefix + "waiting for " + up.ID + " (after_ok, RUNNING) to end"
 	plain := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued) // no dependencies, behind the held ones
+	late := with([]string{up.ID}, nil)                    // past its max_queued_s: it expires, held or not
+	late.MaxQueuedS, late.CreatedAt = 60, t0.Add(-time.Hour)
 	snap := Snapshot{Cluster: cluster(worker("n1", 4, 48), worker("n2", 4, 48), worker("n3", 4, 48)),
-		Queue: []*mvp.Task{waitsOK, ready, failed, canceled, anyOK, unknown, again, plain},
+		Queue: []*mvp.Task{waitsOK, ready, failed, canceled, anyOK, unknown, again, plain, late},
 		Deps: map[string]mvp.State{up.ID: mvp.StateRunning, ok.ID: mvp.StateSucceeded, bad.ID: mvp.StateFailed,
 			gone.ID: mvp.StateCanceled}}
 	var got []string
 	for _, a := range Decide(t0, snap, policy()) {
 		switch a := a.(type) {
+		case Expire:
+			got = append(got, "expire:"+a.Task.ID)
 		case Submit:
 			got = append(got, "submit:"+a.Task.ID)
 		case *Wait:
@@ -49,10 +54,27 @@ func TestDecideDependencies(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"wait:" + waitsOK.ID, "cancel:" + failed.ID + ":" + bad.ID, "cancel:" + canceled.ID + ":" + gone.ID,
+	want := []string{"expire:" + late.ID, "wait:" + waitsOK.ID, "cancel:" + failed.ID + ":" + bad.ID, "cancel:" + canceled.ID + ":" + gone.ID,
 		"wait:" + unknown.ID, "submit:" + ready.ID, "submit:" + anyOK.ID, "submit:" + plain.ID}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("got  %v\nwant %v", got, want)
+	}
+	// Without a cluster reading, the same tasks expire, wait for their dependencies or are canceled.
+	got = nil
+	for _, a := range Decide(t0, Snapshot{Queue: snap.Queue, Deps: snap.Deps}, policy()) {
+		switch a := a.(type) {
+		case Expire:
+			got = append(got, "expire:"+a.Task.ID)
+		case *Wait:
+			got = append(got, "wait:"+a.Task.ID)
+		case DependencyFailed:
+			got = append(got, fmt.Sprintf("cancel:%s:%s", a.Task.ID, a.Dependency))
+		default:
+			t.Errorf("without a cluster: %T", a)
+		}
+	}
+	if want := want[:5]; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("without a cluster:\ngot  %v\nwant %v", got, want)
 	}
 	if _, waiting := judgeDeps(unknown, snap.Deps); len(waiting) != 1 || !strings.Contains(waiting[0], "unknown") {
 		t.Errorf("unknown dependency: %v", waiting)

@@ -92,7 +92,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 	if pl.resv == nil && pl.p.policyName() == PolicyFIFO {
 		// fifo holds no reservation while deciding; its head's start is worked out here, for people.
 		for _, i := range pl.order {
-			if e := pl.ents[i]; e.kind == entWait && (e.code == CodeGPUsBusy || e.code == CodeFragmented) {
+			if e := pl.ents[i]; e.kind == entWait && (e.code == cGPUsBusy || e.code == cFragmented) {
 				pl.reserve(i)
 				break
 			}
@@ -123,7 +123,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 	}
 	for _, i := range pl.order {
 		if pl.ents[i].kind == entWait {
-			add(i, pl.ents[i].code, pl.reasonOf(&pl.ents[i]))
+			add(i, pl.ents[i].code.name(), pl.reasonOf(&pl.ents[i]))
 		}
 	}
 	for i, t := range s.Queue {
@@ -134,7 +134,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		}
 	}
 	for i := range s.Queue {
-		if pl.ents[i].code == CodeNeverFits {
+		if pl.ents[i].code == cNeverFits {
 			add(int32(i), CodeNeverFits, pl.reasonOf(&pl.ents[i]))
 		}
 	}
@@ -216,7 +216,7 @@ func (pl *plan) estimates() []*time.Time {
 	cursor := pl.now.UnixNano()
 	for _, i := range pl.order {
 		e := &pl.ents[i]
-		if e.kind != entWait || e.code == CodeQuota {
+		if e.kind != entWait || e.code == cQuota {
 			continue
 		}
 		d, driver := pl.shapes[e.shape].d, pl.shapes[e.shape].driver

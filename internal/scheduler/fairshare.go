@@ -328,13 +328,13 @@ func (pl *plan) markFairShare(ranked []int32) {
 	user1 := int32(-1)
 	for _, i := range ranked {
 		e := &pl.ents[i]
-		if e.kind == entWait && (e.code == CodeGPUsBusy || e.code == CodeFragmented || e.code == CodeBehindReservation) {
+		if e.kind == entWait && (e.code == cGPUsBusy || e.code == cFragmented || e.code == cBehindReservation) {
 			other := best1
 			if user1 == e.user {
 				other = best2
 			}
 			if other > e.orig {
-				e.code, e.yields = CodeFairShare, 0
+				e.code, e.yields = cFairShare, 0
 			}
 		}
 		switch {

@@ -71,6 +71,31 @@ const (
 	CodeDependency WaitCode = "dependency"
 )
 
+// waitCode is a WaitCode as a plan keeps it for each task: one byte, so that a plan's entries hold no pointer
+// (a 100,000-deep queue's entries are then smaller and not scanned by the garbage collector).
+type waitCode uint8
+
+// The wait codes a plan gives (Explain's own, backing_off and cluster_unknown, are not among them).
+const (
+	noCode waitCode = iota
+	cGPUsBusy
+	cFragmented
+	cBehindReservation
+	cMaxRunning
+	cNeverFits
+	cQuota
+	cFairShare
+	cDependency
+)
+
+// waitCodes names each waitCode.
+var waitCodes = [...]WaitCode{noCode: "", cGPUsBusy: CodeGPUsBusy, cFragmented: CodeFragmented,
+	cBehindReservation: CodeBehindReservation, cMaxRunning: CodeMaxRunning, cNeverFits: CodeNeverFits,
+	cQuota: CodeQuota, cFairShare: CodeFairShare, cDependency: CodeDependency}
+
+// name is the WaitCode c stands for.
+func (c waitCode) name() WaitCode { return waitCodes[c] }
+
 // policyName is p.Name, or the default when it is empty.
 func (p Policy) policyName() string {
 	if p.Name == "" {
@@ -126,11 +151,12 @@ const (
 	entSubmit
 	entWait
 	entExpired // past its max_queued_s: ended by expiries, not part of the queue any more
+	entHeld    // held by its dependencies (deps.go): it does not compete for GPUs
 )
 
 // entry is what a plan decided for one queue task (by queue index).
 type entry struct {
-	code   WaitCode
+	code   waitCode
 	shape  int32
 	yields int32 // behind_reservation: queue index of the task yielded to, or -1 for plan.blocker
 	pos    int32 // 1-based position among waiting tasks, in policy order
@@ -143,6 +169,9 @@ type entry struct {
 	waitS, largest float32
 	kind           uint8
 	prio           uint8 // the task's priority, clamped to 0..MaxPriority (read once: rank sorts by it)
+	// pending: the task is PENDING_RESOURCES (read once, so that Decide's Waits need not read the task again
+	// unless its stored reason may already say the same).
+	pending bool
 }
 
 // maxRuntimeS stands for an unbounded (or absurdly long) declared run time in entry.rtS.
@@ -193,6 +222,10 @@ type plan struct {
 	mixed, prioMixed bool
 	// starved is the queue index of the oldest task past the starvation bound, -1 for none.
 	starved int32
+	// expired are the queue indexes of the tasks past their max_queued_s; held the actions of the tasks held by
+	// their dependencies (a DependencyFailed, or a Wait when the reason changed), both in queue order.
+	expired []int32
+	held    []Action
 }
 
 // liveUse is where a live or just-admitted task holds resources, and until when.
@@ -216,7 +249,7 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 	}
 	if pl.blocker != "" {
 		for _, i := range pl.order {
-			pl.wait(i, CodeBehindReservation, -1)
+			pl.wait(i, cBehindReservation, -1)
 		}
 	} else {
 		switch p.policyName() {
@@ -307,8 +340,9 @@ func (pl *plan) endOf(a ActiveAttempt) int64 {
 	return max(start.Add(rt).UnixNano(), pl.now.UnixNano())
 }
 
-// classify gives every queue task its shape, leaves backing-off tasks alone, marks the ones that can never fit
-// and lists the rest in queue order.
+// classify gives every queue task its shape, notes the ones past their max_queued_s and those held by their
+// dependencies, leaves backing-off tasks alone, marks the ones that can never fit and lists the rest in queue
+// order. It is the only walk of the queue's tasks in Decide: later steps read the entries.
 func (pl *plan) classify() {
 	q := pl.s.Queue
 	pl.ents = make([]entry, len(q))
@@ -325,9 +359,19 @@ func (pl *plan) classify() {
 		e := &pl.ents[i]
 		if expired(pl.now, t) {
 			e.kind = entExpired
+			pl.expired = append(pl.expired, int32(i))
 			continue
 		}
-		if t.State == mvp.StatePendingResources && t.NextRunAt != nil && pl.now.Before(*t.NextRunAt) {
+		if len(t.AfterOK)+len(t.AfterAny) > 0 {
+			if a, held := holdFor(t, pl.s.Deps); held {
+				e.kind, e.code = entHeld, cDependency
+				if a != nil {
+					pl.held = append(pl.held, a)
+				}
+				continue
+			}
+		}
+		if e.pending = t.State == mvp.StatePendingResources; e.pending && t.NextRunAt != nil && pl.now.Before(*t.NextRunAt) {
 			e.kind = entSkip // backing off after an attempt that failed for lack of resources; does not hold the queue
 			continue
 		}
@@ -365,7 +409,7 @@ func (pl *plan) classify() {
 			e.rtS = int32(rt)
 		}
 		if pl.shapes[si].never {
-			e.kind, e.code = entWait, CodeNeverFits
+			e.kind, e.code = entWait, cNeverFits
 			continue
 		}
 		// Only candidates count: a task that never fits is not ranked, and must not turn the arrival-order rules
@@ -388,11 +432,11 @@ func (pl *plan) fifo() {
 	for _, i := range pl.order {
 		switch {
 		case head >= 0:
-			pl.wait(i, CodeBehindReservation, head)
+			pl.wait(i, cBehindReservation, head)
 		case pl.full():
-			pl.wait(i, CodeMaxRunning, 0)
+			pl.wait(i, cMaxRunning, 0)
 		case pl.overQuota(i):
-			pl.wait(i, CodeQuota, 0) // over its owner's quota: waits without holding the line
+			pl.wait(i, cQuota, 0) // over its owner's quota: waits without holding the line
 		case !pl.tryAdmit(i):
 			pl.notFit(i)
 			head = i
@@ -404,9 +448,9 @@ func (pl *plan) fifo() {
 func (pl *plan) greedy(order []int32) {
 	for _, i := range order {
 		if pl.full() {
-			pl.wait(i, CodeMaxRunning, 0)
+			pl.wait(i, cMaxRunning, 0)
 		} else if pl.overQuota(i) {
-			pl.wait(i, CodeQuota, 0)
+			pl.wait(i, cQuota, 0)
 		} else if !pl.tryAdmit(i) {
 			pl.notFit(i)
 		}
@@ -421,12 +465,12 @@ func (pl *plan) easy(order func([]int32)) {
 	for k, i := range pl.order {
 		if pl.full() {
 			for _, j := range pl.order[k:] {
-				pl.wait(j, CodeMaxRunning, 0)
+				pl.wait(j, cMaxRunning, 0)
 			}
 			return
 		}
 		if pl.overQuota(i) {
-			pl.wait(i, CodeQuota, 0) // over its owner's quota: neither admitted nor given the reservation
+			pl.wait(i, cQuota, 0) // over its owner's quota: neither admitted nor given the reservation
 			continue
 		}
 		if pl.tryAdmit(i) {
@@ -489,11 +533,11 @@ func (pl *plan) withinUsers(idx []int32, sort func([]int32)) {
 // backfill decides a task behind the reservation.
 func (pl *plan) backfill(i int32) {
 	if pl.full() {
-		pl.wait(i, CodeMaxRunning, 0)
+		pl.wait(i, cMaxRunning, 0)
 		return
 	}
 	if pl.overQuota(i) {
-		pl.wait(i, CodeQuota, 0)
+		pl.wait(i, cQuota, 0)
 		return
 	}
 	sh := &pl.shapes[pl.ents[i].shape]
@@ -514,7 +558,7 @@ func (pl *plan) backfill(i int32) {
 			}
 			sh.fitsNow = true
 		}
-		pl.wait(i, CodeBehindReservation, r.holder)
+		pl.wait(i, cBehindReservation, r.holder)
 		return
 	}
 	chosen, drv, ok := fitCheck(pl.nodes, sh.d, sh.driver)
@@ -529,7 +573,7 @@ func (pl *plan) backfill(i int32) {
 		take(atT, chosen, drv, sh.d, sh.driver)
 		if hs := &pl.shapes[pl.ents[r.holder].shape]; !fits(atT, hs.d, hs.driver) {
 			sh.delays = true
-			pl.wait(i, CodeBehindReservation, r.holder)
+			pl.wait(i, cBehindReservation, r.holder)
 			return
 		}
 		r.atT = atT
@@ -587,7 +631,7 @@ func (pl *plan) admit(i int32, chosen []int, drv int) {
 }
 
 // wait records that task i waits with code (yields: the task it yields to, for behind_reservation).
-func (pl *plan) wait(i int32, code WaitCode, yields int32) {
+func (pl *plan) wait(i int32, code waitCode, yields int32) {
 	e := &pl.ents[i]
 	e.kind, e.code, e.yields = entWait, code, yields
 }
@@ -607,9 +651,9 @@ func (pl *plan) notFit(i int32) {
 	e := &pl.ents[i]
 	e.kind = entWait
 	if pl.freeGPU >= float64(d.Groups)*d.GPUs && d.GPUs > 0 {
-		e.code, e.largest = CodeFragmented, float32(pl.largest)
+		e.code, e.largest = cFragmented, float32(pl.largest)
 	} else {
-		e.code = CodeGPUsBusy
+		e.code = cGPUsBusy
 	}
 }
 
@@ -734,9 +778,9 @@ func (pl *plan) positions() {
 			pl.ents[i].pos = pos
 		}
 	}
-	for _, code := range []WaitCode{"", CodeNeverFits} { // backing off (no code yet), then never fits
+	for _, code := range []waitCode{noCode, cNeverFits} { // backing off (no code yet), then never fits
 		for i := range pl.ents {
-			if e := &pl.ents[i]; (code == "" && e.kind == entSkip) || (code != "" && e.code == code) {
+			if e := &pl.ents[i]; (code == noCode && e.kind == entSkip) || (code != noCode && e.code == code) {
 				pos++
 				e.pos = pos
 			}
@@ -917,9 +961,9 @@ func (pl *plan) reasonOf(e *entry) string {
 	sh := &pl.shapes[e.shape]
 	d := sh.d
 	switch e.code {
-	case CodeNeverFits:
+	case cNeverFits:
 		return sh.reason
-	case CodeGPUsBusy:
+	case cGPUsBusy:
 		if sh.busy == "" && d.Groups == 0 {
 			// No gang (a ray_job): only its driver's own resources are asked for.
 			sh.busy = fmt.Sprintf("waiting for room for its driver: needs a node with %s free", describeMap(sh.driver))
@@ -929,23 +973,23 @@ func (pl *plan) reasonOf(e *entry) string {
 				d.Groups, d.GPUs, d.CPUs)
 		}
 		return sh.busy
-	case CodeFragmented:
+	case cFragmented:
 		if sh.frag == "" || sh.fragAt != e.largest {
 			sh.frag = fmt.Sprintf("fragmented: needs %d node(s) with %g GPU and %g CPU free each; enough GPUs are free "+
 				"in all, but the largest free node has %g", d.Groups, d.GPUs, d.CPUs, e.largest)
 			sh.fragAt = e.largest
 		}
 		return sh.frag
-	case CodeMaxRunning:
+	case cMaxRunning:
 		if pl.maxRunning == "" {
 			pl.maxRunning = fmt.Sprintf("max_running_tasks (%d) reached", pl.p.MaxRunning)
 		}
 		return pl.maxRunning
-	case CodeQuota:
+	case cQuota:
 		return pl.quotaReason(e.user)
-	case CodeFairShare:
+	case cFairShare:
 		return pl.fairReason(e.user)
-	case CodeBehindReservation:
+	case cBehindReservation:
 		// The task yielded to is named in Wait.YieldsTo (and Explain's yields_to), never in the sentence: the
 		// sentence is stored as the task's pending_reason and shown to its owner, who may not own that task (the
 		// API hides yields_to from them); and a new holder does not rewrite every task behind it.
@@ -958,12 +1002,12 @@ func (pl *plan) reasonOf(e *entry) string {
 			return "waiting behind the task that holds a reservation for the GPUs this task would take (yields_to names it)"
 		}
 	}
-	return string(e.code)
+	return string(e.code.name())
 }
 
 // yieldsTo names the task a behind_reservation wait yields to.
 func (pl *plan) yieldsTo(e *entry) string {
-	if e.code != CodeBehindReservation {
+	if e.code != cBehindReservation {
 		return ""
 	}
 	if e.yields < 0 {
