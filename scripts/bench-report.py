@@ -235,9 +235,31 @@ store are the same, went from 1.34× to 1.76× the raw rate (the raw rate itself
 part of that is the disk). This machine is slower than the one of the earlier rounds
 (the minimal server took 21,010/s there, 14,005–15,645/s here): P2 reads 22.9 ms on it, and the code of 3dc38a8,
 which this round does not change in `Decide`, measured 23.3–23.8 ms on it the same day; the earlier 14.5–15.6 ms
-were on the faster machine. So P2's goal (< 20 ms) is missed on this machine, not by a change; a third of that
-time is classifying 100,000 task structs spread over the heap and a fifth is the garbage collector of the 19 MB a
-decision allocates, which is where to look next.
+were on the faster machine. So P2's goal (< 20 ms) was missed on this machine, not by a change; the next section
+is what brought it back within the goal.
+
+## P2: one walk of the queue (issue 18, 2026-11-25, third round)
+Profile of `BenchmarkDecide100k/xfchain` on this machine before the change (22–24 ms): a third of the time in
+`classify` and `expired`, and most of it on the first load of each task's fields, then 12 % in the Waits reading
+each task's state again; 8 % zeroing fresh memory and about 15 % in the garbage collector. A deep queue's
+tasks lie far apart in memory (`mvp.Task` is 456 bytes), and Decide walked them three times: for expiries, for
+dependencies, and to classify them, then read them once more to write each Wait. Each walk of 100,000 tasks
+loads cache lines from memory. What changed, measured on this machine as alternated runs of two test binaries
+(6 pairs, 20 decisions each; the machine's noise is about ±10 %):
+
+| change | Decide, xfchain | allocated per decision |
+|---|---|---|
+| before (4999586) | 22.3–24.8 ms | 19.4 MB |
+| `mvp.Task`: the fields Decide reads for every task first, in four cache lines instead of seven (JSON keys unchanged; `TestTaskSchedulingFieldsComeFirst` keeps them there), an entry remembers that a task is PENDING_RESOURCES, so its Wait does not read the task again, and expiries and the dependencies' first scan share one walk | 18.7–20.9 ms against 22.3–26.0 ms | 19.4 MB |
+| `classify` finds expiries and dependency holds in its own walk, so Decide reads each task once (expiries and dependencies walk the queue only when Ray could not be read) | 17.3–18.9 ms against 21.5–23.5 ms | 19.4 MB |
+| a plan entry's wait code is one byte, so entries hold no pointer (64 → 48 bytes, not scanned by the collector) | within the noise of the row above | 17.8 MB |
+
+Tried and dropped: shrinking `mvp.Task` to 448 bytes so that every task starts on a cache line (Go's 480-byte
+size class puts every other one 32 bytes off): no difference measured. With the collector off the time did not
+fall either (fresh pages then cost what collection did). `make sim` replays every trace to the same waits as before
+the change (the decisions are the same; `mvp sim --policy all` on the 16 × 8 trace of seed 2 gave identical
+results for every policy). P2 in the table at the top is this run's; `make sim`'s (median of 5 × 20 decisions,
+2026-11-25) was 17.7 ms.
 
 ## P3: admission the moment GPUs free up (issue 18, 2026-11-24)
 Before (same cluster setup, 3 runs): **752 ms** (max 879), mvp's requests to Ray's job server 2.01/s. The tick
@@ -255,7 +277,7 @@ resources removed that. `BenchmarkGPUsFreedToSubmit` now also reports the reques
 probe's side: while a task waits behind a live attempt, 10 GCS readings a second by the probe's Python process.
 The loop's decisions stay in Decide/Conclude; the loop got one line (`l.arm(…)`) and the wake spacing.
 
-## Profiles (`go test -cpuprofile`; P1 on 2026-11-22, P2 on 2026-11-22 and 2026-11-23)
+## Profiles (`go test -cpuprofile`; P1 on 2026-11-22, P2 on 2026-11-22, 2026-11-23 and 2026-11-25)
 - P1: about a third of CPU is cgo calls into SQLite from the single writer (statement execution inside the
   batched transaction); the HTTP stack and JSON/YAML handling make up most of the rest. Before the task folder
   moved out of the request path (now written at the first submit), temp-file + rename of two files per request

@@ -38,7 +38,7 @@ type Task struct {
 	// end SUCCEEDED (one that ends FAILED or CANCELED cancels this task), every AfterAny task must end.
 	AfterOK  []string `json:"after_ok,omitempty"`
 	AfterAny []string `json:"after_any,omitempty"`
-	// ErrorSummary says in a line why the task failed.
+	// ErrorSummary says in a line why the task failed, or why mvp canceled it (a failed after_ok dependency).
 	ErrorSummary string `json:"error_summary"`
 	// HeartbeatTimeoutS: a running attempt whose progress file has not changed for this long is stopped
 	// (HEARTBEAT_LOST); 0 = no heartbeat is required.

@@ -6,7 +6,7 @@ import (
 )
 
 // TestTaskSchedulingFieldsComeFirst keeps the fields that the scheduler reads for every waiting task in the first
-// 256 bytes of Task (four cache lines). Decide walks a queue of up to 100,000 tasks that lie far apart in memory,
+// 256 bytes of Task (four cache lines for a task that starts on one). Decide walks a queue of up to 100,000 tasks that lie far apart in memory,
 // and each cache line it touches per task costs a load from memory (P2 in BENCHMARKS.md); the fields that are only
 // shown or stored come after them. A new field belongs after these unless Decide reads it for every task.
 func TestTaskSchedulingFieldsComeFirst(t *testing.T) {

@@ -57,7 +57,7 @@ type Snapshot struct {
 	Active []ActiveAttempt
 	// ClusterErr says why Cluster is nil (Decide does not look at it; the API shows it).
 	ClusterErr error
-	// Deps holds the state of every task that a queued task depends on (after_ok, after_any); see dependencies.
+	// Deps holds the state of every task that a queued task depends on (after_ok, after_any); see holdFor (deps.go).
 	Deps map[string]mvp.State
 	// Usage is each user's decayed GPU-seconds (DecayedUsage), by owner; fair share ranks by it.
 	Usage map[string]float64

@@ -147,7 +147,7 @@ func (pl *plan) overQuotaWith(i int32, used float64) bool {
 // in weighted fair queueing's virtual start times.
 func (pl *plan) rank() {
 	order := pl.order
-	if !pl.mixed || len(order) >= 1<<24 {
+	if !pl.mixed || len(pl.ents) >= 1<<24 { // the keys below hold a queue index in 24 bits
 		for k, i := range order {
 			pl.ents[i].rank = int32(k + 1)
 		}

@@ -150,7 +150,7 @@ const (
 	entSkip uint8 = iota // backing off: Decide leaves it alone
 	entSubmit
 	entWait
-	entExpired // past its max_queued_s: ended by expiries, not part of the queue any more
+	entExpired // past its max_queued_s: Decide ends it (Expire), it is not part of the queue any more
 	entHeld    // held by its dependencies (deps.go): it does not compete for GPUs
 )
 
