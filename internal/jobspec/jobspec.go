@@ -90,7 +90,16 @@ const (
 	MaxHeartbeatTimeoutS = 7 * 24 * 3600
 	maxValue             = 4096
 	maxEnvValue          = 32 << 10
+	// maxOverrideBytes bounds the overrides in all: they go into the one shell command line Ray runs, and Linux
+	// refuses a single argument over 128 KiB.
+	maxOverrideBytes = 64 << 10
 )
+
+// gangKeys are the Hydra keys that mvp sets from the jobspec's gang fields: an override must not change them.
+var gangKeys = []struct{ key, field string }{
+	{"trainer.nnodes", "nnodes"},
+	{"trainer.n_gpus_per_node", "n_gpus_per_node"},
+}
 
 var (
 	nameRE     = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
@@ -391,6 +400,7 @@ func (s *Spec) Validate() error {
 	if len(s.Overrides) > MaxOverrides {
 		return invalid("overrides", "at most %d overrides, got %d", MaxOverrides, len(s.Overrides))
 	}
+	total := 0
 	for i, o := range s.Overrides {
 		f := fmt.Sprintf("overrides[%d]", i)
 		k, v, ok := strings.Cut(o, "=")
@@ -400,11 +410,21 @@ func (s *Spec) Validate() error {
 		if len(o) > maxValue || strings.ContainsAny(v, "\x00\n\r") {
 			return invalid(f, "the value must be one line of at most %d characters", maxValue)
 		}
-		switch strings.TrimLeft(k, "+~") {
-		case "trainer.nnodes":
-			return invalid(f, "set the nnodes field instead of overriding trainer.nnodes")
-		case "trainer.n_gpus_per_node":
-			return invalid(f, "set the n_gpus_per_node field instead of overriding trainer.n_gpus_per_node")
+		// The key as Hydra applies it: without +, ++ or ~, and without an @package.
+		key, _, _ := strings.Cut(strings.TrimLeft(k, "+~"), "@")
+		for _, g := range gangKeys {
+			if key == g.key {
+				return invalid(f, "set the %s field instead of overriding %s", g.field, g.key)
+			}
+			// Hydra merges a value given for a parent (trainer={nnodes: 8}) into it.
+			if strings.HasPrefix(g.key, key+".") {
+				return invalid(f, "overriding %s as a whole could change %s: set the %s field for the gang, and "+
+					"override %s.<key> one key at a time for the rest", key, g.key, g.field, key)
+			}
+		}
+		if total += len(o); total > maxOverrideBytes {
+			return invalid("overrides", "the overrides come to more than %d characters in all: Ray runs them as one "+
+				"command line, which the operating system limits", maxOverrideBytes)
 		}
 	}
 	if err := s.validateDeps(); err != nil {
