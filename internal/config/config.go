@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
@@ -436,6 +437,10 @@ func (c *Config) Validate() error {
 	}
 	if !strings.HasPrefix(c.SharedRoot, "/") {
 		return fmt.Errorf("shared_root: %q must be an absolute path", c.SharedRoot)
+	}
+	if strings.ContainsAny(c.SharedRoot, "'\"\\") || strings.IndexFunc(c.SharedRoot, unicode.IsControl) >= 0 {
+		// Jobs get paths under it as Hydra arguments, quoted where Hydra needs it (workload.hydraPath).
+		return fmt.Errorf("shared_root: %q must not contain quotes, backslashes or control characters", c.SharedRoot)
 	}
 	v := c.V2
 	if v.API.Port < 0 || v.API.Port > 65535 {

@@ -57,6 +57,8 @@ func TestBadValues(t *testing.T) {
 	for _, doc := range []string{
 		"address: ftp://x\n",
 		"shared_root: relative/path\n",
+		"shared_root: \"/data/it's\"\n", // every job's arguments name paths under it, quoted for Hydra
+		"shared_root: '/data/back\\slash'\n",
 		"v2: {scheduler: {tick_s: 0.001}}\n",
 		"v2: {api: {port: 70000}}\n",
 		"v2: {workloads: {dpo: {cpus_per_gpu: 3}}}\n",

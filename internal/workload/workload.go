@@ -102,7 +102,7 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 		"trainer.n_gpus_per_node=" + fmt.Sprint(spec.GPUsPerNode),
 		"trainer.project_name=mvp",
 		"trainer.experiment_name=" + taskID,
-		"trainer.default_local_dir=" + checkpoints,
+		"trainer.default_local_dir=" + hydraPath(checkpoints),
 	}
 	if spec.ResumeFrom != "" {
 		common = append(common, "trainer.resume_mode=auto")
@@ -203,7 +203,7 @@ func CheckpointDir(fs taskfs.FS, taskID string, spec *jobspec.Spec) (string, err
 var workloadArgs = map[mvp.Workload]func(spec *jobspec.Spec, taskDir string, common []string) []string{
 	mvp.WorkloadPPO: func(spec *jobspec.Spec, taskDir string, common []string) []string {
 		args := append([]string{"algorithm.adv_estimator=gae"}, rlData(spec)...)
-		args = append(args, "critic.model.path="+spec.ModelPath)
+		args = append(args, "critic.model.path="+hydraPath(spec.ModelPath))
 		return append(append(args, common...), rlDirs(taskDir)...)
 	},
 	mvp.WorkloadGRPO: func(spec *jobspec.Spec, taskDir string, common []string) []string {
@@ -217,9 +217,9 @@ var workloadArgs = map[mvp.Workload]func(spec *jobspec.Spec, taskDir string, com
 		return append(append(args, common...), rlDirs(taskDir)...)
 	},
 	mvp.WorkloadSFT: func(spec *jobspec.Spec, taskDir string, common []string) []string {
-		args := []string{"model.path=" + spec.ModelPath, "data.train_files=" + spec.TrainFile}
+		args := []string{"model.path=" + hydraPath(spec.ModelPath), "data.train_files=" + hydraPath(spec.TrainFile)}
 		if spec.ValFile != "" {
-			args = append(args, "data.val_files="+spec.ValFile)
+			args = append(args, "data.val_files="+hydraPath(spec.ValFile))
 		}
 		return append(args, common...)
 	},
@@ -227,14 +227,28 @@ var workloadArgs = map[mvp.Workload]func(spec *jobspec.Spec, taskDir string, com
 
 // rlData is the data and model arguments of verl's main_ppo (PPO and GRPO).
 func rlData(spec *jobspec.Spec) []string {
-	return []string{"data.train_files=" + spec.TrainFile, "data.val_files=" + spec.ValFile,
-		"actor_rollout_ref.model.path=" + spec.ModelPath}
+	return []string{"data.train_files=" + hydraPath(spec.TrainFile), "data.val_files=" + hydraPath(spec.ValFile),
+		"actor_rollout_ref.model.path=" + hydraPath(spec.ModelPath)}
 }
 
 // rlDirs is where main_ppo writes its rollout and validation samples: the task folder.
 func rlDirs(taskDir string) []string {
-	return []string{"trainer.rollout_data_dir=" + filepath.Join(taskDir, "rollout"),
-		"trainer.validation_data_dir=" + filepath.Join(taskDir, "validation")}
+	return []string{"trainer.rollout_data_dir=" + hydraPath(filepath.Join(taskDir, "rollout")),
+		"trainer.validation_data_dir=" + hydraPath(filepath.Join(taskDir, "validation"))}
+}
+
+// hydraPath is a path as a Hydra override value that Hydra reads back as that one string. Unquoted, Hydra takes
+// only letters, digits and _ / - \ + . $ % * : (its OverrideLexer grammar): a comma would make a sweep, which it
+// refuses without --multirun, and @ = ~ are syntax errors. A path with any other character is quoted; paths
+// hold no quote or backslash (jobspec's pathRE; shared_root is checked by the config), so nothing in it needs an
+// escape.
+func hydraPath(p string) string {
+	if strings.IndexFunc(p, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_/-+.%:", r))
+	}) < 0 {
+		return p
+	}
+	return "'" + p + "'"
 }
 
 // ShellQuote quotes s for a POSIX shell: Ray runs the entrypoint through one, and nothing a user wrote may be

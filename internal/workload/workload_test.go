@@ -205,3 +205,40 @@ func TestResumeFrom(t *testing.T) {
 		t.Errorf("a resume_from that is not a task id became a path")
 	}
 }
+
+// TestPathsReachHydraAsOneString: verl reads its arguments with Hydra, whose unquoted values may hold only letters,
+// digits and _ / - \ + . $ % * : (hydra/grammar/OverrideLexer.g4, OverrideParser.g4). A path may also hold @ = , ~
+// (jobspec's pathRE): unquoted, "a,b" is a sweep Hydra refuses without --multirun and = is a syntax error. Such a
+// path must reach Hydra quoted; a plain one stays as it is.
+func TestPathsReachHydraAsOneString(t *testing.T) {
+	doc := "workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m/org@v1\n" +
+		"train_file: /data/date=2024-01-01/a,b.parquet\nval_file: /home/~u/v.parquet\n"
+	p, err := Build(taskID, 1, prepared(t, doc), settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := strings.Replace(p.Entrypoint, "python3 -m verl.trainer.main_ppo", "printf '%s\\n'", 1)
+	out, err := exec.Command("/bin/sh", "-c", cmd).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"actor_rollout_ref.model.path": "'/m/org@v1'",
+		"critic.model.path":            "'/m/org@v1'",
+		"data.train_files":             "'/data/date=2024-01-01/a,b.parquet'",
+		"data.val_files":               "'/home/~u/v.parquet'",
+		"trainer.default_local_dir":    "/private/jobs/" + taskID + "/checkpoints",
+	}
+	for _, arg := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		k, v, _ := strings.Cut(arg, "=")
+		if w, ok := want[k]; ok {
+			if v != w {
+				t.Errorf("%s=%s, want %s=%s", k, v, k, w)
+			}
+			delete(want, k)
+		}
+	}
+	for k := range want {
+		t.Errorf("no %s argument", k)
+	}
+}

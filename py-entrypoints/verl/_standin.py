@@ -32,6 +32,8 @@ def parse_overrides(argv):
             print(f"Error parsing override '{arg}'\nmissing '=' (overrides are key=value)", file=sys.stderr)
             sys.exit(2)
         key, value = arg.split("=", 1)
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1].replace("\\" + value[0], value[0])  # a quoted value, as Hydra reads it
         out[key.lstrip("+~")] = value
     return out
 
