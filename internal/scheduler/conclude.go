@@ -120,6 +120,13 @@ func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p
 	if info.Status == mvp.RayStopped && a.FailureKind != mvp.FailureNone {
 		kind, summary = a.FailureKind, a.Message // mvp stopped it (stuck gang, time limit): its own judgement stands
 	}
+	return failed(now, up, kind, summary, h, p, payload)
+}
+
+// failed decides for an attempt that ended in failure of the given kind: requeue within the bounds of its kind,
+// or fail the task.
+func failed(now time.Time, up mvp.Attempt, kind mvp.FailureKind, summary string, h History, p RetryPolicy,
+	payload map[string]any) Outcome {
 	up.FailureKind = kind
 	if kind == mvp.FailureInsufficientResources || kind == mvp.FailureMaxRuntimeExceeded || kind == mvp.FailureHeartbeatLost {
 		up.Message = summary
@@ -128,16 +135,16 @@ func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p
 	if kind == mvp.FailureInsufficientResources {
 		if h.ResourceRetries < p.MaxResourceRetries {
 			return requeue(up, now.Add(p.RetryInterval), payload, fmt.Sprintf(
-				"attempt %d failed for lack of resources (%s; retry %d of %d)", a.No, summary, h.ResourceRetries+1,
+				"attempt %d failed for lack of resources (%s; retry %d of %d)", up.No, summary, h.ResourceRetries+1,
 				p.MaxResourceRetries))
 		}
 		return fail(up, payload, fmt.Sprintf("attempt %d failed for lack of resources (%s) and the resource retries "+
-			"(v2.scheduler.max_resource_retries = %d) are used up", a.No, summary, p.MaxResourceRetries))
+			"(v2.scheduler.max_resource_retries = %d) are used up", up.No, summary, p.MaxResourceRetries))
 	}
 	if kind == mvp.FailureHeartbeatLost {
 		return heartbeatLost(now, up, summary, h, p, payload)
 	}
-	return fail(up, payload, fmt.Sprintf("attempt %d: %s: %s", a.No, kind, summary))
+	return fail(up, payload, fmt.Sprintf("attempt %d: %s: %s", up.No, kind, summary))
 }
 
 // heartbeatLost decides for an attempt mvp stopped because its progress file went quiet: a hung run is retried
@@ -163,9 +170,19 @@ func vanished(now time.Time, t *mvp.Task, up mvp.Attempt, r Report, h History, p
 			// The submit's answer may have been lost: a job can still appear, and must then be stopped.
 			return Outcome{Verdict: Follow, To: t.State, Attempt: up}
 		}
-		up.RayStatus, up.Message, up.EndTime = mvp.RayStopped, "canceled before the job reached Ray", &now
+		why := "canceled before the job reached Ray"
+		if up.RayStatus != mvp.RayUnknown {
+			why = "the Ray job vanished after the task was canceled (the Ray head was restarted?)"
+		}
+		up.RayStatus, up.Message, up.EndTime = mvp.RayStopped, why, &now
 		return Outcome{Verdict: Close, To: t.State, Attempt: up, EventType: mvp.EventRayStatusSync,
 			EventPayload: map[string]any{"ray_status": "NOT_FOUND"}}
+	}
+	if up.FailureKind != mvp.FailureNone {
+		// mvp was stopping it (stuck gang, time limit, lost heartbeat) when Ray lost the job: its judgement stands,
+		// as when Ray reports the stop; a run stopped for its time limit is not run again.
+		up.RayStatus, up.EndTime = mvp.RayStopped, &now
+		return failed(now, up, up.FailureKind, up.Message, h, p, map[string]any{"ray_status": "NOT_FOUND"})
 	}
 	// SUBMITTED or RUNNING, and Ray forgot the job: the head restarted and took it with it.
 	up.RayStatus, up.FailureKind, up.EndTime = mvp.RayFailed, mvp.FailureInfra, &now

@@ -80,7 +80,18 @@ func TestConclude(t *testing.T) {
 			r: Report{LastPost: t0.Add(-90 * time.Second)}, verdict: Close, to: mvp.StateCanceled,
 			summary: "canceled before the job reached Ray"},
 		{name: "canceled, seen by Ray, now gone: closed at once", state: mvp.StateCanceled, att: seen,
-			verdict: Close, to: mvp.StateCanceled},
+			verdict: Close, to: mvp.StateCanceled, summary: "vanished after the task was canceled"},
+		// mvp was stopping these when Ray lost the job (a head restart): its judgement stands, as when Ray reports
+		// the stop. A run stopped for its time limit must not be run again.
+		{name: "a run being stopped for its time limit, lost by Ray: fails, not retried", state: mvp.StateRunning,
+			att: overstayed, verdict: Transition, to: mvp.StateFailed, kind: mvp.FailureMaxRuntimeExceeded,
+			summary: "max_runtime_s"},
+		{name: "a hung run being stopped, lost by Ray: HEARTBEAT_LOST, retried like INFRA", state: mvp.StateRunning,
+			att: hung, verdict: Transition, to: mvp.StatePendingResources, kind: mvp.FailureHeartbeatLost,
+			summary: "retry 1 of 1"},
+		{name: "a stuck gang being stopped, lost by Ray: requeued for resources", state: mvp.StateRunning,
+			att: judged, verdict: Transition, to: mvp.StatePendingResources, kind: mvp.FailureInsufficientResources,
+			summary: "could not be placed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
