@@ -833,6 +833,18 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 	}
 	for _, a := range todo {
 		logs, err := l.Ray.JobLogs(ctx, a.RaySubmissionID)
+		if errors.Is(err, mvp.ErrJobNotFound) {
+			// Ray has no such job (it refused the submission, or lost the job): there is no log to keep and no job
+			// to delete; the attempt's message already says what happened to it.
+			if err := l.Store.MarkRayDeleted(ctx, a.TaskID, a.No); err != nil {
+				l.Logger.Error("mark job gone from Ray", "submission_id", a.RaySubmissionID, "err", err)
+				return
+			}
+			continue
+		}
+		if errors.Is(err, mvp.ErrRayUnavailable) {
+			return // not a try: Ray may answer at the next pass
+		}
 		if err == nil {
 			err = l.Files.WriteLog(a.TaskID, a.No, logs)
 		}
@@ -842,9 +854,6 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 		}
 		if nerr := l.Store.NoteLog(ctx, a.TaskID, a.No, err == nil); nerr != nil {
 			l.Logger.Error("note driver log", "task_id", a.TaskID, "err", nerr)
-			return
-		}
-		if errors.Is(err, mvp.ErrRayUnavailable) {
 			return
 		}
 	}

@@ -237,3 +237,46 @@ func TestLoopNeverJudgesACanceledTaskStuck(t *testing.T) {
 		t.Errorf("canceled task judged stuck: %+v %v", a, h.events(task.ID))
 	}
 }
+
+// A job that Ray refused never existed (nor does one Ray lost): there is no driver log to keep and no job to
+// delete. The log fetch is not retried, the job is not "deleted from Ray", and no LOG_NOT_KEPT event claims so.
+func TestLoopKeepsNoLogOfAJobRayDoesNotHave(t *testing.T) {
+	h := newHarness(t) // KeepFinishedJobs: 1
+	h.loop.MaxLogTries = 2
+	fetches := map[string]int{}
+	h.ray.logsErr = func(id string) error { // called with the fake's lock held
+		fetches[id]++
+		if _, ok := h.ray.jobs[id]; !ok {
+			return mvp.ErrJobNotFound // as Ray answers for a submission id it does not know
+		}
+		return nil
+	}
+	refused := h.task()
+	h.ray.submitErr = func(id string) error {
+		if strings.HasPrefix(id, refused.ID) {
+			return &mvp.Error{Code: mvp.CodeInvalid, Message: "runtime_env is not valid"}
+		}
+		return nil
+	}
+	h.tick()
+	if st := h.get(refused.ID).State; st != mvp.StateFailed {
+		t.Fatalf("refused task is %s", st)
+	}
+	other := h.task() // a newer ended job pushes the refused one out of the kept window
+	h.tick()
+	h.ray.set(other.ID+"--a01", mvp.RaySucceeded, "", 0)
+	for i := 0; i < 6; i++ {
+		h.clock.t = h.clock.t.Add(10 * time.Second)
+		h.tick()
+	}
+	id := refused.ID + "--a01"
+	if n := fetches[id]; n > 1 {
+		t.Errorf("the log of a job Ray never had was fetched %d times", n)
+	}
+	if strings.Contains(fmt.Sprint(h.ray.deleted), id) {
+		t.Errorf("deleted %s from Ray, which never had it: %v", id, h.ray.deleted)
+	}
+	if strings.Contains(fmt.Sprint(h.events(refused.ID)), mvp.EventLogNotKept) {
+		t.Errorf("%s claims a log was lost: %v", mvp.EventLogNotKept, h.events(refused.ID))
+	}
+}
