@@ -174,7 +174,7 @@ func Parse(body []byte, l Limits) (*Spec, error) {
 		}
 		kind, ok := fields[k.Value]
 		if !ok {
-			return nil, invalid(k.Value, "unknown field %q (line %d)%s", clip(k.Value), k.Line, suggest(k.Value))
+			return nil, invalid(clip(k.Value), "unknown field %q (line %d)%s", clip(k.Value), k.Line, suggest(k.Value))
 		}
 		if seen[k.Value] {
 			return nil, invalid(k.Value, "field %q is given twice (line %d)", k.Value, k.Line)
@@ -331,13 +331,14 @@ func str(field string, n *yaml.Node) (string, error) {
 	return "", invalid(field, "must be a string, got %s (line %d)", n.Tag, n.Line)
 }
 
+// (Validate then checks the field's own range.)
 func integer(field string, n *yaml.Node) (int, error) {
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-		return 0, invalid(field, "must be an integer ≥ 1, got %q (line %d)", clip(n.Value), n.Line)
+		return 0, invalid(field, "must be a whole number, got %q (line %d)", clip(n.Value), n.Line)
 	}
 	v, err := strconv.ParseInt(n.Value, 0, 32)
 	if err != nil {
-		return 0, invalid(field, "must be an integer ≥ 1, got %q (line %d)", clip(n.Value), n.Line)
+		return 0, invalid(field, "%s is far out of range (line %d)", clip(n.Value), n.Line)
 	}
 	return int(v), nil
 }
@@ -678,7 +679,11 @@ func yamlMsg(err error) string {
 
 func clip(s string) string {
 	if len(s) > 80 {
-		return s[:80] + "…"
+		cut := 80
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut-- // not inside a character
+		}
+		return s[:cut] + "…"
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -240,5 +241,29 @@ func TestDependencies(t *testing.T) {
 	}
 	if _, err := Parse([]byte(many), DefaultLimits); err == nil || !strings.Contains(err.Error(), "at most") {
 		t.Errorf("too many dependencies: %v", err)
+	}
+}
+
+// TestMessagesSayWhatToFix: an error names a field of bounded length, quotes the input cut at a character
+// boundary, and states the rule that applies to that field.
+func TestMessagesSayWhatToFix(t *testing.T) {
+	base := "workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
+	parse := func(doc string) *mvp.Error {
+		t.Helper()
+		_, err := Parse([]byte(doc), DefaultLimits)
+		var e *mvp.Error
+		if !asErr(err, &e) {
+			t.Fatalf("%.80q: %v", doc, err)
+		}
+		return e
+	}
+	if e := parse(base + "priority: high\n"); strings.Contains(e.Message, "≥ 1") || !strings.Contains(e.Message, "whole number") {
+		t.Errorf("priority (0..100) told: %s", e.Message)
+	}
+	if e := parse(base + strings.Repeat("k", 1000) + ": 1\n"); len(e.Field) > 100 || strings.Contains(e.Message, strings.Repeat("k", 100)) {
+		t.Errorf("an unknown key comes back whole: field of %d bytes, message of %d", len(e.Field), len(e.Message))
+	}
+	if e := parse(base + "name: \"a" + strings.Repeat("é", 100) + "\"\n"); !utf8.ValidString(e.Message) || strings.Contains(e.Message, `\x`) {
+		t.Errorf("message cut inside a character: %s", e.Message)
 	}
 }
