@@ -834,7 +834,7 @@ func boolParam(r *http.Request, name string) (bool, error) {
 
 func intParam(r *http.Request, name string, def, min, max int) (int, error) {
 	v := r.URL.Query().Get(name)
-	if v == "" {
+	if v == "" && !r.URL.Query().Has(name) {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
@@ -847,7 +847,11 @@ func intParam(r *http.Request, name string, def, min, max int) (int, error) {
 // clip shortens user text echoed in an error.
 func clip(s string) string {
 	if len(s) > 80 {
-		return s[:80] + "…"
+		cut := 80
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut-- // not inside a character
+		}
+		return s[:cut] + "…"
 	}
 	return s
 }

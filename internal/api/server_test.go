@@ -95,6 +95,7 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/api/v2/tasks?limit=0", "", "", "", ""},
 		{"GET", "/api/v2/tasks?limit=100000", "", "", "", ""},
 		{"GET", "/api/v2/tasks?limit=abc", "", "", "", ""},
+		{"GET", "/api/v2/tasks?limit=", "", "", "", ""}, // given but empty (as ?attempt= on logs): not the default
 		{"GET", "/api/v2/tasks?cursor=!!!", "", "", "", ""},
 		{"GET", "/api/v2/tasks?cursor=Zm9v", "", "", "", ""},
 		{"GET", "/api/v3/tasks", "", "", "", ""},
