@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -42,14 +41,12 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req ResubmitRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBodyBytes))
+	body, err := s.readAll(w, r)
 	if err != nil {
-		return mvp.Errorf(mvp.CodeTooLarge, "", "the body is larger than %d bytes", s.MaxBodyBytes)
+		return err
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
+		if err := decodeJSON(body, &req); err != nil {
 			return mvp.Errorf(mvp.CodeInvalid, "", "the body must be JSON {\"set\": [\"key=value\", …], \"resume\": true}: %v", err)
 		}
 	}

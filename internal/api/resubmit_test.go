@@ -84,6 +84,9 @@ func TestResubmit(t *testing.T) {
 	if resp, body := do(t, base, "POST", "/api/v2/tasks/"+origin.ID+"/resubmit", "application/json", `{"resme": true}`, nil); resp.StatusCode != 400 {
 		t.Errorf("unknown body field: %d %s", resp.StatusCode, body)
 	}
+	if resp, body := do(t, base, "POST", "/api/v2/tasks/"+origin.ID+"/resubmit", "application/json", `{"resume": false} {"resume": true}`, nil); resp.StatusCode != 400 {
+		t.Errorf("two JSON values: %d %s", resp.StatusCode, body)
+	}
 	if resp, body := do(t, base, "POST", "/api/v2/tasks/"+origin.ID+"/resubmit", "", "", nil); resp.StatusCode != 201 {
 		t.Errorf("empty body: %d %s", resp.StatusCode, body)
 	}

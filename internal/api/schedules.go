@@ -32,9 +32,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req scheduleRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := decodeJSON(body, &req); err != nil {
 		return mvp.Errorf(mvp.CodeInvalid, "", "the body must be a JSON object {name, cron, timezone, overlap, jobspec}: %v", err)
 	}
 	if !scheduleNamePattern.MatchString(req.Name) {

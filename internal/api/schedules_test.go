@@ -50,6 +50,7 @@ func TestScheduleBadRequests(t *testing.T) {
 	for _, c := range []struct{ body, field, says string }{
 		{`[1]`, "", "JSON object"},
 		{`{"name":"x","cronn":"@daily"}`, "", "unknown field"},
+		{with("name", "a") + ` {"name":"b"}`, "", "more than one JSON value"},
 		{with("name", "Nightly Eval"), "name", "[a-z0-9-]"},
 		{with("name", nil), "name", "[a-z0-9-]"},
 		{with("cron", nil), "cron", "required"},

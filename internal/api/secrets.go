@@ -29,9 +29,7 @@ func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Value *string `json:"value"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || req.Value == nil {
+	if err := decodeJSON(body, &req); err != nil || req.Value == nil {
 		return mvp.Errorf(mvp.CodeInvalid, "value", "the body must be JSON {\"value\": \"…\"} and nothing else")
 	}
 	info, created, err := s.Secrets.Put(r.Context(), name, *req.Value)

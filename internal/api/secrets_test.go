@@ -32,6 +32,7 @@ func TestSecretsAPI(t *testing.T) {
 		{"/api/v2/secrets/wandb", `{"val": "x"}`},
 		{"/api/v2/secrets/wandb", `{"value": "x", "extra": 1}`},
 		{"/api/v2/secrets/wandb", `"x"`},
+		{"/api/v2/secrets/wandb", `{"value": "x"} {"value": "y"}`}, // which one? neither
 	} {
 		if resp, body := do(t, base, "PUT", bad.path, "application/json", bad.body, nil); resp.StatusCode != 400 {
 			t.Errorf("PUT %s %s: %d %s", bad.path, bad.body, resp.StatusCode, body)

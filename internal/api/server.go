@@ -2,6 +2,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -318,13 +319,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 			return nil, mvp.Errorf(mvp.CodeUnsupported, "", "Content-Type %q is not accepted; send application/yaml or application/json", mt)
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBodyBytes))
+	body, err := s.readAll(w, r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, mvp.Errorf(mvp.CodeTooLarge, "", "the body is larger than %d bytes", s.MaxBodyBytes)
-		}
-		return nil, mvp.Errorf(mvp.CodeInvalid, "", "reading the body failed: %v", err)
+		return nil, err
 	}
 	if len(body) == 0 {
 		return nil, mvp.Errorf(mvp.CodeInvalid, "", "the body is empty; send a YAML or JSON jobspec")
@@ -842,6 +839,33 @@ func intParam(r *http.Request, name string, def, min, max int) (int, error) {
 		return 0, mvp.Errorf(mvp.CodeInvalid, name, "%s must be an integer from %d to %d, got %q", name, min, max, clip(v))
 	}
 	return n, nil
+}
+
+// readAll reads the request's body up to MaxBodyBytes: past that it is CodeTooLarge, and a body that breaks off
+// is CodeInvalid.
+func (s *Server) readAll(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, mvp.Errorf(mvp.CodeTooLarge, "", "the body is larger than %d bytes", s.MaxBodyBytes)
+		}
+		return nil, mvp.Errorf(mvp.CodeInvalid, "", "reading the body failed: %v", err)
+	}
+	return body, nil
+}
+
+// decodeJSON decodes body, one JSON value with only v's fields and nothing after it, into v.
+func decodeJSON(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("more than one JSON value in the body")
+	}
+	return nil
 }
 
 // clip shortens user text echoed in an error.
