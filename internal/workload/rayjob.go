@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"strconv"
 
 	"github.com/mvp2/mvp/internal/jobspec"
@@ -33,6 +34,12 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 	for k, v := range req.EntrypointResources {
 		if v < 0 {
 			return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint_resources", "entrypoint_resources.%s must be ≥ 0, got %g", k, v)
+		}
+	}
+	for k, v := range req.Driver() {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint_resources", "the driver's %s (entrypoint_num_cpus, "+
+				"entrypoint_num_gpus, entrypoint_memory and entrypoint_resources.%s added up) is beyond any number", clip(k), clip(k))
 		}
 	}
 	if ev, ok := req.RuntimeEnv["env_vars"]; ok {

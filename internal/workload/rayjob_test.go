@@ -70,3 +70,13 @@ func TestBuildRayJob(t *testing.T) {
 		}
 	}
 }
+
+// TestRayJobDriverBeyondAnyNumber: entrypoint_num_cpus and entrypoint_resources.CPU that add up past a float64
+// are refused, not stored as +Inf (which the task's driver text could not hold: it was admitted on the default).
+func TestRayJobDriverBeyondAnyNumber(t *testing.T) {
+	req := &mvp.RayJobRequest{Entrypoint: "python x.py", EntrypointNumCPUs: 1e308,
+		EntrypointResources: map[string]float64{"CPU": 1e308}}
+	if _, err := PrepareRayJob(req, settings()); mvp.ErrorCode(err) != mvp.CodeInvalid {
+		t.Errorf("a driver of %v CPUs: %v", req.Driver()["CPU"], err)
+	}
+}
