@@ -212,7 +212,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		l.recordOutage(ctx, now, active, rayErr)
 	}
 
-	snap, err := l.snapshot(ctx, now, view, cerr)
+	snap, err := l.snapshot(ctx, now, view, cerr, true)
 	if err != nil {
 		return err
 	}
@@ -304,16 +304,20 @@ func (l *Loop) applied(a Action, err error) {
 
 // Snapshot reads what Decide looks at now, exactly as a tick does: the cluster, the queue and the live attempts
 // with how long each gang has been unplaceable. The API's dry run and queue view use it, so that what they show is
-// what the loop decides on. When the cluster cannot be read, Cluster is nil and ClusterErr says why.
+// what the loop decides on. When the cluster cannot be read, Cluster is nil and ClusterErr says why. It only reads:
+// what the loop keeps between ticks (since when each gang is unplaceable, what it read of progress files) is the
+// loop's own.
 func (l *Loop) Snapshot(ctx context.Context) (Snapshot, error) {
 	view, cerr := l.Cluster.ReadCluster(ctx)
 	if cerr != nil {
 		view = nil
 	}
-	return l.snapshot(ctx, l.Clock.Now(), view, cerr)
+	return l.snapshot(ctx, l.Clock.Now(), view, cerr, false)
 }
 
-func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterView, cerr error) (Snapshot, error) {
+// snapshot reads what Decide looks at; record is true for the loop's own tick, which updates what the loop keeps
+// between ticks, and false for a reader (Snapshot).
+func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterView, cerr error, record bool) (Snapshot, error) {
 	queue, err := l.Store.Runnable(ctx)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("load queue: %w", err)
@@ -322,8 +326,8 @@ func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterVie
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("load active tasks: %w", err)
 	}
-	as := l.activeAttempts(now, view, active)
-	l.fillProgressAt(as) // heartbeats (loop_progress.go)
+	as := l.activeAttempts(now, view, active, record)
+	l.fillProgressAt(as, record) // heartbeats (loop_progress.go)
 	deps, err := l.Store.TaskStates(ctx, DependencyIDs(queue))
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("load dependencies: %w", err)
@@ -419,8 +423,10 @@ func (l *Loop) recordOutage(ctx context.Context, now time.Time, active []*mvp.Ta
 	}
 }
 
-// activeAttempts pairs each live task with its latest attempt and tracks since when its gang is unplaceable.
-func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp.Task) []ActiveAttempt {
+// activeAttempts pairs each live task with its latest attempt and tracks since when its gang is unplaceable. With
+// record false it changes nothing the loop keeps (a gang first seen unplaceable counts from now). Without a
+// cluster reading it judges no gang and forgets none: not seeing a gang is not seeing it placed.
+func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp.Task, record bool) []ActiveAttempt {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stuck == nil {
@@ -440,7 +446,9 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 			since, ok := l.stuck[a.RaySubmissionID]
 			if !ok {
 				since = now
-				l.stuck[a.RaySubmissionID] = now
+				if record {
+					l.stuck[a.RaySubmissionID] = now
+				}
 			}
 			aa.StuckSince = since
 			aa.Infeasible = hasInfeasibleGroup(view, a.RayJobID)
@@ -448,8 +456,11 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 		}
 		out = append(out, aa)
 	}
+	if !record {
+		return out
+	}
 	for id := range l.stuck {
-		if !seen[id] {
+		if !seen[id] && (view != nil || !live[id]) {
 			delete(l.stuck, id)
 		}
 	}

@@ -280,3 +280,28 @@ func TestLoopKeepsNoLogOfAJobRayDoesNotHave(t *testing.T) {
 		t.Errorf("%s claims a log was lost: %v", mvp.EventLogNotKept, h.events(refused.ID))
 	}
 }
+
+// The API's dry run and queue view read a Snapshot as a tick does; they must not change what the loop keeps. A
+// view taken while the cluster cannot be read restarted every gang's wait (and so did a tick that could not read
+// it: not seeing a gang is not seeing it placed), so a stuck gang was judged late or never.
+func TestLoopKeepsAGangsWaitThroughAnUnreadCluster(t *testing.T) {
+	h := newHarness(t)
+	h.loop.Policy.GangWait = 10 * time.Second
+	stuck := h.task()
+	h.tick()
+	h.ray.set(stuck.ID+"--a01", mvp.RayRunning, "", 0) // job id 01000000
+	h.pendingGroup("01000000")
+	h.tick() // the group seen PENDING: the gang's wait starts
+	h.clock.t = h.clock.t.Add(4 * time.Second)
+	h.ray.down = true
+	if _, err := h.loop.Snapshot(context.Background()); err != nil { // the queue view, while Ray is down
+		t.Fatal(err)
+	}
+	h.tick() // and a tick while Ray is down
+	h.ray.down = false
+	h.clock.t = h.clock.t.Add(5 * time.Second)
+	h.tick() // 11 s after the wait started
+	if a := h.get(stuck.ID).Attempts[0]; a.FailureKind != mvp.FailureInsufficientResources {
+		t.Fatalf("not judged stuck 11 s into a 10 s gang wait: %+v %v", a, h.events(stuck.ID))
+	}
+}

@@ -16,7 +16,7 @@ func TestLoopForgetsCopiedLogsOfEndedAttempts(t *testing.T) {
 		l.copied[endedID(i)] = t0
 	}
 	l.copied["t1--a01"] = t0
-	l.activeAttempts(t0, nil, []*mvp.Task{live})
+	l.activeAttempts(t0, nil, []*mvp.Task{live}, true)
 	if len(l.copied) != 1 || l.copied["t1--a01"].IsZero() {
 		t.Errorf("copied holds %d entries after one live attempt; want only t1--a01", len(l.copied))
 	}

@@ -15,21 +15,23 @@ import (
 
 // fillProgressAt sets ProgressAt of every running attempt whose task asks for a heartbeat, from its progress
 // file's modification time. A file that cannot be read counts as no heartbeat. It also forgets what was read of
-// attempts no longer live (one that vanished from Ray has no final sync).
-func (l *Loop) fillProgressAt(as []ActiveAttempt) {
+// attempts no longer live (one that vanished from Ray has no final sync), when record (the loop's own tick).
+func (l *Loop) fillProgressAt(as []ActiveAttempt, record bool) {
 	live := make(map[string]bool, len(as))
 	for _, a := range as {
 		if a.Attempt != nil {
 			live[a.Attempt.RaySubmissionID] = true
 		}
 	}
-	l.mu.Lock()
-	for id := range l.progressRead {
-		if !live[id] {
-			delete(l.progressRead, id)
+	if record {
+		l.mu.Lock()
+		for id := range l.progressRead {
+			if !live[id] {
+				delete(l.progressRead, id)
+			}
 		}
+		l.mu.Unlock()
 	}
-	l.mu.Unlock()
 	for i := range as {
 		a := &as[i]
 		if a.Attempt == nil || a.Task.HeartbeatTimeoutS <= 0 || a.Attempt.RayStatus != mvp.RayRunning {
