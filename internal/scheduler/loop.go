@@ -607,7 +607,7 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, payload *mvp.JobSubmission) error {
 	sent, secretValues, err := l.withSecrets(ctx, t, payload) // only what goes to Ray holds them (loop_secrets.go)
 	if err != nil {
-		return l.failSecrets(ctx, t, att, err)
+		return l.failSubmitting(ctx, t, att, err)
 	}
 	l.mu.Lock()
 	if l.posted == nil {
@@ -742,7 +742,8 @@ func (l *Loop) conclude(ctx context.Context, t *mvp.Task, a *mvp.Attempt, r Repo
 	case Resubmit:
 		payload, err := l.Build(t, a.No)
 		if err != nil {
-			return fmt.Errorf("rebuild attempt %s: %w", a.RaySubmissionID, err)
+			// As for a first submission that cannot be built: the task can never be submitted.
+			return l.failSubmitting(ctx, t, a, fmt.Errorf("it cannot be built again: %w", err))
 		}
 		l.Logger.Info("resubmitting attempt left in SUBMITTING", "task_id", t.ID, "submission_id", a.RaySubmissionID)
 		return l.callRay(ctx, t, a, payload)

@@ -305,3 +305,29 @@ func TestLoopKeepsAGangsWaitThroughAnUnreadCluster(t *testing.T) {
 		t.Fatalf("not judged stuck 11 s into a 10 s gang wait: %+v %v", a, h.events(stuck.ID))
 	}
 }
+
+// An attempt left SUBMITTING that Ray does not know is submitted again, built again; when it can no longer be
+// built (a workload dropped by an upgrade, say), the task fails as a first submission that cannot be built does,
+// instead of the pass failing on it for ever with the task SUBMITTING.
+func TestLoopFailsAnAttemptThatCannotBeBuiltAgain(t *testing.T) {
+	h := newHarness(t)
+	h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable } // the answer is lost; no job
+	task := h.task()
+	h.tick()
+	if s := h.get(task.ID).State; s != mvp.StateSubmitting {
+		t.Fatalf("state %s", s)
+	}
+	h.ray.submitErr = nil
+	h.loop.Build = func(*mvp.Task, int) (*mvp.JobSubmission, error) {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "workload", "workload ppo is no longer configured")
+	}
+	h.clock.t = h.clock.t.Add(time.Minute)
+	if err := h.loop.RunOnce(context.Background()); err != nil {
+		t.Logf("pass: %v", err)
+	}
+	got := h.get(task.ID)
+	if got.State != mvp.StateFailed || !strings.Contains(got.ErrorSummary, "no longer configured") ||
+		!got.Attempts[0].RayStatus.Terminal() {
+		t.Fatalf("%s %q, attempt %+v", got.State, got.ErrorSummary, got.Attempts[0])
+	}
+}

@@ -81,11 +81,12 @@ func redact(s string, values []string) string {
 	return s
 }
 
-// failSecrets ends a task whose secrets cannot be put in its submission (deleted, key changed, storage off): it
-// can never be submitted as asked. The attempt is closed without reaching Ray.
-func (l *Loop) failSecrets(ctx context.Context, t *mvp.Task, att *mvp.Attempt, err error) error {
+// failSubmitting ends a SUBMITTING task whose submission cannot be made: its secrets cannot be put in it (deleted,
+// key changed, storage off), or it cannot be built again. It can never be submitted as asked. The attempt is
+// closed without reaching Ray.
+func (l *Loop) failSubmitting(ctx context.Context, t *mvp.Task, att *mvp.Attempt, err error) error {
 	msg := fmt.Sprintf("attempt %d cannot be submitted: %v", att.No, err)
-	l.Logger.Error("secrets of a submission", "task_id", t.ID, "attempt_no", att.No, "err", err)
+	l.Logger.Error("submission cannot be made", "task_id", t.ID, "attempt_no", att.No, "err", err)
 	up := *att
 	now := l.Clock.Now()
 	up.RayStatus, up.FailureKind, up.Message, up.EndTime = mvp.RayFailed, mvp.FailureUserError, cut(err.Error()), &now
