@@ -631,10 +631,10 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 		// Ray's answer might echo the payload: no secret value goes into the task's record.
 		text := redact(err.Error(), secretValues)
 		msg := "Ray refused the submission: " + text
-		up := *att
-		up.RayStatus, up.FailureKind, up.Message = mvp.RayFailed, mvp.FailureUserError, cut(text)
+		up, now := *att, l.Clock.Now()
+		up.RayStatus, up.FailureKind, up.Message, up.EndTime = mvp.RayFailed, mvp.FailureUserError, cut(text), &now
 		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: mvp.StateSubmitting, To: mvp.StateFailed,
-			At: l.Clock.Now(), AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
+			At: now, AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
 	}
 }
 

@@ -259,8 +259,8 @@ func TestLoopKeepsNoLogOfAJobRayDoesNotHave(t *testing.T) {
 		return nil
 	}
 	h.tick()
-	if st := h.get(refused.ID).State; st != mvp.StateFailed {
-		t.Fatalf("refused task is %s", st)
+	if got := h.get(refused.ID); got.State != mvp.StateFailed || got.Attempts[0].EndTime == nil {
+		t.Fatalf("refused task is %s, its attempt ended at %v", got.State, got.Attempts[0].EndTime)
 	}
 	other := h.task() // a newer ended job pushes the refused one out of the kept window
 	h.tick()
