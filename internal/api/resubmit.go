@@ -86,8 +86,9 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 	return s.admit(w, r, t, dry)
 }
 
-// checkResumeFrom refuses a task that resumes from a task that does not exist or has not ended: a live run may
-// still write the checkpoints the new one would start from.
+// checkResumeFrom refuses a task that resumes from a task that does not exist, is of another workload (its
+// checkpoints are another trainer's) or has not ended (a live run may still write the checkpoints the new one
+// would start from).
 func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 	if t.ResumeFrom == "" {
 		return nil
@@ -101,6 +102,10 @@ func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 	}
 	if !mvp.CallerOf(ctx).Owns(from.Owner) {
 		return notYours("task", from.ID)
+	}
+	if from.Workload != t.Workload {
+		return mvp.Errorf(mvp.CodeInvalid, "resume_from", "task %s is a %s task: a %s run resumes only from the "+
+			"checkpoints of a %s task", from.ID, from.Workload, t.Workload, t.Workload)
 	}
 	if !from.State.Terminal() {
 		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s is %s: a run can resume only from a task that ended",

@@ -93,6 +93,12 @@ func TestResubmit(t *testing.T) {
 	if resp, _ := do(t, base, "POST", "/api/v2/tasks/mvp2-ppo-20251223-143201-ffff/resubmit", "", "", nil); resp.StatusCode != 404 {
 		t.Errorf("unknown task: %d", resp.StatusCode)
 	}
+	// A run resumes only from checkpoints of its own workload: an sft run cannot start from a ppo trainer's folder.
+	sft := strings.Replace(strings.Replace(goodSpec, "ppo", "sft", 1), "val_file: /v\n", "", 1)
+	if resp, body := do(t, base, "POST", "/api/v2/tasks", "application/yaml", sft+"resume_from: "+origin.ID+"\n", nil); resp.StatusCode != 400 ||
+		!strings.Contains(string(body), "resume_from") || !strings.Contains(string(body), "ppo") {
+		t.Errorf("sft resuming from a ppo task: %d %s", resp.StatusCode, body)
+	}
 	// resume_from in a jobspec is checked like a dependency.
 	if resp, body := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"resume_from: mvp2-ppo-20251223-143201-ffff\n", nil); resp.StatusCode != 400 ||
 		!strings.Contains(string(body), "resume_from") {
