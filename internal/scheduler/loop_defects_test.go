@@ -32,9 +32,9 @@ func (h *harness) pendingGroup(jobID string) {
 		SchedulingState: "NO_RESOURCES", Strategy: "STRICT_PACK", Bundles: []map[string]float64{{"GPU": 1}}}}
 }
 
-// Defect 1: a stuck gang whose stop call fails is stopped again on later ticks until Ray ends the job, and it never
-// holds the queue meanwhile.
-func TestLoopRetriesAFailedStopOfAStuckGang(t *testing.T) {
+// stuckGang is a harness with a 10 s gang wait and a task whose attempt runs with its placement group seen PENDING
+// (unplaceable) by the last tick: the gang's wait has started.
+func stuckGang(t *testing.T) (*harness, *mvp.Task) {
 	h := newHarness(t)
 	h.loop.Policy.GangWait = 10 * time.Second
 	stuck := h.task()
@@ -42,6 +42,13 @@ func TestLoopRetriesAFailedStopOfAStuckGang(t *testing.T) {
 	h.ray.set(stuck.ID+"--a01", mvp.RayRunning, "", 0) // job id 01000000
 	h.pendingGroup("01000000")
 	h.tick() // RUNNING, group seen PENDING: the clock of the gang wait starts
+	return h, stuck
+}
+
+// Defect 1: a stuck gang whose stop call fails is stopped again on later ticks until Ray ends the job, and it never
+// holds the queue meanwhile.
+func TestLoopRetriesAFailedStopOfAStuckGang(t *testing.T) {
+	h, stuck := stuckGang(t)
 	h.ray.stopErr = mvp.ErrRayUnavailable
 	h.clock.t = h.clock.t.Add(11 * time.Second)
 	h.tick() // judged stuck; the stop call fails
@@ -218,13 +225,7 @@ func TestLoopStopsAJobThatAppearsAfterACancel(t *testing.T) {
 
 // Defect 6: a canceled task whose gang is unplaceable is never judged stuck.
 func TestLoopNeverJudgesACanceledTaskStuck(t *testing.T) {
-	h := newHarness(t)
-	h.loop.Policy.GangWait = 10 * time.Second
-	task := h.task()
-	h.tick()
-	h.ray.set(task.ID+"--a01", mvp.RayRunning, "", 0)
-	h.pendingGroup("01000000")
-	h.tick()
+	h, task := stuckGang(t)
 	h.ray.stopErr = errors.New("stop refused") // the job stays alive a while after the cancel
 	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateRunning,
 		To: mvp.StateCanceled, At: h.clock.t}); err != nil {
@@ -285,13 +286,7 @@ func TestLoopKeepsNoLogOfAJobRayDoesNotHave(t *testing.T) {
 // view taken while the cluster cannot be read restarted every gang's wait (and so did a tick that could not read
 // it: not seeing a gang is not seeing it placed), so a stuck gang was judged late or never.
 func TestLoopKeepsAGangsWaitThroughAnUnreadCluster(t *testing.T) {
-	h := newHarness(t)
-	h.loop.Policy.GangWait = 10 * time.Second
-	stuck := h.task()
-	h.tick()
-	h.ray.set(stuck.ID+"--a01", mvp.RayRunning, "", 0) // job id 01000000
-	h.pendingGroup("01000000")
-	h.tick() // the group seen PENDING: the gang's wait starts
+	h, stuck := stuckGang(t)
 	h.clock.t = h.clock.t.Add(4 * time.Second)
 	h.ray.down = true
 	if _, err := h.loop.Snapshot(context.Background()); err != nil { // the queue view, while Ray is down
