@@ -165,6 +165,10 @@ func checkSubmissionID(id string) error {
 	if len(id) > 256 {
 		return mvp.Errorf(mvp.CodeInvalid, "submission_id", "submission_id is %d bytes long; at most 256", len(id))
 	}
+	if id == "." || id == ".." {
+		// Ray's client and every URL path resolve them away: /api/jobs/. is the list of jobs.
+		return mvp.Errorf(mvp.CodeInvalid, "submission_id", "submission_id %q cannot stand in a URL path; use letters, digits, '-', '_' and '.'", id)
+	}
 	for _, c := range id {
 		if c == '/' || c == '?' || c == '#' || c == '%' || unicode.IsSpace(c) || !unicode.IsPrint(c) {
 			return mvp.Errorf(mvp.CodeInvalid, "submission_id", "submission_id %q has %q: Ray's client puts it into a URL path unescaped; use letters, digits, '-', '_' and '.'", clip(id), c)
@@ -263,7 +267,8 @@ func (d *Door) delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// logs answers the driver log of the task's latest attempt ("" while it has none).
+// logs answers the driver log of the task's latest attempt: "" while it has none, and for an attempt with no log
+// kept (Ray refused it, so no driver ran), as Ray answers for a job whose driver never started.
 func (d *Door) logs(w http.ResponseWriter, r *http.Request) error {
 	t, err := d.find(r)
 	if err != nil {
@@ -271,7 +276,10 @@ func (d *Door) logs(w http.ResponseWriter, r *http.Request) error {
 	}
 	text := ""
 	if t.LatestAttemptNo > 0 {
-		if text, _, err = d.ReadLog(r.Context(), t.ID, t.LatestAttemptNo); err != nil {
+		text, _, err = d.ReadLog(r.Context(), t.ID, t.LatestAttemptNo)
+		if mvp.ErrorCode(err) == mvp.CodeNotFound {
+			text = ""
+		} else if err != nil {
 			return err
 		}
 	}

@@ -375,3 +375,43 @@ func TestDoorLogTail(t *testing.T) {
 		t.Errorf("frames %q", got)
 	}
 }
+
+// refusingRay refuses every submission, as Ray does a runtime_env it cannot take.
+type refusingRay struct{ *servicetest.Ray }
+
+func (refusingRay) SubmitJob(context.Context, *mvp.JobSubmission) error {
+	return &mvp.Error{Code: mvp.CodeInvalid, Message: "runtime_env is not valid"}
+}
+
+// TestDoorAsRayAnswers: what Ray's own job server accepts or answers, the door does too (found in review):
+// every package name Ray's client makes (wheels by their file name, tar archives), a job Ray refused has a log
+// (empty: no driver ran), and ids that a URL path cannot hold as they are ("." and "..") are refused up front.
+func TestDoorAsRayAnswers(t *testing.T) {
+	d, _ := startDoor(t, servicetest.NewRay(), 4)
+	for _, name := range []string{"x-1.0-py3-none-any.whl", "_ray_pkg_3cffdc30bccf94e2cafe0123456789abcdef0123.tar.gz",
+		"_ray_pkg_3cffdc30bccf94e2cafe0123456789abcdef0123.tar.xz"} {
+		if code, b := d.do("GET", "/api/packages/gcs/"+name, nil); code != http.StatusNotFound {
+			t.Errorf("check of package %s: %d %s, want 404 (then the client uploads it)", name, code, b)
+		}
+		d.ok("PUT", "/api/packages/gcs/"+name, []byte("PK\x03\x04"), nil)
+		d.ok("GET", "/api/packages/gcs/"+name, nil, nil)
+	}
+	for _, id := range []string{".", ".."} {
+		if code, b := d.do("POST", "/api/jobs/", []byte(`{"entrypoint":"x","submission_id":"`+id+`"}`)); code != http.StatusBadRequest {
+			t.Errorf("submission_id %q: %d %s", id, code, b)
+		}
+	}
+
+	cluster := servicetest.OneNode(4)
+	m := servicetest.Start(t, &service.Main{Ray: refusingRay{servicetest.NewRay()}, Cluster: cluster})
+	r := &door{t: t, base: m.URL() + "/ray", token: m.APIToken()}
+	r.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"echo hi","submission_id":"r-1"}`), nil)
+	r.waitStatus("r-1", "FAILED", "")
+	var logs struct {
+		Logs string `json:"logs"`
+	}
+	r.ok("GET", "/api/jobs/r-1/logs", nil, &logs)
+	if logs.Logs != "" {
+		t.Errorf("logs of a job no driver ran: %q", logs.Logs)
+	}
+}

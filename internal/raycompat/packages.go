@@ -14,9 +14,10 @@ import (
 )
 
 // PackagePattern is the only package name the door keeps: what Ray 2.60's client makes of a local working_dir or
-// py_modules folder (16 hex digits of its content hash) or of a local .zip archive (its 40-hex SHA-1). A name is
-// checked against it before it becomes a path.
-var PackagePattern = regexp.MustCompile(`^_ray_pkg_[0-9a-f]{16,40}\.zip$`)
+// py_modules folder (16 hex digits of its content hash), of a local archive (its 40-hex SHA-1, with the archive's
+// .zip, .tar.gz or .tar.xz) and of a wheel (its file name). A name is checked against it before it becomes a
+// path: one segment, no leading dot.
+var PackagePattern = regexp.MustCompile(`^(_ray_pkg_[0-9a-f]{16,40}\.(zip|tar\.gz|tar\.xz)|[A-Za-z0-9][A-Za-z0-9_.+-]*\.whl)$`)
 
 // PackageProtocol is the only protocol of the packages Ray's client uploads.
 const PackageProtocol = "gcs"
@@ -32,7 +33,7 @@ func (p Packages) path(protocol, name string) (string, error) {
 		return "", mvp.Errorf(mvp.CodeInvalid, "protocol", "package protocol %q is not kept by mvp; only %s:// packages are", clip(protocol), PackageProtocol)
 	}
 	if !PackagePattern.MatchString(name) {
-		return "", mvp.Errorf(mvp.CodeInvalid, "package", "package name %q is not one Ray's client makes (_ray_pkg_<hex>.zip)", clip(name))
+		return "", mvp.Errorf(mvp.CodeInvalid, "package", "package name %q is not one Ray's client makes (_ray_pkg_<hex>.zip, .tar.gz or .tar.xz, or a wheel's file name)", clip(name))
 	}
 	return filepath.Join(p.Dir, name), nil
 }
