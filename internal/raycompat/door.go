@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
@@ -449,13 +450,21 @@ func (d *Door) tail(w http.ResponseWriter, r *http.Request) error {
 	return d.streamLog(w, r, t)
 }
 
-// lines returns the longest prefix of s made of whole lines, at most max bytes unless a single line is longer.
+// lines returns the longest prefix of s made of whole lines, at most max bytes unless a single line is longer:
+// then as much of it as fits, cut between characters (a text frame must be valid UTF-8).
 func lines(s string, max int) string {
 	if len(s) > max {
 		if i := strings.LastIndexByte(s[:max], '\n'); i >= 0 {
 			return s[:i+1]
 		}
-		return s[:max]
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		if cut == 0 {
+			_, cut = utf8.DecodeRuneInString(s) // one character longer than max
+		}
+		return s[:cut]
 	}
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		return s[:i+1]

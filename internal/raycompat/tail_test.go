@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -54,5 +55,21 @@ func TestTailEndsOnShutdown(t *testing.T) {
 	_, _, err = c.Read(dctx)
 	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
 		t.Errorf("the tail ended with %v, want a going-away close", err)
+	}
+}
+
+// TestLinesKeepCharactersWhole: a line longer than a frame is cut, but never inside a character: a text frame
+// must be valid UTF-8, or Ray's client fails the tail (aiohttp turns it into an error message).
+func TestLinesKeepCharactersWhole(t *testing.T) {
+	long := "a" + strings.Repeat("€", 100) + "\n" // 1 + 300 bytes
+	for max := 1; max < len(long); max++ {
+		s := long
+		for s != "" {
+			chunk := lines(s, max)
+			if chunk == "" || !utf8.ValidString(chunk) {
+				t.Fatalf("max %d: frame %q", max, chunk)
+			}
+			s = s[len(chunk):]
+		}
 	}
 }
