@@ -53,3 +53,7 @@ var ErrNotFound = &Error{Code: CodeNotFound, Message: "not found"}
 
 // ErrConflict is returned by stores when a compare-and-set finds another state than expected.
 var ErrConflict = &Error{Code: CodeConflict, Message: "the task changed state meanwhile"}
+
+// ErrTaskIDTaken is the ErrConflict of a new task whose id another task has (ids are drawn at random within a
+// second): the caller draws another. errors.Is matches both.
+var ErrTaskIDTaken = &Error{Code: CodeConflict, Message: "the task id is taken"}

@@ -2,6 +2,7 @@ package raycompat
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -71,5 +72,41 @@ func TestLinesKeepCharactersWhole(t *testing.T) {
 			}
 			s = s[len(chunk):]
 		}
+	}
+}
+
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+// TestSubmitRetriesATakenTaskID: two submissions in one second may draw the same task id; the second is tried
+// again under a fresh id, whether or not the user named a submission id (it was refused with 409 naming an id the
+// user never chose). Only a taken submission id is the user's to change.
+func TestSubmitRetriesATakenTaskID(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "mvp.sqlite3"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Date(2025, 12, 23, 14, 32, 1, 0, time.UTC)
+	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), Clock: fixedClock(now), MaxBodyBytes: 1 << 20,
+		NewID: func(w mvp.Workload, _ time.Time, try int) string {
+			return fmt.Sprintf("mvp2-%s-20251223-143201-%04d", w, try) // the first try always collides
+		},
+		Prepare: func(r *mvp.RayJobRequest) (*mvp.Task, error) {
+			return &mvp.Task{Workload: mvp.WorkloadRayJob, SubmissionID: r.SubmissionID, Driver: map[string]float64{},
+				SpecJSON: []byte(`{"entrypoint":"x"}`)}, nil
+		}}
+	for _, body := range []string{`{"entrypoint":"x","submission_id":"first"}`, `{"entrypoint":"x","submission_id":"mine"}`,
+		`{"entrypoint":"x"}`, `{"entrypoint":"x"}`} { // without one, the task id is the submission id
+		req := httptest.NewRequest("POST", "/api/jobs/", strings.NewReader(body))
+		if err := d.submit(httptest.NewRecorder(), req); err != nil {
+			t.Fatalf("submission %s: %v", body, err)
+		}
+	}
+	req := httptest.NewRequest("POST", "/api/jobs/", strings.NewReader(`{"entrypoint":"x","submission_id":"mine"}`))
+	if err := d.submit(httptest.NewRecorder(), req); !strings.Contains(fmt.Sprint(err), "submission_id mine already exists") {
+		t.Errorf("a taken submission id: %v", err)
 	}
 }

@@ -349,19 +349,25 @@ var errClosed = &mvp.Error{Code: mvp.CodeUnavailable, Message: "the database is 
 // withMessage is an *mvp.Error with a message of its own that still matches a sentinel (mvp.ErrConflict,
 // mvp.ErrNotFound) with errors.Is. errors.As finds the specific error first.
 type withMessage struct {
-	err      *mvp.Error
-	sentinel *mvp.Error
+	err       *mvp.Error
+	sentinels []error
 }
 
 func (e *withMessage) Error() string   { return e.err.Error() }
-func (e *withMessage) Unwrap() []error { return []error{e.err, e.sentinel} }
+func (e *withMessage) Unwrap() []error { return append([]error{e.err}, e.sentinels...) }
 
 func conflict(format string, args ...any) error {
-	return &withMessage{err: mvp.Errorf(mvp.CodeConflict, "", format, args...), sentinel: mvp.ErrConflict}
+	return &withMessage{err: mvp.Errorf(mvp.CodeConflict, "", format, args...), sentinels: []error{mvp.ErrConflict}}
+}
+
+// idTaken is the conflict of a new task whose id another task has.
+func idTaken(id string) error {
+	return &withMessage{err: mvp.Errorf(mvp.CodeConflict, "", "a task with id %q exists already", id),
+		sentinels: []error{mvp.ErrConflict, mvp.ErrTaskIDTaken}}
 }
 
 func notFound(format string, args ...any) error {
-	return &withMessage{err: mvp.Errorf(mvp.CodeNotFound, "", format, args...), sentinel: mvp.ErrNotFound}
+	return &withMessage{err: mvp.Errorf(mvp.CodeNotFound, "", format, args...), sentinels: []error{mvp.ErrNotFound}}
 }
 
 // mapErr turns SQLite errors into mvp errors by their codes, never by their text: disk full and I/O errors

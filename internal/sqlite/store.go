@@ -287,7 +287,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 		w.touch(t.ID)
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
 			if isUnique(err) {
-				return conflict("a task with id %q exists already", t.ID)
+				return idTaken(t.ID)
 			}
 			return fmt.Errorf("insert task: %w", err)
 		}
