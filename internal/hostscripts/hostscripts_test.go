@@ -244,3 +244,53 @@ func TestWorkerStartTakesTheGPUCountFromDoctor(t *testing.T) {
 		t.Errorf("help: %d %s", code, out)
 	}
 }
+
+// TestStalePidfileIsNotTrusted: a pidfile that outlived its service (a container restart starts pids again from
+// 1) may name another process. It is not mvp: status says not running, start starts mvp, and stop never signals
+// that process (it sent it SIGTERM, then SIGKILL to its whole process group).
+func TestStalePidfileIsNotTrusted(t *testing.T) {
+	r := newRig(t)
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Process.Kill()
+	pidfile := filepath.Join(r.dir, "home", "run", "mvp.pid")
+	if err := os.MkdirAll(filepath.Dir(pidfile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pidfile, []byte(fmt.Sprint(other.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := r.run("stop.sh", "MVP_LOCAL=1"); code != 0 || !strings.Contains(out, "not running") {
+		t.Errorf("stop with a stale pidfile: %d %s", code, out)
+	}
+	// Killed, it would linger as our zombie (signal 0 still reaches it): its state says.
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", other.Process.Pid)); err != nil ||
+		strings.Contains(string(stat), ") Z ") {
+		t.Fatalf("stop.sh killed pid %d, which is not mvp: %s %v", other.Process.Pid, stat, err)
+	}
+	if out, code := r.run("status.sh", "MVP_LOCAL=1"); code == 0 {
+		t.Errorf("status with a stale pidfile says running: %s", out)
+	}
+}
+
+// TestTimeoutsMustBeNumbers: the timeouts go into shell arithmetic in the container, which evaluates its text
+// (30s aborted stop after SIGTERM, leaving no SIGKILL and a stale pidfile; a[$(cmd)] runs cmd): anything but a
+// whole number of seconds is refused on the host, naming the setting.
+func TestTimeoutsMustBeNumbers(t *testing.T) {
+	r := newRig(t)
+	for _, c := range []struct{ script, env string }{
+		{"stop.sh", "MVP_STOP_TIMEOUT=30s"}, {"stop.sh", "MVP_STOP_TIMEOUT=a[$(touch " + r.dir + "/pwned)]"},
+		{"start.sh", "MVP_START_TIMEOUT=1m"},
+	} {
+		out, code := r.run(c.script, "MVP_LOCAL=1", c.env)
+		name, _, _ := strings.Cut(c.env, "=")
+		if code == 0 || !strings.Contains(out, name) {
+			t.Errorf("%s with %s: %d %s", c.script, c.env, code, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "pwned")); err == nil {
+		t.Error("a timeout's text ran a command")
+	}
+}

@@ -38,6 +38,11 @@ die() {
   exit 1
 }
 
+# The timeouts go into shell arithmetic, which evaluates text: only whole numbers of seconds pass.
+for v in MVP_STOP_TIMEOUT MVP_START_TIMEOUT; do
+  [[ "${!v}" =~ ^[0-9]{1,6}$ ]] || die "$v must be a whole number of seconds, got '${!v:0:40}'"
+done
+
 # usage_header prints the settings above (the lines of this file's header) for --help.
 usage_settings() {
   sed -n '/^# Settings/,/^set -euo/p' "$(dirname "${BASH_SOURCE[0]}")/lib.sh" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -76,8 +81,14 @@ in_target() {
 }
 
 # The scripts that run in the target. Each reads only its positional arguments.
+# PID_OF PIDFILE BIN prints the pid in PIDFILE if that process is BIN's `serve` as start.sh runs it: a pidfile that
+# outlived its service (pids start again from 1 when the container restarts) may name another process.
 # shellcheck disable=SC2016
-PID_OF='pidfile="$1"; [[ -f "$pidfile" ]] || exit 1; pid="$(cat "$pidfile")"; [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"'
+PID_OF='pidfile="$1" bin="$2"; [[ -f "$pidfile" ]] || exit 1; pid="$(cat "$pidfile")"
+[[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || exit 1
+cmd="$(tr "\0" " " <"/proc/$pid/cmdline" 2>/dev/null)" || exit 1
+[[ "$cmd" == "$bin serve "* ]] || exit 1
+echo "$pid"'
 # shellcheck disable=SC2016
 HEALTH='python3 - "$1" <<PY
 import sys, urllib.request
@@ -88,5 +99,5 @@ except Exception as e:
     print(e); sys.exit(1)
 PY'
 
-running_pid() { in_target "$PID_OF" "$MVP_PIDFILE"; }
+running_pid() { in_target "$PID_OF" "$MVP_PIDFILE" "$MVP_BIN"; }
 health() { in_target "$HEALTH" "$MVP_HEALTH_URL"; }
