@@ -18,15 +18,22 @@ import (
 	"github.com/mvp2/mvp/internal/sqlite"
 )
 
+// openDB opens a store on a file of the test's, as the service does, closed when the test ends.
+func openDB(t *testing.T) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "mvp.sqlite3"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // TestTailEndsOnShutdown: a tail of a job still waiting is closed with "going away" when the server shuts down
 // (the HTTP server does not wait for hijacked connections), not dropped.
 func TestTailEndsOnShutdown(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "mvp.sqlite3"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t)
 	now := time.Now().UTC()
 	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-0001", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
 		SubmissionID: "waits", Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`), CreatedAt: now, UpdatedAt: now}
@@ -83,12 +90,7 @@ func (c fixedClock) Now() time.Time { return time.Time(c) }
 // again under a fresh id, whether or not the user named a submission id (it was refused with 409 naming an id the
 // user never chose). Only a taken submission id is the user's to change.
 func TestSubmitRetriesATakenTaskID(t *testing.T) {
-	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "mvp.sqlite3"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t)
 	now := time.Date(2025, 12, 23, 14, 32, 1, 0, time.UTC)
 	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), Clock: fixedClock(now), MaxBodyBytes: 1 << 20,
 		NewID: func(w mvp.Workload, _ time.Time, try int) string {
