@@ -869,16 +869,7 @@ func decodeJSON(body []byte, v any) error {
 }
 
 // clip shortens user text echoed in an error.
-func clip(s string) string {
-	if len(s) > 80 {
-		cut := 80
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut-- // not inside a character
-		}
-		return s[:cut] + "…"
-	}
-	return s
-}
+func clip(s string) string { return mvp.Clip(s, 80) }
 
 // TokenFromEnv reads the token from the named variable; with generate it makes one when the variable is empty
 // and says so (the caller prints it once).

@@ -677,13 +677,4 @@ func yamlMsg(err error) string {
 	return clip(s)
 }
 
-func clip(s string) string {
-	if len(s) > 80 {
-		cut := 80
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut-- // not inside a character
-		}
-		return s[:cut] + "…"
-	}
-	return s
-}
+func clip(s string) string { return mvp.Clip(s, 80) }

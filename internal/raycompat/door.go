@@ -459,14 +459,11 @@ func lines(s string, max int) string {
 		if i := strings.LastIndexByte(s[:max], '\n'); i >= 0 {
 			return s[:i+1]
 		}
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
+		if p := mvp.PrefixUTF8(s, max); p != "" {
+			return p
 		}
-		if cut == 0 {
-			_, cut = utf8.DecodeRuneInString(s) // one character longer than max
-		}
-		return s[:cut]
+		_, n := utf8.DecodeRuneInString(s) // one character longer than max
+		return s[:n]
 	}
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		return s[:i+1]

@@ -148,9 +148,4 @@ func packageURIs(env map[string]any) []string {
 }
 
 // clip shortens user text echoed in an error.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
+func clip(s string) string { return mvp.Clip(s, 80) }

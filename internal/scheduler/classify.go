@@ -83,10 +83,4 @@ func lastLine(text string) string {
 	return ""
 }
 
-func cut(s string) string {
-	const max = 300
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
-}
+func cut(s string) string { return mvp.Clip(s, 300) }

@@ -203,9 +203,4 @@ func (v *Vault) ValuesOf(ctx context.Context, owner string, names []string) (map
 	return out, nil
 }
 
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
+func clip(s string) string { return mvp.Clip(s, 80) }

@@ -188,9 +188,4 @@ func (f FS) OpenResult(id, rel string) (*os.File, fs.FileInfo, error) {
 	return fh, fi, nil
 }
 
-func clipPath(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
+func clipPath(s string) string { return mvp.Clip(s, 80) }

@@ -87,12 +87,7 @@ func metaInt(meta map[string]string, key string, max int) (int, error) {
 	return n, nil
 }
 
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
+func clip(s string) string { return mvp.Clip(s, 80) }
 
 // buildRayJob returns the Ray submission of attempt n of a ray_job task: the entrypoint, runtime_env, metadata and
 // entrypoint resources as the user sent them, with the attempt's submission id <task_id>--aNN, mvp's metadata
