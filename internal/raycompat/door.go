@@ -145,10 +145,8 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 		}
 		t.ID, t.State, t.CreatedAt, t.UpdatedAt = id, mvp.StateQueued, now, now
 		err = d.Store.CreateTask(r.Context(), t)
-		// A task id taken by another task is tried again (without a submission id of the user's, the task id is the
-		// submission id, so that one too); a submission id the user chose is theirs to change.
-		taken := errors.Is(err, mvp.ErrTaskIDTaken) || (req.SubmissionID == "" && errors.Is(err, mvp.ErrConflict))
-		if !taken || i >= 16 {
+		// A task id taken by another task is tried again; a submission id the user chose is theirs to change.
+		if !errors.Is(err, mvp.ErrTaskIDTaken) || i >= 16 {
 			break
 		}
 	}

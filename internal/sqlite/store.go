@@ -277,6 +277,9 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 			if err != nil {
 				return fmt.Errorf("look up submission id: %w", err)
 			}
+			if taken && t.SubmissionID == t.ID {
+				return idTaken(t.ID) // the submission id is the task's own id (the user gave none): a fresh id will do
+			}
 			if taken {
 				return conflict("Job with submission_id %s already exists. Please use a different submission_id.", t.SubmissionID)
 			}
