@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -175,15 +176,30 @@ func (f FS) OpenResult(id, rel string) (*os.File, fs.FileInfo, error) {
 			return nil, nil, notFound
 		}
 	}
-	// The Root refuses anything that would leave the folder, even if a segment became a link since the check.
-	fh, err := root.OpenFile(rel, os.O_RDONLY|syscallNoFollow, 0)
+	fh, fi, err := openLeaf(root, rel)
 	if err != nil {
 		return nil, nil, notFound
 	}
+	return fh, fi, nil
+}
+
+// openLeaf opens rel under root if it is a regular file. The Root refuses anything that would leave the folder,
+// even if a segment became a link since it was checked; O_NOFOLLOW refuses a link at the end; and O_NONBLOCK keeps
+// a named pipe swapped in since the check from holding the open until some writer comes (on a regular file the
+// flag changes nothing).
+func openLeaf(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
+	fh, err := root.OpenFile(rel, os.O_RDONLY|syscallNoFollow|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
 	fi, err := fh.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
+	if err != nil {
 		fh.Close()
-		return nil, nil, notFound
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		fh.Close()
+		return nil, nil, fmt.Errorf("%s is not a regular file", rel)
 	}
 	return fh, fi, nil
 }

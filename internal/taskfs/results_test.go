@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -59,5 +61,44 @@ func TestOpenResultStaysInside(t *testing.T) {
 	files, truncated, err := f.ListResults(id)
 	if err != nil || truncated || len(files) != 1 || files[0].Path != "a01/ok.txt" || files[0].AttemptNo != 1 {
 		t.Errorf("list: %+v %v %v", files, truncated, err)
+	}
+}
+
+// TestOpenLeafDoesNotBlockOnAFIFO: a job can swap a checked result file for a named pipe before it is opened; the
+// open must not wait for a writer (that held the request's goroutine for ever) but refuse the pipe as not found.
+func TestOpenLeafDoesNotBlockOnAFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	type result struct {
+		fh  *os.File
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		fh, _, err := openLeaf(root, "pipe")
+		done <- result{fh, err}
+	}()
+	select {
+	case r := <-done:
+		if r.fh != nil {
+			r.fh.Close()
+			t.Fatal("a named pipe was opened as a result file")
+		}
+		if r.err == nil {
+			t.Fatal("no error for a named pipe")
+		}
+	case <-time.After(10 * time.Second):
+		// Unblock the open so the goroutine ends, then fail.
+		if w, err := os.OpenFile(filepath.Join(dir, "pipe"), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("opening a named pipe blocked waiting for a writer")
 	}
 }
