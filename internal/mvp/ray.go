@@ -41,6 +41,9 @@ var (
 	ErrJobExists = &Error{Code: CodeConflict, Message: "ray job already exists"}
 	// ErrRayUnavailable: Ray could not be reached or answered 5xx for a reason other than the above.
 	ErrRayUnavailable = &Error{Code: CodeUnavailable, Message: "ray is unavailable"}
+	// ErrSubmitInfra: the submission failed on mvp's side before it reached Ray (a package mvp keeps for the job
+	// could not be read); the attempt ends INFRA and is retried as one Ray lost, not failed as one Ray refused.
+	ErrSubmitInfra = &Error{Code: CodeUnavailable, Message: "mvp could not prepare the submission"}
 )
 
 // RayClient is the part of Ray's Job REST API mvp uses. Every call is keyed by submission id.

@@ -100,7 +100,8 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("read package %s: %w", name, err)
+		return nil, false, fmt.Errorf("%w: read the package kept at %s: %w (mvp must be able to read <shared_root>/ray_packages; v2.shared_root sets where it is)",
+			mvp.ErrSubmitInfra, path, err)
 	}
 	return data, true, nil
 }

@@ -196,6 +196,22 @@ func vanished(now time.Time, t *mvp.Task, up mvp.Attempt, r Report, h History, p
 		"(v2.scheduler.max_infra_retries = %d) are used up", up.No, p.MaxInfraRetries))
 }
 
+// Unprepared decides what becomes of an attempt whose submission failed on mvp's side before it reached Ray
+// (mvp.ErrSubmitInfra; why says what failed): Ray has no job, so the attempt ends INFRA and the task is tried again
+// after p.RetryInterval as a new attempt, within p.MaxInfraRetries; past them it fails.
+func Unprepared(now time.Time, a *mvp.Attempt, why string, h History, p RetryPolicy) Outcome {
+	up := *a
+	up.RayStatus, up.FailureKind, up.Message, up.EndTime = mvp.RayFailed, mvp.FailureInfra, cut(why), &now
+	payload := map[string]any{"failure_kind": mvp.FailureInfra, "error": cut(why)}
+	if h.InfraRetries < p.MaxInfraRetries {
+		return requeue(up, now.Add(p.RetryInterval), payload, fmt.Sprintf(
+			"attempt %d could not be submitted: mvp could not prepare it (INFRA, retry %d of %d)",
+			up.No, h.InfraRetries+1, p.MaxInfraRetries))
+	}
+	return fail(up, payload, fmt.Sprintf("attempt %d could not be submitted (%s) and the INFRA retries "+
+		"(v2.scheduler.max_infra_retries = %d) are used up", up.No, cut(why), p.MaxInfraRetries))
+}
+
 func laterOf(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b

@@ -133,3 +133,29 @@ func TestHistoryCountsHeartbeatsAsInfra(t *testing.T) {
 		t.Errorf("history %+v, want 2 infra (one of them a lost heartbeat) and 1 resource retry", h)
 	}
 }
+
+func TestUnprepared(t *testing.T) {
+	rp := RetryPolicy{RetryInterval: time.Minute, MaxInfraRetries: 2}
+	a := &mvp.Attempt{TaskID: "t", No: 1, RaySubmissionID: "t--a01", CreatedAt: t0}
+	for _, tc := range []struct {
+		h       History
+		to      mvp.State
+		summary string
+	}{
+		{History{}, mvp.StatePendingResources, "retry 1 of 2"},
+		{History{InfraRetries: 1}, mvp.StatePendingResources, "retry 2 of 2"},
+		{History{InfraRetries: 2}, mvp.StateFailed, "max_infra_retries = 2"},
+	} {
+		o := Unprepared(t0, a, "read the package kept at /p: is a directory", tc.h, rp)
+		if o.Verdict != Transition || o.To != tc.to || o.Attempt.FailureKind != mvp.FailureInfra || o.Attempt.EndTime == nil ||
+			o.Attempt.Message != "read the package kept at /p: is a directory" {
+			t.Errorf("%+v: %+v", tc.h, o)
+		}
+		if got := o.PendingReason + o.ErrorSummary; !strings.Contains(got, tc.summary) {
+			t.Errorf("%+v: %q lacks %q", tc.h, got, tc.summary)
+		}
+		if tc.to == mvp.StatePendingResources && !o.NextRunAt.Equal(t0.Add(time.Minute)) {
+			t.Errorf("%+v: next run at %v; want a retry interval on", tc.h, o.NextRunAt)
+		}
+	}
+}

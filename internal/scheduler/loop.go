@@ -627,6 +627,16 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 		l.Logger.Warn("submit did not go through; will look again next tick", "task_id", t.ID,
 			"submission_id", att.RaySubmissionID, "err", redact(err.Error(), secretValues))
 		return fmt.Errorf("submit attempt %s: %w", att.RaySubmissionID, redactedError{err, secretValues})
+	case errors.Is(err, mvp.ErrSubmitInfra):
+		// Nothing reached Ray: not Ray's refusal, but mvp's side failing (Unprepared decides).
+		text := redact(err.Error(), secretValues)
+		l.Logger.Error("submission could not be prepared", "task_id", t.ID, "submission_id", att.RaySubmissionID, "err", text)
+		full, gerr := l.Store.GetTask(ctx, t.ID)
+		if gerr != nil {
+			return fmt.Errorf("read history of %s: %w", t.ID, gerr)
+		}
+		o := Unprepared(l.Clock.Now(), att, text, HistoryOf(full, att.No), l.Retry)
+		return l.applyOutcome(ctx, t, o, &mvp.JobInfo{SubmissionID: att.RaySubmissionID, Status: o.Attempt.RayStatus, Message: o.Attempt.Message})
 	default:
 		// Ray's answer might echo the payload: no secret value goes into the task's record.
 		text := redact(err.Error(), secretValues)
@@ -752,6 +762,12 @@ func (l *Loop) conclude(ctx context.Context, t *mvp.Task, a *mvp.Attempt, r Repo
 	if info == nil {
 		info = &mvp.JobInfo{SubmissionID: a.RaySubmissionID, Status: o.Attempt.RayStatus, Message: o.Attempt.Message}
 	}
+	return l.applyOutcome(ctx, t, o, info)
+}
+
+// applyOutcome writes a Close or Transition outcome of t's attempt (info is Ray's view of it, kept with its result).
+func (l *Loop) applyOutcome(ctx context.Context, t *mvp.Task, o Outcome, info *mvp.JobInfo) error {
+	now := l.Clock.Now()
 	l.writeResult(t, &o.Attempt, info)
 	if o.Verdict == Close {
 		return l.Store.UpdateAttempt(ctx, &o.Attempt, o.EventType, o.EventPayload)

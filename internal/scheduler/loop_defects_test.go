@@ -326,3 +326,56 @@ func TestLoopFailsAnAttemptThatCannotBeBuiltAgain(t *testing.T) {
 		t.Fatalf("%s %q, attempt %+v", got.State, got.ErrorSummary, got.Attempts[0])
 	}
 }
+
+// A submission that fails on mvp's side before it reaches Ray (a package the door keeps cannot be read) is not
+// "Ray refused the submission" (USER_ERROR, the task failed for good): the attempt ends INFRA with what failed,
+// and the task waits a retry interval and is tried again as a new attempt, within max_infra_retries.
+func TestLoopRetriesASubmissionMvpCouldNotPrepare(t *testing.T) {
+	h := newHarness(t) // MaxInfraRetries 2, RetryInterval 1 min
+	task := h.task()
+	h.ray.submitErr = func(string) error {
+		return fmt.Errorf("read package X kept at /shared/ray_packages/X: is a directory: %w", mvp.ErrSubmitInfra)
+	}
+	h.tick()
+	got := h.get(task.ID)
+	if got.State != mvp.StatePendingResources {
+		t.Fatalf("task is %s (%s); want PENDING_RESOURCES, to be retried", got.State, got.ErrorSummary)
+	}
+	a := got.Attempts[0]
+	if a.FailureKind != mvp.FailureInfra || a.EndTime == nil || !strings.Contains(a.Message, "/shared/ray_packages/X") {
+		t.Fatalf("attempt 1 = %+v; want INFRA, ended, naming the file", a)
+	}
+	if h.ray.submits != 1 || len(h.ray.jobs) != 0 {
+		t.Fatalf("submits %d, jobs %v", h.ray.submits, h.ray.jobs)
+	}
+	h.tick() // before the retry interval: no new attempt
+	if n := len(h.get(task.ID).Attempts); n != 1 {
+		t.Fatalf("%d attempts before the retry interval", n)
+	}
+	h.ray.submitErr = nil // the folder is fixed
+	h.clock.t = h.clock.t.Add(time.Minute + time.Second)
+	h.tick()
+	got = h.get(task.ID)
+	if len(got.Attempts) != 2 || got.Attempts[1].RaySubmissionID != task.ID+"--a02" {
+		t.Fatalf("attempts after the interval: %+v", got.Attempts)
+	}
+	if _, ok := h.ray.jobs[task.ID+"--a02"]; !ok {
+		t.Fatalf("attempt 2 not in Ray: %v", h.ray.jobs)
+	}
+	// Past max_infra_retries the task fails, saying why.
+	other := h.task()
+	h.ray.submitErr = func(id string) error {
+		if strings.HasPrefix(id, other.ID) {
+			return fmt.Errorf("read package: %w", mvp.ErrSubmitInfra)
+		}
+		return nil
+	}
+	for i := 0; i < 4 && h.get(other.ID).State != mvp.StateFailed; i++ {
+		h.tick()
+		h.clock.t = h.clock.t.Add(time.Minute + time.Second)
+	}
+	got = h.get(other.ID)
+	if got.State != mvp.StateFailed || len(got.Attempts) != 3 || !strings.Contains(got.ErrorSummary, "max_infra_retries") {
+		t.Fatalf("after the INFRA retries: %s, %d attempts, %q", got.State, len(got.Attempts), got.ErrorSummary)
+	}
+}
