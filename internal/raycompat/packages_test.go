@@ -46,6 +46,3 @@ func TestUploaderReportsAnUnreadablePackageAsInfra(t *testing.T) {
 		t.Fatalf("a package not kept: err %v, submits %d", err, ray.submits)
 	}
 }
-
-
-
