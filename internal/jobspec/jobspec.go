@@ -141,6 +141,17 @@ func Parse(body []byte, l Limits) (*Spec, error) {
 	if bytes.IndexByte(body, 0) >= 0 {
 		return nil, invalid("", "the jobspec contains a NUL byte")
 	}
+	if l.MaxNodes > 0 && nodeBound(body) > l.MaxNodes {
+		// It may hold more nodes than allowed, and yaml.v3 builds every node before they can be counted: about
+		// 120 MB for a megabyte of "[1,1,1,…". Such bodies are parsed one at a time, so that a burst of them
+		// cannot take the service's memory; an ordinary jobspec is nowhere near this.
+		heavy <- struct{}{}
+		defer func() { <-heavy }()
+		if heavyHook != nil {
+			heavyHook(true)
+			defer heavyHook(false)
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -195,6 +206,27 @@ func Parse(body []byte, l Limits) (*Spec, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// heavy admits one parse at a time of a body that may hold more than Limits.MaxNodes nodes.
+var heavy = make(chan struct{}, 1)
+
+// heavyHook, when set (by tests), is called as a heavy parse starts (true) and ends (false).
+var heavyHook func(enter bool)
+
+// nodeBound is an upper bound on the YAML nodes body can make (the document node counted). Apart from the document
+// and its root, every node is brought in by an indicator or a line break before it (a sequence entry's "-", a
+// key's "?" or a line, a value's ":", a flow item's "," or its collection's "[" or "{"), and one such byte brings
+// in at most a key and its value; bytes inside quoted or block scalars are counted too, so it only overestimates.
+func nodeBound(body []byte) int {
+	n := 0
+	for _, c := range body {
+		switch c {
+		case '-', ':', '?', ',', '[', '{', '\n':
+			n++
+		}
+	}
+	return 3*n + 2
 }
 
 // walk enforces depth and size limits and refuses anchors and aliases (no alias bombs).

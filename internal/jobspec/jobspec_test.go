@@ -3,8 +3,12 @@ package jobspec
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -198,6 +202,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &x [1]\nb: *x\n"))
 	f.Add([]byte("workload: ppo\noverrides: [a=1, 'b=$(x)']\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		var doc yaml.Node
+		if yaml.Unmarshal(b, &doc) == nil {
+			if n := countNodes(&doc); n > nodeBound(b) {
+				t.Fatalf("%d nodes, above nodeBound's %d", n, nodeBound(b))
+			}
+		}
 		s, err := Parse(b, DefaultLimits)
 		if err != nil {
 			if _, ok := err.(*mvp.Error); !ok {
@@ -265,5 +275,68 @@ func TestMessagesSayWhatToFix(t *testing.T) {
 	}
 	if e := parse(base + "name: \"a" + strings.Repeat("é", 100) + "\"\n"); !utf8.ValidString(e.Message) || strings.Contains(e.Message, `\x`) {
 		t.Errorf("message cut inside a character: %s", e.Message)
+	}
+}
+
+func countNodes(n *yaml.Node) int {
+	c := 1
+	for _, k := range n.Content {
+		c += countNodes(k)
+	}
+	return c
+}
+
+// nodeBound must never be below what yaml.v3 makes of a body: a body under it is parsed without waiting for the
+// heavy-parse slot, and one over MaxNodes is refused after its parse.
+func TestNodeBoundIsAnUpperBound(t *testing.T) {
+	docs := []string{"", "a", "abc\n", "? a\n: b\n", "[[[[]]]]", "{a: {b: {c: 1}}}", "- - - - 1\n", "{a, b, c}", "{a}",
+		"[a: 1, b: 2]", "[? a]", "{:}", "[a, b]", "a:\nb:\nc:\n", "- \n- \n- \n", "---\na: 1\n", "a: |\n  x\n  y\n",
+		"a: !!str 1", "{? }", "[? ]", "a: [1, [2, {b: 3}], {c: [4]}]\n", "- a: 1\n  b: [x, y]\n- {c: d}\n", good,
+		"workload: ppo\nx: [" + strings.Repeat("1,", 3000) + "1]\n", "x:\n" + strings.Repeat("- \n", 3000)}
+	for _, d := range docs {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(d), &doc); err != nil {
+			continue
+		}
+		if n := countNodes(&doc); n > nodeBound([]byte(d)) {
+			t.Errorf("%.60q: %d nodes, nodeBound %d", d, n, nodeBound([]byte(d)))
+		}
+	}
+}
+
+// A megabyte of tiny YAML nodes makes about 120 MB of yaml.v3 nodes before they can be counted: such bodies are
+// parsed one at a time, so a burst of them cannot take the service's memory. Each is still refused with the limit.
+func TestNodeBombsAreParsedOneAtATime(t *testing.T) {
+	bomb := []byte("workload: ppo\nx: [" + strings.Repeat("1,", 100000) + "1]\n")
+	var inside, most atomic.Int32
+	heavyHook = func(enter bool) {
+		if enter {
+			n := inside.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+		} else {
+			inside.Add(-1)
+		}
+	}
+	defer func() { heavyHook = nil }()
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := Parse(bomb, DefaultLimits); err == nil || !strings.Contains(err.Error(), "more than 10000 YAML nodes") {
+				t.Errorf("bomb: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if most.Load() != 1 {
+		t.Fatalf("%d bombs were parsed at once; want 1", most.Load())
+	}
+	// An ordinary jobspec does not wait for that slot.
+	heavy <- struct{}{}
+	defer func() { <-heavy }()
+	if _, err := Parse([]byte(good), DefaultLimits); err != nil {
+		t.Fatal(err)
 	}
 }
