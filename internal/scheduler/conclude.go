@@ -166,7 +166,7 @@ func vanished(now time.Time, t *mvp.Task, up mvp.Attempt, r Report, h History, p
 		// submission id; Ray refuses a duplicate, so this cannot make a second job.
 		return Outcome{Verdict: Resubmit, To: t.State, Attempt: up}
 	case mvp.StateCanceled:
-		if up.RayStatus == mvp.RayUnknown && now.Sub(laterOf(up.CreatedAt, r.LastPost)) < p.SubmitGrace {
+		if up.RayStatus == mvp.RayUnknown && MayStillAppear(now, &up, r.LastPost, p) {
 			// The submit's answer may have been lost: a job can still appear, and must then be stopped.
 			return Outcome{Verdict: Follow, To: t.State, Attempt: up}
 		}
@@ -210,6 +210,12 @@ func Unprepared(now time.Time, a *mvp.Attempt, why string, h History, p RetryPol
 	}
 	return fail(up, payload, fmt.Sprintf("attempt %d could not be submitted (%s) and the INFRA retries "+
 		"(v2.scheduler.max_infra_retries = %d) are used up", up.No, cut(why), p.MaxInfraRetries))
+}
+
+// MayStillAppear says whether a POST of attempt a whose answer was lost can still become a job in Ray: within
+// p.SubmitGrace of the later of the attempt's creation and its last POST (lastPost, zero when unknown).
+func MayStillAppear(now time.Time, a *mvp.Attempt, lastPost time.Time, p RetryPolicy) bool {
+	return now.Sub(laterOf(a.CreatedAt, lastPost)) < p.SubmitGrace
 }
 
 func laterOf(a, b time.Time) time.Time {

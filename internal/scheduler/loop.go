@@ -600,13 +600,20 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 		l.Logger.Error("write submission payload", "task_id", t.ID, "err", err)
 	}
 	t.State = mvp.StateSubmitting
-	return l.callRay(ctx, t, att, payload)
+	return l.callRay(ctx, t, att, payload, false)
 }
 
-// callRay submits payload; on an unclear outcome it looks the job up before anything else.
-func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, payload *mvp.JobSubmission) error {
+// callRay submits payload; on an unclear outcome it looks the job up before anything else. inGrace says that an
+// earlier POST of this attempt may still become a job (MayStillAppear): the attempt is then not failed for a
+// submission that cannot be made now.
+func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, payload *mvp.JobSubmission, inGrace bool) error {
 	sent, secretValues, err := l.withSecrets(ctx, t, payload) // only what goes to Ray holds them (loop_secrets.go)
 	if err != nil {
+		if inGrace {
+			l.Logger.Warn("attempt cannot be submitted again; waiting for the submit grace before failing it",
+				"task_id", t.ID, "submission_id", att.RaySubmissionID, "err", err)
+			return nil
+		}
 		return l.failSubmitting(ctx, t, att, err)
 	}
 	l.mu.Lock()
@@ -631,6 +638,9 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 		// Nothing reached Ray: not Ray's refusal, but mvp's side failing (Unprepared decides).
 		text := redact(err.Error(), secretValues)
 		l.Logger.Error("submission could not be prepared", "task_id", t.ID, "submission_id", att.RaySubmissionID, "err", text)
+		if inGrace {
+			return nil // an earlier POST may still make the job: not ended (nor retried as a new attempt) yet
+		}
 		full, gerr := l.Store.GetTask(ctx, t.ID)
 		if gerr != nil {
 			return fmt.Errorf("read history of %s: %w", t.ID, gerr)
@@ -752,11 +762,18 @@ func (l *Loop) conclude(ctx context.Context, t *mvp.Task, a *mvp.Attempt, r Repo
 	case Resubmit:
 		payload, err := l.Build(t, a.No)
 		if err != nil {
+			if MayStillAppear(now, a, r.LastPost, l.Retry) {
+				// An earlier POST's answer was lost: its job can still appear, and failing the task now would
+				// leave that job running unfollowed. Look again until the grace is over.
+				l.Logger.Warn("attempt cannot be built again; waiting for the submit grace before failing it",
+					"task_id", t.ID, "submission_id", a.RaySubmissionID, "err", err)
+				return nil
+			}
 			// As for a first submission that cannot be built: the task can never be submitted.
 			return l.failSubmitting(ctx, t, a, fmt.Errorf("it cannot be built again: %w", err))
 		}
 		l.Logger.Info("resubmitting attempt left in SUBMITTING", "task_id", t.ID, "submission_id", a.RaySubmissionID)
-		return l.callRay(ctx, t, a, payload)
+		return l.callRay(ctx, t, a, payload, MayStillAppear(now, a, r.LastPost, l.Retry))
 	}
 	info := r.Info
 	if info == nil {

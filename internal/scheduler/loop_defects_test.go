@@ -379,3 +379,31 @@ func TestLoopRetriesASubmissionMvpCouldNotPrepare(t *testing.T) {
 		t.Fatalf("after the INFRA retries: %s, %d attempts, %q", got.State, len(got.Attempts), got.ErrorSummary)
 	}
 }
+
+// An attempt left SUBMITTING whose POST's answer was lost may still become a job in Ray for a while (the submit
+// grace). If it can no longer be built in that time, the task must not be failed yet: the job could appear after
+// mvp stopped following it and run with nobody to stop or record it. It is followed until the grace is over.
+func TestLoopWaitsTheSubmitGraceBeforeFailingAnUnbuildableResubmit(t *testing.T) {
+	h := newHarness(t) // SubmitGrace 1 min
+	h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable } // the answer is lost; no job yet
+	task := h.task()
+	h.tick()
+	h.ray.submitErr = nil
+	h.loop.Build = func(*mvp.Task, int) (*mvp.JobSubmission, error) {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "workload", "workload ppo is no longer configured")
+	}
+	h.clock.t = h.clock.t.Add(10 * time.Second)
+	h.tick()
+	if got := h.get(task.ID); got.State != mvp.StateSubmitting {
+		t.Fatalf("failed within the submit grace: %s %q", got.State, got.ErrorSummary)
+	}
+	// The lost POST lands after all: the job is followed as any other.
+	h.ray.mu.Lock()
+	h.ray.jobs[task.ID+"--a01"] = &mvp.JobInfo{SubmissionID: task.ID + "--a01", Status: mvp.RayRunning}
+	h.ray.mu.Unlock()
+	h.clock.t = h.clock.t.Add(10 * time.Second)
+	h.tick()
+	if got := h.get(task.ID); got.State != mvp.StateRunning {
+		t.Fatalf("the job that appeared is not followed: %s %q", got.State, got.ErrorSummary)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/secrets"
@@ -159,5 +160,31 @@ func TestLoopRedactsRayAnswers(t *testing.T) {
 	if got.State != mvp.StateFailed || strings.Contains(got.ErrorSummary, value) || strings.Contains(got.Attempts[0].Message, value) ||
 		!strings.Contains(got.ErrorSummary, "<redacted>") {
 		t.Errorf("%s %q / %q", got.State, got.ErrorSummary, got.Attempts[0].Message)
+	}
+}
+
+// As an attempt that cannot be built again: one whose secret was deleted while its POST's answer was lost is not
+// failed within the submit grace, since the lost POST can still make the job.
+func TestLoopWaitsTheSubmitGraceBeforeFailingAResubmitWithoutItsSecret(t *testing.T) {
+	h := newHarness(t) // SubmitGrace 1 min
+	h.loop.Secrets = func(context.Context, string, []string) (map[string]string, error) {
+		return map[string]string{"wandb": "value-0000000000000"}, nil
+	}
+	h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable } // the answer is lost; no job yet
+	task := h.secretTask()
+	h.tick()
+	h.ray.submitErr = nil
+	h.loop.Secrets = func(context.Context, string, []string) (map[string]string, error) {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "secrets", "secret wandb does not exist")
+	}
+	h.clock.t = h.clock.t.Add(10 * time.Second)
+	h.tick()
+	if got := h.get(task.ID); got.State != mvp.StateSubmitting {
+		t.Fatalf("failed within the submit grace: %s %q", got.State, got.ErrorSummary)
+	}
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	if got := h.get(task.ID); got.State != mvp.StateFailed || !strings.Contains(got.ErrorSummary, "wandb") {
+		t.Fatalf("after the grace: %s %q", got.State, got.ErrorSummary)
 	}
 }
