@@ -384,7 +384,7 @@ func TestLoopRetriesASubmissionMvpCouldNotPrepare(t *testing.T) {
 // grace). If it can no longer be built in that time, the task must not be failed yet: the job could appear after
 // mvp stopped following it and run with nobody to stop or record it. It is followed until the grace is over.
 func TestLoopWaitsTheSubmitGraceBeforeFailingAnUnbuildableResubmit(t *testing.T) {
-	h := newHarness(t) // SubmitGrace 1 min
+	h := newHarness(t)                                                    // SubmitGrace 1 min
 	h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable } // the answer is lost; no job yet
 	task := h.task()
 	h.tick()
