@@ -3,7 +3,10 @@
 package e2e
 
 import (
+	"archive/tar"
+	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -370,5 +373,89 @@ func TestRayDoorRequeuedRace(t *testing.T) {
 	out, code = d.run(time.Minute, nil, "job", "list")
 	if code != 0 || strings.Count(out, id) != 1 {
 		t.Errorf("list (exit %d) should show %s once:\n%s", code, id, out)
+	}
+}
+
+// TestRayDoorPackages: `ray job submit` with a runtime_env naming a local wheel in py_modules and a local .tar.gz as
+// working_dir, through the door: Ray's client uploads the wheel by its file name and the archive by its hash, mvp keeps both, and the
+// job (submitted to Ray by mvp later) imports the wheel's module and reads the archive's file.
+func TestRayDoorPackages(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	d := newRayDoor(t, s)
+	dir := t.TempDir()
+	wheel := filepath.Join(dir, "mvpwheel-0.1-py3-none-any.whl")
+	writeZip(t, wheel, map[string]string{
+		"mvpwheel/__init__.py":            "HELLO = 'hello from the wheel'\n",
+		"mvpwheel-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: mvpwheel\nVersion: 0.1\n",
+		"mvpwheel-0.1.dist-info/WHEEL":    "Wheel-Version: 1.0\nGenerator: mvp-e2e\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+		"mvpwheel-0.1.dist-info/RECORD": "mvpwheel/__init__.py,,\nmvpwheel-0.1.dist-info/METADATA,,\n" +
+			"mvpwheel-0.1.dist-info/WHEEL,,\nmvpwheel-0.1.dist-info/RECORD,,\n",
+	})
+	archive := filepath.Join(dir, "job.tar.gz")
+	writeTarGz(t, archive, map[string]string{"job/note.txt": "from the archive\n"})
+
+	id := uniq("pkgs")
+	renv, _ := json.Marshal(map[string]any{"py_modules": []string{wheel}, "working_dir": archive})
+	out, code := d.run(4*time.Minute, nil, "job", "submit", "--submission-id", id, "--runtime-env-json", string(renv),
+		"--", "python", "-c",
+		"import glob, mvpwheel; print(mvpwheel.HELLO); p = glob.glob('**/note.txt', recursive=True); print(p, open(p[0]).read().strip())")
+	if code != 0 || !strings.Contains(out, "hello from the wheel") || !strings.Contains(out, "from the archive") {
+		t.Fatalf("submit (exit %d):\n%s", code, out)
+	}
+	kept, _ := filepath.Glob(filepath.Join(s.sharedRoot, "ray_packages", "*"))
+	var names []string
+	for _, k := range kept {
+		names = append(names, filepath.Base(k))
+	}
+	got := strings.Join(names, " ")
+	if !strings.Contains(got, "mvpwheel-0.1-py3-none-any.whl") || !strings.Contains(got, ".tar.gz") {
+		t.Errorf("kept packages: %v", names)
+	}
+	if st := mustTask(t, d, id); st.State != mvp.StateSucceeded {
+		t.Errorf("the task is %s", st.State)
+	}
+}
+
+func writeZip(t *testing.T, path string, files map[string]string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := zip.NewWriter(f)
+	for name, body := range files {
+		w, err := z.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, body)
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeTarGz(t *testing.T, path string, files map[string]string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(tw, body)
+	}
+	for _, c := range []io.Closer{tw, gz, f} {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
