@@ -1,11 +1,16 @@
 package hostscripts
 
 import (
+	"bufio"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestDockerDaemonUnreachableIsNotAMissingContainer: when `docker inspect` fails because the daemon cannot be
@@ -35,5 +40,104 @@ func TestLogsDashNWithoutValue(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "-n wants a number") {
 		t.Errorf("logs.sh -n: %v %q", err, out)
+	}
+}
+
+// TestLogsFollowLeavesNoTailBehind: docker exec does not pass a Ctrl-C on to the process it started, so `logs.sh -f`
+// left a `tail -F` running in the container after every Ctrl-C. The tail must end with the script.
+func TestLogsFollowLeavesNoTailBehind(t *testing.T) {
+	for _, mode := range []string{"docker", "local"} {
+		t.Run(mode, func(t *testing.T) {
+			r := newRig(t)
+			logFile := filepath.Join(r.dir, "home", "logs", "mvp.log")
+			if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(logFile, []byte("first line of the log\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("bash", filepath.Join(repoRoot(t), "v2", "scripts", "logs.sh"), "-f")
+			cmd.Env = r.env
+			if mode == "local" {
+				cmd.Env = append(cmd.Env, "MVP_LOCAL=1")
+			}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's foreground process group
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			seen := make(chan bool, 1)
+			go func() {
+				sc := bufio.NewScanner(out)
+				for sc.Scan() {
+					if strings.Contains(sc.Text(), "first line of the log") {
+						seen <- true
+					}
+				}
+			}()
+			select {
+			case <-seen:
+			case <-time.After(30 * time.Second):
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				t.Fatal("logs.sh -f showed nothing within 30 s")
+			}
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) // Ctrl-C
+			cmd.Wait()
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				tails := tailsOf(logFile)
+				if len(tails) == 0 {
+					return
+				}
+				if time.Now().After(deadline) {
+					for _, p := range tails {
+						syscall.Kill(p, syscall.SIGKILL)
+					}
+					t.Fatalf("tail of the log still running 15 s after Ctrl-C: pids %v", tails)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// tailsOf lists the pids of `tail` processes that follow path.
+func tailsOf(path string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 0 && filepath.Base(args[0]) == "tail" && strings.Contains(string(b), path) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestLogsFollowWithoutALog: `logs.sh -f` when there is no log says so and ends (it must not wait on its own
+// keep-alive).
+func TestLogsFollowWithoutALog(t *testing.T) {
+	r := newRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(t), "v2", "scripts", "logs.sh"), "-f")
+	cmd.Env = r.env
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("logs.sh -f without a log did not end: %s", out)
+	}
+	if err == nil || !strings.Contains(string(out), "no log at") {
+		t.Errorf("logs.sh -f without a log: %v %s", err, out)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// fakeDocker records its arguments and runs `docker exec … CONTAINER cmd…` locally; `docker inspect` answers from
+// fakeDocker records its arguments and runs `docker exec … CONTAINER cmd…` locally, in a session of its own; `docker inspect` answers from
 // FAKE_DOCKER_STATE (running, stopped or missing).
 const fakeDocker = `#!/usr/bin/env bash
 printf '%s\n' "$*" >> "$FAKE_DOCKER_LOG"
@@ -28,7 +28,12 @@ case "$1" in
       case "$1" in -e) [[ -n "${!2:-}" ]] || { echo "fake docker: -e $2 is not set" >&2; exit 9; }; shift 2 ;; *) shift ;; esac
     done
     shift # the container
-    exec "$@" ;;
+    # As docker: the process runs in the container, not in this client's process group (a Ctrl-C that ends the
+    # client does not reach it); its stdin is the client's, which ends when the client's input does; its stdout is
+    # a pipe to a relay that outlives the client (docker's shim), so it never sees its reader go.
+    exec 3<&0
+    setsid bash -c 'set -o pipefail; "$@" | { cat || cat >/dev/null; }' shim "$@" <&3 3<&- &
+    wait $! ;;
   *) echo "fake docker: unexpected $1" >&2; exit 2 ;;
 esac
 `
