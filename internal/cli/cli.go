@@ -119,6 +119,9 @@ func Run(ctx context.Context, args []string, env Env) int {
 
 type usageError struct{ error }
 
+// Unwrap lets errors.Is see a flag.ErrHelp inside (--help of a verb is not a usage error).
+func (e usageError) Unwrap() error { return e.error }
+
 var verbHelp = map[string]string{
 	"submit":   "mvp submit -f job.yaml [-e key=value …] [--dry-run]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
 	"get":      "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
@@ -199,9 +202,15 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	if *out != "table" && *out != "json" && *out != "yaml" {
 		return usageError{fmt.Errorf("-o must be table, json or yaml, not %q", *out)}
 	}
-	needID := verb != "submit" && verb != "list"
-	if needID && fs.NArg() != 1 {
-		return usageError{fmt.Errorf("need exactly one TASK_ID\nusage: %s", verbHelp[verb])}
+	switch verb {
+	case "submit", "list", "queue":
+		if fs.NArg() != 0 {
+			return usageError{fmt.Errorf("unexpected argument %q\nusage: %s", fs.Arg(0), verbHelp[verb])}
+		}
+	default:
+		if fs.NArg() != 1 {
+			return usageError{fmt.Errorf("need exactly one TASK_ID\nusage: %s", verbHelp[verb])}
+		}
 	}
 	c := clientOf(env)
 

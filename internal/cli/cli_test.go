@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,5 +89,42 @@ func TestProgressText(t *testing.T) {
 	if err := printTask(&b, &mvp.Task{ID: "x", Progress: p, HeartbeatTimeoutS: 60}); err != nil ||
 		!strings.Contains(b.String(), "progress:") || !strings.Contains(b.String(), "every 60 s") {
 		t.Errorf("get shows no progress: %v\n%s", err, b.String())
+	}
+}
+
+// TestQueueTakesNoTaskID: `mvp queue` (as README and its usage show it) asked for a TASK_ID and exited 2; with one,
+// it ignored it. It shows the whole queue and refuses an argument.
+func TestQueueTakesNoTaskID(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v2/queue" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"policy":"xfchain","cluster_known":true,"queue":[{"task_id":"mvp2-ppo-20251223-143201-7f3a","position":1,"code":"gpus_busy","reason":"all GPUs are busy"}]}`)
+	}))
+	defer srv.Close()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		return map[string]string{"MVP_ADDR": srv.URL, "MVP_TOKEN": "t"}[k]
+	}}
+	if code := Run(context.Background(), []string{"queue"}, env); code != 0 || !strings.Contains(out.String(), "mvp2-ppo-20251223-143201-7f3a") {
+		t.Fatalf("mvp queue: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	errb.Reset()
+	if code := Run(context.Background(), []string{"queue", "extra"}, env); code != 2 {
+		t.Errorf("mvp queue extra: exit %d, want 2 (usage): %s", code, errb.String())
+	}
+}
+
+// TestHelpOfSubcommandsExitsZero: --help of the verbs with their own flag sets (sim, sim gen, users) printed
+// "flag: help requested" and exited 2.
+func TestHelpOfSubcommandsExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"sim", "--help"}, {"sim", "gen", "--help"}, {"users", "--help"}, {"get", "--help"}} {
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		if code := Run(context.Background(), args, env); code != 0 || strings.Contains(errb.String(), "help requested") {
+			t.Errorf("mvp %v: exit %d\n%s", args, code, errb.String())
+		}
 	}
 }
