@@ -76,7 +76,7 @@ type Decision struct {
 	FireAt time.Time
 	// Missed is how many earlier scheduled times since the last run are not run (mvp was down).
 	Missed int
-	// Cancel names the previous task to cancel before submitting (overlap replace).
+	// Cancel names the previous task to cancel (overlap replace), once the new task has been made and admitted.
 	Cancel string
 	// Submit is true when the run makes a task (false: skipped, because the previous task is still live).
 	Submit bool

@@ -115,17 +115,18 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 		return nil
 	}
 	run := mvp.ScheduleRun{Name: s.Name, PrevFireAt: s.LastFireAt, FireAt: d.FireAt, Missed: d.Missed, Outcome: d.Outcome}
-	if d.Cancel != "" {
-		if err := l.Cancel(ctx, d.Cancel, "schedule "+s.Name); err != nil && mvp.ErrorCode(err) != mvp.CodeConflict {
-			return fmt.Errorf("schedule %s: cancel previous task %s: %w", s.Name, d.Cancel, err)
-		}
-	}
 	if !d.Submit {
 		return l.record(ctx, run)
 	}
+	// The new task is made and admitted before a replaced one is canceled: a run that cannot make its task must
+	// not take the previous one away and leave nothing.
+	kept := ""
+	if d.Cancel != "" {
+		kept = fmt.Sprintf("; the previous task %s is kept (overlap: replace cancels it only for a new one)", d.Cancel)
+	}
 	t, err := l.Prepare(s.JobSpec)
 	if err != nil {
-		run.Outcome = "not submitted: the jobspec is no longer valid: " + err.Error()
+		run.Outcome = "not submitted: the jobspec is no longer valid: " + err.Error() + kept
 		return l.record(ctx, run)
 	}
 	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
@@ -135,8 +136,13 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 			if mvp.ErrorCode(err) == mvp.CodeInternal {
 				return fmt.Errorf("schedule %s: admit its task: %w", s.Name, err) // not the task's fault: try again
 			}
-			run.Outcome = "not submitted: " + err.Error()
+			run.Outcome = "not submitted: " + err.Error() + kept
 			return l.record(ctx, run)
+		}
+	}
+	if d.Cancel != "" {
+		if err := l.Cancel(ctx, d.Cancel, "schedule "+s.Name); err != nil && mvp.ErrorCode(err) != mvp.CodeConflict {
+			return fmt.Errorf("schedule %s: cancel previous task %s: %w", s.Name, d.Cancel, err)
 		}
 	}
 	outcome := run.Outcome

@@ -207,3 +207,36 @@ func TestLoopJobspecNoLongerValid(t *testing.T) {
 		t.Fatalf("tasks %v, outcome %q", h.tasks(t), s.LastOutcome)
 	}
 }
+
+// TestLoopReplaceKeepsThePreviousTaskWhenNoNewOneCanBeMade: with overlap replace, a run that cannot make its task
+// (refused at admission: a deleted secret, a quota, a jobspec no longer valid) canceled the live task first and
+// then made nothing, leaving the user with neither. The previous task stays; the outcome says why nothing ran.
+func TestLoopReplaceKeepsThePreviousTaskWhenNoNewOneCanBeMade(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "nightly", "@every 1m", mvp.OverlapReplace)
+	h.pass(t, "2026-01-01T10:01:00Z")
+	first := h.tasks(t)[0]
+	h.loop.Admit = func(context.Context, *mvp.Task) error {
+		return mvp.Errorf(mvp.CodeInvalid, "secrets", "no secret named hf-token")
+	}
+	s := h.pass(t, "2026-01-01T10:02:00Z")
+	if len(h.canceled) != 0 {
+		t.Fatalf("canceled %v though no new task could be made", h.canceled)
+	}
+	if got, _ := h.db.GetTask(context.Background(), first); got.State != mvp.StateQueued {
+		t.Errorf("the previous task is %s", got.State)
+	}
+	if !strings.Contains(s.LastOutcome, "not submitted") || !strings.Contains(s.LastOutcome, "hf-token") ||
+		!strings.Contains(s.LastOutcome, first) {
+		t.Errorf("outcome %q does not say nothing was made, why, and that %s was kept", s.LastOutcome, first)
+	}
+	// The same for a jobspec that no longer passes today's checks.
+	h.loop.Admit = nil
+	h.loop.Prepare = func([]byte) (*mvp.Task, error) {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload")
+	}
+	h.pass(t, "2026-01-01T10:03:00Z")
+	if len(h.canceled) != 0 {
+		t.Fatalf("canceled %v for a jobspec no longer valid", h.canceled)
+	}
+}
