@@ -226,6 +226,7 @@ func Parse(b []byte) (*Config, error) {
 		}
 	}
 	var c Config
+	present := map[string]bool{} // the keys the file gives a value (dotted paths): a 0 there is not "unset"
 	if root.Kind != 0 {
 		doc := &root
 		if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
@@ -235,8 +236,11 @@ func Parse(b []byte) (*Config, error) {
 			return nil, fmt.Errorf("line %d: the top of the file must be a mapping", doc.Line)
 		}
 		for i := 0; i+1 < len(doc.Content); i += 2 {
+			if !isNull(doc.Content[i+1]) {
+				present[doc.Content[i].Value] = true
+			}
 			if doc.Content[i].Value == "v2" {
-				if err := checkKnown(doc.Content[i+1], reflect.TypeOf(V2{}), "v2"); err != nil {
+				if err := checkKnown(doc.Content[i+1], reflect.TypeOf(V2{}), "v2", present); err != nil {
 					return nil, err
 				}
 			}
@@ -245,15 +249,66 @@ func Parse(b []byte) (*Config, error) {
 			return nil, fmt.Errorf("decode: %w", err)
 		}
 	}
-	c.applyDefaults()
+	if err := finite(reflect.ValueOf(c), ""); err != nil {
+		return nil, err
+	}
+	c.applyDefaults(present)
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
 }
 
-// checkKnown walks a mapping node against a struct type's yaml tags and reports the first unknown key.
-func checkKnown(n *yaml.Node, t reflect.Type, path string) error {
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+// finite reports the first number in v (a Config, walked by its yaml names) that is NaN or infinite: such a value
+// passes every range check, since a NaN compares false.
+func finite(v reflect.Value, path string) error {
+	join := func(name string) string {
+		if path == "" {
+			return name
+		}
+		return path + "." + name
+	}
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%s: %v is not a finite number; give a number of the documented range (specs/config.md)", path, f)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return finite(v.Elem(), path)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			if err := finite(v.Field(i), join(name)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			if err := finite(iter.Value(), join(fmt.Sprint(iter.Key().Interface()))); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			if err := finite(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkKnown walks a mapping node against a struct type's yaml tags and reports the first unknown key; it notes
+// in present the dotted path of every key given a value.
+func checkKnown(n *yaml.Node, t reflect.Type, path string, present map[string]bool) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -280,7 +335,10 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string) error {
 				return fmt.Errorf("%s.%s (line %d): unknown key; known keys under %s are %s",
 					path, k.Value, k.Line, path, strings.Join(sortedKeys(fields), ", "))
 			}
-			if err := checkKnown(n.Content[i+1], ft, path+"."+k.Value); err != nil {
+			if !isNull(n.Content[i+1]) {
+				present[path+"."+k.Value] = true
+			}
+			if err := checkKnown(n.Content[i+1], ft, path+"."+k.Value, present); err != nil {
 				return err
 			}
 		}
@@ -289,7 +347,7 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string) error {
 			return nil
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := checkKnown(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value); err != nil {
+			if err := checkKnown(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value, present); err != nil {
 				return err
 			}
 		}
@@ -310,7 +368,11 @@ func sortedKeys(m map[string]reflect.Type) []string {
 	return keys
 }
 
-func (c *Config) applyDefaults() {
+// applyDefaults fills in what the file leaves out (present: the keys it gives, as Parse noted them). A number the
+// file gives is kept, 0 included: where 0 means something (no retries, port 0 for a free port) it is honoured, and
+// where it does not, Validate refuses it.
+func (c *Config) applyDefaults(present map[string]bool) {
+	absent := func(path string) bool { return !present[path] }
 	if c.Address == "" {
 		c.Address = DefaultAddress
 	}
@@ -324,10 +386,10 @@ func (c *Config) applyDefaults() {
 	if v.API.Host == "" {
 		v.API.Host = DefaultAPIHost
 	}
-	if v.API.Port == 0 {
+	if absent("v2.api.port") {
 		v.API.Port = DefaultAPIPort
 	}
-	if v.API.MaxBodyBytes == 0 {
+	if absent("v2.api.max_body_bytes") {
 		v.API.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if v.Auth.TokenEnv == "" {
@@ -343,43 +405,43 @@ func (c *Config) applyDefaults() {
 		v.SQLite.CheckpointSchedule = DefaultCheckpoint
 	}
 	s := &v.Scheduler
-	if s.TickS == 0 {
+	if absent("v2.scheduler.tick_s") {
 		s.TickS = DefaultTickS
 	}
-	if s.RetryIntervalS == 0 {
+	if absent("v2.scheduler.retry_interval_s") {
 		s.RetryIntervalS = DefaultRetryIntervalS
 	}
-	if s.MaxRunningTasks == 0 {
+	if absent("v2.scheduler.max_running_tasks") {
 		s.MaxRunningTasks = DefaultMaxRunningTasks
 	}
-	if s.GangWaitS == 0 {
+	if absent("v2.scheduler.gang_wait_s") {
 		s.GangWaitS = DefaultGangWaitS
 	}
-	if s.MaxInfraRetries == 0 {
+	if absent("v2.scheduler.max_infra_retries") {
 		s.MaxInfraRetries = DefaultMaxInfraRetries
 	}
-	if s.MaxResourceRetries == 0 {
+	if absent("v2.scheduler.max_resource_retries") {
 		s.MaxResourceRetries = DefaultMaxResourceRetries
 	}
-	if s.DefaultMaxRuntimeS == 0 {
+	if absent("v2.scheduler.default_max_runtime_s") {
 		s.DefaultMaxRuntimeS = DefaultMaxRuntimeS
 	}
-	if s.MaxRuntimeCapS == 0 {
+	if absent("v2.scheduler.max_runtime_cap_s") {
 		s.MaxRuntimeCapS = DefaultMaxRuntimeCapS
 	}
-	if s.DefaultMaxQueuedS == 0 {
+	if absent("v2.scheduler.default_max_queued_s") {
 		s.DefaultMaxQueuedS = DefaultMaxQueuedS
 	}
-	if s.MaxQueuedCapS == 0 {
+	if absent("v2.scheduler.max_queued_cap_s") {
 		s.MaxQueuedCapS = DefaultMaxQueuedCapS
 	}
-	if s.RuntimeGraceS == 0 {
+	if absent("v2.scheduler.runtime_grace_s") {
 		s.RuntimeGraceS = DefaultRuntimeGraceS
 	}
-	if s.FairShareHalfLifeS == 0 {
+	if absent("v2.scheduler.fair_share_half_life_s") {
 		s.FairShareHalfLifeS = DefaultFairShareHalfLifeS
 	}
-	if s.StarvationS == 0 {
+	if absent("v2.scheduler.starvation_s") {
 		s.StarvationS = DefaultStarvationS
 	}
 	for k := range v.Auth.Users {
@@ -407,13 +469,13 @@ func (c *Config) applyDefaults() {
 	if r.TokenEnv == "" {
 		r.TokenEnv = DefaultRayTokenEnv
 	}
-	if r.KeepFinishedJobs == 0 {
+	if absent("v2.ray.keep_finished_jobs") {
 		r.KeepFinishedJobs = DefaultKeepFinishedJobs
 	}
-	if r.RequestTimeoutS == 0 {
+	if absent("v2.ray.request_timeout_s") {
 		r.RequestTimeoutS = DefaultRequestTimeoutS
 	}
-	if r.LogCopyS == 0 {
+	if absent("v2.ray.log_copy_s") {
 		r.LogCopyS = 30
 	}
 	if v.Workloads == nil {
@@ -422,7 +484,7 @@ func (c *Config) applyDefaults() {
 	for _, info := range mvp.WorkloadTable {
 		name := string(info.Name)
 		w := v.Workloads[name]
-		if w.CPUsPerGPU == 0 {
+		if absent("v2.workloads." + name + ".cpus_per_gpu") {
 			w.CPUsPerGPU = info.CPUsPerGPU
 		}
 		v.Workloads[name] = w
@@ -442,9 +504,33 @@ func (c *Config) Validate() error {
 		// Jobs get paths under it as Hydra arguments, quoted where Hydra needs it (workload.hydraPath).
 		return fmt.Errorf("shared_root: %q must not contain quotes, backslashes or control characters", c.SharedRoot)
 	}
+	if c.EntrypointNumCPUs < 0 {
+		return fmt.Errorf("entrypoint_num_cpus: %v must not be negative", c.EntrypointNumCPUs)
+	}
 	v := c.V2
 	if v.API.Port < 0 || v.API.Port > 65535 {
-		return fmt.Errorf("v2.api.port: %d is not a port (0..65535)", v.API.Port)
+		return fmt.Errorf("v2.api.port: %d is not a port (0..65535; 0 picks a free one)", v.API.Port)
+	}
+	// Numbers that must be above zero: leaving one out gives its default.
+	for _, p := range []struct {
+		key string
+		v   float64
+		def any
+	}{
+		{"v2.api.max_body_bytes", float64(v.API.MaxBodyBytes), DefaultMaxBodyBytes},
+		{"v2.scheduler.gang_wait_s", v.Scheduler.GangWaitS, DefaultGangWaitS},
+		{"v2.scheduler.default_max_runtime_s", float64(v.Scheduler.DefaultMaxRuntimeS), DefaultMaxRuntimeS},
+		{"v2.scheduler.max_runtime_cap_s", float64(v.Scheduler.MaxRuntimeCapS), DefaultMaxRuntimeCapS},
+		{"v2.scheduler.default_max_queued_s", float64(v.Scheduler.DefaultMaxQueuedS), DefaultMaxQueuedS},
+		{"v2.scheduler.max_queued_cap_s", float64(v.Scheduler.MaxQueuedCapS), DefaultMaxQueuedCapS},
+		{"v2.scheduler.fair_share_half_life_s", v.Scheduler.FairShareHalfLifeS, DefaultFairShareHalfLifeS},
+		{"v2.ray.keep_finished_jobs", float64(v.Ray.KeepFinishedJobs), DefaultKeepFinishedJobs},
+		{"v2.ray.request_timeout_s", v.Ray.RequestTimeoutS, DefaultRequestTimeoutS},
+		{"v2.ray.log_copy_s", v.Ray.LogCopyS, 30},
+	} {
+		if p.v <= 0 {
+			return fmt.Errorf("%s: %v must be above 0 (leave it out for the default, %v)", p.key, p.v, p.def)
+		}
 	}
 	if cs := v.SQLite.CheckpointSchedule; cs != "off" {
 		if _, err := cron.ParseStandard(cs); err != nil {

@@ -175,11 +175,86 @@ func TestUsersKeys(t *testing.T) {
 		{`{name: a, token_env: T1, max_gpus: -1}`, "negative"},
 		{`{name: a, token_env: T1, share: .nan}`, "share"},
 		{`{name: a, token_env: T1, share: .inf}`, "share"},
-		{`{name: a, token_env: T1, share: -.inf}`, "negative"},
+		{`{name: a, token_env: T1, share: -.inf}`, "finite"},
 	} {
 		_, err := Parse([]byte("v2: {auth: {users: [" + bad.doc + "]}}\n"))
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("users [%s]: %v, want an error naming %q", bad.doc, err, bad.want)
 		}
+	}
+}
+
+// TestNumbersMustBeFinite: .nan and .inf passed every range check (a NaN compares false); tick_s: .nan made a
+// service that never scheduled and panicked on stop. Every number of the file must be finite.
+func TestNumbersMustBeFinite(t *testing.T) {
+	for _, doc := range []string{
+		"v2: {scheduler: {tick_s: .nan}}\n",
+		"v2: {scheduler: {gang_wait_s: .inf}}\n",
+		"v2: {scheduler: {retry_interval_s: .nan}}\n",
+		"v2: {scheduler: {fair_share_half_life_s: .inf}}\n",
+		"v2: {scheduler: {starvation_s: .nan}}\n",
+		"v2: {scheduler: {runtime_grace_s: .inf}}\n",
+		"v2: {ray: {request_timeout_s: .nan}}\n",
+		"v2: {ray: {log_copy_s: .inf}}\n",
+		"v2: {workloads: {ppo: {cpus_per_gpu: .nan}}}\n",
+		"entrypoint_num_cpus: .nan\n",
+		"entrypoint_resources: {worker_node: .inf}\n",
+	} {
+		_, err := Parse([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), "finite") {
+			t.Errorf("%q: %v; want an error that asks for a finite number", doc, err)
+		}
+	}
+}
+
+// TestNegativeOrZeroWhereMeaningless: negative timeouts, intervals and sizes were accepted (request_timeout_s: -5
+// meant Ray calls without a timeout), and an explicit 0 was silently replaced by the default. A 0 where it has no
+// meaning is refused, naming the key and the default.
+func TestNegativeOrZeroWhereMeaningless(t *testing.T) {
+	for _, doc := range []string{
+		"v2: {ray: {request_timeout_s: -5}}\n",
+		"v2: {ray: {request_timeout_s: 0}}\n",
+		"v2: {ray: {log_copy_s: -1}}\n",
+		"v2: {ray: {log_copy_s: 0}}\n",
+		"v2: {ray: {keep_finished_jobs: -3}}\n",
+		"v2: {ray: {keep_finished_jobs: 0}}\n",
+		"v2: {api: {max_body_bytes: -1}}\n",
+		"v2: {api: {max_body_bytes: 0}}\n",
+		"entrypoint_num_cpus: -1\n",
+		"v2: {scheduler: {tick_s: 0}}\n",
+		"v2: {scheduler: {gang_wait_s: 0}}\n",
+		"v2: {scheduler: {default_max_runtime_s: 0}}\n",
+		"v2: {scheduler: {max_runtime_cap_s: 0}}\n",
+		"v2: {scheduler: {default_max_queued_s: 0}}\n",
+		"v2: {scheduler: {max_queued_cap_s: 0}}\n",
+		"v2: {scheduler: {fair_share_half_life_s: 0}}\n",
+	} {
+		if _, err := Parse([]byte(doc)); err == nil {
+			t.Errorf("%q: accepted", doc)
+		}
+	}
+}
+
+// TestExplicitZeroIsKept: where 0 means something, a 0 in the file is kept, not replaced by the default (it was:
+// max_infra_retries: 0 gave 3 retries, retry_interval_s: 0 a minute, port: 0 port 8080, max_running_tasks: 0 (no
+// bound) 16).
+func TestExplicitZeroIsKept(t *testing.T) {
+	c, err := Parse([]byte("v2:\n  api: {port: 0}\n  scheduler: {max_running_tasks: 0, max_infra_retries: 0, max_resource_retries: 0, retry_interval_s: 0, runtime_grace_s: 0, starvation_s: 0}\n" +
+		"  workloads: {ppo: {cpus_per_gpu: 0}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.V2.Scheduler
+	if c.V2.API.Port != 0 || s.MaxRunningTasks != 0 || s.MaxInfraRetries != 0 || s.MaxResourceRetries != 0 || s.RetryIntervalS != 0 ||
+		s.RuntimeGraceS != 0 || s.StarvationS != 0 || c.V2.Workloads["ppo"].CPUsPerGPU != 0 {
+		t.Errorf("explicit zeros replaced: port %d, scheduler %+v, workloads %+v", c.V2.API.Port, s, c.V2.Workloads)
+	}
+	// Left out, they take their defaults.
+	d, err := Parse([]byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.V2.API.Port != DefaultAPIPort || d.V2.Scheduler.MaxInfraRetries != DefaultMaxInfraRetries || d.V2.Scheduler.RetryIntervalS != DefaultRetryIntervalS {
+		t.Errorf("defaults: %+v", d.V2)
 	}
 }

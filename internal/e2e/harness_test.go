@@ -251,6 +251,9 @@ func startService(t testing.TB, o serviceOpts) *service {
 	if o.gangWaitS == 0 {
 		o.gangWaitS = 120
 	}
+	if o.maxRunning == 0 {
+		o.maxRunning = 16 // the service's default (a 0 in the file means no bound)
+	}
 	if o.checkpoint == "" {
 		o.checkpoint = "@every 10m"
 	}
