@@ -150,7 +150,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 
 	m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{Observer: obs})
 	if err != nil {
-		return fmt.Errorf("open database: %w", err)
+		return fmt.Errorf("open database %s: %w (set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to a file in a folder mvp can write)",
+			cfg.V2.SQLite.DBPath, err)
 	}
 	if cs := cfg.V2.SQLite.CheckpointSchedule; cs != "off" {
 		if m.stopCheckpoints, err = m.store.ScheduleCheckpoints(cs, logger.With("component", "sqlite")); err != nil {
@@ -195,6 +196,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	files := taskfs.FS{Root: cfg.SharedRoot}
+	if err := files.CheckWritable(); err != nil {
+		return fmt.Errorf("shared_root %s: mvp cannot write its task folders there: %w (set shared_root in dev.yaml to the "+
+			"shared filesystem that mvp and the Ray nodes mount, writable by mvp)", cfg.SharedRoot, err)
+	}
 	settings := workload.Settings{SharedRoot: cfg.SharedRoot, EntrypointNumCPUs: cfg.EntrypointNumCPUs,
 		EntrypointResources: cfg.EntrypointResources, RuntimeEnv: cfg.RuntimeEnv, UserCodePath: cfg.UserCodePath,
 		TimeLimits: jobspec.Defaults{DefaultMaxRuntimeS: cfg.V2.Scheduler.DefaultMaxRuntimeS,
@@ -236,7 +241,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 
 	addr := net.JoinHostPort(cfg.V2.API.Host, strconv.Itoa(cfg.V2.API.Port))
 	if m.ln, err = net.Listen("tcp", addr); err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return fmt.Errorf("listen on %s: %w (set v2.api.port, or v2.api.host, in dev.yaml to an address free on this machine)", addr, err)
 	}
 	apiHandler := srv.Handler()
 	page := &web.Server{Store: m.store, Snapshot: m.loop.Snapshot, API: apiHandler, Cancel: srv.Cancel,

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/service"
 	"github.com/mvp2/mvp/internal/service/servicetest"
@@ -160,5 +163,40 @@ func TestOpenFailsCleanly(t *testing.T) {
 	}
 	if err := (&service.Main{}).Run(context.Background()); err == nil {
 		t.Error("Run before Open")
+	}
+}
+
+// TestOpenNamesTheSettingToChange: a shared_root mvp cannot write was not checked at all (every task's folder was
+// then lost, and jobs got an MVP_TASK_DIR that did not exist); a database folder or a port that cannot be used said
+// what failed but not which setting to change.
+func TestOpenNamesTheSettingToChange(t *testing.T) {
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, tc := range []struct {
+		name string
+		set  func(c *config.Config)
+		want []string
+	}{
+		{"shared_root", func(c *config.Config) { c.SharedRoot = filepath.Join(notADir, "shared") }, []string{"shared_root", notADir}},
+		{"db_path", func(c *config.Config) { c.V2.SQLite.DBPath = filepath.Join(notADir, "db", "mvp.sqlite3") }, []string{"v2.sqlite.db_path"}},
+		{"port", func(c *config.Config) { c.V2.API.Port = ln.Addr().(*net.TCPAddr).Port }, []string{"v2.api.port", ln.Addr().String()}},
+	} {
+		cfg := servicetest.Config(t)
+		tc.set(cfg)
+		m := &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(1)}
+		err := m.Open(context.Background())
+		m.Close()
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v; want an error naming %q", tc.name, err, w)
+			}
+		}
 	}
 }

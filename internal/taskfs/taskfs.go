@@ -48,6 +48,22 @@ func (f FS) TaskDir(id string) (string, error) {
 	return dir, nil
 }
 
+// CheckWritable makes <root>/jobs if need be and writes and removes a file in it: mvp cannot keep task folders on
+// a shared root it cannot write, and it says so when it starts rather than losing every task's files.
+func (f FS) CheckWritable() error {
+	jobs := filepath.Join(f.Root, "jobs")
+	if err := os.MkdirAll(jobs, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(jobs, ".mvp-write-check-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	tmp.Close()
+	return os.Remove(name)
+}
+
 // AttemptDir returns <task dir>/attempts/aNN.
 func (f FS) AttemptDir(id string, n int) (string, error) {
 	dir, err := f.TaskDir(id)
