@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -44,5 +45,21 @@ func TestA404ThatIsNotRaysIsNotJobNotFound(t *testing.T) {
 	}
 	if !errors.Is(err, mvp.ErrRayUnavailable) {
 		t.Fatalf("a proxy's 404 page: %v, want ErrRayUnavailable", err)
+	}
+}
+
+// When Ray's job server cannot be reached, or something else answers at its address, the error names the setting
+// to change: the top-level `address` of dev.yaml (it named "v2.ray.address", which is not a key: set, it stops
+// the service's start).
+func TestUnreachableNamesTheAddressSetting(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }))
+	c := New(Options{DashboardURL: srv.URL})
+	_, err := c.GetJob(context.Background(), "t--a01")
+	srv.Close()
+	_, err2 := New(Options{DashboardURL: srv.URL}).GetJob(context.Background(), "t--a01") // nothing listens now
+	for _, e := range []error{err, err2} {
+		if e == nil || strings.Contains(e.Error(), "v2.ray.address") || !strings.Contains(e.Error(), "`address`") {
+			t.Errorf("%v; want it to name `address` in dev.yaml", e)
+		}
 	}
 }

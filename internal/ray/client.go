@@ -101,7 +101,8 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 		if ctx.Err() != nil {
 			return nil, mvp.OutcomeCanceled, ctx.Err()
 		}
-		return nil, mvp.OutcomeUnreachable, fmt.Errorf("%s %s: %w (%s)", method, path, mvp.ErrRayUnavailable, scrub(err.Error()))
+		return nil, mvp.OutcomeUnreachable, fmt.Errorf("%s %s: %w (%s; is Ray's dashboard running at %s? `address` in dev.yaml)",
+			method, path, mvp.ErrRayUnavailable, scrub(err.Error()), redacted(c.r.BaseURL))
 	}
 	switch code := resp.StatusCode(); {
 	case code < 300:
@@ -118,7 +119,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 		return resp, mvp.OutcomeNotFound, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobNotFound)
 	case code == http.StatusNotFound:
 		return resp, mvp.OutcomeServerError, fmt.Errorf("%s %s: %w (HTTP 404 that is not Ray's job server's: %s; "+
-			"check v2.ray.address, and what answers in front of the dashboard)", method, path, mvp.ErrRayUnavailable,
+			"check `address` in dev.yaml, and what answers in front of the dashboard)", method, path, mvp.ErrRayUnavailable,
 			lastLine(resp.Body()))
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return resp, mvp.OutcomeAuth, fmt.Errorf("%s %s: %w (Ray answered %d: check the Ray token in v2.ray.token_env)", method, path,
@@ -139,6 +140,14 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 }
 
 // scrub keeps tokens out of error text.
+// redacted is a URL with any password in it replaced, for messages.
+func redacted(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return "the configured address"
+}
+
 func scrub(s string) string {
 	if i := strings.Index(s, "Bearer "); i >= 0 {
 		return s[:i] + "Bearer <redacted>"
