@@ -406,10 +406,16 @@ func (s *Server) checkNames(ctx context.Context, t *mvp.Task) (map[string]mvp.St
 }
 
 // AdmitScheduled checks a task a schedule is about to queue as a submission of its owner (t.Owner) is checked:
-// the owner's max_priority and max_queued apply, and the dependencies, resume_from and secrets it names must
+// the owner must still be a configured user (or the operator), the owner's max_priority and max_queued apply, and the dependencies, resume_from and secrets it names must
 // still be the owner's (a secret's name can change hands after the schedule was made).
 func (s *Server) AdmitScheduled(ctx context.Context, t *mvp.Task) error {
-	ctx = mvp.WithCaller(ctx, mvp.OwnerCaller(t.Owner))
+	c := mvp.OwnerCaller(t.Owner)
+	if !c.Operator && s.user(c) == nil {
+		// Without the user there are no limits to apply, and nobody but the operator sees the tasks.
+		return mvp.Errorf(mvp.CodeForbidden, "owner", "the schedule's owner %q is no longer a user in v2.auth.users; "+
+			"the operator can delete the schedule, or add the user back", t.Owner)
+	}
+	ctx = mvp.WithCaller(ctx, c)
 	if err := s.checkUser(ctx, t); err != nil {
 		return err
 	}
