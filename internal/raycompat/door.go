@@ -49,6 +49,8 @@ type Door struct {
 	Logger *slog.Logger
 	// Wake asks the scheduler for a tick; may be nil.
 	Wake func()
+	// Observer counts the tasks the door makes (mvp_tasks_submitted_total); nil counts nothing.
+	Observer mvp.Observer
 	// MaxBodyBytes caps a submission's body; package uploads are capped at MaxPackageBytes.
 	MaxBodyBytes int64
 	// LogPoll is the period at which a tailed log is read again.
@@ -153,6 +155,7 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("submit ray job: %w", err)
 	}
+	mvp.ObserverOr(d.Observer).TaskSubmitted(t.Workload)
 	if d.Wake != nil {
 		d.Wake()
 	}

@@ -25,8 +25,8 @@ type Loop struct {
 	NewID func(w mvp.Workload, now time.Time, try int) string
 	// Cancel cancels a live task as the API does (api.Server.Cancel).
 	Cancel func(ctx context.Context, taskID, by string) error
-	// Submitted is called after a run made a task (the scheduler's Wake); may be nil.
-	Submitted func()
+	// Submitted is called with each task a run made (to count it and wake the scheduler); may be nil.
+	Submitted func(t *mvp.Task)
 	Clock     mvp.Clock
 	Logger    *slog.Logger
 	// Every is the period of the loop (default 1 s).
@@ -169,7 +169,7 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 	}
 	l.Logger.Info("schedule run", "schedule", s.Name, "task_id", t.ID, "fire_at", d.FireAt, "missed", d.Missed)
 	if l.Submitted != nil {
-		l.Submitted()
+		l.Submitted(t)
 	}
 	return nil
 }

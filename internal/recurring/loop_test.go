@@ -66,7 +66,7 @@ func newHarness(t *testing.T) *harness {
 			return db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateQueued, To: mvp.StateCanceled, At: h.clock.Now(),
 				EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": by}})
 		},
-		Submitted: func() { h.woken++ }}
+		Submitted: func(*mvp.Task) { h.woken++ }}
 	return h
 }
 

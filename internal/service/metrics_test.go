@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/service"
 	"github.com/mvp2/mvp/internal/service/servicetest"
@@ -104,5 +105,64 @@ func TestMetricsPublicAndOff(t *testing.T) {
 	m = servicetest.Start(t, &service.Main{Config: off})
 	if code, _ := servicetest.Scrape(t, m.URL(), m.APIToken()); code != 404 {
 		t.Errorf("/metrics with the metrics off: %d, want 404", code)
+	}
+}
+
+// TestMetricsCountEverySubmission: mvp_tasks_submitted_total counts every task mvp accepted and stored, whichever
+// door it came in by; tasks made by a schedule, by the Ray Jobs door and by a resubmit were not counted.
+func TestMetricsCountEverySubmission(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	ctx := context.Background()
+	c := m.Client()
+	raw, err := c.Submit(ctx, []byte(ppo1x4), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first mvp.Task
+	if err := json.Unmarshal(raw, &first); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Resubmit(ctx, first.ID, api.ResubmitRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.JSON(ctx, "POST", "/ray/api/jobs/", nil, []byte(`{"entrypoint":"echo hi","submission_id":"door-1"}`),
+		"application/json", nil); err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := json.Marshal(map[string]any{"workload": "ppo", "nnodes": 1, "n_gpus_per_node": 4, "model_path": "/m",
+		"train_file": "/t", "val_file": "/v"})
+	if _, _, err := c.CreateSchedule(ctx, api.ScheduleRequest{Name: "often", Cron: "@every 1s", Overlap: mvp.OverlapQueue, JobSpec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ids, err := m.Store().ScheduleTasks(ctx, "often", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the schedule made no task")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := c.DeleteSchedule(ctx, "often"); err != nil {
+		t.Fatal(err)
+	}
+	page, _, err := c.List(ctx, "", "", 100, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]float64{}
+	for _, task := range page.Tasks {
+		stored[string(task.Workload)]++
+	}
+	_, fams := servicetest.Scrape(t, m.URL(), m.APIToken())
+	for _, w := range []string{"ppo", "ray_job"} {
+		if v, _ := fams.Value(t, "mvp_tasks_submitted_total", "workload", w); v != stored[w] {
+			t.Errorf("mvp_tasks_submitted_total{workload=%q} = %v; %v such tasks are stored", w, v, stored[w])
+		}
 	}
 }

@@ -225,7 +225,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.loop.Secrets = vault.ValuesOf
 	}
 	door := &raycompat.Door{Store: m.store, Packages: packages, Build: build, Clock: clock,
-		Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
+		Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, Observer: obs, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
 		Prepare: func(req *mvp.RayJobRequest) (*mvp.Task, error) { return workload.PrepareRayJob(req, settings) }}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token, Users: users,
@@ -236,7 +236,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			_, err := srv.Cancel(ctx, id, by)
 			return err
 		},
-		Submitted: m.loop.Wake, Clock: clock, Logger: logger.With("component", "schedules")}
+		Submitted: func(t *mvp.Task) {
+			mvp.ObserverOr(obs).TaskSubmitted(t.Workload)
+			m.loop.Wake()
+		}, Clock: clock, Logger: logger.With("component", "schedules")}
 	srv.Schedules, srv.WakeSchedules = m.store, m.recur.Wake
 
 	addr := net.JoinHostPort(cfg.V2.API.Host, strconv.Itoa(cfg.V2.API.Port))
