@@ -68,6 +68,36 @@ func New(store mvp.SecretStore, key []byte, keyEnv string, clock mvp.Clock) (*Va
 	return v, nil
 }
 
+// CheckKey reports whether the vault can open what is stored: an error when secrets are stored and the key is
+// missing or is not the one they were sealed with (every task naming one would fail at its submit). Nothing stored:
+// nil, with or without a key.
+func (v *Vault) CheckKey(ctx context.Context) error {
+	list, err := v.store.ListSecrets(ctx)
+	if err != nil {
+		return fmt.Errorf("check the secrets key: %w", err)
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	if !v.Enabled() {
+		return fmt.Errorf("%d secret(s) are stored but $%s (v2.secrets.key_env) is empty, so every task naming one "+
+			"would fail at its submit: set $%s to the key they were stored with", len(list), v.keyEnv, v.keyEnv)
+	}
+	name := list[0].Name
+	sealed, err := v.store.SealedSecrets(ctx, []string{name})
+	if err != nil {
+		return fmt.Errorf("check the secrets key: %w", err)
+	}
+	if s, ok := sealed[name]; ok {
+		if _, err := v.aead.Open(nil, s.Nonce, s.Ciphertext, []byte(name)); err != nil {
+			return fmt.Errorf("the key in $%s (v2.secrets.key_env) does not open the stored secrets (secret %q was "+
+				"stored with another key), so every task naming one would fail at its submit: set $%s to the key "+
+				"they were stored with", v.keyEnv, name, v.keyEnv)
+		}
+	}
+	return nil
+}
+
 // Enabled reports whether secrets can be stored and used.
 func (v *Vault) Enabled() bool { return v != nil && v.aead != nil }
 

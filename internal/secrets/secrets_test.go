@@ -137,3 +137,33 @@ func TestVaultOff(t *testing.T) {
 		t.Errorf("no secrets asked for: %v %v", got, err)
 	}
 }
+
+// TestCheckKeyOpensTheStoredSecrets: a service restarted with another key, or none, failed every queued task that
+// names a secret, for good, at its submit (USER_ERROR; each to be resubmitted by hand). The start now checks that
+// the key opens what is stored, and says which variable to set.
+func TestCheckKeyOpensTheStoredSecrets(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	key := bytes.Repeat([]byte{1}, 32)
+	v, err := secrets.New(db, key, "MVP_SECRETS_KEY", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.CheckKey(ctx); err != nil {
+		t.Fatalf("nothing stored: %v", err)
+	}
+	if _, _, err := v.Put(ctx, "wandb", "value-1234567890"); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.CheckKey(ctx); err != nil {
+		t.Fatalf("the right key: %v", err)
+	}
+	other, _ := secrets.New(db, bytes.Repeat([]byte{2}, 32), "MVP_SECRETS_KEY", nil)
+	if err := other.CheckKey(ctx); err == nil || !strings.Contains(err.Error(), "MVP_SECRETS_KEY") || !strings.Contains(err.Error(), "wandb") {
+		t.Errorf("another key: %v", err)
+	}
+	off, _ := secrets.New(db, nil, "MVP_SECRETS_KEY", nil)
+	if err := off.CheckKey(ctx); err == nil || !strings.Contains(err.Error(), "MVP_SECRETS_KEY") {
+		t.Errorf("no key with secrets stored: %v", err)
+	}
+}

@@ -191,6 +191,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := vault.CheckKey(ctx); err != nil {
+		return err
+	}
 	if !vault.Enabled() {
 		logger.Info("secret storage is off: no key in the variable named by v2.secrets.key_env", "key_env", cfg.V2.Secrets.KeyEnv)
 	}
