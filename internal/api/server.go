@@ -751,6 +751,20 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 		if n, err = intParam(r, "attempt", 0, 1, 999); err != nil {
 			return err
 		}
+	} else if follow {
+		// Following a task that has not started yet (`mvp logs -f` right after a submit): wait for its first
+		// attempt, or its end without one (then the answer below says so).
+		for t.LatestAttemptNo == 0 && !t.State.Terminal() {
+			select {
+			case <-r.Context().Done():
+				return nil
+			case <-time.After(s.LogPoll):
+			}
+			if t, err = s.Store.GetTask(r.Context(), t.ID); err != nil {
+				return err
+			}
+		}
+		n = t.LatestAttemptNo
 	}
 	if n == 0 || n > t.LatestAttemptNo {
 		if n == 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -198,5 +199,66 @@ func TestOpenNamesTheSettingToChange(t *testing.T) {
 				t.Errorf("%s: %v; want an error naming %q", tc.name, err, w)
 			}
 		}
+	}
+}
+
+// TestFollowingTheLogOfAWaitingTaskWaitsForItsFirstAttempt: `mvp logs -f` right after `mvp submit` (as README shows
+// it) failed at once with 404 "no attempt yet" while the task waited. Following now waits for the first attempt
+// and streams its log; a task that ends without one still gets the 404.
+func TestFollowingTheLogOfAWaitingTaskWaitsForItsFirstAttempt(t *testing.T) {
+	ray := servicetest.NewRay()
+	m := servicetest.Start(t, &service.Main{Ray: ray, Cluster: servicetest.OneNode(4)})
+	ctx := context.Background()
+	c := m.Client()
+	submit := func(nnodes int) string {
+		raw, err := c.Submit(ctx, []byte(fmt.Sprintf("workload: ppo\nnnodes: %d\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n", nnodes)), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var task mvp.Task
+		json.Unmarshal(raw, &task)
+		return task.ID
+	}
+	first, second := submit(1), submit(1) // the second waits for the first's GPUs
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var b bytes.Buffer
+		err := c.Logs(ctx, second, 0, true, &b)
+		done <- result{b.String(), err}
+	}()
+	waitAttempt := func(id string) {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if got, _, err := c.Get(ctx, id); err == nil && len(got.Attempts) > 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s got no attempt", id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitAttempt(first)
+	ray.Set(first+"--a01", mvp.RaySucceeded) // frees the GPUs
+	waitAttempt(second)
+	ray.AddLog(second+"--a01", "hello from the second task\n")
+	ray.Set(second+"--a01", mvp.RaySucceeded)
+	select {
+	case r := <-done:
+		if r.err != nil || !strings.Contains(r.out, "hello from the second task") {
+			t.Fatalf("followed log: %q %v", r.out, r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("following did not end after the attempt ended")
+	}
+	// A task canceled before any attempt (two nodes: it never fits here): the follow ends with the 404.
+	third := submit(2)
+	go c.Cancel(ctx, third)
+	if err := c.Logs(ctx, third, 0, true, io.Discard); mvp.ErrorCode(err) != mvp.CodeNotFound {
+		t.Errorf("following a task canceled before its first attempt: %v", err)
 	}
 }
