@@ -51,6 +51,7 @@ func Parse(expr, timezone string) (cron.Schedule, error) {
 	}
 	if spec, ok := s.(*cron.SpecSchedule); ok {
 		spec.Location = loc
+		return dstSafe{spec}, nil
 	}
 	return s, nil
 }

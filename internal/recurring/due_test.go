@@ -2,6 +2,7 @@ package recurring
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +137,62 @@ func TestParse(t *testing.T) {
 	s.Paused = true
 	if n := NextRun(s, cr); n != nil {
 		t.Errorf("paused: next run %v", n)
+	}
+}
+
+// fires steps Due a minute at a time from from to to, as the loop does, and returns the fire times.
+func fires(t *testing.T, cron, tz, from, to string) []time.Time {
+	t.Helper()
+	c, err := Parse(cron, tz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &mvp.Schedule{Name: "n", Cron: cron, Timezone: tz, LastFireAt: at(from)}
+	var out []time.Time
+	for now := at(from); !now.After(at(to)); now = now.Add(time.Minute) {
+		if d := Due(Input{Now: now, Schedule: s, Cron: c}); d.Run {
+			out = append(out, d.FireAt.UTC())
+			s.LastFireAt = d.FireAt
+		}
+	}
+	return out
+}
+
+// TestDaylightSavingTime: a daily 02:00 (or 02:30) in Europe/Berlin ran twice on the night the clocks go back
+// (02:00 CEST and 02:00 CET) and not at all on the night they go forward (02:00–03:00 does not exist). As cron
+// does it: a time the clock passes twice runs once, the first time; a time the clock skips runs once, at the
+// change. Every-N-minutes expressions follow real time through both.
+func TestDaylightSavingTime(t *testing.T) {
+	// Clocks go back on 2026-10-25 at 01:00 UTC (03:00 CEST → 02:00 CET).
+	got := fires(t, "0 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", "2026-10-26T12:00:00Z")
+	want := []time.Time{at("2026-10-25T00:00:00Z"), at("2026-10-26T01:00:00Z")}
+	if !slices.Equal(got, want) {
+		t.Errorf("fall back, 0 2 * * *: %v, want %v", got, want)
+	}
+	got = fires(t, "30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", "2026-10-26T12:00:00Z")
+	want = []time.Time{at("2026-10-25T00:30:00Z"), at("2026-10-26T01:30:00Z")}
+	if !slices.Equal(got, want) {
+		t.Errorf("fall back, 30 2 * * *: %v, want %v", got, want)
+	}
+	// Clocks go forward on 2026-03-29 at 01:00 UTC (02:00 CET → 03:00 CEST).
+	got = fires(t, "30 2 * * *", "Europe/Berlin", "2026-03-28T12:00:00Z", "2026-03-30T12:00:00Z")
+	want = []time.Time{at("2026-03-29T01:00:00Z"), at("2026-03-30T00:30:00Z")}
+	if !slices.Equal(got, want) {
+		t.Errorf("spring forward, 30 2 * * *: %v, want %v", got, want)
+	}
+	// Every 30 minutes: real time, straight through the repeated hour (4 runs from 00:00 to 01:30 UTC).
+	got = fires(t, "*/30 * * * *", "Europe/Berlin", "2026-10-24T23:45:00Z", "2026-10-25T01:40:00Z")
+	if len(got) != 4 {
+		t.Errorf("fall back, */30: %v", got)
+	}
+	// Santiago moves its clocks at midnight: @daily's 00:00 does not exist on 2026-09-06 and runs at the change.
+	got = fires(t, "@daily", "America/Santiago", "2026-09-04T12:00:00Z", "2026-09-07T12:00:00Z")
+	if want := []time.Time{at("2026-09-05T04:00:00Z"), at("2026-09-06T04:00:00Z"), at("2026-09-07T03:00:00Z")}; !slices.Equal(got, want) {
+		t.Errorf("Santiago @daily: %v, want %v", got, want)
+	}
+	// A zone without the change is untouched.
+	got = fires(t, "0 2 * * *", "UTC", "2026-10-24T12:00:00Z", "2026-10-26T12:00:00Z")
+	if want := []time.Time{at("2026-10-25T02:00:00Z"), at("2026-10-26T02:00:00Z")}; !slices.Equal(got, want) {
+		t.Errorf("UTC: %v", got)
 	}
 }
