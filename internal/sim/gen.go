@@ -57,11 +57,12 @@ var (
 // cfg.Load. The same config gives the same trace. Sizes larger than the cluster are left out of the mix (the
 // shares of the others renormalised): a team does not submit jobs its cluster can never run.
 func Generate(cfg GenConfig) ([]Job, error) {
+	if err := checkCluster(cfg.Nodes, cfg.GPUsPerNode); err != nil {
+		return nil, err
+	}
 	switch {
-	case cfg.Jobs < 1:
-		return nil, fmt.Errorf("--jobs must be at least 1 (got %d)", cfg.Jobs)
-	case cfg.Nodes < 1 || cfg.GPUsPerNode < 1:
-		return nil, fmt.Errorf("--nodes and --gpus-per-node must be at least 1 (got %d × %d)", cfg.Nodes, cfg.GPUsPerNode)
+	case cfg.Jobs < 1 || cfg.Jobs > MaxJobs:
+		return nil, fmt.Errorf("--jobs must be from 1 to %d (got %d)", MaxJobs, cfg.Jobs)
 	case !(cfg.Load > 0) || cfg.Load > 10:
 		return nil, fmt.Errorf("--load must be in (0, 10] (got %g)", cfg.Load)
 	}

@@ -74,13 +74,36 @@ type UserResult struct {
 // epoch is the simulated clock's time zero.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// Bounds of what mvp sim and mvp sim gen take: far beyond any real cluster or trace, and small enough that a
+// cluster's nodes, its GPU count and a trace fit in memory and in an int.
+const (
+	MaxNodes       = 100_000
+	MaxGPUsPerNode = 1_024
+	MaxJobs        = 10_000_000
+)
+
+// checkCluster refuses a cluster shape outside the bounds.
+func checkCluster(nodes, gpusPerNode int) error {
+	switch {
+	case nodes < 1 || gpusPerNode < 1:
+		return fmt.Errorf("the cluster needs at least 1 node and 1 GPU per node (got %d × %d)", nodes, gpusPerNode)
+	case nodes > MaxNodes || gpusPerNode > MaxGPUsPerNode:
+		return fmt.Errorf("the cluster may have at most %d nodes of at most %d GPUs (got %d × %d)", MaxNodes,
+			MaxGPUsPerNode, nodes, gpusPerNode)
+	}
+	return nil
+}
+
 // Run replays jobs (in arrival order, as ReadCSV returns them) on the cluster of cfg. Decide is called once at
 // every moment at which a job arrives or ends (all arrivals and ends of that moment first), never on a tick; each
 // Submit starts its job at once on the nodes Decide chose, and the job ends after its duration, or at its declared
 // max_runtime_s if that is shorter (as mvp stops a run that overstays). A job that can never start is an error.
 func Run(jobs []Job, cfg Config) (*Result, error) {
-	if cfg.Nodes < 1 || cfg.GPUsPerNode < 1 {
-		return nil, fmt.Errorf("the cluster needs at least 1 node and 1 GPU per node (got %d × %d)", cfg.Nodes, cfg.GPUsPerNode)
+	if err := checkCluster(cfg.Nodes, cfg.GPUsPerNode); err != nil {
+		return nil, err
+	}
+	if math.IsNaN(cfg.CPUsPerNode) || math.IsInf(cfg.CPUsPerNode, 0) || cfg.CPUsPerNode > 1e6 {
+		return nil, fmt.Errorf("--cpus-per-node must be a finite number up to 1e6 (got %g)", cfg.CPUsPerNode)
 	}
 	if len(jobs) == 0 {
 		return nil, fmt.Errorf("no jobs to simulate")

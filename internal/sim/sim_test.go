@@ -332,3 +332,22 @@ func TestLowerBoundsHoldForEveryPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestSizesAreBounded: a billion nodes ran the machine out of memory building them, a GPU count near MaxInt64
+// overflowed into a utilisation of -600 %, and the generator did the same with a billion jobs or wrote +Inf
+// arrivals. Sizes past the bounds are refused with the bound.
+func TestSizesAreBounded(t *testing.T) {
+	jobs := []Job{{Line: 2, NNodes: 1, GPUsPerNode: 1, DurationS: 10, MaxRuntimeS: 10}}
+	for _, c := range []Config{{Nodes: MaxNodes + 1, GPUsPerNode: 8}, {Nodes: 2, GPUsPerNode: MaxGPUsPerNode + 1},
+		{Nodes: 2, GPUsPerNode: 8, CPUsPerNode: math.Inf(1)}, {Nodes: 2, GPUsPerNode: 8, CPUsPerNode: math.NaN()}} {
+		if _, err := Run(jobs, c); err == nil {
+			t.Errorf("Run %+v: accepted", c)
+		}
+	}
+	for _, g := range []GenConfig{{Jobs: MaxJobs + 1, Nodes: 4, GPUsPerNode: 8, Load: 0.7},
+		{Jobs: 5, Nodes: MaxNodes + 1, GPUsPerNode: 8, Load: 0.7}, {Jobs: 5, Nodes: 4, GPUsPerNode: MaxGPUsPerNode + 1, Load: 0.7}} {
+		if _, err := Generate(g); err == nil {
+			t.Errorf("Generate %+v: accepted", g)
+		}
+	}
+}
