@@ -305,7 +305,6 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	return nil
 }
 
-// clientOf is the API client of $MVP_ADDR (default http://127.0.0.1:8080) with $MVP_TOKEN.
 // clipAnswer is the start of an answer, for an error message.
 func clipAnswer(b []byte) string {
 	if len(b) > 120 {
@@ -314,10 +313,15 @@ func clipAnswer(b []byte) string {
 	return string(b)
 }
 
+// clientOf is the API client of $MVP_ADDR (default http://127.0.0.1:8080) with $MVP_TOKEN. An address given as
+// host:port, without its scheme, is taken as http://host:port, as curl takes it.
 func clientOf(env Env) *api.Client {
-	addr := env.Getenv("MVP_ADDR")
+	addr := strings.TrimSpace(env.Getenv("MVP_ADDR"))
 	if addr == "" {
 		addr = "http://127.0.0.1:8080"
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
 	}
 	return &api.Client{Addr: addr, Token: env.Getenv("MVP_TOKEN")}
 }

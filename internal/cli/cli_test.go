@@ -111,6 +111,14 @@ func TestQueueTakesNoTaskID(t *testing.T) {
 	if code := Run(context.Background(), []string{"queue"}, env); code != 0 || !strings.Contains(out.String(), "mvp2-ppo-20251223-143201-7f3a") {
 		t.Fatalf("mvp queue: exit %d\n%s%s", code, out.String(), errb.String())
 	}
+	// MVP_ADDR as host:port, without http:// (it failed with "first path segment in URL cannot contain colon").
+	out.Reset()
+	bare := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		return map[string]string{"MVP_ADDR": strings.TrimPrefix(srv.URL, "http://"), "MVP_TOKEN": "t"}[k]
+	}}
+	if code := Run(context.Background(), []string{"queue"}, bare); code != 0 || !strings.Contains(out.String(), "mvp2-ppo-20251223-143201-7f3a") {
+		t.Errorf("MVP_ADDR without http://: exit %d\n%s%s", code, out.String(), errb.String())
+	}
 	errb.Reset()
 	if code := Run(context.Background(), []string{"queue", "extra"}, env); code != 2 {
 		t.Errorf("mvp queue extra: exit %d, want 2 (usage): %s", code, errb.String())
