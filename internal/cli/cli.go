@@ -199,8 +199,11 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		})
 		return getResult(ctx, clientOf(env), fs.Arg(0), *getPath, outFile, env.Stdout)
 	}
-	if *out != "table" && *out != "json" && *out != "yaml" {
-		return usageError{fmt.Errorf("-o must be table, json or yaml, not %q", *out)}
+	if err := checkOutput(*out); err != nil {
+		return err
+	}
+	if verb == "logs" && *out != "table" {
+		return usageError{fmt.Errorf("-o does not apply to logs: the log is printed as it is")}
 	}
 	switch verb {
 	case "submit", "list", "queue":
@@ -432,6 +435,14 @@ func readSpec(path string, sets []string) ([]byte, error) {
 		}
 	}
 	return yaml.Marshal(doc)
+}
+
+// checkOutput refuses an -o other than table, json or yaml, before any request is made.
+func checkOutput(format string) error {
+	if format != "table" && format != "json" && format != "yaml" {
+		return usageError{fmt.Errorf("-o must be table, json or yaml, not %q", format)}
+	}
+	return nil
 }
 
 func render(w io.Writer, format string, raw json.RawMessage, table func(io.Writer) error) error {
@@ -702,6 +713,9 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 			return err
 		}
 		return usageError{err}
+	}
+	if err := checkOutput(*out); err != nil {
+		return err
 	}
 	c := clientOf(env)
 	switch {

@@ -136,3 +136,15 @@ func TestHelpOfSubcommandsExitsZero(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputFormatIsChecked: -o xml of secrets and users fell back to a table without a word, and logs ignored -o.
+func TestOutputFormatIsChecked(t *testing.T) {
+	for _, args := range [][]string{{"secrets", "list", "-o", "xml"}, {"users", "-o", "xml"}, {"list", "-o", "xml"},
+		{"schedule", "list", "-o", "xml"}, {"logs", "mvp2-ppo-20251223-143201-7f3a", "-o", "json"}, {"users", "extra"}} {
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "http://127.0.0.1:1" }}
+		if code := Run(context.Background(), args, env); code != 2 {
+			t.Errorf("mvp %v: exit %d, want 2\n%s", args, code, errb.String())
+		}
+	}
+}

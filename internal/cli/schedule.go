@@ -54,8 +54,8 @@ func runSchedule(ctx context.Context, args []string, env Env) error {
 		}
 		return usageError{err}
 	}
-	if *out != "table" && *out != "json" && *out != "yaml" {
-		return usageError{fmt.Errorf("-o must be table, json or yaml, not %q", *out)}
+	if err := checkOutput(*out); err != nil {
+		return err
 	}
 	wantArgs := 1
 	switch sub {

@@ -23,6 +23,12 @@ func runUsers(ctx context.Context, args []string, env Env) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if err := checkOutput(*out); err != nil {
+		return err
+	}
 	l, raw, err := clientOf(env).Users(ctx)
 	if err != nil {
 		return err
