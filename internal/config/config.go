@@ -261,6 +261,36 @@ func Parse(b []byte) (*Config, error) {
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
 
+// checkScalar refuses a value of the wrong kind for a number or a switch, naming the key (the decoder's own error
+// names only the line).
+func checkScalar(n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var want, tag string
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		want, tag = "a whole number", "!!int"
+	case reflect.Float64:
+		want, tag = "a number", "!!float"
+	case reflect.Bool:
+		want, tag = "true or false", "!!bool"
+	default:
+		return nil
+	}
+	ok := n.Kind == yaml.ScalarNode && (n.Tag == tag || (tag == "!!float" && n.Tag == "!!int"))
+	if !ok {
+		got := n.Value
+		if n.Kind != yaml.ScalarNode {
+			got = "a " + map[yaml.Kind]string{yaml.MappingNode: "mapping", yaml.SequenceNode: "list"}[n.Kind]
+		}
+		return fmt.Errorf("%s (line %d): must be %s, got %q", path, n.Line, want, mvpClip(got))
+	}
+	return nil
+}
+
+func mvpClip(s string) string { return mvp.Clip(s, 40) }
+
 // finite reports the first number in v (a Config, walked by its yaml names) that is NaN or infinite: such a value
 // passes every range check, since a NaN compares false.
 func finite(v reflect.Value, path string) error {
@@ -337,6 +367,9 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, present map[string]bo
 			}
 			if !isNull(n.Content[i+1]) {
 				present[path+"."+k.Value] = true
+				if err := checkScalar(n.Content[i+1], ft, path+"."+k.Value); err != nil {
+					return err
+				}
 			}
 			if err := checkKnown(n.Content[i+1], ft, path+"."+k.Value, present); err != nil {
 				return err

@@ -258,3 +258,21 @@ func TestExplicitZeroIsKept(t *testing.T) {
 		t.Errorf("defaults: %+v", d.V2)
 	}
 }
+
+// TestWrongKindNamesTheKey: tick_s: fast said "line 3: cannot unmarshal !!str `fast` into float64", naming the
+// line but not the key.
+func TestWrongKindNamesTheKey(t *testing.T) {
+	for doc, want := range map[string]string{
+		"v2:\n  scheduler:\n    tick_s: fast\n":       "v2.scheduler.tick_s (line 3): must be a number",
+		"v2: {scheduler: {max_infra_retries: 1.5}}\n": "v2.scheduler.max_infra_retries (line 1): must be a whole number",
+		"v2: {scheduler: {fair_share: maybe}}\n":      "v2.scheduler.fair_share (line 1): must be true or false",
+		"v2: {api: {port: [1]}}\n":                    "v2.api.port (line 1): must be a whole number",
+	} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", doc, err, want)
+		}
+	}
+	if _, err := Parse([]byte("v2: {scheduler: {tick_s: 1, retry_interval_s: 2.5, fair_share: false}}\n")); err != nil {
+		t.Errorf("good kinds: %v", err)
+	}
+}
