@@ -122,16 +122,20 @@ type probeAnswer struct {
 // fallback's view says in ProbeError why the probe did not answer.
 func (p *Probe) ReadCluster(ctx context.Context) (*mvp.ClusterView, error) {
 	v, err := p.read(ctx)
-	p.logCause(err)
 	if err == nil {
+		p.logCause(nil, false)
 		return v, nil
 	}
 	if p.o.Fallback != nil {
-		if fv, ferr := p.o.Fallback(ctx); ferr == nil {
+		fv, ferr := p.o.Fallback(ctx)
+		if ferr == nil {
+			p.logCause(err, true)
 			fv.ProbeError = err.Error()
 			return fv, nil
 		}
+		err = fmt.Errorf("%w; the dashboard's view could not be read either: %v", err, ferr)
 	}
+	p.logCause(err, false)
 	return nil, err
 }
 
@@ -139,8 +143,9 @@ func (p *Probe) ReadCluster(ctx context.Context) (*mvp.ClusterView, error) {
 // scheduler.ClusterWatch), so that a probe that cannot answer never turns into requests to Ray's dashboard.
 func (p *Probe) Live(ctx context.Context) (*mvp.ClusterView, error) { return p.read(ctx) }
 
-// logCause logs why the probe cannot answer once per distinct cause, and when it answers again.
-func (p *Probe) logCause(err error) {
+// logCause logs why the probe cannot answer once per distinct cause (fallback: the dashboard's view is used
+// instead), and when it answers again.
+func (p *Probe) logCause(err error, fallback bool) {
 	if err != nil && ctxErr(err) {
 		return
 	}
@@ -152,7 +157,7 @@ func (p *Probe) logCause(err error) {
 		p.logged = ""
 	case err != nil && err.Error() != p.logged:
 		p.logged = err.Error()
-		if p.o.Fallback != nil {
+		if fallback {
 			p.o.Logger.Warn("the live probe cannot answer; using the dashboard's lagging view", "err", err)
 		} else {
 			p.o.Logger.Warn("the live probe cannot answer", "err", err)

@@ -104,3 +104,23 @@ func TestLiveViewHasNoProbeError(t *testing.T) {
 		t.Errorf("live view %+v, %v", v, err)
 	}
 }
+
+// When the probe cannot answer and the dashboard's fallback cannot either, the error says both, and the log does
+// not claim the dashboard's view is in use (it logged "using the dashboard's lagging view" and dropped the
+// fallback's error).
+func TestNeitherProbeNorFallback(t *testing.T) {
+	var logs bytes.Buffer
+	p := NewProbe(ProbeOptions{Python: pythonWithoutRay(t), Script: "../../py-entrypoints/mvp_probe.py", Address: "x",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Fallback: func(context.Context) (*mvp.ClusterView, error) {
+			return nil, errors.New("GET /api/cluster_status: connection refused; `address` in dev.yaml")
+		}})
+	defer p.Close()
+	_, err := p.ReadCluster(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "cannot import ray") || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("err %v; want the probe's cause and the dashboard's", err)
+	}
+	if strings.Contains(logs.String(), "using the dashboard") {
+		t.Errorf("the log claims the dashboard's view is used:\n%s", logs.String())
+	}
+}
