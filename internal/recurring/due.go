@@ -125,7 +125,7 @@ func Due(in Input) Decision {
 		d.Outcome = fmt.Sprintf("submitted while the previous task %s is still %s (overlap: queue)", in.Previous.ID, in.Previous.State)
 	}
 	if missed > 0 {
-		d.Outcome += fmt.Sprintf("; one catch-up run for %d scheduled times missed while mvp was not running", missed+1)
+		d.Outcome += fmt.Sprintf("; one catch-up run for %d scheduled times that passed before a run could be made (mvp stopped, or too busy to run each)", missed+1)
 	}
 	return d
 }
