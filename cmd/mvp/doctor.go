@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/mvp2/mvp/internal/cli"
 	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/doctor"
 	"github.com/mvp2/mvp/internal/gpu"
@@ -30,7 +31,7 @@ func runDoctor(ctx context.Context, args []string) error {
 	numGPUs := fs.Bool("num-gpus", false, "print only the GPU count to start a Ray worker with (NVML, else --gpus / $"+gpusEnv+")")
 	out := fs.String("o", "text", "output: text or json")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	o := doctor.Options{NVML: gpu.System()}
 	if *gpus != "" {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/pprof"
 
+	"github.com/mvp2/mvp/internal/cli"
 	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/service"
 )
@@ -22,11 +23,14 @@ func serve(ctx context.Context, args []string) error {
 	grace := fs.Duration("shutdown-grace", service.DefaultShutdownGrace, "how long in-flight requests may take after SIGTERM")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file (make bench)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
+	}
+	if fs.NArg() > 0 {
+		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return cli.Usage(fmt.Errorf("--log-level: %w", err))
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 

@@ -119,6 +119,9 @@ func Run(ctx context.Context, args []string, env Env) int {
 
 type usageError struct{ error }
 
+// Usage marks err as a usage error (exit status 2), for the verbs wired in from outside (serve, doctor).
+func Usage(err error) error { return usageError{err} }
+
 // Unwrap lets errors.Is see a flag.ErrHelp inside (--help of a verb is not a usage error).
 func (e usageError) Unwrap() error { return e.error }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"net/http"
@@ -146,5 +147,15 @@ func TestOutputFormatIsChecked(t *testing.T) {
 		if code := Run(context.Background(), args, env); code != 2 {
 			t.Errorf("mvp %v: exit %d, want 2\n%s", args, code, errb.String())
 		}
+	}
+}
+
+// TestWiredVerbsUsageExitsTwo: a bad flag of serve exited 1 (as if the server had said no).
+func TestWiredVerbsUsageExitsTwo(t *testing.T) {
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" },
+		Serve: func(context.Context, []string) error { return Usage(errors.New("flag provided but not defined: -bogus")) }}
+	if code := Run(context.Background(), []string{"serve", "--bogus"}, env); code != 2 {
+		t.Errorf("serve --bogus: exit %d, want 2", code)
 	}
 }
