@@ -154,7 +154,9 @@ func TestOutputFormatIsChecked(t *testing.T) {
 func TestWiredVerbsUsageExitsTwo(t *testing.T) {
 	var out, errb bytes.Buffer
 	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" },
-		Serve: func(context.Context, []string) error { return Usage(errors.New("flag provided but not defined: -bogus")) }}
+		Serve: func(context.Context, []string) error {
+			return Usage(errors.New("flag provided but not defined: -bogus"))
+		}}
 	if code := Run(context.Background(), []string{"serve", "--bogus"}, env); code != 2 {
 		t.Errorf("serve --bogus: exit %d, want 2", code)
 	}
