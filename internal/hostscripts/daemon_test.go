@@ -3,6 +3,7 @@ package hostscripts
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,5 +140,24 @@ func TestLogsFollowWithoutALog(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(string(out), "no log at") {
 		t.Errorf("logs.sh -f without a log: %v %s", err, out)
+	}
+}
+
+// TestScriptsLeaveTheirStdinAlone: every script ran `docker exec -i`, and docker's client reads its stdin whole,
+// so a script called in a loop that reads lines (while read host; do status.sh; done <hosts) ate the rest of the
+// lines. Only logs -f, which needs a stdin in the container, gives one.
+func TestScriptsLeaveTheirStdinAlone(t *testing.T) {
+	r := newRig(t)
+	script := fmt.Sprintf("while read -r x; do bash %q >/dev/null 2>&1; echo \"line $x\"; done",
+		filepath.Join(repoRoot(t), "v2", "scripts", "status.sh"))
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = r.env
+	cmd.Stdin = strings.NewReader("1\n2\n3\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := strings.Count(string(out), "line "); got != 3 {
+		t.Errorf("the loop saw %d of its 3 lines: status.sh read its stdin\n%s", got, out)
 	}
 }

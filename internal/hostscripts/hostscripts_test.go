@@ -24,15 +24,24 @@ case "$1" in
     esac ;;
   exec)
     shift
+    interactive=0
     while [[ "$1" == -* ]]; do
-      case "$1" in -e) [[ -n "${!2:-}" ]] || { echo "fake docker: -e $2 is not set" >&2; exit 9; }; shift 2 ;; *) shift ;; esac
+      case "$1" in
+        -e) [[ -n "${!2:-}" ]] || { echo "fake docker: -e $2 is not set" >&2; exit 9; }; shift 2 ;;
+        -i) interactive=1; shift ;;
+        *) shift ;;
+      esac
     done
     shift # the container
     # As docker: the process runs in the container, not in this client's process group (a Ctrl-C that ends the
-    # client does not reach it); its stdin is the client's, which ends when the client's input does; its stdout is
-    # a pipe to a relay that outlives the client (docker's shim), so it never sees its reader go.
-    exec 3<&0
-    setsid bash -c 'set -o pipefail; "$@" | { cat || cat >/dev/null; }' shim "$@" <&3 3<&- &
+    # client does not reach it); with -i the client reads its own stdin as fast as it comes and forwards it (so
+    # the process's stdin ends when the client's does), without -i the process's stdin is empty; its stdout is a
+    # pipe to a relay that outlives the client (docker's shim), so it never sees its reader go.
+    if [[ "$interactive" == 1 ]]; then
+      cat | setsid bash -c 'set -o pipefail; "$@" | { cat || cat >/dev/null; }' shim "$@" &
+    else
+      setsid bash -c 'set -o pipefail; "$@" | { cat || cat >/dev/null; }' shim "$@" </dev/null &
+    fi
     wait $! ;;
   *) echo "fake docker: unexpected $1" >&2; exit 2 ;;
 esac
@@ -140,7 +149,7 @@ func TestLifecycleThroughDocker(t *testing.T) {
 	}
 	log, _ := os.ReadFile(filepath.Join(r.dir, "docker.log"))
 	calls := string(log)
-	if !strings.Contains(calls, "exec -i -e MVP_INTERNAL_TOKEN ray-head-test bash -c") || strings.Contains(calls, "host-token-0123456789abcdef") {
+	if !strings.Contains(calls, "exec -e MVP_INTERNAL_TOKEN ray-head-test bash -c") || strings.Contains(calls, "host-token-0123456789abcdef") {
 		t.Errorf("docker calls (the token must travel by name only):\n%s", calls)
 	}
 }

@@ -69,8 +69,20 @@ need_named_container() {
 }
 
 # in_target SCRIPT ARGS…: run a bash script in the container (or here with MVP_LOCAL=1). Values travel as
-# positional arguments ($1, $2, …), never spliced into the script text.
+# positional arguments ($1, $2, …), never spliced into the script text. It reads nothing of this script's stdin
+# (docker exec -i would read all of it: a caller's `while read` loop would lose its lines).
 in_target() {
+  local script="$1"
+  shift
+  if [[ "$MVP_LOCAL" == 1 ]]; then
+    bash -c "$script" mvp "$@" </dev/null
+  else
+    "$DOCKER" exec -e "$MVP_TOKEN_ENV" "$MVP_CONTAINER" bash -c "$script" mvp "$@" </dev/null
+  fi
+}
+
+# in_target_stdin SCRIPT ARGS…: as in_target, with this script's stdin handed to SCRIPT (docker exec -i).
+in_target_stdin() {
   local script="$1"
   shift
   if [[ "$MVP_LOCAL" == 1 ]]; then

@@ -31,7 +31,7 @@ fi
 # broken pipe, when the other side has ended first (no log, say).
 keep_alive() { while printf '\n' 2>/dev/null; do sleep 1; done; }
 # shellcheck disable=SC2016
-keep_alive | in_target 'log="$1" n="$2"; [[ -f "$log" ]] || { echo "no log at $log" >&2; exit 1; }
+keep_alive | in_target_stdin 'log="$1" n="$2"; [[ -f "$log" ]] || { echo "no log at $log" >&2; exit 1; }
 tail -n "$n" -F "$log" </dev/null &
 t=$!
 cat >/dev/null || true
