@@ -161,3 +161,30 @@ func TestScriptsLeaveTheirStdinAlone(t *testing.T) {
 		t.Errorf("the loop saw %d of its 3 lines: status.sh read its stdin\n%s", got, out)
 	}
 }
+
+// TestStopInAContainerThatDoesNotReap: a container's PID 1 that does not reap orphans (a shell, or ray start
+// --block) leaves mvp serve a zombie once it has exited; kill -0 still succeeds on a zombie, so stop.sh waited out
+// MVP_STOP_TIMEOUT after a graceful exit, then SIGKILLed nothing and said "forced". The test process stands in for
+// that PID 1: a child subreaper that never reaps the processes the scripts leave behind.
+func TestStopInAContainerThatDoesNotReap(t *testing.T) {
+	const prSetChildSubreaper = 36
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
+		t.Skipf("prctl(PR_SET_CHILD_SUBREAPER): %v", e)
+	}
+	defer func() {
+		syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0)
+		for { // reap what was adopted
+			var ws syscall.WaitStatus
+			if pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); pid <= 0 || err != nil {
+				return
+			}
+		}
+	}()
+	r := newRig(t)
+	if out, code := r.run("start.sh"); code != 0 {
+		t.Fatalf("start: %d %s", code, out)
+	}
+	if out, code := r.run("stop.sh", "MVP_STOP_TIMEOUT=20"); code != 0 || !strings.Contains(out, "graceful") {
+		t.Errorf("stop of a service that exited on SIGTERM: %d %s", code, out)
+	}
+}

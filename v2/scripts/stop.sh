@@ -17,10 +17,18 @@ if ! pid="$(running_pid)"; then
 fi
 # shellcheck disable=SC2016
 STOP='pid="$1" timeout="$2" pidfile="$3"
+# alive: the process exists and has not exited (a zombie, left by a PID 1 that does not reap, has exited).
+alive() {
+  local st
+  kill -0 "$1" 2>/dev/null || return 1
+  st="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  st="${st##*) }"
+  [[ "${st%% *}" != Z ]]
+}
 kill -TERM "$pid" 2>/dev/null || true
 end=$(( SECONDS + timeout ))
-while kill -0 "$pid" 2>/dev/null && (( SECONDS < end )); do sleep 0.2; done
-if kill -0 "$pid" 2>/dev/null; then
+while alive "$pid" && (( SECONDS < end )); do sleep 0.2; done
+if alive "$pid"; then
   kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
   echo forced
 else
