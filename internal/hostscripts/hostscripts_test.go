@@ -229,7 +229,7 @@ func TestWorkerStartTakesTheGPUCountFromDoctor(t *testing.T) {
 		t.Errorf("ray was started with\n%s\nwant\n%s", args, want)
 	}
 	log, _ := os.ReadFile(filepath.Join(r.dir, "docker.log"))
-	if !strings.Contains(string(log), "exec -i -e RAY_GPUS_PER_WORKER ray-worker-test bash -c") {
+	if !strings.Contains(string(log), "exec -e RAY_GPUS_PER_WORKER ray-worker-test bash -c") {
 		t.Errorf("docker calls:\n%s", log)
 	}
 

@@ -33,11 +33,13 @@ in_worker() {
   local script="$1"
   shift
   if [[ "$MVP_LOCAL" == 1 ]]; then
-    bash -c "$script" mvp "$@"
+    bash -c "$script" mvp "$@" </dev/null
   else
     local envs=()
     [[ -n "${RAY_GPUS_PER_WORKER:-}" ]] && envs+=(-e RAY_GPUS_PER_WORKER)
-    "$DOCKER" exec -i "${envs[@]}" "$MVP_WORKER_CONTAINER" bash -c "$script" mvp "$@"
+    # ${envs[@]+…}: an empty array under set -u is an error before bash 4.4 (CentOS 7's bash is 4.2). No -i: the
+    # script reads nothing from here, and docker's client would read this script's stdin whole.
+    "$DOCKER" exec ${envs[@]+"${envs[@]}"} "$MVP_WORKER_CONTAINER" bash -c "$script" mvp "$@" </dev/null
   fi
 }
 
