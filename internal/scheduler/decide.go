@@ -61,6 +61,10 @@ type Snapshot struct {
 	Deps map[string]mvp.State
 	// Usage is each user's decayed GPU-seconds (DecayedUsage), by owner; fair share ranks by it.
 	Usage map[string]float64
+	// JobsUnread says Ray's job server could not be read in this pass: the live attempts' states are the last
+	// known, not the present, so no attempt is judged now (time limit, heartbeat, stuck gang); one judged before
+	// is still stopped. Judged on a stale row, a job Ray lost meanwhile would keep that verdict.
+	JobsUnread bool
 }
 
 // ActiveAttempt is a task with a live attempt.
@@ -176,6 +180,9 @@ func stops(now time.Time, s Snapshot, p Policy, out []Action) []Action {
 		if a.Judged() {
 			out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: a.Attempt.FailureKind,
 				Reason: a.Attempt.Message, Retry: true})
+			continue
+		}
+		if s.JobsUnread {
 			continue
 		}
 		if a.Attempt.RayStatus == mvp.RayRunning && overstayed(now, a) {

@@ -315,3 +315,26 @@ func TestDecideTimeLimits(t *testing.T) {
 		t.Errorf("without a cluster: %v", summary(acts))
 	}
 }
+
+// TestNoJudgementWhileJobsAreUnread: with Ray's job server unread this pass (Snapshot.JobsUnread), an attempt past
+// its max_runtime_s or its heartbeat is not judged on its last known state; one judged before is still stopped.
+func TestNoJudgementWhileJobsAreUnread(t *testing.T) {
+	start := t0.Add(-2 * time.Hour)
+	over := ActiveAttempt{Task: &mvp.Task{ID: "over", State: mvp.StateRunning, MaxRuntimeS: 3600, HeartbeatTimeoutS: 60},
+		Attempt: &mvp.Attempt{No: 1, RaySubmissionID: "over--a01", RayStatus: mvp.RayRunning, StartTime: &start}}
+	judged := ActiveAttempt{Task: &mvp.Task{ID: "judged", State: mvp.StateRunning},
+		Attempt: &mvp.Attempt{No: 1, RaySubmissionID: "judged--a01", RayStatus: mvp.RayRunning, StartTime: &start,
+			FailureKind: mvp.FailureMaxRuntimeExceeded, Message: "ran longer"}}
+	for _, unread := range []bool{false, true} {
+		acts := Decide(t0, Snapshot{Active: []ActiveAttempt{over, judged}, JobsUnread: unread}, Policy{Name: DefaultPolicy})
+		stopped := map[string]bool{}
+		for _, a := range acts {
+			if st, ok := a.(Stop); ok {
+				stopped[st.Task.ID] = true
+			}
+		}
+		if stopped["over"] == unread || !stopped["judged"] {
+			t.Errorf("JobsUnread %v: stops %v; want the overstayed one judged only when the jobs were read, the judged one always", unread, stopped)
+		}
+	}
+}

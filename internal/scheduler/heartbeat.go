@@ -22,6 +22,9 @@ func lastHeartbeat(a ActiveAttempt) (time.Time, bool) {
 // judged in this pass (out holds its Stop), a canceled task, and a gang that is still being placed (the gang wait
 // covers it) are left alone.
 func heartbeats(now time.Time, s Snapshot, out []Action) []Action {
+	if s.JobsUnread {
+		return out // the attempts' states are not known now (Snapshot.JobsUnread)
+	}
 	judged := map[*mvp.Attempt]bool{}
 	for _, x := range out {
 		if st, ok := x.(Stop); ok {

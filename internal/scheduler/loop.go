@@ -188,11 +188,11 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load active tasks: %w", err)
 	}
-	rayErr := error(nil)
+	var rayErr, syncErr error
 	for _, t := range active {
 		if err := l.sync(ctx, t); err != nil {
 			if errors.Is(err, mvp.ErrRayUnavailable) {
-				rayErr = err
+				rayErr, syncErr = err, err
 				break // Ray is down: do not hammer it once per attempt
 			}
 			l.Logger.Error("sync attempt", "task_id", t.ID, "err", err)
@@ -216,6 +216,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	snap.JobsUnread = syncErr != nil
 	if rayErr == nil {
 		l.prune(ctx, now)
 	}
@@ -650,6 +651,13 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 	default:
 		// Ray's answer might echo the payload: no secret value goes into the task's record.
 		text := redact(err.Error(), secretValues)
+		if inGrace {
+			// An earlier POST of this attempt may still become its job (and a 429 or 408 from a proxy is no
+			// verdict on the job): it is followed until the grace is over, not failed with a job left running.
+			l.Logger.Warn("resubmit refused; following the attempt until the submit grace is over", "task_id", t.ID,
+				"submission_id", att.RaySubmissionID, "err", text)
+			return nil
+		}
 		msg := "Ray refused the submission: " + text
 		up, now := *att, l.Clock.Now()
 		up.RayStatus, up.FailureKind, up.Message, up.EndTime = mvp.RayFailed, mvp.FailureUserError, cut(text), &now
@@ -888,7 +896,11 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 			continue
 		}
 		if errors.Is(err, mvp.ErrRayUnavailable) {
-			return // not a try: Ray may answer at the next pass
+			// Ray down is not a try (it may answer at the next pass); Ray up and failing this job's log only (its
+			// driver's node was removed: ray-project/ray#65402) is one, and the next job's log is tried.
+			if _, gerr := l.Ray.GetJob(ctx, a.RaySubmissionID); gerr != nil && !errors.Is(gerr, mvp.ErrJobNotFound) {
+				return
+			}
 		}
 		if err == nil {
 			err = l.Files.WriteLog(a.TaskID, a.No, logs)

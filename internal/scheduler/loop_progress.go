@@ -14,7 +14,8 @@ import (
 // the file changed since the last read) and hands the file's last change time to Decide (ActiveAttempt.ProgressAt).
 
 // fillProgressAt sets ProgressAt of every running attempt whose task asks for a heartbeat, from its progress
-// file's modification time. A file that cannot be read counts as no heartbeat. It also forgets what was read of
+// file's modification time; when the file cannot be read, from the last progress recorded of that attempt (none:
+// no heartbeat since the job started). It also forgets what was read of
 // attempts no longer live (one that vanished from Ray has no final sync), when record (the loop's own tick).
 func (l *Loop) fillProgressAt(as []ActiveAttempt, record bool) {
 	live := make(map[string]bool, len(as))
@@ -39,6 +40,10 @@ func (l *Loop) fillProgressAt(as []ActiveAttempt, record bool) {
 		}
 		if at, err := l.Files.ProgressModTime(a.Task.ID, a.Attempt.No); err == nil {
 			a.ProgressAt = at
+		} else if p := a.Task.Progress; p != nil && p.AttemptNo == a.Attempt.No {
+			// Not readable now (its folder briefly gone: an NFS hiccup, a stale handle): the last heartbeat
+			// recorded stands; that is not "none since the job started".
+			a.ProgressAt = p.UpdatedAt
 		}
 	}
 }

@@ -1,0 +1,151 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/taskfs"
+)
+
+// A progress file that cannot be read for one pass (its folder briefly gone: an NFS hiccup, a stale handle) is
+// not "no heartbeat since the job started": the last heartbeat mvp recorded stands. A healthy run that had written
+// progress a second before was stopped as HEARTBEAT_LOST. Found in review.
+func TestLoopKeepsTheLastHeartbeatThroughAnUnreadableProgressFile(t *testing.T) {
+	h := newHarness(t)
+	n++
+	task := &mvp.Task{ID: "mvp2-ppo-20251223-143201-aa01", Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t,
+		HeartbeatTimeoutS: 60}
+	if err := h.db.CreateTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	sid := task.ID + "--a01"
+	h.ray.set(sid, mvp.RayRunning, "", 0)
+	h.ray.mu.Lock()
+	h.ray.jobs[sid].StartTime = h.clock.t.UnixMilli()
+	h.ray.mu.Unlock()
+	h.tick()
+	for i := 0; i < 5; i++ { // healthy: progress every 30 s, 150 s in all
+		h.writeProgress(task.ID, 1, `{"step": 1}`)
+		h.clock.t = h.clock.t.Add(30 * time.Second)
+		h.tick()
+	}
+	h.writeProgress(task.ID, 1, `{"step": 2}`) // written now
+	dir, _ := (taskfs.FS{Root: h.root}).AttemptDir(task.ID, 1)
+	if err := os.Rename(dir, dir+".gone"); err != nil { // the folder is unreadable for one pass
+		t.Fatal(err)
+	}
+	h.tick() // 1 s later
+	os.Rename(dir+".gone", dir)
+	a := h.get(task.ID).Attempts[0]
+	if a.FailureKind == mvp.FailureHeartbeatLost {
+		t.Errorf("a run that wrote progress 1 s ago was judged HEARTBEAT_LOST: %q (stops %v)", a.Message, h.ray.stopped)
+	}
+}
+
+// One ended job whose logs endpoint answers 5xx for ever (its driver's node was removed: ray-project/ray#65402)
+// held up keeping, and so pruning, every other job's log: it headed the oldest-first list and each pass stopped at
+// it without counting a try. Each job's failure counts for that job only. Found in review.
+func TestLoopKeepsLogsPastOneJobRayCannotServe(t *testing.T) {
+	h := newHarness(t) // KeepFinishedJobs 1
+	h.loop.MaxLogTries = 2
+	broken := map[string]error{}
+	h.ray.logsErr = func(id string) error { return broken[id] }
+	dead := h.task()
+	h.tick()
+	broken[dead.ID+"--a01"] = mvp.ErrRayUnavailable // HTTP 500: driver's node removed (ray#65402)
+	h.ray.set(dead.ID+"--a01", mvp.RayFailed, "node died", 1)
+	h.tick()
+	other := h.task()
+	h.tick()
+	broken[other.ID+"--a01"] = mvp.ErrRayUnavailable // a hiccup at the moment it ends
+	h.ray.set(other.ID+"--a01", mvp.RaySucceeded, "", 0)
+	h.tick()
+	delete(broken, other.ID+"--a01") // Ray answers its logs again
+	for i := 0; i < 3; i++ {
+		x := h.task()
+		h.tick()
+		h.ray.set(x.ID+"--a01", mvp.RaySucceeded, "", 0)
+		h.tick()
+	}
+	for i := 0; i < 30; i++ {
+		h.clock.t = h.clock.t.Add(10 * time.Second)
+		h.tick()
+	}
+	d, o := h.get(dead.ID).Attempts[0], h.get(other.ID).Attempts[0]
+	if !o.LogKept || d.LogTries == 0 {
+		t.Errorf("a log Ray served for 5 minutes was never kept (tries %d); the job Ray cannot serve: tries %d, kept %v", o.LogTries, d.LogTries, d.LogKept)
+	}
+}
+
+// max_runtime_s passes while Ray is down, and Ray's head lost the job 10 minutes into a 1 h run: the time limit
+// was judged on the stale RUNNING row during the outage (the stop could not reach Ray), and when Ray came back
+// without the job that judgement stood, so a 10-minute run failed for good as MAX_RUNTIME_EXCEEDED instead of
+// being retried as INFRA. No judgement is made while Ray's jobs cannot be read. Found in review.
+func TestLoopJudgesNoTimeLimitWhileRayIsDown(t *testing.T) {
+	h := newHarness(t)
+	task := &mvp.Task{ID: "mvp2-ppo-20251223-143201-cc01", Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t,
+		MaxRuntimeS: 3600}
+	if err := h.db.CreateTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	sid := task.ID + "--a01"
+	h.ray.set(sid, mvp.RayRunning, "", 0)
+	h.ray.mu.Lock()
+	h.ray.jobs[sid].StartTime = h.clock.t.UnixMilli()
+	h.ray.mu.Unlock()
+	h.tick()
+	h.clock.t = h.clock.t.Add(10 * time.Minute)
+	h.ray.down = true // the head dies and takes the job with it
+	delete(h.ray.jobs, sid)
+	for i := 0; i < 60; i++ {
+		h.clock.t = h.clock.t.Add(time.Minute)
+		h.tick()
+	}
+	h.ray.down = false
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	got := h.get(task.ID)
+	if got.State == mvp.StateFailed || got.Attempts[0].FailureKind != mvp.FailureInfra {
+		t.Errorf("a 10-minute run lost by Ray: task %s, attempt %s %q (%q); want it retried as INFRA", got.State,
+			got.Attempts[0].FailureKind, got.Attempts[0].Message, got.ErrorSummary)
+	}
+}
+
+// A resubmit inside the submit grace refused with a 4xx (a proxy's 429, say) failed the task at once, and the job
+// of the earlier POST that landed later was never followed nor stopped. Within the grace the attempt is followed
+// (the late job is then followed as any other). Found in review.
+func TestLoopDoesNotFailARefusedResubmitWithinTheGrace(t *testing.T) {
+	h := newHarness(t)
+	task := h.task()
+	sid := task.ID + "--a01"
+	calls := 0
+	h.ray.submitErr = func(id string) error {
+		calls++
+		if calls == 1 {
+			return fmt.Errorf("POST /api/jobs/: %w (timeout)", mvp.ErrRayUnavailable)
+		}
+		return &mvp.Error{Code: mvp.CodeInvalid, Message: "Ray refused the request (HTTP 429): Too Many Requests"}
+	}
+	h.tick() // POST lost, job not visible yet: stays SUBMITTING
+	h.tick() // resubmit with the same id: 429
+	if got := h.get(task.ID); got.State != mvp.StateSubmitting {
+		t.Errorf("after the refused resubmit within the grace: %s %q", got.State, got.ErrorSummary)
+	}
+	h.ray.mu.Lock() // the first POST's job lands
+	h.ray.jobs[sid] = &mvp.JobInfo{SubmissionID: sid, Status: mvp.RayRunning, JobID: "01000000"}
+	h.ray.mu.Unlock()
+	for i := 0; i < 5; i++ {
+		h.tick()
+	}
+	if got := h.get(task.ID); got.State != mvp.StateRunning {
+		t.Errorf("the late job is not followed: task %s %q (stops %v)", got.State, got.ErrorSummary, h.ray.stopped)
+	}
+}
