@@ -71,6 +71,7 @@ type Main struct {
 	Clock   mvp.Clock
 
 	store           *sqlite.DB
+	dbLock          io.Closer // the database's service lock (sqlite.Lock)
 	stopCheckpoints func()
 	probe           *ray.Probe
 	loop            *scheduler.Loop
@@ -148,6 +149,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		obs, metricsHandler = met, met.Handler(logger.With("component", "metrics"))
 	}
 
+	if m.dbLock, err = sqlite.Lock(cfg.V2.SQLite.DBPath); err != nil {
+		if strings.Contains(err.Error(), "another mvp serve") {
+			return err
+		}
+		return fmt.Errorf("open database %s: %w (set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to a file in a folder mvp can write)",
+			cfg.V2.SQLite.DBPath, err)
+	}
 	m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{Observer: obs})
 	if err != nil {
 		return fmt.Errorf("open database %s: %w (set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to a file in a folder mvp can write)",
@@ -398,6 +406,9 @@ func (m *Main) Close() error {
 		if err := m.store.Close(); err != nil {
 			return fmt.Errorf("close database: %w", err)
 		}
+	}
+	if m.dbLock != nil {
+		m.dbLock.Close() // after the database: the next holder finds it closed
 	}
 	return nil
 }

@@ -262,3 +262,31 @@ func TestFollowingTheLogOfAWaitingTaskWaitsForItsFirstAttempt(t *testing.T) {
 		t.Errorf("following a task canceled before its first attempt: %v", err)
 	}
 }
+
+// TestOneServicePerDatabase: nothing kept two mvp serve processes off one database (a second one started by hand,
+// or a supervisor's restart while the old process still finished its tick): two loops then judge and write the
+// same attempts from stale reads. The second is refused, naming the first's pid and the setting.
+func TestOneServicePerDatabase(t *testing.T) {
+	cfg := servicetest.Config(t)
+	first := &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(1)}
+	if err := first.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cfg2 := *cfg
+	cfg2.SharedRoot = t.TempDir()
+	second := &service.Main{Config: &cfg2, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(1)}
+	err := second.Open(context.Background())
+	second.Close()
+	if err == nil || !strings.Contains(err.Error(), "another mvp serve") || !strings.Contains(err.Error(), fmt.Sprint(os.Getpid())) ||
+		!strings.Contains(err.Error(), "v2.sqlite.db_path") {
+		t.Fatalf("a second service on the same database: %v", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	third := &service.Main{Config: &cfg2, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(1)}
+	if err := third.Open(context.Background()); err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	third.Close()
+}

@@ -1,0 +1,47 @@
+package sqlite
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Lock takes the database's service lock: an exclusive flock on <path>.lock, which holds the pid of its holder.
+// One mvp serve per database: two would each run a scheduler loop judging and writing the same attempts from their
+// own reads. The lock goes with the process (a crash or a kill releases it), so no stale lock outlives a holder.
+// Close releases it.
+func Lock(path string) (io.Closer, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("lock database %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("create database folder: %w", err)
+	}
+	f, err := os.OpenFile(abs+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock database %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := io.ReadAll(io.LimitReader(f, 32))
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			who := "another process"
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(holder))); perr == nil && pid > 0 {
+				who = "pid " + strconv.Itoa(pid)
+			}
+			return nil, fmt.Errorf("another mvp serve (%s) is using the database %s: stop it first, or give this one "+
+				"its own database (v2.sqlite.db_path, or serve's --db-path)", who, abs)
+		}
+		return nil, fmt.Errorf("lock database %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil // closing the file releases the lock
+}
