@@ -52,8 +52,12 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 				d.Logger.Info("log tail: log not readable yet", "task_id", cur.ID, "attempt_no", n, "err", err)
 			}
 			done = cur.State.Terminal() && (ended || err != nil)
-			if len(text) < sent {
-				sent = 0 // the copy shrank (Ray's live log replaced by the kept one): start again
+			switch {
+			case err != nil || (len(text) < sent && !ended):
+				// Not read this time (or an older copy came instead): nothing new to send; the next poll reads again.
+				text = ""
+			case len(text) < sent:
+				sent = 0 // the final copy is shorter than the live one sent (Ray's log replaced): start again
 			}
 			for sent < len(text) {
 				chunk := lines(text[sent:], maxFrame)

@@ -112,3 +112,76 @@ func TestSubmitRetriesATakenTaskID(t *testing.T) {
 		t.Errorf("a taken submission id: %v", err)
 	}
 }
+
+// TestTailSendsNothingTwiceWhenALogReadFails: a read of the log that failed for a poll (Ray's log endpoint briefly
+// down) gave "" or an older copy, which the tail took for a log that shrank: it sent the whole log again.
+func TestTailSendsNothingTwiceWhenALogReadFails(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	now := time.Now().UTC()
+	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-0002", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
+		SubmissionID: "runs", Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`), CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	att := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: task.ID + "--a01", CreatedAt: now}
+	for _, c := range []mvp.Change{
+		{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: now, NewAttempt: att},
+		{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateSubmitted, At: now},
+		{TaskID: task.ID, From: mvp.StateSubmitted, To: mvp.StateRunning, At: now},
+	} {
+		if err := db.Apply(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := 0
+	read := func(context.Context, string, int) (string, bool, error) {
+		calls++
+		switch {
+		case calls == 1:
+			return "a\nb\n", false, nil
+		case calls <= 3:
+			return "", false, fmt.Errorf("GET logs: %w", mvp.ErrRayUnavailable)
+		case calls == 4:
+			if err := db.Apply(ctx, mvp.Change{TaskID: task.ID, From: mvp.StateRunning, To: mvp.StateSucceeded, At: time.Now(),
+				AttemptUpdate: &mvp.Attempt{TaskID: task.ID, No: 1, RayStatus: mvp.RaySucceeded}}); err != nil {
+				t.Error(err)
+			}
+			return "a\nb\nc\n", false, nil
+		default:
+			return "a\nb\nc\n", true, nil
+		}
+	}
+	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond, ReadLog: read}
+	mux := http.NewServeMux()
+	for _, rt := range d.Routes() {
+		mux.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := rt.Handle(w, r); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+			}
+		})
+	}
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/runs/logs/tail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	var got strings.Builder
+	for {
+		_, b, err := c.Read(dctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Fatalf("the tail ended with %v", err)
+			}
+			break
+		}
+		got.Write(b)
+	}
+	if got.String() != "a\nb\nc\n" {
+		t.Errorf("the client got %q, want each line once", got.String())
+	}
+}
