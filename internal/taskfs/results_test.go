@@ -102,3 +102,17 @@ func TestOpenLeafDoesNotBlockOnAFIFO(t *testing.T) {
 		t.Fatal("opening a named pipe blocked waiting for a writer")
 	}
 }
+
+// TestWriteSubmissionMakesTheResultsFolder: $MVP_RESULTS_DIR did not exist when the job started, so user code that
+// opened a file in it failed (the stand-in made it itself, which hid this).
+func TestWriteSubmissionMakesTheResultsFolder(t *testing.T) {
+	f := FS{Root: t.TempDir()}
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	if err := f.WriteSubmission(id, 2, &mvp.JobSubmission{SubmissionID: id + "--a02"}); err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := f.AttemptResultsDir(id, 2)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("results folder of attempt 2: %v", err)
+	}
+}

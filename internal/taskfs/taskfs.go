@@ -84,7 +84,8 @@ func (f FS) WriteTask(id string, raw []byte, spec json.RawMessage) error {
 	return f.write(id, "spec.json", indent(spec))
 }
 
-// WriteSubmission writes an attempt's Ray payload and submission id, before the Ray call is made.
+// WriteSubmission writes an attempt's Ray payload and submission id, before the Ray call is made, and makes the
+// attempt's results folder.
 func (f FS) WriteSubmission(id string, n int, s *mvp.JobSubmission) error {
 	dir, err := attemptRel(n)
 	if err != nil {
@@ -97,7 +98,19 @@ func (f FS) WriteSubmission(id string, n int, s *mvp.JobSubmission) error {
 	if err := f.write(id, filepath.Join(dir, "submission.json"), b); err != nil {
 		return err
 	}
-	return f.write(id, filepath.Join(dir, "submission_id"), []byte(s.SubmissionID+"\n"))
+	if err := f.write(id, filepath.Join(dir, "submission_id"), []byte(s.SubmissionID+"\n")); err != nil {
+		return err
+	}
+	// The attempt's results folder ($MVP_RESULTS_DIR) exists before the job starts: user code opens files in it.
+	root, err := f.openTask(id)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.MkdirAll(filepath.Join("results", fmt.Sprintf("a%02d", n)), 0o755); err != nil {
+		return fmt.Errorf("create the results folder of attempt %d: %w", n, err)
+	}
+	return nil
 }
 
 // WriteResult writes Ray's final view of an attempt and, when known, its driver log.
