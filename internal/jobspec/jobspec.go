@@ -480,6 +480,9 @@ func (s *Spec) Validate() error {
 		if strings.HasPrefix(k, "RAY_") || strings.HasPrefix(k, "MVP_") {
 			return invalid(f, "%s is reserved: RAY_* and MVP_* variables are set by Ray and mvp", k)
 		}
+		if why, ok := MvpSetsEnv[k]; ok && k != "PYTHONPATH" {
+			return invalid(f, "%s is reserved: mvp sets it to %s", k, why)
+		}
 		if v := s.Env[k]; len(v) > maxEnvValue || strings.ContainsRune(v, 0) {
 			return invalid(f, "the value must be at most %d bytes without NUL", maxEnvValue)
 		}
@@ -512,6 +515,15 @@ func (s *Spec) validateDeps() error {
 	return nil
 }
 
+// MvpSetsEnv names the environment variables besides MVP_* that the job builder (internal/workload) sets, and what
+// to: a jobspec's secrets may not name them, nor its env (but for PYTHONPATH, which env extends: the task's code
+// path goes first).
+var MvpSetsEnv = map[string]string{
+	"PYTHONPATH":            "the task's code path, then env's PYTHONPATH",
+	"TENSORBOARD_DIR":       "the attempt's tensorboard folder",
+	"VERL_FILE_LOGGER_PATH": "the attempt's metrics.jsonl",
+}
+
 // validateSecrets checks the secrets mapping: environment variable names as for env (and not also in env), secret
 // names of the secret name shape, at most MaxSecrets.
 func (s *Spec) validateSecrets() error {
@@ -525,6 +537,9 @@ func (s *Spec) validateSecrets() error {
 		}
 		if strings.HasPrefix(k, "RAY_") || strings.HasPrefix(k, "MVP_") {
 			return invalid(f, "%s is reserved: RAY_* and MVP_* variables are set by Ray and mvp", k)
+		}
+		if why, ok := MvpSetsEnv[k]; ok {
+			return invalid(f, "%s is reserved: mvp sets it to %s", k, why)
 		}
 		if _, both := s.Env[k]; both {
 			return invalid(f, "%s is set in env too; give it in one place", k)

@@ -340,3 +340,22 @@ func TestNodeBombsAreParsedOneAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestVariablesMvpSetsAreRefused: a secret named PYTHONPATH, TENSORBOARD_DIR or VERL_FILE_LOGGER_PATH replaced
+// what mvp set (the code path, the attempt's folders: specs/api.md says mvp's variables win), and env's
+// TENSORBOARD_DIR or VERL_FILE_LOGGER_PATH was silently replaced by mvp's. Both are refused, saying why.
+func TestVariablesMvpSetsAreRefused(t *testing.T) {
+	base := "workload: sft\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\n"
+	for _, extra := range []string{
+		"secrets: {PYTHONPATH: pp}\n", "secrets: {TENSORBOARD_DIR: tb}\n", "secrets: {VERL_FILE_LOGGER_PATH: fl}\n",
+		"env: {TENSORBOARD_DIR: /x}\n", "env: {VERL_FILE_LOGGER_PATH: /x}\n",
+	} {
+		_, err := Parse([]byte(base+extra), DefaultLimits)
+		if err == nil || !strings.Contains(err.Error(), "mvp sets") {
+			t.Errorf("%q: %v; want it refused as a variable mvp sets", extra, err)
+		}
+	}
+	if _, err := Parse([]byte(base+"env: {PYTHONPATH: /extra}\n"), DefaultLimits); err != nil {
+		t.Errorf("env PYTHONPATH (merged after the code path): %v", err)
+	}
+}

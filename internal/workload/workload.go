@@ -143,7 +143,7 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 			env["PYTHONPATH"] = codePath
 		}
 	}
-	// mvp's own variables win over both.
+	// mvp's own variables win over both (those not MVP_* are listed in jobspec.MvpSetsEnv, which secrets may not name).
 	env["MVP_TASK_ID"] = taskID
 	env["MVP_ATTEMPT_NO"] = fmt.Sprint(n)
 	env["MVP_TASK_DIR"] = taskDir

@@ -242,3 +242,30 @@ func TestPathsReachHydraAsOneString(t *testing.T) {
 		t.Errorf("no %s argument", k)
 	}
 }
+
+// TestEveryVariableMvpSetsIsReserved: jobspec.MvpSetsEnv is the list of the variables the builder sets besides
+// MVP_* and RAY_*, which a jobspec's secrets may not name: a variable added here and not there would let a secret
+// replace it.
+func TestEveryVariableMvpSetsIsReserved(t *testing.T) {
+	for _, info := range mvp.WorkloadTable {
+		if info.RayDoor {
+			continue
+		}
+		spec := &jobspec.Spec{Workload: info.Name, NNodes: 1, GPUsPerNode: 2, ModelPath: "/m", TrainFile: "/t", ValFile: "/v"}
+		s := settings()
+		s.RuntimeEnv, s.StopGraceS = nil, 5 // every variable here is the builder's own
+		got, err := Build("mvp2-"+string(info.Name)+"-20251223-143201-7f3a", 1, spec, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, ok := got.RuntimeEnv["env_vars"].(map[string]any)
+		if !ok || env["TENSORBOARD_DIR"] == nil {
+			t.Fatalf("%s: env_vars %T %v", info.Name, got.RuntimeEnv["env_vars"], got.RuntimeEnv["env_vars"])
+		}
+		for k := range env {
+			if _, ok := jobspec.MvpSetsEnv[k]; !ok && !strings.HasPrefix(k, "MVP_") && !strings.HasPrefix(k, "RAY_") {
+				t.Errorf("%s: the builder sets %s, which jobspec.MvpSetsEnv does not list", info.Name, k)
+			}
+		}
+	}
+}
