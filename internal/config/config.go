@@ -537,6 +537,18 @@ func (c *Config) Validate() error {
 		// Jobs get paths under it as Hydra arguments, quoted where Hydra needs it (workload.hydraPath).
 		return fmt.Errorf("shared_root: %q must not contain quotes, backslashes or control characters", c.SharedRoot)
 	}
+	if ev, ok := c.RuntimeEnv["env_vars"]; ok {
+		m, isMap := ev.(map[string]any)
+		if !isMap {
+			return fmt.Errorf("runtime_env.env_vars: must be a mapping of variable names to strings")
+		}
+		for k, v := range m {
+			if _, isString := v.(string); !isString {
+				return fmt.Errorf("runtime_env.env_vars.%s: must be a string (got %v; quote it, e.g. %s: \"1\"): Ray "+
+					"takes strings only", mvpClip(k), v, mvpClip(k))
+			}
+		}
+	}
 	if c.EntrypointNumCPUs < 0 {
 		return fmt.Errorf("entrypoint_num_cpus: %v must not be negative", c.EntrypointNumCPUs)
 	}

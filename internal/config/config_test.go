@@ -276,3 +276,20 @@ func TestWrongKindNamesTheKey(t *testing.T) {
 		t.Errorf("good kinds: %v", err)
 	}
 }
+
+// TestRuntimeEnvVarsAreStrings: dev.yaml's runtime_env.env_vars took any value and printed it with fmt.Sprint into
+// every job (FOO: with no value became "<nil>", 1.5e6 became "1.5e+06", a null PYTHONPATH "/code:<nil>"). Ray
+// takes strings only: anything else is refused, naming the variable.
+func TestRuntimeEnvVarsAreStrings(t *testing.T) {
+	for _, doc := range []string{
+		"runtime_env: {env_vars: {FOO: }}\n", "runtime_env: {env_vars: {BIG: 1.5e6}}\n",
+		"runtime_env: {env_vars: {N: 1}}\n", "runtime_env: {env_vars: {L: [a]}}\n", "runtime_env: {env_vars: [A]}\n",
+	} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "runtime_env.env_vars") {
+			t.Errorf("%q: %v", doc, err)
+		}
+	}
+	if _, err := Parse([]byte("runtime_env: {env_vars: {HYDRA_FULL_ERROR: \"1\", HF_HOME: /hf}}\n")); err != nil {
+		t.Errorf("strings: %v", err)
+	}
+}
