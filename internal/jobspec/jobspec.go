@@ -101,6 +101,10 @@ var gangKeys = []struct{ key, field string }{
 	{"trainer.n_gpus_per_node", "n_gpus_per_node"},
 }
 
+// poolKeys are the Hydra keys with which verl asks for GPUs beyond the trainer's gang (main_ppo's separate reward
+// model pool): mvp admits and reserves the gang only, so an override must not set them.
+var poolKeys = []string{"reward_model.enable_resource_pool", "reward_model.nnodes", "reward_model.n_gpus_per_node"}
+
 var (
 	nameRE     = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 	overrideRE = regexp.MustCompile(`^[+~]{0,2}[A-Za-z_][A-Za-z0-9_.\-\[\]@/]*$`)
@@ -453,6 +457,13 @@ func (s *Spec) Validate() error {
 			if strings.HasPrefix(g.key, key+".") {
 				return invalid(f, "overriding %s as a whole could change %s: set the %s field for the gang, and "+
 					"override %s.<key> one key at a time for the rest", key, g.key, g.field, key)
+			}
+		}
+		for _, pk := range poolKeys {
+			if key == pk || strings.HasPrefix(pk, key+".") {
+				return invalid(f, "%s would make verl ask for GPUs beyond the gang mvp admits (nnodes × n_gpus_per_node): "+
+					"a separate reward model pool is not supported; keep the reward model colocated (the default), and "+
+					"override reward_model.<key> one key at a time for the rest", key)
 			}
 		}
 		if total += len(o); total > maxOverrideBytes {

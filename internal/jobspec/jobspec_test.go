@@ -359,3 +359,21 @@ func TestVariablesMvpSetsAreRefused(t *testing.T) {
 		t.Errorf("env PYTHONPATH (merged after the code path): %v", err)
 	}
 }
+
+// TestOverridesCannotAskForAnotherGPUPool: verl's main_ppo makes a separate GPU pool for the reward model when
+// reward_model.enable_resource_pool is set (its own nnodes × n_gpus_per_node): GPUs mvp's admission never counted,
+// so two gangs could each hold part of the other's. Those keys (and reward_model as a whole) are refused; the
+// reward model itself (colocated, the default) is not.
+func TestOverridesCannotAskForAnotherGPUPool(t *testing.T) {
+	base := "workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
+	for _, o := range []string{"reward_model.enable_resource_pool=True", "reward_model.nnodes=2",
+		"+reward_model.n_gpus_per_node=8", "reward_model={enable_resource_pool: true}"} {
+		_, err := Parse([]byte(base+"overrides: ['"+o+"']\n"), DefaultLimits)
+		if err == nil || !strings.Contains(err.Error(), "GPU") {
+			t.Errorf("%s: %v; want it refused", o, err)
+		}
+	}
+	if _, err := Parse([]byte(base+"overrides: [reward_model.enable=True, reward_model.model.path=/rm]\n"), DefaultLimits); err != nil {
+		t.Errorf("a colocated reward model: %v", err)
+	}
+}
