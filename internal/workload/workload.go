@@ -48,6 +48,11 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 	d := s.TimeLimits
 	d.UserCodePath = s.UserCodePath
 	eff := spec.Effective(d)
+	if len(body) > sizeCheckFrom {
+		if err := checkRunnable(eff, s); err != nil {
+			return nil, err
+		}
+	}
 	b, err := json.Marshal(eff)
 	if err != nil {
 		return nil, fmt.Errorf("encode effective spec: %w", err)
@@ -56,6 +61,37 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 		JobSpecYAML: string(body), SpecJSON: b, MaxRuntimeS: eff.MaxRuntimeS, MaxQueuedS: eff.MaxQueuedS,
 		HeartbeatTimeoutS: eff.HeartbeatTimeoutS, AfterOK: eff.AfterOK, AfterAny: eff.AfterAny, ResumeFrom: eff.ResumeFrom,
 		Priority: priorityOf(eff)}, nil
+}
+
+// maxArgBytes is what Linux takes in one argument or one environment string (MAX_ARG_STRLEN, 128 KiB), less room
+// for what Ray adds: Ray runs the entrypoint as one argument of /bin/sh, and hands the job its runtime_env in one
+// environment variable.
+const maxArgBytes = 120 << 10
+
+// sizeCheckFrom is the jobspec size from which Prepare builds the job to measure it: below it, what the user
+// controls cannot come near maxArgBytes however it quotes (at most 4 bytes a character in the shell, 6 in JSON).
+const sizeCheckFrom = 16 << 10
+
+// checkRunnable builds attempt 1 of spec (under a placeholder id) and refuses a command line or a runtime_env that
+// Linux would refuse when Ray starts the job: the task would wait for its GPUs only to fail at start.
+func checkRunnable(spec *jobspec.Spec, s Settings) error {
+	sub, err := Build(fmt.Sprintf("mvp2-%s-20060102-150405-ffff", spec.Workload), 1, spec, s)
+	if err != nil {
+		return err
+	}
+	if n := len(sub.Entrypoint); n > maxArgBytes {
+		return mvp.Errorf(mvp.CodeInvalid, "overrides", "the job's command line would be %d bytes, quoted for the "+
+			"shell; Linux refuses one argument past 128 KiB: shorten the overrides (quotes count four times)", n)
+	}
+	env, err := json.Marshal(sub.RuntimeEnv)
+	if err != nil {
+		return fmt.Errorf("encode runtime_env: %w", err)
+	}
+	if n := len(env); n > maxArgBytes {
+		return mvp.Errorf(mvp.CodeInvalid, "env", "the job's runtime_env would be %d bytes; Ray hands it to the job in "+
+			"one environment variable, which Linux refuses past 128 KiB: shorten env", n)
+	}
+	return nil
 }
 
 // BuildTask returns the Ray submission of attempt n of a stored task, from its effective spec (a ray_job's is its

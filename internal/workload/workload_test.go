@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"encoding/json"
 	"flag"
 	"os"
@@ -267,5 +268,38 @@ func TestEveryVariableMvpSetsIsReserved(t *testing.T) {
 				t.Errorf("%s: the builder sets %s, which jobspec.MvpSetsEnv does not list", info.Name, k)
 			}
 		}
+	}
+}
+
+// TestPrepareRefusesWhatLinuxCannotRun: Ray runs the entrypoint as one argument of /bin/sh and hands the whole
+// runtime_env to the job in one environment variable; Linux refuses either past 128 KiB. Overrides within their
+// own limit (64 KiB) can quote to four times that, and env vars come to 100 × 32 KiB: such a task was accepted,
+// waited for GPUs, and failed at start ("Argument list too long"). It is refused at submit.
+func TestPrepareRefusesWhatLinuxCannotRun(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\nval_file: /v\noverrides:\n")
+	for i := 0; i < 16; i++ {
+		fmt.Fprintf(&b, "  - \"trainer.x%d=%s\"\n", i, strings.Repeat("'", 3990))
+	}
+	_, err := Prepare([]byte(b.String()), settings())
+	if err == nil || mvp.ErrorCode(err) != mvp.CodeInvalid || !strings.Contains(err.Error(), "128 KiB") {
+		t.Errorf("overrides that quote to 256 KiB: %v", err)
+	}
+	b.Reset()
+	b.WriteString("workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\nval_file: /v\nenv:\n")
+	for i := 0; i < 5; i++ {
+		fmt.Fprintf(&b, "  V%d: %s\n", i, strings.Repeat("x", 30000))
+	}
+	if _, err := Prepare([]byte(b.String()), settings()); err == nil || !strings.Contains(err.Error(), "128 KiB") {
+		t.Errorf("150 KB of env: %v", err)
+	}
+	// A large spec within the limits is accepted.
+	b.Reset()
+	b.WriteString("workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\nval_file: /v\nenv:\n")
+	for i := 0; i < 2; i++ {
+		fmt.Fprintf(&b, "  V%d: %s\n", i, strings.Repeat("x", 30000))
+	}
+	if _, err := Prepare([]byte(b.String()), settings()); err != nil {
+		t.Errorf("60 KB of env: %v", err)
 	}
 }
