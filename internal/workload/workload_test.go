@@ -1,9 +1,9 @@
 package workload
 
 import (
-	"fmt"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
