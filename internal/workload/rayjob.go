@@ -15,7 +15,7 @@ import (
 // PrepareRayJob checks a submission made through the Ray Jobs door and returns the ray_job task it describes (no
 // id, no state): its gang from the metadata keys mvp.nnodes and mvp.n_gpus_per_node (both or neither; neither:
 // no gang, admitted on the driver's own resources), its driver's resources, the configured time limits, and the
-// request itself as its effective spec.
+// request itself as its effective spec. A request that names no driver resources gets dev.yaml's.
 func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 	if req.Entrypoint == "" {
 		return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint", "entrypoint is required: the shell command the job runs")
@@ -52,6 +52,14 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 				return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars.%s must be a string, got %v", clip(k), v)
 			}
 		}
+	}
+	if req.EntrypointNumCPUs == 0 && req.EntrypointNumGPUs == 0 && req.EntrypointMemory == 0 && len(req.EntrypointResources) == 0 {
+		// Ray 2.60 runs a driver that asks for no resources on the head node (a label selector on its node id):
+		// such a job gets dev.yaml's driver resources, as every jobspec task does (worker_node: 1 keeps drivers off
+		// the head). They are recorded in the task's request, so what was sent is what is shown.
+		r := *req
+		r.EntrypointNumCPUs, r.EntrypointResources = s.EntrypointNumCPUs, maps.Clone(s.EntrypointResources)
+		req = &r
 	}
 	nnodes, err := metaInt(req.Metadata, mvp.MetaNNodes, jobspec.MaxNNodes)
 	if err != nil {
@@ -90,7 +98,8 @@ func metaInt(meta map[string]string, key string, max int) (int, error) {
 func clip(s string) string { return mvp.Clip(s, 80) }
 
 // buildRayJob returns the Ray submission of attempt n of a ray_job task: the entrypoint, runtime_env, metadata and
-// entrypoint resources as the user sent them, with the attempt's submission id <task_id>--aNN, mvp's metadata
+// entrypoint resources as the user sent them (dev.yaml's runtime_env env_vars under the job's own), with the
+// attempt's submission id <task_id>--aNN, mvp's metadata
 // (mvp, task_id, attempt_no, workload, submission_id) over the user's, and in runtime_env.env_vars mvp's
 // MVP_TASK_ID, MVP_ATTEMPT_NO and MVP_TASK_DIR (and RAY_JOB_STOP_WAIT_TIME_S unless the user set it).
 func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
@@ -107,6 +116,9 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 		runtimeEnv = map[string]any{}
 	}
 	env := map[string]any{}
+	if ev, ok := s.RuntimeEnv["env_vars"].(map[string]any); ok {
+		maps.Copy(env, ev) // dev.yaml's, under the job's own (as for every jobspec task)
+	}
 	if ev, ok := runtimeEnv["env_vars"].(map[string]any); ok {
 		maps.Copy(env, ev)
 	}

@@ -51,7 +51,7 @@ func TestBuildRayJob(t *testing.T) {
 	}
 
 	none, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "echo hi"}, s)
-	if err != nil || none.NNodes != 0 || none.GPUsPerNode != 0 || none.Driver == nil || len(none.Driver) != 0 {
+	if err != nil || none.NNodes != 0 || none.GPUsPerNode != 0 || !reflect.DeepEqual(none.Driver, map[string]float64{"CPU": 1, "worker_node": 1}) {
 		t.Errorf("no gang: %+v %v", none, err)
 	}
 	for _, bad := range []*mvp.RayJobRequest{
@@ -78,5 +78,39 @@ func TestRayJobDriverBeyondAnyNumber(t *testing.T) {
 		EntrypointResources: map[string]float64{"CPU": 1e308}}
 	if _, err := PrepareRayJob(req, settings()); mvp.ErrorCode(err) != mvp.CodeInvalid {
 		t.Errorf("a driver of %v CPUs: %v", req.Driver()["CPU"], err)
+	}
+}
+
+// TestRayJobWithoutDriverResourcesGetsDevYamls: a job sent through the door without any entrypoint_* resources ran
+// its driver on the head node (Ray 2.60 pins such a driver there with a label selector), which
+// entrypoint_resources {"worker_node": 1} exists to prevent; and dev.yaml's runtime_env env_vars, merged into every
+// jobspec task's, were left out. Such a job gets dev.yaml's driver resources, and dev.yaml's env_vars under its own.
+func TestRayJobWithoutDriverResourcesGetsDevYamls(t *testing.T) {
+	s := settings() // entrypoint_num_cpus 1, worker_node 1, env HF_ENDPOINT, WANDB_MODE, PYTHONPATH
+	req := &mvp.RayJobRequest{Entrypoint: "python x.py", SubmissionID: "plain",
+		RuntimeEnv: map[string]any{"env_vars": map[string]any{"WANDB_MODE": "offline"}}}
+	task, err := PrepareRayJob(req, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(task.Driver, map[string]float64{"CPU": 1, "worker_node": 1}) {
+		t.Errorf("driver %v; want dev.yaml's", task.Driver)
+	}
+	task.ID = "mvp2-ray_job-20251223-143201-7f3b"
+	got, err := BuildTask(task, 1, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.EntrypointNumCPUs != 1 || got.EntrypointResources["worker_node"] != 1 {
+		t.Errorf("submission's driver: cpus %v resources %v", got.EntrypointNumCPUs, got.EntrypointResources)
+	}
+	env, _ := got.RuntimeEnv["env_vars"].(map[string]any)
+	if env["HF_ENDPOINT"] != "https://hf-mirror.example" || env["WANDB_MODE"] != "offline" {
+		t.Errorf("env_vars %v; want dev.yaml's under the job's own", env)
+	}
+	// A job that names any driver resource keeps exactly what it named.
+	own := &mvp.RayJobRequest{Entrypoint: "python x.py", SubmissionID: "own", EntrypointNumCPUs: 2}
+	if task, err := PrepareRayJob(own, s); err != nil || !reflect.DeepEqual(task.Driver, map[string]float64{"CPU": 2}) {
+		t.Errorf("own driver: %v %v", task.Driver, err)
 	}
 }
