@@ -412,8 +412,18 @@ func TestRayDoorPackages(t *testing.T) {
 	if !strings.Contains(got, "mvpwheel-0.1-py3-none-any.whl") || !strings.Contains(got, ".tar.gz") {
 		t.Errorf("kept packages: %v", names)
 	}
-	if st := mustTask(t, d, id); st.State != mvp.StateSucceeded {
+	st := mustTask(t, d, id)
+	if st.State != mvp.StateSucceeded {
 		t.Errorf("the task is %s", st.State)
+	}
+	// The request named no driver resources: it got dev.yaml's, so its driver ran on a worker, not on the head
+	// (where Ray 2.60 puts such a driver).
+	onWorker := false
+	for _, n := range workers(t) {
+		onWorker = onWorker || (len(st.Attempts) > 0 && n.ID == st.Attempts[0].DriverNodeID)
+	}
+	if !onWorker {
+		t.Errorf("the driver ran on %q, not on a worker node", st.Attempts[0].DriverNodeID)
 	}
 }
 
