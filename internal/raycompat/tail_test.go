@@ -42,16 +42,7 @@ func TestTailEndsOnShutdown(t *testing.T) {
 	}
 	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond,
 		ReadLog: func(context.Context, string, int) (string, bool, error) { return "", false, nil }}
-	mux := http.NewServeMux()
-	for _, rt := range d.Routes() {
-		mux.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
-			if err := rt.Handle(w, r); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-			}
-		})
-	}
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	srv := serveDoor(t, d)
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/waits/logs/tail", nil)
@@ -153,16 +144,7 @@ func TestTailSendsNothingTwiceWhenALogReadFails(t *testing.T) {
 		}
 	}
 	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond, ReadLog: read}
-	mux := http.NewServeMux()
-	for _, rt := range d.Routes() {
-		mux.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
-			if err := rt.Handle(w, r); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-			}
-		})
-	}
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	srv := serveDoor(t, d)
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/runs/logs/tail", nil)
@@ -184,4 +166,20 @@ func TestTailSendsNothingTwiceWhenALogReadFails(t *testing.T) {
 	if got.String() != "a\nb\nc\n" {
 		t.Errorf("the client got %q, want each line once", got.String())
 	}
+}
+
+// serveDoor serves d's routes on a loopback test server, closed when the test ends.
+func serveDoor(t *testing.T, d *Door) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	for _, rt := range d.Routes() {
+		mux.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := rt.Handle(w, r); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+			}
+		})
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -16,20 +16,7 @@ import (
 // progress a second before was stopped as HEARTBEAT_LOST. Found in review.
 func TestLoopKeepsTheLastHeartbeatThroughAnUnreadableProgressFile(t *testing.T) {
 	h := newHarness(t)
-	n++
-	task := &mvp.Task{ID: "mvp2-ppo-20251223-143201-aa01", Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
-		NNodes: 1, GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t,
-		HeartbeatTimeoutS: 60}
-	if err := h.db.CreateTask(context.Background(), task); err != nil {
-		t.Fatal(err)
-	}
-	h.tick()
-	sid := task.ID + "--a01"
-	h.ray.set(sid, mvp.RayRunning, "", 0)
-	h.ray.mu.Lock()
-	h.ray.jobs[sid].StartTime = h.clock.t.UnixMilli()
-	h.ray.mu.Unlock()
-	h.tick()
+	task := h.running(t, "mvp2-ppo-20251223-143201-aa01", func(t *mvp.Task) { t.HeartbeatTimeoutS = 60 })
 	for i := 0; i < 5; i++ { // healthy: progress every 30 s, 150 s in all
 		h.writeProgress(task.ID, 1, `{"step": 1}`)
 		h.clock.t = h.clock.t.Add(30 * time.Second)
@@ -89,19 +76,8 @@ func TestLoopKeepsLogsPastOneJobRayCannotServe(t *testing.T) {
 // being retried as INFRA. No judgement is made while Ray's jobs cannot be read. Found in review.
 func TestLoopJudgesNoTimeLimitWhileRayIsDown(t *testing.T) {
 	h := newHarness(t)
-	task := &mvp.Task{ID: "mvp2-ppo-20251223-143201-cc01", Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
-		NNodes: 1, GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t,
-		MaxRuntimeS: 3600}
-	if err := h.db.CreateTask(context.Background(), task); err != nil {
-		t.Fatal(err)
-	}
-	h.tick()
+	task := h.running(t, "mvp2-ppo-20251223-143201-cc01", func(t *mvp.Task) { t.MaxRuntimeS = 3600 })
 	sid := task.ID + "--a01"
-	h.ray.set(sid, mvp.RayRunning, "", 0)
-	h.ray.mu.Lock()
-	h.ray.jobs[sid].StartTime = h.clock.t.UnixMilli()
-	h.ray.mu.Unlock()
-	h.tick()
 	h.clock.t = h.clock.t.Add(10 * time.Minute)
 	h.ray.down = true // the head dies and takes the job with it
 	delete(h.ray.jobs, sid)
@@ -148,4 +124,24 @@ func TestLoopDoesNotFailARefusedResubmitWithinTheGrace(t *testing.T) {
 	if got := h.get(task.ID); got.State != mvp.StateRunning {
 		t.Errorf("the late job is not followed: task %s %q (stops %v)", got.State, got.ErrorSummary, h.ray.stopped)
 	}
+}
+
+// running makes a 1×2 ppo task with id (set changes it before it is stored), submits it and has Ray run it (its
+// job started now), and returns it.
+func (h *harness) running(t *testing.T, id string, set func(*mvp.Task)) *mvp.Task {
+	t.Helper()
+	task := &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 2,
+		JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
+	set(task)
+	if err := h.db.CreateTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	sid := task.ID + "--a01"
+	h.ray.set(sid, mvp.RayRunning, "", 0)
+	h.ray.mu.Lock()
+	h.ray.jobs[sid].StartTime = h.clock.t.UnixMilli()
+	h.ray.mu.Unlock()
+	h.tick()
+	return task
 }
