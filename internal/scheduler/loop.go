@@ -597,9 +597,6 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 			l.Logger.Error("write task folder", "task_id", t.ID, "err", err)
 		}
 	}
-	if err := l.Files.WriteSubmission(t.ID, att.No, payload); err != nil {
-		l.Logger.Error("write submission payload", "task_id", t.ID, "err", err)
-	}
 	t.State = mvp.StateSubmitting
 	return l.callRay(ctx, t, att, payload, false)
 }
@@ -608,6 +605,10 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 // earlier POST of this attempt may still become a job (MayStillAppear): the attempt is then not failed for a
 // submission that cannot be made now.
 func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, payload *mvp.JobSubmission, inGrace bool) error {
+	// Every POST, a resubmit after a restart too, has its payload in the task folder and its results folder made.
+	if err := l.Files.WriteSubmission(t.ID, att.No, payload); err != nil {
+		l.Logger.Error("write submission payload", "task_id", t.ID, "err", err)
+	}
 	sent, secretValues, err := l.withSecrets(ctx, t, payload) // only what goes to Ray holds them (loop_secrets.go)
 	if err != nil {
 		if inGrace {

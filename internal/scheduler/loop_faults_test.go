@@ -145,3 +145,29 @@ func (h *harness) running(t *testing.T, id string, set func(*mvp.Task)) *mvp.Tas
 	h.tick()
 	return task
 }
+
+// An attempt written SUBMITTING by a process that stopped before its POST (crash point submitting_before_ray) is
+// posted by the next one: that POST, too, has its payload in the task folder and its results folder made before
+// the job starts (the job failed opening $MVP_RESULTS_DIR: found by the crash tests end to end).
+func TestLoopResubmitAfterARestartMakesTheAttemptsFolders(t *testing.T) {
+	h := newHarness(t)
+	task := h.task()
+	att := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: task.ID + "--a01", CreatedAt: h.clock.t}
+	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting,
+		At: h.clock.t, NewAttempt: att}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.t = h.clock.t.Add(2 * time.Minute) // past the submit grace: the restarted loop posts it again
+	h.tick()
+	if _, ok := h.ray.jobs[att.RaySubmissionID]; !ok {
+		t.Fatalf("not posted again: %v", h.ray.jobs)
+	}
+	fs := taskfs.FS{Root: h.root}
+	results, _ := fs.AttemptResultsDir(task.ID, 1)
+	dir, _ := fs.AttemptDir(task.ID, 1)
+	for _, p := range []string{results, dir + "/submission.json"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
