@@ -47,6 +47,9 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2e: MVP_E2E_* not set; run `make test-e2e` (scripts/e2e.sh), which starts a cluster. Skipping.")
 		os.Exit(0)
 	}
+	// No single HTTP call of a test may hang until the package's timeout: its panic skips every cleanup (the
+	// services started would outlive the run) and prints no mvp log. Long streams use their own clients.
+	http.DefaultClient.Timeout = time.Minute
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	rayToken := os.Getenv("MVP_E2E_RAY_TOKEN")
 	env.rayToken = rayToken
@@ -315,7 +318,9 @@ func (s *service) start() {
 	cmd := exec.Command(env.bin, append([]string{"serve", "--config", s.cfgPath, "--log-level", "debug"}, s.serveArgs...)...)
 	cmd.Env = append(os.Environ(), append([]string{"MVP_E2E_TOKEN=" + s.token}, s.extraEnv...)...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a test binary that dies (Ctrl-C, CI's TERM, go test's timeout) takes its services with it; they
+	// outlived it and went on deciding, against whatever cluster later took their Ray ports.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
