@@ -12,7 +12,7 @@ export RAY_WORKERS="${RAY_WORKERS:-2}" RAY_GPUS_PER_WORKER="${RAY_GPUS_PER_WORKE
 # ports PREFIX: the cluster's listening ports, one block below the kernel's ephemeral range (free-ports.py --block:
 # an outgoing connection's socket can take a port there before Ray binds it, and a dashboard agent that loses its
 # port runs without its HTTP server, so no job can be submitted): GCS, dashboard, Ray client, then three per node
-# for the dashboard agents (ray-up.sh), away from the default 52365 block that `make run` uses.
+# for the dashboard agents (ray-up.sh; `make run` picks its own block the same way).
 ports() {
   local base
   base="$(python3 scripts/free-ports.py --block $(( 3 + 3 * (RAY_WORKERS + 1) )))"

@@ -14,7 +14,10 @@
 #   MVP_RAY_PORT             [6379]                GCS port
 #   MVP_RAY_DASHBOARD_PORT   [8265]                dashboard / Job API port (on 127.0.0.1)
 #   MVP_RAY_CLIENT_PORT      [10001]               ray client server port (a non-default one must be ≥ 20000)
-#   MVP_RAY_AGENT_PORT_BASE  [52365]               node i gets dashboard-agent ports base+3i (listen), +1 (grpc), +2 (metrics)
+#   MVP_RAY_AGENT_PORT_BASE  [a free block]        node i gets dashboard-agent ports base+3i (listen), +1 (grpc), +2 (metrics);
+#                                                  by default a block free now below the kernel's ephemeral port range
+#                                                  (free-ports.py --block: in that range an outgoing socket could take an
+#                                                  agent's port first, and that node then takes no jobs)
 #   RAY_AUTH_TOKEN           []                    if set, the cluster runs with RAY_AUTH_MODE=token (never written to disk)
 #   MVP_RAY_START_TIMEOUT    [180]                 seconds to wait for every node and the Job API
 set -euo pipefail
@@ -26,10 +29,12 @@ cpus="${RAY_CPUS_PER_WORKER:-$(( 12 * gpus ))}"
 gcs_port="${MVP_RAY_PORT:-6379}"
 dash_port="${MVP_RAY_DASHBOARD_PORT:-8265}"
 client_port="${MVP_RAY_CLIENT_PORT:-10001}"
-agent_base="${MVP_RAY_AGENT_PORT_BASE:-52365}"
+agent_base="${MVP_RAY_AGENT_PORT_BASE:-}"
 timeout="${MVP_RAY_START_TIMEOUT:-180}"
 dash_url="http://127.0.0.1:${dash_port}"
 
+bash "$repo/scripts/ensure-tools.sh" base || exit 1 # python3 with venv, curl
+[[ -n "$agent_base" ]] || agent_base="$(python3 "$repo/scripts/free-ports.py" --block $(( 3 * (workers + 1) )))"
 venv="$(bash "$repo/scripts/ray-venv.sh")"
 export PATH="$venv/bin:$PATH" RAY_USAGE_STATS_ENABLED=0 PYTHONPATH="$repo/py-entrypoints${PYTHONPATH:+:$PYTHONPATH}"
 curl_auth=()
