@@ -92,7 +92,7 @@ done
 want=$(( workers + 1 ))
 deadline=$(( SECONDS + timeout ))
 while :; do
-  alive="$(python3 "$repo/py-entrypoints/mvp_probe.py" --address "127.0.0.1:$gcs_port" --once --count-alive 2>/dev/null || echo 0)"
+  alive="$(timeout 30 python3 "$repo/py-entrypoints/mvp_probe.py" --address "127.0.0.1:$gcs_port" --once --count-alive 2>/dev/null || echo 0)"
   if [[ "$alive" == "$want" ]] && api_up; then
     break
   fi

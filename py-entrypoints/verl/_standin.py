@@ -141,7 +141,10 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check)
     wait_file = cfg.get("mvp_test.wait_file")
     if wait_file:
         print(f"verl-standin: waiting for {wait_file}", flush=True)
+        give_up = time.time() + 600  # a test that failed before it made the file must not leave a driver waiting
         while not os.path.exists(wait_file):
+            if time.time() > give_up:
+                sys.exit(f"verl-standin: {wait_file} did not appear within 600 s")
             time.sleep(0.2)
 
     if fail_fast_check:
