@@ -330,7 +330,13 @@ func (s *service) start() {
 	waitFor(s.t, 30*time.Second, "mvp serve to answer /healthz", func() (bool, string) {
 		select {
 		case <-s.exited:
-			return true, "exited"
+			// Only a crash point (exit status 86, tests only) may end it before it answers; anything else is a
+			// start that failed (a port taken since it was chosen, say), which the test must not take for a start.
+			if code := cmd.ProcessState.ExitCode(); code != 86 {
+				b, _ := os.ReadFile(s.logPath)
+				s.t.Fatalf("mvp serve exited (status %d) before it answered /healthz:\n%s", code, tail(string(b), 40))
+			}
+			return true, "exited at a crash point"
 		default:
 		}
 		resp, err := http.Get(s.c.Addr + "/healthz")
