@@ -7,7 +7,7 @@ import "fmt"
 // State is the service-side state of a task. The values are a contract: users' scripts match on them.
 type State string
 
-// The task states. See specs/states.md for the transition table in prose.
+// The task states. specs/design.md ("States") gives the transition table in prose.
 const (
 	// StateQueued: accepted and stored, not yet looked at by the scheduler.
 	StateQueued State = "QUEUED"
@@ -110,6 +110,12 @@ const (
 	// heartbeat_timeout_s and mvp stopped it; retried like INFRA, within the same bound (max_infra_retries).
 	FailureHeartbeatLost FailureKind = "HEARTBEAT_LOST"
 )
+
+// FailureKinds lists every failure kind, "" (none) first: the one list the API's documents are checked against.
+var FailureKinds = []FailureKind{
+	FailureNone, FailureInsufficientResources, FailureUserError, FailureRuntimeError, FailureInfra, FailureUnknown,
+	FailureMaxRuntimeExceeded, FailureMaxQueuedExceeded, FailureHeartbeatLost,
+}
 
 // RayStatus is a Ray job status as the Job REST API reports it, plus the empty string for "not known yet".
 type RayStatus string
