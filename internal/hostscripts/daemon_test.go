@@ -188,3 +188,27 @@ func TestStopInAContainerThatDoesNotReap(t *testing.T) {
 		t.Errorf("stop of a service that exited on SIGTERM: %d %s", code, out)
 	}
 }
+
+// TestTheServiceGetsItsOtherVariables: only the API token's variable was handed to the container, so the secrets
+// key, Ray's token and the named users' token variables set on the host never reached mvp serve (with users
+// configured it would not start; secret storage was silently off). MVP_PASS_ENV names them (by name, never value).
+func TestTheServiceGetsItsOtherVariables(t *testing.T) {
+	r := newRig(t)
+	if out, code := r.run("status.sh", "MVP_SECRETS_KEY=k-0123456789abcdef", "MVP_TOKEN_ALICE=alice-token-0123456789",
+		"MVP_PASS_ENV=MVP_SECRETS_KEY RAY_AUTH_TOKEN MVP_TOKEN_ALICE"); code == 9 {
+		t.Fatalf("status: %d %s", code, out)
+	}
+	log, _ := os.ReadFile(filepath.Join(r.dir, "docker.log"))
+	calls := string(log)
+	for _, want := range []string{"-e MVP_SECRETS_KEY", "-e MVP_TOKEN_ALICE", "-e MVP_INTERNAL_TOKEN"} {
+		if !strings.Contains(calls, want) {
+			t.Errorf("docker exec lacks %s:\n%s", want, calls)
+		}
+	}
+	if strings.Contains(calls, "RAY_AUTH_TOKEN") || strings.Contains(calls, "k-0123456789abcdef") {
+		t.Errorf("an unset variable or a value was passed:\n%s", calls)
+	}
+	if out, code := r.run("status.sh", "MVP_PASS_ENV=BAD-NAME"); code == 0 || !strings.Contains(out, "MVP_PASS_ENV") {
+		t.Errorf("a bad name in MVP_PASS_ENV: %d %s", code, out)
+	}
+}

@@ -10,6 +10,9 @@
 #   MVP_DB_PATH       [from dev.yaml: v2.sqlite.db_path]      overrides the database path
 #   MVP_TOKEN_ENV     [MVP_INTERNAL_TOKEN]                    the variable holding the API token; its value is
 #                                                             handed to the container by name, never on a command line
+#   MVP_PASS_ENV      [MVP_SECRETS_KEY RAY_AUTH_TOKEN]        other variables mvp serve reads, handed over the same
+#                                                             way when set here: add the token_env of each user in
+#                                                             v2.auth.users, and v2.secrets.key_env if renamed
 #   MVP_LOG           [$MVP_HOME/logs/mvp.log]                the service's log file
 #   MVP_PIDFILE       [$MVP_HOME/run/mvp.pid]                 where start records the service's pid
 #   MVP_HEALTH_URL    [http://127.0.0.1:8080/healthz]         what status and start ask
@@ -25,6 +28,7 @@ MVP_BIN="${MVP_BIN:-$MVP_HOME/bin/mvp}"
 MVP_CONFIG="${MVP_CONFIG:-$MVP_HOME/configs/dev.yaml}"
 MVP_DB_PATH="${MVP_DB_PATH:-}"
 MVP_TOKEN_ENV="${MVP_TOKEN_ENV:-MVP_INTERNAL_TOKEN}"
+MVP_PASS_ENV="${MVP_PASS_ENV-MVP_SECRETS_KEY RAY_AUTH_TOKEN}"
 MVP_LOG="${MVP_LOG:-$MVP_HOME/logs/mvp.log}"
 MVP_PIDFILE="${MVP_PIDFILE:-$MVP_HOME/run/mvp.pid}"
 MVP_HEALTH_URL="${MVP_HEALTH_URL:-http://127.0.0.1:8080/healthz}"
@@ -41,6 +45,14 @@ die() {
 # The timeouts go into shell arithmetic, which evaluates text: only whole numbers of seconds pass.
 for v in MVP_STOP_TIMEOUT MVP_START_TIMEOUT; do
   [[ "${!v}" =~ ^[0-9]{1,6}$ ]] || die "$v must be a whole number of seconds, got '${!v:0:40}'"
+done
+
+# pass_env: `-e NAME` for the API token's variable and each variable of MVP_PASS_ENV set here (by name: docker
+# reads the value from this environment, so it is never on a command line).
+pass_env=(-e "$MVP_TOKEN_ENV")
+for v in $MVP_PASS_ENV; do
+  [[ "$v" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "MVP_PASS_ENV: '${v:0:40}' is not a variable name"
+  [[ -n "${!v:-}" ]] && pass_env+=(-e "$v")
 done
 
 # usage_header prints the settings above (the lines of this file's header) for --help.
@@ -77,7 +89,7 @@ in_target() {
   if [[ "$MVP_LOCAL" == 1 ]]; then
     bash -c "$script" mvp "$@" </dev/null
   else
-    "$DOCKER" exec -e "$MVP_TOKEN_ENV" "$MVP_CONTAINER" bash -c "$script" mvp "$@" </dev/null
+    "$DOCKER" exec "${pass_env[@]}" "$MVP_CONTAINER" bash -c "$script" mvp "$@" </dev/null
   fi
 }
 
@@ -88,7 +100,7 @@ in_target_stdin() {
   if [[ "$MVP_LOCAL" == 1 ]]; then
     bash -c "$script" mvp "$@"
   else
-    "$DOCKER" exec -i -e "$MVP_TOKEN_ENV" "$MVP_CONTAINER" bash -c "$script" mvp "$@"
+    "$DOCKER" exec -i "${pass_env[@]}" "$MVP_CONTAINER" bash -c "$script" mvp "$@"
   fi
 }
 
