@@ -49,7 +49,7 @@ Usage:
   mvp logs TASK_ID [-f] [--attempt N]
   mvp cancel TASK_ID
   mvp events TASK_ID [--limit N] [--cursor C]
-  mvp schedule create NAME --cron EXPR -f job.yaml [--timezone TZ] [--overlap skip|queue|replace]
+  mvp schedule create NAME --cron EXPR -f job.yaml [--timezone TZ] [--overlap skip|queue|replace] [-e key=value …]
   mvp schedule list | get NAME | pause NAME | resume NAME | delete NAME       recurring tasks
   mvp results TASK_ID [--get PATH [-o FILE]]     list the task's result files, or fetch one
   mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]   a new task from the task's stored spec
@@ -72,7 +72,11 @@ Example:
 
 // Run runs the command line and returns the exit code.
 func Run(ctx context.Context, args []string, env Env) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		fmt.Fprint(env.Stderr, usage) // no verb: a usage error (exit 2), as the spec's exit codes say
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(env.Stdout, usage)
 		return 0
 	}

@@ -58,6 +58,9 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	if code := Run(context.Background(), []string{"--help"}, env); code != 0 || !strings.Contains(out.String(), "Example:") {
 		t.Errorf("help: %d %s", code, out.String())
 	}
+	if code := Run(context.Background(), nil, env); code != 2 || !strings.Contains(errb.String(), "Example:") {
+		t.Errorf("no verb: %d (want 2, the usage on stderr)", code)
+	}
 	if code := Run(context.Background(), []string{"frobnicate"}, env); code != 2 {
 		t.Errorf("unknown verb: %d", code)
 	}

@@ -19,7 +19,7 @@ import (
 
 const simUsage = `usage:
   mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--cpus-per-node C] [--policy NAME[,NAME...]|all] [--config FILE]
-          [--fair-share=true|false] [--only-user U] [-o table|json]
+          [--fair-share=true|false] [--only-user U] [--max-running N] [-o table|json]
       replay a trace through the scheduler's Decide with a simulated clock (no Ray); --policy all runs every policy,
       a comma-separated list those;
       the trace's optional user and priority columns set each task's owner and priority

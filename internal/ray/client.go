@@ -220,20 +220,30 @@ func (c *Client) UploadPackage(ctx context.Context, uri string, data []byte) err
 		return mvp.Errorf(mvp.CodeInvalid, "runtime_env", "upload package: %q is not a package URI like gcs://_ray_pkg_<hex>.zip", uri)
 	}
 	path := "/api/packages/" + url.PathEscape(protocol) + "/" + url.PathEscape(name)
+	start := time.Now()
+	outcome, err := c.upload(ctx, uri, path, data)
+	c.obs.RayCall("upload_package", outcome, time.Since(start))
+	return err
+}
+
+// upload PUTs one package and says how it ended (an mvp.Outcome constant).
+func (c *Client) upload(ctx context.Context, uri, path string, data []byte) (string, error) {
 	resp, err := c.r.R().SetContext(ctx).SetBody(data).Execute(http.MethodPut, path)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return mvp.OutcomeCanceled, ctx.Err()
 		}
-		return fmt.Errorf("upload package %s: %w (%s)", uri, mvp.ErrRayUnavailable, scrub(err.Error()))
+		return mvp.OutcomeUnreachable, fmt.Errorf("upload package %s: %w (%s)", uri, mvp.ErrRayUnavailable, scrub(err.Error()))
 	}
 	switch code := resp.StatusCode(); {
 	case code == http.StatusOK:
-		return nil
-	case code >= 500 || code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return fmt.Errorf("upload package %s: %w (HTTP %d: %s)", uri, mvp.ErrRayUnavailable, code, lastLine(resp.Body()))
+		return mvp.OutcomeOK, nil
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return mvp.OutcomeAuth, fmt.Errorf("upload package %s: %w (HTTP %d: %s)", uri, mvp.ErrRayUnavailable, code, lastLine(resp.Body()))
+	case code >= 500:
+		return mvp.OutcomeServerError, fmt.Errorf("upload package %s: %w (HTTP %d: %s)", uri, mvp.ErrRayUnavailable, code, lastLine(resp.Body()))
 	default:
-		return fmt.Errorf("upload package %s: %w", uri, &mvp.Error{Code: mvp.CodeInvalid,
+		return mvp.OutcomeRefused, fmt.Errorf("upload package %s: %w", uri, &mvp.Error{Code: mvp.CodeInvalid,
 			Message: fmt.Sprintf("Ray refused the package (HTTP %d): %s", code, lastLine(resp.Body()))})
 	}
 }

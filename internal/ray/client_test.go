@@ -209,6 +209,7 @@ func TestClientObservesEveryCallByEndpointAndOutcome(t *testing.T) {
 	c.StopJob(ctx, "nope")
 	c.DeleteJob(ctx, s.SubmissionID)
 	c.Version(ctx)
+	c.UploadPackage(ctx, "gcs://_ray_pkg_0123456789abcdef.zip", []byte("PK")) // the fake has no package route: 404
 	New(Options{DashboardURL: srv.URL, Token: "wrong-token-abcdef", Observer: obs}).GetJob(ctx, "x")
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
@@ -216,7 +217,7 @@ func TestClientObservesEveryCallByEndpointAndOutcome(t *testing.T) {
 	srv.Close()
 	New(Options{DashboardURL: srv.URL, Timeout: time.Second, Observer: obs}).SubmitJob(ctx, s)
 	want := []string{"submit_job ok", "submit_job exists", "submit_job refused", "get_job ok", "get_job not_found",
-		"job_logs ok", "stop_job ok", "stop_job not_found", "delete_job conflict", "version ok", "get_job unauthorized",
+		"job_logs ok", "stop_job ok", "stop_job not_found", "delete_job conflict", "version ok", "upload_package refused", "get_job unauthorized",
 		"get_job canceled", "submit_job unreachable"}
 	if strings.Join(obs.got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("observed\n%s\nwant\n%s", strings.Join(obs.got, "\n"), strings.Join(want, "\n"))
