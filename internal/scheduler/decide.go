@@ -336,8 +336,29 @@ func (w *waits) appendTo(out []Action, pl *plan, i int32) []Action {
 	return append(out, wt)
 }
 
-// freeNodes returns the alive nodes with their availability, in a stable order.
+// freeNodes returns the alive nodes with their availability, in a stable order. What the placed (CREATED)
+// placement groups on a node hold is taken off it whatever its report says: Ray marks a group CREATED before the
+// node's available resources catch up, and for that moment the node shows the group's GPUs free.
 func freeNodes(c *mvp.ClusterView) []*node {
+	var held map[string]map[string]float64
+	for _, g := range c.Groups {
+		if g.State != "CREATED" || g.Node == "" {
+			continue
+		}
+		if held == nil {
+			held = map[string]map[string]float64{}
+		}
+		h := held[g.Node]
+		if h == nil {
+			h = map[string]float64{}
+			held[g.Node] = h
+		}
+		for _, b := range g.Bundles {
+			for k, v := range b {
+				h[k] += v
+			}
+		}
+	}
 	var ns []*node
 	for _, n := range c.Nodes {
 		if !n.Alive {
@@ -346,6 +367,13 @@ func freeNodes(c *mvp.ClusterView) []*node {
 		free := make(map[string]float64, len(n.Available))
 		for k, v := range n.Available {
 			free[k] = v
+		}
+		for k, v := range held[n.ID] {
+			if tot, ok := n.Total[k]; ok && v > 0 {
+				if limit := max(tot-v, 0); free[k] > limit {
+					free[k] = limit
+				}
+			}
 		}
 		ns = append(ns, &node{id: n.ID, free: free, total: n.Total})
 	}

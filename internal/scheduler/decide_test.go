@@ -338,3 +338,32 @@ func TestNoJudgementWhileJobsAreUnread(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacedGroupsHoldTheirGPUsBeforeTheNodeSaysSo: Ray marks a placement group CREATED before the node's report of
+// its available resources catches up, so for a moment a node shows its GPUs free under a placed gang. A placed
+// group's bundles are taken off its node whatever the report says: the next task was admitted into that moment and
+// failed at verl's check ("Total available GPUs 0", seen in the e2e test TestWaitsWhileGPUsBusy).
+func TestPlacedGroupsHoldTheirGPUsBeforeTheNodeSaysSo(t *testing.T) {
+	bundles := []map[string]float64{{"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}}
+	start := t0.Add(-time.Minute)
+	running := &mvp.Task{ID: "running", Workload: mvp.WorkloadPPO, State: mvp.StateRunning, NNodes: 2, GPUsPerNode: 4, CreatedAt: start}
+	cluster := &mvp.ClusterView{Nodes: []mvp.Node{
+		{ID: "w1", Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100},
+			Available: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 99}}, // not caught up yet
+		{ID: "w2", Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100},
+			Available: map[string]float64{"GPU": 0, "CPU": 36, "worker_node": 100}}},
+		Groups: []mvp.PlacementGroup{
+			{ID: "g1", CreatorJobID: "01000000", State: "CREATED", Strategy: "STRICT_PACK", Bundles: bundles, Node: "w1"},
+			{ID: "g2", CreatorJobID: "01000000", State: "CREATED", Strategy: "STRICT_PACK", Bundles: bundles, Node: "w2"}}}
+	snap := Snapshot{Cluster: cluster,
+		Active: []ActiveAttempt{{Task: running, Attempt: &mvp.Attempt{No: 1, RaySubmissionID: "running--a01",
+			RayJobID: "01000000", RayStatus: mvp.RayRunning, StartTime: &start, DriverNodeID: "w1"}}},
+		Queue: []*mvp.Task{{ID: "next", Workload: mvp.WorkloadGRPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 4, CreatedAt: t0}}}
+	p := Policy{Name: DefaultPolicy, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3, mvp.WorkloadGRPO: 3},
+		Driver: map[string]float64{"CPU": 1, "worker_node": 1}}
+	for _, a := range Decide(t0, snap, p) {
+		if s, ok := a.(Submit); ok {
+			t.Fatalf("admitted %s onto %v while the placed gang holds every GPU", s.Task.ID, s.Nodes)
+		}
+	}
+}
