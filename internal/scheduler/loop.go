@@ -612,9 +612,7 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 	sent, secretValues, err := l.withSecrets(ctx, t, payload) // only what goes to Ray holds them (loop_secrets.go)
 	if err != nil {
 		if inGrace {
-			l.Logger.Warn("attempt cannot be submitted again; waiting for the submit grace before failing it",
-				"task_id", t.ID, "submission_id", att.RaySubmissionID, "err", err)
-			return nil
+			return l.holdInGrace(t, att, "attempt cannot be submitted again", err.Error())
 		}
 		return l.failSubmitting(ctx, t, att, err)
 	}
@@ -639,10 +637,10 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 	case errors.Is(err, mvp.ErrSubmitInfra):
 		// Nothing reached Ray: not Ray's refusal, but mvp's side failing (Unprepared decides).
 		text := redact(err.Error(), secretValues)
-		l.Logger.Error("submission could not be prepared", "task_id", t.ID, "submission_id", att.RaySubmissionID, "err", text)
 		if inGrace {
-			return nil // an earlier POST may still make the job: not ended (nor retried as a new attempt) yet
+			return l.holdInGrace(t, att, "submission could not be prepared", text)
 		}
+		l.Logger.Error("submission could not be prepared", "task_id", t.ID, "submission_id", att.RaySubmissionID, "err", text)
 		full, gerr := l.Store.GetTask(ctx, t.ID)
 		if gerr != nil {
 			return fmt.Errorf("read history of %s: %w", t.ID, gerr)
@@ -653,11 +651,7 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 		// Ray's answer might echo the payload: no secret value goes into the task's record.
 		text := redact(err.Error(), secretValues)
 		if inGrace {
-			// An earlier POST of this attempt may still become its job (and a 429 or 408 from a proxy is no
-			// verdict on the job): it is followed until the grace is over, not failed with a job left running.
-			l.Logger.Warn("resubmit refused; following the attempt until the submit grace is over", "task_id", t.ID,
-				"submission_id", att.RaySubmissionID, "err", text)
-			return nil
+			return l.holdInGrace(t, att, "resubmit refused", text) // and a proxy's 429 or 408 is no verdict on the job
 		}
 		msg := "Ray refused the submission: " + text
 		up, now := *att, l.Clock.Now()
@@ -665,6 +659,15 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: mvp.StateSubmitting, To: mvp.StateFailed,
 			At: now, AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
 	}
+}
+
+// holdInGrace leaves an attempt that cannot be submitted again as it is while an earlier POST of it may still
+// become its job (MayStillAppear): failing or retrying it now could leave that job running unfollowed. The pass
+// after the grace decides.
+func (l *Loop) holdInGrace(t *mvp.Task, a *mvp.Attempt, what, why string) error {
+	l.Logger.Warn(what+"; following the attempt until the submit grace is over", "task_id", t.ID,
+		"submission_id", a.RaySubmissionID, "err", why)
+	return nil
 }
 
 func (l *Loop) markSubmitted(ctx context.Context, t *mvp.Task, att *mvp.Attempt) error {
@@ -772,11 +775,7 @@ func (l *Loop) conclude(ctx context.Context, t *mvp.Task, a *mvp.Attempt, r Repo
 		payload, err := l.Build(t, a.No)
 		if err != nil {
 			if MayStillAppear(now, a, r.LastPost, l.Retry) {
-				// An earlier POST's answer was lost: its job can still appear, and failing the task now would
-				// leave that job running unfollowed. Look again until the grace is over.
-				l.Logger.Warn("attempt cannot be built again; waiting for the submit grace before failing it",
-					"task_id", t.ID, "submission_id", a.RaySubmissionID, "err", err)
-				return nil
+				return l.holdInGrace(t, a, "attempt cannot be built again", err.Error())
 			}
 			// As for a first submission that cannot be built: the task can never be submitted.
 			return l.failSubmitting(ctx, t, a, fmt.Errorf("it cannot be built again: %w", err))

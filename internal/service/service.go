@@ -149,17 +149,18 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		obs, metricsHandler = met, met.Handler(logger.With("component", "metrics"))
 	}
 
-	if m.dbLock, err = sqlite.Lock(cfg.V2.SQLite.DBPath); err != nil {
-		if strings.Contains(err.Error(), "another mvp serve") {
-			return err
-		}
-		return fmt.Errorf("open database %s: %w (set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to a file in a folder mvp can write)",
-			cfg.V2.SQLite.DBPath, err)
+	dbErr := func(err error) error {
+		return fmt.Errorf("open database %s: %w (set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to a file in "+
+			"a folder mvp can write)", cfg.V2.SQLite.DBPath, err)
 	}
-	m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{Observer: obs})
-	if err != nil {
-		return fmt.Errorf("open database %s: %w (set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to a file in a folder mvp can write)",
-			cfg.V2.SQLite.DBPath, err)
+	if m.dbLock, err = sqlite.Lock(cfg.V2.SQLite.DBPath); err != nil {
+		if errors.Is(err, sqlite.ErrInUse) {
+			return err // it says which process holds it
+		}
+		return dbErr(err)
+	}
+	if m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{Observer: obs}); err != nil {
+		return dbErr(err)
 	}
 	if cs := cfg.V2.SQLite.CheckpointSchedule; cs != "off" {
 		if m.stopCheckpoints, err = m.store.ScheduleCheckpoints(cs, logger.With("component", "sqlite")); err != nil {

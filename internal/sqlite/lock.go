@@ -11,6 +11,9 @@ import (
 	"syscall"
 )
 
+// ErrInUse is Lock's error when another process holds the database's service lock.
+var ErrInUse = errors.New("the database is in use by another mvp serve")
+
 // Lock takes the database's service lock: an exclusive flock on <path>.lock, which holds the pid of its holder.
 // One mvp serve per database: two would each run a scheduler loop judging and writing the same attempts from their
 // own reads. The lock goes with the process (a crash or a kill releases it), so no stale lock outlives a holder.
@@ -35,8 +38,8 @@ func Lock(path string) (io.Closer, error) {
 			if pid, perr := strconv.Atoi(strings.TrimSpace(string(holder))); perr == nil && pid > 0 {
 				who = "pid " + strconv.Itoa(pid)
 			}
-			return nil, fmt.Errorf("another mvp serve (%s) is using the database %s: stop it first, or give this one "+
-				"its own database (v2.sqlite.db_path, or serve's --db-path)", who, abs)
+			return nil, fmt.Errorf("%w: another mvp serve (%s) is using the database %s: stop it first, or give this one "+
+				"its own database (v2.sqlite.db_path, or serve's --db-path)", ErrInUse, who, abs)
 		}
 		return nil, fmt.Errorf("lock database %s: %w", path, err)
 	}

@@ -107,7 +107,7 @@ func (f FS) WriteSubmission(id string, n int, s *mvp.JobSubmission) error {
 		return err
 	}
 	defer root.Close()
-	if err := root.MkdirAll(filepath.Join("results", fmt.Sprintf("a%02d", n)), 0o755); err != nil {
+	if err := root.MkdirAll(filepath.Join("results", filepath.Base(dir)), 0o755); err != nil { // results/aNN
 		return fmt.Errorf("create the results folder of attempt %d: %w", n, err)
 	}
 	return nil
