@@ -76,7 +76,8 @@ type ActiveAttempt struct {
 	StuckSince time.Time
 	// Infeasible is true when Ray says one of its placement groups can never be placed on this cluster.
 	Infeasible bool
-	// ProgressAt is when the attempt's progress file last changed; zero when it has none (see heartbeats).
+	// ProgressAt is when the loop last saw the attempt's progress file change, on mvp's clock; zero when it has
+	// none (see heartbeats and fillProgressAt).
 	ProgressAt time.Time
 	// Nodes are the nodes its placed groups are on, one per group, when known (the simulator knows them; Ray's
 	// placement groups say so too). When not, Decide attributes the attempt's GPUs to nodes that show that many in

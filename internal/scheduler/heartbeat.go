@@ -43,7 +43,7 @@ func heartbeats(now time.Time, s Snapshot, out []Action) []Action {
 		}
 		since := "since the job started, no progress file was written"
 		if !a.ProgressAt.IsZero() && !a.ProgressAt.Before(last) {
-			since = "its progress file last changed at " + a.ProgressAt.UTC().Format(time.RFC3339)
+			since = "mvp last saw its progress file change at " + a.ProgressAt.UTC().Format(time.RFC3339)
 		}
 		out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: mvp.FailureHeartbeatLost,
 			Event: mvp.EventHeartbeatLost, Reason: fmt.Sprintf(

@@ -62,7 +62,7 @@ func TestDecideHeartbeats(t *testing.T) {
 	// The reason says whether the file went quiet or was never written.
 	for _, a := range Decide(t0, Snapshot{Active: []ActiveAttempt{quiet, silent}}, policy()) {
 		s := a.(Stop)
-		wantText := "progress file last changed at"
+		wantText := "mvp last saw its progress file change at"
 		if s.Task == silent.Task {
 			wantText = "no progress file was written"
 		}

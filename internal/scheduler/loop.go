@@ -57,6 +57,9 @@ type Loop struct {
 	started time.Time
 	// progressRead: submission id → what was last seen of its progress file (loop_progress.go).
 	progressRead map[string]string
+	// progressSeen: submission id → the progress file's modification time as last seen, and when (mvp's clock)
+	// the loop first saw that time (loop_progress.go).
+	progressSeen map[string]progressSeen
 	// While Ray is unreachable, ticks back off (doubling from Tick to MaxBackoff, jittered) instead of calling
 	// Ray every tick.
 	backoff   time.Duration

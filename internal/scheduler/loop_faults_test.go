@@ -171,3 +171,38 @@ func TestLoopResubmitAfterARestartMakesTheAttemptsFolders(t *testing.T) {
 		}
 	}
 }
+
+// The progress file's modification time is written by another machine's clock (the node the driver runs on, or
+// the NFS server of shared_root), not mvp's. With that clock 10 minutes behind, a run writing progress every 30 s
+// was stopped as HEARTBEAT_LOST (timeout 60 s); with it 10 minutes ahead, a hung run went unjudged for 10 minutes.
+// A heartbeat is when mvp saw the file change, on mvp's clock. Found in review.
+func TestLoopJudgesHeartbeatsOnItsOwnClock(t *testing.T) {
+	for _, skew := range []time.Duration{-10 * time.Minute, 10 * time.Minute} {
+		t.Run(skew.String(), func(t *testing.T) {
+			h := newHarness(t)
+			task := h.running(t, "mvp2-ppo-20251223-143201-dd01", func(t *mvp.Task) { t.HeartbeatTimeoutS = 60 })
+			write := func(body string) {
+				h.writeProgress(task.ID, 1, body)
+				p := h.progressPath(task.ID, 1)
+				if err := os.Chtimes(p, h.clock.t.Add(skew), h.clock.t.Add(skew)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := 0; i < 6; i++ { // healthy: progress every 30 s, 3 minutes in all
+				write(fmt.Sprintf(`{"step": %d}`, i+1))
+				h.clock.t = h.clock.t.Add(30 * time.Second)
+				h.tick()
+			}
+			if a := h.get(task.ID).Attempts[0]; a.FailureKind != "" {
+				t.Fatalf("a run writing progress every 30 s was judged %s: %q", a.FailureKind, a.Message)
+			}
+			for i := 0; i < 4; i++ { // then it hangs: 2 minutes without a change
+				h.clock.t = h.clock.t.Add(30 * time.Second)
+				h.tick()
+			}
+			if a := h.get(task.ID).Attempts[0]; a.FailureKind != mvp.FailureHeartbeatLost {
+				t.Errorf("a run silent for 2 minutes (timeout 60 s) is not judged: %s %q", a.FailureKind, a.Message)
+			}
+		})
+	}
+}

@@ -11,12 +11,24 @@ import (
 )
 
 // The loop's part of progress and heartbeats: it reads a running attempt's progress file on each sync (only when
-// the file changed since the last read) and hands the file's last change time to Decide (ActiveAttempt.ProgressAt).
+// the file changed since the last read) and hands Decide when it last saw the file change
+// (ActiveAttempt.ProgressAt).
 
-// fillProgressAt sets ProgressAt of every running attempt whose task asks for a heartbeat, from its progress
-// file's modification time; when the file cannot be read, from the last progress recorded of that attempt (none:
-// no heartbeat since the job started). It also forgets what was read of
-// attempts no longer live (one that vanished from Ray has no final sync), when record (the loop's own tick).
+// progressSeen is a progress file's modification time as the loop last saw it, and when, on mvp's clock, it first
+// saw that time.
+type progressSeen struct {
+	mtime time.Time
+	at    time.Time
+}
+
+// fillProgressAt sets ProgressAt of every running attempt whose task asks for a heartbeat: when the loop first
+// saw its progress file's current modification time, on mvp's clock. The modification time itself is another
+// machine's clock (the driver's node, or shared_root's file server): compared with mvp's, a clock minutes behind
+// stopped healthy runs and one ahead hid hung ones, so it is only compared with itself. What the loop has not
+// seen before (a file new to it, or every file after a restart) counts from now: a restart gives a silent run at
+// most one more heartbeat_timeout_s. A file that cannot be read now (its folder briefly gone: an NFS hiccup, a
+// stale handle) keeps the last change seen. It also forgets what was seen of attempts no longer live (one that
+// vanished from Ray has no final sync), when record (the loop's own tick).
 func (l *Loop) fillProgressAt(as []ActiveAttempt, record bool) {
 	live := make(map[string]bool, len(as))
 	for _, a := range as {
@@ -31,20 +43,41 @@ func (l *Loop) fillProgressAt(as []ActiveAttempt, record bool) {
 				delete(l.progressRead, id)
 			}
 		}
+		for id := range l.progressSeen {
+			if !live[id] {
+				delete(l.progressSeen, id)
+			}
+		}
 		l.mu.Unlock()
 	}
+	now := l.Clock.Now()
 	for i := range as {
 		a := &as[i]
 		if a.Attempt == nil || a.Task.HeartbeatTimeoutS <= 0 || a.Attempt.RayStatus != mvp.RayRunning {
 			continue
 		}
-		if at, err := l.Files.ProgressModTime(a.Task.ID, a.Attempt.No); err == nil {
-			a.ProgressAt = at
-		} else if p := a.Task.Progress; p != nil && p.AttemptNo == a.Attempt.No {
-			// Not readable now (its folder briefly gone: an NFS hiccup, a stale handle): the last heartbeat
-			// recorded stands; that is not "none since the job started".
-			a.ProgressAt = p.UpdatedAt
+		mt, err := l.Files.ProgressModTime(a.Task.ID, a.Attempt.No)
+		sid := a.Attempt.RaySubmissionID
+		l.mu.Lock()
+		seen, ok := l.progressSeen[sid]
+		switch {
+		case err == nil && (!ok || !seen.mtime.Equal(mt)):
+			seen = progressSeen{mtime: mt, at: now}
+		case err != nil && !ok && a.Task.Progress != nil && a.Task.Progress.AttemptNo == a.Attempt.No:
+			// Recorded before a restart, not readable now: that is not "none since the job started".
+			seen = progressSeen{at: now}
+		case !ok:
+			l.mu.Unlock()
+			continue // no progress file yet: the job's start is its last sign of life
 		}
+		if record {
+			if l.progressSeen == nil {
+				l.progressSeen = map[string]progressSeen{}
+			}
+			l.progressSeen[sid] = seen
+		}
+		l.mu.Unlock()
+		a.ProgressAt = seen.at
 	}
 }
 
