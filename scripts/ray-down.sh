@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # ray-down.sh — stop the local cluster of $MVP_CLUSTER_DIR [/tmp/mvp-ray-local], and only it: SIGTERM to each
 # recorded process group, then SIGKILL to the groups still alive after MVP_RAY_STOP_GRACE [10] seconds. Logs stay.
+# A record can outlive its cluster (a reboot, a cluster killed by hand) and a group id is handed out again once its
+# group is gone, so a group is signalled only while a process in it carries the mark ray-up.sh gave its node
+# (MVP_RAY_NODE=<dir>/<name> in its environment); a group without it is not this cluster's and is left alone.
 set -uo pipefail
 dir="${MVP_CLUSTER_DIR:-/tmp/mvp-ray-local}"
 grace="${MVP_RAY_STOP_GRACE:-10}"
@@ -11,20 +14,39 @@ if [[ ${#files[@]} -eq 0 ]]; then
   rm -f "$dir/cluster.env"
   exit 0
 fi
+# members PGID [MARK]: succeeds when group PGID has a live process (a zombie is gone: a PID 1 that does not reap
+# leaves them) and, with MARK, one that has MVP_RAY_NODE=MARK in its environment.
+members() {
+  local p stat rest fields
+  for p in /proc/[0-9]*; do
+    read -r stat 2>/dev/null <"$p/stat" || continue
+    rest="${stat##*) }" # after the command name, which may hold spaces and parentheses
+    read -r -a fields <<<"$rest"
+    [[ "${fields[2]:-}" == "$1" && "${fields[0]:-}" != Z ]] || continue
+    [[ -z "${2:-}" ]] && return 0
+    grep -qzxF -- "MVP_RAY_NODE=$2" "$p/environ" 2>/dev/null && return 0
+  done
+  return 1
+}
 pgids=()
 for f in "${files[@]}"; do
   pg="$(cat "$f" 2>/dev/null)"
-  [[ "$pg" =~ ^[0-9]+$ ]] && pgids+=("$pg")
+  [[ "$pg" =~ ^[0-9]+$ ]] || continue
+  if members "$pg" "${f%.pgid}"; then
+    pgids+=("$pg")
+  else
+    echo "ray-down: process group $pg of $(basename "$f") is gone or not this cluster's; left alone"
+  fi
 done
 # Workers first, then the head.
 for pg in "${pgids[@]}"; do kill -TERM -- "-$pg" 2>/dev/null || true; done
 deadline=$(( SECONDS + grace ))
 while (( SECONDS < deadline )); do
   left=0
-  for pg in "${pgids[@]}"; do kill -0 -- "-$pg" 2>/dev/null && left=1; done
+  for pg in "${pgids[@]}"; do members "$pg" && left=1; done
   (( left == 0 )) && break
   sleep 0.5
 done
-for pg in "${pgids[@]}"; do kill -KILL -- "-$pg" 2>/dev/null || true; done
+for pg in "${pgids[@]}"; do members "$pg" && { kill -KILL -- "-$pg" 2>/dev/null || true; }; done
 rm -f "${files[@]}" "$dir/cluster.env"
 echo "ray-down: stopped the cluster of $dir (${#pgids[@]} process groups)"

@@ -44,7 +44,7 @@ if [[ -n "${RAY_AUTH_TOKEN:-}" ]]; then
 fi
 
 api_up() { curl -fsS -m 3 "${curl_auth[@]}" "$dash_url/api/version" >/dev/null 2>&1; }
-group_alive() { [[ -f "$1" ]] && kill -0 -- "-$(cat "$1")" 2>/dev/null; }
+group_alive() { [[ -f "$1" ]] && kill -0 -- "-$(cat "$1")" 2>/dev/null; } # api_up confirms it is ours
 
 mkdir -p "$dir"
 exec 8>"$dir/.lock"
@@ -66,7 +66,9 @@ start_node() {
   local name="$1"; shift
   local log="$dir/$name.log"
   # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell
-  setsid -w bash -c 'echo $$ > "$0"; exec ray start "$@"' "$dir/$name.pgid" "$@" >"$log" 2>&1 </dev/null &
+  # MVP_RAY_NODE marks the node's processes as this cluster's (ray-down.sh signals only marked groups).
+  MVP_RAY_NODE="$dir/$name" setsid -w bash -c 'echo $$ > "$0"; exec ray start "$@"' "$dir/$name.pgid" "$@" \
+    >"$log" 2>&1 </dev/null &
   local pid=$!
   if ! wait "$pid"; then
     echo "ray-up: 'ray start' failed for $name; its log:" >&2

@@ -1,0 +1,62 @@
+package hostscripts
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// scripts/ray-down.sh (make ray-down) signals the process groups ray-up.sh recorded. A record outlives its cluster
+// (a reboot, a cluster killed by hand), and a process group id is handed out again once its group is gone: ray-down
+// then killed whatever unrelated group had the id now. It signals only a group with a process of its cluster in it
+// (ray-up.sh marks each node's processes with MVP_RAY_NODE in their environment). Found in review.
+func TestRayDownSignalsOnlyItsOwnProcessGroups(t *testing.T) {
+	dir := t.TempDir()
+	start := func(env ...string) *exec.Cmd {
+		cmd := exec.Command("sleep", "120")
+		cmd.Env = append(os.Environ(), env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	stranger := start()                                                     // a group that now has a recorded id
+	ours := start("MVP_RAY_NODE=" + filepath.Join(dir, "worker2"))          // a node of this cluster
+	other := start("MVP_RAY_NODE=" + filepath.Join(t.TempDir(), "worker1")) // a node of another cluster
+	for name, c := range map[string]*exec.Cmd{"worker1": stranger, "worker2": ours, "head": other} {
+		if err := os.WriteFile(filepath.Join(dir, name+".pgid"), []byte(strconv.Itoa(c.Process.Pid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("bash", filepath.Join(repoRoot(t), "scripts", "ray-down.sh"))
+	cmd.Env = append(os.Environ(), "MVP_CLUSTER_DIR="+dir, "MVP_RAY_STOP_GRACE=5")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ray-down.sh: %v\n%s", err, out)
+	}
+	exited := func(c *exec.Cmd) bool {
+		done := make(chan struct{})
+		go func() { c.Wait(); close(done) }()
+		select {
+		case <-done:
+			return true
+		case <-time.After(2 * time.Second):
+			return false
+		}
+	}
+	if !exited(ours) {
+		t.Errorf("the cluster's own node was not stopped\n%s", out)
+	}
+	if exited(stranger) || exited(other) {
+		t.Errorf("ray-down signalled a process group that is not its cluster's\n%s", out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.pgid")); len(left) != 0 {
+		t.Errorf("records left: %v", left)
+	}
+}
