@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -126,6 +127,9 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 	if err := dec.Decode(&req); err != nil {
 		return mvp.Errorf(mvp.CodeInvalid, "", "the job submission is not a JobSubmitRequest: %v", err)
 	}
+	if err := exactKeys(body); err != nil {
+		return err
+	}
 	if req.JobID != nil && req.SubmissionID == "" {
 		req.SubmissionID = *req.JobID
 	}
@@ -161,6 +165,42 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 	}
 	d.Logger.Info("ray job submitted", "task_id", t.ID, "submission_id", t.SubmissionID)
 	writeJSON(w, map[string]string{"job_id": t.SubmissionID, "submission_id": t.SubmissionID})
+	return nil
+}
+
+// submitKeys are the keys of a JobSubmitRequest, from submitRequest's tags.
+var submitKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	var add func(t reflect.Type)
+	add = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if f.Anonymous {
+				add(f.Type)
+				continue
+			}
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+				keys[name] = true
+			}
+		}
+	}
+	add(reflect.TypeOf(submitRequest{}))
+	return keys
+}()
+
+// exactKeys refuses a key of a JobSubmitRequest that is not spelt as Ray spells it: Go's decoder matches keys
+// whatever their case, Ray's dataclass does not ("Entrypoint" is 400 there), and a request the door takes should
+// be one Ray takes.
+func exactKeys(body []byte) error {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return nil // the decoder above said what is wrong with it
+	}
+	for k := range top {
+		if !submitKeys[k] {
+			return mvp.Errorf(mvp.CodeInvalid, "", "the job submission is not a JobSubmitRequest: json: unknown field %q (keys are lower case, as Ray spells them)", k)
+		}
+	}
 	return nil
 }
 

@@ -261,6 +261,9 @@ func TestDoorRefusals(t *testing.T) {
 		msg                string
 	}{
 		{"POST", "/api/jobs/", `{"entrypoint":"x","bogus":1}`, 400, `unknown field "bogus"`},
+		// Ray's dataclass matches keys exactly (measured: Ray 2.60 answers 400); Go's decoder ignores their case.
+		{"POST", "/api/jobs/", `{"Entrypoint":"x"}`, 400, `unknown field "Entrypoint"`},
+		{"POST", "/api/jobs/", `{"entrypoint":"x","Runtime_Env":{}}`, 400, `unknown field "Runtime_Env"`},
 		{"POST", "/api/jobs/", `{"runtime_env":{}}`, 400, "entrypoint is required"},
 		{"POST", "/api/jobs/", `{"entrypoint":"x","submission_id":"a/b"}`, 400, "submission_id"},
 		{"POST", "/api/jobs/", `{"entrypoint":"x","metadata":{"mvp.nnodes":"2"}}`, 400, "give both or neither"},
