@@ -16,21 +16,27 @@ import (
 // (ray-up.sh marks each node's processes with MVP_RAY_NODE in their environment). Found in review.
 func TestRayDownSignalsOnlyItsOwnProcessGroups(t *testing.T) {
 	dir := t.TempDir()
-	start := func(env ...string) *exec.Cmd {
+	type proc struct {
+		pid  int
+		done chan struct{} // closed when it has exited (and been reaped)
+	}
+	start := func(env ...string) proc {
 		cmd := exec.Command("sleep", "120")
 		cmd.Env = append(os.Environ(), env...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return cmd
+		p := proc{pid: cmd.Process.Pid, done: make(chan struct{})}
+		go func() { cmd.Wait(); close(p.done) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-p.done })
+		return p
 	}
 	stranger := start()                                                     // a group that now has a recorded id
 	ours := start("MVP_RAY_NODE=" + filepath.Join(dir, "worker2"))          // a node of this cluster
 	other := start("MVP_RAY_NODE=" + filepath.Join(t.TempDir(), "worker1")) // a node of another cluster
-	for name, c := range map[string]*exec.Cmd{"worker1": stranger, "worker2": ours, "head": other} {
-		if err := os.WriteFile(filepath.Join(dir, name+".pgid"), []byte(strconv.Itoa(c.Process.Pid)+"\n"), 0o644); err != nil {
+	for name, p := range map[string]proc{"worker1": stranger, "worker2": ours, "head": other} {
+		if err := os.WriteFile(filepath.Join(dir, name+".pgid"), []byte(strconv.Itoa(p.pid)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -40,11 +46,9 @@ func TestRayDownSignalsOnlyItsOwnProcessGroups(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ray-down.sh: %v\n%s", err, out)
 	}
-	exited := func(c *exec.Cmd) bool {
-		done := make(chan struct{})
-		go func() { c.Wait(); close(done) }()
+	exited := func(p proc) bool {
 		select {
-		case <-done:
+		case <-p.done:
 			return true
 		case <-time.After(2 * time.Second):
 			return false
