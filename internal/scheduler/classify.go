@@ -11,6 +11,11 @@ import (
 // InsufficientPattern is verl's fail-fast message, in the job's message or its log.
 var InsufficientPattern = regexp.MustCompile(`Total available GPUs ([\d.]+) is less than total desired GPUs (\d+)`)
 
+// NodeDiedMarker is Ray's words for an actor lost with its node: in the job's message when the driver's node
+// died (error type JOB_SUPERVISOR_ACTOR_DIED, measured on Ray 2.60), in the driver's traceback (ActorDiedError)
+// when a node holding the run's workers did. The machine failed under the run, not the run's code: INFRA.
+const NodeDiedMarker = "because its node has died"
+
 // userErrorMarkers are log lines that mean the job was set up wrong rather than that the code crashed.
 var userErrorMarkers = []string{
 	"Could not override",         // Hydra: key not in the config
@@ -37,6 +42,9 @@ func Classify(info *mvp.JobInfo, log string) (mvp.FailureKind, string) {
 	}
 	if info.Status == mvp.RayStopped {
 		return mvp.FailureUnknown, "the Ray job was stopped outside mvp"
+	}
+	if strings.Contains(text, NodeDiedMarker) {
+		return mvp.FailureInfra, "a node under the run died: " + errorLine(text, NodeDiedMarker)
 	}
 	switch info.ErrorType {
 	case "RUNTIME_ENV_SETUP_FAILURE":

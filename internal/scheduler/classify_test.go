@@ -6,6 +6,13 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
+// nodeDied is Ray 2.60's message for a job whose driver's node died (measured: the worker killed with SIGKILL).
+const nodeDied = "Job supervisor actor died: The actor died unexpectedly before finishing this task.\n\tclass_name: JobSupervisor\n" +
+	"\tactor_id: ce125e5d36f5dfd710ff325f01000000\n\tpid: 16742\n\tname: _ray_internal_job_actor_nodedeath1\n" +
+	"\tnamespace: SUPERVISOR_ACTOR_RAY_NAMESPACE\n\tip: 192.0.2.2\nThe actor died because its node has died. Node Id: " +
+	"539e2c95080366ca3862a10c091874f7a800c62c732a0a03e1ea3c58\n\tthe actor's node was terminated unexpectedly: health check " +
+	"failed due to missing too many heartbeats"
+
 func TestClassify(t *testing.T) {
 	code := func(n int) *int { return &n }
 	verl := "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n" +
@@ -25,7 +32,14 @@ func TestClassify(t *testing.T) {
 		{"crash", mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: code(1)}, "Traceback (most recent call last):\nRuntimeError: CUDA error", mvp.FailureRuntimeError},
 		{"plain non-zero exit", mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: code(3)}, "bye", mvp.FailureRuntimeError},
 		{"runtime env", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "RUNTIME_ENV_SETUP_FAILURE", Message: "pip failed"}, "", mvp.FailureUserError},
-		{"supervisor died", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_SUPERVISOR_ACTOR_DIED", Message: "node died"}, "", mvp.FailureUnknown},
+		{"supervisor died, not with its node", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_SUPERVISOR_ACTOR_DIED", Message: "Job supervisor actor died: The actor is dead because its worker process has died."}, "", mvp.FailureUnknown},
+		// Measured on Ray 2.60 (the worker holding the driver killed with SIGKILL): the node is lost, not the run's code.
+		{"the driver's node died", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_SUPERVISOR_ACTOR_DIED", Message: nodeDied}, "", mvp.FailureInfra},
+		// verl's driver calls its workers' actors: a worker's node lost shows as ActorDiedError in its traceback.
+		{"a worker's node died", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_ENTRYPOINT_COMMAND_ERROR", DriverExitCode: code(1)},
+			"Traceback (most recent call last):\n  File \"ray_trainer.py\"\nray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n\tclass_name: WorkerDict\nThe actor died because its node has died. Node Id: 539e2c95\n", mvp.FailureInfra},
+		{"a node lost, and the user's own mistake", mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: code(1)},
+			"FileNotFoundError: [Errno 2] No such file or directory: '/data/x'\nThe actor died because its node has died.", mvp.FailureInfra},
 		{"stopped outside mvp", mvp.JobInfo{Status: mvp.RayStopped}, "", mvp.FailureUnknown},
 	}
 	for _, c := range cases {

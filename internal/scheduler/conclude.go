@@ -128,7 +128,8 @@ func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p
 func failed(now time.Time, up mvp.Attempt, kind mvp.FailureKind, summary string, h History, p RetryPolicy,
 	payload map[string]any) Outcome {
 	up.FailureKind = kind
-	if kind == mvp.FailureInsufficientResources || kind == mvp.FailureMaxRuntimeExceeded || kind == mvp.FailureHeartbeatLost {
+	if kind == mvp.FailureInsufficientResources || kind == mvp.FailureMaxRuntimeExceeded || kind == mvp.FailureHeartbeatLost ||
+		kind == mvp.FailureInfra {
 		up.Message = summary
 	}
 	payload["failure_kind"] = kind
@@ -141,21 +142,27 @@ func failed(now time.Time, up mvp.Attempt, kind mvp.FailureKind, summary string,
 		return fail(up, payload, fmt.Sprintf("attempt %d failed for lack of resources (%s) and the resource retries "+
 			"(v2.scheduler.max_resource_retries = %d) are used up", up.No, summary, p.MaxResourceRetries))
 	}
-	if kind == mvp.FailureHeartbeatLost {
-		return heartbeatLost(now, up, summary, h, p, payload)
+	if kind == mvp.FailureHeartbeatLost || kind == mvp.FailureInfra {
+		return infraRetry(now, up, kind, summary, h, p, payload)
 	}
 	return fail(up, payload, fmt.Sprintf("attempt %d: %s: %s", up.No, kind, summary))
 }
 
-// heartbeatLost decides for an attempt mvp stopped because its progress file went quiet: a hung run is retried
-// at once like an INFRA failure, and counts against the same bound (max_infra_retries).
-func heartbeatLost(now time.Time, up mvp.Attempt, summary string, h History, p RetryPolicy, payload map[string]any) Outcome {
+// infraRetry decides for an attempt the infrastructure did not carry: a node died under it (INFRA), or mvp
+// stopped it because its progress file went quiet (HEARTBEAT_LOST). It is retried at once, and both count against
+// one bound (max_infra_retries).
+func infraRetry(now time.Time, up mvp.Attempt, kind mvp.FailureKind, summary string, h History, p RetryPolicy,
+	payload map[string]any) Outcome {
 	if h.InfraRetries < p.MaxInfraRetries {
-		return requeue(up, now, payload, fmt.Sprintf("attempt %d lost its heartbeat (%s; HEARTBEAT_LOST counts as "+
-			"INFRA, retry %d of %d)", up.No, summary, h.InfraRetries+1, p.MaxInfraRetries))
+		what := "lost its heartbeat (%s; HEARTBEAT_LOST counts as INFRA, retry %d of %d)"
+		if kind == mvp.FailureInfra {
+			what = "was lost with a node (%s; INFRA, retry %d of %d)"
+		}
+		return requeue(up, now, payload, fmt.Sprintf("attempt %d "+what, up.No, summary, h.InfraRetries+1,
+			p.MaxInfraRetries))
 	}
 	return fail(up, payload, fmt.Sprintf("attempt %d: %s: %s; the INFRA retries (v2.scheduler.max_infra_retries = %d) "+
-		"are used up", up.No, mvp.FailureHeartbeatLost, summary, p.MaxInfraRetries))
+		"are used up", up.No, kind, summary, p.MaxInfraRetries))
 }
 
 // vanished decides for an attempt that Ray does not know.
