@@ -14,25 +14,13 @@ if [[ ${#files[@]} -eq 0 ]]; then
   rm -f "$dir/cluster.env"
   exit 0
 fi
-# members PGID [MARK]: succeeds when group PGID has a live process (a zombie is gone: a PID 1 that does not reap
-# leaves them) and, with MARK, one that has MVP_RAY_NODE=MARK in its environment.
-members() {
-  local p stat rest fields
-  for p in /proc/[0-9]*; do
-    read -r stat 2>/dev/null <"$p/stat" || continue
-    rest="${stat##*) }" # after the command name, which may hold spaces and parentheses
-    read -r -a fields <<<"$rest"
-    [[ "${fields[2]:-}" == "$1" && "${fields[0]:-}" != Z ]] || continue
-    [[ -z "${2:-}" ]] && return 0
-    grep -qzxF -- "MVP_RAY_NODE=$2" "$p/environ" 2>/dev/null && return 0
-  done
-  return 1
-}
+# shellcheck source-path=SCRIPTDIR source=procgroup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/procgroup.sh"
 pgids=()
 for f in "${files[@]}"; do
   pg="$(cat "$f" 2>/dev/null)"
   [[ "$pg" =~ ^[0-9]+$ ]] || continue
-  if members "$pg" "${f%.pgid}"; then
+  if group_live "$pg" "${f%.pgid}"; then
     pgids+=("$pg")
   else
     echo "ray-down: process group $pg of $(basename "$f") is gone or not this cluster's; left alone"
@@ -43,10 +31,10 @@ for pg in "${pgids[@]}"; do kill -TERM -- "-$pg" 2>/dev/null || true; done
 deadline=$(( SECONDS + grace ))
 while (( SECONDS < deadline )); do
   left=0
-  for pg in "${pgids[@]}"; do members "$pg" && left=1; done
+  for pg in "${pgids[@]}"; do group_live "$pg" && left=1; done
   (( left == 0 )) && break
   sleep 0.5
 done
-for pg in "${pgids[@]}"; do members "$pg" && { kill -KILL -- "-$pg" 2>/dev/null || true; }; done
+for pg in "${pgids[@]}"; do group_live "$pg" && { kill -KILL -- "-$pg" 2>/dev/null || true; }; done
 rm -f "${files[@]}" "$dir/cluster.env"
 echo "ray-down: stopped the cluster of $dir (${#pgids[@]} process groups)"

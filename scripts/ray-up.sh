@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ray-up.sh — start (or find) a local Ray cluster shaped like production; idempotent.
+# ray-up.sh — start (or find) a local Ray cluster shaped like production; idempotent. On a running cluster it
+# starts again the workers whose process group is gone (a worker killed by a test of node failure).
 #
 # A head with --num-cpus=0 --num-gpus=0 and RAY_WORKERS workers with fake GPUs and the worker_node resource, each
 # node started with setsid in a process group of its own, recorded in $MVP_CLUSTER_DIR so that ray-down.sh stops
@@ -44,19 +45,32 @@ if [[ -n "${RAY_AUTH_TOKEN:-}" ]]; then
 fi
 
 api_up() { curl -fsS -m 3 "${curl_auth[@]}" "$dash_url/api/version" >/dev/null 2>&1; }
-group_alive() { [[ -f "$1" ]] && kill -0 -- "-$(cat "$1")" 2>/dev/null; } # api_up confirms it is ours
+# shellcheck source-path=SCRIPTDIR source=procgroup.sh
+source "$repo/scripts/procgroup.sh"
 
 mkdir -p "$dir"
 exec 8>"$dir/.lock"
 flock 8
-if [[ -f "$dir/cluster.env" ]] && group_alive "$dir/head.pgid" && api_up; then
-  echo "ray-up: cluster already running in $dir"
-  echo "ray-up: dashboard $dash_url"
-  exit 0
-fi
-if ls "$dir"/*.pgid >/dev/null 2>&1; then
-  echo "ray-up: stale state in $dir; stopping what is left of it"
-  MVP_CLUSTER_DIR="$dir" bash "$repo/scripts/ray-down.sh"
+heal=0
+missing=()
+if [[ -f "$dir/cluster.env" ]] && node_live "$dir/head.pgid" && api_up; then
+  for i in $(seq 1 "$workers"); do node_live "$dir/worker$i.pgid" || missing+=("$i"); done
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "ray-up: cluster already running in $dir"
+    echo "ray-up: dashboard $dash_url"
+    exit 0
+  fi
+  # The ports it was started with (the dead worker's are free again).
+  recorded_base="$(sed -n 's/^RAY_AGENT_PORT_BASE=//p' "$dir/cluster.env")"
+  [[ -n "$recorded_base" && -z "${MVP_RAY_AGENT_PORT_BASE:-}" ]] && agent_base="$recorded_base"
+  echo "ray-up: cluster running in $dir without worker(s) ${missing[*]}; starting them again"
+  heal=1
+else
+  if ls "$dir"/*.pgid >/dev/null 2>&1; then
+    echo "ray-up: stale state in $dir; stopping what is left of it"
+    MVP_CLUSTER_DIR="$dir" bash "$repo/scripts/ray-down.sh"
+  fi
+  mapfile -t missing < <(seq 1 "$workers")
 fi
 rm -f "$dir/cluster.env"
 
@@ -77,13 +91,15 @@ start_node() {
   fi
 }
 
-echo "ray-up: starting head (GCS 127.0.0.1:$gcs_port, dashboard $dash_url) in $dir"
-start_node head --head --node-ip-address=127.0.0.1 --port="$gcs_port" --dashboard-host=127.0.0.1 \
-  --dashboard-port="$dash_port" --ray-client-server-port="$client_port" --num-cpus=0 --num-gpus=0 \
-  --object-store-memory=100000000 --temp-dir="$dir/ray" --disable-usage-stats \
-  --dashboard-agent-listen-port="$agent_base" --dashboard-agent-grpc-port="$(( agent_base + 1 ))" \
-  --metrics-export-port="$(( agent_base + 2 ))"
-for i in $(seq 1 "$workers"); do
+if [[ "$heal" == 0 ]]; then
+  echo "ray-up: starting head (GCS 127.0.0.1:$gcs_port, dashboard $dash_url) in $dir"
+  start_node head --head --node-ip-address=127.0.0.1 --port="$gcs_port" --dashboard-host=127.0.0.1 \
+    --dashboard-port="$dash_port" --ray-client-server-port="$client_port" --num-cpus=0 --num-gpus=0 \
+    --object-store-memory=100000000 --temp-dir="$dir/ray" --disable-usage-stats \
+    --dashboard-agent-listen-port="$agent_base" --dashboard-agent-grpc-port="$(( agent_base + 1 ))" \
+    --metrics-export-port="$(( agent_base + 2 ))"
+fi
+for i in "${missing[@]}"; do
   echo "ray-up: starting worker $i ($gpus GPUs, $cpus CPUs)"
   base=$(( agent_base + 3 * i ))
   start_node "worker$i" --address="127.0.0.1:$gcs_port" --node-ip-address=127.0.0.1 --num-cpus="$cpus" \
@@ -113,6 +129,7 @@ RAY_PYTHON=$venv/bin/python3
 RAY_VENV=$venv
 MVP_CLUSTER_DIR=$dir
 RAY_WORKERS=$workers
+RAY_AGENT_PORT_BASE=$agent_base
 RAY_GPUS_PER_WORKER=$gpus
 ENV
 if [[ -n "${RAY_AUTH_TOKEN:-}" ]]; then echo "RAY_AUTH_MODE=token" >>"$dir/cluster.env"; fi

@@ -1,0 +1,28 @@
+# shellcheck shell=bash
+# procgroup.sh — sourced by ray-up.sh and ray-down.sh: what is alive in a recorded process group.
+#
+# group_live PGID [MARK]: succeeds when process group PGID has a live process (a zombie is gone: a PID 1 that does
+# not reap leaves them, and `kill -0 -PGID` still counts them) and, with MARK, one whose environment has
+# MVP_RAY_NODE=MARK (ray-up.sh marks each node's processes so; a group id is handed out again once its group is
+# gone, so only the mark says a recorded group is still the node it was).
+group_live() {
+  local p stat rest fields
+  for p in /proc/[0-9]*; do
+    read -r stat 2>/dev/null <"$p/stat" || continue
+    rest="${stat##*) }" # after the command name, which may hold spaces and parentheses
+    read -r -a fields <<<"$rest"
+    [[ "${fields[2]:-}" == "$1" && "${fields[0]:-}" != Z ]] || continue
+    [[ -z "${2:-}" ]] && return 0
+    grep -qzxF -- "MVP_RAY_NODE=$2" "$p/environ" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+# node_live FILE: the group recorded in FILE (<dir>/<name>.pgid) is alive and is that node.
+node_live() {
+  local pg
+  [[ -f "$1" ]] || return 1
+  pg="$(cat "$1" 2>/dev/null)"
+  [[ "$pg" =~ ^[0-9]+$ ]] || return 1
+  group_live "$pg" "${1%.pgid}"
+}
