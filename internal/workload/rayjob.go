@@ -79,7 +79,8 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 	}
 	return &mvp.Task{Workload: mvp.WorkloadRayJob, Name: "ray-job", NNodes: nnodes, GPUsPerNode: gpus,
 		SubmissionID: req.SubmissionID, Driver: req.Driver(), JobSpecYAML: string(spec), SpecJSON: spec,
-		MaxRuntimeS: s.TimeLimits.DefaultMaxRuntimeS, MaxQueuedS: s.TimeLimits.DefaultMaxQueuedS}, nil
+		MaxRuntimeS: s.TimeLimits.DefaultMaxRuntimeS, MaxQueuedS: s.TimeLimits.DefaultMaxQueuedS,
+		Priority: mvp.DefaultPriority}, nil
 }
 
 // metaInt reads an optional integer metadata value from 1 to max; 0 when it is absent.

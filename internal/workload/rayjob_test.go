@@ -114,3 +114,15 @@ func TestRayJobWithoutDriverResourcesGetsDevYamls(t *testing.T) {
 		t.Errorf("own driver: %v %v", task.Driver, err)
 	}
 }
+
+// A job through the Ray door names no priority (Ray's request has none): it gets the default a jobspec that names
+// none gets. It got 0, so every later jobspec task overtook it in the queue, unannounced. Found in review.
+func TestRayJobGetsTheDefaultPriority(t *testing.T) {
+	task, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "python x.py"}, settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Priority != mvp.DefaultPriority {
+		t.Errorf("priority %d, want the default %d", task.Priority, mvp.DefaultPriority)
+	}
+}
