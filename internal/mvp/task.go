@@ -163,7 +163,8 @@ type Change struct {
 	From   State
 	To     State
 	At     time.Time
-	// Task fields to set; nil leaves the column as it is. A pointer to the zero value clears it.
+	// Task fields to set; nil leaves the column as it is. A pointer to the zero value clears it. A change to a
+	// state that does not wait (not QUEUED or PENDING_RESOURCES) clears PendingReason when it gives none.
 	NextRunAt     **time.Time
 	PendingReason *string
 	ErrorSummary  *string

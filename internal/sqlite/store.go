@@ -427,9 +427,12 @@ func prepareChange(c mvp.Change) (*change, error) {
 		set = append(set, "next_run_at = ?")
 		args = append(args, nullNanos(*c.NextRunAt))
 	}
-	if c.PendingReason != nil {
+	switch {
+	case c.PendingReason != nil:
 		set = append(set, "pending_reason = ?")
 		args = append(args, *c.PendingReason)
+	case c.To != mvp.StateQueued && c.To != mvp.StatePendingResources:
+		set = append(set, "pending_reason = ''") // a task that no longer waits has no reason to wait
 	}
 	if c.ErrorSummary != nil {
 		set = append(set, "error_summary = ?")

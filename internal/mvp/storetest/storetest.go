@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"ApplyIsCompareAndSet", testApplyIsCompareAndSet},
 		{"ApplyWritesNothingWhenRefused", testApplyWritesNothingWhenRefused},
 		{"ApplySetsLeavesAndClearsFields", testApplySetsLeavesAndClearsFields},
+		{"LeavingTheQueueClearsTheReason", testLeavingTheQueueClearsTheReason},
 		{"ApplyNewAttemptAndAttemptUpdate", testApplyNewAttemptAndAttemptUpdate},
 		{"ConcurrentApplyOneWinner", testConcurrentApplyOneWinner},
 		{"ApplyAllIsApplyForEach", testApplyAllIsApplyForEach},
@@ -818,6 +819,24 @@ func testApplySetsLeavesAndClearsFields(h *harness) {
 	h.checkTask("cleared", h.get(task.ID), &want)
 	if n := len(h.events(task.ID)); n != 4 {
 		h.t.Errorf("%d events, want CREATED and 3 transitions", n)
+	}
+}
+
+// A task that no longer waits has no reason to wait: a task canceled while PENDING_RESOURCES kept "waiting for
+// GPUs: …" in the API, the CLI and the web page. Found in a user walk-through.
+func testLeavingTheQueueClearsTheReason(h *harness) {
+	for _, to := range []mvp.State{mvp.StateCanceled, mvp.StateSubmitting} {
+		task := h.create(t0)
+		h.apply(mvp.Change{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StatePendingResources, At: t0.Add(time.Second),
+			PendingReason: ptr("waiting for GPUs")})
+		c := mvp.Change{TaskID: task.ID, From: mvp.StatePendingResources, To: to, At: t0.Add(2 * time.Second)}
+		if to == mvp.StateSubmitting {
+			c.NewAttempt = &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: mvp.SubmissionID(task.ID, 1), CreatedAt: c.At}
+		}
+		h.apply(c)
+		if got := h.get(task.ID); got.PendingReason != "" {
+			h.t.Errorf("%s: pending_reason %q stays", to, got.PendingReason)
+		}
 	}
 }
 
