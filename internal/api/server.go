@@ -640,6 +640,10 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 		return mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload %q; one of %s", clip(string(f.Workload)), mvp.WorkloadNames())
 	}
 	if c := mvp.CallerOf(r.Context()); !c.Operator {
+		if o := q.Get("owner"); o != "" && o != c.Name {
+			return mvp.Errorf(mvp.CodeForbidden, "owner", "owner=%s: a user lists only their own tasks (drop owner=, or "+
+				"give owner=%s)", clip(o), c.Name)
+		}
 		f.Owner = c.Name // a user lists their own tasks
 	} else if o := q.Get("owner"); o != "" {
 		f.Owner = o

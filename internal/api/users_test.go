@@ -358,3 +358,23 @@ func TestMaxQueuedHoldsUnderConcurrentSubmits(t *testing.T) {
 		t.Errorf("16 concurrent submits: %d created, %d waiting (%v); want alice's max_queued 3", created, n, err)
 	}
 }
+
+// A user's ?owner= naming another user was ignored: bob's own tasks came back under owner=alice, which a script
+// reads as alice's. Another user's listing is 403, as every other look at what another user owns. Found in a user
+// walk-through.
+func TestListOwnerFilterIsTheCallersOwn(t *testing.T) {
+	base := usersServer(t)
+	if resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, as(bobToken)); resp.StatusCode != 201 {
+		t.Fatalf("bob's submit: %d %s", resp.StatusCode, b)
+	}
+	resp, b := do(t, base, "GET", "/api/v2/tasks?owner=alice", "", "", as(bobToken))
+	if resp.StatusCode != 403 || !strings.Contains(string(b), "owner") {
+		t.Errorf("bob listing owner=alice: %d %s, want 403", resp.StatusCode, b)
+	}
+	if resp, b := do(t, base, "GET", "/api/v2/tasks?owner=bob", "", "", as(bobToken)); resp.StatusCode != 200 || !strings.Contains(string(b), `"owner": "bob"`) {
+		t.Errorf("bob listing owner=bob: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := do(t, base, "GET", "/api/v2/tasks?owner=bob", "", "", nil); resp.StatusCode != 200 || !strings.Contains(string(b), `"owner": "bob"`) {
+		t.Errorf("the operator listing owner=bob: %d %s", resp.StatusCode, b)
+	}
+}
