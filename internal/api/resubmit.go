@@ -59,6 +59,10 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 		if !ok || k == "" {
 			return mvp.Errorf(mvp.CodeInvalid, fmt.Sprintf("set[%d]", i), "%q: want key=value, e.g. nnodes=1", clip(kv))
 		}
+		if req.Resume && k == "resume_from" {
+			return mvp.Errorf(mvp.CodeInvalid, fmt.Sprintf("set[%d]", i), "resume (--resume) resumes from the checkpoints "+
+				"of %s's run and sets resume_from itself: give either it or resume_from=…, not both", origin.ID)
+		}
 		if err := jobspec.SetPath(doc, k, v); err != nil {
 			return mvp.Errorf(mvp.CodeInvalid, fmt.Sprintf("set[%d]", i), "%s", err)
 		}

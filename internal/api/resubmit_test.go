@@ -56,6 +56,11 @@ func TestResubmit(t *testing.T) {
 	if strings.Join(got.Resubmits, " ") != again.ID+" "+resumed.ID {
 		t.Errorf("origin's resubmits %v, want %s %s", got.Resubmits, again.ID, resumed.ID)
 	}
+	// --resume picks the folder; a resume_from set beside it was dropped without a word. Found in a user walk-through.
+	if _, err := c.ResubmitDryRun(ctx, origin.ID, api.ResubmitRequest{Resume: true, Set: []string{"resume_from=" + again.ID}}); !errors.As(err, &e) ||
+		e.Code != mvp.CodeInvalid || !strings.Contains(e.Message, "resume_from") {
+		t.Errorf("resume with resume_from set as well: %v, want 400 naming resume_from", err)
+	}
 	// A resume of the resume continues in the first task's checkpoint folder.
 	if _, _, err := c.Cancel(ctx, resumed.ID); err != nil {
 		t.Fatal(err)
