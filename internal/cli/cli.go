@@ -194,6 +194,18 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		return usageError{err}
 	}
+	var bad error
+	fs.Visit(func(f *flag.Flag) { // given, but outside what the API takes (0 is not "not given")
+		switch {
+		case f.Name == "attempt" && (*attempt < 1 || *attempt > 999):
+			bad = fmt.Errorf("--attempt must be from 1 to 999, got %d", *attempt)
+		case f.Name == "limit" && *limit < 1:
+			bad = fmt.Errorf("--limit must be at least 1, got %d", *limit)
+		}
+	})
+	if bad != nil {
+		return usageError{bad}
+	}
 	if verb == "results" && *getPath != "" {
 		if fs.NArg() != 1 {
 			return usageError{fmt.Errorf("need exactly one TASK_ID\nusage: %s", verbHelp[verb])}

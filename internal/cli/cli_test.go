@@ -164,3 +164,17 @@ func TestWiredVerbsUsageExitsTwo(t *testing.T) {
 		t.Errorf("serve --bogus: exit %d, want 2", code)
 	}
 }
+
+// --attempt 0 printed the latest attempt's log and --limit 0 every event, exit 0: the server refuses both (400),
+// the CLI dropped them as "not given". Found in a user walk-through.
+func TestNumberFlagsOutOfRangeAreUsageErrors(t *testing.T) {
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	for _, args := range [][]string{{"logs", id, "--attempt", "0"}, {"logs", id, "--attempt", "-1"},
+		{"events", id, "--limit", "0"}, {"list", "--limit", "-5"}} {
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "http://127.0.0.1:1" }}
+		if code := Run(context.Background(), args, env); code != 2 || !strings.Contains(errb.String(), "must be") {
+			t.Errorf("mvp %v: exit %d, want 2 saying the range\n%s", args, code, errb.String())
+		}
+	}
+}
