@@ -209,8 +209,14 @@ func (c *Client) Logs(ctx context.Context, id string, attempt int, follow bool, 
 		return err
 	}
 	defer resp.Body.Close()
-	_, err = io.Copy(w, resp.Body)
-	return err
+	if _, err = io.Copy(w, resp.Body); err != nil {
+		return err
+	}
+	if follow && resp.Trailer.Get(LogEndTrailer) == LogEndStopping {
+		return fmt.Errorf("the server is stopping (a restart?) before the attempt of %s ended: run the same command "+
+			"again once it is back to follow on", id)
+	}
+	return nil
 }
 
 // ResultList is a task's result files.

@@ -17,6 +17,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +34,9 @@ type Preparer func(body []byte) (*mvp.Task, error)
 
 // Server serves the API.
 type Server struct {
+	stopOnce, closeOnce sync.Once
+	stopped             chan struct{}
+
 	Store   mvp.Store
 	Files   taskfs.FS
 	Ray     mvp.RayClient
@@ -739,6 +743,24 @@ func (s *Server) cancel(ctx context.Context, t *mvp.Task, by string) (*mvp.Task,
 	return s.Store.GetTask(ctx, t.ID)
 }
 
+// LogEndTrailer is the trailer that says why a followed log's stream ended: LogEndEnded (the attempt ended) or
+// LogEndStopping (the server is stopping; follow again once it is back).
+const (
+	LogEndTrailer  = "X-Mvp-Log-End"
+	LogEndEnded    = "ended"
+	LogEndStopping = "server-stopping"
+)
+
+// stopping returns the channel Shutdown closes.
+func (s *Server) stopping() chan struct{} {
+	s.stopOnce.Do(func() { s.stopped = make(chan struct{}) })
+	return s.stopped
+}
+
+// Shutdown ends the log follows at once (each would otherwise hold the HTTP server's shutdown for its whole grace),
+// each telling its client that the server is stopping. Register it with http.Server.RegisterOnShutdown.
+func (s *Server) Shutdown() { s.closeOnce.Do(func() { close(s.stopping()) }) }
+
 // taskLogs answers an attempt's driver log: the copy in the task folder once the attempt ended, Ray's live copy
 // before. With follow=true it streams new lines until the attempt ends.
 func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
@@ -762,6 +784,9 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 			select {
 			case <-r.Context().Done():
 				return nil
+			case <-s.stopping():
+				return mvp.Errorf(mvp.CodeUnavailable, "", "the server is stopping (a restart?) and task %s has no "+
+					"attempt yet: follow it again once the server is back", t.ID)
 			case <-time.After(s.LogPoll):
 			}
 			if t, err = s.Store.GetTask(r.Context(), t.ID); err != nil {
@@ -778,6 +803,9 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if follow {
+		w.Header().Set("Trailer", LogEndTrailer)
+	}
 	sent := 0
 	for {
 		text, done, err := s.readLog(r.Context(), t.ID, n)
@@ -793,11 +821,18 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 				f.Flush()
 			}
 		}
-		if !follow || done {
+		if !follow {
+			return nil
+		}
+		if done {
+			w.Header().Set(LogEndTrailer, LogEndEnded)
 			return nil
 		}
 		select {
 		case <-r.Context().Done():
+			return nil
+		case <-s.stopping():
+			w.Header().Set(LogEndTrailer, LogEndStopping)
 			return nil
 		case <-time.After(s.LogPoll):
 		}

@@ -269,6 +269,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.hs = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	m.hs.RegisterOnShutdown(door.Shutdown)
+	m.hs.RegisterOnShutdown(srv.Shutdown) // ends log follows, which would hold the stop for the whole grace
 	m.url = "http://" + m.ln.Addr().String()
 	fmt.Fprintf(stdout, "mvp: API listening on %s\n", m.url)
 	fmt.Fprintf(stdout, "mvp: web page at %s/ui (log in with the API token)\n", m.url)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/service"
@@ -289,4 +291,103 @@ func TestOneServicePerDatabase(t *testing.T) {
 		t.Fatalf("after the first closed: %v", err)
 	}
 	third.Close()
+}
+
+// `mvp logs -f` open while mvp serve stopped held the stop for the whole shutdown grace (10 s), so a restart
+// found the database still in use, and the CLI said only "EOF". A stop ends every follow at once, and the
+// follower is told the server stopped: a 503 while it waited for a first attempt, the stream's end marked
+// (trailer X-Mvp-Log-End) while it streamed a log. Found in a user walk-through.
+func TestAStopEndsLogFollowsAtOnce(t *testing.T) {
+	ray := servicetest.NewRay()
+	m := &service.Main{Config: servicetest.Config(t), Token: servicetest.Token, Ray: ray, Cluster: servicetest.OneNode(4),
+		ShutdownGrace: 10 * time.Minute}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	runDone := make(chan error, 1)
+	go func() { runDone <- m.Run(ctx) }()
+	c := m.Client()
+	submit := func() string {
+		raw, err := c.Submit(context.Background(), []byte(goodPPO(1)), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var task mvp.Task
+		json.Unmarshal(raw, &task)
+		return task.ID
+	}
+	running, waiting := submit(), submit()
+	deadline := time.Now().Add(20 * time.Second)
+	for { // the first is in Ray, its log streaming; the second waits for GPUs
+		got, _, err := c.Get(context.Background(), running)
+		if err == nil && len(got.Attempts) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first task got no attempt")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ray.Set(running+"--a01", mvp.RayRunning)
+	ray.AddLog(running+"--a01", "step 1\n")
+	errs := make(chan error, 2)
+	// Each follow on a connection of its own, made for it (a pooled idle connection is closed by the stop under a
+	// request about to be sent on it): once dialled, the server takes the request even while it stops.
+	dialled := make(chan struct{}, 1)
+	own := &api.Client{Addr: m.URL(), Token: servicetest.Token, HTTP: &http.Client{Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			dialled <- struct{}{}
+			return conn, err
+		}}}}
+	go func() { errs <- own.Logs(context.Background(), waiting, 0, true, io.Discard) }()
+	<-dialled
+	streaming := &signalWriter{at: "step 1", seen: make(chan struct{})}
+	go func() { errs <- own.Logs(context.Background(), running, 0, true, streaming) }()
+	select { // the running task's follow has sent its first line
+	case <-streaming.seen:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the running task's log did not arrive")
+	}
+	cancel()
+	select {
+	case err := <-runDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("mvp serve did not stop within a minute while logs were followed (its shutdown grace is 10 minutes)")
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err == nil || !strings.Contains(err.Error(), "stopping") {
+			t.Errorf("a follow ended by the stop: %v, want an error saying the server is stopping", err)
+		}
+	}
+}
+
+func goodPPO(nnodes int) string {
+	return fmt.Sprintf("workload: ppo\nnnodes: %d\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n", nnodes)
+}
+
+// signalWriter closes seen once what was written holds at.
+type signalWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	at   string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.at) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
 }
