@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -39,6 +40,9 @@ const DefaultSessionTTL = 12 * time.Hour
 
 // Server serves the web page. Set its fields, then mount Handler at /ui and /ui/.
 type Server struct {
+	revokedMu sync.Mutex
+	revoked   map[string]time.Time // nonce → until when a logged-out session could have lived
+
 	Store mvp.Store
 	// Snapshot reads the queue, the live attempts and the cluster as the scheduler sees them.
 	Snapshot func(context.Context) (scheduler.Snapshot, error)
@@ -111,6 +115,32 @@ func (s *Server) sessions() sessions { return newSessions(s.Token, s.SessionTTL)
 // session is a logged-in request: its CSRF token goes into every form of the page.
 type session struct{ nonce, csrf string }
 
+// revoke ends the session with this nonce: its cookie, replayed, no longer opens the page. Sessions are signed,
+// not stored, so the ended ones are remembered in memory for as long as they could live (SessionTTL); a restart
+// forgets them (a new API token ends every session).
+func (s *Server) revoke(nonce string) {
+	s.revokedMu.Lock()
+	defer s.revokedMu.Unlock()
+	now := s.Clock.Now()
+	for n, until := range s.revoked {
+		if now.After(until) {
+			delete(s.revoked, n)
+		}
+	}
+	if s.revoked == nil {
+		s.revoked = map[string]time.Time{}
+	}
+	s.revoked[nonce] = now.Add(s.SessionTTL)
+}
+
+// isRevoked reports whether the session with this nonce was logged out.
+func (s *Server) isRevoked(nonce string) bool {
+	s.revokedMu.Lock()
+	defer s.revokedMu.Unlock()
+	_, ok := s.revoked[nonce]
+	return ok
+}
+
 // authed lets a request with a valid session through; a page request without one is sent to the login form, and
 // any other is refused. A POST must carry the session's CSRF token.
 func (s *Server) authed(h func(http.ResponseWriter, *http.Request, session)) http.HandlerFunc {
@@ -120,6 +150,7 @@ func (s *Server) authed(h func(http.ResponseWriter, *http.Request, session)) htt
 		ok := false
 		if c, err := r.Cookie(CookieName); err == nil {
 			nonce, ok = ss.verify(c.Value, s.Clock.Now())
+			ok = ok && !s.isRevoked(nonce)
 		}
 		if !ok {
 			if r.Method == http.MethodGet && r.URL.Query().Get("fragment") == "" && !strings.HasSuffix(r.URL.Path, "/log") {
@@ -153,7 +184,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if !checkToken(r.PostFormValue("token"), s.Token) {
 		s.Logger.Warn("web login refused: wrong token", "remote", r.RemoteAddr)
-		s.render(w, r, http.StatusForbidden, "login", "layout", loginView{Error: "That token is not valid."})
+		s.render(w, r, http.StatusForbidden, "login", "layout", loginView{Error: "That is not the operator's API token: " +
+			"the page takes only it (the users of v2.auth.users use the CLI and the API with their own tokens)."})
 		return
 	}
 	ss := s.sessions()
@@ -166,7 +198,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 }
 
-func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ session) {
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, ss session) {
+	s.revoke(ss.nonce)
 	http.SetCookie(w, s.sessions().cookie(r, "", -1))
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 }

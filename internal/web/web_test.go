@@ -330,4 +330,31 @@ func TestUserTokenCannotLogIn(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || len(resp.Header.Values("Set-Cookie")) != 0 {
 		t.Errorf("alice's token at the login: %s, cookies %v; want 403 and none", resp.Status, resp.Header.Values("Set-Cookie"))
 	}
+	// She is told why, not "That token is not valid" (it is, for the API). Found in a user walk-through.
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), "not the operator&#39;s API token") {
+		t.Errorf("alice's token at the login says %q; want it to say the page takes the operator's token", b)
+	}
+}
+
+// Logging out ended nothing: the cookie's value, replayed, still opened the page. Found in a user walk-through.
+func TestLogoutEndsTheSession(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	c := login(t, m.URL(), servicetest.Token)
+	_, body := get(t, m.URL()+"/ui/", c)
+	g := csrfField.FindStringSubmatch(body)
+	if g == nil {
+		t.Fatalf("no CSRF token on the page")
+	}
+	if resp := post(t, m.URL()+"/ui/logout", url.Values{"csrf": {g[1]}}, c); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout: %s", resp.Status)
+	}
+	if resp, _ := get(t, m.URL()+"/ui/", c); resp.StatusCode == http.StatusOK {
+		t.Errorf("the session's cookie still opens the page after logout: %s", resp.Status)
+	}
+	if other := login(t, m.URL(), servicetest.Token); other == nil {
+		t.Fatal("no new session")
+	} else if resp, _ := get(t, m.URL()+"/ui/", other); resp.StatusCode != http.StatusOK {
+		t.Errorf("a new login after the logout: %s", resp.Status)
+	}
 }
