@@ -369,14 +369,34 @@ func str(field string, n *yaml.Node) (string, error) {
 
 // (Validate then checks the field's own range.)
 func integer(field string, n *yaml.Node) (int, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
+		return 0, invalid(field, "must be a whole number, not text: write %s, not %q (line %d)", clip(n.Value),
+			clip(n.Value), n.Line)
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && digitsRE.MatchString(n.Value) {
+		n = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: n.Value, Line: n.Line} // too large for YAML's ints
+	}
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 		return 0, invalid(field, "must be a whole number, got %q (line %d)", clip(n.Value), n.Line)
 	}
 	v, err := strconv.ParseInt(n.Value, 0, 32)
 	if err != nil {
-		return 0, invalid(field, "%s is far out of range (line %d)", clip(n.Value), n.Line)
+		return 0, invalid(field, "%s is far out of range: %s (line %d)", clip(n.Value), intRanges[field], n.Line)
 	}
 	return int(v), nil
+}
+
+// digitsRE is a whole number written out in digits.
+var digitsRE = regexp.MustCompile(`^[-+]?[0-9]+$`)
+
+// intRanges says what each integer field takes, for a number too large to read (Validate checks the ranges).
+var intRanges = map[string]string{
+	"nnodes":              fmt.Sprintf("nnodes is from 1 to %d", MaxNNodes),
+	"n_gpus_per_node":     fmt.Sprintf("n_gpus_per_node is from 1 to %d", MaxGPUsPerNode),
+	"max_runtime_s":       "max_runtime_s is seconds, at most v2.scheduler.max_runtime_cap_s",
+	"max_queued_s":        "max_queued_s is seconds, at most v2.scheduler.max_queued_cap_s",
+	"heartbeat_timeout_s": fmt.Sprintf("heartbeat_timeout_s is from 1 to %d seconds", MaxHeartbeatTimeoutS),
+	"priority":            fmt.Sprintf("priority is from 0 to %d", mvp.MaxPriority),
 }
 
 // Validate checks every field; the error names the field's path and says what to fix.

@@ -377,3 +377,20 @@ func TestOverridesCannotAskForAnotherGPUPool(t *testing.T) {
 		t.Errorf("a colocated reward model: %v", err)
 	}
 }
+
+// A number given as text, or too large to read, said "must be a whole number" (of a whole number) or "far out of
+// range" without the range. Found in a user walk-through.
+func TestNumberErrorsSayWhatToWrite(t *testing.T) {
+	base := "workload: ppo\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
+	for body, want := range map[string]string{
+		base + "nnodes: \"1\"\n":                     `not text: write 1, not "1"`,
+		base + "nnodes: 99999999999999999999999\n":   "nnodes is from 1 to",
+		`{"workload": "ppo", "nnodes": "2"}`:          `not text: write 2`,
+		base + "nnodes: 1\npriority: 1000000000000\n": "priority is from 0 to 100",
+	} {
+		_, err := Parse([]byte(body), DefaultLimits)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want it to say %q", body, err, want)
+		}
+	}
+}
