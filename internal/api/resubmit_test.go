@@ -110,3 +110,26 @@ func TestResubmit(t *testing.T) {
 		t.Errorf("resume_from unknown: %d %s", resp.StatusCode, body)
 	}
 }
+
+// A JSON value of the wrong type was answered with Go's own words ("cannot unmarshal string into Go struct field
+// ResubmitRequest.set of type []string"). The answer names the key and what it takes. Found in a user walk-through.
+func TestJSONTypeErrorsSpeakJSON(t *testing.T) {
+	base, _ := newServer(t)
+	_, created := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, nil)
+	var task struct {
+		ID string `json:"task_id"`
+	}
+	json.Unmarshal(created, &task)
+	for _, c := range []struct{ path, body, want string }{
+		{"/api/v2/tasks/" + task.ID + "/resubmit", `{"set": "nnodes=1"}`, `"set" must be a list of strings, got a string`},
+		{"/api/v2/schedules", `{"name": "n", "cron": 5}`, `"cron" must be a string, got a number`},
+		{"/api/v2/schedules", `{"name": "n", "cron": "@every 1h", "jobspec": "workload: ppo"}`, `jobspec must be a JSON object`},
+		{"/ray/api/jobs/", `{"entrypoint": 5}`, `"entrypoint" must be a string, got a number`},
+	} {
+		resp, raw := do(t, base, "POST", c.path, "application/json", c.body, nil)
+		b := strings.ReplaceAll(string(raw), `\"`, `"`) // the JSON answer's quotes
+		if resp.StatusCode != 400 || strings.Contains(string(b), "Go struct") || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s %s: %d %s, want 400 saying %s", c.path, c.body, resp.StatusCode, b, c.want)
+		}
+	}
+}

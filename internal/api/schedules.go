@@ -59,8 +59,12 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 		return mvp.Errorf(mvp.CodeInvalid, "overlap", "overlap %q must be one of %v", clip(string(req.Overlap)), mvp.Overlaps)
 	}
 	spec := bytes.TrimSpace(req.JobSpec)
-	if len(spec) == 0 || spec[0] != '{' {
+	if len(spec) == 0 || string(spec) == "null" {
 		return mvp.Errorf(mvp.CodeInvalid, "jobspec", "jobspec is required: the jobspec as a JSON object, as POST /api/v2/tasks takes it")
+	}
+	if spec[0] != '{' {
+		return mvp.Errorf(mvp.CodeInvalid, "jobspec", "jobspec must be a JSON object (the jobspec's fields, as POST "+
+			"/api/v2/tasks takes them), not %s: `mvp schedule create -f job.yaml` sends a YAML file as one", jsonWhat(spec[0]))
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, spec); err != nil {
@@ -189,4 +193,17 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"deleted": sc.Name})
 	return nil
+}
+
+// jsonWhat names the kind of JSON value that starts with c.
+func jsonWhat(c byte) string {
+	switch {
+	case c == '"':
+		return "a string"
+	case c == '[':
+		return "a list"
+	case c == 't' || c == 'f':
+		return "true or false"
+	}
+	return "a number"
 }

@@ -919,7 +919,7 @@ func decodeJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return err
+		return mvp.JSONError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("more than one JSON value in the body")

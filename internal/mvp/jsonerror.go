@@ -1,0 +1,54 @@
+package mvp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// JSONError rewrites a JSON decoding error in JSON's words: a value of the wrong type names its key and what it
+// takes ("set" must be a list of strings, got a string), not Go's struct and type names. Other errors are
+// returned as they are.
+func JSONError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	key := te.Field
+	if i := strings.LastIndex(key, "."); i >= 0 {
+		key = key[i+1:] // the JSON key (the path before it names Go's structs)
+	}
+	got := map[string]string{"string": "a string", "number": "a number", "object": "an object", "array": "a list",
+		"bool": "true or false"}[te.Value]
+	if got == "" {
+		got = te.Value
+	}
+	if key == "" {
+		return fmt.Errorf("the body must be %s, got %s", jsonKind(te.Type), got)
+	}
+	return fmt.Errorf("%q must be %s, got %s", key, jsonKind(te.Type), got)
+}
+
+// jsonKind says in JSON's words what a Go type takes.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list of " + strings.TrimPrefix(strings.TrimPrefix(jsonKind(t.Elem()), "a "), "an ") + "s"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "a JSON value"
+}
