@@ -494,7 +494,7 @@ func ts(t *time.Time) string {
 	if t == nil || t.IsZero() {
 		return "-"
 	}
-	return t.Local().Format("2006-01-02 15:04:05")
+	return t.Local().Format("2006-01-02 15:04:05 MST") // the zone named: the machine's, not the server's
 }
 
 func printTask(w io.Writer, t *mvp.Task) error {
@@ -627,7 +627,11 @@ func printQueue(w io.Writer, q *scheduler.QueueView) error {
 	tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tTASK ID\tOWNER\tPRIO\tRANK\tCODE\tEST START\tREASON")
 	for _, e := range q.Queue {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", e.Position, e.TaskID, e.Owner, e.Priority, e.Rank, e.Code,
+		rank := "-" // not ranked: it never fits, or backs off
+		if e.Rank > 0 {
+			rank = strconv.Itoa(e.Rank)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.Position, e.TaskID, e.Owner, e.Priority, rank, e.Code,
 			ts(e.EstStart), e.Reason)
 	}
 	return tw.Flush()

@@ -3,6 +3,7 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/scheduler"
@@ -32,5 +33,24 @@ func TestPrintUsersAndQueueShowOwners(t *testing.T) {
 	}
 	if out := b.String(); !strings.Contains(out, "bob") || !strings.Contains(out, "fair_share") || !strings.Contains(out, "70") {
 		t.Errorf("mvp queue output lacks owner, priority or code:\n%s", out)
+	}
+}
+
+// `mvp queue` showed RANK 0 for a task that is not ranked (it never fits) where `mvp list` shows "-", and times had
+// no zone (the machine's local time, unlabelled). Found in a user walk-through.
+func TestQueueUnrankedAndTimesWithZone(t *testing.T) {
+	var b strings.Builder
+	q := &scheduler.QueueView{Policy: "xfchain", ClusterKnown: true, Queue: []scheduler.QueueEntry{
+		{TaskID: "mvp2-ppo-20251223-143201-7f3a", Owner: "operator", Priority: 50, Position: 1,
+			Code: scheduler.CodeNeverFits, Reason: "can never fit"}}}
+	if err := printQueue(&b, q); err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(strings.Split(b.String(), "\n")[len(strings.Split(b.String(), "\n"))-2]); len(f) < 5 || f[4] != "-" {
+		t.Errorf("an unranked task's RANK: %v, want -\n%s", f, b.String())
+	}
+	at := time.Date(2025, 12, 23, 14, 32, 1, 0, time.UTC)
+	if got := ts(&at); !strings.HasSuffix(got, time.Local.String()) && !strings.Contains(got, at.Local().Format("MST")) {
+		t.Errorf("ts %q names no zone", got)
 	}
 }
