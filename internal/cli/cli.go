@@ -435,7 +435,7 @@ func readSpec(path string, sets []string) ([]byte, error) {
 		body, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read jobspec: %w", err)
+		return nil, usageError{fmt.Errorf("read jobspec: %w", err)} // the command names a file it cannot read
 	}
 	if len(sets) == 0 {
 		return body, nil
@@ -779,8 +779,11 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 			return err
 		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error {
-			u := info.UpdatedAt
-			_, err := fmt.Fprintf(w, "%s\tstored %s\n", info.Name, ts(&u))
+			u, what := info.UpdatedAt, "stored"
+			if info.UpdatedAt.After(info.CreatedAt) {
+				what = "replaced"
+			}
+			_, err := fmt.Fprintf(w, "%s\t%s %s\n", info.Name, what, ts(&u))
 			return err
 		})
 	case sub == "delete" && fs.NArg() == 1:

@@ -178,3 +178,15 @@ func TestNumberFlagsOutOfRangeAreUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// `mvp submit -f` of a file that is not there exited 1, the code of "the server said no"; it is the command's
+// mistake (2). Found in a user walk-through.
+func TestSubmitOfAMissingFileIsAUsageError(t *testing.T) {
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "http://127.0.0.1:1" }}
+	for _, args := range [][]string{{"submit", "-f", "/nonexistent/job.yaml"}, {"schedule", "create", "n", "--cron", "@every 1h", "-f", "/nonexistent/job.yaml"}} {
+		if code := Run(context.Background(), args, env); code != 2 || !strings.Contains(errb.String(), "no such file") {
+			t.Errorf("mvp %v: exit %d, want 2\n%s", args, code, errb.String())
+		}
+	}
+}

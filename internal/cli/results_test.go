@@ -125,6 +125,12 @@ func TestSecretsVerb(t *testing.T) {
 		strings.Contains(out.String(), "s3cr3t") {
 		t.Errorf("list: %d %s", code, out.String())
 	}
+	// A second put replaces it, and says so (it said "stored" both times). Found in a user walk-through.
+	out.Reset()
+	env.Stdin = strings.NewReader("another\n")
+	if code := Run(context.Background(), []string{"secrets", "put", "wandb"}, env); code != 0 || !strings.Contains(out.String(), "replaced") {
+		t.Errorf("second put: %d %q, want it to say replaced", code, out.String())
+	}
 	if code := Run(context.Background(), []string{"secrets", "put"}, env); code != 2 {
 		t.Errorf("put without a name: %d", code)
 	}
