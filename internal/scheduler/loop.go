@@ -703,7 +703,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		return l.conclude(ctx, t, a, Report{LastPost: last})
 	}
 	if err != nil {
-		return fmt.Errorf("get job %s: %w", a.RaySubmissionID, err)
+		return fmt.Errorf("follow attempt %d: %w", a.No, err) // the client names the job
 	}
 	if info.Status.Terminal() {
 		// The job ended: keep its log in the task folder first, so that it outlives Ray's copy. A failed fetch
