@@ -49,7 +49,7 @@ func runBenchLoad(ctx context.Context, args []string, env Env) error {
 	pid := fs.Int("server-pid", 0, "the server's process id: report its CPU time during the run (Linux)")
 	noVerify := fs.Bool("no-verify", false, "do not read back the acknowledged submits")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError{err}
 	}
 	if *share <= 0 || *share > 1 {
 		return usageError{fmt.Errorf("--submit-share must be in (0, 1], got %g", *share)}
@@ -90,7 +90,7 @@ func runMinimalServer(ctx context.Context, args []string, env Env) error {
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	db := fs.String("db", "", "SQLite file (created)")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError{err}
 	}
 	if *db == "" {
 		return usageError{errors.New("bench minimal-server: --db FILE is required")}
@@ -128,7 +128,7 @@ func runRawFsync(ctx context.Context, args []string, env Env) error {
 	db := fs.String("db", "", "SQLite file (created)")
 	n := fs.Int("n", 2000, "rows, one transaction each")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError{err}
 	}
 	if *db == "" || *n <= 0 {
 		return usageError{errors.New("bench raw-fsync: --db FILE is required and --n must be positive")}

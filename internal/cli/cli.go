@@ -110,6 +110,10 @@ func Run(ctx context.Context, args []string, env Env) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	var fe flagError
+	if errors.As(err, &fe) && !errors.Is(err, flag.ErrHelp) {
+		return 2 // the flag package said what is wrong, with the usage
+	}
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "mvp %s: %v\n", verb, err)
 		var ue usageError
@@ -122,6 +126,12 @@ func Run(ctx context.Context, args []string, env Env) int {
 }
 
 type usageError struct{ error }
+
+// flagError is a usage error the flag package has already printed, with the verb's usage: not printed again.
+type flagError struct{ error }
+
+// Unwrap lets errors.Is see a flag.ErrHelp inside.
+func (e flagError) Unwrap() error { return e.error }
 
 // Usage marks err as a usage error (exit status 2), for the verbs wired in from outside (serve, doctor).
 func Usage(err error) error { return usageError{err} }
@@ -192,7 +202,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usageError{err}
+		return flagError{err}
 	}
 	var bad error
 	fs.Visit(func(f *flag.Flag) { // given, but outside what the API takes (0 is not "not given")
@@ -735,7 +745,7 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usageError{err}
+		return flagError{err}
 	}
 	if err := checkOutput(*out); err != nil {
 		return err

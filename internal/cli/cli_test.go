@@ -190,3 +190,20 @@ func TestSubmitOfAMissingFileIsAUsageError(t *testing.T) {
 		}
 	}
 }
+
+// A bad flag was reported twice: by the flag package with the usage, then again as the verb's error. Found in a
+// user walk-through.
+func TestABadFlagIsReportedOnce(t *testing.T) {
+	for _, args := range [][]string{{"list", "--bogus"}, {"submit", "-f"}, {"users", "--bogus"}, {"schedule", "list", "--bogus"}} {
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "http://127.0.0.1:1" }}
+		code := Run(context.Background(), args, env)
+		msg := "flag provided but not defined"
+		if args[0] == "submit" {
+			msg = "flag needs an argument"
+		}
+		if code != 2 || strings.Count(errb.String(), msg) != 1 {
+			t.Errorf("mvp %v: exit %d, %d reports\n%s", args, code, strings.Count(errb.String(), msg), errb.String())
+		}
+	}
+}

@@ -52,7 +52,7 @@ func runSchedule(ctx context.Context, args []string, env Env) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usageError{err}
+		return flagError{err}
 	}
 	if err := checkOutput(*out); err != nil {
 		return err

@@ -51,7 +51,7 @@ func runSim(args []string, env Env) error {
 	onlyUser := fs.String("only-user", "", "replay only this user's jobs (the cluster to themselves)")
 	out := fs.String("o", "table", "output: table or json")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError{err}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), simUsage)}
@@ -157,7 +157,7 @@ func runSimGen(args []string, env Env) error {
 	floodLoad := fs.Float64("flood-load", 0, "a two-team trace: team flood submits this load's worth in the first tenth of the span")
 	out := fs.String("o", "", "file to write (\"-\": standard output)")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError{err}
 	}
 	if *out == "" {
 		return usageError{fmt.Errorf("-o FILE is required\n%s", simUsage)}
@@ -202,7 +202,7 @@ func runSimBound(args []string, env Env) error {
 	maxWait := fs.Float64("max-wait-s", -1, "the longest wait allowed to a whole-cluster job, in seconds")
 	cfgPath := fs.String("config", "", "dev.yaml whose v2 settings to use (default: the built-in defaults)")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError{err}
 	}
 	if *trace == "" || *nodes < 1 || *gpus < 1 || *maxWait < 0 {
 		return usageError{fmt.Errorf("--trace, --nodes, --gpus-per-node and --max-wait-s are required\n%s", simUsage)}

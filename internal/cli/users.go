@@ -21,7 +21,7 @@ func runUsers(ctx context.Context, args []string, env Env) error {
 	}
 	out := fs.String("o", "table", "output: table, json or yaml")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return flagError{err}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
