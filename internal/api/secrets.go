@@ -22,7 +22,7 @@ func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := secrets.CheckName(name); err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, jsonOnly)
 	if err != nil {
 		return err
 	}

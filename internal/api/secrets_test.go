@@ -26,6 +26,11 @@ func TestSecretsAPI(t *testing.T) {
 	if resp.StatusCode != 200 || strings.Contains(string(body), value) {
 		t.Errorf("rotate: %d %s", resp.StatusCode, body)
 	}
+	// Its 415 said "send application/yaml or application/json"; YAML is not taken here. Found in a user walk-through.
+	if resp, body := do(t, base, "PUT", "/api/v2/secrets/wandb", "application/yaml", "value: x\n", nil); resp.StatusCode != 415 ||
+		strings.Contains(string(body), "yaml or") {
+		t.Errorf("a YAML body: %d %s, want 415 naming application/json only", resp.StatusCode, body)
+	}
 	for _, bad := range []struct{ path, body string }{
 		{"/api/v2/secrets/bad%20name", `{"value": "x"}`},
 		{"/api/v2/secrets/wandb", `{"value": ""}`},

@@ -311,16 +311,26 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// What readBody's callers take.
+const (
+	yamlOrJSON = "application/yaml or application/json"
+	jsonOnly   = "application/json"
+)
+
+// readBody reads a request's body; send names what the endpoint takes, for the 415 of another Content-Type
+// ("application/yaml or application/json" for a jobspec, "application/json" for a JSON-only body).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, send string) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil {
-			return nil, mvp.Errorf(mvp.CodeUnsupported, "", "Content-Type %q cannot be parsed; send application/yaml or application/json", ct)
+			return nil, mvp.Errorf(mvp.CodeUnsupported, "", "Content-Type %q cannot be parsed; send %s", ct, send)
 		}
-		switch mt {
-		case "application/yaml", "application/x-yaml", "text/yaml", "application/json", "text/plain":
-		default:
-			return nil, mvp.Errorf(mvp.CodeUnsupported, "", "Content-Type %q is not accepted; send application/yaml or application/json", mt)
+		ok := mt == "application/json" || mt == "text/plain"
+		if send != jsonOnly {
+			ok = ok || mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml"
+		}
+		if !ok {
+			return nil, mvp.Errorf(mvp.CodeUnsupported, "", "Content-Type %q is not accepted; send %s", mt, send)
 		}
 	}
 	body, err := s.readAll(w, r)
@@ -344,7 +354,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, yamlOrJSON)
 	if err != nil {
 		return err
 	}
