@@ -308,7 +308,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
-		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, p) })
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, fs.Arg(0), p) })
 	case "logs":
 		return c.Logs(ctx, fs.Arg(0), *attempt, *follow, env.Stdout)
 	case "resubmit":
@@ -647,7 +647,7 @@ func printQueue(w io.Writer, q *scheduler.QueueView) error {
 	return tw.Flush()
 }
 
-func printEvents(w io.Writer, p *api.EventPage) error {
+func printEvents(w io.Writer, id string, p *api.EventPage) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTIME\tTYPE\tDETAIL")
 	for _, e := range p.Events {
@@ -662,7 +662,7 @@ func printEvents(w io.Writer, p *api.EventPage) error {
 		return err
 	}
 	if p.NextCursor != "" {
-		fmt.Fprintf(w, "\nmore: --cursor %s\n", p.NextCursor)
+		fmt.Fprintf(w, "\nmore: mvp events %s --cursor %s\n", id, p.NextCursor) // the whole command, as mvp list gives
 	}
 	return nil
 }
