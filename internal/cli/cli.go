@@ -110,8 +110,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	var fe flagError
-	if errors.As(err, &fe) && !errors.Is(err, flag.ErrHelp) {
+	if errors.As(err, new(flagError)) {
 		return 2 // the flag package said what is wrong, with the usage
 	}
 	if err != nil {

@@ -373,10 +373,9 @@ func integer(field string, n *yaml.Node) (int, error) {
 		return 0, invalid(field, "must be a whole number, not text: write %s, not %q (line %d)", clip(n.Value),
 			clip(n.Value), n.Line)
 	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && digitsRE.MatchString(n.Value) {
-		n = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: n.Value, Line: n.Line} // too large for YAML's ints
-	}
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+	// YAML reads digits too large for its integers as a float: still a whole number, out of range below.
+	whole := n.Tag == "!!int" || n.Tag == "!!float" && digitsRE.MatchString(n.Value)
+	if n.Kind != yaml.ScalarNode || !whole {
 		return 0, invalid(field, "must be a whole number, got %q (line %d)", clip(n.Value), n.Line)
 	}
 	v, err := strconv.ParseInt(n.Value, 0, 32)

@@ -383,8 +383,8 @@ func TestOverridesCannotAskForAnotherGPUPool(t *testing.T) {
 func TestNumberErrorsSayWhatToWrite(t *testing.T) {
 	base := "workload: ppo\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
 	for body, want := range map[string]string{
-		base + "nnodes: \"1\"\n":                     `not text: write 1, not "1"`,
-		base + "nnodes: 99999999999999999999999\n":   "nnodes is from 1 to",
+		base + "nnodes: \"1\"\n":                      `not text: write 1, not "1"`,
+		base + "nnodes: 99999999999999999999999\n":    "nnodes is from 1 to",
 		`{"workload": "ppo", "nnodes": "2"}`:          `not text: write 2`,
 		base + "nnodes: 1\npriority: 1000000000000\n": "priority is from 0 to 100",
 	} {
