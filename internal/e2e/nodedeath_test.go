@@ -112,3 +112,82 @@ func workerGroupOf(t *testing.T, dir, id string) int {
 	t.Fatalf("no worker process group of %s runs Ray node %s (recorded: %v)", dir, id, recorded)
 	return 0
 }
+
+// TestWorkerNodeDeathIsRetried: a two-node run whose driver is on one worker loses the other worker (SIGKILL to its
+// node's processes). The run's worker actor there dies with its node, and the driver's next call to it raises Ray's
+// ActorDiedError ("… because its node has died"), as verl's worker group does; the job fails with exit code 1. That
+// is INFRA, not the run's RUNTIME_ERROR: requeued at once, it waits until the node is back, then runs again.
+func TestWorkerNodeDeathIsRetried(t *testing.T) {
+	ws := workers(t)
+	if len(ws) < 2 {
+		t.Skip("needs two workers (the first phase of scripts/e2e.sh)")
+	}
+	dir := os.Getenv("MVP_CLUSTER_DIR")
+	if dir == "" {
+		t.Skip("MVP_CLUSTER_DIR (the cluster's folder of process groups) is not set")
+	}
+	gpus := int(ws[0].Total["GPU"])
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 1})
+	task := s.submit(spec("ppo", 2, gpus, 20, "mvp_test.actors=1")) // the kill comes within seconds of step 1
+	var driver string
+	waitFor(t, 120*time.Second, "attempt 1 running its worker actors (progress step 1)", func() (bool, string) {
+		got := s.get(task.ID)
+		if len(got.Attempts) > 0 {
+			driver = got.Attempts[0].DriverNodeID
+		}
+		stepped := got.Progress != nil && got.Progress.Step != nil && *got.Progress.Step >= 1
+		return got.State == mvp.StateRunning && driver != "" && stepped, string(got.State)
+	})
+	var victim string
+	for _, n := range workers(t) {
+		if n.ID != driver {
+			victim = n.ID
+		}
+	}
+	if victim == "" {
+		t.Fatalf("no worker other than the driver's %s", driver)
+	}
+	pg := workerGroupOf(t, dir, victim)
+	healed := false
+	heal := func() {
+		cmd := exec.Command("bash", filepath.Join(env.repo, "scripts", "ray-up.sh"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("ray-up.sh to start the dead worker again: %v\n%s", err, out)
+		}
+		healed = true
+	}
+	t.Cleanup(func() {
+		if !healed {
+			heal()
+		}
+	})
+	if err := syscall.Kill(-pg, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the worker's process group %d: %v", pg, err)
+	}
+	waitFor(t, 180*time.Second, "attempt 1 to end", func() (bool, string) {
+		got := s.get(task.ID)
+		a := got.Attempts[0]
+		return a.EndTime != nil || got.State.Terminal(), fmt.Sprintf("%s %s %q", got.State, a.FailureKind, a.Message)
+	})
+	got := s.get(task.ID)
+	a := got.Attempts[0]
+	if a.FailureKind != mvp.FailureInfra {
+		t.Errorf("attempt 1, whose worker node died: %s %q, want INFRA", a.FailureKind, a.Message)
+	}
+	if got.State.Terminal() {
+		t.Fatalf("the task ended (%s: %q) when a node under it died; want it requeued", got.State, got.ErrorSummary)
+	}
+	said := false
+	for _, e := range s.events(task.ID) {
+		said = said || strings.Contains(string(e.Payload), "was lost with a node")
+	}
+	if !said {
+		t.Errorf("no event says attempt 1 was lost with a node")
+	}
+	heal()
+	done := s.waitState(task.ID, mvp.StateSucceeded, 300*time.Second)
+	if n := len(done.Attempts); n != 2 {
+		t.Errorf("%d attempts, want 2 (the lost one and its retry)", n)
+	}
+}

@@ -16,6 +16,12 @@ var InsufficientPattern = regexp.MustCompile(`Total available GPUs ([\d.]+) is l
 // when a node holding the run's workers did. The machine failed under the run, not the run's code: INFRA.
 const NodeDiedMarker = "because its node has died"
 
+// ActorUnreachableMarker is Ray's error for a call to an actor it cannot reach and does not yet know to be dead:
+// what verl's driver raises first when a node holding its workers is lost (measured on Ray 2.60: the worker killed
+// with SIGKILL, the driver's next call fails with "Connection refused" seconds before Ray marks the node dead).
+// Ray raises it only for lost connections and restarting actors, so it is INFRA too (retries are bounded).
+const ActorUnreachableMarker = "ActorUnavailableError"
+
 // userErrorMarkers are log lines that mean the job was set up wrong rather than that the code crashed.
 var userErrorMarkers = []string{
 	"Could not override",         // Hydra: key not in the config
@@ -45,6 +51,9 @@ func Classify(info *mvp.JobInfo, log string) (mvp.FailureKind, string) {
 	}
 	if strings.Contains(text, NodeDiedMarker) {
 		return mvp.FailureInfra, "a node under the run died: " + errorLine(text, NodeDiedMarker)
+	}
+	if strings.Contains(text, ActorUnreachableMarker) {
+		return mvp.FailureInfra, "a node under the run could not be reached: " + errorLine(text, ActorUnreachableMarker)
 	}
 	switch info.ErrorType {
 	case "RUNTIME_ENV_SETUP_FAILURE":

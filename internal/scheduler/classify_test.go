@@ -13,6 +13,13 @@ const nodeDied = "Job supervisor actor died: The actor died unexpectedly before 
 	"539e2c95080366ca3862a10c091874f7a800c62c732a0a03e1ea3c58\n\tthe actor's node was terminated unexpectedly: health check " +
 	"failed due to missing too many heartbeats"
 
+// actorUnavailable is the last line of a driver's traceback when a node holding one of its actors was killed and
+// Ray has not yet marked it dead (Ray 2.60, measured).
+const actorUnavailable = "ray.exceptions.ActorUnavailableError: The actor fd839da882abb908fee70c6102000000 is unavailable: " +
+	"The actor is temporarily unavailable: RpcError: RPC error: failed to connect to all addresses; last error: UNKNOWN: " +
+	"ipv4:192.0.2.2:14101: Failed to connect to remote host: Connection refused rpc_code: 14. The task may or may not " +
+	"have been executed on the actor."
+
 func TestClassify(t *testing.T) {
 	code := func(n int) *int { return &n }
 	verl := "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n" +
@@ -38,6 +45,11 @@ func TestClassify(t *testing.T) {
 		// verl's driver calls its workers' actors: a worker's node lost shows as ActorDiedError in its traceback.
 		{"a worker's node died", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_ENTRYPOINT_COMMAND_ERROR", DriverExitCode: code(1)},
 			"Traceback (most recent call last):\n  File \"ray_trainer.py\"\nray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n\tclass_name: WorkerDict\nThe actor died because its node has died. Node Id: 539e2c95\n", mvp.FailureInfra},
+		// Measured on Ray 2.60 (TestWorkerNodeDeathIsRetried: the other worker of a two-node run killed with
+		// SIGKILL): the driver's next call to its actor there fails before Ray has marked the node dead.
+		{"a worker's node cannot be reached", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_ENTRYPOINT_COMMAND_ERROR", DriverExitCode: code(1),
+			Message: "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n    raise value\n"},
+			"Traceback (most recent call last):\n  File \"_standin.py\", line 208, in run\n    raise value\n" + actorUnavailable + "\n", mvp.FailureInfra},
 		{"a node lost, and the user's own mistake", mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: code(1)},
 			"FileNotFoundError: [Errno 2] No such file or directory: '/data/x'\nThe actor died because its node has died.", mvp.FailureInfra},
 		{"stopped outside mvp", mvp.JobInfo{Status: mvp.RayStopped}, "", mvp.FailureUnknown},

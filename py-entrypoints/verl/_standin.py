@@ -7,6 +7,9 @@ Keys read from the Hydra overrides (a leading "+" or "++" is accepted, the last 
   mvp_test.wait_file     wait until this file exists before the resource check (tests make races exact with it)
   mvp_test.dump_args     write {"argv", "env", "cwd"} as JSON to this path first (tests check what arrived)
   mvp_test.stall_after   stop writing progress after this many steps but keep holding (a hung run)
+  mvp_test.actors        1: as verl's worker groups do, start one worker actor in each node's placement group and
+                         call every one of them at each step, so that a worker node lost under the run fails the
+                         driver with Ray's own error (ActorDiedError: "… because its node has died"); default 0
 Checkpoints, as verl keeps them: with trainer.save_freq=K (verl's default -1 saves none) every K-th step writes
 <trainer.default_local_dir>/global_step_<step>/ and latest_checkpointed_iteration.txt. With
 trainer.resume_mode=auto given explicitly, a run whose default_local_dir holds a checkpoint resumes from it: it
@@ -118,6 +121,24 @@ def check_resource_available(nnodes, n_gpus_per_node):
         )
 
 
+def start_workers(pgs):
+    """One actor in bundle 0 of each placement group (verl's RayWorkerGroup puts its workers in the bundles)."""
+    import ray
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    @ray.remote(num_cpus=1, num_gpus=1)
+    class Worker:
+        def step(self, n):
+            return n
+
+    actors = [
+        Worker.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=0)).remote()
+        for pg in pgs
+    ]
+    ray.get([a.step.remote(0) for a in actors])
+    return actors
+
+
 def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check):
     cfg = parse_overrides(argv)
     if "mvp_test.dump_args" in cfg:
@@ -159,6 +180,11 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check)
     ray.get([pg.ready() for pg in pgs])
     print("verl-standin: placement groups ready", flush=True)
 
+    actors = []
+    if cfg.get("mvp_test.actors", "0") not in ("0", "false", "False", ""):
+        actors = start_workers(pgs)
+        print(f"verl-standin: {len(actors)} worker actor(s) ready", flush=True)
+
     stall_after = int(cfg.get("mvp_test.stall_after", -1))
     ckpt_dir = cfg.get("trainer.default_local_dir", "")
     save_freq = int(cfg.get("trainer.save_freq", -1))
@@ -178,6 +204,8 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check)
             break
         step += 1
         print(f"verl-standin: step {step} progress {min(elapsed / hold_s, 1.0):.2f}", flush=True)
+        if actors:
+            ray.get([a.step.remote(step) for a in actors])  # an actor lost with its node raises here, as in verl
         if ckpt_dir and save_freq > 0 and step % save_freq == 0:
             save_checkpoint(ckpt_dir, step)
         metrics = {"loss": round(1.0 / step, 4)}
