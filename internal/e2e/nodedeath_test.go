@@ -129,7 +129,7 @@ func TestWorkerNodeDeathIsRetried(t *testing.T) {
 	gpus := int(ws[0].Total["GPU"])
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 1})
-	task := s.submit(spec("ppo", 2, gpus, 20, "mvp_test.actors=1")) // the kill comes within seconds of step 1
+	task := s.submit(spec("ppo", 2, gpus, 45, "mvp_test.actors=1")) // the kill comes seconds after step 1
 	var driver string
 	waitFor(t, 120*time.Second, "attempt 1 running its worker actors (progress step 1)", func() (bool, string) {
 		got := s.get(task.ID)
