@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -401,7 +402,7 @@ func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) boo
 			since := now
 			h.RayDownSince = &since
 		}
-		h.RayOK, h.RayError = false, rayErr.Error()
+		h.RayOK, h.RayError = false, outageCause(rayErr)
 	}
 	if view != nil {
 		h.ClusterSource, h.ProbeError = view.Source, view.ProbeError
@@ -409,12 +410,23 @@ func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) boo
 	return wasOK != h.RayOK
 }
 
+// outageCause is what is said of Ray's absence in every live task's history and in /healthz: the error from Ray's
+// unavailability on (its cause), without the call it was noticed on, which names one task's Ray job (another user's,
+// perhaps).
+func outageCause(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, mvp.ErrRayUnavailable.Error()); i >= 0 {
+		return s[i:]
+	}
+	return s
+}
+
 // recordOutage writes RAY_UNAVAILABLE / RAY_AVAILABLE in the history of every live task when Ray goes away or
 // comes back, so that a user reading a task sees why nothing moved.
 func (l *Loop) recordOutage(ctx context.Context, now time.Time, active []*mvp.Task, rayErr error) {
 	typ, payload := mvp.EventRayAvailable, map[string]any{}
 	if rayErr != nil {
-		typ, payload = mvp.EventRayUnavailable, map[string]any{"error": rayErr.Error()}
+		typ, payload = mvp.EventRayUnavailable, map[string]any{"error": outageCause(rayErr)}
 		l.Logger.Warn("Ray is unavailable; backing off", "err", rayErr)
 	} else {
 		l.Logger.Info("Ray is available again")

@@ -56,8 +56,8 @@ func (f *fakeRay) GetJob(_ context.Context, id string) (*mvp.JobInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gets++
-	if f.down {
-		return nil, mvp.ErrRayUnavailable
+	if f.down { // as the real client says it: the call, then the cause
+		return nil, fmt.Errorf("GET /api/jobs/%s: %w: dial tcp 127.0.0.1:8265: connect: connection refused", id, mvp.ErrRayUnavailable)
 	}
 	j, ok := f.jobs[id]
 	if !ok {
@@ -387,6 +387,38 @@ func TestLoopBacksOffWhileRayIsDown(t *testing.T) {
 	joined := fmt.Sprint(types)
 	if !strings.Contains(joined, mvp.EventRayUnavailable) || !strings.Contains(joined, mvp.EventRayAvailable) {
 		t.Errorf("events %v", types)
+	}
+}
+
+// TestOutageEventsNameNoOtherTask: Ray's absence is noticed on one task's call, but it is written in every live
+// task's history and in /healthz. Those words must not carry that task's job id: another user's task showed it.
+func TestOutageEventsNameNoOtherTask(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.task(), h.task()
+	h.tick()
+	h.ray.set(a.ID+"--a01", mvp.RayRunning, "", 0)
+	h.ray.set(b.ID+"--a01", mvp.RayRunning, "", 0)
+	h.tick()
+	h.ray.down = true
+	h.tick()
+	for _, task := range []*mvp.Task{a, b} {
+		evs, _, _ := h.db.Events(context.Background(), task.ID, "", 1000)
+		seen := false
+		for _, e := range evs {
+			if e.Type != mvp.EventRayUnavailable {
+				continue
+			}
+			seen = true
+			if p := string(e.Payload); strings.Contains(p, a.ID) || strings.Contains(p, b.ID) || !strings.Contains(p, "connection refused") {
+				t.Errorf("%s's RAY_UNAVAILABLE says %s; want the cause, naming no task", task.ID, p)
+			}
+		}
+		if !seen {
+			t.Errorf("%s: no RAY_UNAVAILABLE event", task.ID)
+		}
+	}
+	if e := h.loop.Health().RayError; strings.Contains(e, a.ID) || strings.Contains(e, b.ID) || e == "" {
+		t.Errorf("health's ray_error %q names a task", e)
 	}
 }
 
