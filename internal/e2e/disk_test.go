@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,5 +93,67 @@ func TestFullDisk(t *testing.T) {
 	s.waitState(task.ID, mvp.StateSucceeded, 120*time.Second)
 	if _, _, err := s.c.Cancel(ctxT(t), first.ID); err != nil {
 		t.Errorf("cancel after the disk came back: %v", err)
+	}
+}
+
+// fill writes to dir until its filesystem is full and returns the file that holds the space.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			return filler
+		}
+	}
+}
+
+// TestFullSharedRootHoldsSubmissions: with shared_root full (the database elsewhere has room), a task that fits is
+// not sent to Ray: sent, its driver failed on the full disk as the run's own RUNTIME_ERROR, and its jobspec,
+// payload and driver log were never kept. It waits with a reason naming shared_root, and runs once space returns.
+func TestFullSharedRootHoldsSubmissions(t *testing.T) {
+	small := filepath.Join(t.TempDir(), "small")
+	if err := os.MkdirAll(small, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", small).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small tmpfs here (%v: %s); the full-disk test needs root", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", small).Run() })
+	waitIdle(t)
+	s := startService(t, serviceOpts{sharedRoot: filepath.Join(small, "shared")})
+	filler := fill(t, small)
+	task := s.submit(spec("ppo", 1, 1, 1))
+	waitFor(t, 30*time.Second, "the task waiting for shared_root", func() (bool, string) {
+		got := s.get(task.ID)
+		return got.State == mvp.StatePendingResources && strings.Contains(got.PendingReason, "shared_root"),
+			fmt.Sprintf("%s %q", got.State, got.PendingReason)
+	})
+	if got := s.get(task.ID); len(got.Attempts) != 0 {
+		t.Fatalf("%d attempts made while the task folder could not be written", len(got.Attempts))
+	}
+	if _, err := rayc.GetJob(ctxT(t), task.ID+"--a01"); !errors.Is(err, mvp.ErrJobNotFound) {
+		t.Fatalf("Ray's answer for %s--a01, whose folder could not be written: %v; want no such job", task.ID, err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	done := s.waitState(task.ID, mvp.StateSucceeded, 120*time.Second)
+	if len(done.Attempts) != 1 {
+		t.Errorf("%d attempts, want 1", len(done.Attempts))
+	}
+	if _, err := os.Stat(filepath.Join(s.sharedRoot, "jobs", task.ID, "jobspec.yaml")); err != nil {
+		t.Errorf("the task folder has no jobspec.yaml: %v", err)
+	}
+	if log := s.logs(task.ID, 1); !strings.Contains(log, "verl-standin: done") {
+		t.Errorf("driver log: %q", tail(log, 5))
 	}
 }

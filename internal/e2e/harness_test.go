@@ -235,6 +235,8 @@ type serviceOpts struct {
 	logCopyS float64
 	// dataDir, when set, holds the database and the shared root (e.g. a small filesystem).
 	dataDir string
+	// sharedRoot, when set, is the shared root alone (the database stays in the test's folder).
+	sharedRoot string
 	// checkpoint is v2.sqlite.checkpoint_schedule (default: the service's own, every 10 min).
 	checkpoint string
 	// rayPython is v2.ray.python, the probe's Python (default: the cluster's, with Ray).
@@ -276,6 +278,9 @@ func startService(t testing.TB, o serviceOpts) *service {
 	}
 	s := &service{t: t, dir: dir, sharedRoot: filepath.Join(data, "shared"), dbPath: filepath.Join(data, "db", "mvp.sqlite3"),
 		port: freePort(t), token: "e2e-token-0123456789abcdef", extraEnv: o.env, serveArgs: o.serveArgs}
+	if o.sharedRoot != "" {
+		s.sharedRoot = o.sharedRoot
+	}
 	s.cfgPath = filepath.Join(dir, "dev.yaml")
 	cfg := fmt.Sprintf(`address: %s
 shared_root: %s

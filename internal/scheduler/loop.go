@@ -594,6 +594,11 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 		}
 		return nil
 	}
+	// The task folder first: a run whose folder cannot be written (shared_root full or read-only) would fail as
+	// its own error, with nothing kept of it. It waits instead, and is submitted once the folder can be written.
+	if err := l.writeFolder(t, s.AttemptNo, payload); err != nil {
+		return l.holdForFolder(ctx, now, t, err)
+	}
 	att := &mvp.Attempt{TaskID: t.ID, No: s.AttemptNo, RaySubmissionID: payload.SubmissionID, CreatedAt: now}
 	l.crash("queued_to_submitting") // decided and built, QUEUED→SUBMITTING not yet written
 	var none *time.Time
@@ -605,25 +610,42 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 	}
 	mvp.ObserverOr(l.Observer).TaskAdmitted(t.Workload)
 	l.crash("submitting_before_ray")
-	if att.No == 1 {
-		// The task folder starts with the jobspec as submitted and the effective spec (the database holds
-		// both from the moment the task was accepted; the folder is for people and tools on the shared disk).
-		if err := l.Files.WriteTask(t.ID, []byte(t.JobSpecYAML), t.SpecJSON); err != nil {
-			l.Logger.Error("write task folder", "task_id", t.ID, "err", err)
-		}
-	}
 	t.State = mvp.StateSubmitting
 	return l.callRay(ctx, t, att, payload, false)
+}
+
+// writeFolder writes what the task folder holds before attempt n is sent: for the first, the jobspec as submitted
+// and the effective spec (the database holds both from the moment the task was accepted; the folder is for people
+// and tools on the shared disk); for every attempt, its payload and its results folder.
+func (l *Loop) writeFolder(t *mvp.Task, n int, payload *mvp.JobSubmission) error {
+	if n == 1 {
+		if err := l.Files.WriteTask(t.ID, []byte(t.JobSpecYAML), t.SpecJSON); err != nil {
+			return err
+		}
+	}
+	return l.Files.WriteSubmission(t.ID, n, payload)
+}
+
+// holdForFolder leaves a task whose folder cannot be written waiting, with a reason that names shared_root; the
+// next pass that admits it tries again. The reason is written only when it changes.
+func (l *Loop) holdForFolder(ctx context.Context, now time.Time, t *mvp.Task, err error) error {
+	reason := fmt.Sprintf("its task folder cannot be written on shared_root (%s): %v; free space there or make it "+
+		"writable (or set shared_root in dev.yaml); it is submitted once the folder can be written", l.Files.Root, err)
+	if t.State == mvp.StatePendingResources && t.PendingReason == reason {
+		return nil
+	}
+	l.Logger.Error("task folder cannot be written; the task waits", "task_id", t.ID, "err", err)
+	if aerr := l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StatePendingResources, At: now,
+		PendingReason: &reason, EventPayload: map[string]any{"reason": reason}}); aerr != nil && !errors.Is(aerr, mvp.ErrConflict) {
+		return fmt.Errorf("hold %s for its folder: %w", t.ID, aerr)
+	}
+	return nil
 }
 
 // callRay submits payload; on an unclear outcome it looks the job up before anything else. inGrace says that an
 // earlier POST of this attempt may still become a job (MayStillAppear): the attempt is then not failed for a
 // submission that cannot be made now.
 func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, payload *mvp.JobSubmission, inGrace bool) error {
-	// Every POST, a resubmit after a restart too, has its payload in the task folder and its results folder made.
-	if err := l.Files.WriteSubmission(t.ID, att.No, payload); err != nil {
-		l.Logger.Error("write submission payload", "task_id", t.ID, "err", err)
-	}
 	sent, secretValues, err := l.withSecrets(ctx, t, payload) // only what goes to Ray holds them (loop_secrets.go)
 	if err != nil {
 		if inGrace {
@@ -795,6 +817,11 @@ func (l *Loop) conclude(ctx context.Context, t *mvp.Task, a *mvp.Attempt, r Repo
 			// As for a first submission that cannot be built: the task can never be submitted.
 			return l.failSubmitting(ctx, t, a, fmt.Errorf("it cannot be built again: %w", err))
 		}
+		// Every POST, a resubmit after a restart too, has its payload in the task folder and its results folder
+		// made; until they can be written the attempt stays SUBMITTING and this is tried again at the next pass.
+		if err := l.Files.WriteSubmission(t.ID, a.No, payload); err != nil {
+			return fmt.Errorf("resubmit attempt %s: its task folder cannot be written on shared_root: %w", a.RaySubmissionID, err)
+		}
 		l.Logger.Info("resubmitting attempt left in SUBMITTING", "task_id", t.ID, "submission_id", a.RaySubmissionID)
 		return l.callRay(ctx, t, a, payload, MayStillAppear(now, a, r.LastPost, l.Retry))
 	}
@@ -918,7 +945,13 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 			}
 		}
 		if err == nil {
-			err = l.Files.WriteLog(a.TaskID, a.No, logs)
+			if werr := l.Files.WriteLog(a.TaskID, a.No, logs); werr != nil {
+				// mvp's own disk failing (shared_root full or read-only) is not a try: the job stays in Ray, which
+				// keeps its log, until the folder can be written.
+				l.Logger.Error("keep driver log: its task folder cannot be written on shared_root; will try again",
+					"task_id", a.TaskID, "submission_id", a.RaySubmissionID, "err", werr)
+				continue
+			}
 		}
 		if err != nil {
 			l.Logger.Warn("keep driver log", "task_id", a.TaskID, "submission_id", a.RaySubmissionID,

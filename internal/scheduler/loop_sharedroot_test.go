@@ -1,0 +1,98 @@
+package scheduler_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/taskfs"
+)
+
+// breakRoot makes the harness's shared_root unwritable (a path under a regular file: every write fails, even as
+// root, as on a full or read-only shared disk) and returns what makes it writable again.
+func (h *harness) breakRoot() (heal func()) {
+	blocker := filepath.Join(h.t.TempDir(), "disk")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+	h.loop.Files = taskfs.FS{Root: filepath.Join(blocker, "shared")}
+	return func() {
+		if err := os.Remove(blocker); err != nil {
+			h.t.Fatal(err)
+		}
+		if err := os.Mkdir(blocker, 0o755); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// TestUnwritableSharedRootHoldsTheSubmission: a task whose folder cannot be written on shared_root (disk full,
+// read-only) is not sent to Ray. Sent, it failed as the run's own RUNTIME_ERROR (its driver could not write its
+// files either) and its jobspec, payload and log were never kept. It waits, saying why and which setting to look
+// at, without an event per pass, and goes once the folder can be written.
+func TestUnwritableSharedRootHoldsTheSubmission(t *testing.T) {
+	h := newHarness(t)
+	heal := h.breakRoot()
+	task := h.task()
+	for i := 0; i < 5; i++ {
+		h.tick()
+	}
+	if n := len(h.ray.jobs); n != 0 {
+		t.Fatalf("%d Ray jobs submitted while the task folder could not be written", n)
+	}
+	got := h.get(task.ID)
+	if got.State != mvp.StatePendingResources || len(got.Attempts) != 0 {
+		t.Fatalf("state %s with %d attempts; want PENDING_RESOURCES and none", got.State, len(got.Attempts))
+	}
+	if !strings.Contains(got.PendingReason, "shared_root") || !strings.Contains(got.PendingReason, "cannot be written") {
+		t.Errorf("pending_reason %q does not say that shared_root cannot be written", got.PendingReason)
+	}
+	if evs := h.events(task.ID); len(evs) > 2 {
+		t.Errorf("events after 5 passes: %v; want the task's creation and the wait written once", evs)
+	}
+	heal()
+	h.tick()
+	got = h.get(task.ID)
+	if got.State != mvp.StateSubmitted || len(got.Attempts) != 1 {
+		t.Fatalf("after the disk came back: %s, %d attempts", got.State, len(got.Attempts))
+	}
+	if _, err := os.Stat(filepath.Join(h.loop.Files.Root, "jobs", task.ID, "jobspec.yaml")); err != nil {
+		t.Errorf("the task folder was not written: %v", err)
+	}
+}
+
+// TestUnwritableSharedRootIsNotALogTry: a driver log that cannot be written to the task folder is not a try used
+// up: the job stays in Ray (not pruned) until the folder can be written, and its log is then kept.
+func TestUnwritableSharedRootIsNotALogTry(t *testing.T) {
+	h := newHarness(t)
+	h.loop.MaxLogTries = 2
+	tasks := []*mvp.Task{h.task(), h.task(), h.task()} // the newer ones put the first past KeepFinishedJobs
+	h.tick()
+	heal := h.breakRoot()
+	for _, task := range tasks {
+		h.ray.set(task.ID+"--a01", mvp.RaySucceeded, "", 0)
+		h.tick()
+	}
+	for i := 0; i < 60; i++ { // 60 s: a try every keepLogEvery (5 s), 2 allowed
+		h.tick()
+	}
+	id := tasks[0].ID + "--a01"
+	if got := h.get(tasks[0].ID); got.State != mvp.StateSucceeded {
+		t.Fatalf("state %s", got.State)
+	}
+	for _, d := range h.ray.deleted {
+		if d == id {
+			t.Fatalf("%s was deleted from Ray before its log was kept", id)
+		}
+	}
+	heal()
+	for i := 0; i < 10; i++ {
+		h.tick()
+	}
+	b, err := os.ReadFile(filepath.Join(h.loop.Files.Root, "jobs", tasks[0].ID, "attempts", "a01", "driver.log"))
+	if err != nil || !strings.Contains(string(b), "log of "+id) {
+		t.Fatalf("driver log after the disk came back: %q %v", b, err)
+	}
+}
