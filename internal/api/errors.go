@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -72,24 +75,37 @@ type ErrorDetail struct {
 	Field   string `json:"field,omitempty"`
 }
 
+// errorOf is the *mvp.Error err answers as: its own, a disk of mvp's that is full or read-only (503, naming the
+// folder: the operator's to free), or an internal error, logged and hidden.
+func errorOf(log *slog.Logger, r *http.Request, err error) *mvp.Error {
+	var e *mvp.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		dir := filepath.Dir(pe.Path)
+		switch {
+		case errors.Is(pe.Err, syscall.ENOSPC), errors.Is(pe.Err, syscall.EDQUOT):
+			return mvp.Errorf(mvp.CodeUnavailable, "", "no space left in %s: free space there and try again", dir)
+		case errors.Is(pe.Err, syscall.EROFS):
+			return mvp.Errorf(mvp.CodeUnavailable, "", "%s is read-only: make it writable and try again", dir)
+		}
+	}
+	return &mvp.Error{Code: mvp.CodeInternal, Message: "internal error; see the server log"}
+}
+
 // writeError answers err in the error shape. Errors that are not *mvp.Error are logged and hidden.
 func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err error) {
-	var e *mvp.Error
-	if !errors.As(err, &e) {
-		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		e = &mvp.Error{Code: mvp.CodeInternal, Message: "internal error; see the server log"}
-	}
+	e := errorOf(log, r, err)
 	writeJSON(w, statusOf(e.Code), ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field}})
 }
 
 // writeTextError answers err as plain text with its code's status: Ray's own job server answers errors so, and
 // Ray's client shows the body to its user ("Request failed with status code 404: Job x does not exist.").
 func writeTextError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err error) {
-	var e *mvp.Error
-	if !errors.As(err, &e) {
-		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		e = &mvp.Error{Code: mvp.CodeInternal, Message: "internal error; see the server log"}
-	}
+	e := errorOf(log, r, err)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(statusOf(e.Code))
