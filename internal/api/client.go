@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
@@ -85,6 +87,15 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 	}
 	resp, err := c.http().Do(req)
 	if err != nil {
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return nil, fmt.Errorf("%s %s: nothing answers at %s (%w): is mvp serve running there? (MVP_ADDR)", method, path, c.Addr, err)
+		case method != http.MethodGet && method != http.MethodHead &&
+			(errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)):
+			// The request may have arrived whole and been carried out before the server went away.
+			return nil, fmt.Errorf("%s %s: the server closed the connection without answering (%w): the request may have "+
+				"been carried out; look before repeating it (after a submit: mvp list)", method, path, err)
+		}
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if resp.StatusCode/100 == 2 {

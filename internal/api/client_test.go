@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -111,5 +112,28 @@ func TestClientErrorsWithoutTheErrorShape(t *testing.T) {
 		if got := mvp.ErrorCode(err); got != want || !strings.Contains(err.Error(), "proxy says no") {
 			t.Errorf("HTTP %d: code %q (want %q): %v", status, got, want, err)
 		}
+	}
+}
+
+// TestClientSaysWhenAnAnswerWasLost: a server that reads a submission and dies before answering may have stored it.
+// The client printed only "EOF" (exit 1, "the server said no"), and a user who submitted again made a duplicate.
+// It now says the request may have been carried out; and a server that is not there is named as such.
+func TestClientSaysWhenAnAnswerWasLost(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body) // the request arrived whole ...
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // ... and the server died before it answered
+		}
+	}))
+	c := &api.Client{Addr: srv.URL, Token: "t"}
+	_, err := c.Submit(context.Background(), []byte("workload: ppo\n"), false)
+	if err == nil || !strings.Contains(err.Error(), "may have been carried out") || !strings.Contains(err.Error(), "mvp list") {
+		t.Errorf("submit whose answer was lost: %v", err)
+	}
+	srv.Close()
+	_, err = c.Submit(context.Background(), []byte("workload: ppo\n"), false)
+	if err == nil || !strings.Contains(err.Error(), "nothing answers at "+srv.URL) || !strings.Contains(err.Error(), "MVP_ADDR") {
+		t.Errorf("submit to a server that is not there: %v", err)
 	}
 }
