@@ -59,7 +59,7 @@ func runDoctor(ctx context.Context, args []string) error {
 		return err
 	}
 	o.Ray = ray.New(ray.Options{DashboardURL: cfg.Address, Token: os.Getenv(cfg.V2.Ray.TokenEnv), Timeout: cfg.V2.Ray.RequestTimeout()})
-	o.RayAddress = cfg.Address
+	o.RayAddress, o.SharedRoot = cfg.Address, cfg.SharedRoot
 	if *nodeIP != "" {
 		o.NodeIPs = []string{*nodeIP}
 	} else if o.NodeIPs, err = localIPs(); err != nil {

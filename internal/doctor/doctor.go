@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -40,6 +42,8 @@ type Options struct {
 	RayAddress string
 	// NodeIPs are this machine's addresses: the Ray nodes with one of them are this node.
 	NodeIPs []string
+	// SharedRoot is dev.yaml's shared_root: this node must see mvp's task folders there; "" skips the check.
+	SharedRoot string
 }
 
 // Check is one verdict.
@@ -112,6 +116,15 @@ func Run(ctx context.Context, o Options) *Report {
 		r.add("gpus", false, "NVML failed (%v); the configured count %d (%s) is not checked against the hardware", nerr, n, from)
 	default:
 		r.add("gpus", false, "%v", cerr)
+	}
+	if o.SharedRoot != "" {
+		jobs := filepath.Join(o.SharedRoot, "jobs")
+		if st, err := os.Stat(jobs); err == nil && st.IsDir() {
+			r.add("shared_root", true, "mvp's task folders are visible at %s", jobs)
+		} else {
+			r.add("shared_root", false, "mvp's task folders (%s) are not visible on this node: mount the shared filesystem "+
+				"mvp writes them to at %s (shared_root in dev.yaml), or drivers here cannot find their files", jobs, o.SharedRoot)
+		}
 	}
 	if o.Ray == nil {
 		return r

@@ -3,6 +3,8 @@ package doctor
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -123,5 +125,27 @@ func TestGPUCount(t *testing.T) {
 	}
 	if _, _, err := GPUCount(Options{NVML: noNVML()}); err == nil || !strings.Contains(err.Error(), "RAY_GPUS_PER_WORKER") {
 		t.Errorf("neither: %v", err)
+	}
+}
+
+// TestDoctorSeesTheSharedRoot: drivers on this node read and write their task folders under shared_root, which mvp
+// makes on its own machine (<shared_root>/jobs): a node that does not see it (the shared filesystem not mounted
+// there) runs jobs that cannot find their files.
+func TestDoctorSeesTheSharedRoot(t *testing.T) {
+	shared := t.TempDir()
+	r := Run(context.Background(), Options{NVML: dgxh100.New(), SharedRoot: shared})
+	if got := checks(r); got != "gpus=ok shared_root=FAIL" {
+		t.Errorf("no jobs folder: checks %s", got)
+	}
+	var b bytes.Buffer
+	r.Write(&b)
+	if !strings.Contains(b.String(), "mount the shared filesystem") || !strings.Contains(b.String(), shared) {
+		t.Errorf("the report does not say what to mount where:\n%s", b.String())
+	}
+	if err := os.Mkdir(filepath.Join(shared, "jobs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := checks(Run(context.Background(), Options{NVML: dgxh100.New(), SharedRoot: shared})); got != "gpus=ok shared_root=ok" {
+		t.Errorf("with mvp's jobs folder: checks %s", got)
 	}
 }

@@ -98,7 +98,11 @@ func TestMetricsLive(t *testing.T) {
 // interface address, not the --node-ip-address=127.0.0.1 it was started with.
 func TestDoctorLive(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "dev.yaml")
-	writeFile(t, cfg, "address: "+env.dashboard+"\n")
+	shared := t.TempDir() // as mvp makes it on its machine: this node sees <shared_root>/jobs
+	if err := os.Mkdir(filepath.Join(shared, "jobs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cfg, "address: "+env.dashboard+"\nshared_root: "+shared+"\n")
 	doctor := func(gpus string) (*doctorReport, int, string) {
 		cmd := exec.Command(env.bin, "doctor", "--config", cfg, "-o", "json")
 		cmd.Env = append(os.Environ(), "RAY_GPUS_PER_WORKER="+gpus)

@@ -208,7 +208,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	files := taskfs.FS{Root: cfg.SharedRoot}
-	if err := files.CheckWritable(); err != nil {
+	made, err := files.CheckWritable()
+	if made && err == nil {
+		logger.Warn("shared_root did not exist and was made: if it should be a shared filesystem (NFS), mount it there "+
+			"and restart, or Ray's nodes will not see the task folders (check with `mvp doctor` on a worker)",
+			"shared_root", cfg.SharedRoot)
+	}
+	if err != nil {
 		return fmt.Errorf("shared_root %s: mvp cannot write its task folders there: %w (set shared_root in dev.yaml to the "+
 			"shared filesystem that mvp and the Ray nodes mount, writable by mvp)", cfg.SharedRoot, err)
 	}

@@ -7,8 +7,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -49,19 +51,23 @@ func (f FS) TaskDir(id string) (string, error) {
 }
 
 // CheckWritable makes <root>/jobs if need be and writes and removes a file in it: mvp cannot keep task folders on
-// a shared root it cannot write, and it says so when it starts rather than losing every task's files.
-func (f FS) CheckWritable() error {
+// a shared root it cannot write, and it says so when it starts rather than losing every task's files. made says
+// that the root itself did not exist (a shared filesystem not mounted, or a mistyped path, looks so).
+func (f FS) CheckWritable() (made bool, err error) {
+	if _, err := os.Stat(f.Root); errors.Is(err, fs.ErrNotExist) {
+		made = true
+	}
 	jobs := filepath.Join(f.Root, "jobs")
 	if err := os.MkdirAll(jobs, 0o755); err != nil {
-		return err
+		return made, err
 	}
 	tmp, err := os.CreateTemp(jobs, ".mvp-write-check-*")
 	if err != nil {
-		return err
+		return made, err
 	}
 	name := tmp.Name()
 	tmp.Close()
-	return os.Remove(name)
+	return made, os.Remove(name)
 }
 
 // AttemptDir returns <task dir>/attempts/aNN.

@@ -68,3 +68,15 @@ func TestTaskIDPatternFollowsTheWorkloadTable(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckWritableSaysWhenItMadeTheRoot: a shared_root that does not exist (a shared filesystem not mounted, a
+// mistyped path) is made, and said to be, so that mvp serve warns instead of writing task folders no Ray node sees.
+func TestCheckWritableSaysWhenItMadeTheRoot(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "private")
+	if made, err := (FS{Root: root}).CheckWritable(); err != nil || !made {
+		t.Errorf("missing root: made %v, %v; want made", made, err)
+	}
+	if made, err := (FS{Root: root}).CheckWritable(); err != nil || made {
+		t.Errorf("existing root: made %v, %v; want not made", made, err)
+	}
+}
