@@ -26,3 +26,22 @@ node_live() {
   [[ "$pg" =~ ^[0-9]+$ ]] || return 1
   group_live "$pg" "${1%.pgid}"
 }
+
+# marked_pids MARK…: the live processes (zombies left out) whose environment has MVP_RAY_NODE=<one of the MARKs>,
+# one PID a line. Besides a node's own group this finds its jobs' drivers: Ray starts each in a session of its
+# own, with the raylet's environment.
+marked_pids() {
+  local p stat rest fields m
+  for p in /proc/[0-9]*; do
+    read -r stat 2>/dev/null <"$p/stat" || continue
+    rest="${stat##*) }"
+    read -r -a fields <<<"$rest"
+    [[ "${fields[0]:-}" != Z ]] || continue
+    for m in "$@"; do
+      if grep -qzxF -- "MVP_RAY_NODE=$m" "$p/environ" 2>/dev/null; then
+        echo "${p#/proc/}"
+        break
+      fi
+    done
+  done
+}

@@ -40,7 +40,6 @@ func TestNodeDeathIsRetried(t *testing.T) {
 		node = got.Attempts[0].DriverNodeID
 		return node != "", string(got.State)
 	})
-	pg := workerGroupOf(t, dir, node)
 	healed := false
 	heal := func() {
 		cmd := exec.Command("bash", filepath.Join(env.repo, "scripts", "ray-up.sh"))
@@ -54,9 +53,7 @@ func TestNodeDeathIsRetried(t *testing.T) {
 			heal()
 		}
 	})
-	if err := syscall.Kill(-pg, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill the worker's process group %d: %v", pg, err)
-	}
+	killNode(t, dir, node)
 	waitFor(t, 180*time.Second, "attempt 1 to end", func() (bool, string) {
 		got := s.get(task.ID)
 		a := got.Attempts[0]
@@ -80,20 +77,27 @@ func TestNodeDeathIsRetried(t *testing.T) {
 	if last := done.Attempts[len(done.Attempts)-1]; last.DriverNodeID == node {
 		t.Errorf("the retry ran on the dead node %s", node)
 	}
+	// The lost attempt's driver died with its node: it must not have trained on to write results beside the retry.
+	if _, err := os.Stat(filepath.Join(s.sharedRoot, "jobs", task.ID, "results", "a01", "summary.json")); err == nil {
+		t.Errorf("attempt 1 wrote its results after its node was killed: its driver outlived the node")
+	}
 }
 
-// workerGroupOf returns the process group of the worker whose raylet is Ray node id, checked against the groups
-// ray-up.sh recorded in dir (a test kills only its own cluster's nodes).
-func workerGroupOf(t *testing.T, dir, id string) int {
+// killNode kills the worker whose raylet is Ray node id as a host that loses power would lose it: SIGKILL to the
+// process group ray-up.sh recorded for it (checked: a test kills only its own cluster's nodes), and to every
+// process with that node's mark, its jobs' drivers too (Ray starts each in a session of its own). It returns the
+// recorded name (worker1, …).
+func killNode(t *testing.T, dir, id string) string {
 	t.Helper()
 	recorded := map[int]string{}
 	files, _ := filepath.Glob(filepath.Join(dir, "worker*.pgid"))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		if pg, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			recorded[pg] = filepath.Base(f)
+			recorded[pg] = strings.TrimSuffix(filepath.Base(f), ".pgid")
 		}
 	}
+	pg, name := 0, ""
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
@@ -101,16 +105,30 @@ func workerGroupOf(t *testing.T, dir, id string) int {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		pg, err := syscall.Getpgid(pid)
+		g, err := syscall.Getpgid(pid)
 		if err != nil {
 			continue
 		}
-		if _, ok := recorded[pg]; ok {
-			return pg
+		if n, ok := recorded[g]; ok {
+			pg, name = g, n
+			break
 		}
 	}
-	t.Fatalf("no worker process group of %s runs Ray node %s (recorded: %v)", dir, id, recorded)
-	return 0
+	if pg == 0 {
+		t.Fatalf("no worker process group of %s runs Ray node %s (recorded: %v)", dir, id, recorded)
+	}
+	if err := syscall.Kill(-pg, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the worker's process group %d: %v", pg, err)
+	}
+	mark := "MVP_RAY_NODE=" + filepath.Join(dir, name) + "\x00"
+	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, e := range envs {
+		if b, err := os.ReadFile(e); err == nil && strings.Contains("\x00"+string(b), "\x00"+mark) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(e)))
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return name
 }
 
 // TestWorkerNodeDeathIsRetried: a two-node run whose driver is on one worker loses the other worker (SIGKILL to its
@@ -148,7 +166,6 @@ func TestWorkerNodeDeathIsRetried(t *testing.T) {
 	if victim == "" {
 		t.Fatalf("no worker other than the driver's %s", driver)
 	}
-	pg := workerGroupOf(t, dir, victim)
 	healed := false
 	heal := func() {
 		cmd := exec.Command("bash", filepath.Join(env.repo, "scripts", "ray-up.sh"))
@@ -162,9 +179,7 @@ func TestWorkerNodeDeathIsRetried(t *testing.T) {
 			heal()
 		}
 	})
-	if err := syscall.Kill(-pg, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill the worker's process group %d: %v", pg, err)
-	}
+	killNode(t, dir, victim)
 	waitFor(t, 180*time.Second, "attempt 1 to end", func() (bool, string) {
 		got := s.get(task.ID)
 		a := got.Attempts[0]
