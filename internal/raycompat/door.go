@@ -50,6 +50,9 @@ type Door struct {
 	Logger *slog.Logger
 	// Wake asks the scheduler for a tick; may be nil.
 	Wake func()
+	// Health is the scheduler's latest reading of Ray (a waiting job says when Ray's cluster cannot be read); may
+	// be nil.
+	Health func() scheduler.Health
 	// Observer counts the tasks the door makes (mvp_tasks_submitted_total); nil counts nothing.
 	Observer mvp.Observer
 	// MaxBodyBytes caps a submission's body; package uploads are capped at MaxPackageBytes.
@@ -455,6 +458,13 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 			end = a.EndTime.UnixMilli()
 		}
 		j.EndTime = &end
+	}
+	if d.Health != nil && (t.State == mvp.StateQueued || t.State == mvp.StatePendingResources) {
+		if h := d.Health(); !h.RayOK && h.RayDownSince != nil {
+			j.Message = fmt.Sprintf("queued in mvp: Ray's cluster cannot be read since %s (%s); nothing is admitted "+
+				"until it can", h.RayDownSince.UTC().Format(time.RFC3339), h.RayError)
+			return j
+		}
 	}
 	switch t.State {
 	case mvp.StateQueued:

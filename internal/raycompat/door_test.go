@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -417,4 +418,20 @@ func TestDoorAsRayAnswers(t *testing.T) {
 	if logs.Logs != "" {
 		t.Errorf("logs of a job no driver ran: %q", logs.Logs)
 	}
+}
+
+// downCluster is a cluster that cannot be read (Ray down).
+type downCluster struct{}
+
+func (downCluster) ReadCluster(context.Context) (*mvp.ClusterView, error) {
+	return nil, fmt.Errorf("probe: %w (connection refused)", mvp.ErrRayUnavailable)
+}
+
+// TestDoorSaysWhenRayIsDown: while Ray's cluster cannot be read nothing is admitted, and a job waiting at the door
+// says so. It said "waiting for the scheduler's next look" for as long as the outage lasted.
+func TestDoorSaysWhenRayIsDown(t *testing.T) {
+	m := servicetest.Start(t, &service.Main{Ray: servicetest.NewRay(), Cluster: downCluster{}})
+	d := &door{t: t, base: m.URL() + "/ray", token: m.APIToken()}
+	d.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"python train.py","submission_id":"during-outage","runtime_env":{},"metadata":{}}`), nil)
+	d.waitStatus("during-outage", "PENDING", "Ray's cluster cannot be read")
 }

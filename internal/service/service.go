@@ -243,7 +243,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.loop.Secrets = vault.ValuesOf
 	}
 	door := &raycompat.Door{Store: m.store, Packages: packages, Build: build, Clock: clock,
-		Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, Observer: obs, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
+		Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, Health: m.loop.Health, Observer: obs, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
 		Prepare: func(req *mvp.RayJobRequest) (*mvp.Task, error) { return workload.PrepareRayJob(req, settings) }}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token, Users: users,
