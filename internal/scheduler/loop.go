@@ -177,8 +177,13 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	l.mu.Lock()
 	skip := now.Before(l.skipUntil)
 	l.mu.Unlock()
-	if skip {
-		return nil // Ray is down: backing off
+	if skip { // Ray is down: backing off, but what runs still writes its progress on mvp's own disk
+		active, err := l.Store.Active(ctx)
+		if err != nil {
+			return fmt.Errorf("load active tasks: %w", err)
+		}
+		l.readProgress(ctx, active)
+		return nil
 	}
 	l.mu.Lock()
 	if l.started.IsZero() {
@@ -197,6 +202,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		if err := l.sync(ctx, t); err != nil {
 			if errors.Is(err, mvp.ErrRayUnavailable) {
 				rayErr, syncErr = err, err
+				l.readProgress(ctx, active)
 				break // Ray is down: do not hammer it once per attempt
 			}
 			l.Logger.Error("sync attempt", "task_id", t.ID, "err", err)

@@ -81,6 +81,16 @@ func (l *Loop) fillProgressAt(as []ActiveAttempt, record bool) {
 	}
 }
 
+// readProgress reads the progress files of the running tasks' attempts, without Ray: while Ray cannot be asked
+// about them, their progress (on mvp's own disk) is still shown as it changes.
+func (l *Loop) readProgress(ctx context.Context, active []*mvp.Task) {
+	for _, t := range active {
+		if a := latest(t); t.State == mvp.StateRunning && a != nil && !a.RayStatus.Terminal() {
+			l.syncProgress(ctx, t, a, false)
+		}
+	}
+}
+
 // syncProgress reads attempt a's progress file when it changed since the last read and records it on the task;
 // a file that is too large or not the expected JSON is recorded once (PROGRESS_INVALID) and otherwise ignored.
 // final is set when the attempt ended: its last progress is read and the loop forgets it.

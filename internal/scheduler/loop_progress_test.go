@@ -163,3 +163,27 @@ func TestLoopStopsAHungRun(t *testing.T) {
 		t.Errorf("%d HEARTBEAT_LOST events, want 3", n)
 	}
 }
+
+// TestProgressIsReadWhileRayIsDown: the progress file is on mvp's own disk, not Ray's: while Ray's dashboard cannot
+// be reached (the loop backing off) a running attempt's progress is still shown as it changes. It stopped at the
+// last step read before the outage, with that step's time.
+func TestProgressIsReadWhileRayIsDown(t *testing.T) {
+	h := newHarness(t)
+	task := h.task()
+	h.tick()
+	h.ray.set(task.ID+"--a01", mvp.RayRunning, "", 0)
+	h.tick()
+	h.writeProgress(task.ID, 1, `{"step": 3, "total_steps": 120}`)
+	h.tick()
+	h.ray.down = true
+	for i := 0; i < 5; i++ {
+		h.tick()
+	}
+	h.writeProgress(task.ID, 1, `{"step": 49, "total_steps": 120}`)
+	for i := 0; i < 40; i++ { // 40 s down: the loop backs off most of it
+		h.tick()
+	}
+	if p := h.get(task.ID).Progress; p == nil || p.Step == nil || *p.Step != 49 {
+		t.Fatalf("progress after the file reached step 49 while Ray was down: %+v", p)
+	}
+}
