@@ -30,6 +30,8 @@ type Loop struct {
 	Policy  Policy
 	// Tick is the period of Run.
 	Tick time.Duration
+	// StopGrace is how long a tick in progress when Run's context ends may go on; 0 means 5 s.
+	StopGrace time.Duration
 	// Retry bounds and spaces the attempts that Conclude requeues.
 	Retry RetryPolicy
 	// MaxLogTries bounds the fetches of an ended job's driver log before its Ray job is deleted without it;
@@ -121,7 +123,15 @@ func (l *Loop) arm(on bool) {
 	l.mu.Unlock()
 }
 
-// Run ticks until ctx is done. A tick in progress is finished before Run returns.
+// stopGrace is StopGrace, or its default.
+func (l *Loop) stopGrace() time.Duration {
+	if l.StopGrace > 0 {
+		return l.StopGrace
+	}
+	return 5 * time.Second
+}
+
+// Run ticks until ctx is done. A tick in progress is finished before Run returns, within StopGrace.
 func (l *Loop) Run(ctx context.Context) error {
 	l.Wake() // first tick at once: it reconciles what a previous process left
 	l.mu.Lock()
@@ -150,11 +160,15 @@ func (l *Loop) Run(ctx context.Context) error {
 			}
 		}
 		start := time.Now()
-		// The tick runs on its own context so that a shutdown lets it finish its writes.
+		// The tick runs on its own context so that a shutdown lets it finish its writes; but not for longer than
+		// StopGrace, or a tick waiting on Ray (each call until its timeout) holds the stop for minutes. Past it the
+		// tick's calls are cut, as a crash would cut them: every step of a tick is safe to lose.
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		cut := context.AfterFunc(ctx, func() { time.AfterFunc(l.stopGrace(), cancel) })
 		if err := l.RunOnce(tctx); err != nil {
 			l.Logger.Error("scheduler tick", "err", err)
 		}
+		cut()
 		cancel()
 		lastEnd = time.Now()
 		lastPass = lastEnd.Sub(start)

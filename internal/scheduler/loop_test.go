@@ -29,6 +29,7 @@ type fakeRay struct {
 	gets      int
 	stopErr   error                 // returned by StopJob (the job is not stopped)
 	logsErr   func(id string) error // when set and non-nil for id, returned by JobLogs
+	hang      chan struct{}         // when set, GetJob signals it, then waits for its context (Ray not answering)
 }
 
 func newFakeRay() *fakeRay { return &fakeRay{jobs: map[string]*mvp.JobInfo{}} }
@@ -52,7 +53,15 @@ func (f *fakeRay) SubmitJob(_ context.Context, s *mvp.JobSubmission) error {
 	return nil
 }
 
-func (f *fakeRay) GetJob(_ context.Context, id string) (*mvp.JobInfo, error) {
+func (f *fakeRay) GetJob(ctx context.Context, id string) (*mvp.JobInfo, error) {
+	if f.hang != nil {
+		select {
+		case f.hang <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return nil, fmt.Errorf("GET /api/jobs/%s: %w: %v", id, mvp.ErrRayUnavailable, ctx.Err())
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gets++
@@ -387,6 +396,32 @@ func TestLoopBacksOffWhileRayIsDown(t *testing.T) {
 	joined := fmt.Sprint(types)
 	if !strings.Contains(joined, mvp.EventRayUnavailable) || !strings.Contains(joined, mvp.EventRayAvailable) {
 		t.Errorf("events %v", types)
+	}
+}
+
+// TestAStopCutsATickHungOnRay: a shutdown lets the tick in progress finish its writes, but a tick waiting on Ray
+// (a dashboard that does not answer, each call until its timeout) held the stop for a minute. Past StopGrace its
+// calls are cut, as a crash would cut them (every step is safe to lose).
+func TestAStopCutsATickHungOnRay(t *testing.T) {
+	h := newHarness(t)
+	task := h.task()
+	h.tick()
+	h.ray.set(task.ID+"--a01", mvp.RayRunning, "", 0)
+	h.ray.hang = make(chan struct{}, 1)
+	h.loop.StopGrace = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.loop.Run(ctx) }()
+	select {
+	case <-h.ray.hang:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tick never asked Ray")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not stop within 10 s of its stop while Ray did not answer")
 	}
 }
 

@@ -344,8 +344,8 @@ func PolicyOf(cfg *config.Config) scheduler.Policy {
 }
 
 // Run serves the API and runs the scheduler loop until ctx ends, then shuts down: no new requests, in-flight ones
-// get ShutdownGrace (then their connections are closed), then the loop finishes its current tick. Call Close after
-// Run returns.
+// get ShutdownGrace (then their connections are closed), and meanwhile the loop finishes its current tick (within
+// its StopGrace: past it the tick's calls are cut). Call Close after Run returns.
 func (m *Main) Run(ctx context.Context) error {
 	if m.hs == nil {
 		return errors.New("service: Run before Open")
@@ -380,6 +380,9 @@ func (m *Main) Run(ctx context.Context) error {
 		<-recurDone
 		return fmt.Errorf("http server: %w", err)
 	}
+	// The loop stops starting ticks now and its tick in progress gets the loop's StopGrace, while the requests in
+	// flight get ShutdownGrace: a stop takes the longer of the two, not their sum.
+	stopLoop()
 	sctx, cancel := context.WithTimeout(context.Background(), m.ShutdownGrace)
 	defer cancel()
 	if err := m.hs.Shutdown(sctx); errors.Is(err, context.DeadlineExceeded) {
@@ -387,7 +390,6 @@ func (m *Main) Run(ctx context.Context) error {
 	} else if err != nil {
 		logger.Warn("http shutdown", "err", err)
 	}
-	stopLoop()
 	<-loopDone
 	<-recurDone
 	logger.Info("stopped")
