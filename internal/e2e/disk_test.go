@@ -20,36 +20,15 @@ import (
 // TestFullDisk puts the database and the task folders on a small tmpfs and fills it: submits answer 503 with a
 // clear message, nothing is half-written, the scheduler keeps its pace, and all resumes when space returns.
 func TestFullDisk(t *testing.T) {
-	small := filepath.Join(t.TempDir(), "small")
-	if err := os.MkdirAll(small, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", small).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small tmpfs here (%v: %s); the full-disk test needs root", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", small).Run() })
+	small := smallDisk(t, "4m")
 	waitIdle(t)
 	s := startService(t, serviceOpts{dataDir: small})
 	first := s.submit(spec("ppo", 1, 8, 1)) // never fits: stays queued, so the scheduler keeps writing its reason
 	s.waitState(first.ID, mvp.StatePendingResources, 30*time.Second)
 
-	filler := filepath.Join(small, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	f.Close()
+	filler := fill(t, small)
 
-	_, err = s.c.Submit(ctxT(t), []byte(spec("ppo", 1, 1, 1)), false)
+	_, err := s.c.Submit(ctxT(t), []byte(spec("ppo", 1, 1, 1)), false)
 	var se *api.StatusError
 	if !errors.As(err, &se) || se.Status != 503 || !strings.Contains(se.Detail.Message, "disk is full") {
 		t.Fatalf("submit on a full disk: %v", err)
@@ -96,6 +75,20 @@ func TestFullDisk(t *testing.T) {
 	}
 }
 
+// smallDisk mounts a tmpfs of size (e.g. "4m") in a temporary folder for the test (skipped where it cannot).
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	small := filepath.Join(t.TempDir(), "small")
+	if err := os.MkdirAll(small, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", small).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small tmpfs here (%v: %s); the full-disk test needs root", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", small).Run() })
+	return small
+}
+
 // fill writes to dir until its filesystem is full and returns the file that holds the space.
 func fill(t *testing.T, dir string) string {
 	t.Helper()
@@ -120,14 +113,7 @@ func fill(t *testing.T, dir string) string {
 // not sent to Ray: sent, its driver failed on the full disk as the run's own RUNTIME_ERROR, and its jobspec,
 // payload and driver log were never kept. It waits with a reason naming shared_root, and runs once space returns.
 func TestFullSharedRootHoldsSubmissions(t *testing.T) {
-	small := filepath.Join(t.TempDir(), "small")
-	if err := os.MkdirAll(small, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", small).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small tmpfs here (%v: %s); the full-disk test needs root", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", small).Run() })
+	small := smallDisk(t, "2m")
 	waitIdle(t)
 	s := startService(t, serviceOpts{sharedRoot: filepath.Join(small, "shared")})
 	filler := fill(t, small)

@@ -40,19 +40,7 @@ func TestNodeDeathIsRetried(t *testing.T) {
 		node = got.Attempts[0].DriverNodeID
 		return node != "", string(got.State)
 	})
-	healed := false
-	heal := func() {
-		cmd := exec.Command("bash", filepath.Join(env.repo, "scripts", "ray-up.sh"))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("ray-up.sh to start the dead worker again: %v\n%s", err, out)
-		}
-		healed = true
-	}
-	t.Cleanup(func() { // the next test needs its worker
-		if !healed {
-			heal()
-		}
-	})
+	heal := healer(t) // the next test needs its worker
 	killNode(t, dir, node)
 	waitFor(t, 180*time.Second, "attempt 1 to end", func() (bool, string) {
 		got := s.get(task.ID)
@@ -81,6 +69,24 @@ func TestNodeDeathIsRetried(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.sharedRoot, "jobs", task.ID, "results", "a01", "summary.json")); err == nil {
 		t.Errorf("attempt 1 wrote its results after its node was killed: its driver outlived the node")
 	}
+}
+
+// healer returns what starts a killed worker again (ray-up.sh), run at the test's end if the test did not.
+func healer(t *testing.T) func() {
+	healed := false
+	heal := func() {
+		cmd := exec.Command("bash", filepath.Join(env.repo, "scripts", "ray-up.sh"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("ray-up.sh to start the dead worker again: %v\n%s", err, out)
+		}
+		healed = true
+	}
+	t.Cleanup(func() {
+		if !healed {
+			heal()
+		}
+	})
+	return heal
 }
 
 // killNode kills the worker whose raylet is Ray node id as a host that loses power would lose it: SIGKILL to the
@@ -166,19 +172,7 @@ func TestWorkerNodeDeathIsRetried(t *testing.T) {
 	if victim == "" {
 		t.Fatalf("no worker other than the driver's %s", driver)
 	}
-	healed := false
-	heal := func() {
-		cmd := exec.Command("bash", filepath.Join(env.repo, "scripts", "ray-up.sh"))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("ray-up.sh to start the dead worker again: %v\n%s", err, out)
-		}
-		healed = true
-	}
-	t.Cleanup(func() {
-		if !healed {
-			heal()
-		}
-	})
+	heal := healer(t)
 	killNode(t, dir, victim)
 	waitFor(t, 180*time.Second, "attempt 1 to end", func() (bool, string) {
 		got := s.get(task.ID)
