@@ -194,13 +194,33 @@ func vanished(now time.Time, t *mvp.Task, up mvp.Attempt, r Report, h History, p
 	// SUBMITTED or RUNNING, and Ray forgot the job: the head restarted and took it with it.
 	up.RayStatus, up.FailureKind, up.EndTime = mvp.RayFailed, mvp.FailureInfra, &now
 	up.Message = "the Ray job vanished (the Ray head was restarted?)"
+	if finishedByProgress(t, up.No) {
+		up.Message += "; its progress file last said it was complete: the run may have finished before Ray lost it"
+	}
 	payload := map[string]any{"failure_kind": mvp.FailureInfra}
 	if h.InfraRetries < p.MaxInfraRetries {
-		return requeue(up, now, payload, fmt.Sprintf("attempt %d was lost by Ray (INFRA, retry %d of %d)",
-			up.No, h.InfraRetries+1, p.MaxInfraRetries))
+		why := fmt.Sprintf("attempt %d was lost by Ray (INFRA, retry %d of %d)", up.No, h.InfraRetries+1, p.MaxInfraRetries)
+		if finishedByProgress(t, up.No) {
+			why += fmt.Sprintf("; its progress file last said it was complete, so it may have finished (its results, "+
+				"if any, are kept under results/a%02d)", up.No)
+		}
+		return requeue(up, now, payload, why)
 	}
 	return fail(up, payload, fmt.Sprintf("attempt %d was lost by Ray and the INFRA retries "+
 		"(v2.scheduler.max_infra_retries = %d) are used up", up.No, p.MaxInfraRetries))
+}
+
+// finishedByProgress says whether attempt n's progress file, as last read, said the run was complete (100 %, or
+// its last step reached). mvp cannot tell from it that the run succeeded, only that it may have.
+func finishedByProgress(t *mvp.Task, n int) bool {
+	p := t.Progress
+	if p == nil || p.AttemptNo != n {
+		return false
+	}
+	if p.PercentComplete != nil && *p.PercentComplete >= 100 {
+		return true
+	}
+	return p.Step != nil && p.TotalSteps != nil && *p.TotalSteps > 0 && *p.Step >= *p.TotalSteps
 }
 
 // Unprepared decides what becomes of an attempt whose submission failed on mvp's side before it reached Ray

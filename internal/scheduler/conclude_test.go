@@ -165,3 +165,31 @@ func TestUnprepared(t *testing.T) {
 		}
 	}
 }
+
+// TestConcludeSaysALostRunMayHaveFinished: Ray can lose a job that had finished (its head restarted while mvp could
+// not see it). mvp cannot know it succeeded and runs it again (INFRA), but when the attempt's progress file last
+// said it was complete, the requeue says the run may have finished, so that nobody reads the retry as the first run.
+func TestConcludeSaysALostRunMayHaveFinished(t *testing.T) {
+	rp := RetryPolicy{RetryInterval: time.Minute, MaxInfraRetries: 2, SubmitGrace: time.Minute}
+	a := mvp.Attempt{TaskID: "t", No: 1, RaySubmissionID: "t--a01", CreatedAt: t0.Add(-time.Hour), RayStatus: mvp.RayRunning}
+	n := func(v int64) *int64 { return &v }
+	for _, c := range []struct {
+		name     string
+		progress *mvp.Progress
+		want     bool
+	}{
+		{"complete", &mvp.Progress{AttemptNo: 1, Step: n(120), TotalSteps: n(120)}, true},
+		{"100 percent", &mvp.Progress{AttemptNo: 1, PercentComplete: func() *float64 { v := 100.0; return &v }()}, true},
+		{"halfway", &mvp.Progress{AttemptNo: 1, Step: n(60), TotalSteps: n(120)}, false},
+		{"an earlier attempt's", &mvp.Progress{AttemptNo: 0, Step: n(120), TotalSteps: n(120)}, false},
+		{"none", nil, false},
+	} {
+		task := &mvp.Task{ID: "t", State: mvp.StateRunning, LatestAttemptNo: 1, Progress: c.progress}
+		o := Conclude(t0, task, &a, Report{}, History{}, rp)
+		said := strings.Contains(o.PendingReason, "may have finished")
+		if o.To != mvp.StatePendingResources || o.Attempt.FailureKind != mvp.FailureInfra || said != c.want {
+			t.Errorf("%s: %s %s %q; want INFRA requeue, saying it may have finished: %v", c.name, o.To,
+				o.Attempt.FailureKind, o.PendingReason, c.want)
+		}
+	}
+}
