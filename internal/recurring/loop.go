@@ -31,6 +31,10 @@ type Loop struct {
 	Logger    *slog.Logger
 	// Every is the period of the loop (default 1 s).
 	Every time.Duration
+	// Ready, when set, holds Run's first pass until it is closed: the scheduler's first pass after a start has
+	// followed every live attempt (scheduler.Loop.Synced), so that overlap sees the tasks' states as they are,
+	// not as the previous process left them. May be nil.
+	Ready <-chan struct{}
 
 	wake chan struct{}
 }
@@ -56,6 +60,13 @@ func (l *Loop) Run(ctx context.Context) error {
 	every := l.Every
 	if every <= 0 {
 		every = time.Second
+	}
+	if l.Ready != nil {
+		select {
+		case <-l.Ready:
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()

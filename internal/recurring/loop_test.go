@@ -240,3 +240,31 @@ func TestLoopReplaceKeepsThePreviousTaskWhenNoNewOneCanBeMade(t *testing.T) {
 		t.Fatalf("canceled %v for a jobspec no longer valid", h.canceled)
 	}
 }
+
+// TestRunWaitsForTheSchedulersFirstPass: right after a restart the tasks' states are what the previous process
+// left, not what Ray has done since: a run whose previous task ended while mvp was down was skipped as "still
+// RUNNING", and under replace the finished task was canceled. Run makes no pass until Ready is closed (the
+// scheduler's first pass has followed every live attempt).
+func TestRunWaitsForTheSchedulersFirstPass(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "nightly", "0 * * * *", mvp.OverlapQueue)
+	h.clock.set("2026-01-01T11:00:01Z")
+	ready := make(chan struct{})
+	h.loop.Ready, h.loop.Every = ready, 10*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.loop.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(100 * time.Millisecond) // ten periods: none may run a pass before Ready
+	if ids := h.tasks(t); len(ids) != 0 {
+		t.Fatalf("a run before the scheduler's first pass: %v", ids)
+	}
+	close(ready)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.tasks(t)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no run after the scheduler's first pass")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

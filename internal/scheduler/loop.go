@@ -67,7 +67,8 @@ type Loop struct {
 	// Ray every tick.
 	backoff   time.Duration
 	skipUntil time.Time
-	lastKeep  time.Time // last pass of keepLogs
+	lastKeep  time.Time     // last pass of keepLogs
+	synced    chan struct{} // closed by the first pass that followed every live attempt (Synced)
 	health    Health
 	wake      chan struct{}
 	// usageSums is fair share's decayed usage as of usageAt, with the tasks live then (see usage).
@@ -121,6 +122,31 @@ func (l *Loop) arm(on bool) {
 	l.mu.Lock()
 	l.armed = on
 	l.mu.Unlock()
+}
+
+// Synced returns a channel closed once a pass has asked Ray about every live attempt: from then on the tasks'
+// states are Ray's, not those the previous process left (the schedules' overlap waits for it).
+func (l *Loop) Synced() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.synced == nil {
+		l.synced = make(chan struct{})
+	}
+	return l.synced
+}
+
+// markSynced closes Synced's channel, once.
+func (l *Loop) markSynced() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.synced == nil {
+		l.synced = make(chan struct{})
+	}
+	select {
+	case <-l.synced:
+	default:
+		close(l.synced)
+	}
 }
 
 // stopGrace is StopGrace, or its default.
@@ -223,6 +249,9 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		}
 	}
 
+	if syncErr == nil {
+		l.markSynced()
+	}
 	view, cerr := l.Cluster.ReadCluster(ctx)
 	if cerr != nil {
 		view = nil

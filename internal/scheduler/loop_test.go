@@ -156,7 +156,14 @@ func newHarness(t *testing.T) *harness {
 		Total:     map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100},
 		Available: map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100}}}}
 	h.view = view
-	h.loop = &scheduler.Loop{Store: db, Ray: h.ray, Cluster: fixedCluster{view, h.ray}, Files: taskfs.FS{Root: h.root},
+	h.loop = h.newLoop()
+	return h
+}
+
+// newLoop is a loop over the harness's store, Ray and cluster, as a (re)started mvp makes it.
+func (h *harness) newLoop() *scheduler.Loop {
+	view, db := h.view, h.db
+	return &scheduler.Loop{Store: db, Ray: h.ray, Cluster: fixedCluster{view, h.ray}, Files: taskfs.FS{Root: h.root},
 		Clock: h.clock, Logger: slog.New(slog.DiscardHandler), Tick: time.Second,
 		Retry:            scheduler.RetryPolicy{RetryInterval: time.Minute, MaxInfraRetries: 2, MaxResourceRetries: 3, SubmitGrace: time.Minute},
 		KeepFinishedJobs: 1,
@@ -165,7 +172,6 @@ func newHarness(t *testing.T) *harness {
 		Build: func(t *mvp.Task, n int) (*mvp.JobSubmission, error) {
 			return &mvp.JobSubmission{Entrypoint: "python3 -m x", SubmissionID: mvp.SubmissionID(t.ID, n)}, nil
 		}}
-	return h
 }
 
 var n int
@@ -482,5 +488,30 @@ func TestLoopWritesAPassOfWaitsInFewCommits(t *testing.T) {
 	want := int64((n + scheduler.WaitsPerWrite - 1) / scheduler.WaitsPerWrite)
 	if writes, txns := after.Writes-before.Writes, after.Transactions-before.Transactions; writes > want || txns > want {
 		t.Fatalf("%d waits written in %d requests and %d transactions; want at most %d of each", n, writes, txns, want)
+	}
+}
+
+// TestSyncedOnlyOnceEveryLiveAttemptIsFollowed: Synced is closed by the first pass that asked Ray about every live
+// attempt (what the schedules wait for after a start), not by one that found Ray down.
+func TestSyncedOnlyOnceEveryLiveAttemptIsFollowed(t *testing.T) {
+	h := newHarness(t)
+	task := h.task()
+	h.tick()             // submitted: a live attempt
+	h.loop = h.newLoop() // mvp restarted, and Ray down
+	h.ray.down = true
+	synced := h.loop.Synced()
+	h.tick()
+	select {
+	case <-synced:
+		t.Fatal("Synced closed by a pass that could not ask Ray")
+	default:
+	}
+	h.ray.down = false
+	h.clock.t = h.clock.t.Add(time.Minute) // past the backoff
+	h.tick()
+	select {
+	case <-synced:
+	default:
+		t.Fatalf("Synced not closed after a full pass (task %s)", task.ID)
 	}
 }
