@@ -72,7 +72,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	}
 	prepared, err := s.Prepare(compact.Bytes())
 	if err == nil {
-		err = s.checkPriority(r.Context(), prepared) // a user's schedule asks for no more than they may
+		err = s.checkCaps(r.Context(), prepared) // a user's schedule asks for no more than they may
 	}
 	if err == nil {
 		prepared.Owner = mvp.CallerOf(r.Context()).Name

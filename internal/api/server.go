@@ -439,12 +439,12 @@ func (s *Server) AdmitScheduled(ctx context.Context, t *mvp.Task) error {
 
 // checkUser makes the caller the task's owner and applies their limits: a priority above max_priority is refused
 // (refused rather than lowered, so that nobody's task silently runs at a priority they did not ask for; a jobspec
-// that names none gets the default, lowered to max_priority), and a submit past max_queued waiting tasks is
-// refused with 429.
+// that names none gets the default, lowered to max_priority), a gang larger than max_gpus is refused (it could
+// never start), and a submit past max_queued waiting tasks is refused with 429.
 func (s *Server) checkUser(ctx context.Context, t *mvp.Task) error {
 	c := mvp.CallerOf(ctx)
 	t.Owner = c.Name
-	if err := s.checkPriority(ctx, t); err != nil {
+	if err := s.checkCaps(ctx, t); err != nil {
 		return err
 	}
 	u := s.user(c)
@@ -462,12 +462,18 @@ func (s *Server) checkUser(ctx context.Context, t *mvp.Task) error {
 	return nil
 }
 
-// checkPriority applies the caller's max_priority to a prepared task: above it is refused, a jobspec that names
-// no priority gets the default lowered to it.
-func (s *Server) checkPriority(ctx context.Context, t *mvp.Task) error {
+// checkCaps applies the caller's caps to a prepared task: a priority above max_priority is refused, a jobspec that
+// names no priority gets the default lowered to it; a gang larger than max_gpus is refused.
+func (s *Server) checkCaps(ctx context.Context, t *mvp.Task) error {
 	u := s.user(mvp.CallerOf(ctx))
 	if u == nil {
 		return nil
+	}
+	if gang := t.NNodes * t.GPUsPerNode; u.MaxGPUs > 0 && gang > u.MaxGPUs {
+		// It would wait for ever with "quota": its own gang passes the cap with nothing else of the user's live.
+		return mvp.Errorf(mvp.CodeInvalid, "n_gpus_per_node", "this task's gang takes %d GPUs (nnodes %d × "+
+			"n_gpus_per_node %d), more than %s's max_gpus %d allows at once: it could never start; ask for %d GPUs or "+
+			"fewer, or ask the operator for a higher max_gpus", gang, t.NNodes, t.GPUsPerNode, u.Name, u.MaxGPUs, u.MaxGPUs)
 	}
 	var spec struct {
 		Priority *int `json:"priority"`

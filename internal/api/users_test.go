@@ -378,3 +378,29 @@ func TestListOwnerFilterIsTheCallersOwn(t *testing.T) {
 		t.Errorf("the operator listing owner=bob: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestAGangOverTheQuotaIsRefused: a task whose gang alone takes more GPUs than its owner's max_gpus can never start;
+// it was accepted and waited for ever with "quota: … hold 0 of its max_gpus", as if it would start. It is refused
+// (400 naming the cap), in a submit, a dry run and a schedule's jobspec; one within the cap is taken.
+func TestAGangOverTheQuotaIsRefused(t *testing.T) {
+	cfg := servicetest.Config(t)
+	t.Setenv("MVP_TEST_TOKEN_ALICE", aliceToken)
+	cfg.V2.Auth.Users = []config.User{{Name: "alice", TokenEnv: "MVP_TEST_TOKEN_ALICE", MaxGPUs: 2, Share: 1}}
+	base := servicetest.Start(t, &service.Main{Config: cfg, Cluster: servicetest.OneNode(4)}).URL()
+	for _, path := range []string{"/api/v2/tasks", "/api/v2/tasks?dry_run=true"} {
+		resp, b := do(t, base, "POST", path, "application/yaml", goodSpec, as(aliceToken)) // 1 × 4 GPUs
+		if resp.StatusCode != 400 || !strings.Contains(string(b), "max_gpus 2") || !strings.Contains(string(b), "never start") {
+			t.Errorf("POST %s of a 4-GPU gang for alice (max_gpus 2): %d %s; want 400 naming max_gpus 2", path, resp.StatusCode, b)
+		}
+	}
+	resp, b := do(t, base, "POST", "/api/v2/schedules", "application/json",
+		`{"name": "too-big", "cron": "@every 1h", "jobspec": {"workload": "ppo", "nnodes": 1, "n_gpus_per_node": 4, "model_path": "/m", "train_file": "/t", "val_file": "/v"}}`,
+		as(aliceToken))
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "max_gpus 2") {
+		t.Errorf("alice's schedule of a 4-GPU gang: %d %s, want 400", resp.StatusCode, b)
+	}
+	resp, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", strings.Replace(goodSpec, "n_gpus_per_node: 4", "n_gpus_per_node: 2", 1), as(aliceToken))
+	if resp.StatusCode != 201 {
+		t.Errorf("a 2-GPU gang for alice (max_gpus 2): %d %s, want 201", resp.StatusCode, b)
+	}
+}
