@@ -23,10 +23,11 @@ func (s *Server) checkDependencies(ctx context.Context, t *mvp.Task) (map[string
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range []struct {
+	lists := []struct {
 		name string
 		ids  []string
-	}{{"after_ok", t.AfterOK}, {"after_any", t.AfterAny}} {
+	}{{"after_ok", t.AfterOK}, {"after_any", t.AfterAny}}
+	for _, l := range lists {
 		for i, id := range l.ids {
 			if _, ok := states[id]; !ok {
 				return nil, mvp.Errorf(mvp.CodeInvalid, fmt.Sprintf("%s[%d]", l.name, i),
@@ -35,14 +36,16 @@ func (s *Server) checkDependencies(ctx context.Context, t *mvp.Task) (map[string
 		}
 	}
 	if c := mvp.CallerOf(ctx); !c.Operator {
-		for _, id := range ids {
-			d, err := s.Store.GetTask(ctx, id)
-			if err != nil {
-				return nil, fmt.Errorf("check dependencies of %s: %w", t.ID, err)
-			}
-			if !c.Owns(d.Owner) {
-				return nil, mvp.Errorf(mvp.CodeForbidden, "after_ok", "task %s belongs to another user: a task may "+
-					"depend only on its owner's tasks", id)
+		for _, l := range lists {
+			for i, id := range l.ids {
+				d, err := s.Store.GetTask(ctx, id)
+				if err != nil {
+					return nil, fmt.Errorf("check dependencies of %s: %w", t.ID, err)
+				}
+				if !c.Owns(d.Owner) {
+					return nil, mvp.Errorf(mvp.CodeForbidden, fmt.Sprintf("%s[%d]", l.name, i), "task %s belongs to "+
+						"another user: a task may depend only on its owner's tasks", id)
+				}
 			}
 		}
 	}

@@ -404,3 +404,28 @@ func TestAGangOverTheQuotaIsRefused(t *testing.T) {
 		t.Errorf("a 2-GPU gang for alice (max_gpus 2): %d %s, want 201", resp.StatusCode, b)
 	}
 }
+
+// TestAnotherUsersDependencyNamesItsField: a dependency on another user's task is refused naming the list and the
+// place it was given in; an after_any one was reported as "after_ok".
+func TestAnotherUsersDependencyNamesItsField(t *testing.T) {
+	base := usersServer(t)
+	_, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, nil) // the operator's
+	var op struct {
+		ID string `json:"task_id"`
+	}
+	if err := json.Unmarshal(b, &op); err != nil || op.ID == "" {
+		t.Fatalf("operator's task: %s %v", b, err)
+	}
+	_, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken))
+	var own struct {
+		ID string `json:"task_id"`
+	}
+	if err := json.Unmarshal(b, &own); err != nil || own.ID == "" {
+		t.Fatalf("alice's task: %s %v", b, err)
+	}
+	spec := goodSpec + "after_ok: [" + own.ID + "]\nafter_any: [" + own.ID + ", " + op.ID + "]\n"
+	resp, b := do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/yaml", spec, as(aliceToken))
+	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field": "after_any[1]"`) {
+		t.Errorf("after_any naming the operator's task second: %d %s; want 403 on after_any[1]", resp.StatusCode, b)
+	}
+}
