@@ -423,7 +423,7 @@ func TestAnotherUsersDependencyNamesItsField(t *testing.T) {
 	if err := json.Unmarshal(b, &own); err != nil || own.ID == "" {
 		t.Fatalf("alice's task: %s %v", b, err)
 	}
-	spec := goodSpec + "after_ok: [" + own.ID + "]\nafter_any: [" + own.ID + ", " + op.ID + "]\n"
+	spec := goodSpec + "after_any: [" + own.ID + ", " + op.ID + "]\n"
 	resp, b := do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/yaml", spec, as(aliceToken))
 	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field": "after_any[1]"`) {
 		t.Errorf("after_any naming the operator's task second: %d %s; want 403 on after_any[1]", resp.StatusCode, b)
