@@ -221,6 +221,10 @@ func (c *Client) Logs(ctx context.Context, id string, attempt int, follow bool, 
 	}
 	defer resp.Body.Close()
 	if _, err = io.Copy(w, resp.Body); err != nil {
+		if follow && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)) {
+			return fmt.Errorf("the connection to the server was cut before the attempt of %s ended (%w; the server "+
+				"went away?): run the same command again once it is back to follow on", id, err)
+		}
 		return err
 	}
 	if follow && resp.Trailer.Get(LogEndTrailer) == LogEndStopping {

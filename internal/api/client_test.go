@@ -137,3 +137,22 @@ func TestClientSaysWhenAnAnswerWasLost(t *testing.T) {
 		t.Errorf("submit to a server that is not there: %v", err)
 	}
 }
+
+// TestLogsFollowCutSaysToFollowAgain: a follow whose server died mid-stream (kill -9) said only "unexpected EOF";
+// it says, as for an orderly stop, to run the same command again once the server is back.
+func TestLogsFollowCutSaysToFollowAgain(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "step 1\n")
+		w.(http.Flusher).Flush() // chunked: the client reads until the final chunk
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close() // the server died before the last chunk
+		}
+	}))
+	defer srv.Close()
+	var out strings.Builder
+	err := (&api.Client{Addr: srv.URL, Token: "t"}).Logs(context.Background(), "mvp2-ppo-20251223-143201-7f3a", 0, true, &out)
+	if err == nil || !strings.Contains(err.Error(), "run the same command again") || out.String() != "step 1\n" {
+		t.Errorf("a cut follow: %v (got %q)", err, out.String())
+	}
+}

@@ -309,7 +309,13 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, fs.Arg(0), p) })
 	case "logs":
-		return c.Logs(ctx, fs.Arg(0), *attempt, *follow, env.Stdout)
+		if err := c.Logs(ctx, fs.Arg(0), *attempt, *follow, env.Stdout); err != nil {
+			return err
+		}
+		if *follow && *attempt == 0 {
+			runsAgain(ctx, c, fs.Arg(0), env.Stderr)
+		}
+		return nil
 	case "resubmit":
 		if *dry {
 			raw, err := c.ResubmitDryRun(ctx, fs.Arg(0), api.ResubmitRequest{Set: sets, Resume: *resume})
@@ -432,6 +438,30 @@ func interleave(fs *flag.FlagSet, args []string) []string {
 		pos = append(pos, a)
 	}
 	return append(flags, pos...)
+}
+
+// runsAgain says, after a followed attempt ended, when its task has not: it was requeued and will run again (a
+// stream that ends on a traceback reads as the task's end otherwise).
+func runsAgain(ctx context.Context, c *api.Client, id string, w io.Writer) {
+	t, _, err := c.Get(ctx, id)
+	if err != nil || t.State.Terminal() || len(t.Attempts) == 0 {
+		return
+	}
+	last := t.Attempts[0]
+	for _, a := range t.Attempts {
+		if a.No > last.No {
+			last = a
+		}
+	}
+	if last.EndTime == nil && last.FailureKind == mvp.FailureNone {
+		return
+	}
+	how := string(last.FailureKind)
+	if how == "" {
+		how = string(last.RayStatus)
+	}
+	fmt.Fprintf(w, "mvp logs: attempt %d ended (%s); the task is %s and will run again: follow its next attempt "+
+		"with `mvp logs -f %s` once it starts\n", last.No, how, t.State, id)
 }
 
 // readSpec reads the jobspec; with -e settings it decodes, sets the fields and re-encodes as YAML.

@@ -207,3 +207,39 @@ func TestABadFlagIsReportedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestLogsFollowSaysWhenTheTaskRunsAgain: `mvp logs -f` follows one attempt; when that attempt failed and the task
+// was requeued (it lost the race for GPUs), the stream ended on a traceback with exit 0 and not a word, as if the
+// task had ended. It now says that the task will run again and how to follow its next attempt.
+func TestLogsFollowSaysWhenTheTaskRunsAgain(t *testing.T) {
+	const id = "mvp2-ppo-20251223-143201-7f3a"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v2/tasks/" + id + "/logs":
+			io.WriteString(w, "ValueError: Total available GPUs 4.0 is less than total desired GPUs 8\n")
+		case "/api/v2/tasks/" + id:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"task_id": "`+id+`", "state": "PENDING_RESOURCES", "pending_reason": "attempt 1 failed: `+
+				`INSUFFICIENT_RESOURCES (retry 1 of 100)", "attempts": [{"attempt_no": 1, "ray_status": "FAILED", `+
+				`"failure_kind": "INSUFFICIENT_RESOURCES", "end_time": "2025-12-23T14:33:01Z"}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		if k == "MVP_ADDR" {
+			return srv.URL
+		}
+		return "t"
+	}}
+	code := Run(context.Background(), []string{"logs", "-f", id}, env)
+	if code != 0 || !strings.Contains(out.String(), "ValueError") {
+		t.Fatalf("exit %d, stdout %q", code, out.String())
+	}
+	if e := errb.String(); !strings.Contains(e, "attempt 1 ended (INSUFFICIENT_RESOURCES)") ||
+		!strings.Contains(e, "mvp logs -f "+id) {
+		t.Errorf("stderr %q does not say the task runs again and how to follow it", e)
+	}
+}
