@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -53,6 +55,15 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 	doc := map[string]any{}
 	if err := json.Unmarshal(origin.SpecJSON, &doc); err != nil {
 		return fmt.Errorf("decode the stored spec of %s: %w", origin.ID, err)
+	}
+	// A default of the day the task was accepted is not the user's: a field the jobspec as sent did not give is
+	// filled again with today's (a lowered cap refused a resubmit over a number nobody wrote).
+	given := map[string]any{}
+	_ = yaml.Unmarshal([]byte(origin.JobSpecYAML), &given)
+	for _, k := range jobspec.DefaultedFields {
+		if _, ok := given[k]; !ok {
+			delete(doc, k)
+		}
 	}
 	for i, kv := range req.Set {
 		k, v, ok := strings.Cut(kv, "=")

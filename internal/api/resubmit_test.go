@@ -9,6 +9,7 @@ import (
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/service"
 	"github.com/mvp2/mvp/internal/service/servicetest"
 )
 
@@ -131,5 +132,31 @@ func TestJSONTypeErrorsSpeakJSON(t *testing.T) {
 		if resp.StatusCode != 400 || strings.Contains(string(b), "Go struct") || !strings.Contains(string(b), c.want) {
 			t.Errorf("%s %s: %d %s, want 400 saying %s", c.path, c.body, resp.StatusCode, b, c.want)
 		}
+	}
+}
+
+// TestResubmitTakesTodaysDefaults: a field the jobspec did not give (max_runtime_s, max_queued_s, priority) was
+// stored in the effective spec with the default of its day, and a resubmit after the operator lowered the cap was
+// refused over a number the user never wrote. A resubmit takes what the user gave, and today's defaults.
+func TestResubmitTakesTodaysDefaults(t *testing.T) {
+	cfg := servicetest.Config(t)
+	cfg.V2.Scheduler.DefaultMaxRuntimeS, cfg.V2.Scheduler.MaxRuntimeCapS = 259200, 604800
+	var id string
+	t.Run("before", func(t *testing.T) {
+		base := servicetest.Start(t, &service.Main{Config: cfg}).URL()
+		resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, nil)
+		var got struct {
+			ID string `json:"task_id"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil || resp.StatusCode != 201 {
+			t.Fatalf("submit: %d %s", resp.StatusCode, b)
+		}
+		id = got.ID
+	})
+	cfg.V2.Scheduler.DefaultMaxRuntimeS, cfg.V2.Scheduler.MaxRuntimeCapS = 40000, 50000
+	base := servicetest.Start(t, &service.Main{Config: cfg}).URL()
+	resp, b := do(t, base, "POST", "/api/v2/tasks/"+id+"/resubmit", "application/json", `{}`, nil)
+	if resp.StatusCode != 201 || !strings.Contains(string(b), `"max_runtime_s": 40000`) {
+		t.Errorf("resubmit after the cap was lowered: %d %s; want 201 with today's default 40000", resp.StatusCode, b)
 	}
 }

@@ -604,6 +604,11 @@ func checkPath(field, p string) error {
 	return nil
 }
 
+// DefaultedFields are the effective spec's fields that the cluster's settings fill when a jobspec leaves them out
+// (the time limits from Defaults, priority from the caller's max_priority): the value stored is that day's, not
+// the user's, and a resubmit takes today's instead.
+var DefaultedFields = []string{"max_runtime_s", "max_queued_s", "priority"}
+
 // Defaults are the cluster's values that a jobspec may leave out.
 type Defaults struct {
 	UserCodePath string
