@@ -11,8 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // TestStatusTableIsOneToOne: every code has its own status, and the client reads each status back as its code.
@@ -68,6 +70,35 @@ func TestAFullDiskIsUnavailable(t *testing.T) {
 		writeError(rec, slog.New(slog.DiscardHandler), r, err)
 		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), c.want) {
 			t.Errorf("%v, JSON: %d %q; want 503 saying %q", c.errno, rec.Code, rec.Body.String(), c.want)
+		}
+	}
+}
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+
+// TestHealthzSaysWhenTheSchedulerIsStuck: a pass waiting on a dashboard that does not answer (each call until its
+// timeout) left /healthz "ok" for half a minute, its last_tick standing still. A last pass older than StaleTick is
+// degraded, saying so.
+func TestHealthzSaysWhenTheSchedulerIsStuck(t *testing.T) {
+	now := time.Date(2026, 11, 26, 11, 53, 40, 0, time.UTC)
+	for _, c := range []struct {
+		last time.Time
+		want string
+	}{{now.Add(-2 * time.Second), `"status":"ok"`}, {now.Add(-30 * time.Second), `"status":"degraded"`}} {
+		s := &Server{Clock: fixedClock{now}, StaleTick: 15 * time.Second, Logger: slog.New(slog.DiscardHandler),
+			Health: func() scheduler.Health { return scheduler.Health{RayOK: true, LastTick: c.last} }}
+		rec := httptest.NewRecorder()
+		if err := s.healthz(rec, httptest.NewRequest("GET", "/healthz", nil)); err != nil {
+			t.Fatal(err)
+		}
+		body := strings.Join(strings.Fields(rec.Body.String()), "")
+		if !strings.Contains(body, c.want) {
+			t.Errorf("last pass %s ago: %s; want %s", now.Sub(c.last), body, c.want)
+		}
+		if c.want == `"status":"degraded"` && !strings.Contains(rec.Body.String(), "last pass began 30s ago") {
+			t.Errorf("degraded without saying why: %s", rec.Body.String())
 		}
 	}
 }

@@ -57,6 +57,9 @@ type Server struct {
 	Snapshot func(context.Context) (scheduler.Snapshot, error)
 	// Health reports the scheduler's view of Ray for /healthz; may be nil.
 	Health func() scheduler.Health
+	// StaleTick: a scheduler whose last pass began longer ago than this is degraded in /healthz (a pass waiting on
+	// a Ray that does not answer); 0 never judges it.
+	StaleTick time.Duration
 	// LogPoll is the period at which a followed log is read again.
 	LogPoll time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
@@ -296,6 +299,13 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 		body["ray"] = h
 		if !h.RayOK && !h.LastTick.IsZero() {
 			body["status"] = "degraded"
+		}
+		// While Ray is down the loop backs off (no passes), and ray_error already says why.
+		if s.StaleTick > 0 && h.RayOK && !h.LastTick.IsZero() && s.Clock.Now().Sub(h.LastTick) > s.StaleTick {
+			age := s.Clock.Now().Sub(h.LastTick)
+			body["status"] = "degraded"
+			body["scheduler"] = fmt.Sprintf("the scheduler's last pass began %s ago: it is waiting, on Ray perhaps "+
+				"(see ray_error, and mvp's log)", age.Round(time.Second))
 		}
 	}
 	writeJSON(w, status, body)

@@ -248,7 +248,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token, Users: users,
 		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
-		Secrets: vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public, RayDoor: door}
+		StaleTick: max(15*time.Second, 3*m.loop.Tick),
+		Secrets:   vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public, RayDoor: door}
 	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, Admit: srv.AdmitScheduled, NewID: api.NewTaskID,
 		Ready: m.loop.Synced(), // overlap must see the tasks as Ray left them, not as the last process did
 		Cancel: func(ctx context.Context, id, by string) error {
