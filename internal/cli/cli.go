@@ -313,7 +313,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 			return err
 		}
 		if *follow && *attempt == 0 {
-			runsAgain(ctx, c, fs.Arg(0), env.Stderr)
+			return followOn(ctx, c, fs.Arg(0), env.Stdout, env.Stderr)
 		}
 		return nil
 	case "resubmit":
@@ -440,28 +440,63 @@ func interleave(fs *flag.FlagSet, args []string) []string {
 	return append(flags, pos...)
 }
 
-// runsAgain says, after a followed attempt ended, when its task has not: it was requeued and will run again (a
-// stream that ends on a traceback reads as the task's end otherwise).
-func runsAgain(ctx context.Context, c *api.Client, id string, w io.Writer) {
-	t, _, err := c.Get(ctx, id)
-	if err != nil || t.State.Terminal() || len(t.Attempts) == 0 {
-		return
+// followPoll is how often `mvp logs -f` looks for a requeued task's next attempt.
+var followPoll = 2 * time.Second
+
+// followOn follows a task's next attempts after the one followed ended, until the task ends: an attempt that
+// failed and was requeued (a lost race for GPUs, a lost node) is not the task's end, and a stream that stopped on
+// its traceback read as if it were. It says on w2 why it goes on.
+func followOn(ctx context.Context, c *api.Client, id string, w, w2 io.Writer) error {
+	followed, announced := 0, 0
+	for {
+		t, _, err := c.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		last := latestAttempt(t)
+		if t.State.Terminal() || last == nil {
+			return nil
+		}
+		if followed == 0 {
+			followed = last.No // the attempt the first stream followed
+		}
+		if last.No != followed {
+			followed = last.No
+			fmt.Fprintf(w2, "mvp logs: following attempt %d\n", last.No)
+			if err := c.Logs(ctx, id, last.No, true, w); err != nil {
+				return err
+			}
+			continue
+		}
+		if last.EndTime == nil && last.FailureKind == mvp.FailureNone {
+			return nil // still running: the stream ended for a reason Logs has said
+		}
+		if announced != last.No {
+			announced = last.No
+			how := string(last.FailureKind)
+			if how == "" {
+				how = string(last.RayStatus)
+			}
+			fmt.Fprintf(w2, "mvp logs: attempt %d ended (%s); the task is %s and will run again: following its "+
+				"next attempt when it starts (Ctrl-C to stop)\n", last.No, how, t.State)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(followPoll):
+		}
 	}
-	last := t.Attempts[0]
+}
+
+// latestAttempt is the task's attempt with the highest number, nil when it has none.
+func latestAttempt(t *mvp.Task) *mvp.Attempt {
+	var last *mvp.Attempt
 	for _, a := range t.Attempts {
-		if a.No > last.No {
+		if last == nil || a.No > last.No {
 			last = a
 		}
 	}
-	if last.EndTime == nil && last.FailureKind == mvp.FailureNone {
-		return
-	}
-	how := string(last.FailureKind)
-	if how == "" {
-		how = string(last.RayStatus)
-	}
-	fmt.Fprintf(w, "mvp logs: attempt %d ended (%s); the task is %s and will run again: follow its next attempt "+
-		"with `mvp logs -f %s` once it starts\n", last.No, how, t.State, id)
+	return last
 }
 
 // readSpec reads the jobspec; with -e settings it decodes, sets the fields and re-encodes as YAML.

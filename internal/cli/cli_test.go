@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -208,20 +210,43 @@ func TestABadFlagIsReportedOnce(t *testing.T) {
 	}
 }
 
-// TestLogsFollowSaysWhenTheTaskRunsAgain: `mvp logs -f` follows one attempt; when that attempt failed and the task
+// TestLogsFollowFollowsTheNextAttempt: `mvp logs -f` followed one attempt; when that attempt failed and the task
 // was requeued (it lost the race for GPUs), the stream ended on a traceback with exit 0 and not a word, as if the
-// task had ended. It now says that the task will run again and how to follow its next attempt.
-func TestLogsFollowSaysWhenTheTaskRunsAgain(t *testing.T) {
+// task had ended. It now says the task will run again, waits for its next attempt and follows that one too, to the
+// task's end, as the Ray door's tail does.
+func TestLogsFollowFollowsTheNextAttempt(t *testing.T) {
 	const id = "mvp2-ppo-20251223-143201-7f3a"
+	defer func(p time.Duration) { followPoll = p }(followPoll)
+	followPoll = 10 * time.Millisecond
+	var mu sync.Mutex
+	gets := 0
+	const ended1 = `{"attempt_no": 1, "ray_status": "FAILED", "failure_kind": "INSUFFICIENT_RESOURCES", "end_time": "2025-12-23T14:33:01Z"}`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
 		switch r.URL.Path {
 		case "/api/v2/tasks/" + id + "/logs":
-			io.WriteString(w, "ValueError: Total available GPUs 4.0 is less than total desired GPUs 8\n")
+			switch r.URL.Query().Get("attempt") {
+			case "", "1":
+				io.WriteString(w, "ValueError: Total available GPUs 4.0 is less than total desired GPUs 8\n")
+			case "2":
+				io.WriteString(w, "verl-standin: done after 3 step(s)\n")
+			default:
+				http.NotFound(w, r)
+			}
 		case "/api/v2/tasks/" + id:
+			gets++
 			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"task_id": "`+id+`", "state": "PENDING_RESOURCES", "pending_reason": "attempt 1 failed: `+
-				`INSUFFICIENT_RESOURCES (retry 1 of 100)", "attempts": [{"attempt_no": 1, "ray_status": "FAILED", `+
-				`"failure_kind": "INSUFFICIENT_RESOURCES", "end_time": "2025-12-23T14:33:01Z"}]}`)
+			switch {
+			case gets <= 3: // requeued, waiting
+				io.WriteString(w, `{"task_id": "`+id+`", "state": "PENDING_RESOURCES", "attempts": [`+ended1+`]}`)
+			case gets <= 4: // its next attempt runs
+				io.WriteString(w, `{"task_id": "`+id+`", "state": "RUNNING", "attempts": [`+ended1+
+					`, {"attempt_no": 2, "ray_status": "RUNNING"}]}`)
+			default:
+				io.WriteString(w, `{"task_id": "`+id+`", "state": "SUCCEEDED", "attempts": [`+ended1+
+					`, {"attempt_no": 2, "ray_status": "SUCCEEDED", "end_time": "2025-12-23T14:40:01Z"}]}`)
+			}
 		default:
 			http.NotFound(w, r)
 		}
@@ -235,11 +260,11 @@ func TestLogsFollowSaysWhenTheTaskRunsAgain(t *testing.T) {
 		return "t"
 	}}
 	code := Run(context.Background(), []string{"logs", "-f", id}, env)
-	if code != 0 || !strings.Contains(out.String(), "ValueError") {
-		t.Fatalf("exit %d, stdout %q", code, out.String())
+	if code != 0 || !strings.Contains(out.String(), "ValueError") || !strings.Contains(out.String(), "done after 3 step(s)") {
+		t.Fatalf("exit %d, stdout %q (want attempt 1's log, then attempt 2's)", code, out.String())
 	}
 	if e := errb.String(); !strings.Contains(e, "attempt 1 ended (INSUFFICIENT_RESOURCES)") ||
-		!strings.Contains(e, "mvp logs -f "+id) {
-		t.Errorf("stderr %q does not say the task runs again and how to follow it", e)
+		!strings.Contains(e, "attempt 2") {
+		t.Errorf("stderr %q does not say the task ran again and that attempt 2 is followed", e)
 	}
 }

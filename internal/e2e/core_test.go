@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,6 +87,16 @@ func TestRaceFailsFastThenRetries(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 2})
 	task := raceBehindMVPsBack(t, s, 15)
+	// mvp logs -f follows the task through its requeue: attempt 1's traceback, then attempt 2 to its end.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Second)
+	defer cancel()
+	follow := exec.CommandContext(ctx, env.bin, "logs", "-f", task.ID)
+	follow.Env = append(os.Environ(), "MVP_ADDR="+s.c.Addr, "MVP_TOKEN="+s.token)
+	var followOut, followErr strings.Builder
+	follow.Stdout, follow.Stderr = &followOut, &followErr
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
 	w := s.waitState(task.ID, mvp.StatePendingResources, 90*time.Second)
 	if w.Attempts[0].FailureKind != mvp.FailureInsufficientResources || w.NextRunAt == nil {
 		t.Fatalf("after the race: %+v attempt %+v", w, w.Attempts[0])
@@ -96,6 +107,14 @@ func TestRaceFailsFastThenRetries(t *testing.T) {
 	done := s.waitState(task.ID, mvp.StateSucceeded, 180*time.Second)
 	if len(done.Attempts) != 2 || done.Attempts[1].RaySubmissionID != task.ID+"--a02" {
 		t.Errorf("attempts %+v", done.Attempts)
+	}
+	if err := follow.Wait(); err != nil {
+		t.Errorf("logs -f: %v\n%s", err, followErr.String())
+	}
+	if o := followOut.String(); !strings.Contains(o, "is less than total desired GPUs") || !strings.Contains(o, "verl-standin: done") ||
+		!strings.Contains(followErr.String(), "following attempt 2") {
+		t.Errorf("logs -f across the requeue: stdout %q, stderr %q; want attempt 1's traceback, then attempt 2 to its end",
+			tail(o, 5), followErr.String())
 	}
 }
 
