@@ -6,16 +6,23 @@
 # MVP_RAY_NODE=MARK (ray-up.sh marks each node's processes so; a group id is handed out again once its group is
 # gone, so only the mark says a recorded group is still the node it was).
 group_live() {
-  local p stat rest fields
+  local p
   for p in /proc/[0-9]*; do
-    read -r stat 2>/dev/null <"$p/stat" || continue
-    rest="${stat##*) }" # after the command name, which may hold spaces and parentheses
-    read -r -a fields <<<"$rest"
-    [[ "${fields[2]:-}" == "$1" && "${fields[0]:-}" != Z ]] || continue
+    proc_stat "$p" || continue
+    [[ "$PROC_PGID" == "$1" && "$PROC_STATE" != Z ]] || continue
     [[ -z "${2:-}" ]] && return 0
     grep -qzxF -- "MVP_RAY_NODE=$2" "$p/environ" 2>/dev/null && return 0
   done
   return 1
+}
+
+# proc_stat /proc/PID: sets PROC_STATE (Z for a zombie) and PROC_PGID from its stat; fails when it is gone.
+proc_stat() {
+  local stat rest fields
+  read -r stat 2>/dev/null <"$1/stat" || return 1
+  rest="${stat##*) }" # after the command name, which may hold spaces and parentheses
+  read -r -a fields <<<"$rest"
+  PROC_STATE="${fields[0]:-}" PROC_PGID="${fields[2]:-}"
 }
 
 # node_live FILE: the group recorded in FILE (<dir>/<name>.pgid) is alive and is that node.
@@ -31,12 +38,10 @@ node_live() {
 # one PID a line. Besides a node's own group this finds its jobs' drivers: Ray starts each in a session of its
 # own, with the raylet's environment.
 marked_pids() {
-  local p stat rest fields m
+  local p m
   for p in /proc/[0-9]*; do
-    read -r stat 2>/dev/null <"$p/stat" || continue
-    rest="${stat##*) }"
-    read -r -a fields <<<"$rest"
-    [[ "${fields[0]:-}" != Z ]] || continue
+    proc_stat "$p" || continue
+    [[ "$PROC_STATE" != Z ]] || continue
     for m in "$@"; do
       if grep -qzxF -- "MVP_RAY_NODE=$m" "$p/environ" 2>/dev/null; then
         echo "${p#/proc/}"

@@ -453,7 +453,7 @@ func followOn(ctx context.Context, c *api.Client, id string, w, w2 io.Writer) er
 		if err != nil {
 			return err
 		}
-		last := latestAttempt(t)
+		last := t.Latest()
 		if t.State.Terminal() || last == nil {
 			return nil
 		}
@@ -486,17 +486,6 @@ func followOn(ctx context.Context, c *api.Client, id string, w, w2 io.Writer) er
 		case <-time.After(followPoll):
 		}
 	}
-}
-
-// latestAttempt is the task's attempt with the highest number, nil when it has none.
-func latestAttempt(t *mvp.Task) *mvp.Attempt {
-	var last *mvp.Attempt
-	for _, a := range t.Attempts {
-		if last == nil || a.No > last.No {
-			last = a
-		}
-	}
-	return last
 }
 
 // readSpec reads the jobspec; with -e settings it decodes, sets the fields and re-encodes as YAML.

@@ -239,12 +239,12 @@ func TestLogsFollowFollowsTheNextAttempt(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			switch {
 			case gets <= 3: // requeued, waiting
-				io.WriteString(w, `{"task_id": "`+id+`", "state": "PENDING_RESOURCES", "attempts": [`+ended1+`]}`)
+				io.WriteString(w, `{"task_id": "`+id+`", "state": "PENDING_RESOURCES", "latest_attempt_no": 1, "attempts": [`+ended1+`]}`)
 			case gets <= 4: // its next attempt runs
-				io.WriteString(w, `{"task_id": "`+id+`", "state": "RUNNING", "attempts": [`+ended1+
+				io.WriteString(w, `{"task_id": "`+id+`", "state": "RUNNING", "latest_attempt_no": 2, "attempts": [`+ended1+
 					`, {"attempt_no": 2, "ray_status": "RUNNING"}]}`)
 			default:
-				io.WriteString(w, `{"task_id": "`+id+`", "state": "SUCCEEDED", "attempts": [`+ended1+
+				io.WriteString(w, `{"task_id": "`+id+`", "state": "SUCCEEDED", "latest_attempt_no": 2, "attempts": [`+ended1+
 					`, {"attempt_no": 2, "ray_status": "SUCCEEDED", "end_time": "2025-12-23T14:40:01Z"}]}`)
 			}
 		default:

@@ -85,12 +85,20 @@ func (t *Task) FillTimeLeft(now time.Time) {
 		t.QueuedLeftS = left(t.MaxQueuedS, t.CreatedAt)
 	}
 	if t.MaxRuntimeS > 0 && t.State == StateRunning {
-		for _, a := range t.Attempts {
-			if a.No == t.LatestAttemptNo && a.StartTime != nil {
-				t.RuntimeLeftS = left(t.MaxRuntimeS, *a.StartTime)
-			}
+		if a := t.Latest(); a != nil && a.StartTime != nil {
+			t.RuntimeLeftS = left(t.MaxRuntimeS, *a.StartTime)
 		}
 	}
+}
+
+// Latest is the task's latest attempt (number LatestAttemptNo), nil when it has none.
+func (t *Task) Latest() *Attempt {
+	for _, a := range t.Attempts {
+		if a.No == t.LatestAttemptNo {
+			return a
+		}
+	}
+	return nil
 }
 
 // GPUs is the task's whole gang size.

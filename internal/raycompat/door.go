@@ -437,12 +437,7 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 	j.Metadata["mvp.task_id"] = t.ID
 	created := t.CreatedAt.UnixMilli()
 	j.StartTime = &created
-	var a *mvp.Attempt
-	for _, x := range t.Attempts {
-		if x.No == t.LatestAttemptNo {
-			a = x
-		}
-	}
+	a := t.Latest()
 	if a != nil {
 		if a.RayJobID != "" {
 			j.JobID = &a.RayJobID

@@ -194,13 +194,14 @@ func vanished(now time.Time, t *mvp.Task, up mvp.Attempt, r Report, h History, p
 	// SUBMITTED or RUNNING, and Ray forgot the job: the head restarted and took it with it.
 	up.RayStatus, up.FailureKind, up.EndTime = mvp.RayFailed, mvp.FailureInfra, &now
 	up.Message = "the Ray job vanished (the Ray head was restarted?)"
-	if finishedByProgress(t, up.No) {
+	finished := finishedByProgress(t, up.No)
+	if finished {
 		up.Message += "; its progress file last said it was complete: the run may have finished before Ray lost it"
 	}
 	payload := map[string]any{"failure_kind": mvp.FailureInfra}
 	if h.InfraRetries < p.MaxInfraRetries {
 		why := fmt.Sprintf("attempt %d was lost by Ray (INFRA, retry %d of %d)", up.No, h.InfraRetries+1, p.MaxInfraRetries)
-		if finishedByProgress(t, up.No) {
+		if finished {
 			why += fmt.Sprintf("; its progress file last said it was complete, so it may have finished (its results, "+
 				"if any, are kept under results/a%02d)", up.No)
 		}

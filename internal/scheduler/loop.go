@@ -129,24 +129,27 @@ func (l *Loop) arm(on bool) {
 func (l *Loop) Synced() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.synced == nil {
-		l.synced = make(chan struct{})
-	}
-	return l.synced
+	return l.syncedLocked()
 }
 
 // markSynced closes Synced's channel, once.
 func (l *Loop) markSynced() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	ch := l.syncedLocked()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// syncedLocked is Synced's channel, made on first use; l.mu is held.
+func (l *Loop) syncedLocked() chan struct{} {
 	if l.synced == nil {
 		l.synced = make(chan struct{})
 	}
-	select {
-	case <-l.synced:
-	default:
-		close(l.synced)
-	}
+	return l.synced
 }
 
 // stopGrace is StopGrace, or its default.
@@ -500,7 +503,7 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 	seen, live := map[string]bool{}, map[string]bool{}
 	var out []ActiveAttempt
 	for _, t := range tasks {
-		a := latest(t)
+		a := t.Latest()
 		if a == nil || a.RayStatus.Terminal() {
 			continue
 		}
@@ -577,15 +580,6 @@ func hasInfeasibleGroup(v *mvp.ClusterView, jobID string) bool {
 		}
 	}
 	return false
-}
-
-func latest(t *mvp.Task) *mvp.Attempt {
-	for _, a := range t.Attempts {
-		if a.No == t.LatestAttemptNo {
-			return a
-		}
-	}
-	return nil
 }
 
 func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
@@ -774,7 +768,7 @@ func (l *Loop) markSubmitted(ctx context.Context, t *mvp.Task, att *mvp.Attempt)
 // sync follows one live task's latest attempt in Ray by its submission id; what an ended or vanished attempt
 // means for its task is Conclude's decision.
 func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
-	a := latest(t)
+	a := t.Latest()
 	if a == nil {
 		return nil
 	}

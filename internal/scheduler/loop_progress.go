@@ -85,7 +85,7 @@ func (l *Loop) fillProgressAt(as []ActiveAttempt, record bool) {
 // about them, their progress (on mvp's own disk) is still shown as it changes.
 func (l *Loop) readProgress(ctx context.Context, active []*mvp.Task) {
 	for _, t := range active {
-		if a := latest(t); t.State == mvp.StateRunning && a != nil && !a.RayStatus.Terminal() {
+		if a := t.Latest(); t.State == mvp.StateRunning && a != nil && !a.RayStatus.Terminal() {
 			l.syncProgress(ctx, t, a, false)
 		}
 	}

@@ -9,7 +9,8 @@ Keys read from the Hydra overrides (a leading "+" or "++" is accepted, the last 
   mvp_test.stall_after   stop writing progress after this many steps but keep holding (a hung run)
   mvp_test.actors        1: as verl's worker groups do, start one worker actor in each node's placement group and
                          call every one of them at each step, so that a worker node lost under the run fails the
-                         driver with Ray's own error (ActorDiedError: "… because its node has died"); default 0
+                         driver with Ray's own error (on Ray 2.60 first ActorUnavailableError, "Connection refused";
+                         ActorDiedError "… because its node has died" once Ray marks the node dead); default 0
 Checkpoints, as verl keeps them: with trainer.save_freq=K (verl's default -1 saves none) every K-th step writes
 <trainer.default_local_dir>/global_step_<step>/ and latest_checkpointed_iteration.txt. With
 trainer.resume_mode=auto given explicitly, a run whose default_local_dir holds a checkpoint resumes from it: it
