@@ -278,6 +278,15 @@ type Store interface {
 	Close() error
 }
 
+// LogoutStore keeps the web page's logged-out sessions, so that a logout outlives a restart of mvp.
+type LogoutStore interface {
+	// AddLogout records that the session with this key was logged out; the store may forget it after until
+	// (when the session would have expired anyway).
+	AddLogout(ctx context.Context, key string, until time.Time) error
+	// Logouts returns the recorded logouts that still matter at now: session key → until.
+	Logouts(ctx context.Context, now time.Time) (map[string]time.Time, error)
+}
+
 // Clock tells the time. Tests use a fixed one.
 type Clock interface{ Now() time.Time }
 

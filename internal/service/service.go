@@ -267,7 +267,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("listen on %s: %w (set v2.api.port, or v2.api.host, in dev.yaml to an address free on this machine)", addr, err)
 	}
 	apiHandler := srv.Handler()
-	page := &web.Server{Store: m.store, Snapshot: m.loop.Snapshot, API: apiHandler, Cancel: srv.Cancel,
+	page := &web.Server{Store: m.store, Logouts: m.store, Snapshot: m.loop.Snapshot, API: apiHandler, Cancel: srv.Cancel,
 		Schedules: m.store, Token: token, Clock: clock, Logger: logger.With("component", "web")}
 	root := http.NewServeMux()
 	root.Handle("/", apiHandler)

@@ -8,6 +8,8 @@ package web
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -41,9 +43,13 @@ const DefaultSessionTTL = 12 * time.Hour
 // Server serves the web page. Set its fields, then mount Handler at /ui and /ui/.
 type Server struct {
 	revokedMu sync.Mutex
-	revoked   map[string]time.Time // nonce → until when a logged-out session could have lived
+	revoked   map[string]time.Time // logoutKey(nonce) → until when a logged-out session could have lived
+	// logoutsRead: the logouts Logouts holds from earlier processes are in revoked.
+	logoutsRead bool
 
 	Store mvp.Store
+	// Logouts, when set, keeps logouts across restarts; without it they are kept in memory only.
+	Logouts mvp.LogoutStore
 	// Snapshot reads the queue, the live attempts and the cluster as the scheduler sees them.
 	Snapshot func(context.Context) (scheduler.Snapshot, error)
 	// API is the API's handler; logs and (when the API has it) GET /api/v2/queue are served through it with Token
@@ -116,29 +122,58 @@ func (s *Server) sessions() sessions { return newSessions(s.Token, s.SessionTTL)
 type session struct{ nonce, csrf string }
 
 // revoke ends the session with this nonce: its cookie, replayed, no longer opens the page. Sessions are signed,
-// not stored, so the ended ones are remembered in memory for as long as they could live (SessionTTL); a restart
-// forgets them (a new API token ends every session).
-func (s *Server) revoke(nonce string) {
-	s.revokedMu.Lock()
-	defer s.revokedMu.Unlock()
+// not stored, so the ended ones are remembered for as long as they could live (SessionTTL): in memory, and in
+// Logouts when it is set, so that a restart does not bring a logged-out cookie back (a new API token ends every
+// session anyway). It fails only when Logouts could not record it; the session is ended in this process then.
+func (s *Server) revoke(ctx context.Context, nonce string) error {
 	now := s.Clock.Now()
-	for n, until := range s.revoked {
-		if now.After(until) {
+	until := now.Add(s.SessionTTL)
+	s.revokedMu.Lock()
+	for n, u := range s.revoked {
+		if now.After(u) {
 			delete(s.revoked, n)
 		}
 	}
 	if s.revoked == nil {
 		s.revoked = map[string]time.Time{}
 	}
-	s.revoked[nonce] = now.Add(s.SessionTTL)
+	s.revoked[logoutKey(nonce)] = until
+	s.revokedMu.Unlock()
+	if s.Logouts == nil {
+		return nil
+	}
+	return s.Logouts.AddLogout(ctx, logoutKey(nonce), until)
 }
 
-// isRevoked reports whether the session with this nonce was logged out.
-func (s *Server) isRevoked(nonce string) bool {
+// logoutKey is what a logout is recorded under: a hash of the session's nonce, so that the record alone is of no
+// use to anyone who reads the database.
+func logoutKey(nonce string) string {
+	sum := sha256.Sum256([]byte("mvp web logout v1\x00" + nonce))
+	return hex.EncodeToString(sum[:])
+}
+
+// isRevoked reports whether the session with this nonce was logged out, in this process or (read once, at the
+// first request that needs it) in an earlier one.
+func (s *Server) isRevoked(ctx context.Context, nonce string) (bool, error) {
 	s.revokedMu.Lock()
 	defer s.revokedMu.Unlock()
-	_, ok := s.revoked[nonce]
-	return ok
+	if !s.logoutsRead && s.Logouts != nil {
+		stored, err := s.Logouts.Logouts(ctx, s.Clock.Now())
+		if err != nil {
+			return false, err
+		}
+		if s.revoked == nil {
+			s.revoked = map[string]time.Time{}
+		}
+		for k, u := range stored {
+			if u.After(s.revoked[k]) {
+				s.revoked[k] = u
+			}
+		}
+	}
+	s.logoutsRead = true
+	_, ok := s.revoked[logoutKey(nonce)]
+	return ok, nil
 }
 
 // authed lets a request with a valid session through; a page request without one is sent to the login form, and
@@ -150,7 +185,16 @@ func (s *Server) authed(h func(http.ResponseWriter, *http.Request, session)) htt
 		ok := false
 		if c, err := r.Cookie(CookieName); err == nil {
 			nonce, ok = ss.verify(c.Value, s.Clock.Now())
-			ok = ok && !s.isRevoked(nonce)
+			if ok {
+				revoked, err := s.isRevoked(r.Context(), nonce)
+				if err != nil {
+					// Fail closed: a session that may have been logged out does not open the page.
+					s.Logger.Error("read the web logouts", "err", err)
+					http.Error(w, "mvp could not read its database to check this session; try again shortly", http.StatusServiceUnavailable)
+					return
+				}
+				ok = !revoked
+			}
 		}
 		if !ok {
 			if r.Method == http.MethodGet && r.URL.Query().Get("fragment") == "" && !strings.HasSuffix(r.URL.Path, "/log") {
@@ -199,7 +243,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, ss session) {
-	s.revoke(ss.nonce)
+	if err := s.revoke(r.Context(), ss.nonce); err != nil {
+		// Ended here, and in memory until mvp restarts: the cookie is cleared all the same.
+		s.Logger.Error("record a web logout; the session ends in this process only", "err", err)
+	}
 	http.SetCookie(w, s.sessions().cookie(r, "", -1))
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 }

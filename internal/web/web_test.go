@@ -358,3 +358,44 @@ func TestLogoutEndsTheSession(t *testing.T) {
 		t.Errorf("a new login after the logout: %s", resp.Status)
 	}
 }
+
+// A logout was remembered in memory only: after a restart of mvp the logged-out cookie, replayed, opened the page
+// again for the rest of its 12 hours. A logout is a promise that a stolen cookie is worthless; it has to outlive
+// the process.
+func TestLogoutOutlivesARestart(t *testing.T) {
+	cfg := servicetest.Config(t)
+	first := &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(),
+		Cluster: servicetest.OneNode(4), ShutdownGrace: 5 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := first.Open(ctx); err != nil {
+		cancel()
+		t.Fatalf("open the service: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx) }()
+	out := login(t, first.URL(), servicetest.Token)  // logged out below
+	kept := login(t, first.URL(), servicetest.Token) // never logged out
+	_, body := get(t, first.URL()+"/ui/", out)
+	g := csrfField.FindStringSubmatch(body)
+	if g == nil {
+		t.Fatalf("no CSRF token on the page")
+	}
+	if resp := post(t, first.URL()+"/ui/logout", url.Values{"csrf": {g[1]}}, out); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout: %s", resp.Status)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run the first service: %v", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatalf("close the first service: %v", err)
+	}
+
+	second := servicetest.Start(t, &service.Main{Config: cfg})
+	if resp, _ := get(t, second.URL()+"/ui/", out); resp.StatusCode == http.StatusOK {
+		t.Errorf("after a restart, the logged-out cookie opens the page again: %s", resp.Status)
+	}
+	if resp, _ := get(t, second.URL()+"/ui/", kept); resp.StatusCode != http.StatusOK {
+		t.Errorf("after a restart, a session that was not logged out: %s; want 200 (sessions outlive a restart)", resp.Status)
+	}
+}

@@ -1,0 +1,46 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// AddLogout records that the web session with this key was logged out, until until, and forgets the logouts
+// whose sessions have expired by then.
+func (db *DB) AddLogout(ctx context.Context, key string, until time.Time) error {
+	err := db.exec(ctx, func(w *wtx) error {
+		if _, err := w.exec(`DELETE FROM web_logouts WHERE until < ?`, nanos(time.Now())); err != nil {
+			return err
+		}
+		_, err := w.exec(`INSERT INTO web_logouts (session_key, until) VALUES (?, ?)
+			ON CONFLICT (session_key) DO UPDATE SET until = max(until, excluded.until)`, key, nanos(until))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record a logout: %w", err)
+	}
+	return nil
+}
+
+// Logouts returns the recorded logouts whose sessions could still live at now: session key → until when.
+func (db *DB) Logouts(ctx context.Context, now time.Time) (map[string]time.Time, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT session_key, until FROM web_logouts WHERE until >= ?`, nanos(now))
+	if err != nil {
+		return nil, fmt.Errorf("read logouts: %w", db.mapErr(err))
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var key string
+		var until int64
+		if err := rows.Scan(&key, &until); err != nil {
+			return nil, fmt.Errorf("read logouts: %w", err)
+		}
+		out[key] = fromNanos(until)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read logouts: %w", db.mapErr(err))
+	}
+	return out, nil
+}
