@@ -299,11 +299,13 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		l.applyWaits(ctx, now, waits)
+		l.applyWaits(ctx, waits)
 	}()
+	// What is written is stamped when it is written, not when the pass began: reading the cluster and Ray, and
+	// the submissions before it, can take seconds.
 	for _, a := range acts {
 		if _, ok := a.(*Wait); !ok {
-			l.applied(a, l.apply(ctx, now, a))
+			l.applied(a, l.apply(ctx, l.Clock.Now(), a))
 		}
 	}
 	<-done
@@ -317,8 +319,8 @@ const (
 	waitWritesInFlight = 4
 )
 
-// applyWaits writes waits with ApplyAll, in chunks.
-func (l *Loop) applyWaits(ctx context.Context, now time.Time, waits []*Wait) {
+// applyWaits writes waits with ApplyAll, in chunks, each stamped when it is written.
+func (l *Loop) applyWaits(ctx context.Context, waits []*Wait) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, waitWritesInFlight)
 	for len(waits) > 0 {
@@ -329,6 +331,7 @@ func (l *Loop) applyWaits(ctx context.Context, now time.Time, waits []*Wait) {
 		go func() {
 			defer func() { <-slots; wg.Done() }()
 			cs := make([]mvp.Change, len(chunk))
+			now := l.Clock.Now()
 			for i, w := range chunk {
 				cs[i] = waitChange(now, w)
 			}

@@ -515,3 +515,46 @@ func TestSyncedOnlyOnceEveryLiveAttemptIsFollowed(t *testing.T) {
 		t.Fatalf("Synced not closed after a full pass (task %s)", task.ID)
 	}
 }
+
+// slowCluster is a cluster whose reading takes d of the harness's clock, as a probe or dashboard that answers
+// late does.
+type slowCluster struct {
+	fixedCluster
+	clock *clock
+	d     time.Duration
+}
+
+func (c slowCluster) ReadCluster(ctx context.Context) (*mvp.ClusterView, error) {
+	c.clock.t = c.clock.t.Add(c.d)
+	return c.fixedCluster.ReadCluster(ctx)
+}
+
+// A pass stamped what it wrote with the time it began: after a cluster reading that took 20 s, the submission's
+// event and its attempt's created_at said it happened 20 s before it did (and P3, which measures from an
+// attempt's created_at, read short). Found in a fault walk-through.
+func TestWritesAreStampedWhenTheyHappen(t *testing.T) {
+	h := newHarness(t)
+	h.loop.Cluster = slowCluster{fixedCluster{h.view, h.ray}, h.clock, 20 * time.Second}
+	run := h.task()
+	wait := h.taskOf(16) // never fits: waits
+	began := h.clock.t.Add(time.Second)
+	h.tick()
+	after := h.clock.t // the pass's writes came after the 20 s reading
+	if !after.After(began) {
+		t.Fatalf("the slow cluster did not move the clock")
+	}
+	got := h.get(run.ID)
+	if len(got.Attempts) != 1 || !got.Attempts[0].CreatedAt.Equal(after) {
+		t.Errorf("attempt created_at %v; want %v (when it was recorded, not %v when the pass began)", got.Attempts, after, began)
+	}
+	for _, id := range []string{run.ID, wait.ID} {
+		evs, _, err := h.db.Events(context.Background(), id, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := evs[len(evs)-1]
+		if !last.TS.Equal(after) {
+			t.Errorf("%s: event %s at %v; want %v (when written), not the pass's start %v", id, last.Type, last.TS, after, began)
+		}
+	}
+}
