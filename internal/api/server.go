@@ -881,7 +881,8 @@ func (s *Server) readLog(ctx context.Context, id string, n int) (string, bool, e
 		return "", true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no attempt %d", n)
 	}
 	ended := a.RayStatus.Terminal()
-	if ended {
+	if ended && a.LogKept {
+		// The folder holds the whole log only once it is kept; before, it may hold the running log's last copy.
 		if text, err := s.Files.ReadLog(id, n); err == nil {
 			return text, true, nil
 		}

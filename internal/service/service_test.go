@@ -391,3 +391,49 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// An ended attempt's log was read from the task folder whenever a file was there, even when it was only the
+// running log's last copy (copied every log_copy_s) and the whole log was not kept yet (its final fetch failed, or
+// is still to come after the pass's actions): `mvp logs` then showed a log cut short while Ray still had all of
+// it. The folder's copy is the answer only once the log is kept; before, Ray's.
+func TestAnEndedAttemptsLogIsNotTheRunningCopy(t *testing.T) {
+	cfg := servicetest.Config(t)
+	cfg.V2.Scheduler.TickS = 3600 // no pass of the loop keeps the log meanwhile
+	ray := servicetest.NewRay()
+	m := servicetest.Start(t, &service.Main{Config: cfg, Ray: ray})
+	ctx := context.Background()
+	db := m.Store()
+	at := time.Now()
+	id := "mvp2-ppo-20251223-143201-0b1c"
+	task := &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 1,
+		JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: at, UpdatedAt: at}
+	if err := db.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	sub := mvp.SubmissionID(id, 1)
+	att := &mvp.Attempt{TaskID: id, No: 1, RaySubmissionID: sub, CreatedAt: at}
+	if err := db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateQueued, To: mvp.StateSubmitting, At: at, NewAttempt: att}); err != nil {
+		t.Fatal(err)
+	}
+	end := at.Add(time.Second)
+	up := *att
+	up.RayStatus, up.EndTime = mvp.RaySucceeded, &end
+	if err := db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateSubmitting, To: mvp.StateSucceeded, At: end, AttemptUpdate: &up}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ray.SubmitJob(ctx, &mvp.JobSubmission{SubmissionID: sub}); err != nil {
+		t.Fatal(err)
+	}
+	ray.Set(sub, mvp.RaySucceeded)
+	ray.AddLog(sub, "step 1\nstep 2\ndone\n")
+	if err := (taskfs.FS{Root: cfg.SharedRoot}).WriteLog(id, 1, "log of "+sub+"\nstep 1\n"); err != nil { // the running copy
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := m.Client().Logs(ctx, id, 0, false, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "done") {
+		t.Errorf("log of the ended attempt: %q; want Ray's whole log (it ends with done), not the running copy", b.String())
+	}
+}
