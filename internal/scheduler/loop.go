@@ -273,9 +273,6 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		return err
 	}
 	snap.JobsUnread = syncErr != nil
-	if rayErr == nil {
-		l.prune(ctx, now)
-	}
 	acts := Decide(now, snap, l.Policy)
 	submits := 0
 	for _, a := range acts {
@@ -309,6 +306,10 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		}
 	}
 	<-done
+	// Keeping logs and deleting old jobs from Ray come after the decisions, which do not depend on them.
+	if rayErr == nil {
+		l.prune(ctx, now)
+	}
 	return nil
 }
 
@@ -789,13 +790,20 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		// The job ended: keep its log in the task folder first, so that it outlives Ray's copy. A failed fetch
 		// is retried later (keepLogs), and the job stays in Ray until it succeeds or the tries are used up.
 		r := Report{Info: info}
-		logs, lerr := l.Ray.JobLogs(ctx, a.RaySubmissionID)
-		if lerr != nil {
-			l.Logger.Warn("fetch driver log; will try again", "task_id", t.ID, "submission_id", a.RaySubmissionID, "err", lerr)
-		} else if werr := l.Files.WriteLog(t.ID, a.No, logs); werr != nil {
-			l.Logger.Error("write driver log; will try again", "task_id", t.ID, "err", werr)
+		if info.Status == mvp.RaySucceeded || t.State == mvp.StateCanceled {
+			// Conclude does not read the log of a run that succeeded or was canceled: it is kept after this
+			// pass's actions (keepLogs), so that the download is not on the way from freed GPUs to the next
+			// submission.
+			l.keepLogsSoon()
 		} else {
-			r.Log, r.LogKept = logs, true
+			logs, lerr := l.Ray.JobLogs(ctx, a.RaySubmissionID)
+			if lerr != nil {
+				l.Logger.Warn("fetch driver log; will try again", "task_id", t.ID, "submission_id", a.RaySubmissionID, "err", lerr)
+			} else if werr := l.Files.WriteLog(t.ID, a.No, logs); werr != nil {
+				l.Logger.Error("write driver log; will try again", "task_id", t.ID, "err", werr)
+			} else {
+				r.Log, r.LogKept = logs, true
+			}
 		}
 		l.crash("final_log_fetch")
 		l.syncProgress(ctx, t, a, true) // its last word (loop_progress.go)
@@ -957,6 +965,13 @@ const keepLogEvery = 5 * time.Second
 
 // keepLogs retries the fetch of ended jobs' driver logs that could not be kept when they ended, a few per pass
 // and at most every keepLogEvery.
+// keepLogsSoon makes the next keepLogs due at once: an attempt was concluded without its log.
+func (l *Loop) keepLogsSoon() {
+	l.mu.Lock()
+	l.lastKeep = time.Time{}
+	l.mu.Unlock()
+}
+
 func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 	l.mu.Lock()
 	due := now.Sub(l.lastKeep) >= keepLogEvery

@@ -558,3 +558,40 @@ func TestWritesAreStampedWhenTheyHappen(t *testing.T) {
 		}
 	}
 }
+
+// The pass that finds a gang's job SUCCEEDED fetched its driver log from Ray before deciding, so the waiting
+// task's submission came after a log download it does not depend on (10–25 ms on the local cluster, more for a
+// long log): P3's path from freed GPUs to the next submission. A success's log is not needed to conclude it; it
+// is kept after the pass's actions, in the same pass.
+func TestASuccessLogIsKeptAfterTheNextSubmission(t *testing.T) {
+	h := newHarness(t)
+	first := h.taskOf(8)
+	h.tick()
+	next := h.taskOf(8) // waits behind first
+	h.tick()
+	if s := h.get(next.ID).State; s != mvp.StatePendingResources {
+		t.Fatalf("next: %s, want it waiting", s)
+	}
+	h.ray.set(first.ID+"--a01", mvp.RaySucceeded, "ok", 0)
+	submittedFirst := false
+	h.ray.logsErr = func(id string) error {
+		if id == first.ID+"--a01" {
+			_, submittedFirst = h.ray.jobs[next.ID+"--a01"] // JobLogs holds f.mu
+		}
+		return nil
+	}
+	h.tick()
+	if s := h.get(next.ID).State; s != mvp.StateSubmitted {
+		t.Fatalf("next after first succeeded: %s", s)
+	}
+	if !submittedFirst {
+		t.Errorf("first's log was fetched before next was submitted")
+	}
+	got := h.get(first.ID)
+	if got.State != mvp.StateSucceeded || !got.Attempts[0].LogKept {
+		t.Errorf("first: %s, log kept %v; want SUCCEEDED with its log kept in the same pass", got.State, got.Attempts[0].LogKept)
+	}
+	if log, err := (taskfs.FS{Root: h.root}).ReadLog(first.ID, 1); err != nil || log == "" {
+		t.Errorf("first's driver log not in its folder: %v", err)
+	}
+}
