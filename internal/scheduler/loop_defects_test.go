@@ -121,7 +121,7 @@ func TestLoopBoundsResourceRetries(t *testing.T) {
 // Defect 5: when the final log fetch fails, the job is not deleted from Ray until its log is kept; after every try
 // failed it is deleted with a LOG_NOT_KEPT event.
 func TestLoopKeepsTheLogBeforeDeletingTheJob(t *testing.T) {
-	h := newHarness(t) // KeepFinishedJobs: 1
+	h := newHarness(t)     // KeepFinishedJobs: 1
 	h.loop.MaxLogTries = 4 // a success's log is fetched by keepLogs after the pass's actions: the first failure is a try
 	broken := map[string]error{}
 	h.ray.logsErr = func(id string) error { return broken[id] }
