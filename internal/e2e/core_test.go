@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,11 @@ func TestTaskRunsToSucceeded(t *testing.T) {
 		a.EndTime == nil || a.ExitCode == nil || *a.ExitCode != 0 || a.DriverNodeID == "" || a.FailureKind != "" {
 		t.Errorf("attempt %+v", a)
 	}
+	// The driver log is kept in the folder after the pass that concluded the run: log_kept says when.
+	waitFor(t, 30*time.Second, "the driver log to be kept", func() (bool, string) {
+		a := s.get(task.ID).Attempts[0]
+		return a.LogKept, fmt.Sprintf("log_kept %v", a.LogKept)
+	})
 	dir := filepath.Join(s.sharedRoot, "jobs", task.ID)
 	for _, f := range []string{"jobspec.yaml", "spec.json", "attempts/a01/submission.json", "attempts/a01/submission_id",
 		"attempts/a01/status.json", "attempts/a01/driver.log"} {
