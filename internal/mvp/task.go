@@ -229,8 +229,10 @@ type Store interface {
 	// for cs[i], and a change that fails writes nothing without holding back the others; err (with nil errs) is a
 	// failure of the store itself, and then none is written.
 	ApplyAll(ctx context.Context, cs []Change) (errs []error, err error)
-	// UpdateAttempt overwrites an attempt's Ray-side fields without a state change, and records an event.
-	UpdateAttempt(ctx context.Context, a *Attempt, eventType string, payload map[string]any) error
+	// UpdateAttempt overwrites an attempt's Ray-side fields without a task state change, and records an event,
+	// as a compare-and-set on the attempt's Ray status: only if it is still from (what the caller read), else
+	// ErrConflict and nothing is written.
+	UpdateAttempt(ctx context.Context, from RayStatus, a *Attempt, eventType string, payload map[string]any) error
 	// CountWaiting returns how many of owner's tasks wait (QUEUED or PENDING_RESOURCES): max_queued.
 	CountWaiting(ctx context.Context, owner string) (int, error)
 	// UsageSpans returns the attempts that ran at some time after since (started, and not ended before since),

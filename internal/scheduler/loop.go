@@ -613,7 +613,7 @@ func (l *Loop) stop(ctx context.Context, a Stop) error {
 	att := *a.Attempt
 	if !a.Retry {
 		att.FailureKind, att.Message = a.Kind, a.Reason
-		if err := l.Store.UpdateAttempt(ctx, &att, a.Event, map[string]any{"reason": a.Reason,
+		if err := l.Store.UpdateAttempt(ctx, a.Attempt.RayStatus, &att, a.Event, map[string]any{"reason": a.Reason,
 			"attempt_no": att.No, "failure_kind": a.Kind}); err != nil {
 			return fmt.Errorf("record stop of attempt %s: %w", att.RaySubmissionID, err)
 		}
@@ -730,7 +730,7 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 			return fmt.Errorf("read history of %s: %w", t.ID, gerr)
 		}
 		o := Unprepared(l.Clock.Now(), att, text, HistoryOf(full, att.No), l.Retry)
-		return l.applyOutcome(ctx, t, o, &mvp.JobInfo{SubmissionID: att.RaySubmissionID, Status: o.Attempt.RayStatus, Message: o.Attempt.Message})
+		return l.applyOutcome(ctx, t, att.RayStatus, o, &mvp.JobInfo{SubmissionID: att.RaySubmissionID, Status: o.Attempt.RayStatus, Message: o.Attempt.Message})
 	default:
 		// Ray's answer might echo the payload: no secret value goes into the task's record.
 		text := redact(err.Error(), secretValues)
@@ -842,7 +842,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		l.syncProgress(ctx, t, a, false) // loop_progress.go
 	}
 	if attemptChanged(a, &up) {
-		return l.Store.UpdateAttempt(ctx, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": info.Status})
+		return l.Store.UpdateAttempt(ctx, a.RayStatus, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": info.Status})
 	}
 	return nil
 }
@@ -883,15 +883,16 @@ func (l *Loop) conclude(ctx context.Context, t *mvp.Task, a *mvp.Attempt, r Repo
 	if info == nil {
 		info = &mvp.JobInfo{SubmissionID: a.RaySubmissionID, Status: o.Attempt.RayStatus, Message: o.Attempt.Message}
 	}
-	return l.applyOutcome(ctx, t, o, info)
+	return l.applyOutcome(ctx, t, a.RayStatus, o, info)
 }
 
-// applyOutcome writes a Close or Transition outcome of t's attempt (info is Ray's view of it, kept with its result).
-func (l *Loop) applyOutcome(ctx context.Context, t *mvp.Task, o Outcome, info *mvp.JobInfo) error {
+// applyOutcome writes a Close or Transition outcome of t's attempt, whose Ray status was read as from (info is
+// Ray's view of it, kept with its result).
+func (l *Loop) applyOutcome(ctx context.Context, t *mvp.Task, from mvp.RayStatus, o Outcome, info *mvp.JobInfo) error {
 	now := l.Clock.Now()
 	l.writeResult(t, &o.Attempt, info)
 	if o.Verdict == Close {
-		return l.Store.UpdateAttempt(ctx, &o.Attempt, o.EventType, o.EventPayload)
+		return l.Store.UpdateAttempt(ctx, from, &o.Attempt, o.EventType, o.EventPayload)
 	}
 	c := mvp.Change{TaskID: t.ID, From: t.State, To: o.To, At: now, AttemptUpdate: &o.Attempt,
 		EventType: o.EventType, EventPayload: o.EventPayload}

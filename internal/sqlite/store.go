@@ -552,9 +552,11 @@ func (p *change) write(w *wtx) error {
 
 // UpdateAttempt overwrites the Ray-side fields (job id, status, failure kind, message, driver node, start and
 // end times, exit code) of attempt (a.TaskID, a.No) and records an event of eventType (default
-// mvp.EventRayStatusSync) whose payload gains "attempt_no"; the task's state is unchanged. An unknown attempt is
-// mvp.ErrNotFound. The event is stamped with the wall clock: the interface carries no time.
-func (db *DB) UpdateAttempt(ctx context.Context, a *mvp.Attempt, eventType string, payload map[string]any) error {
+// mvp.EventRayStatusSync) whose payload gains "attempt_no"; the task's state is unchanged. It is a compare-and-set
+// on the attempt's Ray status: an attempt whose status is no longer from is mvp.ErrConflict, an unknown attempt
+// mvp.ErrNotFound, and then nothing is written. The event is stamped with the wall clock: the interface carries
+// no time.
+func (db *DB) UpdateAttempt(ctx context.Context, from mvp.RayStatus, a *mvp.Attempt, eventType string, payload map[string]any) error {
 	if a == nil {
 		return mvp.Errorf(mvp.CodeInvalid, "attempt", "update attempt: no attempt given")
 	}
@@ -573,8 +575,24 @@ func (db *DB) UpdateAttempt(ctx context.Context, a *mvp.Attempt, eventType strin
 	args := attemptUpdateArgs(a.TaskID, a)
 	ts := nanos(time.Now())
 	err = db.exec(ctx, func(w *wtx) error {
-		if err := updateAttempt(w, a.TaskID, a.No, args); err != nil {
+		res, err := w.exec(updateAttemptSQL+` AND ray_status = ?`, append(args, from)...)
+		if err != nil {
 			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			st, err := w.stmt(`SELECT ray_status FROM attempts WHERE task_id = ? AND attempt_no = ?`)
+			if err != nil {
+				return err
+			}
+			var now mvp.RayStatus
+			if err := st.QueryRowContext(context.Background(), a.TaskID, a.No).Scan(&now); errors.Is(err, sql.ErrNoRows) {
+				return notFound("task %s has no attempt %d", a.TaskID, a.No)
+			} else if err != nil {
+				return err
+			}
+			return conflict("its Ray status is %q, not %q as read", now, from)
 		}
 		if _, err := w.exec(insertEventSQL, a.TaskID, ts, eventType, body); err != nil {
 			return fmt.Errorf("insert event: %w", err)

@@ -54,7 +54,7 @@ func TestOwnersPriorityAndUsage(t *testing.T) {
 		}
 		att := &mvp.Attempt{TaskID: at.id, No: 1, RaySubmissionID: sid, RayStatus: at.status, StartTime: at.start,
 			EndTime: at.end, CreatedAt: t0}
-		if err := db.UpdateAttempt(ctx, att, mvp.EventRayStatusSync, nil); err != nil {
+		if err := db.UpdateAttempt(ctx, "", att, mvp.EventRayStatusSync, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -979,7 +979,7 @@ func testUpdateAttempt(h *harness) {
 	start, end := t0.Add(time.Second), t0.Add(time.Minute)
 	code := 3
 	before := h.snap(task.ID)
-	h.must(h.s.UpdateAttempt(h.ctx, &mvp.Attempt{TaskID: task.ID, No: 1, RayJobID: "02000000", RayStatus: mvp.RayFailed,
+	h.must(h.s.UpdateAttempt(h.ctx, "", &mvp.Attempt{TaskID: task.ID, No: 1, RayJobID: "02000000", RayStatus: mvp.RayFailed,
 		FailureKind: mvp.FailureUserError, Message: "boom", DriverNodeID: "n1", StartTime: &start, EndTime: &end,
 		ExitCode: &code, RaySubmissionID: "not-the-submission-id", CreatedAt: t0.Add(time.Hour)},
 		mvp.EventRayStatusSync, map[string]any{"ray_status": "FAILED"}))
@@ -1000,7 +1000,7 @@ func testUpdateAttempt(h *harness) {
 	}
 
 	// Every Ray-side field is overwritten, the empty ones too; an empty event type is a status sync.
-	h.must(h.s.UpdateAttempt(h.ctx, &mvp.Attempt{TaskID: task.ID, No: 1, RayStatus: mvp.RayStopped}, "", nil))
+	h.must(h.s.UpdateAttempt(h.ctx, mvp.RayFailed, &mvp.Attempt{TaskID: task.ID, No: 1, RayStatus: mvp.RayStopped}, "", nil))
 	s = h.snap(task.ID)
 	h.checkAttempts("overwritten", s.Task.Attempts, []*mvp.Attempt{{TaskID: task.ID, No: 1, RaySubmissionID: sid,
 		RayStatus: mvp.RayStopped, CreatedAt: t0}})
@@ -1008,8 +1008,16 @@ func testUpdateAttempt(h *harness) {
 		h.t.Errorf("default event %+v payload %s", last, last.Payload)
 	}
 
+	// A compare-and-set on the status read: a writer whose copy is stale (the attempt is no longer FAILED) changes
+	// nothing.
+	err := h.s.UpdateAttempt(h.ctx, mvp.RayFailed, &mvp.Attempt{TaskID: task.ID, No: 1, RayStatus: mvp.RayRunning}, "", nil)
+	if !errors.Is(err, mvp.ErrConflict) {
+		h.t.Errorf("update from a stale status: %v, want ErrConflict", err)
+	}
+	h.unchanged("an update from a stale status", s)
+
 	for _, a := range []*mvp.Attempt{{TaskID: task.ID, No: 2}, {TaskID: "mvp2-ppo-20251223-143201-ffffffff", No: 1}} {
-		err := h.s.UpdateAttempt(h.ctx, a, mvp.EventRayStatusSync, map[string]any{"x": 1})
+		err := h.s.UpdateAttempt(h.ctx, "", a, mvp.EventRayStatusSync, map[string]any{"x": 1})
 		if !errors.Is(err, mvp.ErrNotFound) || mvp.ErrorCode(err) != mvp.CodeNotFound {
 			h.t.Errorf("unknown attempt %s/%d: %v, want ErrNotFound", a.TaskID, a.No, err)
 		}
@@ -1133,7 +1141,7 @@ func testActive(h *harness) {
 	}
 
 	// The canceled task's job stops: it leaves.
-	h.must(h.s.UpdateAttempt(h.ctx, &mvp.Attempt{TaskID: canceled.ID, No: 1, RayStatus: mvp.RayStopped,
+	h.must(h.s.UpdateAttempt(h.ctx, mvp.RayRunning, &mvp.Attempt{TaskID: canceled.ID, No: 1, RayStatus: mvp.RayStopped,
 		RayJobID: "02000000", EndTime: &now}, mvp.EventRayStatusSync, nil))
 	want = append(want[:2:2], want[3:]...)
 	wantAttempt = append(wantAttempt[:2:2], wantAttempt[3:]...)
