@@ -465,8 +465,7 @@ func (s *Server) checkUser(ctx context.Context, t *mvp.Task) error {
 			return err
 		}
 		if n >= u.MaxQueued {
-			return mvp.Errorf(mvp.CodeTooMany, "", "%s has %d tasks waiting, its max_queued; wait for some to start or "+
-				"cancel some", u.Name, n)
+			return mvp.TooManyWaiting(u.Name, n, u.MaxQueued)
 		}
 	}
 	return nil

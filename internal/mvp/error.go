@@ -57,3 +57,9 @@ var ErrConflict = &Error{Code: CodeConflict, Message: "the task changed state me
 // ErrTaskIDTaken is the ErrConflict of a new task whose id another task has (ids are drawn at random within a
 // second): the caller draws another. errors.Is matches both.
 var ErrTaskIDTaken = &Error{Code: CodeConflict, Message: "the task id is taken"}
+
+// TooManyWaiting is the refusal of a submit past the owner's max_queued: n of their tasks wait already.
+func TooManyWaiting(owner string, n, maxQueued int) error {
+	return Errorf(CodeTooMany, "", "%s has %d tasks waiting; its max_queued is %d: wait for some to start or cancel some",
+		owner, n, maxQueued)
+}

@@ -966,8 +966,7 @@ func (w *wtx) withinMaxWaiting(t *mvp.Task) error {
 		return fmt.Errorf("count waiting tasks of %s: %w", ownerOf(t), err)
 	}
 	if n >= t.MaxWaiting {
-		return mvp.Errorf(mvp.CodeTooMany, "", "%s has %d tasks waiting, its max_queued; wait for some to start or "+
-			"cancel some", ownerOf(t), n)
+		return mvp.TooManyWaiting(ownerOf(t), n, t.MaxWaiting)
 	}
 	return nil
 }
