@@ -60,6 +60,9 @@ type Server struct {
 	// StaleTick: a scheduler whose last pass began longer ago than this is degraded in /healthz (a pass waiting on
 	// a Ray that does not answer); 0 never judges it.
 	StaleTick time.Duration
+	// Database, when set, says what is wrong with the database file (removed or replaced under mvp): /healthz is
+	// degraded then.
+	Database func() error
 	// LogPoll is the period at which a followed log is read again.
 	LogPoll time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
@@ -306,6 +309,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 			body["status"] = "degraded"
 			body["scheduler"] = fmt.Sprintf("the scheduler's last pass began %s ago: it is waiting, on Ray perhaps "+
 				"(see ray_error, and mvp's log)", age.Round(time.Second))
+		}
+	}
+	if s.Database != nil {
+		if err := s.Database(); err != nil {
+			body["status"] = "degraded"
+			body["database"] = err.Error()
 		}
 	}
 	writeJSON(w, status, body)

@@ -162,6 +162,16 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{Observer: obs}); err != nil {
 		return dbErr(err)
 	}
+	if file, folder := m.store.Created(); file {
+		msg := "a new, empty database was made: if mvp ran before, its database is elsewhere (v2.sqlite.db_path) " +
+			"or on a filesystem not mounted yet; stop mvp, mount it and restart, or what is submitted now stays here"
+		if folder {
+			msg = "a new, empty database was made, and its folder too: if mvp ran before, its database is elsewhere " +
+				"(v2.sqlite.db_path) or on a filesystem not mounted yet (NFS); stop mvp, mount it and restart, or what is " +
+				"submitted now stays here"
+		}
+		logger.Warn(msg, "db", m.store.Path())
+	}
 	if cs := cfg.V2.SQLite.CheckpointSchedule; cs != "off" {
 		if m.stopCheckpoints, err = m.store.ScheduleCheckpoints(cs, logger.With("component", "sqlite")); err != nil {
 			return err
@@ -248,8 +258,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, Prepare: prepare, Build: build,
 		Policy: policy, Clock: clock, Logger: logger.With("component", "api"), Token: token, Users: users,
 		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
-		StaleTick: max(15*time.Second, 3*m.loop.Tick),
-		Secrets:   vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public, RayDoor: door}
+		StaleTick: max(15*time.Second, 3*m.loop.Tick), Database: m.store.CheckFile,
+		Secrets: vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public, RayDoor: door}
 	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, Admit: srv.AdmitScheduled, NewID: api.NewTaskID,
 		Ready: m.loop.Synced(), // overlap must see the tasks as Ray left them, not as the last process did
 		Cancel: func(ctx context.Context, id, by string) error {

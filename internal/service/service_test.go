@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -435,5 +436,66 @@ func TestAnEndedAttemptsLogIsNotTheRunningCopy(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "done") {
 		t.Errorf("log of the ended attempt: %q; want Ray's whole log (it ends with done), not the running copy", b.String())
+	}
+}
+
+// lockedBuffer is a log sink a test reads while the service writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The database's folder missing at start (an NFS not mounted yet) gave a new, empty queue without a word; and the
+// folder removed while mvp ran left /healthz "ok" while submits went into a file no later start would open. mvp
+// now warns at start that it made a new database, and /healthz is degraded (and submits refused) once the file is
+// no longer at its path. Found in a walk-through.
+func TestANewOrLostDatabaseIsSaidOutLoud(t *testing.T) {
+	cfg := servicetest.Config(t)
+	dir := filepath.Join(t.TempDir(), "not-mounted")
+	cfg.V2.SQLite.DBPath = filepath.Join(dir, "db", "mvp.sqlite3")
+	var log lockedBuffer
+	m := servicetest.Start(t, &service.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if !strings.Contains(log.String(), "a new, empty database was made") {
+		t.Errorf("no warning that the database is new:\n%s", log.String())
+	}
+	health := func() map[string]any {
+		resp, err := http.Get(m.URL() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if h := health(); h["status"] != "ok" {
+		t.Fatalf("healthz before: %v", h)
+	}
+	if err := os.Rename(dir, dir+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	h := health()
+	if h["status"] != "degraded" || !strings.Contains(fmt.Sprint(h["database"]), "was removed") {
+		t.Errorf("healthz with the database removed: %v; want degraded, saying so", h)
+	}
+	if _, err := m.Client().Submit(context.Background(), []byte(goodPPO(1)), false); mvp.ErrorCode(err) != mvp.CodeUnavailable {
+		t.Errorf("a submit into the removed database: %v; want 503", err)
+	}
+	if err := os.Rename(dir+".aside", dir); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -62,6 +63,9 @@ type DB struct {
 	obs     mvp.Observer
 	maint   *sql.DB // checkpoints: at most one connection, held only while one runs
 	queue   queueCache
+
+	file                 os.FileInfo // the database file as opened: CheckFile compares what is at path now
+	madeFile, madeFolder bool        // Created
 }
 
 var _ mvp.Store = (*DB)(nil)
@@ -85,6 +89,10 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	_, ferr := os.Stat(filepath.Dir(abs))
+	madeFolder := errors.Is(ferr, fs.ErrNotExist)
+	_, ferr = os.Stat(abs)
+	madeFile := errors.Is(ferr, fs.ErrNotExist)
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("create database folder: %w", err)
 	}
@@ -160,6 +168,10 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 	if db.wconn, err = w.Conn(ctx); err != nil {
 		return fail(fmt.Errorf("open database %s: take the write connection: %w", abs, db.mapErr(err)))
 	}
+	if db.file, err = os.Stat(abs); err != nil {
+		return fail(fmt.Errorf("open database %s: %w", abs, err))
+	}
+	db.madeFile, db.madeFolder = madeFile, madeFolder
 	go db.writer()
 	return db, nil
 }
@@ -168,6 +180,24 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 // '#' in the path.
 func dsn(path string, q url.Values) string {
 	return "file:" + strings.ReplaceAll(path, "%", "%25") + "?" + q.Encode()
+}
+
+// Created reports what Open had to make: the database file (so the queue it serves starts empty) and its folder.
+func (db *DB) Created() (file, folder bool) { return db.madeFile, db.madeFolder }
+
+// CheckFile returns an error (mvp.CodeUnavailable) when the file at the database's path is no longer the one
+// opened: removed, or replaced, with its folder perhaps. What would be written then is lost at the next start.
+func (db *DB) CheckFile() error {
+	now, err := os.Stat(db.path)
+	if err == nil && os.SameFile(db.file, now) {
+		return nil
+	}
+	what := "replaced by another file"
+	if err != nil {
+		what = "removed"
+	}
+	return mvp.Errorf(mvp.CodeUnavailable, "", "the database file %s was %s while mvp runs, so what it writes "+
+		"now would be lost: put the file back, or restart mvp to open the one at v2.sqlite.db_path", db.path, what)
 }
 
 // Path returns the absolute path of the database file.

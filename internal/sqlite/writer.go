@@ -214,6 +214,12 @@ func (db *DB) run(batch []*op) {
 		answer(fmt.Errorf("%s: %w", what, db.mapErr(err)))
 	}
 
+	// A file no longer at its path (removed or replaced under mvp) takes writes that no later start will see:
+	// refused, not acknowledged. One stat per batch.
+	if err := db.CheckFile(); err != nil {
+		answer(err)
+		return
+	}
 	if _, err := w.exec(`BEGIN IMMEDIATE`); err != nil {
 		abort("begin", err)
 		return
