@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime/pprof"
+	"syscall"
 
 	"github.com/mvp2/mvp/internal/cli"
 	"github.com/mvp2/mvp/internal/config"
@@ -33,6 +35,16 @@ func serve(ctx context.Context, args []string) error {
 		return cli.Usage(fmt.Errorf("--log-level: %w", err))
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// SIGHUP (a log rotation's postrotate, a closed terminal) would end the process without the orderly stop that
+	// SIGTERM gets. mvp writes its log to stderr and has nothing to reopen: it is ignored, and said so.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer func() { signal.Stop(hup); close(hup) }()
+	go func() {
+		for range hup {
+			logger.Info("SIGHUP ignored: mvp serve stops on SIGTERM; it logs to stderr, so rotate that file with copytruncate")
+		}
+	}()
 
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)

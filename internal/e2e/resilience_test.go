@@ -90,6 +90,26 @@ func TestGracefulShutdown(t *testing.T) {
 	t.Logf("%d acknowledged, %d stored (a submit cut by the shutdown may be stored unanswered)", len(acked), stored)
 }
 
+// SIGHUP (what a log-rotation's postrotate or a closed terminal sends) killed mvp serve on the spot, without the
+// orderly stop SIGTERM gets. It is ignored, and said so in the log. Found in a walk-through.
+func TestSIGHUPDoesNotStopTheService(t *testing.T) {
+	s := startService(t, serviceOpts{})
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "mvp serve to log the SIGHUP", func() (bool, string) {
+		select {
+		case <-s.exited:
+			t.Fatalf("mvp serve exited on SIGHUP:\n%s", tail(readFile(t, s.logPath), 10))
+		default:
+		}
+		return strings.Contains(readFile(t, s.logPath), "SIGHUP"), tail(readFile(t, s.logPath), 3)
+	})
+	if _, err := s.c.Submit(ctxT(t), []byte(spec("ppo", 1, 8, 1)), false); err != nil {
+		t.Errorf("a submit after SIGHUP: %v", err)
+	}
+}
+
 // TestRayOutage stops the whole Ray cluster for $MVP_E2E_OUTAGE_S seconds (default 60) with tasks running and
 // waiting, then starts it again. It runs in the last phase of scripts/e2e.sh, which owns that cluster.
 func TestRayOutage(t *testing.T) {
