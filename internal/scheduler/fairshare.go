@@ -121,8 +121,9 @@ type userState struct {
 	// charge is decayed usage ÷ share, plus what the user's live attempts and the tasks ranked so far will use
 	// ÷ share (fair share's merge).
 	charge float64
-	// fair and quota are the fair_share and quota sentences, formatted once (after the pass's admissions).
-	fair, quota string
+	// fair and quota are the fair_share and quota sentences, formatted once (after the pass's admissions);
+	// quotaNever is the sentence of a gang larger than max_gpus by itself.
+	fair, quota, quotaNever string
 }
 
 // gangGPUs is the GPUs a task of this shape holds in all.
@@ -358,9 +359,17 @@ func (pl *plan) fairReason(u int32) string {
 	return us.fair
 }
 
-// quotaReason is the sentence of a quota wait for user u (formatted once per pass and user).
-func (pl *plan) quotaReason(u int32) string {
-	us := &pl.users[u]
+// quotaReason is the sentence of entry e's quota wait (formatted once per pass and user).
+func (pl *plan) quotaReason(e *entry) string {
+	us := &pl.users[e.user]
+	if g := pl.shapes[e.shape].d.gangGPUs(); g > us.maxGPUs {
+		// The cap was lowered after it was queued (a submit of it now is refused): it can never start under it.
+		if us.quotaNever == "" {
+			us.quotaNever = fmt.Sprintf("quota: this task's gang is larger than %s's max_gpus %g by itself, so it can "+
+				"never start under that cap; cancel it, or ask for a higher max_gpus", us.name, us.maxGPUs)
+		}
+		return us.quotaNever
+	}
 	if us.quota == "" {
 		us.quota = fmt.Sprintf("quota: %s's live tasks hold %g of its max_gpus %g; this task's gang would pass it",
 			us.name, us.used, us.maxGPUs)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,6 +167,21 @@ func TestQuotaHoldsOnlyItsOwner(t *testing.T) {
 		if w == nil || w.Code != CodeQuota || w.Reason == "" {
 			t.Fatalf("%s: alice's task waits %+v, want code quota", name, w)
 		}
+	}
+}
+
+// A task whose gang alone is larger than its owner's max_gpus (the cap lowered after it was queued) waited with
+// the usual quota sentence, "this task's gang would pass it", for up to max_queued_s (7 days): it can never start
+// under that cap, and its reason says so, as a new submit of it is told. Found in a walk-through.
+func TestAGangOverTheCapSaysItCanNeverStart(t *testing.T) {
+	b := newBench("w1", "w2")
+	over := owned("alice", 50, 4, 10*time.Minute)
+	p := named(PolicyXFChain)
+	p.Users = map[string]UserLimits{"alice": {MaxGPUs: 2}}
+	w := waitOf(Decide(t0, b.snap(over), p), over)
+	if w == nil || w.Code != CodeQuota || !strings.Contains(w.Reason, "can never start") ||
+		!strings.Contains(w.Reason, "max_gpus 2") {
+		t.Fatalf("alice's 4-GPU task under a cap of 2 waits %+v; want code quota saying it can never start", w)
 	}
 }
 

@@ -986,7 +986,7 @@ func (pl *plan) reasonOf(e *entry) string {
 		}
 		return pl.maxRunning
 	case cQuota:
-		return pl.quotaReason(e.user)
+		return pl.quotaReason(e)
 	case cFairShare:
 		return pl.fairReason(e.user)
 	case cBehindReservation:
