@@ -641,24 +641,56 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 		}
 		return nil
 	}
-	// The task folder first: a run whose folder cannot be written (shared_root full or read-only) would fail as
-	// its own error, with nothing kept of it. It waits instead, and is submitted once the folder can be written.
-	if err := l.writeFolder(t, s.AttemptNo, payload); err != nil {
-		return l.holdForFolder(ctx, now, t, err)
+	kept, ran := l.keptEnd(t, s.AttemptNo, payload.SubmissionID)
+	if !ran {
+		// The task folder first: a run whose folder cannot be written (shared_root full or read-only) would fail
+		// as its own error, with nothing kept of it. It waits instead, and is submitted once the folder can be
+		// written.
+		if err := l.writeFolder(t, s.AttemptNo, payload); err != nil {
+			return l.holdForFolder(ctx, now, t, err)
+		}
 	}
 	att := &mvp.Attempt{TaskID: t.ID, No: s.AttemptNo, RaySubmissionID: payload.SubmissionID, CreatedAt: now}
 	l.crash("queued_to_submitting") // decided and built, QUEUED→SUBMITTING not yet written
 	var none *time.Time
 	empty := ""
+	ev := map[string]any{"submission_id": att.RaySubmissionID, "nodes": s.Nodes}
+	if ran {
+		ev["already_ran"] = "its end is in the task folder: not sent to Ray again"
+	}
 	if err := l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StateSubmitting, At: now,
 		NewAttempt: att, NextRunAt: &none, PendingReason: &empty, EventType: mvp.EventSubmit,
-		EventPayload: map[string]any{"submission_id": att.RaySubmissionID, "nodes": s.Nodes}}); err != nil {
+		EventPayload: ev}); err != nil {
 		return fmt.Errorf("record attempt %s: %w", att.RaySubmissionID, err)
+	}
+	t.State = mvp.StateSubmitting
+	if ran {
+		// This attempt ran to its end before, in a life of the database that this one does not remember (restored
+		// from an older copy) and Ray no longer has the job (pruned): its end, kept in the task folder, is its end
+		// now. Sending it again would run the same work twice under the same submission id.
+		l.Logger.Warn("attempt already ran: its end is read from its task folder, not run again (the database is "+
+			"older than the run: restored from a copy?)", "task_id", t.ID, "submission_id", att.RaySubmissionID,
+			"ray_status", kept.Info.Status)
+		return l.conclude(ctx, t, att, kept)
 	}
 	mvp.ObserverOr(l.Observer).TaskAdmitted(t.Workload)
 	l.crash("submitting_before_ray")
-	t.State = mvp.StateSubmitting
 	return l.callRay(ctx, t, att, payload, false)
+}
+
+// keptEnd reads attempt n's end from the task folder (status.json, written when mvp concluded it, and its kept
+// driver log): what Ray said last about a job it may have deleted since. ok is false when the folder holds none
+// for this submission id.
+func (l *Loop) keptEnd(t *mvp.Task, n int, submissionID string) (r Report, ok bool) {
+	info, _, err := l.Files.ReadResult(t.ID, n)
+	if err != nil || info.SubmissionID != submissionID || !info.Status.Terminal() {
+		return Report{}, false
+	}
+	r.Info = info
+	if log, err := l.Files.ReadLog(t.ID, n); err == nil {
+		r.Log, r.LogKept = log, true
+	}
+	return r, true
 }
 
 // writeFolder writes what the task folder holds before attempt n is sent: for the first, the jobspec as submitted
@@ -778,6 +810,9 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 	}
 	info, err := l.Ray.GetJob(ctx, a.RaySubmissionID)
 	if errors.Is(err, mvp.ErrJobNotFound) {
+		if r, ok := l.keptEnd(t, a.No, a.RaySubmissionID); ok {
+			return l.conclude(ctx, t, a, r)
+		}
 		l.mu.Lock()
 		last := laterOf(l.posted[a.RaySubmissionID], l.started)
 		l.mu.Unlock()

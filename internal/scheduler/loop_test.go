@@ -595,3 +595,50 @@ func TestASuccessLogIsKeptAfterTheNextSubmission(t *testing.T) {
 		t.Errorf("first's driver log not in its folder: %v", err)
 	}
 }
+
+// A database restored from a copy older than a run, whose Ray job mvp had since deleted (keep_finished_jobs):
+// the task, QUEUED in the copy, was sent to Ray again under the same submission id and ran twice; one RUNNING in
+// the copy was taken as lost by Ray (INFRA) and run again. The attempt's end is in its task folder (status.json,
+// written when it was concluded): it is read from there, and nothing is sent. Found in a walk-through.
+func TestARestoredDatabaseDoesNotRunAnEndedAttemptAgain(t *testing.T) {
+	h := newHarness(t)
+	files := taskfs.FS{Root: h.root}
+	code := 0
+	ended := func(id string, st mvp.RayStatus) {
+		sub := mvp.SubmissionID(id, 1)
+		if err := files.WriteResult(id, 1, &mvp.JobInfo{SubmissionID: sub, Status: st, DriverExitCode: &code,
+			StartTime: h.clock.t.Add(-time.Hour).UnixMilli(), EndTime: h.clock.t.Add(-time.Minute).UnixMilli()}, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := files.WriteLog(id, 1, "verl-standin: done\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queued := h.task() // QUEUED in the copy; it ran and succeeded after it was taken
+	ended(queued.ID, mvp.RaySucceeded)
+	running := h.task() // RUNNING in the copy
+	h.tick()
+	h.ray.set(running.ID+"--a01", mvp.RayRunning, "", 0)
+	h.tick()
+	if s := h.get(running.ID).State; s != mvp.StateRunning {
+		t.Fatalf("running: %s", s)
+	}
+	ended(running.ID, mvp.RaySucceeded)
+	h.ray.mu.Lock()
+	delete(h.ray.jobs, running.ID+"--a01") // pruned from Ray since
+	submits := h.ray.submits
+	h.ray.mu.Unlock()
+	h.tick()
+	h.tick()
+	for _, id := range []string{queued.ID, running.ID} {
+		got := h.get(id)
+		if got.State != mvp.StateSucceeded || len(got.Attempts) != 1 || got.Attempts[0].RayStatus != mvp.RaySucceeded {
+			t.Errorf("%s: %s with %d attempt(s); want SUCCEEDED from its kept end, one attempt", id, got.State, len(got.Attempts))
+		}
+	}
+	h.ray.mu.Lock()
+	defer h.ray.mu.Unlock()
+	if _, ok := h.ray.jobs[queued.ID+"--a01"]; ok || h.ray.submits != submits {
+		t.Errorf("%d submission(s) to Ray after the restore; want none (the work ran already)", h.ray.submits-submits)
+	}
+}

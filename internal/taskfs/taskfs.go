@@ -152,6 +152,24 @@ func attemptRel(n int) (string, error) {
 	return filepath.Join("attempts", fmt.Sprintf("a%02d", n)), nil
 }
 
+// ReadResult returns what WriteResult kept of attempt n's end: Ray's final view of the job and the failure kind
+// mvp gave it, or an error wrapping os.ErrNotExist when the attempt has not ended (or was never sent).
+func (f FS) ReadResult(id string, n int) (*mvp.JobInfo, mvp.FailureKind, error) {
+	fh, _, err := f.openAttemptFile(id, n, "status.json")
+	if err != nil {
+		return nil, "", fmt.Errorf("read attempt status: %w", err)
+	}
+	defer fh.Close()
+	var r struct {
+		mvp.JobInfo
+		FailureKind mvp.FailureKind `json:"failure_kind"`
+	}
+	if err := json.NewDecoder(io.LimitReader(fh, 1<<20)).Decode(&r); err != nil {
+		return nil, "", fmt.Errorf("read attempt status: %w", err)
+	}
+	return &r.JobInfo, r.FailureKind, nil
+}
+
 // ReadLog returns the attempt's copy of the driver log, or an error wrapping os.ErrNotExist.
 func (f FS) ReadLog(id string, n int) (string, error) {
 	fh, _, err := f.openAttemptFile(id, n, "driver.log")
