@@ -57,6 +57,7 @@ Usage:
   mvp bench load [--clients N] [--duration D] [--submit-share S] [-f job.yaml]   load the API; report throughput and latency
   mvp bench minimal-server --listen ADDR --db FILE | raw-fsync --db FILE [--n N]   P1's yardsticks (make bench)
   mvp doctor [--config dev.yaml] [--gpus N] [--num-gpus]      this node's GPUs (NVML) and its readiness as a Ray worker
+  mvp backup [--config dev.yaml] [--db-path P] FILE            a consistent copy of mvp's database, safe while it runs
   mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--policy NAME|all] [-o json]   replay a trace (no Ray)
   mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv     make a trace
 
@@ -103,6 +104,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = runSchedule(ctx, rest, env)
 	case "users":
 		err = runUsers(ctx, rest, env)
+	case "backup":
+		err = runBackup(ctx, rest, env)
 	default:
 		fmt.Fprintf(env.Stderr, "mvp: unknown command %q\n\n%s", verb, usage)
 		return 2

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/sqlite"
 )
 
 func TestInterleaveLetsFlagsFollowArguments(t *testing.T) {
@@ -266,5 +267,29 @@ func TestLogsFollowFollowsTheNextAttempt(t *testing.T) {
 	if e := errb.String(); !strings.Contains(e, "attempt 1 ended (INSUFFICIENT_RESOURCES)") ||
 		!strings.Contains(e, "attempt 2") {
 		t.Errorf("stderr %q does not say the task ran again and that attempt 2 is followed", e)
+	}
+}
+
+// mvp backup copies the database named by dev.yaml into a new file and says how many tasks it holds.
+func TestBackupVerb(t *testing.T) {
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "db", "mvp.sqlite3")
+	db, err := sqlite.Open(context.Background(), dbPath, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	cfg := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(cfg, []byte("v2:\n  sqlite: {db_path: "+dbPath+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	to := filepath.Join(dir, "backup.sqlite3")
+	code := Run(context.Background(), []string{"backup", "--config", cfg, to}, Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+	if code != 0 || !strings.Contains(out.String(), "0 tasks, integrity ok") {
+		t.Fatalf("mvp backup: exit %d, %q %q", code, out.String(), errb.String())
+	}
+	if code := Run(context.Background(), []string{"backup", "--config", cfg, to}, Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}); code == 0 {
+		t.Errorf("a second backup over the same file succeeded")
 	}
 }
