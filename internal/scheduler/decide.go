@@ -79,6 +79,9 @@ type ActiveAttempt struct {
 	// ProgressAt is when the loop last saw the attempt's progress file change, on mvp's clock; zero when it has
 	// none (see heartbeats and fillProgressAt).
 	ProgressAt time.Time
+	// Unseen is true when the attempt's folder (written before it was sent) is not under shared_root now: its
+	// progress cannot be read, so its heartbeat is not judged.
+	Unseen bool
 	// Nodes are the nodes its placed groups are on, one per group, when known (the simulator knows them; Ray's
 	// placement groups say so too). When not, Decide attributes the attempt's GPUs to nodes that show that many in
 	// use, to plan reservations from declared ends.

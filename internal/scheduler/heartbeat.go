@@ -19,8 +19,8 @@ func lastHeartbeat(a ActiveAttempt) (time.Time, bool) {
 
 // heartbeats returns a Stop (HEARTBEAT_LOST) for every running attempt whose task asks for a heartbeat and whose
 // progress file has not changed for heartbeat_timeout_s. An attempt already judged (stops retries it), one
-// judged in this pass (out holds its Stop), a canceled task, and a gang that is still being placed (the gang wait
-// covers it) are left alone.
+// judged in this pass (out holds its Stop), a canceled task, a gang that is still being placed (the gang wait
+// covers it) and an attempt whose folder mvp cannot see (Unseen) are left alone.
 func heartbeats(now time.Time, s Snapshot, out []Action) []Action {
 	if s.JobsUnread {
 		return out // the attempts' states are not known now (Snapshot.JobsUnread)
@@ -33,7 +33,7 @@ func heartbeats(now time.Time, s Snapshot, out []Action) []Action {
 	}
 	for _, a := range s.Active {
 		if a.Attempt == nil || a.Task.HeartbeatTimeoutS <= 0 || a.Task.State == mvp.StateCanceled ||
-			a.Attempt.RayStatus != mvp.RayRunning || a.Judged() || judged[a.Attempt] || !a.StuckSince.IsZero() {
+			a.Attempt.RayStatus != mvp.RayRunning || a.Judged() || judged[a.Attempt] || !a.StuckSince.IsZero() || a.Unseen {
 			continue
 		}
 		last, ok := lastHeartbeat(a)

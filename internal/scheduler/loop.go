@@ -63,6 +63,8 @@ type Loop struct {
 	// progressSeen: submission id → the progress file's modification time as last seen, and when (mvp's clock)
 	// the loop first saw that time (loop_progress.go).
 	progressSeen map[string]progressSeen
+	// unseenWarned: submission ids whose missing folder was logged (loop_progress.go).
+	unseenWarned map[string]bool
 	// While Ray is unreachable, ticks back off (doubling from Tick to MaxBackoff, jittered) instead of calling
 	// Ray every tick.
 	backoff   time.Duration

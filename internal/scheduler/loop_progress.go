@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -58,6 +59,25 @@ func (l *Loop) fillProgressAt(as []ActiveAttempt, record bool) {
 		}
 		mt, err := l.Files.ProgressModTime(a.Task.ID, a.Attempt.No)
 		sid := a.Attempt.RaySubmissionID
+		if err != nil && l.folderGone(a.Task.ID, a.Attempt.No) {
+			// mvp wrote this folder before the attempt was sent: not there now, mvp looks in the wrong place
+			// (shared_root changed, or not mounted) and cannot tell whether the run lives.
+			a.Unseen = true
+			l.mu.Lock()
+			if l.unseenWarned == nil {
+				l.unseenWarned = map[string]bool{}
+			}
+			warn := !l.unseenWarned[sid]
+			l.unseenWarned[sid] = true
+			l.mu.Unlock()
+			if warn {
+				dir, _ := l.Files.AttemptDir(a.Task.ID, a.Attempt.No)
+				l.Logger.Warn("a running attempt's folder is not under shared_root: its heartbeat is not judged until it "+
+					"is (was shared_root changed, or is it not mounted?)", "task_id", a.Task.ID, "submission_id", sid,
+					"folder", dir)
+			}
+			continue
+		}
 		l.mu.Lock()
 		seen, ok := l.progressSeen[sid]
 		switch {
@@ -79,6 +99,17 @@ func (l *Loop) fillProgressAt(as []ActiveAttempt, record bool) {
 		l.mu.Unlock()
 		a.ProgressAt = seen.at
 	}
+}
+
+// folderGone reports whether attempt n's submission_id file, which mvp writes in the attempt's folder before
+// sending it, is not at its place under shared_root (a folder there may be one the log copy made since).
+func (l *Loop) folderGone(id string, n int) bool {
+	dir, err := l.Files.AttemptDir(id, n)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(dir, "submission_id"))
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // readProgress reads the progress files of the running tasks' attempts, without Ray: while Ray cannot be asked

@@ -187,3 +187,37 @@ func TestProgressIsReadWhileRayIsDown(t *testing.T) {
 		t.Fatalf("progress after the file reached step 49 while Ray was down: %+v", p)
 	}
 }
+
+// shared_root changed in dev.yaml across a restart: mvp looked for a healthy run's progress file under the new
+// root, saw none change, and stopped the run as HEARTBEAT_LOST (twice, using up retries). A running attempt whose
+// folder mvp cannot see is not judged by its heartbeat (mvp cannot tell); max_runtime_s still bounds it. Found in
+// a walk-through.
+func TestARunWhoseFolderMvpCannotSeeIsNotJudgedByHeartbeat(t *testing.T) {
+	h := newHarness(t)
+	n++
+	task := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t,
+		HeartbeatTimeoutS: 30}
+	if err := h.db.CreateTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	sid := mvp.SubmissionID(task.ID, 1)
+	h.ray.set(sid, mvp.RayRunning, "", 0)
+	h.ray.mu.Lock()
+	h.ray.jobs[sid].StartTime = h.clock.t.UnixMilli()
+	h.ray.mu.Unlock()
+	h.tick()
+	h.writeProgress(task.ID, 1, `{"step": 1}`)
+	h.tick()
+	// mvp restarted with another shared_root: the task folders are elsewhere.
+	h.root = t.TempDir()
+	h.loop = h.newLoop()
+	for i := 0; i < 4; i++ {
+		h.clock.t = h.clock.t.Add(20 * time.Second)
+		h.tick()
+	}
+	if got := h.get(task.ID); got.State != mvp.StateRunning || got.Attempts[0].FailureKind != mvp.FailureNone {
+		t.Fatalf("a run whose folder mvp cannot see: %s, attempt %+v; want it left RUNNING", got.State, got.Attempts[0])
+	}
+}
