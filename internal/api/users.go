@@ -11,6 +11,8 @@ import (
 type UserView struct {
 	Name     string `json:"name"`
 	Operator bool   `json:"operator,omitempty"`
+	// Removed: the owner of tasks mvp holds is not in v2.auth.users any more; its waiting tasks are held.
+	Removed bool `json:"removed,omitempty"`
 	// MaxGPUs, MaxQueued: 0 means no limit.
 	MaxGPUs     int     `json:"max_gpus"`
 	MaxQueued   int     `json:"max_queued"`
@@ -55,7 +57,7 @@ func (s *Server) users(w http.ResponseWriter, r *http.Request) error {
 		k, ok := idx[owner]
 		if !ok { // a task of a user since removed from the config
 			idx[owner] = len(views)
-			views = append(views, UserView{Name: owner, Share: 1})
+			views = append(views, UserView{Name: owner, Share: 1, Removed: true})
 			k = idx[owner]
 		}
 		return &views[k]

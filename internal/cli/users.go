@@ -51,7 +51,11 @@ func printUsers(w io.Writer, l *api.UserList) error {
 		return fmt.Sprint(n)
 	}
 	for _, u := range l.Users {
-		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%.2f\t%d\t%s\t%d\t%s\t%d\n", u.Name, u.UsageGPUSeconds/3600, u.Share,
+		name := u.Name
+		if u.Removed {
+			name += " (removed)"
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%.2f\t%d\t%s\t%d\t%s\t%d\n", name, u.UsageGPUSeconds/3600, u.Share,
 			u.NormalizedUsage/3600, u.GPUsInUse, limit(u.MaxGPUs), u.Waiting, limit(u.MaxQueued), u.MaxPriority)
 	}
 	return tw.Flush()

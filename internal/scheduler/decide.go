@@ -37,6 +37,10 @@ type Policy struct {
 	// Users are the named users' limits and shares (v2.auth.users), by name; a user not named (the operator
 	// among them) has no limits and share 1.
 	Users map[string]UserLimits
+	// OnlyKnownOwners holds the waiting tasks of an owner who is neither the operator nor in Users (a user
+	// removed from v2.auth.users), with code quota: mvp serve sets it. The simulator's trace users need not be
+	// named.
+	OnlyKnownOwners bool
 	// FairShare ranks competing users' tasks of one priority by decayed usage ÷ share (Snapshot.Usage);
 	// off, they keep arrival order.
 	FairShare bool

@@ -99,13 +99,14 @@ func (pl *plan) userOf(owner string) int32 {
 		}
 		u = int32(len(pl.users))
 		pl.userIdx[owner] = u
-		lim := pl.p.Users[owner]
+		lim, known := pl.p.Users[owner]
 		share := lim.Share
 		if share <= 0 {
 			share = 1
 		}
 		pl.users = append(pl.users, userState{name: owner, maxGPUs: float64(lim.MaxGPUs), share: share,
-			charge: pl.s.Usage[owner] / share})
+			charge:  pl.s.Usage[owner] / share,
+			removed: pl.p.OnlyKnownOwners && !known && owner != mvp.Operator})
 	}
 	pl.lastUser = u
 	return u
@@ -115,6 +116,8 @@ func (pl *plan) userOf(owner string) int32 {
 type userState struct {
 	name    string
 	maxGPUs float64 // 0: no bound
+	// removed: the owner is not a user any more (Policy.OnlyKnownOwners): its tasks are held.
+	removed bool
 	share   float64
 	// used is the GPUs the user's live and just-admitted tasks hold (quota).
 	used float64
@@ -135,7 +138,7 @@ func (pl *plan) overQuota(i int32) bool { return pl.overQuotaWith(i, pl.users[pl
 // overQuotaWith reports whether task i would take its owner past max_gpus if the owner held used GPUs.
 func (pl *plan) overQuotaWith(i int32, used float64) bool {
 	u := &pl.users[pl.ents[i].user]
-	return u.maxGPUs > 0 && used+pl.shapes[pl.ents[i].shape].d.gangGPUs() > u.maxGPUs
+	return u.removed || u.maxGPUs > 0 && used+pl.shapes[pl.ents[i].shape].d.gangGPUs() > u.maxGPUs
 }
 
 // rank orders pl.order as described at the top of this file and records each task's rank. A queue with one owner
@@ -362,7 +365,14 @@ func (pl *plan) fairReason(u int32) string {
 // quotaReason is the sentence of entry e's quota wait (formatted once per pass and user).
 func (pl *plan) quotaReason(e *entry) string {
 	us := &pl.users[e.user]
-	if g := pl.shapes[e.shape].d.gangGPUs(); g > us.maxGPUs {
+	if us.removed {
+		if us.quotaNever == "" {
+			us.quotaNever = fmt.Sprintf("quota: its owner %s is not in v2.auth.users any more, so its tasks are held; "+
+				"the operator may cancel them, or add %s back", us.name, us.name)
+		}
+		return us.quotaNever
+	}
+	if g := pl.shapes[e.shape].d.gangGPUs(); us.maxGPUs > 0 && g > us.maxGPUs {
 		// The cap was lowered after it was queued (a submit of it now is refused): it can never start under it.
 		if us.quotaNever == "" {
 			us.quotaNever = fmt.Sprintf("quota: this task's gang is larger than %s's max_gpus %g by itself, so it can "+

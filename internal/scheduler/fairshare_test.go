@@ -185,6 +185,28 @@ func TestAGangOverTheCapSaysItCanNeverStart(t *testing.T) {
 	}
 }
 
+// A user removed from v2.auth.users kept her queued tasks in line with no max_gpus any more (none is configured
+// for a name that is not there), and she could no longer see or cancel them. With OnlyKnownOwners (as mvp serve
+// runs), the waiting tasks of an owner who is neither the operator nor a configured user are held, saying why; the
+// others' go on. Found in a walk-through.
+func TestARemovedUsersTasksAreHeld(t *testing.T) {
+	b := newBench("w1", "w2")
+	gone := owned("alice", 50, 4, 10*time.Minute)
+	bob := owned("bob", 50, 4, 5*time.Minute)
+	op := owned("", 50, 4, time.Minute)
+	p := named(PolicyXFChain)
+	p.Users = map[string]UserLimits{"bob": {}}
+	p.OnlyKnownOwners = true
+	acts := Decide(t0, b.snap(gone, bob, op), p)
+	if sub := submitted(acts); len(sub) != 2 || !slices.Contains(sub, bob) || !slices.Contains(sub, op) {
+		t.Errorf("submitted %v; want bob's and the operator's", sub)
+	}
+	w := waitOf(acts, gone)
+	if w == nil || w.Code != CodeQuota || !strings.Contains(w.Reason, "not in v2.auth.users") {
+		t.Fatalf("the removed user's task waits %+v; want code quota saying she is not a user any more", w)
+	}
+}
+
 // Drain chaining reorders only a queue in arrival order: where fair share or priority shaped the rank, the gang waits
 // its turn as ranked (a chained gang could otherwise go ahead of a lighter user's task).
 func TestChainingOnlyInAnUnrankedQueue(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/service"
 	"github.com/mvp2/mvp/internal/service/servicetest"
+	"github.com/mvp2/mvp/internal/sqlite"
 	"github.com/mvp2/mvp/internal/taskfs"
 )
 
@@ -497,5 +498,57 @@ func TestANewOrLostDatabaseIsSaidOutLoud(t *testing.T) {
 	}
 	if err := os.Rename(dir+".aside", dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A user removed from v2.auth.users (mvp restarted without her): her waiting tasks kept their place and ran with
+// no max_gpus (none is configured for a name that is not there), and she could no longer see or cancel them.
+// They are held, saying why, and GET /api/v2/users marks her removed. Found in a walk-through.
+func TestARemovedUsersTasksAreHeld(t *testing.T) {
+	cfg := servicetest.Config(t)
+	t.Setenv("MVP_TEST_TOKEN_BOB", "bob-token-0123456789abcdef")
+	cfg.V2.Auth.Users = []config.User{{Name: "bob", TokenEnv: "MVP_TEST_TOKEN_BOB", Share: 1}}
+	db, err := sqlite.Open(context.Background(), cfg.V2.SQLite.DBPath, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	id := "mvp2-ppo-20251223-143201-a11c"
+	if err := db.CreateTask(context.Background(), &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 1, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: at, UpdatedAt: at, Owner: "alice",
+		Priority: 50}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ray := servicetest.NewRay()
+	m := servicetest.Start(t, &service.Main{Config: cfg, Ray: ray})
+	var task *mvp.Task
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		task, err = m.Store().GetTask(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.State != mvp.StateQueued || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if task.State != mvp.StatePendingResources || !strings.Contains(task.PendingReason, "not in v2.auth.users") {
+		t.Errorf("alice's task after she was removed: %s %q; want it held, saying why", task.State, task.PendingReason)
+	}
+	if n := len(ray.Submissions()); n != 0 {
+		t.Errorf("%d submission(s) to Ray; want none", n)
+	}
+	users, _, err := m.Client().Users(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := false
+	for _, u := range users.Users {
+		removed = removed || u.Name == "alice" && u.Removed
+	}
+	if !removed {
+		t.Errorf("GET /api/v2/users does not mark alice removed: %+v", users.Users)
 	}
 }
