@@ -31,6 +31,13 @@ type JobInfo struct {
 	// StartTime and EndTime are Ray's milliseconds since the epoch; zero when unknown.
 	StartTime int64 `json:"start_time"`
 	EndTime   int64 `json:"end_time"`
+	// Metadata is the job's metadata as submitted (mvp's: mvp, mvp_instance, task_id, attempt_no, …).
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// JobLister is a RayClient that can list every job Ray keeps (the loop's check for jobs it does not follow).
+type JobLister interface {
+	ListJobs(ctx context.Context) ([]*JobInfo, error)
 }
 
 // Ray client errors, matched with errors.Is.

@@ -42,3 +42,7 @@ func (r *RayJobRequest) Driver() map[string]float64 {
 	}
 	return d
 }
+
+// MetaInstance is the metadata key of the database id of the mvp that submitted a Ray job: its own jobs among the
+// cluster's (another mvp may share the cluster).
+const MetaInstance = "mvp_instance"

@@ -184,6 +184,16 @@ func (c *Client) GetJob(ctx context.Context, id string) (*mvp.JobInfo, error) {
 	return &info, nil
 }
 
+// ListJobs returns every job Ray's job server keeps, with its metadata (GET /api/jobs/). Its cost grows with the
+// jobs kept: call it seldom.
+func (c *Client) ListJobs(ctx context.Context) ([]*mvp.JobInfo, error) {
+	var out []*mvp.JobInfo
+	if _, err := c.call(ctx, "list_jobs", http.MethodGet, "/api/jobs/", nil, &out); err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return out, nil
+}
+
 // StopJob asks Ray to stop a job.
 func (c *Client) StopJob(ctx context.Context, id string) error {
 	if _, err := c.call(ctx, "stop_job", http.MethodPost, jobPath(id, "/stop"), nil, nil); err != nil {

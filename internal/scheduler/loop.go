@@ -40,6 +40,10 @@ type Loop struct {
 	// KeepFinishedJobs is how many ended mvp jobs stay in Ray's job server; older ones are deleted once their
 	// status and log are in the task folder (Ray never deletes them and slows down as they pile up).
 	KeepFinishedJobs int
+	// Instance is the database's id, which every job's metadata carries (mvp.MetaInstance), and Jobs lists Ray's
+	// jobs: checkUnfollowed tells this mvp's jobs by it. Either unset leaves that check out.
+	Instance string
+	Jobs     mvp.JobLister
 	// LogCopyEvery is how often a running attempt's driver log is copied into the task folder; 0 means 30 s.
 	LogCopyEvery time.Duration
 	// MaxBackoff bounds the wait between attempts to reach Ray while it is down; 0 means 30 s.
@@ -65,6 +69,9 @@ type Loop struct {
 	progressSeen map[string]progressSeen
 	// unseenWarned: submission ids whose missing folder was logged (loop_progress.go).
 	unseenWarned map[string]bool
+	// lastUnfollowed is when checkUnfollowed last listed Ray's jobs; unfollowedWarned the jobs it has logged.
+	lastUnfollowed   time.Time
+	unfollowedWarned map[string]bool
 	// While Ray is unreachable, ticks back off (doubling from Tick to MaxBackoff, jittered) instead of calling
 	// Ray every tick.
 	backoff   time.Duration
@@ -311,8 +318,67 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	// Keeping logs and deleting old jobs from Ray come after the decisions, which do not depend on them.
 	if rayErr == nil {
 		l.prune(ctx, now)
+		if syncErr == nil {
+			l.checkUnfollowed(ctx, now)
+		}
 	}
 	return nil
+}
+
+// unfollowedEvery is how often the loop lists Ray's jobs (a list reads every job Ray keeps) for jobs of its own
+// that it does not follow.
+const unfollowedEvery = 10 * time.Minute
+
+// checkUnfollowed lists Ray's jobs, at the first pass that follows every live attempt and every unfollowedEvery
+// after, and logs once each live job whose metadata names this database (Instance) but that no live attempt in
+// the database is: a database restored from a copy older than the job, or rows lost. Such a job holds GPUs outside
+// mvp's admission; mvp does not stop it (it cannot tell what it is for), the operator can.
+func (l *Loop) checkUnfollowed(ctx context.Context, now time.Time) {
+	if l.Instance == "" || l.Jobs == nil {
+		return
+	}
+	l.mu.Lock()
+	due := l.lastUnfollowed.IsZero() || now.Sub(l.lastUnfollowed) >= unfollowedEvery
+	if due {
+		l.lastUnfollowed = now
+	}
+	l.mu.Unlock()
+	if !due {
+		return
+	}
+	jobs, err := l.Jobs.ListJobs(ctx)
+	if err != nil {
+		l.Logger.Warn("list Ray's jobs for jobs mvp does not follow; will try again", "err", err)
+		return
+	}
+	active, err := l.Store.Active(ctx) // read after the list: a job submitted meanwhile is in it
+	if err != nil {
+		l.Logger.Error("load active tasks", "err", err)
+		return
+	}
+	followed := make(map[string]bool, len(active))
+	for _, t := range active {
+		if a := t.Latest(); a != nil {
+			followed[a.RaySubmissionID] = true
+		}
+	}
+	for _, j := range jobs {
+		if j == nil || j.Metadata[mvp.MetaInstance] != l.Instance || j.Status.Terminal() || followed[j.SubmissionID] {
+			continue
+		}
+		l.mu.Lock()
+		if l.unfollowedWarned == nil {
+			l.unfollowedWarned = map[string]bool{}
+		}
+		seen := l.unfollowedWarned[j.SubmissionID]
+		l.unfollowedWarned[j.SubmissionID] = true
+		l.mu.Unlock()
+		if !seen {
+			l.Logger.Warn("a Ray job submitted by this mvp runs, but its database does not follow it (restored from an "+
+				"older copy?): it holds its GPUs outside mvp's admission; stop it with `ray job stop` if it should not run",
+				"submission_id", j.SubmissionID, "task_id", j.Metadata["task_id"], "ray_status", j.Status)
+		}
+	}
 }
 
 // waitsPerWrite is how many Waits one request to the store carries; up to waitWritesInFlight such requests are

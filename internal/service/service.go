@@ -190,6 +190,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if m.Ray != nil {
 		rayClient = m.Ray
 	}
+	lister, _ := rayClient.(mvp.JobLister) // a test's fake may not list
 	cluster := m.Cluster
 	if cluster == nil {
 		probeEnv := []string{}
@@ -234,6 +235,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			MaxRuntimeCapS: cfg.V2.Scheduler.MaxRuntimeCapS, DefaultMaxQueuedS: cfg.V2.Scheduler.DefaultMaxQueuedS,
 			MaxQueuedCapS: cfg.V2.Scheduler.MaxQueuedCapS},
 		StopGraceS: int(math.Ceil(cfg.V2.Scheduler.RuntimeGraceS))}
+	if settings.Instance, err = m.store.InstanceID(ctx); err != nil {
+		return err
+	}
 	build := func(t *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(t, n, settings) }
 	prepare := func(body []byte) (*mvp.Task, error) { return workload.Prepare(body, settings) }
 	policy := PolicyOf(&cfg)
@@ -243,7 +247,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// The loop submits through the Uploader: a ray_job's packages kept by the door go to Ray right before each
 	// of its submissions.
 	m.loop = &scheduler.Loop{Store: m.store, Ray: raycompat.Uploader{RayClient: rayClient, Packages: packages},
-		Cluster: cluster, Build: build, Files: files, Clock: clock,
+		Cluster: cluster, Build: build, Files: files, Clock: clock, Instance: settings.Instance, Jobs: lister,
 		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
 		Retry: scheduler.RetryPolicy{RetryInterval: cfg.V2.Scheduler.RetryInterval(),
 			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,

@@ -44,3 +44,12 @@ func (db *DB) Logouts(ctx context.Context, now time.Time) (map[string]time.Time,
 	}
 	return out, nil
 }
+
+// InstanceID returns the database's own id (migration 0013), which mvp puts in its Ray jobs' metadata.
+func (db *DB) InstanceID(ctx context.Context) (string, error) {
+	var id string
+	if err := db.read.QueryRowContext(ctx, `SELECT id FROM instance`).Scan(&id); err != nil {
+		return "", fmt.Errorf("read the database's instance id: %w", db.mapErr(err))
+	}
+	return id, nil
+}

@@ -29,6 +29,8 @@ type Settings struct {
 	StopGraceS int
 	// Limits bound jobspec parsing; zero means jobspec.DefaultLimits.
 	Limits jobspec.Limits
+	// Instance is the database's id (mvp.MetaInstance in every job's metadata); empty leaves it out.
+	Instance string
 }
 
 // Prepare parses and validates a request body and returns the task it describes (no id, no state): the raw
@@ -97,14 +99,24 @@ func checkRunnable(spec *jobspec.Spec, s Settings) error {
 // BuildTask returns the Ray submission of attempt n of a stored task, from its effective spec (a ray_job's is its
 // Ray Jobs request).
 func BuildTask(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
+	var sub *mvp.JobSubmission
+	var err error
 	if info, ok := t.Workload.Info(); ok && info.RayDoor {
-		return buildRayJob(t, n, s)
+		sub, err = buildRayJob(t, n, s)
+	} else {
+		var spec jobspec.Spec
+		if err := json.Unmarshal(t.SpecJSON, &spec); err != nil {
+			return nil, fmt.Errorf("decode effective spec of %s: %w", t.ID, err)
+		}
+		sub, err = Build(t.ID, n, &spec, s)
 	}
-	var spec jobspec.Spec
-	if err := json.Unmarshal(t.SpecJSON, &spec); err != nil {
-		return nil, fmt.Errorf("decode effective spec of %s: %w", t.ID, err)
+	if err != nil {
+		return nil, err
 	}
-	return Build(t.ID, n, &spec, s)
+	if s.Instance != "" {
+		sub.Metadata[mvp.MetaInstance] = s.Instance
+	}
+	return sub, nil
 }
 
 // Build returns the Ray submission of attempt n of task taskID.
