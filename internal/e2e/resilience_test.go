@@ -122,7 +122,9 @@ func TestRayOutage(t *testing.T) {
 	}
 	waitIdle(t)
 	s := startService(t, serviceOpts{rayTokenEnv: "MVP_E2E_RAY_TOKEN", retryS: 1})
-	running := s.submit(spec("ppo", 1, 2, 300))
+	// A 2 × 4 gang on both workers: after the outage it must get both again before the newer 1 × 4 task takes one
+	// of them (the cluster comes back node by node).
+	running := s.submit(spec("ppo", 2, 4, 300))
 	s.waitState(running.ID, mvp.StateRunning, 90*time.Second)
 	logFile := filepath.Join(s.sharedRoot, "jobs", running.ID, "attempts", "a01", "driver.log")
 	waitFor(t, 60*time.Second, "the running log copied into the task folder", func() (bool, string) {
@@ -210,6 +212,11 @@ func TestRayOutage(t *testing.T) {
 	})
 	if !hasEvent(running.ID, mvp.EventRetryScheduled) {
 		t.Errorf("no %s event with the INFRA reason", mvp.EventRetryScheduled)
+	}
+	// The older gang went first: nothing was admitted while the workers were still rejoining (a half-booted
+	// cluster judged the gang never to fit, and the newer task took the first worker back: found in a walk-through).
+	if w := s.get(waiting.ID); w.LatestAttemptNo != 0 {
+		t.Errorf("the newer 1 × 4 task was admitted (%s) before the lost 2 × 4 gang got both workers back", w.State)
 	}
 	if _, _, err := s.c.Cancel(ctxT(t), running.ID); err != nil {
 		t.Fatal(err)

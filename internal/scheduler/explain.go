@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"container/heap"
+	"errors"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -59,7 +60,8 @@ type QueueEntry struct {
 	EstStart *time.Time `json:"est_start"`
 }
 
-// CodeClusterUnknown: Ray could not be read, so nothing is admitted (only in Explain).
+// CodeClusterUnknown: Ray could not be read, or answers again after an outage with fewer GPU nodes than before it
+// (ErrRejoining), so nothing is admitted (only in Explain).
 const CodeClusterUnknown WaitCode = "cluster_unknown"
 
 // Explain runs the policy over s as Decide does and describes the outcome: per-node free GPUs, the reservation,
@@ -69,9 +71,14 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 	v := QueueView{At: now, Policy: p.policyName(), ClusterKnown: s.Cluster != nil, Nodes: []NodeFree{},
 		Reservations: []Reservation{}, Starting: []string{}, Queue: []QueueEntry{}}
 	if s.Cluster == nil {
+		reason := "Ray's cluster could not be read: nothing is admitted until it can"
+		var rj *ErrRejoining
+		if errors.As(s.ClusterErr, &rj) {
+			reason = rj.Error()
+		}
 		for i, t := range s.Queue {
 			v.Queue = append(v.Queue, QueueEntry{TaskID: t.ID, Owner: ownerName(t), Priority: t.Priority, Position: i + 1, Code: CodeClusterUnknown,
-				Reason: "Ray's cluster could not be read: nothing is admitted until it can"})
+				Reason: reason})
 		}
 		return v
 	}

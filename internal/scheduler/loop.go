@@ -69,6 +69,10 @@ type Loop struct {
 	progressSeen map[string]progressSeen
 	// unseenWarned: submission ids whose missing folder was logged (loop_progress.go).
 	unseenWarned map[string]bool
+	// gpuNodes is how many GPU nodes were alive at the last healthy pass; after an outage, rejoin holds the
+	// admissions until as many are back (backAt: when Ray answered again; expect: the count before the outage).
+	gpuNodes, expect int
+	backAt           time.Time
 	// lastUnfollowed is when checkUnfollowed last listed Ray's jobs; unfollowedWarned the jobs it has logged.
 	lastUnfollowed   time.Time
 	unfollowedWarned map[string]bool
@@ -276,6 +280,9 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if l.setHealth(now, view, rayErr) {
 		l.recordOutage(ctx, now, active, rayErr)
 	}
+	if why := l.rejoining(now, view, rayErr); why != nil {
+		view, cerr = nil, why // nothing is admitted on a cluster still coming back
+	}
 
 	snap, err := l.snapshot(ctx, now, view, cerr, true)
 	if err != nil {
@@ -322,6 +329,55 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 			l.checkUnfollowed(ctx, now)
 		}
 	}
+	return nil
+}
+
+// rejoinWait bounds how long, after Ray answers again following an outage, nothing is admitted while fewer GPU
+// nodes are alive than before it: a cluster restarting comes back node by node.
+const rejoinWait = 2 * time.Minute
+
+// ErrRejoining says why nothing is admitted for now: Ray answers again after an outage, with fewer GPU nodes than
+// before it.
+type ErrRejoining struct {
+	Alive, Before int
+	Since         time.Time
+}
+
+func (e *ErrRejoining) Error() string {
+	return fmt.Sprintf("Ray answers again since %s with %d of the %d GPU nodes it had before the outage: nothing is "+
+		"admitted until they rejoin (at most %s), so that a gang is not judged on a cluster still coming back",
+		e.Since.UTC().Format(time.RFC3339), e.Alive, e.Before, rejoinWait)
+}
+
+// rejoining returns an *ErrRejoining while Ray, answering again after an outage, shows fewer alive GPU nodes than
+// the last healthy pass before it, for at most rejoinWait; nil otherwise. On a healthy pass out of that wait it
+// records the count.
+func (l *Loop) rejoining(now time.Time, view *mvp.ClusterView, rayErr error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rayErr != nil || view == nil {
+		if l.expect == 0 {
+			l.expect = l.gpuNodes // the count before this outage
+		}
+		l.backAt = time.Time{}
+		return nil
+	}
+	alive := 0
+	for _, n := range view.Nodes {
+		if n.Alive && n.Total[ResGPU] > 0 {
+			alive++
+		}
+	}
+	if l.expect > 0 {
+		if l.backAt.IsZero() {
+			l.backAt = now
+		}
+		if alive < l.expect && now.Sub(l.backAt) < rejoinWait {
+			return &ErrRejoining{Alive: alive, Before: l.expect, Since: l.backAt}
+		}
+		l.expect, l.backAt = 0, time.Time{}
+	}
+	l.gpuNodes = alive
 	return nil
 }
 

@@ -710,3 +710,42 @@ func TestAJobThisMvpDoesNotFollowIsLogged(t *testing.T) {
 		t.Errorf("another mvp's job or a followed one was named:\n%s", out)
 	}
 }
+
+// The Ray cluster restarted while mvp ran: its first reading after the outage had one of the two workers back. A
+// 2 × 4 gang requeued by the outage was judged never to fit, and a newer 1 × 4 task took the first worker; the gang
+// then waited behind it (days, with real runs). After an outage nothing is admitted until as many GPU nodes are
+// alive as before it (at most rejoinWait): then the gang, older, goes first. Found in a walk-through.
+func TestAfterAnOutageNothingIsAdmittedUntilTheNodesRejoin(t *testing.T) {
+	h := newHarness(t)
+	node := func(id string) mvp.Node {
+		return mvp.Node{ID: id, Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100},
+			Available: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100}}
+	}
+	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	h.tick() // a healthy pass sees both workers
+	h.ray.down = true
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	n++
+	gang := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 2, GPUsPerNode: 4, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
+	if err := h.db.CreateTask(context.Background(), gang); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.t = h.clock.t.Add(time.Second)
+	newer := h.taskOf(4)
+	// Ray comes back with one worker.
+	h.ray.down = false
+	h.view.Nodes = []mvp.Node{node("w1")}
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	h.tick()
+	if s := h.get(newer.ID).State; s == mvp.StateSubmitted || s == mvp.StateSubmitting {
+		t.Fatalf("the newer 1 × 4 task was admitted on the half-rejoined cluster: %s", s)
+	}
+	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	h.tick()
+	if s := h.get(gang.ID).State; s != mvp.StateSubmitted {
+		t.Errorf("the gang once both workers are back: %s %q; want it submitted first", s, h.get(gang.ID).PendingReason)
+	}
+}
