@@ -14,9 +14,9 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
-// TestFinishedJobsLeaveRay: with keep_finished_jobs 1, an ended job is deleted from Ray's job server once a newer
-// one has ended, and its status and log stay readable from the task folder.
-func TestFinishedJobsLeaveRay(t *testing.T) {
+// startKeepingOneJob starts a service that keeps one ended job in Ray (keep_finished_jobs: 1).
+func startKeepingOneJob(t *testing.T) *service {
+	t.Helper()
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
 	// keep_finished_jobs sits in the ray section of the harness config: restart with it set.
@@ -25,6 +25,13 @@ func TestFinishedJobsLeaveRay(t *testing.T) {
 	cfg = strings.Replace(cfg, "log_copy_s: 1}", "log_copy_s: 1, keep_finished_jobs: 1}", 1)
 	writeFile(t, s.cfgPath, cfg)
 	s.start()
+	return s
+}
+
+// TestFinishedJobsLeaveRay: with keep_finished_jobs 1, an ended job is deleted from Ray's job server once a newer
+// one has ended, and its status and log stay readable from the task folder.
+func TestFinishedJobsLeaveRay(t *testing.T) {
+	s := startKeepingOneJob(t)
 
 	first := s.submit(spec("ppo", 1, 1, 1))
 	s.waitState(first.ID, mvp.StateSucceeded, 120*time.Second)
@@ -51,13 +58,7 @@ func TestFinishedJobsLeaveRay(t *testing.T) {
 // taken as lost by Ray and retried. Each attempt's end is in its task folder; mvp reads it from there and sends
 // nothing. Found in a walk-through.
 func TestARestoredDatabaseDoesNotRunAPrunedJobAgain(t *testing.T) {
-	waitIdle(t)
-	s := startService(t, serviceOpts{})
-	s.stop()
-	cfg := readFile(t, s.cfgPath)
-	cfg = strings.Replace(cfg, "log_copy_s: 1}", "log_copy_s: 1, keep_finished_jobs: 1}", 1)
-	writeFile(t, s.cfgPath, cfg)
-	s.start()
+	s := startKeepingOneJob(t)
 
 	first := s.submit(spec("ppo", 1, 1, 1))
 	s.waitState(first.ID, mvp.StateSucceeded, 120*time.Second)

@@ -109,17 +109,24 @@ func TestLoopReadsProgress(t *testing.T) {
 	}
 }
 
+// heartbeatTask queues a 1 × 2 task with heartbeat_timeout_s timeoutS.
+func (h *harness) heartbeatTask(timeoutS int) *mvp.Task {
+	h.t.Helper()
+	n++
+	task := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t,
+		HeartbeatTimeoutS: timeoutS}
+	if err := h.db.CreateTask(context.Background(), task); err != nil {
+		h.t.Fatal(err)
+	}
+	return task
+}
+
 // TestLoopStopsAHungRun: with heartbeat_timeout_s, a running attempt whose progress file stops changing is stopped
 // through Ray as HEARTBEAT_LOST and retried; when the INFRA retries are used up the task fails.
 func TestLoopStopsAHungRun(t *testing.T) {
 	h := newHarness(t) // MaxInfraRetries 2
-	n++
-	task := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
-		NNodes: 1, GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t,
-		HeartbeatTimeoutS: 30}
-	if err := h.db.CreateTask(context.Background(), task); err != nil {
-		t.Fatal(err)
-	}
+	task := h.heartbeatTask(30)
 	for no := 1; no <= 3; no++ {
 		sid := mvp.SubmissionID(task.ID, no)
 		if h.get(task.ID).LatestAttemptNo < no {
@@ -194,13 +201,7 @@ func TestProgressIsReadWhileRayIsDown(t *testing.T) {
 // a walk-through.
 func TestARunWhoseFolderMvpCannotSeeIsNotJudgedByHeartbeat(t *testing.T) {
 	h := newHarness(t)
-	n++
-	task := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
-		NNodes: 1, GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t,
-		HeartbeatTimeoutS: 30}
-	if err := h.db.CreateTask(context.Background(), task); err != nil {
-		t.Fatal(err)
-	}
+	task := h.heartbeatTask(30)
 	h.tick()
 	sid := mvp.SubmissionID(task.ID, 1)
 	h.ray.set(sid, mvp.RayRunning, "", 0)
