@@ -277,6 +277,19 @@ resources removed that. `BenchmarkGPUsFreedToSubmit` now also reports the reques
 probe's side: while a task waits behind a live attempt, 10 GCS readings a second by the probe's Python process.
 The loop's decisions stay in Decide/Conclude; the loop got one line (`l.arm(…)`) and the wake spacing.
 
+## P3, second round (issue 18, 2026-11-26)
+1. **The figure was read short.** An attempt's `created_at` (the end of P3's interval) was stamped with the time
+   its pass began, before the pass read Ray and the cluster; what a pass writes is now stamped when it is written
+   (`TestWritesAreStampedWhenTheyHappen`).
+2. **A success's driver log is kept after the pass's actions**, not before deciding: the download (10–25 ms on the
+   local cluster, more for a long log) was on the way from freed GPUs to the next submission, and Conclude does
+   not read a success's log (`TestASuccessLogIsKeptAfterTheNextSubmission`).
+Alternated on the live cluster while another session's Ray cluster ran beside it (load average about 2–3), 2 rounds
+of 3 runs per build, medians: before both (0602b7a) 165 and 179 ms; the honest stamp alone (ae060c9) 153 and
+145 ms; both (this build) 105 and 156 ms; mvp's requests to Ray's job server 20–22 per run for every build. The
+goal (≤ 250 ms) holds under that load; what remains is the watch's 100 ms reading period (50 ms on average), the
+pass's reads of Ray and the two commits (the ended attempt's, the new one's).
+
 ## Profiles (`go test -cpuprofile`; P1 on 2026-11-22, P2 on 2026-11-22, 2026-11-23 and 2026-11-25)
 - P1: about a third of CPU is cgo calls into SQLite from the single writer (statement execution inside the
   batched transaction); the HTTP stack and JSON/YAML handling make up most of the rest. Before the task folder
