@@ -308,3 +308,26 @@ func TestTimeoutsMustBeNumbers(t *testing.T) {
 		t.Error("a timeout's text ran a command")
 	}
 }
+
+// TestBackupThroughDocker: backup.sh runs `mvp backup` in the container, on the database the service uses (the
+// MVP_DB_PATH override here), while it runs, and will not write over an existing file.
+func TestBackupThroughDocker(t *testing.T) {
+	r := newRig(t)
+	if out, code := r.run("start.sh"); code != 0 {
+		t.Fatalf("start: %d %s", code, out)
+	}
+	to := filepath.Join(r.dir, "backup.sqlite3")
+	out, code := r.run("backup.sh", to)
+	if code != 0 || !strings.Contains(out, "integrity ok") || !strings.Contains(out, "override.sqlite3") {
+		t.Fatalf("backup.sh: %d %s", code, out)
+	}
+	if _, err := os.Stat(to); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := r.run("backup.sh", to); code == 0 || !strings.Contains(out, "exists already") {
+		t.Errorf("a second backup over the same file: %d %s", code, out)
+	}
+	if log, _ := os.ReadFile(filepath.Join(r.dir, "docker.log")); !strings.Contains(string(log), "backup") {
+		t.Errorf("backup.sh did not go through docker exec: %s", log)
+	}
+}
