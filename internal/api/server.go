@@ -323,6 +323,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 
 // metrics serves the Prometheus exposition, when the metrics are on.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if !s.MetricsPublic {
+		// It counts every user's tasks and names the nodes: the operator's, not a named user's.
+		if err := operatorOnly(r); err != nil {
+			return err
+		}
+	}
 	if s.Metrics == nil {
 		return mvp.Errorf(mvp.CodeNotFound, "", "metrics are off; set v2.metrics.enabled: true in dev.yaml")
 	}
