@@ -81,7 +81,10 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 		case <-ctx.Done():
 			return nil
 		case <-d.stopping():
-			c.Close(websocket.StatusGoingAway, "mvp is shutting down")
+			// Dropped, not closed: Ray's client takes any close frame but an abnormal one as the end of the job's
+			// log, and the job goes on. Ray's own dashboard, stopped, drops its tails too.
+			d.Logger.Info("log tail dropped: mvp is shutting down", "task_id", t.ID)
+			c.CloseNow()
 			return nil
 		case <-time.After(poll):
 		}

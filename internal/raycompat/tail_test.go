@@ -29,8 +29,11 @@ func openDB(t *testing.T) *sqlite.DB {
 	return db
 }
 
-// TestTailEndsOnShutdown: a tail of a job still waiting is closed with "going away" when the server shuts down
-// (the HTTP server does not wait for hijacked connections), not dropped.
+// TestTailEndsOnShutdown: a tail of a job still waiting is dropped, with no close frame, when the server shuts
+// down (the HTTP server does not wait for hijacked connections). It was closed with "going away" (1001), which
+// Ray's own client (JobSubmissionClient.tail_job_logs, sdk.py) takes as the normal end of the log, so a script
+// went on as if the job had ended while it still ran; it raises only on an abnormal closure (1006), which is
+// what Ray's own dashboard gives when it stops. Found in a walk-through.
 func TestTailEndsOnShutdown(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
@@ -52,8 +55,9 @@ func TestTailEndsOnShutdown(t *testing.T) {
 	defer c.CloseNow()
 	d.Shutdown()
 	_, _, err = c.Read(dctx)
-	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
-		t.Errorf("the tail ended with %v, want a going-away close", err)
+	if err == nil || websocket.CloseStatus(err) != -1 || dctx.Err() != nil {
+		t.Errorf("the tail ended with %v (close status %d); want the connection dropped with no close frame",
+			err, websocket.CloseStatus(err))
 	}
 }
 
