@@ -179,6 +179,10 @@ func TestRayDoorCLI(t *testing.T) {
 	}
 	if st := mustTask(t, d, long); st.State != mvp.StateCanceled {
 		t.Errorf("the stopped job's task is %s", st.State)
+	} else if info, err := rayc.GetJob(ctxT(t), st.ID+"--a01"); err != nil || !info.Status.Terminal() {
+		// `ray job stop` waits for STOPPED: the driver must have stopped by then (it returned while the job ran
+		// on for seconds: found in a walk-through).
+		t.Errorf("when `ray job stop` returned, Ray's job was %+v (%v); want it ended", info, err)
 	}
 
 	out, code = d.run(time.Minute, nil, "job", "list")

@@ -396,7 +396,7 @@ type driverInfo struct {
 }
 
 // rayStatus is the Ray status the door shows for an mvp state: every waiting state is PENDING, a canceled
-// task STOPPED.
+// task STOPPED (once its attempt has ended: details).
 func rayStatus(s mvp.State) mvp.RayStatus {
 	switch s {
 	case mvp.StateRunning:
@@ -446,6 +446,17 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 			j.DriverNodeID = &a.DriverNodeID
 		}
 		j.DriverExitCode = a.ExitCode
+	}
+	// Canceled while its job runs: Ray's own server says STOPPED once the driver has stopped, and `ray job stop`
+	// waits for that; until the attempt has ended the job is shown as it is.
+	stopping := t.State == mvp.StateCanceled && a != nil && !a.RayStatus.Terminal()
+	if stopping {
+		j.Status = mvp.RayPending
+		if a.RayStatus == mvp.RayRunning {
+			j.Status = mvp.RayRunning
+		}
+		j.Message = fmt.Sprintf("stopping: canceled in mvp; attempt %d is being stopped in Ray", a.No)
+		return j
 	}
 	if t.State.Terminal() {
 		end := t.UpdatedAt.UnixMilli()

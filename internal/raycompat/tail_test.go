@@ -2,6 +2,7 @@ package raycompat
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -186,4 +187,59 @@ func serveDoor(t *testing.T, d *Door) *httptest.Server {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// A canceled task whose Ray job had not ended yet was shown STOPPED at once: `ray job stop` (which waits for a
+// terminal status) returned while the driver ran on for seconds, so a script that then resubmitted on the same
+// GPUs, or read the final log, came too early. Ray's own server says STOPPED once the driver has stopped. The door
+// shows the attempt's own status until it has ended. Found in a walk-through.
+func TestACanceledJobIsStoppedOnceItsDriverIs(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	now := time.Now().UTC()
+	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-0002", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
+		SubmissionID: "st1", Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`), CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	att := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: mvp.SubmissionID(task.ID, 1), CreatedAt: now}
+	running := *att
+	running.RayStatus = mvp.RayRunning
+	for _, c := range []mvp.Change{
+		{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: now, NewAttempt: att},
+		{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateRunning, At: now, AttemptUpdate: &running},
+		{TaskID: task.ID, From: mvp.StateRunning, To: mvp.StateCanceled, At: now},
+	} {
+		if err := db.Apply(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := serveDoor(t, &Door{Store: db, Logger: slog.New(slog.DiscardHandler)})
+	status := func() (string, bool) {
+		resp, err := http.Get(srv.URL + "/api/jobs/st1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var j struct {
+			Status  string `json:"status"`
+			EndTime *int64 `json:"end_time"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
+			t.Fatal(err)
+		}
+		return j.Status, j.EndTime != nil
+	}
+	if st, ended := status(); st != "RUNNING" || ended {
+		t.Errorf("canceled, its driver still running: %s (end_time set %v); want RUNNING until it stops", st, ended)
+	}
+	stopped := running
+	end := now.Add(2 * time.Second)
+	stopped.RayStatus, stopped.EndTime = mvp.RayStopped, &end
+	if err := db.UpdateAttempt(ctx, mvp.RayRunning, &stopped, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, ended := status(); st != "STOPPED" || !ended {
+		t.Errorf("canceled, its driver stopped: %s (end_time set %v); want STOPPED", st, ended)
+	}
 }
