@@ -677,9 +677,11 @@ func printQueue(w io.Writer, q *scheduler.QueueView) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	if len(q.Nodes) > 0 {
-		fmt.Fprintln(tw, "NODE\tFREE GPU\tTOTAL GPU")
+		// FREE GPU is what the scheduler can give (GPUs of admitted attempts not placed yet count as taken); RAY
+		// FREE is Ray's own figure, which lags a submission by seconds.
+		fmt.Fprintln(tw, "NODE\tFREE GPU\tRAY FREE\tTOTAL GPU")
 		for _, n := range q.Nodes {
-			fmt.Fprintf(tw, "%s\t%g\t%g\n", n.NodeID, n.FreeGPUs, n.TotalGPUs)
+			fmt.Fprintf(tw, "%s\t%g\t%g\t%g\n", n.NodeID, n.FreeGPUs, n.RayFreeGPUs, n.TotalGPUs)
 		}
 		tw.Flush()
 		fmt.Fprintln(w)

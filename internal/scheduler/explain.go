@@ -26,9 +26,13 @@ type QueueView struct {
 
 // NodeFree is one alive node's GPUs: free now, and in all.
 type NodeFree struct {
-	NodeID    string  `json:"node_id"`
-	FreeGPUs  float64 `json:"free_gpus"`
-	TotalGPUs float64 `json:"total_gpus"`
+	NodeID string `json:"node_id"`
+	// FreeGPUs are the GPUs no live attempt holds or will hold (an admitted attempt whose placement groups Ray
+	// has not made yet counts as holding its GPUs), before this pass's admissions: what the scheduler can give.
+	FreeGPUs float64 `json:"free_gpus"`
+	// RayFreeGPUs is Ray's own figure (its available resources), which lags a submission by seconds.
+	RayFreeGPUs float64 `json:"ray_free_gpus"`
+	TotalGPUs   float64 `json:"total_gpus"`
 }
 
 // Reservation is a start held for a task: the nodes its gang is planned on and when (nil: no declared end of
@@ -82,17 +86,18 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		}
 		return v
 	}
-	for _, n := range freeNodes(s.Cluster) {
-		if n.total[ResGPU] <= 0 {
-			continue // the head, CPU-only nodes
-		}
-		v.Nodes = append(v.Nodes, NodeFree{NodeID: n.id, FreeGPUs: n.free[ResGPU], TotalGPUs: n.total[ResGPU]})
-	}
 	// Tasks held by their dependencies do not compete for GPUs (as in Decide); they are listed last.
 	all := s.Queue
 	var held []Action
 	s.Queue, held = dependencies(now, s, nil)
 	pl := newPlan(now, s, p)
+	for i, n := range freeNodes(s.Cluster) { // in pl.nodes' order
+		if n.total[ResGPU] <= 0 {
+			continue // the head, CPU-only nodes
+		}
+		v.Nodes = append(v.Nodes, NodeFree{NodeID: n.id, FreeGPUs: pl.liveFree[i], RayFreeGPUs: n.free[ResGPU],
+			TotalGPUs: n.total[ResGPU]})
+	}
 	for _, sub := range pl.submits {
 		v.Starting = append(v.Starting, sub.Task.ID)
 	}

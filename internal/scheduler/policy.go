@@ -193,6 +193,8 @@ type plan struct {
 	s     Snapshot
 	p     Policy
 	nodes []*node // free now; admissions subtract from it
+	// liveFree is each node's free GPUs once the live attempts' holds are placed, before any admission (Explain's).
+	liveFree []float64
 	// blocker is the live attempt whose unplaced groups do not fit: the queue waits behind it.
 	blocker string
 	running int
@@ -241,6 +243,10 @@ type liveUse struct {
 func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1, starved: -1}
 	pl.reserveLive()
+	pl.liveFree = make([]float64, len(pl.nodes)) // the free GPUs Explain shows: after the live attempts' holds
+	for i, n := range pl.nodes {
+		pl.liveFree[i] = n.free[ResGPU]
+	}
 	pl.classify()
 	pl.rank()
 	var ranked []int32

@@ -434,3 +434,24 @@ func TestChainable(t *testing.T) {
 		}
 	}
 }
+
+// The queue's node table showed Ray's free GPUs: an attempt just submitted, whose placement groups Ray has not
+// made yet, holds GPUs the scheduler counts as taken while Ray still shows them free. During a burst every GPU was
+// taken by admitted tasks, the table said 4 of 4 free on both nodes, and every waiting task said "fewer GPUs are
+// free now". The table shows what the scheduler counts free, and Ray's own figure beside it. Found in a
+// walk-through.
+func TestExplainCountsAdmittedGPUsAsTaken(t *testing.T) {
+	b := newBench("w1", "w2")
+	admitted := task(mvp.WorkloadPPO, 2, 4, mvp.StateSubmitted) // its groups not placed yet: Ray shows them free
+	b.active = append(b.active, ActiveAttempt{Task: admitted, Attempt: &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}})
+	waiting := task(mvp.WorkloadPPO, 1, 1, mvp.StateQueued)
+	v := Explain(t0, b.snap(waiting), named(PolicyXFChain))
+	if len(v.Nodes) != 2 {
+		t.Fatalf("nodes %+v", v.Nodes)
+	}
+	for _, n := range v.Nodes {
+		if n.FreeGPUs != 0 || n.RayFreeGPUs != 4 {
+			t.Errorf("node %s: free %g (Ray's %g); want 0 free for the scheduler, Ray's 4", n.NodeID, n.FreeGPUs, n.RayFreeGPUs)
+		}
+	}
+}
