@@ -103,10 +103,10 @@ func TestEveryRouteKeepsUsersApart(t *testing.T) {
 	}
 	task := "/api/v2/tasks/" + aliceTask
 	cases := map[string]func(t *testing.T){
-		"GET /healthz":             hidden("/healthz"),
+		"GET /healthz": hidden("/healthz"),
 		// The exposition counts every user's tasks and names the nodes: the operator's (its Prometheus), not a
 		// user's (a user's token read the cluster-wide counts: found in a walk-through).
-		"GET /metrics": func(t *testing.T) { forbiddenOperator(t, base, "/metrics") },
+		"GET /metrics":             func(t *testing.T) { forbiddenOperator(t, base, "/metrics") },
 		"GET /api/v2/openapi.json": hidden("/api/v2/openapi.json"),
 		"POST /api/v2/tasks": func(t *testing.T) {
 			forbidden("POST", "/api/v2/tasks", "application/yaml", goodSpec+"after_ok: ["+aliceTask+"]\n")(t)
