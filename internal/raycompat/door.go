@@ -465,10 +465,17 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 		}
 		j.EndTime = &end
 	}
-	if d.Health != nil && (t.State == mvp.StateQueued || t.State == mvp.StatePendingResources) {
+	if d.Health != nil && (t.State.Waiting() || t.State == mvp.StateSubmitting || t.State == mvp.StateSubmitted) {
 		if h := d.Health(); !h.RayOK && h.RayDownSince != nil {
-			j.Message = fmt.Sprintf("queued in mvp: Ray's cluster cannot be read since %s (%s); nothing is admitted "+
-				"until it can", h.RayDownSince.UTC().Format(time.RFC3339), h.RayError)
+			since := h.RayDownSince.UTC().Format(time.RFC3339)
+			if t.State.Waiting() {
+				j.Message = fmt.Sprintf("queued in mvp: Ray's cluster cannot be read since %s (%s); nothing is "+
+					"admitted until it can", since, h.RayError)
+			} else {
+				j.Message = fmt.Sprintf("admitted by mvp; attempt %d submitted to Ray, whose cluster cannot be read since "+
+					"%s (%s): mvp follows it again once Ray answers (a job Ray lost meanwhile is retried)",
+					t.LatestAttemptNo, since, h.RayError)
+			}
 			return j
 		}
 	}

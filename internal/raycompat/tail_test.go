@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/sqlite"
 )
 
@@ -241,5 +242,22 @@ func TestACanceledJobIsStoppedOnceItsDriverIs(t *testing.T) {
 	}
 	if st, ended := status(); st != "STOPPED" || !ended {
 		t.Errorf("canceled, its driver stopped: %s (end_time set %v); want STOPPED", st, ended)
+	}
+}
+
+// While Ray could not be read, a door job already admitted (its attempt submitted, its driver not started) said
+// "waiting for its driver to start", with no word of the outage that only a queued job's message gave. Found in
+// a walk-through.
+func TestAnAdmittedJobSaysWhenRayIsDown(t *testing.T) {
+	since := time.Date(2026, 11, 26, 14, 48, 55, 0, time.UTC)
+	d := &Door{Health: func() scheduler.Health {
+		return scheduler.Health{RayOK: false, RayDownSince: &since, RayError: "ray is unavailable"}
+	}}
+	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-0003", Workload: mvp.WorkloadRayJob, State: mvp.StateSubmitted,
+		SubmissionID: "run2", LatestAttemptNo: 1, SpecJSON: []byte(`{"entrypoint":"x"}`),
+		Attempts: []*mvp.Attempt{{No: 1, RaySubmissionID: "mvp2-ray_job-20251223-143201-0003--a01"}}}
+	j := d.details(task)
+	if j.Status != mvp.RayPending || !strings.Contains(j.Message, "cannot be read since 2026-11-26T14:48:55Z") {
+		t.Errorf("an admitted job during an outage: %s %q; want PENDING saying Ray cannot be read, and since when", j.Status, j.Message)
 	}
 }
