@@ -428,6 +428,13 @@ type taskView struct {
 }
 
 func (s *Server) taskPage(w http.ResponseWriter, r *http.Request, ss session) {
+	if id := r.PathValue("task_id"); !taskfs.TaskIDPattern.MatchString(id) {
+		// A Ray-door job named by its submission id (what its Ray user knows it by): its page is its task's.
+		if t, err := s.Store.TaskBySubmissionID(r.Context(), id); err == nil {
+			http.Redirect(w, r, "/ui/tasks/"+url.PathEscape(t.ID), http.StatusSeeOther)
+			return
+		}
+	}
 	t, ok := s.task(w, r)
 	if !ok {
 		return

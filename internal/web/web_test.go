@@ -399,3 +399,26 @@ func TestLogoutOutlivesARestart(t *testing.T) {
 		t.Errorf("after a restart, a session that was not logged out: %s; want 200 (sessions outlive a restart)", resp.Status)
 	}
 }
+
+// A Ray user says "my job d3": the page knew a door task only by mvp's task id (404 for the submission id), and
+// did not show the submission id at all. /ui/tasks/<submission id> leads to the task's page, which shows it.
+// Found in a walk-through.
+func TestADoorTaskIsFoundByItsSubmissionID(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	at := time.Now()
+	id := "mvp2-ray_job-20251223-143201-0d3a"
+	if err := m.Store().CreateTask(context.Background(), &mvp.Task{ID: id, Workload: mvp.WorkloadRayJob,
+		State: mvp.StateQueued, SubmissionID: "d3", Driver: map[string]float64{}, JobSpecYAML: "",
+		SpecJSON: []byte(`{"entrypoint":"python x.py"}`), CreatedAt: at, UpdatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	c := login(t, m.URL(), servicetest.Token)
+	resp, _ := get(t, m.URL()+"/ui/tasks/d3", c)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/tasks/"+id {
+		t.Fatalf("/ui/tasks/d3: %s to %q; want a redirect to the task's page", resp.Status, resp.Header.Get("Location"))
+	}
+	resp, body := get(t, m.URL()+"/ui/tasks/"+id, c)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Ray submission id") || !strings.Contains(body, ">d3<") {
+		t.Errorf("the door task's page: %s; want it to show its Ray submission id d3", resp.Status)
+	}
+}
