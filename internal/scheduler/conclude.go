@@ -50,6 +50,9 @@ type Report struct {
 	// Log is the driver log as fetched (empty when the fetch failed); LogKept says it is in the task folder.
 	Log     string
 	LogKept bool
+	// Kind, when set, is the failure kind mvp gave this end before (read back, sealed, from the task folder):
+	// it stands, as mvp's own judgement, rather than being classified again from Ray's message.
+	Kind mvp.FailureKind
 	// LastPost is when this attempt's submission was last sent to Ray as far as this process knows (its start,
 	// for a POST an earlier process may have sent); zero when unknown. A canceled attempt Ray does not know yet
 	// is followed for RetryPolicy.SubmitGrace after the later of this and the attempt's creation: a POST whose
@@ -117,6 +120,9 @@ func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p
 	}
 
 	kind, summary := Classify(info, r.Log)
+	if r.Kind != mvp.FailureNone {
+		kind, summary = r.Kind, cut(info.Message) // judged before (kept in the task folder)
+	}
 	if info.Status == mvp.RayStopped && a.FailureKind != mvp.FailureNone {
 		kind, summary = a.FailureKind, a.Message // mvp stopped it (stuck gang, time limit): its own judgement stands
 	}

@@ -599,47 +599,100 @@ func TestASuccessLogIsKeptAfterTheNextSubmission(t *testing.T) {
 // A database restored from a copy older than a run, whose Ray job mvp had since deleted (keep_finished_jobs):
 // the task, QUEUED in the copy, was sent to Ray again under the same submission id and ran twice; one RUNNING in
 // the copy was taken as lost by Ray (INFRA) and run again. The attempt's end is in its task folder (status.json,
-// written when it was concluded): it is read from there, and nothing is sent. Found in a walk-through.
+// sealed with the database's key when it was concluded): it is read from there, and nothing is sent. An end mvp
+// judged itself keeps its kind (it was classified again from Ray's message, UNKNOWN, and the task failed instead
+// of being retried: found in review). Found in a walk-through.
 func TestARestoredDatabaseDoesNotRunAnEndedAttemptAgain(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
 	h := newHarness(t)
-	files := taskfs.FS{Root: h.root}
-	code := 0
-	ended := func(id string, st mvp.RayStatus) {
-		sub := mvp.SubmissionID(id, 1)
-		if err := files.WriteResult(id, 1, &mvp.JobInfo{SubmissionID: sub, Status: st, DriverExitCode: &code,
-			StartTime: h.clock.t.Add(-time.Hour).UnixMilli(), EndTime: h.clock.t.Add(-time.Minute).UnixMilli()}, ""); err != nil {
-			t.Fatal(err)
-		}
-		if err := files.WriteLog(id, 1, "verl-standin: done\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	queued := h.task() // QUEUED in the copy; it ran and succeeded after it was taken
-	ended(queued.ID, mvp.RaySucceeded)
-	running := h.task() // RUNNING in the copy
+	h.loop.ResultKey = key
+	done := h.task() // runs to SUCCEEDED
+	lost := h.task() // its job is lost by Ray: INFRA, retried
+	at := h.clock.t
 	h.tick()
-	h.ray.set(running.ID+"--a01", mvp.RayRunning, "", 0)
+	h.ray.set(done.ID+"--a01", mvp.RaySucceeded, "", 0)
+	h.ray.set(lost.ID+"--a01", mvp.RayRunning, "", 0)
 	h.tick()
-	if s := h.get(running.ID).State; s != mvp.StateRunning {
-		t.Fatalf("running: %s", s)
-	}
-	ended(running.ID, mvp.RaySucceeded)
 	h.ray.mu.Lock()
-	delete(h.ray.jobs, running.ID+"--a01") // pruned from Ray since
-	submits := h.ray.submits
+	delete(h.ray.jobs, lost.ID+"--a01")
 	h.ray.mu.Unlock()
 	h.tick()
-	h.tick()
-	for _, id := range []string{queued.ID, running.ID} {
-		got := h.get(id)
-		if got.State != mvp.StateSucceeded || len(got.Attempts) != 1 || got.Attempts[0].RayStatus != mvp.RaySucceeded {
-			t.Errorf("%s: %s with %d attempt(s); want SUCCEEDED from its kept end, one attempt", id, got.State, len(got.Attempts))
+	if got := h.get(done.ID); got.State != mvp.StateSucceeded {
+		t.Fatalf("done: %s", got.State)
+	}
+	if got := h.get(lost.ID); got.Attempts[0].FailureKind != mvp.FailureInfra || got.LatestAttemptNo != 2 {
+		t.Fatalf("lost: %s, attempts %+v", got.State, got.Attempts[0])
+	}
+	// Both jobs leave Ray (pruned); lost's second attempt is still there.
+	h.ray.mu.Lock()
+	delete(h.ray.jobs, done.ID+"--a01")
+	submits := h.ray.submits
+	h.ray.mu.Unlock()
+
+	// The copy, taken before: done QUEUED, lost RUNNING on its first attempt. Same task folders, same key.
+	r := newHarness(t)
+	r.ray, r.root, r.clock.t = h.ray, h.root, h.clock.t
+	for _, task := range []*mvp.Task{done, lost} {
+		c := *task
+		c.State, c.CreatedAt, c.UpdatedAt = mvp.StateQueued, at, at
+		if err := r.db.CreateTask(context.Background(), &c); err != nil {
+			t.Fatal(err)
 		}
+	}
+	att := &mvp.Attempt{TaskID: lost.ID, No: 1, RaySubmissionID: lost.ID + "--a01", CreatedAt: at}
+	running := *att
+	running.RayStatus = mvp.RayRunning
+	for _, c := range []mvp.Change{{TaskID: lost.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: at, NewAttempt: att},
+		{TaskID: lost.ID, From: mvp.StateSubmitting, To: mvp.StateRunning, At: at, AttemptUpdate: &running}} {
+		if err := r.db.Apply(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.loop = r.newLoop()
+	r.loop.ResultKey = key
+	r.tick()
+	r.tick()
+	if got := r.get(done.ID); got.State != mvp.StateSucceeded || len(got.Attempts) != 1 || got.Attempts[0].RayStatus != mvp.RaySucceeded {
+		t.Errorf("done after the restore: %s with %d attempt(s); want SUCCEEDED from its kept end", got.State, len(got.Attempts))
+	}
+	if got := r.get(lost.ID); got.State.Terminal() || got.Attempts[0].FailureKind != mvp.FailureInfra || got.LatestAttemptNo != 2 {
+		t.Errorf("lost after the restore: %s, attempt 1 %s, latest %d; want attempt 1 INFRA as judged, retried as attempt 2",
+			got.State, got.Attempts[0].FailureKind, got.LatestAttemptNo)
 	}
 	h.ray.mu.Lock()
 	defer h.ray.mu.Unlock()
-	if _, ok := h.ray.jobs[queued.ID+"--a01"]; ok || h.ray.submits != submits {
-		t.Errorf("%d submission(s) to Ray after the restore; want none (the work ran already)", h.ray.submits-submits)
+	if _, ok := h.ray.jobs[done.ID+"--a01"]; ok {
+		t.Errorf("done's attempt 1 was sent to Ray again")
+	}
+	if h.ray.submits-submits > 1 { // lost's attempt 2, which Ray has (the copy does not know it)
+		t.Errorf("%d submissions to Ray after the restore; want at most lost's attempt 2 again", h.ray.submits-submits)
+	}
+}
+
+// A job can write in its attempt's folder: a status.json it wrote in its next attempt's folder, claiming that
+// attempt succeeded, skipped the attempt when its first one failed (and ended the task SUCCEEDED, starting its
+// after_ok dependents). Only an end with mvp's seal is read back. Found in review.
+func TestAForgedEndInTheTaskFolderIsIgnored(t *testing.T) {
+	h := newHarness(t)
+	h.loop.ResultKey = []byte("0123456789abcdef0123456789abcdef")
+	task := h.task()
+	h.tick()
+	code := 0
+	sub := mvp.SubmissionID(task.ID, 2)
+	if err := (taskfs.FS{Root: h.root}).WriteResult(task.ID, 2, &mvp.JobInfo{SubmissionID: sub, Status: mvp.RaySucceeded,
+		DriverExitCode: &code}, "", "forged"); err != nil {
+		t.Fatal(err)
+	}
+	h.ray.mu.Lock()
+	delete(h.ray.jobs, task.ID+"--a01") // lost by Ray: INFRA, retried
+	h.ray.mu.Unlock()
+	h.tick()
+	h.tick()
+	h.ray.mu.Lock()
+	_, sent := h.ray.jobs[sub]
+	h.ray.mu.Unlock()
+	if got := h.get(task.ID); got.State == mvp.StateSucceeded || !sent {
+		t.Errorf("with a forged status.json for attempt 2: %s, attempt 2 sent to Ray %v; want it sent", got.State, sent)
 	}
 }
 

@@ -45,11 +45,11 @@ func (db *DB) Logouts(ctx context.Context, now time.Time) (map[string]time.Time,
 	return out, nil
 }
 
-// InstanceID returns the database's own id (migration 0013), which mvp puts in its Ray jobs' metadata.
-func (db *DB) InstanceID(ctx context.Context) (string, error) {
-	var id string
-	if err := db.read.QueryRowContext(ctx, `SELECT id FROM instance`).Scan(&id); err != nil {
-		return "", fmt.Errorf("read the database's instance id: %w", db.mapErr(err))
+// Instance returns the database's own id, which mvp puts in its Ray jobs' metadata, and its key, with which it
+// seals what it writes of an attempt's end in the task folder (migration 0013).
+func (db *DB) Instance(ctx context.Context) (id string, key []byte, err error) {
+	if err := db.read.QueryRowContext(ctx, `SELECT id, key FROM instance`).Scan(&id, &key); err != nil {
+		return "", nil, fmt.Errorf("read the database's instance: %w", db.mapErr(err))
 	}
-	return id, nil
+	return id, key, nil
 }

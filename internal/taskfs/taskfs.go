@@ -119,8 +119,9 @@ func (f FS) WriteSubmission(id string, n int, s *mvp.JobSubmission) error {
 	return nil
 }
 
-// WriteResult writes Ray's final view of an attempt and, when known, its driver log.
-func (f FS) WriteResult(id string, n int, info *mvp.JobInfo, failure mvp.FailureKind) error {
+// WriteResult writes Ray's final view of an attempt and the failure kind mvp gave it (status.json), with seal (see
+// ReadResult; empty leaves it out).
+func (f FS) WriteResult(id string, n int, info *mvp.JobInfo, failure mvp.FailureKind, seal string) error {
 	dir, err := attemptRel(n)
 	if err != nil {
 		return err
@@ -128,7 +129,8 @@ func (f FS) WriteResult(id string, n int, info *mvp.JobInfo, failure mvp.Failure
 	b, err := json.MarshalIndent(struct {
 		*mvp.JobInfo
 		FailureKind mvp.FailureKind `json:"failure_kind"`
-	}{info, failure}, "", "  ")
+		Seal        string          `json:"mvp_seal,omitempty"`
+	}{info, failure, seal}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}
@@ -152,22 +154,25 @@ func attemptRel(n int) (string, error) {
 	return filepath.Join("attempts", fmt.Sprintf("a%02d", n)), nil
 }
 
-// ReadResult returns what WriteResult kept of attempt n's end: Ray's final view of the job and the failure kind
-// mvp gave it, or an error wrapping os.ErrNotExist when the attempt has not ended (or was never sent).
-func (f FS) ReadResult(id string, n int) (*mvp.JobInfo, mvp.FailureKind, error) {
+// ReadResult returns what WriteResult kept of attempt n's end: Ray's final view of the job, the failure kind mvp
+// gave it and the seal it was written with, or an error wrapping os.ErrNotExist when the attempt has not ended
+// (or was never sent). The job can write in its attempt's folder: what is read is the job's word until its seal
+// is checked.
+func (f FS) ReadResult(id string, n int) (*mvp.JobInfo, mvp.FailureKind, string, error) {
 	fh, _, err := f.openAttemptFile(id, n, "status.json")
 	if err != nil {
-		return nil, "", fmt.Errorf("read attempt status: %w", err)
+		return nil, "", "", fmt.Errorf("read attempt status: %w", err)
 	}
 	defer fh.Close()
 	var r struct {
 		mvp.JobInfo
 		FailureKind mvp.FailureKind `json:"failure_kind"`
+		Seal        string          `json:"mvp_seal"`
 	}
 	if err := json.NewDecoder(io.LimitReader(fh, 1<<20)).Decode(&r); err != nil {
-		return nil, "", fmt.Errorf("read attempt status: %w", err)
+		return nil, "", "", fmt.Errorf("read attempt status: %w", err)
 	}
-	return &r.JobInfo, r.FailureKind, nil
+	return &r.JobInfo, r.FailureKind, r.Seal, nil
 }
 
 // ReadLog returns the attempt's copy of the driver log, or an error wrapping os.ErrNotExist.
