@@ -286,7 +286,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if l.setHealth(now, view, rayErr) {
 		l.recordOutage(ctx, now, active, rayErr)
 	}
-	if why := l.rejoining(now, view, rayErr); why != nil {
+	if why := l.rejoining(now, view, rayErr, true); why != nil {
 		view, cerr = nil, why // nothing is admitted on a cluster still coming back
 	}
 
@@ -356,16 +356,21 @@ func (e *ErrRejoining) Error() string {
 }
 
 // rejoining returns an *ErrRejoining while Ray, answering again after an outage, shows fewer alive GPU nodes than
-// the last healthy pass before it, for at most rejoinWait; nil otherwise. On a healthy pass out of that wait it
-// records the count.
-func (l *Loop) rejoining(now time.Time, view *mvp.ClusterView, rayErr error) error {
+// the last healthy pass before it, for at most rejoinWait after the cluster could be read again; nil otherwise.
+// rayErr is this pass's (an outage begins, or goes on; a pass whose job lookups fail while the cluster reads is
+// held too). record is true for the loop's own pass, which keeps what it learns (the count of a healthy pass, when
+// the cluster came back); a reader (Snapshot) only asks.
+func (l *Loop) rejoining(now time.Time, view *mvp.ClusterView, rayErr error, record bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if rayErr != nil || view == nil {
-		if l.expect == 0 {
-			l.expect = l.gpuNodes // the count before this outage
+	expect, backAt := l.expect, l.backAt
+	if rayErr != nil && expect == 0 {
+		expect = l.gpuNodes // the count before this outage
+	}
+	if view == nil { // nothing is admitted without a reading anyway
+		if record {
+			l.expect, l.backAt = expect, time.Time{}
 		}
-		l.backAt = time.Time{}
 		return nil
 	}
 	alive := 0
@@ -374,17 +379,25 @@ func (l *Loop) rejoining(now time.Time, view *mvp.ClusterView, rayErr error) err
 			alive++
 		}
 	}
-	if l.expect > 0 {
-		if l.backAt.IsZero() {
-			l.backAt = now
+	var why error
+	if expect > 0 {
+		if backAt.IsZero() {
+			backAt = now
 		}
-		if alive < l.expect && now.Sub(l.backAt) < rejoinWait {
-			return &ErrRejoining{Alive: alive, Before: l.expect, Since: l.backAt}
+		switch {
+		case alive < expect && now.Sub(backAt) < rejoinWait:
+			why = &ErrRejoining{Alive: alive, Before: expect, Since: backAt}
+		case rayErr == nil:
+			expect, backAt = 0, time.Time{} // back, or waited long enough
 		}
-		l.expect, l.backAt = 0, time.Time{}
 	}
-	l.gpuNodes = alive
-	return nil
+	if record {
+		l.expect, l.backAt = expect, backAt
+		if expect == 0 && rayErr == nil {
+			l.gpuNodes = alive
+		}
+	}
+	return why
 }
 
 // unfollowedEvery is how often the loop lists Ray's jobs (a list reads every job Ray keeps) for jobs of its own
@@ -499,11 +512,15 @@ func (l *Loop) applied(a Action, err error) {
 // what the loop keeps between ticks (since when each gang is unplaceable, what it read of progress files) is the
 // loop's own.
 func (l *Loop) Snapshot(ctx context.Context) (Snapshot, error) {
+	now := l.Clock.Now()
 	view, cerr := l.Cluster.ReadCluster(ctx)
 	if cerr != nil {
 		view = nil
 	}
-	return l.snapshot(ctx, l.Clock.Now(), view, cerr, false)
+	if why := l.rejoining(now, view, nil, false); why != nil {
+		view, cerr = nil, why // as the loop's own pass sees it: nothing is admitted yet
+	}
+	return l.snapshot(ctx, now, view, cerr, false)
 }
 
 // snapshot reads what Decide looks at; record is true for the loop's own tick, which updates what the loop keeps

@@ -26,6 +26,7 @@ type fakeRay struct {
 	deleted   []string
 	stopped   []string
 	down      bool // every call fails as if Ray were unreachable
+	jobsDown  bool // GetJob fails as if Ray's job server were unreachable (the cluster still reads)
 	gets      int
 	stopErr   error                 // returned by StopJob (the job is not stopped)
 	logsErr   func(id string) error // when set and non-nil for id, returned by JobLogs
@@ -65,7 +66,7 @@ func (f *fakeRay) GetJob(ctx context.Context, id string) (*mvp.JobInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gets++
-	if f.down { // as the real client says it: the call, then the cause
+	if f.down || f.jobsDown { // as the real client says it: the call, then the cause
 		return nil, fmt.Errorf("GET /api/jobs/%s: %w: dial tcp 127.0.0.1:8265: connect: connection refused", id, mvp.ErrRayUnavailable)
 	}
 	j, ok := f.jobs[id]
@@ -767,7 +768,9 @@ func TestAJobThisMvpDoesNotFollowIsLogged(t *testing.T) {
 // The Ray cluster restarted while mvp ran: its first reading after the outage had one of the two workers back. A
 // 2 × 4 gang requeued by the outage was judged never to fit, and a newer 1 × 4 task took the first worker; the gang
 // then waited behind it (days, with real runs). After an outage nothing is admitted until as many GPU nodes are
-// alive as before it (at most rejoinWait): then the gang, older, goes first. Found in a walk-through.
+// alive as before it (at most rejoinWait): then the gang, older, goes first. The hold also holds on a pass whose
+// job lookups fail while the cluster reads (usual just after a restart), and the queue's view shows it (found in
+// review). Found in a walk-through.
 func TestAfterAnOutageNothingIsAdmittedUntilTheNodesRejoin(t *testing.T) {
 	h := newHarness(t)
 	node := func(id string) mvp.Node {
@@ -775,7 +778,20 @@ func TestAfterAnOutageNothingIsAdmittedUntilTheNodesRejoin(t *testing.T) {
 			Available: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100}}
 	}
 	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	// A driver-only job (no gang) runs throughout: the loop follows it, so a pass asks Ray's job server.
+	n++
+	driver := &mvp.Task{ID: fmt.Sprintf("mvp2-ray_job-20251223-143201-%04x", n), Workload: mvp.WorkloadRayJob,
+		State: mvp.StateQueued, Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`),
+		CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
+	if err := h.db.CreateTask(context.Background(), driver); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	h.ray.set(driver.ID+"--a01", mvp.RayRunning, "", 0)
 	h.tick() // a healthy pass sees both workers
+	if s := h.get(driver.ID).State; s != mvp.StateRunning {
+		t.Fatalf("the driver-only job: %s", s)
+	}
 	h.ray.down = true
 	h.clock.t = h.clock.t.Add(time.Minute)
 	h.tick()
@@ -787,14 +803,25 @@ func TestAfterAnOutageNothingIsAdmittedUntilTheNodesRejoin(t *testing.T) {
 	}
 	h.clock.t = h.clock.t.Add(time.Second)
 	newer := h.taskOf(4)
-	// Ray comes back with one worker.
-	h.ray.down = false
+	// Ray comes back with one of the two workers; its job server does not answer yet.
+	h.ray.down, h.ray.jobsDown = false, true
 	h.view.Nodes = []mvp.Node{node("w1")}
 	h.clock.t = h.clock.t.Add(time.Minute)
 	h.tick()
+	h.ray.jobsDown = false
+	h.clock.t = h.clock.t.Add(5 * time.Second) // past the backoff of the failed lookups
 	h.tick()
 	if s := h.get(newer.ID).State; s == mvp.StateSubmitted || s == mvp.StateSubmitting {
 		t.Fatalf("the newer 1 × 4 task was admitted on the half-rejoined cluster: %s", s)
+	}
+	snap, err := h.loop.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := scheduler.Explain(h.clock.t, snap, h.loop.Policy)
+	if len(v.Starting) != 0 || len(v.Queue) == 0 || v.Queue[0].Code != scheduler.CodeClusterUnknown ||
+		!strings.Contains(v.Queue[0].Reason, "1 of the 2 GPU nodes") {
+		t.Errorf("the queue's view during the hold: starting %v, %+v; want nothing starting and the hold's reason", v.Starting, v.Queue)
 	}
 	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
 	h.tick()
