@@ -303,9 +303,9 @@ func (d *Door) delete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !t.State.Terminal() {
+	if !ended(t) {
 		return mvp.Errorf(mvp.CodeConflict, "", "Attempted to delete job '%s', but it is in a non-terminal state %s.",
-			r.PathValue("id"), rayStatus(t.State))
+			r.PathValue("id"), d.details(t).Status)
 	}
 	if err := d.Store.DeleteFromDoor(r.Context(), t.ID, d.Clock.Now()); err != nil {
 		return err
@@ -395,6 +395,16 @@ type driverInfo struct {
 	PID           string `json:"pid"`
 }
 
+// ended reports whether the door shows t as ended: its task has ended, and a canceled one's attempt too (until
+// then its driver may still run, and the door shows it as it is).
+func ended(t *mvp.Task) bool {
+	if !t.State.Terminal() {
+		return false
+	}
+	a := t.Latest()
+	return t.State != mvp.StateCanceled || a == nil || a.RayStatus.Terminal()
+}
+
 // rayStatus is the Ray status the door shows for an mvp state: every waiting state is PENDING, a canceled
 // task STOPPED (once its attempt has ended: details).
 func rayStatus(s mvp.State) mvp.RayStatus {
@@ -449,8 +459,7 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 	}
 	// Canceled while its job runs: Ray's own server says STOPPED once the driver has stopped, and `ray job stop`
 	// waits for that; until the attempt has ended the job is shown as it is.
-	stopping := t.State == mvp.StateCanceled && a != nil && !a.RayStatus.Terminal()
-	if stopping {
+	if t.State.Terminal() && !ended(t) {
 		j.Status = mvp.RayPending
 		if a.RayStatus == mvp.RayRunning {
 			j.Status = mvp.RayRunning

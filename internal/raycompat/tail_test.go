@@ -234,6 +234,17 @@ func TestACanceledJobIsStoppedOnceItsDriverIs(t *testing.T) {
 	if st, ended := status(); st != "RUNNING" || ended {
 		t.Errorf("canceled, its driver still running: %s (end_time set %v); want RUNNING until it stops", st, ended)
 	}
+	// Deleting it then is refused, as Ray refuses a job in a non-terminal state: it would free the submission id
+	// while the driver still holds its GPUs (found in review).
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/api/jobs/st1", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Errorf("DELETE of a job still stopping: %s; want it refused", resp.Status)
+	}
 	stopped := running
 	end := now.Add(2 * time.Second)
 	stopped.RayStatus, stopped.EndTime = mvp.RayStopped, &end
