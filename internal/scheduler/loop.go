@@ -1173,14 +1173,15 @@ func (l *Loop) copyRunningLog(ctx context.Context, t *mvp.Task, a *mvp.Attempt, 
 // keepLogEvery spaces the retries of a failed driver-log fetch.
 const keepLogEvery = 5 * time.Second
 
-// keepLogs retries the fetch of ended jobs' driver logs that could not be kept when they ended, a few per pass
-// and at most every keepLogEvery.
 // keepLogsSoon makes the next keepLogs due at once: an attempt was concluded without its log.
 func (l *Loop) keepLogsSoon() {
 	l.mu.Lock()
 	l.lastKeep = time.Time{}
 	l.mu.Unlock()
 }
+
+// keepLogs fetches the driver logs of ended jobs that are not kept yet (a success's, after the pass that concluded
+// it; one whose fetch failed when it ended), a few per pass and at most every keepLogEvery unless made due.
 
 func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 	l.mu.Lock()

@@ -27,9 +27,22 @@ func Backup(ctx context.Context, dbPath, to string) (tasks int, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("back up to %s: %w", to, err)
 	}
-	if _, err := os.Stat(dst); !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("back up to %s: the file exists already (or cannot be checked: %v); name a new file", dst, err)
+	// The file is made here, empty and exclusively (VACUUM INTO writes into an empty file): one that exists is
+	// never touched, and what a failure leaves is this call's own to remove.
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return 0, fmt.Errorf("back up to %s: the file exists already; name a new file", dst)
 	}
+	if err != nil {
+		return 0, fmt.Errorf("back up to %s: %w", dst, err)
+	}
+	f.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			_ = os.Remove(dst)
+		}
+	}()
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Set("_busy_timeout", "5000")
@@ -39,7 +52,6 @@ func Backup(ctx context.Context, dbPath, to string) (tasks int, err error) {
 	}
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, dst); err != nil {
-		_ = os.Remove(dst)
 		return 0, fmt.Errorf("back up %s to %s: %w", src, dst, err)
 	}
 	cq := url.Values{}
@@ -56,5 +68,6 @@ func Backup(ctx context.Context, dbPath, to string) (tasks int, err error) {
 	if err := c.QueryRowContext(ctx, `SELECT count(*) FROM tasks`).Scan(&tasks); err != nil {
 		return 0, fmt.Errorf("check the backup %s: %w", dst, err)
 	}
+	keep = true
 	return tasks, nil
 }
