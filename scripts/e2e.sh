@@ -58,10 +58,11 @@ set -e
 [[ "$status" -eq 0 ]] || exit "$status"
 [[ "${MVP_E2E_SKIP_PHASE2:-0}" == 1 ]] && exit 0
 
-# Phase 2: a one-worker cluster with Ray's token auth (RAY_AUTH_MODE=token), for the tests that need it: token
-# auth, and the Ray outage (the test stops and restarts this cluster with ray-down.sh / ray-up.sh).
+# Phase 2: a two-worker cluster with Ray's token auth (RAY_AUTH_MODE=token), for the tests that need it: token
+# auth, and the Ray outage (the test stops and restarts this cluster with ray-down.sh / ray-up.sh; a 2 × 4 gang
+# runs across it, on both workers, which come back one after the other).
 bash scripts/ray-down.sh
-export MVP_CLUSTER_DIR="$MVP_CLUSTER_DIR/token" RAY_WORKERS=1
+export MVP_CLUSTER_DIR="$MVP_CLUSTER_DIR/token" RAY_WORKERS=2
 ports
 RAY_AUTH_TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 export RAY_AUTH_TOKEN MVP_E2E_RAY_TOKEN="$RAY_AUTH_TOKEN"
