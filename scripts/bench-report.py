@@ -261,6 +261,14 @@ the change (the decisions are the same; `mvp sim --policy all` on the 16 × 8 tr
 results for every policy). P2 in the table at the top is this run's; `make sim`'s (median of 5 × 20 decisions,
 2026-11-25) was 17.7 ms.
 
+## P2 on 2026-11-26
+`make bench` read 20.1 ms for P2 in its run of 2026-11-26 (the table at the top), against 18.2 ms in the run before.
+Alternated on the same machine right after (5 pairs of 20 decisions, `BenchmarkDecide100k/xfchain`): the build
+before this session's changes (0602b7a) 18.5–19.1 ms, median 18.5 ms; this build 18.8–21.0 ms, median 19.0 ms.
+What this session added on Decide's path is small (a flag per user for owners removed from `v2.auth.users`, a
+copy of each node's free GPUs for the queue's view): about 2 % in the medians, within the machine's noise of
+±10 %, but close to the goal of 20 ms on this 2-core machine, where one run can miss it.
+
 ## P3: admission the moment GPUs free up (issue 18, 2026-11-24)
 Before (same cluster setup, 3 runs): **752 ms** (max 879), mvp's requests to Ray's job server 2.01/s. The tick
 noticed a freed gang at its next pass (on average half a tick after the job ended). Now `scheduler.ClusterWatch`
