@@ -281,8 +281,7 @@ func (d *Door) stop(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if t.State.Terminal() {
-		// Canceled and its driver not stopped yet: Ray answers true for a job that has not ended.
-		writeJSON(w, map[string]bool{"stopped": !ended(t)})
+		writeJSON(w, map[string]bool{"stopped": false})
 		return nil
 	}
 	if _, err := d.Cancel(r.Context(), t); err != nil {
