@@ -2,9 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,9 +40,6 @@ type Loop struct {
 	// KeepFinishedJobs is how many ended mvp jobs stay in Ray's job server; older ones are deleted once their
 	// status and log are in the task folder (Ray never deletes them and slows down as they pile up).
 	KeepFinishedJobs int
-	// ResultKey is the database's key, with which the loop seals what it writes of an attempt's end in the task
-	// folder (seal); without it no end is read back from there (keptEnd).
-	ResultKey []byte
 	// Instance is the database's id, which every job's metadata carries (mvp.MetaInstance), and Jobs lists Ray's
 	// jobs: checkUnfollowed tells this mvp's jobs by it. Either unset leaves that check out.
 	Instance string
@@ -441,19 +435,27 @@ func (l *Loop) checkUnfollowed(ctx context.Context, now time.Time) {
 		if j == nil || j.Metadata[mvp.MetaInstance] != l.Instance || j.Status.Terminal() || followed[j.SubmissionID] {
 			continue
 		}
-		l.mu.Lock()
-		if l.unfollowedWarned == nil {
-			l.unfollowedWarned = map[string]bool{}
-		}
-		seen := l.unfollowedWarned[j.SubmissionID]
-		l.unfollowedWarned[j.SubmissionID] = true
-		l.mu.Unlock()
-		if !seen {
+		if l.firstTime(&l.unfollowedWarned, j.SubmissionID) {
 			l.Logger.Warn("a Ray job submitted by this mvp runs, but its database does not follow it (restored from an "+
 				"older copy?): it holds its GPUs outside mvp's admission; stop it with `ray job stop` if it should not run",
 				"submission_id", j.SubmissionID, "task_id", j.Metadata["task_id"], "ray_status", j.Status)
 		}
 	}
+}
+
+// firstTime reports whether key is new to the set *m (made on first use), and adds it: what is logged once per
+// attempt or job.
+func (l *Loop) firstTime(m *map[string]bool, key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if *m == nil {
+		*m = map[string]bool{}
+	}
+	if (*m)[key] {
+		return false
+	}
+	(*m)[key] = true
+	return true
 }
 
 // waitsPerWrite is how many Waits one request to the store carries; up to waitWritesInFlight such requests are
@@ -829,15 +831,13 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 // driver log): what Ray said last about a job it may have deleted since. ok is false when the folder holds none
 // for this submission id.
 func (l *Loop) keptEnd(t *mvp.Task, n int, submissionID string) (r Report, ok bool) {
-	info, kind, seal, err := l.Files.ReadResult(t.ID, n)
-	if err != nil || info.SubmissionID != submissionID || !info.Status.Terminal() {
-		return Report{}, false
-	}
-	want := l.seal(t.ID, n, info, kind)
-	if want == "" || !hmac.Equal([]byte(seal), []byte(want)) {
+	info, kind, err := l.Files.ReadResult(t.ID, n)
+	if errors.Is(err, taskfs.ErrNotSealed) {
 		// Not mvp's (the job can write in its attempt's folder), or from before the seal: not trusted.
 		l.Logger.Warn("an attempt's status.json in its task folder is not mvp's (no valid seal): ignored",
 			"task_id", t.ID, "attempt_no", n)
+	}
+	if err != nil || info.SubmissionID != submissionID || !info.Status.Terminal() {
 		return Report{}, false
 	}
 	r.Info, r.Kind = info, kind
@@ -1097,28 +1097,9 @@ func (l *Loop) applyOutcome(ctx context.Context, t *mvp.Task, from mvp.RayStatus
 }
 
 func (l *Loop) writeResult(t *mvp.Task, a *mvp.Attempt, info *mvp.JobInfo) {
-	if err := l.Files.WriteResult(t.ID, a.No, info, a.FailureKind, l.seal(t.ID, a.No, info, a.FailureKind)); err != nil {
+	if err := l.Files.WriteResult(t.ID, a.No, info, a.FailureKind); err != nil {
 		l.Logger.Error("write attempt status", "task_id", t.ID, "err", err)
 	}
-}
-
-// seal is the HMAC (with ResultKey, the database's key) of attempt n's end as written in its task folder: the
-// job can write in that folder, so keptEnd trusts only an end with mvp's seal. Empty without a key.
-func (l *Loop) seal(id string, n int, info *mvp.JobInfo, kind mvp.FailureKind) string {
-	if len(l.ResultKey) == 0 {
-		return ""
-	}
-	b, err := json.Marshal(struct {
-		*mvp.JobInfo
-		FailureKind mvp.FailureKind `json:"failure_kind"`
-	}{info, kind})
-	if err != nil {
-		return ""
-	}
-	m := hmac.New(sha256.New, l.ResultKey)
-	fmt.Fprintf(m, "mvp attempt end v1\x00%s\x00%d\x00", id, n)
-	m.Write(b)
-	return hex.EncodeToString(m.Sum(nil))
 }
 
 func (l *Loop) crash(point string) {

@@ -49,6 +49,11 @@ func (l *Loop) fillProgressAt(as []ActiveAttempt, record bool) {
 				delete(l.progressSeen, id)
 			}
 		}
+		for id := range l.unseenWarned {
+			if !live[id] {
+				delete(l.unseenWarned, id)
+			}
+		}
 		l.mu.Unlock()
 	}
 	now := l.Clock.Now()
@@ -63,14 +68,7 @@ func (l *Loop) fillProgressAt(as []ActiveAttempt, record bool) {
 			// mvp wrote this folder before the attempt was sent: not there now, mvp looks in the wrong place
 			// (shared_root changed, or not mounted) and cannot tell whether the run lives.
 			a.Unseen = true
-			l.mu.Lock()
-			if l.unseenWarned == nil {
-				l.unseenWarned = map[string]bool{}
-			}
-			warn := !l.unseenWarned[sid]
-			l.unseenWarned[sid] = true
-			l.mu.Unlock()
-			if warn {
+			if l.firstTime(&l.unseenWarned, sid) {
 				dir, _ := l.Files.AttemptDir(a.Task.ID, a.Attempt.No)
 				l.Logger.Warn("a running attempt's folder is not under shared_root: its heartbeat is not judged until it "+
 					"is (was shared_root changed, or is it not mounted?)", "task_id", a.Task.ID, "submission_id", sid,

@@ -606,7 +606,7 @@ func TestASuccessLogIsKeptAfterTheNextSubmission(t *testing.T) {
 func TestARestoredDatabaseDoesNotRunAnEndedAttemptAgain(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
 	h := newHarness(t)
-	h.loop.ResultKey = key
+	h.loop.Files.Key = key
 	done := h.task() // runs to SUCCEEDED
 	lost := h.task() // its job is lost by Ray: INFRA, retried
 	at := h.clock.t
@@ -650,7 +650,7 @@ func TestARestoredDatabaseDoesNotRunAnEndedAttemptAgain(t *testing.T) {
 		}
 	}
 	r.loop = r.newLoop()
-	r.loop.ResultKey = key
+	r.loop.Files.Key = key
 	r.tick()
 	r.tick()
 	if got := r.get(done.ID); got.State != mvp.StateSucceeded || len(got.Attempts) != 1 || got.Attempts[0].RayStatus != mvp.RaySucceeded {
@@ -675,13 +675,13 @@ func TestARestoredDatabaseDoesNotRunAnEndedAttemptAgain(t *testing.T) {
 // after_ok dependents). Only an end with mvp's seal is read back. Found in review.
 func TestAForgedEndInTheTaskFolderIsIgnored(t *testing.T) {
 	h := newHarness(t)
-	h.loop.ResultKey = []byte("0123456789abcdef0123456789abcdef")
+	h.loop.Files.Key = []byte("0123456789abcdef0123456789abcdef")
 	task := h.task()
 	h.tick()
 	code := 0
 	sub := mvp.SubmissionID(task.ID, 2)
 	if err := (taskfs.FS{Root: h.root}).WriteResult(task.ID, 2, &mvp.JobInfo{SubmissionID: sub, Status: mvp.RaySucceeded,
-		DriverExitCode: &code}, "", "forged"); err != nil {
+		DriverExitCode: &code}, ""); err != nil { // written without mvp's key: no seal
 		t.Fatal(err)
 	}
 	h.ray.mu.Lock()

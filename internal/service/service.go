@@ -235,8 +235,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			MaxRuntimeCapS: cfg.V2.Scheduler.MaxRuntimeCapS, DefaultMaxQueuedS: cfg.V2.Scheduler.DefaultMaxQueuedS,
 			MaxQueuedCapS: cfg.V2.Scheduler.MaxQueuedCapS},
 		StopGraceS: int(math.Ceil(cfg.V2.Scheduler.RuntimeGraceS))}
-	var resultKey []byte
-	if settings.Instance, resultKey, err = m.store.Instance(ctx); err != nil {
+	if settings.Instance, files.Key, err = m.store.Instance(ctx); err != nil { // files.Key seals attempts' ends
 		return err
 	}
 	build := func(t *mvp.Task, n int) (*mvp.JobSubmission, error) { return workload.BuildTask(t, n, settings) }
@@ -249,8 +248,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// of its submissions.
 	m.loop = &scheduler.Loop{Store: m.store, Ray: raycompat.Uploader{RayClient: rayClient, Packages: packages},
 		Cluster: cluster, Build: build, Files: files, Clock: clock, Instance: settings.Instance, Jobs: lister,
-		ResultKey: resultKey,
-		Logger:    logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
+		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
 		Retry: scheduler.RetryPolicy{RetryInterval: cfg.V2.Scheduler.RetryInterval(),
 			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,
 			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout())},

@@ -96,7 +96,7 @@ func TestAttemptWritesStayInTheTaskFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = f.WriteSubmission(id, 2, &mvp.JobSubmission{SubmissionID: id + "--a02", Entrypoint: "x"})
-	_ = f.WriteResult(id, 2, &mvp.JobInfo{SubmissionID: id + "--a02"}, mvp.FailureNone, "")
+	_ = f.WriteResult(id, 2, &mvp.JobInfo{SubmissionID: id + "--a02"}, mvp.FailureNone)
 	_ = f.WriteLog(id, 2, "log of a02")
 	_ = f.WriteLog(id, 1, "log of a01")
 	entries, err := os.ReadDir(outside)

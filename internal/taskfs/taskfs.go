@@ -4,7 +4,9 @@
 package taskfs
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -35,6 +37,9 @@ var TaskIDPattern = func() *regexp.Regexp {
 type FS struct {
 	// Root is shared_root; folders live under Root/jobs.
 	Root string
+	// Key seals an attempt's end as WriteResult writes it (the database's key): a job can write in its attempt's
+	// folder, so ReadResult trusts only an end with its seal. Without it nothing is sealed or trusted.
+	Key []byte
 }
 
 // TaskDir returns <root>/jobs/<id>, refusing ids that are not mvp task ids.
@@ -119,18 +124,47 @@ func (f FS) WriteSubmission(id string, n int, s *mvp.JobSubmission) error {
 	return nil
 }
 
-// WriteResult writes Ray's final view of an attempt and the failure kind mvp gave it (status.json), with seal (see
-// ReadResult; empty leaves it out).
-func (f FS) WriteResult(id string, n int, info *mvp.JobInfo, failure mvp.FailureKind, seal string) error {
+// result is an attempt's end as status.json holds it: Ray's final view of the job and the failure kind mvp gave
+// it; the seal is over its compact JSON.
+type result struct {
+	*mvp.JobInfo
+	FailureKind mvp.FailureKind `json:"failure_kind"`
+}
+
+// ErrNotSealed: an attempt's status.json without FS.Key's seal (written by someone else, or read without a key).
+var ErrNotSealed = errors.New("the attempt's status.json does not carry mvp's seal")
+
+// seal is the HMAC of attempt n's end r under f.Key, or "" without a key.
+func (f FS) seal(id string, n int, r result) (string, error) {
+	if len(f.Key) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, f.Key)
+	fmt.Fprintf(m, "mvp attempt end v1\x00%s\x00%d\x00", id, n)
+	m.Write(b)
+	return hex.EncodeToString(m.Sum(nil)), nil
+}
+
+// WriteResult writes Ray's final view of an attempt and the failure kind mvp gave it (status.json), sealed with
+// f.Key.
+func (f FS) WriteResult(id string, n int, info *mvp.JobInfo, failure mvp.FailureKind) error {
 	dir, err := attemptRel(n)
 	if err != nil {
 		return err
 	}
+	r := result{info, failure}
+	seal, err := f.seal(id, n, r)
+	if err != nil {
+		return fmt.Errorf("encode status: %w", err)
+	}
 	b, err := json.MarshalIndent(struct {
-		*mvp.JobInfo
-		FailureKind mvp.FailureKind `json:"failure_kind"`
-		Seal        string          `json:"mvp_seal,omitempty"`
-	}{info, failure, seal}, "", "  ")
+		result
+		Seal string `json:"mvp_seal,omitempty"`
+	}{r, seal}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}
@@ -154,14 +188,13 @@ func attemptRel(n int) (string, error) {
 	return filepath.Join("attempts", fmt.Sprintf("a%02d", n)), nil
 }
 
-// ReadResult returns what WriteResult kept of attempt n's end: Ray's final view of the job, the failure kind mvp
-// gave it and the seal it was written with, or an error wrapping os.ErrNotExist when the attempt has not ended
-// (or was never sent). The job can write in its attempt's folder: what is read is the job's word until its seal
-// is checked.
-func (f FS) ReadResult(id string, n int) (*mvp.JobInfo, mvp.FailureKind, string, error) {
+// ReadResult returns what WriteResult kept of attempt n's end: Ray's final view of the job and the failure kind
+// mvp gave it. It is an error wrapping os.ErrNotExist when the attempt has not ended (or was never sent), and
+// ErrNotSealed when the file does not carry f.Key's seal (the job can write in its attempt's folder).
+func (f FS) ReadResult(id string, n int) (*mvp.JobInfo, mvp.FailureKind, error) {
 	fh, _, err := f.openAttemptFile(id, n, "status.json")
 	if err != nil {
-		return nil, "", "", fmt.Errorf("read attempt status: %w", err)
+		return nil, "", fmt.Errorf("read attempt status: %w", err)
 	}
 	defer fh.Close()
 	var r struct {
@@ -170,9 +203,13 @@ func (f FS) ReadResult(id string, n int) (*mvp.JobInfo, mvp.FailureKind, string,
 		Seal        string          `json:"mvp_seal"`
 	}
 	if err := json.NewDecoder(io.LimitReader(fh, 1<<20)).Decode(&r); err != nil {
-		return nil, "", "", fmt.Errorf("read attempt status: %w", err)
+		return nil, "", fmt.Errorf("read attempt status: %w", err)
 	}
-	return &r.JobInfo, r.FailureKind, r.Seal, nil
+	want, err := f.seal(id, n, result{&r.JobInfo, r.FailureKind})
+	if err != nil || want == "" || !hmac.Equal([]byte(r.Seal), []byte(want)) {
+		return nil, "", fmt.Errorf("read attempt status of %s attempt %d: %w", id, n, ErrNotSealed)
+	}
+	return &r.JobInfo, r.FailureKind, nil
 }
 
 // ReadLog returns the attempt's copy of the driver log, or an error wrapping os.ErrNotExist.

@@ -31,7 +31,7 @@ func TestWriteAndRead(t *testing.T) {
 	if err := f.WriteSubmission(id, 1, s); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.WriteResult(id, 1, &mvp.JobInfo{Status: mvp.RaySucceeded}, "", ""); err != nil {
+	if err := f.WriteResult(id, 1, &mvp.JobInfo{Status: mvp.RaySucceeded}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.ReadLog(id, 1); !errors.Is(err, os.ErrNotExist) {
