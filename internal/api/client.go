@@ -95,6 +95,11 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 			// The request may have arrived whole and been carried out before the server went away.
 			return nil, fmt.Errorf("%s %s: the server closed the connection without answering (%w): the request may have "+
 				"been carried out; look before repeating it (after a submit: mvp list)", method, path, err)
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
+			// A read changes nothing. Go's server closes, unanswered, a connection whose request it reads once its
+			// shutdown has begun: the usual cause is a stop or restart.
+			return nil, fmt.Errorf("%s %s: the server at %s closed the connection without answering (%w): it may be "+
+				"stopping or restarting; run the same command again once it is back", method, path, c.Addr, err)
 		}
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}

@@ -156,3 +156,26 @@ func TestLogsFollowCutSaysToFollowAgain(t *testing.T) {
 		t.Errorf("a cut follow: %v (got %q)", err, out.String())
 	}
 }
+
+// TestAReadWhoseAnswerWasLostSaysTheServerWentAway: Go's server closes, unanswered, a connection whose request it
+// reads once its shutdown has begun; `mvp logs -f` sent at that moment printed only `Get "…": EOF`. A read (which
+// changes nothing) now says the server closed the connection, likely stopping, and to run it again.
+func TestAReadWhoseAnswerWasLostSaysTheServerWentAway(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	c := &api.Client{Addr: srv.URL, Token: "t"}
+	err := c.Logs(context.Background(), "mvp2-ppo-20251223-143201-7f3a", 0, true, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "closed the connection without answering") ||
+		!strings.Contains(err.Error(), "stopping") || !strings.Contains(err.Error(), "run the same command again") {
+		t.Errorf("a follow whose answer was lost: %v", err)
+	}
+	_, _, err = c.Get(context.Background(), "mvp2-ppo-20251223-143201-7f3a")
+	if err == nil || !strings.Contains(err.Error(), "closed the connection without answering") ||
+		strings.Contains(err.Error(), "may have been carried out") {
+		t.Errorf("a read whose answer was lost: %v", err)
+	}
+}

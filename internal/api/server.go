@@ -812,6 +812,9 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if follow {
+		s.Logger.Debug("log follow begins", "task_id", t.ID)
+	}
 	n := t.LatestAttemptNo
 	if r.URL.Query().Has("attempt") {
 		if n, err = intParam(r, "attempt", 0, 1, 999); err != nil {

@@ -301,8 +301,12 @@ func TestOneServicePerDatabase(t *testing.T) {
 // (trailer X-Mvp-Log-End) while it streamed a log. Found in a user walk-through.
 func TestAStopEndsLogFollowsAtOnce(t *testing.T) {
 	ray := servicetest.NewRay()
+	// Go's server closes, unanswered, a connection whose request it reads once its shutdown has begun (the client
+	// then says so, TestAReadWhoseAnswerWasLostSaysTheServerWentAway); this test is about follows the server has
+	// taken, so it stops the server only once its log says both follows began.
+	follows := &recordWatcher{msg: "log follow begins", want: 2, seen: make(chan struct{})}
 	m := &service.Main{Config: servicetest.Config(t), Token: servicetest.Token, Ray: ray, Cluster: servicetest.OneNode(4),
-		ShutdownGrace: 10 * time.Minute}
+		ShutdownGrace: 10 * time.Minute, Logger: slog.New(follows)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := m.Open(ctx); err != nil {
@@ -336,24 +340,20 @@ func TestAStopEndsLogFollowsAtOnce(t *testing.T) {
 	ray.Set(running+"--a01", mvp.RayRunning)
 	ray.AddLog(running+"--a01", "step 1\n")
 	errs := make(chan error, 2)
-	// Each follow on a connection of its own, made for it (a pooled idle connection is closed by the stop under a
-	// request about to be sent on it): once dialled, the server takes the request even while it stops.
-	dialled := make(chan struct{}, 1)
+	// Each follow on a connection of its own (a pooled idle connection is closed by the stop under a request about
+	// to be sent on it).
 	own := &api.Client{Addr: m.URL(), Token: servicetest.Token, HTTP: &http.Client{Transport: &http.Transport{
-		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			dialled <- struct{}{}
-			return conn, err
-		}}}}
+		DisableKeepAlives: true}}}
 	go func() { errs <- own.Logs(context.Background(), waiting, 0, true, io.Discard) }()
-	<-dialled
 	streaming := &signalWriter{at: "step 1", seen: make(chan struct{})}
 	go func() { errs <- own.Logs(context.Background(), running, 0, true, streaming) }()
-	select { // the running task's follow has sent its first line
-	case <-streaming.seen:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the running task's log did not arrive")
+	for what, ch := range map[string]chan struct{}{"the running task's log did not arrive": streaming.seen,
+		"the server did not take both follows": follows.seen} {
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Fatal(what)
+		}
 	}
 	cancel()
 	select {
@@ -365,11 +365,34 @@ func TestAStopEndsLogFollowsAtOnce(t *testing.T) {
 		t.Fatal("mvp serve did not stop within a minute while logs were followed (its shutdown grace is 10 minutes)")
 	}
 	for i := 0; i < 2; i++ {
-		if err := <-errs; err == nil || !strings.Contains(err.Error(), "stopping") {
+		if err := <-errs; err == nil || !strings.Contains(err.Error(), "the server is stopping") {
 			t.Errorf("a follow ended by the stop: %v, want an error saying the server is stopping", err)
 		}
 	}
 }
+
+// recordWatcher is a slog handler (all levels) that closes seen once want records with message msg arrived.
+type recordWatcher struct {
+	mu   sync.Mutex
+	msg  string
+	want int
+	n    int
+	seen chan struct{}
+}
+
+func (h *recordWatcher) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordWatcher) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r.Message == h.msg {
+		if h.n++; h.n == h.want {
+			close(h.seen)
+		}
+	}
+	return nil
+}
+func (h *recordWatcher) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordWatcher) WithGroup(string) slog.Handler      { return h }
 
 func goodPPO(nnodes int) string {
 	return fmt.Sprintf("workload: ppo\nnnodes: %d\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n", nnodes)
