@@ -281,7 +281,8 @@ func (d *Door) stop(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if t.State.Terminal() {
-		writeJSON(w, map[string]bool{"stopped": false})
+		// Canceled and its driver not stopped yet: Ray answers true for a job that has not ended.
+		writeJSON(w, map[string]bool{"stopped": !ended(t)})
 		return nil
 	}
 	if _, err := d.Cancel(r.Context(), t); err != nil {

@@ -234,6 +234,18 @@ func TestACanceledJobIsStoppedOnceItsDriverIs(t *testing.T) {
 	if st, ended := status(); st != "RUNNING" || ended {
 		t.Errorf("canceled, its driver still running: %s (end_time set %v); want RUNNING until it stops", st, ended)
 	}
+	// A stop then answers as Ray does for a job not ended: stopped (it said false, as for an ended job).
+	sresp, err := http.Post(srv.URL+"/api/jobs/st1/stop", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop struct {
+		Stopped bool `json:"stopped"`
+	}
+	if err := json.NewDecoder(sresp.Body).Decode(&stop); err != nil || !stop.Stopped {
+		t.Errorf("stop of a job still stopping: %+v %v; want stopped true", stop, err)
+	}
+	sresp.Body.Close()
 	// Deleting it then is refused, as Ray refuses a job in a non-terminal state: it would free the submission id
 	// while the driver still holds its GPUs (found in review).
 	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/api/jobs/st1", nil)
