@@ -360,17 +360,20 @@ type Stats struct {
 	Skipped int64
 	// LargestBatch is the largest number of requests taken in one transaction.
 	LargestBatch int64
+	// Reruns is the number of batches run a second time, with a savepoint per request, because a request failed
+	// after writing (a batch runs without savepoints first).
+	Reruns int64
 }
 
 type counters struct {
-	transactions, writes, failed, skipped, largest atomic.Int64
+	transactions, writes, failed, skipped, largest, reruns atomic.Int64
 }
 
 // Stats returns the writer's counters.
 func (db *DB) Stats() Stats {
 	c := &db.stats
 	return Stats{Transactions: c.transactions.Load(), Writes: c.writes.Load(), Failed: c.failed.Load(),
-		Skipped: c.skipped.Load(), LargestBatch: c.largest.Load()}
+		Skipped: c.skipped.Load(), LargestBatch: c.largest.Load(), Reruns: c.reruns.Load()}
 }
 
 // errClosed answers writes made after Close.

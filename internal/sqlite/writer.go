@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/mattn/go-sqlite3"
+
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
@@ -32,6 +34,8 @@ type wtx struct {
 	db    *DB
 	op    int         // the batch's request being run
 	notes []queueNote // the task rows this transaction writes, for the queue kept in memory (queueCache)
+	// written counts the statements that changed rows: a request that fails without changing it wrote nothing.
+	written int
 }
 
 // touch records that the transaction writes task id's row: once it commits, Runnable reads that row again
@@ -62,7 +66,15 @@ func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(context.Background(), args...)
+	res, err := st.ExecContext(context.Background(), args...)
+	if err == nil {
+		// Rows changed by this transaction's statements (a statement that is not an INSERT, UPDATE or DELETE
+		// may add the last one's count again: too many is safe, see runEach).
+		if n, nerr := res.RowsAffected(); nerr != nil || n != 0 {
+			w.written++
+		}
+	}
+	return res, err
 }
 
 // exists reports whether query returns a row.
@@ -224,37 +236,23 @@ func (db *DB) run(batch []*op) {
 		abort("begin", err)
 		return
 	}
-	ok := 0
-	if len(live) == 1 {
-		// Alone in its transaction: no savepoint needed.
-		if err := live[0].fn(w); err != nil {
-			results[0] = db.mapErr(err)
-		} else {
-			ok++
+	ok, rerun, err := db.runEach(w, live, results, false)
+	if rerun {
+		// A request failed after writing: only a savepoint can undo its part and keep the others'. Run the batch
+		// again, a savepoint per request (each request's fn is a pure function of the database it reads).
+		db.stats.reruns.Add(1)
+		db.rollback(w)
+		clear(results)
+		w.notes, w.written = w.notes[:0], 0
+		if _, err := w.exec(`BEGIN IMMEDIATE`); err != nil {
+			abort("begin", err)
+			return
 		}
-	} else {
-		for i, o := range live {
-			w.op = i
-			if _, err := w.exec(`SAVEPOINT op`); err != nil {
-				abort("savepoint", err)
-				return
-			}
-			if err := o.fn(w); err != nil {
-				results[i] = db.mapErr(err)
-				// If SQLite already rolled the whole transaction back (disk full, I/O error), this fails and
-				// every request of the batch gets the error.
-				if _, rerr := w.exec(`ROLLBACK TO op`); rerr != nil {
-					abort("roll back to savepoint", rerr)
-					return
-				}
-			} else {
-				ok++
-			}
-			if _, err := w.exec(`RELEASE op`); err != nil {
-				abort("release savepoint", err)
-				return
-			}
-		}
+		ok, _, err = db.runEach(w, live, results, true)
+	}
+	if err != nil {
+		abort("write", err)
+		return
 	}
 	if ok == 0 {
 		db.rollback(w)
@@ -268,6 +266,58 @@ func (db *DB) run(batch []*op) {
 	db.stats.transactions.Add(1)
 	db.obs.WriteBatch(ok)
 	answer(nil)
+}
+
+// runEach runs the batch's requests in the open transaction, one after the other. Without savepoints (the first
+// run: a savepoint and its release are two statements per request) a request that fails having written nothing
+// leaves nothing to undo, and one that fails after writing makes runEach stop and say rerun. With savepoints, a
+// failed request's part is rolled back to its savepoint. err is a failure of the transaction itself (SQLite
+// ends it on a full disk or an I/O error): every request of the batch fails then.
+func (db *DB) runEach(w *wtx, live []*op, results []error, savepoints bool) (ok int, rerun bool, err error) {
+	for i, o := range live {
+		w.op = i
+		if savepoints {
+			if _, err := w.exec(`SAVEPOINT op`); err != nil {
+				return 0, false, fmt.Errorf("savepoint: %w", err)
+			}
+		}
+		written := w.written
+		if err := o.fn(w); err == nil {
+			ok++
+		} else {
+			results[i] = db.mapErr(err)
+			switch {
+			case savepoints:
+				// If SQLite already rolled the whole transaction back, this fails, and so does the batch.
+				if _, err := w.exec(`ROLLBACK TO op`); err != nil {
+					return 0, false, fmt.Errorf("roll back to savepoint: %w", err)
+				}
+			case w.written != written && len(live) > 1:
+				return 0, true, nil
+			case !db.inTransaction():
+				return 0, false, fmt.Errorf("the transaction ended: %w", results[i])
+			}
+		}
+		if savepoints {
+			if _, err := w.exec(`RELEASE op`); err != nil {
+				return 0, false, fmt.Errorf("release savepoint: %w", err)
+			}
+		}
+	}
+	return ok, false, nil
+}
+
+// inTransaction reports whether the writer's connection has a transaction open (SQLite rolls one back by itself
+// on some errors, and a statement run after that would commit on its own).
+func (db *DB) inTransaction() bool {
+	in := false
+	_ = db.wconn.Raw(func(c any) error {
+		if sc, ok := c.(*sqlite3.SQLiteConn); ok {
+			in = !sc.AutoCommit()
+		}
+		return nil
+	})
+	return in
 }
 
 // rollback ends the open transaction, if SQLite has not already done so.
