@@ -103,7 +103,7 @@ Written by `make bench` (`scripts/bench.sh`); each run overwrites this file. Fig
   scraped, in 10 adjacent pairs whose order alternates (so that a change in the machine's load hits both sides of
   a pair alike); the figures are the medians over the runs of the pairs' median costs: in rate, 1 − on/off, and in
   the process's CPU time (user + system, client included) per submission, on/off − 1.
-  Group commit: one writer goroutine takes every waiting write (up to 256), runs each in its own savepoint, commits
+  Group commit: one writer goroutine takes every waiting write (up to 256), runs them in one transaction (a savepoint each only when one fails half way), commits
   once (one fsync) and only then answers each caller.
 - P2: `BenchmarkDecide100k` (internal/scheduler) builds a snapshot of 100,000 queued tasks of mixed shapes and
   declared runtimes, half the 16 nodes running a task with a declared end, and times `Decide` alone (pure; no I/O)

@@ -1,5 +1,5 @@
 // Package sqlite is mvp's Store on one SQLite file: WAL, one writer connection that commits concurrent writes
-// in groups (one fsync for many callers, each write in its own savepoint), a small pool of read connections, and
+// in groups (one fsync for many callers; a failed write undone alone), a small pool of read connections, and
 // embedded migrations recorded in schema_migrations.
 package sqlite
 

@@ -95,7 +95,7 @@ func (w *wtx) exists(query string, args ...any) (bool, error) {
 }
 
 // exec hands fn to the writer and waits for its outcome: nil once the transaction holding it is committed (and
-// synced), or fn's own error (its savepoint rolled back, the other requests of the batch unaffected), or the
+// synced), or fn's own error (its writes undone, the other requests of the batch unaffected), or the
 // error that made the whole transaction fail. If ctx ends before the writer takes the request, the request is
 // dropped and ctx's error returned; once taken, the caller waits for the commit, so that it never believes
 // failed a write that was in fact committed.
@@ -127,8 +127,9 @@ func (db *DB) exec(ctx context.Context, fn func(*wtx) error) error {
 	}
 }
 
-// writer runs every write. It takes all the requests waiting (up to MaxBatch), runs each in its own savepoint of
-// one transaction, commits once, then answers each caller. After Close it drains what was queued, then stops.
+// writer runs every write. It takes all the requests waiting (up to MaxBatch), runs them in one transaction
+// (runEach), commits once, then answers each caller. fn may run twice (see run): it must read and write the
+// database only. After Close it drains what was queued, then stops.
 func (db *DB) writer() {
 	defer close(db.done)
 	defer db.closeWriter()
