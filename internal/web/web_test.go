@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -420,5 +421,32 @@ func TestADoorTaskIsFoundByItsSubmissionID(t *testing.T) {
 	resp, body := get(t, m.URL()+"/ui/tasks/"+id, c)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Ray submission id") || !strings.Contains(body, ">d3<") {
 		t.Errorf("the door task's page: %s; want it to show its Ray submission id d3", resp.Status)
+	}
+}
+
+// TestASessionIsRefusedWhileItsLogoutsCannotBeRead: the page fails closed. A session that may have been logged out
+// in an earlier process does not open the page while mvp cannot read its logouts (503, saying to try again), and
+// opens it once they can be read.
+func TestASessionIsRefusedWhileItsLogoutsCannotBeRead(t *testing.T) {
+	cfg := servicetest.Config(t)
+	m := servicetest.Start(t, &service.Main{Config: cfg})
+	c := login(t, m.URL(), servicetest.Token)
+	other, err := sql.Open("sqlite3", "file:"+cfg.V2.SQLite.DBPath+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec(`ALTER TABLE web_logouts RENAME TO web_logouts_away`); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := get(t, m.URL()+"/ui/", c)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "try again") {
+		t.Errorf("the page while the logouts cannot be read: %s %q, want 503 saying to try again", resp.Status, body)
+	}
+	if _, err := other.Exec(`ALTER TABLE web_logouts_away RENAME TO web_logouts`); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := get(t, m.URL()+"/ui/", c); resp.StatusCode != http.StatusOK {
+		t.Errorf("the page once the logouts can be read again: %s", resp.Status)
 	}
 }
