@@ -375,6 +375,15 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, present map[string]bo
 				return err
 			}
 		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind != yaml.SequenceNode {
+			return nil
+		}
+		for i, item := range n.Content {
+			if err := checkKnown(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), present); err != nil {
+				return err
+			}
+		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			return nil

@@ -293,3 +293,19 @@ func TestRuntimeEnvVarsAreStrings(t *testing.T) {
 		t.Errorf("strings: %v", err)
 	}
 }
+
+// TestAnUnknownKeyInAListEntryIsAnError: a typo inside a v2.auth.users entry (maxgpus for max_gpus) was ignored,
+// and that user ran with no limits at all. List entries are checked as every other mapping is.
+func TestAnUnknownKeyInAListEntryIsAnError(t *testing.T) {
+	_, err := Parse([]byte("address: http://127.0.0.1:8265\nv2:\n  auth:\n    users:\n" +
+		"      - {name: alice, token_env: MVP_TOKEN_ALICE, max_gpus: 4}\n" +
+		"      - name: carol\n        token_env: MVP_TOKEN_CAROL\n        maxgpus: 1\n"))
+	if err == nil {
+		t.Fatal("a typo in a user entry was accepted")
+	}
+	for _, want := range []string{"v2.auth.users[1].maxgpus", "line 8", "unknown key", "max_gpus"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
