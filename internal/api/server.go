@@ -12,9 +12,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,33 +102,36 @@ type route struct {
 	h               func(http.ResponseWriter, *http.Request) error
 	// text: errors are answered as plain text, the shape Ray's client shows its users (the Ray door).
 	text bool
+	// params are the query parameters the route reads; any other, or one given twice, is a 400 (a misspelt
+	// ?dry-run=true made a real task). The Ray door's routes are not checked: Ray's clients are not ours.
+	params []string
 }
 
 func (s *Server) routes() []route {
 	out := []route{
-		{"GET", "/healthz", false, s.healthz, false},
-		{"GET", "/metrics", !s.MetricsPublic, s.metrics, false},
-		{"GET", "/api/v2/openapi.json", true, s.openapi, false},
-		{"POST", "/api/v2/tasks", true, s.createTask, false},
-		{"GET", "/api/v2/tasks", true, s.listTasks, false},
-		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask, false},
-		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask, false},
-		{"POST", "/api/v2/tasks/{task_id}/resubmit", true, s.resubmitTask, false},
-		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs, false},
-		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents, false},
-		{"POST", "/api/v2/schedules", true, s.createSchedule, false},
-		{"GET", "/api/v2/schedules", true, s.listSchedules, false},
-		{"GET", "/api/v2/queue", true, s.queue, false},
-		{"GET", "/api/v2/users", true, s.users, false},
-		{"GET", "/api/v2/schedules/{name}", true, s.getSchedule, false},
-		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule, false},
-		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule, false},
-		{"POST", "/api/v2/schedules/{name}/resume", true, s.resumeSchedule, false},
-		{"GET", "/api/v2/secrets", true, s.listSecrets, false},
-		{"PUT", "/api/v2/secrets/{name}", true, s.putSecret, false},
-		{"DELETE", "/api/v2/secrets/{name}", true, s.deleteSecret, false},
-		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults, false},
-		{"GET", "/api/v2/tasks/{task_id}/results/{path...}", true, s.taskResultFile, false},
+		{"GET", "/healthz", false, s.healthz, false, nil},
+		{"GET", "/metrics", !s.MetricsPublic, s.metrics, false, nil},
+		{"GET", "/api/v2/openapi.json", true, s.openapi, false, nil},
+		{"POST", "/api/v2/tasks", true, s.createTask, false, []string{"dry_run"}},
+		{"GET", "/api/v2/tasks", true, s.listTasks, false, []string{"state", "workload", "owner", "limit", "cursor"}},
+		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask, false, nil},
+		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask, false, nil},
+		{"POST", "/api/v2/tasks/{task_id}/resubmit", true, s.resubmitTask, false, []string{"dry_run"}},
+		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs, false, []string{"attempt", "follow"}},
+		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents, false, []string{"limit", "cursor"}},
+		{"POST", "/api/v2/schedules", true, s.createSchedule, false, nil},
+		{"GET", "/api/v2/schedules", true, s.listSchedules, false, nil},
+		{"GET", "/api/v2/queue", true, s.queue, false, nil},
+		{"GET", "/api/v2/users", true, s.users, false, nil},
+		{"GET", "/api/v2/schedules/{name}", true, s.getSchedule, false, nil},
+		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule, false, nil},
+		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule, false, nil},
+		{"POST", "/api/v2/schedules/{name}/resume", true, s.resumeSchedule, false, nil},
+		{"GET", "/api/v2/secrets", true, s.listSecrets, false, nil},
+		{"PUT", "/api/v2/secrets/{name}", true, s.putSecret, false, nil},
+		{"DELETE", "/api/v2/secrets/{name}", true, s.deleteSecret, false, nil},
+		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults, false, nil},
+		{"GET", "/api/v2/tasks/{task_id}/results/{path...}", true, s.taskResultFile, false, nil},
 	}
 	door := s.RayDoor
 	if door == nil {
@@ -235,14 +241,49 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		}
 		r = r.WithContext(mvp.WithCaller(r.Context(), c))
 	}
+	if !rt.text {
+		if err := checkParams(r, rt); err != nil {
+			writeError(w, s.Logger, r, err)
+			return
+		}
+	}
 	if err := rt.h(w, r); err != nil {
 		writeError(w, s.Logger, r, err)
 	}
 }
 
+// checkParams refuses a query parameter the route does not read, and one given more than once.
+func checkParams(r *http.Request, rt route) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return mvp.Errorf(mvp.CodeInvalid, "", "the query string cannot be read: %v", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(rt.params, k) {
+			if len(rt.params) == 0 {
+				return mvp.Errorf(mvp.CodeInvalid, k, "unknown query parameter %q: %s %s takes no query parameter",
+					clip(k), rt.method, rt.pattern)
+			}
+			return mvp.Errorf(mvp.CodeInvalid, k, "unknown query parameter %q: %s %s takes %s", clip(k), rt.method,
+				rt.pattern, strings.Join(rt.params, ", "))
+		}
+		if n := len(q[k]); n > 1 {
+			return mvp.Errorf(mvp.CodeInvalid, k, "query parameter %q is given %d times; give it once", k, n)
+		}
+	}
+	return nil
+}
+
 // authorize finds who the bearer token belongs to: the operator (the internal token) or a named user. Every
 // token is compared, each in constant time, so the time taken does not tell which one matched.
 func (s *Server) authorize(r *http.Request) (mvp.Caller, error) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return mvp.Caller{}, mvp.Errorf(mvp.CodeUnauthorized, "", "more than one Authorization header: send one "+
+			"Authorization header, Bearer <token>")
+	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return mvp.Caller{}, mvp.Errorf(mvp.CodeUnauthorized, "", "missing Authorization: Bearer <token> header")

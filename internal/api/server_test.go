@@ -219,3 +219,45 @@ func TestAnswersCarryTheirLength(t *testing.T) {
 		t.Fatalf("transfer encoding %v, Content-Length %d for %d bytes", resp.TransferEncoding, resp.ContentLength, len(body))
 	}
 }
+
+// TestAnUnknownOrRepeatedQueryParameterIsRefused: a misspelt ?dry-run=true was ignored and the "dry run" made a
+// real task; ?stat=FAILED listed every task; ?limit=1&limit=2 used the first. Each is now a 400 naming the
+// parameter and the ones the endpoint takes, and writes nothing.
+func TestAnUnknownOrRepeatedQueryParameterIsRefused(t *testing.T) {
+	base, db := newServer(t)
+	for _, c := range []struct{ method, path, body, want string }{
+		{"POST", "/api/v2/tasks?dry-run=true", goodSpec, `unknown query parameter \"dry-run\"`},
+		{"POST", "/api/v2/tasks?dryRun=true", goodSpec, "dry_run"},
+		{"GET", "/api/v2/tasks?stat=FAILED", "", "state"},
+		{"GET", "/api/v2/tasks?limit=1&limit=2", "", `\"limit\" is given 2 times`},
+		{"GET", "/api/v2/queue?verbose=1", "", "takes no query parameter"},
+	} {
+		resp, body := do(t, base, c.method, c.path, "application/yaml", c.body, nil)
+		if resp.StatusCode != 400 || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s %s: %d %s, want 400 with %q", c.method, c.path, resp.StatusCode, body, c.want)
+		}
+	}
+	if n, _ := db.CountTasks(t.Context()); n != 0 {
+		t.Errorf("%d tasks stored, want none", n)
+	}
+	if resp, body := do(t, base, "GET", "/api/v2/tasks?state=QUEUED&limit=5", "", "", nil); resp.StatusCode != 200 {
+		t.Errorf("known parameters: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestTwoCredentialsAreRefused: with two Authorization headers the first was used, whatever the second said.
+func TestTwoCredentialsAreRefused(t *testing.T) {
+	base, _ := newServer(t)
+	req, _ := http.NewRequest("GET", base+"/api/v2/tasks", nil)
+	req.Header.Add("Authorization", "Bearer "+token)
+	req.Header.Add("Authorization", "Bearer someone-else")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.Contains(string(b), "one Authorization header") {
+		t.Errorf("two Authorization headers: %d %s, want 401", resp.StatusCode, b)
+	}
+}
