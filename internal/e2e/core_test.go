@@ -262,3 +262,22 @@ func TestScheduledCheckpointWhileTasksRun(t *testing.T) {
 		t.Error("no events after the checkpoints")
 	}
 }
+
+// TestCodePathKeepsTheNodesPythonPath: on a cluster whose dev.yaml sets no PYTHONPATH (verl is on the nodes' own
+// path), a task with code_path failed with "No module named 'verl'": code_path replaced the nodes' PYTHONPATH
+// instead of going first on it.
+func TestCodePathKeepsTheNodesPythonPath(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{nodePythonPath: true})
+	code := t.TempDir()
+	task := s.submit(spec("ppo", 1, 1, 0) + "code_path: " + code + "\n")
+	var done *mvp.Task
+	waitFor(t, 120*time.Second, task.ID+" to end", func() (bool, string) {
+		done = s.get(task.ID)
+		return done.State.Terminal(), string(done.State)
+	})
+	if done.State != mvp.StateSucceeded {
+		t.Fatalf("a task with code_path on a cluster with verl on the nodes' PYTHONPATH: %s %s\n%s", done.State,
+			done.ErrorSummary, s.logs(task.ID, 1))
+	}
+}

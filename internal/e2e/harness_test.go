@@ -243,6 +243,9 @@ type serviceOpts struct {
 	rayPython string
 	// serveArgs are added to mvp serve's arguments (after the defaults, so they win).
 	serveArgs []string
+	// nodePythonPath: dev.yaml's runtime_env sets no PYTHONPATH; jobs find the verl stand-in on the nodes' own
+	// PYTHONPATH (ray-up.sh puts py-entrypoints there), as a cluster whose image has verl installed does.
+	nodePythonPath bool
 }
 
 func startService(t testing.TB, o serviceOpts) *service {
@@ -282,20 +285,21 @@ func startService(t testing.TB, o serviceOpts) *service {
 		s.sharedRoot = o.sharedRoot
 	}
 	s.cfgPath = filepath.Join(dir, "dev.yaml")
+	runtimeEnv := fmt.Sprintf("runtime_env:\n  env_vars:\n    PYTHONPATH: %s\n", filepath.Join(env.repo, "py-entrypoints"))
+	if o.nodePythonPath {
+		runtimeEnv = "runtime_env:\n  env_vars: {HF_HUB_OFFLINE: '1'}\n"
+	}
 	cfg := fmt.Sprintf(`address: %s
 shared_root: %s
 entrypoint_num_cpus: 1
 entrypoint_resources: {worker_node: 1}
-runtime_env:
-  env_vars:
-    PYTHONPATH: %s
-v2:
+%sv2:
   api: {host: 127.0.0.1, port: %d}
   auth: {token_env: MVP_E2E_TOKEN%s}
   sqlite: {db_path: %s, checkpoint_schedule: %q}
   scheduler: {tick_s: %g, retry_interval_s: %g, max_running_tasks: %d, gang_wait_s: %g%s}
   ray: {gcs_address: %s, python: %s, probe_script: %s, token_env: %s, log_copy_s: %g}
-%s`, env.dashboard, s.sharedRoot, filepath.Join(env.repo, "py-entrypoints"), s.port, o.authExtra, s.dbPath, o.checkpoint, o.tickS, o.retryS,
+%s`, env.dashboard, s.sharedRoot, runtimeEnv, s.port, o.authExtra, s.dbPath, o.checkpoint, o.tickS, o.retryS,
 		o.maxRunning, o.gangWaitS, o.schedExtra, env.gcs, o.rayPython, env.probeScript, o.rayTokenEnv, o.logCopyS, o.extraV2)
 	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

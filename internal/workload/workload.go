@@ -188,7 +188,9 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 		if pp := env["PYTHONPATH"]; pp != "" {
 			env["PYTHONPATH"] = codePath + ":" + pp
 		} else {
-			env["PYTHONPATH"] = codePath
+			// First on the node's own PYTHONPATH (where verl may live), not instead of it: Ray expands ${VAR} in
+			// env_vars to the node's value, or to nothing when it has none.
+			env["PYTHONPATH"] = codePath + ":${PYTHONPATH}"
 		}
 	}
 	// mvp's own variables win over both (those not MVP_* are listed in jobspec.MvpSetsEnv, which secrets may not name).

@@ -303,3 +303,19 @@ func TestPrepareRefusesWhatLinuxCannotRun(t *testing.T) {
 		t.Errorf("60 KB of env: %v", err)
 	}
 }
+
+// TestCodePathGoesBeforeTheNodesPythonPath: with no PYTHONPATH in dev.yaml's runtime_env, code_path replaced the
+// node's PYTHONPATH (where verl may live) instead of going first on it: the job failed with "No module named
+// 'verl'". Ray expands ${PYTHONPATH} in env_vars to the node's value (ray._private.utils.update_envs).
+func TestCodePathGoesBeforeTheNodesPythonPath(t *testing.T) {
+	s := prepared(t, "workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n")
+	set := settings()
+	set.RuntimeEnv = map[string]any{"env_vars": map[string]any{"HF_ENDPOINT": "https://hf-mirror.example"}}
+	p, err := Build(taskID, 1, s, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := strings.Join(SortedEnv(p), "\n"); !strings.Contains(env, "PYTHONPATH=/private/user/code:${PYTHONPATH}\n") {
+		t.Errorf("env:\n%s\nwant PYTHONPATH=/private/user/code:${PYTHONPATH}", env)
+	}
+}
