@@ -16,6 +16,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -403,7 +405,7 @@ func printResults(w io.Writer, l *api.ResultList) error {
 		if f.AttemptNo > 0 {
 			att = fmt.Sprint(f.AttemptNo)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", f.Path, att, f.Size, ts(&m))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", safe(f.Path), att, f.Size, ts(&m))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -567,15 +569,15 @@ func printTask(w io.Writer, t *mvp.Task) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	created := t.CreatedAt
 	fmt.Fprintf(tw, "task_id:\t%s\nworkload:\t%s\nname:\t%s\nstate:\t%s\ngang:\t%d × %d GPU\ncreated_at:\t%s\n",
-		t.ID, t.Workload, t.Name, t.State, t.NNodes, t.GPUsPerNode, ts(&created))
+		t.ID, t.Workload, safe(t.Name), t.State, t.NNodes, t.GPUsPerNode, ts(&created))
 	if t.PendingReason != "" {
-		fmt.Fprintf(tw, "pending_reason:\t%s\n", t.PendingReason)
+		fmt.Fprintf(tw, "pending_reason:\t%s\n", safe(t.PendingReason))
 	}
 	if t.NextRunAt != nil {
 		fmt.Fprintf(tw, "next_run_at:\t%s\n", ts(t.NextRunAt))
 	}
 	if t.ErrorSummary != "" {
-		fmt.Fprintf(tw, "error_summary:\t%s\n", t.ErrorSummary)
+		fmt.Fprintf(tw, "error_summary:\t%s\n", safe(t.ErrorSummary))
 	}
 	if t.MaxRuntimeS > 0 {
 		fmt.Fprintf(tw, "max_runtime_s:\t%d%s\n", t.MaxRuntimeS, left(t.RuntimeLeftS))
@@ -653,7 +655,7 @@ func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView) error {
 				rank = strconv.Itoa(e.Rank)
 			}
 		}
-		if len(reason) > 60 {
+		if reason = safe(reason); len(reason) > 60 {
 			reason = reason[:60] + "…"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d×%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, dash(t.Owner), t.Priority,
@@ -700,7 +702,7 @@ func printQueue(w io.Writer, q *scheduler.QueueView) error {
 			rank = strconv.Itoa(e.Rank)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.Position, e.TaskID, e.Owner, e.Priority, rank, e.Code,
-			ts(e.EstStart), e.Reason)
+			ts(e.EstStart), safe(e.Reason))
 	}
 	return tw.Flush()
 }
@@ -714,7 +716,7 @@ func printEvents(w io.Writer, id string, p *api.EventPage) error {
 		if json.Compact(&compact, e.Payload) != nil {
 			compact.Write(e.Payload)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.ID, ts(&t), e.Type, compact.String())
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.ID, ts(&t), e.Type, safe(compact.String()))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -769,7 +771,7 @@ func progressText(p *mvp.Progress, long bool) string {
 	if len(parts) == 0 {
 		return "-"
 	}
-	return strings.Join(parts, " ")
+	return safe(strings.Join(parts, " "))
 }
 
 func dash(s string) string {
@@ -862,4 +864,38 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	return usageError{errors.New(secretsUsage)}
+}
+
+// safe shows text that a job controls (its progress file, the error Ray keeps from its output, its files' names)
+// with control characters escaped (\x1b, \n, \u009b): raw, they move the cursor, clear or colour the terminal of
+// whoever reads it, or start a fake line in a table.
+func safe(s string) string {
+	clean := true
+	for _, r := range s {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			clean = false // (a real U+FFFD is kept below)
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i]) // a byte that is not UTF-8
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x100 && unicode.IsControl(r):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

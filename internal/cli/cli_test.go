@@ -17,7 +17,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/sqlite"
 )
 
@@ -291,5 +293,45 @@ func TestBackupVerb(t *testing.T) {
 	}
 	if code := Run(context.Background(), []string{"backup", "--config", cfg, to}, Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}); code == 0 {
 		t.Errorf("a second backup over the same file succeeded")
+	}
+}
+
+// TestJobTextCannotDriveTheTerminal: what a job writes (its progress file, the error text Ray keeps from its
+// output, its result files' names) reached the terminal raw in mvp get, list, queue, events and results: escape
+// sequences cleared the screen and coloured text, and a newline in a name added a fake row. It is now shown with
+// control characters escaped.
+func TestJobTextCannotDriveTheTerminal(t *testing.T) {
+	const bad = "boom \x1b[2J\x1b[31mRED\x1b[0m\nFAKE ROW\r\x07\x7f\u009b"
+	task := &mvp.Task{ID: "mvp2-ppo-20251223-143201-7f3a", Name: "n" + bad, State: mvp.StateFailed, ErrorSummary: bad,
+		PendingReason: bad, Progress: &mvp.Progress{Name: bad, Metrics: map[string]float64{"loss" + bad: 1}}}
+	var out bytes.Buffer
+	if err := printTask(&out, task); err != nil {
+		t.Fatal(err)
+	}
+	if err := printList(&out, &api.TaskPage{Tasks: []*mvp.Task{task}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := printQueue(&out, &scheduler.QueueView{Queue: []scheduler.QueueEntry{{TaskID: task.ID, Reason: bad}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := printResults(&out, &api.ResultList{Files: []mvp.ResultFile{{Path: "a01/" + bad + ".txt"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := printEvents(&out, task.ID, &api.EventPage{Events: []*mvp.Event{{ID: 1, Type: "X",
+		Payload: []byte("{\"message\":\"\u009b31m \u007f\"}")}}}); err != nil { // JSON may hold these raw
+		t.Fatal(err)
+	}
+	for _, c := range []string{"\x1b", "\r", "\x07", "\x7f", "\u009b"} {
+		if strings.Contains(out.String(), c) {
+			t.Errorf("the output holds the control character %q:\n%s", c, out.String())
+		}
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "FAKE ROW") {
+			t.Errorf("a newline in job text made a line of its own: %q", line)
+		}
+	}
+	if !strings.Contains(out.String(), `boom \x1b[2J`) {
+		t.Errorf("the text is not shown escaped:\n%s", out.String())
 	}
 }
