@@ -28,7 +28,7 @@ func Parse(expr, timezone string) (cron.Schedule, error) {
 		timezone = "UTC"
 	}
 	loc, err := time.LoadLocation(timezone)
-	if err != nil {
+	if err != nil || timezone == "Local" { // Go's name for the server's own zone, which moves with the machine
 		return nil, mvp.Errorf(mvp.CodeInvalid, "timezone", "unknown time zone %q; use an IANA name such as UTC or Europe/Berlin", timezone)
 	}
 	if len(expr) > 200 {
