@@ -1022,6 +1022,12 @@ func TokenFromEnv(name string, generate bool) (token string, generated bool, err
 		if len(t) < 16 {
 			return "", false, fmt.Errorf("the token in $%s is shorter than 16 characters", name)
 		}
+		for _, r := range t {
+			if r <= ' ' || r > '~' {
+				return "", false, fmt.Errorf("the token in $%s holds %q: a token is printable ASCII without blanks "+
+					"(it is sent in an HTTP header; a variable read from a file of two lines holds a newline)", name, r)
+			}
+		}
 		return t, false, nil
 	}
 	if !generate {

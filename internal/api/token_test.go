@@ -32,3 +32,20 @@ func err2s(err error) string {
 	}
 	return err.Error()
 }
+
+// TestATokenThatCannotBeSentIsRefused: a token with a newline or a space inside (a variable filled from a file
+// with two lines) started mvp, and its holder could never send it in a header: locked out, with no word why.
+func TestATokenThatCannotBeSentIsRefused(t *testing.T) {
+	for _, bad := range []string{"0123456789abcdef\n0123456789abcdef", "0123456789 abcdef0123", "0123456789abcdef\tx",
+		"0123456789abcdefé"} {
+		t.Setenv("MVP_TEST_TOKEN", bad)
+		if _, _, err := TokenFromEnv("MVP_TEST_TOKEN", false); err == nil || !strings.Contains(err.Error(), "$MVP_TEST_TOKEN") ||
+			!strings.Contains(err.Error(), "printable") {
+			t.Errorf("%q: %v, want an error naming the variable and saying what a token may hold", bad, err)
+		}
+	}
+	t.Setenv("MVP_TEST_TOKEN", "  0123456789abcdef-_.~+/=  \n") // around it: trimmed, as the header's is
+	if tok, _, err := TokenFromEnv("MVP_TEST_TOKEN", false); err != nil || tok != "0123456789abcdef-_.~+/=" {
+		t.Errorf("a token with blanks around it: %q %v", tok, err)
+	}
+}
