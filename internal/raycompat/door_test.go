@@ -251,6 +251,12 @@ func TestDoorJobLifecycle(t *testing.T) {
 	}
 	// The id is free again.
 	d.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"echo again","submission_id":"job-1","runtime_env":{},"metadata":{}}`), &sub)
+	// The mvp task's own id is not: it names that task in mvp's API for ever, and a new job under it would make one
+	// id name two tasks.
+	if code, b := d.do("POST", "/api/jobs/", []byte(`{"entrypoint":"echo","submission_id":"`+taskID+`"}`)); code/100 == 2 ||
+		!strings.Contains(string(b), "already exists") {
+		t.Errorf("a new job under the id of a deleted job's mvp task: %d %s", code, b)
+	}
 }
 
 // TestDoorRefusals: bad requests, tokens and package names get the status and message Ray's client shows.

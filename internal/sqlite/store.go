@@ -235,9 +235,10 @@ func driverText(d map[string]float64) string {
 }
 
 // submissionTakenSQL finds a task the Ray door would answer to for a submission id: by its submission id, else
-// by an mvp task id; neither may be taken again. Two lookups, each on its index (an OR of the two scanned tasks).
+// by an mvp task id; neither may be taken again. A job deleted through the door frees its submission id (as Ray
+// does), never its mvp task id, which still names that task in mvp's API. Two lookups, each on its index (an OR of the two scanned tasks).
 const submissionTakenSQL = `SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks WHERE submission_id = ? AND door_deleted = 0)
-	OR EXISTS (SELECT 1 FROM tasks WHERE task_id = ? AND door_deleted = 0)`
+	OR EXISTS (SELECT 1 FROM tasks WHERE task_id = ?)`
 
 // CreateTask inserts a QUEUED task (without attempts) and its CREATED event in one transaction. A task id that
 // exists already is mvp.ErrConflict. A zero CreatedAt is taken as now, a zero UpdatedAt as CreatedAt.
