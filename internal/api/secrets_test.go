@@ -38,6 +38,7 @@ func TestSecretsAPI(t *testing.T) {
 		{"/api/v2/secrets/wandb", `{"value": "x", "extra": 1}`},
 		{"/api/v2/secrets/wandb", `"x"`},
 		{"/api/v2/secrets/wandb", `{"value": "x"} {"value": "y"}`}, // which one? neither
+		{"/api/v2/secrets/wandb", `{"value": "x", "value": "y"}`},  // nor here (the last one was taken)
 	} {
 		if resp, body := do(t, base, "PUT", bad.path, "application/json", bad.body, nil); resp.StatusCode != 400 {
 			t.Errorf("PUT %s %s: %d %s", bad.path, bad.body, resp.StatusCode, body)

@@ -1001,6 +1001,9 @@ func (s *Server) readAll(w http.ResponseWriter, r *http.Request) ([]byte, error)
 
 // decodeJSON decodes body, one JSON value with only v's fields and nothing after it, into v.
 func decodeJSON(body []byte, v any) error {
+	if k := duplicateKey(body); k != "" {
+		return fmt.Errorf("key %q is given twice", clip(k))
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -1010,6 +1013,51 @@ func decodeJSON(body []byte, v any) error {
 		return errors.New("more than one JSON value in the body")
 	}
 	return nil
+}
+
+// duplicateKey returns a key given twice in one JSON object of body ("" when none, or when body is not JSON:
+// decoding says so). Go's decoder keeps the last of them silently, as the jobspec's YAML does not.
+func duplicateKey(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type level struct {
+		keys   map[string]bool
+		object bool
+		key    bool // the next string token of an object is a key
+	}
+	var stack []*level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if top != nil && top.object {
+					top.key = true // this value ends; a key comes next
+				}
+				stack = append(stack, &level{keys: map[string]bool{}, object: d == '{', key: d == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		if top == nil || !top.object {
+			continue
+		}
+		if top.key {
+			k, _ := tok.(string)
+			if top.keys[k] {
+				return k
+			}
+			top.keys[k] = true
+		}
+		top.key = !top.key
+	}
 }
 
 // clip shortens user text echoed in an error.

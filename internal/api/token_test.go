@@ -49,3 +49,21 @@ func TestATokenThatCannotBeSentIsRefused(t *testing.T) {
 		t.Errorf("a token with blanks around it: %q %v", tok, err)
 	}
 }
+
+func TestDuplicateKey(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"a":1,"b":2}`: "",
+		`{"a":1,"a":2}`: "a",
+		`{"a":{"x":1,"y":{"x":2}},"b":[{"x":1},{"x":2}]}`: "",
+		`{"a":{"x":1,"x":2}}`:                             "x",
+		`{"a":[{"x":1,"x":2}]}`:                           "x",
+		`{"a":{"b":1},"a":2}`:                             "a",
+		`{"a":"b","b":"a"}`:                               "",
+		`[{"a":1},{"a":1}]`:                               "",
+		`not json`:                                        "",
+	} {
+		if got := duplicateKey([]byte(body)); got != want {
+			t.Errorf("%s: %q, want %q", body, got, want)
+		}
+	}
+}
