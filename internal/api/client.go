@@ -244,6 +244,9 @@ type ResultList struct {
 	TaskID    string           `json:"task_id"`
 	Files     []mvp.ResultFile `json:"files"`
 	Truncated bool             `json:"truncated"`
+	// Skipped counts the files not listed because their names cannot be asked for (a backslash, a control
+	// character, bytes that are not UTF-8).
+	Skipped int `json:"skipped"`
 }
 
 // Results lists the files under a task's results folder.

@@ -46,11 +46,12 @@ func (s *Server) taskResults(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	files, truncated, err := s.Files.ListResults(t.ID)
+	files, truncated, skipped, err := s.Files.ListResults(t.ID)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"task_id": t.ID, "files": files, "truncated": truncated})
+	writeJSON(w, http.StatusOK, map[string]any{"task_id": t.ID, "files": files, "truncated": truncated,
+		"skipped": skipped})
 	return nil
 }
 

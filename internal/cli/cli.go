@@ -413,6 +413,10 @@ func printResults(w io.Writer, l *api.ResultList) error {
 	if l.Truncated {
 		fmt.Fprintln(w, "\n(more files than listed)")
 	}
+	if l.Skipped > 0 {
+		fmt.Fprintf(w, "\n(%d files not listed: their names hold a backslash, a control character or bytes that are "+
+			"not UTF-8, and cannot be asked for; rename them in the job)\n", l.Skipped)
+	}
 	return nil
 }
 

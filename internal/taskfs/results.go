@@ -73,11 +73,13 @@ func (f FS) openResults(id string) (*os.Root, bool, error) {
 }
 
 // ListResults lists the regular files under the task's results folder in path order, at most MaxResultFiles
-// (truncated says there were more). Symlinks are not listed and not followed.
-func (f FS) ListResults(id string) (files []mvp.ResultFile, truncated bool, err error) {
+// (truncated says there were more). Symlinks are not listed and not followed. A file whose path OpenResult would
+// refuse (CheckResultPath: a backslash, a control character, not UTF-8, too long) is not listed either, so that
+// every file listed can be fetched; skipped counts those (and the files under such a folder).
+func (f FS) ListResults(id string) (files []mvp.ResultFile, truncated bool, skipped int, err error) {
 	root, ok, err := f.openResults(id)
 	if err != nil || !ok {
-		return []mvp.ResultFile{}, false, err
+		return []mvp.ResultFile{}, false, 0, err
 	}
 	defer root.Close()
 	files = []mvp.ResultFile{}
@@ -87,6 +89,10 @@ func (f FS) ListResults(id string) (files []mvp.ResultFile, truncated bool, err 
 		}
 		if d.Type()&fs.ModeSymlink != 0 || !d.Type().IsRegular() {
 			return nil // folders are walked (WalkDir does not follow symlinks); nothing else is listed
+		}
+		if CheckResultPath(p) != nil {
+			skipped++
+			return nil
 		}
 		if len(files) == MaxResultFiles {
 			truncated = true
@@ -106,9 +112,9 @@ func (f FS) ListResults(id string) (files []mvp.ResultFile, truncated bool, err 
 		return nil
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("list results of %s: %w", id, err)
+		return nil, false, 0, fmt.Errorf("list results of %s: %w", id, err)
 	}
-	return files, truncated, nil
+	return files, truncated, skipped, nil
 }
 
 // CheckResultPath refuses a requested result path that is not a plain relative path of clean segments: empty,

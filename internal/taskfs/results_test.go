@@ -58,7 +58,7 @@ func TestOpenResultStaysInside(t *testing.T) {
 	if _, _, err := f.OpenResult(other, "spec.json"); err == nil {
 		t.Errorf("served through a linked results folder")
 	}
-	files, truncated, err := f.ListResults(id)
+	files, truncated, _, err := f.ListResults(id)
 	if err != nil || truncated || len(files) != 1 || files[0].Path != "a01/ok.txt" || files[0].AttemptNo != 1 {
 		t.Errorf("list: %+v %v %v", files, truncated, err)
 	}
@@ -114,5 +114,33 @@ func TestWriteSubmissionMakesTheResultsFolder(t *testing.T) {
 	dir, _ := f.AttemptResultsDir(id, 2)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		t.Fatalf("results folder of attempt 2: %v", err)
+	}
+}
+
+// TestListedResultsCanBeFetched: files whose names OpenResult refuses (a backslash, a control character, bytes
+// that are not UTF-8) were listed, and then could not be fetched. They are counted, not listed.
+func TestListedResultsCanBeFetched(t *testing.T) {
+	f := FS{Root: t.TempDir()}
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	dir, _ := f.AttemptResultsDir(id, 1)
+	if err := os.MkdirAll(filepath.Join(dir, "bad\nfolder"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ok.txt", "back\\slash.txt", "new\nline.txt", "bad\xffname.txt", "bad\nfolder/inside.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, truncated, skipped, err := f.ListResults(id)
+	if err != nil || truncated || skipped != 4 || len(files) != 1 || files[0].Path != "a01/ok.txt" {
+		t.Fatalf("list: %+v truncated %v skipped %d %v; want a01/ok.txt and 4 skipped", files, truncated, skipped, err)
+	}
+	for _, rf := range files {
+		fh, _, err := f.OpenResult(id, rf.Path)
+		if err != nil {
+			t.Errorf("listed %q cannot be fetched: %v", rf.Path, err)
+			continue
+		}
+		fh.Close()
 	}
 }
