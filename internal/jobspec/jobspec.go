@@ -378,7 +378,11 @@ func integer(field string, n *yaml.Node) (int, error) {
 	if n.Kind != yaml.ScalarNode || !whole {
 		return 0, invalid(field, "must be a whole number, got %q (line %d)", clip(n.Value), n.Line)
 	}
-	v, err := strconv.ParseInt(n.Value, 0, 32)
+	if !digitsRE.MatchString(n.Value) {
+		// YAML also reads 1_0 (10), 0x1, 0o1 and 0_4 (octal) as integers: not what the reader of the spec sees.
+		return 0, invalid(field, "write it in decimal digits, got %q (line %d)", clip(n.Value), n.Line)
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 32)
 	if err != nil {
 		return 0, invalid(field, "%s is far out of range: %s (line %d)", clip(n.Value), intRanges[field], n.Line)
 	}
