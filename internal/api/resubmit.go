@@ -116,7 +116,7 @@ func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 		return err
 	}
 	if !mvp.CallerOf(ctx).Owns(from.Owner) {
-		return notYours("task", from.ID)
+		return notYours("resume_from", "task", from.ID)
 	}
 	if from.Workload != t.Workload {
 		return mvp.Errorf(mvp.CodeInvalid, "resume_from", "task %s is a %s task: a %s run resumes only from the "+

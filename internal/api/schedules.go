@@ -139,7 +139,7 @@ func (s *Server) schedule(r *http.Request) (*mvp.Schedule, error) {
 		return nil, mvp.Errorf(mvp.CodeNotFound, "name", "no schedule %q", name)
 	}
 	if err == nil && !mvp.CallerOf(r.Context()).Owns(sc.Owner) {
-		return nil, notYours("schedule", name)
+		return nil, notYours("", "schedule", name)
 	}
 	return sc, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -65,7 +66,7 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
 // deleteSecret removes a secret; a queued task that names it fails when it is submitted.
 func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	if err := s.ownSecrets(r.Context(), []string{name}); err != nil {
+	if err := s.ownSecrets(r.Context(), []string{name}, nil); err != nil {
 		return err
 	}
 	if err := s.Secrets.Delete(r.Context(), name); err != nil {
@@ -91,8 +92,13 @@ func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
 		return s.Secrets.Off()
 	}
 	names := make([]string, 0, len(spec.Secrets))
-	for _, n := range spec.Secrets {
+	fields := map[string]string{} // secret name → the field that named it
+	for _, env := range slices.Sorted(maps.Keys(spec.Secrets)) {
+		n := spec.Secrets[env]
 		names = append(names, n)
+		if _, ok := fields[n]; !ok {
+			fields[n] = "secrets." + env
+		}
 	}
 	list, err := s.Secrets.List(ctx)
 	if err != nil {
@@ -102,7 +108,7 @@ func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
 	for _, i := range list {
 		have[i.Name] = true
 	}
-	if err := s.ownSecrets(ctx, names); err != nil {
+	if err := s.ownSecrets(ctx, names, fields); err != nil {
 		return err
 	}
 	var missing []string
@@ -119,8 +125,9 @@ func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
 	return nil
 }
 
-// ownSecrets refuses (403) when one of the named secrets that exist belongs to another user than the caller.
-func (s *Server) ownSecrets(ctx context.Context, names []string) error {
+// ownSecrets refuses (403) when one of the named secrets that exist belongs to another user than the caller; the
+// refusal names fields[name], the field that named it.
+func (s *Server) ownSecrets(ctx context.Context, names []string, fields map[string]string) error {
 	if !s.Secrets.Enabled() {
 		return s.Secrets.Off()
 	}
@@ -131,7 +138,7 @@ func (s *Server) ownSecrets(ctx context.Context, names []string) error {
 	c := mvp.CallerOf(ctx)
 	for _, i := range list {
 		if !c.Owns(i.Owner) && slices.Contains(names, i.Name) {
-			return notYours("secret", i.Name)
+			return notYours(fields[i.Name], "secret", i.Name)
 		}
 	}
 	return nil

@@ -322,9 +322,10 @@ func (s *Server) user(c mvp.Caller) *mvp.User {
 	return nil
 }
 
-// notYours is the 403 for a caller that asks for what another user owns.
-func notYours(what, id string) error {
-	return mvp.Errorf(mvp.CodeForbidden, "", "%s %s belongs to another user; a user sees and acts on their own only", what, id)
+// notYours is the 403 for a caller that asks for what another user owns; field names where the request named it
+// ("" for the path).
+func notYours(field, what, id string) error {
+	return mvp.Errorf(mvp.CodeForbidden, field, "%s %s belongs to another user; a user sees and acts on their own only", what, id)
 }
 
 // operatorOnly refuses a caller who is not the operator.
@@ -710,7 +711,7 @@ func (s *Server) task(r *http.Request) (*mvp.Task, error) {
 		return nil, mvp.Errorf(mvp.CodeNotFound, "task_id", "no task %q", id)
 	}
 	if err == nil && !mvp.CallerOf(r.Context()).Owns(t.Owner) {
-		return nil, notYours("task", id)
+		return nil, notYours("", "task", id)
 	}
 	return t, err
 }

@@ -432,4 +432,18 @@ func TestAnotherUsersDependencyNamesItsField(t *testing.T) {
 	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field": "after_any[1]"`) {
 		t.Errorf("after_any naming the operator's task second: %d %s; want 403 on after_any[1]", resp.StatusCode, b)
 	}
+	// resume_from and secrets of another user's named their field only when the task or secret did not exist.
+	resp, b = do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/yaml", goodSpec+"resume_from: "+op.ID+"\n",
+		as(aliceToken))
+	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field": "resume_from"`) {
+		t.Errorf("resume_from the operator's task: %d %s; want 403 on resume_from", resp.StatusCode, b)
+	}
+	if resp, b := do(t, base, "PUT", "/api/v2/secrets/op-key", "application/json", `{"value": "x"}`, nil); resp.StatusCode != 201 {
+		t.Fatalf("the operator's secret: %d %s", resp.StatusCode, b)
+	}
+	resp, b = do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/yaml", goodSpec+"secrets: {WANDB_API_KEY: op-key}\n",
+		as(aliceToken))
+	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field": "secrets.WANDB_API_KEY"`) {
+		t.Errorf("a secret of the operator's: %d %s; want 403 on secrets.WANDB_API_KEY", resp.StatusCode, b)
+	}
 }
