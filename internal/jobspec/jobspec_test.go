@@ -388,9 +388,9 @@ func TestNumberErrorsSayWhatToWrite(t *testing.T) {
 		`{"workload": "ppo", "nnodes": "2"}`:          `not text: write 2`,
 		base + "nnodes: 1\npriority: 1000000000000\n": "priority is from 0 to 100",
 		// YAML's other ways of writing an integer were taken: 1_0 was 10, 0_4 octal 4, 0x1 and 0o1 one.
-		base + "nnodes: 1_0\n": "in decimal digits",
-		base + "nnodes: 0x1\n": "in decimal digits",
-		base + "nnodes: 0o1\n": "in decimal digits",
+		base + "nnodes: 1_0\n":              "in decimal digits",
+		base + "nnodes: 0x1\n":              "in decimal digits",
+		base + "nnodes: 0o1\n":              "in decimal digits",
 		base + "nnodes: 1\npriority: 0_4\n": "in decimal digits",
 	} {
 		_, err := Parse([]byte(body), DefaultLimits)
