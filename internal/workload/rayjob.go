@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
@@ -19,6 +20,25 @@ import (
 func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 	if req.Entrypoint == "" {
 		return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint", "entrypoint is required: the shell command the job runs")
+	}
+	// Ray runs the entrypoint as one argument of /bin/sh and hands the driver its variables and (in its job config)
+	// the metadata through the environment: Linux refuses a single argument or variable of 128 KiB or more
+	// ("Argument list too long") and a NUL cannot be passed at all; a job's variables past that budget left it
+	// PENDING in Ray. Refused here, where the submitter is told.
+	if strings.ContainsRune(req.Entrypoint, 0) {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint", "the entrypoint holds a NUL byte, which no shell command can")
+	}
+	if len(req.Entrypoint) > maxRayArg {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint", "the entrypoint is %d bytes; at most %d (Linux passes no "+
+			"longer argument to the shell): put the command in a script of the working_dir", len(req.Entrypoint), maxRayArg)
+	}
+	meta := 0
+	for k, v := range req.Metadata {
+		meta += len(k) + len(v) + 6
+	}
+	if meta > maxRayMetadata {
+		return nil, mvp.Errorf(mvp.CodeInvalid, "metadata", "the metadata is about %d bytes; at most %d (Ray hands it "+
+			"to the driver in one environment variable)", meta, maxRayMetadata)
 	}
 	for _, f := range []struct {
 		name string
@@ -47,10 +67,22 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 		if !isMap {
 			return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars must be an object of strings")
 		}
+		total := 0
 		for k, v := range m {
-			if _, isString := v.(string); !isString {
+			sv, isString := v.(string)
+			if !isString {
 				return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars.%s must be a string, got %v", clip(k), v)
 			}
+			if strings.ContainsRune(k, 0) || strings.ContainsRune(sv, 0) {
+				return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars.%s holds a NUL byte, which no "+
+					"environment variable can", clip(k))
+			}
+			total += len(k) + len(sv) + 2
+		}
+		if total > maxRayEnv {
+			return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars are %d bytes in all; at most %d "+
+				"(what does not fit in a process's environment cannot start): pass large values in a file of the "+
+				"working_dir", total, maxRayEnv)
 		}
 	}
 	if req.EntrypointNumCPUs == 0 && req.EntrypointNumGPUs == 0 && req.EntrypointMemory == 0 && len(req.EntrypointResources) == 0 {
@@ -82,6 +114,13 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 		MaxRuntimeS: s.TimeLimits.DefaultMaxRuntimeS, MaxQueuedS: s.TimeLimits.DefaultMaxQueuedS,
 		Priority: mvp.DefaultPriority}, nil
 }
+
+// What a Ray job may pass through a process's arguments and environment (see PrepareRayJob).
+const (
+	maxRayArg      = 128<<10 - 1 // Linux's MAX_ARG_STRLEN, less the NUL
+	maxRayMetadata = 64 << 10
+	maxRayEnv      = 128 << 10
+)
 
 // metaInt reads an optional integer metadata value from 1 to max; 0 when it is absent.
 func metaInt(meta map[string]string, key string, max int) (int, error) {

@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,5 +126,36 @@ func TestRayJobGetsTheDefaultPriority(t *testing.T) {
 	}
 	if task.Priority != mvp.DefaultPriority {
 		t.Errorf("priority %d, want the default %d", task.Priority, mvp.DefaultPriority)
+	}
+}
+
+// TestARayJobThatCannotStartIsRefused: the door took what the shell or Linux cannot run (a NUL in the entrypoint,
+// a 900 KB entrypoint or metadata: "Argument list too long") or what left the job PENDING in Ray (600 KB of
+// env_vars), and the job failed or hung in Ray. Each is now a 400 naming the field and its limit.
+func TestARayJobThatCannotStartIsRefused(t *testing.T) {
+	s := settings()
+	big := strings.Repeat("x", 200<<10)
+	env := map[string]any{}
+	for i := range 20 {
+		env[fmt.Sprintf("V%d", i)] = strings.Repeat("y", 30<<10)
+	}
+	for _, c := range []struct {
+		req   *mvp.RayJobRequest
+		field string
+	}{
+		{&mvp.RayJobRequest{Entrypoint: "echo a\x00b"}, "entrypoint"},
+		{&mvp.RayJobRequest{Entrypoint: "echo " + big}, "entrypoint"},
+		{&mvp.RayJobRequest{Entrypoint: "echo", Metadata: map[string]string{"k": big}}, "metadata"},
+		{&mvp.RayJobRequest{Entrypoint: "echo", RuntimeEnv: map[string]any{"env_vars": env}}, "runtime_env"},
+		{&mvp.RayJobRequest{Entrypoint: "echo", RuntimeEnv: map[string]any{"env_vars": map[string]any{"A": "a\x00b"}}}, "runtime_env"},
+	} {
+		_, err := PrepareRayJob(c.req, s)
+		var e *mvp.Error
+		if !errors.As(err, &e) || e.Code != mvp.CodeInvalid || e.Field != c.field {
+			t.Errorf("%.60q: %v, want a 400 on %s", fmt.Sprint(c.req), err, c.field)
+		}
+	}
+	if _, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "echo " + strings.Repeat("x", 100<<10)}, s); err != nil {
+		t.Errorf("a 100 KiB entrypoint: %v", err)
 	}
 }
