@@ -282,6 +282,16 @@ func TestScheduleChecksWhatItNamesAsItsOwner(t *testing.T) {
 	if resp, b := scheduleAs(t, base, aliceToken, `{"name": "alice-own", "cron": "@every 1h", "jobspec": {`+spec+`, "secrets": {"K": "alice-key"}}}`); resp.StatusCode != 201 {
 		t.Errorf("alice's schedule with her own secret: %d %s", resp.StatusCode, b)
 	}
+	// Schedule names are shared by all users: bob's "alice-own" is refused, told that the name is another user's
+	// (he was told to delete it first, which he may not).
+	resp, b = scheduleAs(t, base, bobToken, `{"name": "alice-own", "cron": "@every 1h", "jobspec": {`+spec+`}}`)
+	if resp.StatusCode != 409 || !strings.Contains(string(b), "another user") || strings.Contains(string(b), "delete it") {
+		t.Errorf("bob's schedule under the name of alice's: %d %s, want 409 saying the name is another user's", resp.StatusCode, b)
+	}
+	resp, b = scheduleAs(t, base, aliceToken, `{"name": "alice-own", "cron": "@every 1h", "jobspec": {`+spec+`}}`)
+	if resp.StatusCode != 409 || !strings.Contains(string(b), "delete it first") {
+		t.Errorf("alice's second schedule under her own name: %d %s, want 409 saying to delete it first", resp.StatusCode, b)
+	}
 }
 
 // TestScheduleRunsKeepTheirOwnersLimits: each run of a schedule is admitted as its owner's submission: a jobspec

@@ -46,6 +46,12 @@ func (db *DB) CreateSchedule(ctx context.Context, s *mvp.Schedule) error {
 			s.Name, s.Cron, s.Timezone, s.Overlap, string(s.JobSpec), s.Paused, nanos(created), nanos(created), nanos(fire),
 			owner)
 		if isUnique(err) {
+			var holder string
+			if st, serr := w.stmt(`SELECT owner FROM schedules WHERE name = ?`); serr == nil &&
+				st.QueryRowContext(context.Background(), s.Name).Scan(&holder) == nil && holder != owner {
+				return conflict("the name %q is another user's schedule (schedule names are shared by all users of "+
+					"this mvp): choose another name", s.Name)
+			}
 			return conflict("a schedule named %q exists already; delete it first or choose another name", s.Name)
 		}
 		return err
