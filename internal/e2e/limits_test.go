@@ -36,6 +36,13 @@ func TestMaxRuntimeStopsAnOverstayingRun(t *testing.T) {
 	if info, err := rayc.GetJob(ctxT(t), a.RaySubmissionID); err != nil || info.Status != mvp.RayStopped {
 		t.Errorf("Ray's view of the job: %+v %v", info, err)
 	}
+	// The limit counts from when mvp saw the job RUNNING (running_at), not from Ray's start_time, which Ray stamps
+	// when it takes the submission (a job PENDING for minutes was judged by then).
+	if a.RunningAt == nil || a.StartTime == nil || a.RunningAt.Before(*a.StartTime) || a.EndTime == nil ||
+		a.EndTime.Sub(*a.RunningAt) < 6*time.Second {
+		t.Errorf("start_time %v, running_at %v, end_time %v: want running_at at or after Ray's start_time and "+
+			"the run stopped at least 6 s after it", a.StartTime, a.RunningAt, a.EndTime)
+	}
 }
 
 // TestMaxQueuedEndsAWaitingTask: a task that cannot start within its max_queued_s ends FAILED with

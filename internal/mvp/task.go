@@ -85,8 +85,8 @@ func (t *Task) FillTimeLeft(now time.Time) {
 		t.QueuedLeftS = left(t.MaxQueuedS, t.CreatedAt)
 	}
 	if t.MaxRuntimeS > 0 && t.State == StateRunning {
-		if a := t.Latest(); a != nil && a.StartTime != nil {
-			t.RuntimeLeftS = left(t.MaxRuntimeS, *a.StartTime)
+		if a := t.Latest(); a != nil && a.RunningSince() != nil {
+			t.RuntimeLeftS = left(t.MaxRuntimeS, *a.RunningSince())
 		}
 	}
 }
@@ -115,14 +115,30 @@ type Attempt struct {
 	Message         string      `json:"message"`
 	DriverNodeID    string      `json:"driver_node_id"`
 	CreatedAt       time.Time   `json:"created_at"`
-	StartTime       *time.Time  `json:"start_time"`
-	EndTime         *time.Time  `json:"end_time"`
-	ExitCode        *int        `json:"exit_code"`
+	// StartTime is Ray's start_time: when Ray took the submission (its job manager stamps it then), not when the
+	// job began to run.
+	StartTime *time.Time `json:"start_time"`
+	// RunningAt is when mvp first saw Ray report the job RUNNING: max_runtime_s and the heartbeat count from it.
+	RunningAt *time.Time `json:"running_at,omitempty"`
+	EndTime   *time.Time `json:"end_time"`
+	ExitCode  *int       `json:"exit_code"`
 	// LogKept is true once the ended job's driver log is in the task folder; until then mvp keeps retrying the
 	// fetch and does not delete the job from Ray (see Store.NoteLog).
 	LogKept bool `json:"log_kept"`
 	// LogTries counts failed fetches of the ended job's log.
 	LogTries int `json:"-"`
+}
+
+// RunningSince is when the attempt's job began to run as far as mvp knows: RunningAt, or Ray's start_time for an
+// attempt recorded before mvp kept RunningAt; nil while it has not run.
+func (a *Attempt) RunningSince() *time.Time {
+	if a.RunningAt != nil {
+		return a.RunningAt
+	}
+	if a.RayStatus == RayRunning || a.RayStatus.Terminal() {
+		return a.StartTime
+	}
+	return nil
 }
 
 // Event is one line of a task's history.

@@ -14,7 +14,7 @@ func TestFillTimeLeft(t *testing.T) {
 		t.Errorf("waiting: %v %v", waiting.QueuedLeftS, waiting.RuntimeLeftS)
 	}
 	running := &Task{State: StateRunning, CreatedAt: t0, MaxQueuedS: 60, MaxRuntimeS: 100, LatestAttemptNo: 1,
-		Attempts: []*Attempt{{No: 1, StartTime: &start}}}
+		Attempts: []*Attempt{{No: 1, StartTime: &start, RayStatus: RayRunning}}}
 	running.FillTimeLeft(t0.Add(40 * time.Second))
 	if running.RuntimeLeftS == nil || *running.RuntimeLeftS != 70 || running.QueuedLeftS != nil {
 		t.Errorf("running: %v %v", running.RuntimeLeftS, running.QueuedLeftS)

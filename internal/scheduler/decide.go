@@ -172,10 +172,11 @@ func expired(now time.Time, t *mvp.Task) bool {
 	return t.MaxQueuedS > 0 && t.LatestAttemptNo == 0 && now.Sub(t.CreatedAt) >= time.Duration(t.MaxQueuedS)*time.Second
 }
 
-// overstayed reports whether a started attempt has run past its task's max_runtime_s.
+// overstayed reports whether a started attempt has run past its task's max_runtime_s, counted from when it began
+// to run (RunningSince: not Ray's start_time, which is the submission's).
 func overstayed(now time.Time, a ActiveAttempt) bool {
-	return a.Task.MaxRuntimeS > 0 && a.Attempt.StartTime != nil &&
-		now.Sub(*a.Attempt.StartTime) >= time.Duration(a.Task.MaxRuntimeS)*time.Second
+	since := a.Attempt.RunningSince()
+	return a.Task.MaxRuntimeS > 0 && since != nil && now.Sub(*since) >= time.Duration(a.Task.MaxRuntimeS)*time.Second
 }
 
 // stops returns the Stop actions of one pass: retries for attempts already judged, and new judgements. A canceled

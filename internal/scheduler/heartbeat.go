@@ -11,8 +11,8 @@ import (
 // when it has written none yet. ok is false when neither is known.
 func lastHeartbeat(a ActiveAttempt) (time.Time, bool) {
 	last := a.ProgressAt
-	if a.Attempt.StartTime != nil && a.Attempt.StartTime.After(last) {
-		last = *a.Attempt.StartTime
+	if since := a.Attempt.RunningSince(); since != nil && since.After(last) {
+		last = *since
 	}
 	return last, !last.IsZero()
 }

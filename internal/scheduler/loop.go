@@ -1007,6 +1007,10 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		up.ExitCode = info.DriverExitCode
 	}
 	now := l.Clock.Now()
+	if info.Status == mvp.RayRunning && a.RayStatus != mvp.RayRunning && up.RunningAt == nil {
+		// Ray's start_time is the submission's: the run's clocks (max_runtime_s, the heartbeat) start here.
+		up.RunningAt = &now
+	}
 	if t.State == mvp.StateCanceled {
 		// Canceled, and the job is (still, or late) alive: stop it, whenever it appeared.
 		if err := l.Ray.StopJob(ctx, a.RaySubmissionID); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {

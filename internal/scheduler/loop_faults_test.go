@@ -206,3 +206,61 @@ func TestLoopJudgesHeartbeatsOnItsOwnClock(t *testing.T) {
 		})
 	}
 }
+
+// TestTheRunClocksStartWhenTheJobRuns: Ray's start_time is when the job was submitted, not when it began to run
+// (job_manager.py stamps it at submit). A job PENDING in Ray for a while (its runtime env being set up, its driver
+// waiting for a CPU) was stopped as HEARTBEAT_LOST the moment it turned RUNNING, and max_runtime_s counted its wait.
+// Both clocks now start when mvp first sees the job RUNNING (the attempt's running_at). Found in walk-through 7.
+func TestTheRunClocksStartWhenTheJobRuns(t *testing.T) {
+	h := newHarness(t)
+	task := &mvp.Task{ID: "mvp2-ppo-20251223-143201-dd02", Workload: mvp.WorkloadPPO, State: mvp.StateQueued, NNodes: 1,
+		GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t,
+		HeartbeatTimeoutS: 60, MaxRuntimeS: 600}
+	if err := h.db.CreateTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	sid := task.ID + "--a01"
+	submitted := h.clock.t
+	h.ray.mu.Lock()
+	h.ray.jobs[sid].StartTime = submitted.UnixMilli() // Ray's: the submission
+	h.ray.mu.Unlock()
+	for i := 0; i < 10; i++ { // 5 minutes PENDING in Ray
+		h.clock.t = h.clock.t.Add(30 * time.Second)
+		h.tick()
+	}
+	h.ray.set(sid, mvp.RayRunning, "", 0)
+	h.ray.mu.Lock()
+	h.ray.jobs[sid].StartTime = submitted.UnixMilli()
+	h.ray.mu.Unlock()
+	h.tick()
+	ranAt := h.clock.t
+	h.clock.t = h.clock.t.Add(30 * time.Second)
+	h.tick()
+	got := h.get(task.ID)
+	a := got.Attempts[0]
+	if a.FailureKind != "" || got.State != mvp.StateRunning {
+		t.Fatalf("30 s after it began to run (5 minutes after its submission) the run was judged: %s %s %q",
+			got.State, a.FailureKind, a.Message)
+	}
+	if a.RunningAt == nil || !a.RunningAt.Equal(ranAt) || a.StartTime == nil || !a.StartTime.Equal(submitted) {
+		t.Errorf("running_at %v (want %v), start_time %v (want Ray's, %v)", a.RunningAt, ranAt, a.StartTime, submitted)
+	}
+	if got.FillTimeLeft(h.clock.t); got.RuntimeLeftS == nil || *got.RuntimeLeftS < 569 || *got.RuntimeLeftS > 570 {
+		t.Errorf("runtime left %v s, want 570 s (600 less the 30 s it ran)", deref(got.RuntimeLeftS))
+	}
+	for i := 0; i < 4; i++ { // then silent for 2 minutes: judged by the heartbeat
+		h.clock.t = h.clock.t.Add(30 * time.Second)
+		h.tick()
+	}
+	if a := h.get(task.ID).Attempts[0]; a.FailureKind != mvp.FailureHeartbeatLost {
+		t.Errorf("a run silent for its first 2.5 minutes (timeout 60 s) is not judged: %s %q", a.FailureKind, a.Message)
+	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -337,8 +337,8 @@ func (pl *plan) endOf(a ActiveAttempt) int64 {
 		return never
 	}
 	start := a.Attempt.CreatedAt
-	if a.Attempt.StartTime != nil {
-		start = *a.Attempt.StartTime
+	if since := a.Attempt.RunningSince(); since != nil {
+		start = *since
 	}
 	if start.IsZero() {
 		start = pl.now

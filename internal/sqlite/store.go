@@ -23,7 +23,8 @@ const (
 		t.after_ok, t.after_any, t.origin_id, t.resume_from, t.owner, t.priority, t.submission_id, t.door_deleted,
 		t.driver_json`
 	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
-		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries`
+		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries,
+		a.running_at`
 )
 
 // Page sizes of ListTasks and Events: the default when the caller gives none, and the cap.
@@ -114,11 +115,12 @@ func (r *taskRow) task() *mvp.Task {
 type attemptRow struct {
 	taskID, sid, jobID, status, kind, msg, node sql.NullString
 	no, created, start, end, exit, kept, tries  sql.NullInt64
+	running                                     sql.NullInt64
 }
 
 func (r *attemptRow) dest() []any {
 	return []any{&r.taskID, &r.no, &r.sid, &r.jobID, &r.status, &r.kind, &r.msg, &r.node, &r.created, &r.start,
-		&r.end, &r.exit, &r.kept, &r.tries}
+		&r.end, &r.exit, &r.kept, &r.tries, &r.running}
 }
 
 // attempt returns nil when the LEFT JOIN found no attempt.
@@ -129,7 +131,8 @@ func (r *attemptRow) attempt() *mvp.Attempt {
 	a := &mvp.Attempt{TaskID: r.taskID.String, No: int(r.no.Int64), RaySubmissionID: r.sid.String,
 		RayJobID: r.jobID.String, RayStatus: mvp.RayStatus(r.status.String), FailureKind: mvp.FailureKind(r.kind.String),
 		Message: r.msg.String, DriverNodeID: r.node.String, CreatedAt: fromNanos(r.created.Int64),
-		StartTime: fromNull(r.start), EndTime: fromNull(r.end), LogKept: r.kept.Int64 != 0, LogTries: int(r.tries.Int64)}
+		StartTime: fromNull(r.start), EndTime: fromNull(r.end), LogKept: r.kept.Int64 != 0, LogTries: int(r.tries.Int64),
+		RunningAt: fromNull(r.running)}
 	if r.exit.Valid {
 		c := int(r.exit.Int64)
 		a.ExitCode = &c
@@ -308,16 +311,16 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 }
 
 const insertAttemptSQL = `INSERT INTO attempts (task_id, attempt_no, ray_submission_id, ray_job_id, ray_status,
-	failure_kind, message, driver_node_id, created_at, start_time, end_time, exit_code, log_kept, log_tries)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	failure_kind, message, driver_node_id, created_at, start_time, end_time, exit_code, log_kept, log_tries, running_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const updateAttemptSQL = `UPDATE attempts SET ray_job_id = ?, ray_status = ?, failure_kind = ?, message = ?,
-	driver_node_id = ?, start_time = ?, end_time = ?, exit_code = ?, log_kept = ?, log_tries = ?
+	driver_node_id = ?, start_time = ?, end_time = ?, exit_code = ?, log_kept = ?, log_tries = ?, running_at = ?
 	WHERE task_id = ? AND attempt_no = ?`
 
 func attemptUpdateArgs(taskID string, a *mvp.Attempt) []any {
 	return []any{a.RayJobID, a.RayStatus, a.FailureKind, a.Message, a.DriverNodeID, nullNanos(a.StartTime),
-		nullNanos(a.EndTime), nullInt(a.ExitCode), a.LogKept, a.LogTries, taskID, a.No}
+		nullNanos(a.EndTime), nullInt(a.ExitCode), a.LogKept, a.LogTries, nullNanos(a.RunningAt), taskID, a.No}
 }
 
 // updateAttempt overwrites the Ray-side fields of attempt (taskID, no); an unknown attempt is mvp.ErrNotFound.
@@ -454,7 +457,7 @@ func prepareChange(c mvp.Change) (*change, error) {
 		args = append(args, a.No)
 		newArgs = []any{c.TaskID, a.No, a.RaySubmissionID, a.RayJobID, a.RayStatus, a.FailureKind, a.Message,
 			a.DriverNodeID, nanos(orNow(a.CreatedAt)), nullNanos(a.StartTime), nullNanos(a.EndTime), nullInt(a.ExitCode),
-			a.LogKept, a.LogTries}
+			a.LogKept, a.LogTries, nullNanos(a.RunningAt)}
 	}
 	if a := c.AttemptUpdate; a != nil {
 		upArgs = attemptUpdateArgs(c.TaskID, a)
