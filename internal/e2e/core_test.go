@@ -162,10 +162,14 @@ func TestFragmentedGangWaitsAndStuckGangIsCaught(t *testing.T) {
 }
 
 // TestOwnFailureIsNotRetried: a workload that exits non-zero for its own reasons ends FAILED after one attempt.
+// Its command line, which Ray logs first, names words that mean other failures (verl's resource check, a missing
+// module): they are the user's, not what happened (found in walk-through 7: such a crash was a USER_ERROR, and
+// verl's words would have been retried as INSUFFICIENT_RESOURCES).
 func TestOwnFailureIsNotRetried(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 1})
-	task := s.submit(spec("ppo", 1, 1, 1, "mvp_test.exit_code=3"))
+	task := s.submit(spec("ppo", 1, 1, 1, "mvp_test.exit_code=3",
+		"+mvp_note=ModuleNotFoundError Total available GPUs 1 is less than total desired GPUs 2"))
 	done := s.waitState(task.ID, mvp.StateFailed, 120*time.Second)
 	if len(done.Attempts) != 1 || done.Attempts[0].FailureKind != mvp.FailureRuntimeError || done.ErrorSummary == "" {
 		t.Errorf("failed task %+v attempts %+v", done, done.Attempts)

@@ -42,7 +42,9 @@ var userErrorMarkers = []string{
 // the driver log, and returns a short summary for the task's error_summary. The rules, in order, are written in
 // specs/failure-kinds.md.
 func Classify(info *mvp.JobInfo, log string) (mvp.FailureKind, string) {
-	text := info.Message + "\n" + log
+	// Ray logs the command line first ("Running entrypoint for job …: <command>"), and its message holds the log's
+	// tail: the user's own words there (a path, an override) are not what happened.
+	text := withoutCommandLine(info.Message) + "\n" + withoutCommandLine(log)
 	if m := InsufficientPattern.FindString(text); m != "" {
 		return mvp.FailureInsufficientResources, m
 	}
@@ -62,9 +64,12 @@ func Classify(info *mvp.JobInfo, log string) (mvp.FailureKind, string) {
 	default:
 		return mvp.FailureUnknown, fmt.Sprintf("Ray reported %s: %s", info.ErrorType, lastLine(info.Message))
 	}
+	// A set-up mistake ends the run where it happens: only the end of the log says why it failed (a warning that
+	// names a missing module long before a crash is not the cause).
+	end := lastLines(text, tailLines)
 	for _, m := range userErrorMarkers {
-		if strings.Contains(text, m) {
-			return mvp.FailureUserError, errorLine(text, m)
+		if strings.Contains(end, m) {
+			return mvp.FailureUserError, errorLine(end, m)
 		}
 	}
 	if info.DriverExitCode != nil && *info.DriverExitCode == 2 {
@@ -77,6 +82,40 @@ func Classify(info *mvp.JobInfo, log string) (mvp.FailureKind, string) {
 		return mvp.FailureRuntimeError, lastLine(text)
 	}
 	return mvp.FailureUnknown, lastLine(text)
+}
+
+// tailLines is how much of the end of the log the user-error markers are looked for in.
+const tailLines = 40
+
+// commandLinePrefix starts the line in which Ray's job supervisor logs the entrypoint it runs.
+const commandLinePrefix = "Running entrypoint for job "
+
+// withoutCommandLine drops the lines in which Ray logs the job's command line.
+func withoutCommandLine(s string) string {
+	if !strings.Contains(s, commandLinePrefix) {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if !strings.HasPrefix(strings.TrimSpace(l), commandLinePrefix) {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n ")
+	i := len(s)
+	for ; n > 0 && i > 0; n-- {
+		i = strings.LastIndexByte(s[:i], '\n')
+		if i < 0 {
+			return s
+		}
+	}
+	return s[i+1:]
 }
 
 // errorLine returns the line of text holding marker, trimmed and cut to a readable length.

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -53,6 +54,17 @@ func TestClassify(t *testing.T) {
 		{"a node lost, and the user's own mistake", mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: code(1)},
 			"FileNotFoundError: [Errno 2] No such file or directory: '/data/x'\nThe actor died because its node has died.", mvp.FailureInfra},
 		{"stopped outside mvp", mvp.JobInfo{Status: mvp.RayStopped}, "", mvp.FailureUnknown},
+		// The user's own words in the command line Ray logs first (a path, an override) are not the failure: found
+		// in walk-through 7, where a model_path holding "ModuleNotFoundError" made a crash a USER_ERROR.
+		{"a marker in the command line", mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: code(1)},
+			"Running entrypoint for job mvp2-sft-20251223-143201-7f3a--a01: python3 -m verl.trainer.sft_trainer_ray " +
+				"model.path=/m/ModuleNotFoundError-test +logging.note=usage:high 'x=Total available GPUs 1 is less than total desired GPUs 2'\n" +
+				"step 1\nverl-standin: done after 2 step(s), exit code 1\n", mvp.FailureRuntimeError},
+		// A set-up mistake ends the run where it happens: a warning that mentions one, long before the crash, is not
+		// why the run failed.
+		{"a marker long before the crash", mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: code(1)},
+			"UserWarning: No module named 'flash_attn_3', using the fallback\n" + strings.Repeat("step\n", 200) +
+				"Traceback (most recent call last):\nRuntimeError: CUDA error: an illegal memory access\n", mvp.FailureRuntimeError},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
