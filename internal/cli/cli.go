@@ -512,6 +512,11 @@ func readSpec(path string, sets []string) ([]byte, error) {
 	if len(sets) == 0 {
 		return body, nil
 	}
+	// What is sent is an edited copy: check the file's shape first, with its own line numbers (a field given twice
+	// or a second document is gone from the copy).
+	if err := jobspec.CheckShape(body, jobspec.DefaultLimits); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	doc, err := decodeSpec(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a YAML mapping: %w", path, err)

@@ -335,3 +335,28 @@ func TestJobTextCannotDriveTheTerminal(t *testing.T) {
 		t.Errorf("the text is not shown escaped:\n%s", out.String())
 	}
 }
+
+// TestEditingASpecKeepsItsChecks: with -e (and for mvp schedule create, which sends JSON), the CLI sends an edited
+// copy of the file, in which a field given twice kept its last value and a second YAML document was dropped: the
+// server's refusals never came, or came with the copy's line numbers. The file's shape is now checked first, with
+// its own line numbers.
+func TestEditingASpecKeepsItsChecks(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct{ body, want string }{
+		"dup.yaml":   {"workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nnnodes: 2\n", `"nnodes" is given twice (line 6)`},
+		"two.yaml":   {"workload: ppo\nnnodes: 1\n---\nnnodes: 2\n", "more than one YAML document"},
+		"typo.yaml":  {"# a comment\nworkload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nnam: x\n", `unknown field "nam" (line 5)`},
+		"alias.yaml": {"workload: &w ppo\nname: *w\n", "anchors and aliases"},
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readSpec(path, []string{"name=x"}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s with -e: %v, want an error saying %s", name, err, c.want)
+		}
+		if _, err := specJSON([]byte(c.body)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s as a schedule's jobspec: %v, want an error saying %s", name, err, c.want)
+		}
+	}
+}

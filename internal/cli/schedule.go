@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
@@ -120,6 +121,9 @@ func runSchedule(ctx context.Context, args []string, env Env) error {
 // specJSON turns a YAML or JSON jobspec into the JSON object the schedules API takes. The server checks it as a
 // submission; here it only has to be one mapping.
 func specJSON(spec []byte) (json.RawMessage, error) {
+	if err := jobspec.CheckShape(spec, jobspec.DefaultLimits); err != nil { // the JSON sent is a copy (readSpec)
+		return nil, err
+	}
 	doc, err := decodeSpec(spec)
 	if err != nil {
 		return nil, fmt.Errorf("the jobspec is not a YAML or JSON mapping: %w", err)

@@ -136,6 +136,31 @@ func invalid(field, format string, args ...any) error {
 
 // Parse reads one YAML or JSON document into a Spec, refusing anything not of its shape, then validates it.
 func Parse(body []byte, l Limits) (*Spec, error) {
+	root, err := parseShape(body, l)
+	if err != nil {
+		return nil, err
+	}
+	var s Spec
+	if err := decodeFields(root, &s); err != nil {
+		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// CheckShape checks what Parse checks of a document's shape, with its own line numbers: one YAML or JSON
+// document, no anchors or aliases, known fields each given once, each of its kind (a scalar, a list, a mapping).
+// Not the values. The CLI checks a file with it before editing it (-e), since what it sends then is the edited
+// copy, in which a field given twice or a second document is gone.
+func CheckShape(body []byte, l Limits) error {
+	_, err := parseShape(body, l)
+	return err
+}
+
+// parseShape reads one document and checks its shape (CheckShape); it returns the root mapping.
+func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 	if l.MaxBytes > 0 && len(body) > l.MaxBytes {
 		return nil, mvp.Errorf(mvp.CodeTooLarge, "", "the jobspec is %d bytes; at most %d are accepted", len(body), l.MaxBytes)
 	}
@@ -202,14 +227,7 @@ func Parse(body []byte, l Limits) (*Spec, error) {
 			return nil, invalid(k.Value, "must be %s (line %d)", kindName(kind), v.Line)
 		}
 	}
-	var s Spec
-	if err := decodeFields(root, &s); err != nil {
-		return nil, err
-	}
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return root, nil
 }
 
 // heavy admits one parse at a time of a body that may hold more than Limits.MaxNodes nodes.
