@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -119,6 +120,10 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return 2 // the flag package said what is wrong, with the usage
 	}
 	if err != nil {
+		var se *api.StatusError
+		if errors.As(err, &se) && se.Status == http.StatusUnauthorized && strings.TrimSpace(env.Getenv("MVP_TOKEN")) == "" {
+			err = fmt.Errorf("%w: no token was sent; set MVP_TOKEN to your API token", err)
+		}
 		fmt.Fprintf(env.Stderr, "mvp %s: %v\n", verb, err)
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -230,6 +235,10 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 				outFile = *out
 			}
 		})
+		if outFile == "json" || outFile == "yaml" || outFile == "table" {
+			return usageError{fmt.Errorf("with --get, -o names the file to write, not a format (the file is sent as "+
+				"it is): leave -o out to print it, or write -o ./%s for a file named %s", outFile, outFile)}
+		}
 		return getResult(ctx, clientOf(env), fs.Arg(0), *getPath, outFile, env.Stdout)
 	}
 	if err := checkOutput(*out); err != nil {

@@ -360,3 +360,42 @@ func TestEditingASpecKeepsItsChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestResultsGetTakesNoFormat: every client verb takes -o table|json|yaml, but with --get, -o names the file to
+// write: `-o json` wrote a file named json in the working folder, silently, and printed nothing.
+func TestResultsGetTakesNoFormat(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, f := range []string{"json", "yaml", "table"} {
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "http://127.0.0.1:1" }}
+		code := Run(context.Background(), []string{"results", "mvp2-ppo-20251223-143201-7f3a", "--get", "a01/x.json", "-o", f}, env)
+		if code != 2 || !strings.Contains(errb.String(), "./"+f) {
+			t.Errorf("results --get -o %s: exit %d, %q; want a usage error saying how to name such a file", f, code, errb.String())
+		}
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("a file named %s was written", f)
+		}
+	}
+}
+
+// TestNoTokenSaysWhichVariable: with MVP_TOKEN empty the server's 401 ("missing Authorization: Bearer <token>
+// header") did not say what the CLI user should set.
+func TestNoTokenSaysWhichVariable(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(401)
+		io.WriteString(w, `{"error": {"code": "unauthorized", "message": "missing Authorization: Bearer <token> header"}}`)
+	}))
+	defer srv.Close()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		if k == "MVP_ADDR" {
+			return srv.URL
+		}
+		return ""
+	}}
+	if code := Run(context.Background(), []string{"list"}, env); code != 1 || !strings.Contains(errb.String(), "set MVP_TOKEN") {
+		t.Errorf("list without a token: exit %d, %q; want it to say to set MVP_TOKEN", code, errb.String())
+	}
+}
