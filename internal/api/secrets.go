@@ -119,8 +119,8 @@ func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return mvp.Errorf(mvp.CodeInvalid, "secrets", "no secret named %s: store it first with PUT /api/v2/secrets/{name}",
-			strings.Join(missing, ", "))
+		return mvp.Errorf(mvp.CodeInvalid, "secrets", "no secret named %s: store it first (mvp secrets put %s, which "+
+			"reads the value from standard input; or PUT /api/v2/secrets/{name})", strings.Join(missing, ", "), missing[0])
 	}
 	return nil
 }

@@ -56,7 +56,9 @@ func TestSecretsAPI(t *testing.T) {
 		t.Errorf("dry run: %d %s", resp.StatusCode, body)
 	}
 	resp, body = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"secrets: {HF_TOKEN: hf}\n", nil)
-	if resp.StatusCode != 400 || !strings.Contains(string(body), "no secret named hf") {
+	// It says how to store one with the CLI too (it named the HTTP route only: found in walk-through 7).
+	if resp.StatusCode != 400 || !strings.Contains(string(body), "no secret named hf") ||
+		!strings.Contains(string(body), "mvp secrets put hf") {
 		t.Errorf("unknown secret: %d %s", resp.StatusCode, body)
 	}
 	resp, body = do(t, base, "POST", "/api/v2/tasks", "application/yaml", spec, nil)
