@@ -388,8 +388,11 @@ func str(field string, n *yaml.Node) (string, error) {
 // (Validate then checks the field's own range.)
 func integer(field string, n *yaml.Node) (int, error) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
-		return 0, invalid(field, "must be a whole number, not text: write %s, not %q (line %d)", clip(n.Value),
-			clip(n.Value), n.Line)
+		if digitsRE.MatchString(n.Value) {
+			return 0, invalid(field, "must be a whole number, not text: write %s, not %q (line %d)", clip(n.Value),
+				clip(n.Value), n.Line)
+		}
+		return 0, invalid(field, "must be a whole number such as 2, got the text %q (line %d)", clip(n.Value), n.Line)
 	}
 	// YAML reads digits too large for its integers as a float: still a whole number, out of range below.
 	whole := n.Tag == "!!int" || n.Tag == "!!float" && digitsRE.MatchString(n.Value)

@@ -392,6 +392,8 @@ func TestNumberErrorsSayWhatToWrite(t *testing.T) {
 		base + "nnodes: 0x1\n":              "in decimal digits",
 		base + "nnodes: 0o1\n":              "in decimal digits",
 		base + "nnodes: 1\npriority: 0_4\n": "in decimal digits",
+		// Text that is not a number got the hint for quoted digits: "write two, not "two"".
+		base + "nnodes: two\n": `must be a whole number such as 2, got the text "two"`,
 	} {
 		_, err := Parse([]byte(body), DefaultLimits)
 		if err == nil || !strings.Contains(err.Error(), want) {
