@@ -668,7 +668,7 @@ func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView) error {
 		}
 		pos, rank, est := "-", "-", "-"
 		if e, ok := entries[t.ID]; ok && t.State.Waiting() {
-			pos, est, reason = fmt.Sprintf("#%d %s", e.Position, e.Code), ts(e.EstStart), e.Reason
+			pos, est, reason = fmt.Sprintf("#%d %s", e.Position, e.Code), ts(e.EstStart), queueReason(e)
 			if e.Rank > 0 {
 				rank = strconv.Itoa(e.Rank)
 			}
@@ -720,9 +720,19 @@ func printQueue(w io.Writer, q *scheduler.QueueView) error {
 			rank = strconv.Itoa(e.Rank)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.Position, e.TaskID, e.Owner, e.Priority, rank, e.Code,
-			ts(e.EstStart), safe(e.Reason))
+			ts(e.EstStart), safe(queueReason(e)))
 	}
 	return tw.Flush()
+}
+
+// queueReason is a waiting task's reason with the task it yields to named first (the sentence says "yields_to
+// names it": the API's field, shown here).
+func queueReason(e scheduler.QueueEntry) string {
+	if e.YieldsTo == "" {
+		return e.Reason
+	}
+	r := strings.Replace(e.Reason, " (yields_to names it)", "", 1)
+	return "behind " + e.YieldsTo + ": " + strings.Replace(r, "; yields_to names it)", ")", 1)
 }
 
 func printEvents(w io.Writer, id string, p *api.EventPage) error {

@@ -399,3 +399,24 @@ func TestNoTokenSaysWhichVariable(t *testing.T) {
 		t.Errorf("list without a token: exit %d, %q; want it to say to set MVP_TOKEN", code, errb.String())
 	}
 }
+
+// TestTheTaskYieldedToIsShown: a reason said "yields_to names it", and neither mvp queue nor mvp list showed it.
+func TestTheTaskYieldedToIsShown(t *testing.T) {
+	const big = "mvp2-ppo-20251223-143201-b1b1"
+	e := scheduler.QueueEntry{TaskID: "mvp2-ppo-20251223-143201-5a5a", Code: "behind_reservation", Position: 2,
+		Reason: "waiting behind the task that holds a reservation (yields_to names it)", YieldsTo: big}
+	var q, l bytes.Buffer
+	if err := printQueue(&q, &scheduler.QueueView{Queue: []scheduler.QueueEntry{e}}); err != nil {
+		t.Fatal(err)
+	}
+	task := &mvp.Task{ID: e.TaskID, State: mvp.StatePendingResources}
+	if err := printList(&l, &api.TaskPage{Tasks: []*mvp.Task{task}}, &scheduler.QueueView{Queue: []scheduler.QueueEntry{e}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(q.String(), big) {
+		t.Errorf("mvp queue does not name the task yielded to:\n%s", q.String())
+	}
+	if !strings.Contains(l.String(), big) {
+		t.Errorf("mvp list does not name the task yielded to:\n%s", l.String())
+	}
+}
