@@ -697,6 +697,8 @@ func SetPath(doc map[string]any, key, value string) error {
 		}
 		m[rest] = value
 		doc[head] = m
+	case listFields[head] && !nested && value == "[]":
+		doc[head] = []any{} // emptied; a later -e head=x adds to it again
 	case listFields[head] && !nested:
 		list, _ := doc[head].([]any)
 		doc[head] = append(list, value)

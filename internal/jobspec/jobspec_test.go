@@ -194,6 +194,20 @@ func TestSetPath(t *testing.T) {
 	if err := SetPath(doc, "nnodes", "two"); err == nil {
 		t.Error("non-integer nnodes accepted")
 	}
+	// A list can be emptied, then filled again (a resubmit could not drop a dependency that failed: found in
+	// walk-through 7).
+	doc["after_ok"] = []any{"mvp2-ppo-20251223-143201-7f3a"}
+	for _, kv := range [][2]string{{"after_ok", "[]"}, {"overrides", "[]"}, {"overrides", "b=2"}} {
+		if err := SetPath(doc, kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l := doc["after_ok"].([]any); len(l) != 0 {
+		t.Errorf("after_ok=[] left %v", l)
+	}
+	if l := doc["overrides"].([]any); len(l) != 1 || l[0] != "b=2" {
+		t.Errorf("overrides=[] then b=2: %v", l)
+	}
 }
 
 func FuzzParse(f *testing.F) {
