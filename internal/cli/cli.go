@@ -26,6 +26,7 @@ import (
 	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/taskfs"
 )
 
 // Env is what the CLI reads of its surroundings.
@@ -220,6 +221,9 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 			bad = fmt.Errorf("--attempt must be from 1 to 999, got %d", *attempt)
 		case f.Name == "limit" && *limit < 1:
 			bad = fmt.Errorf("--limit must be at least 1, got %d", *limit)
+		case f.Name == "limit" && verb == "list" && *limit > 500, f.Name == "limit" && verb == "events" && *limit > 1000:
+			bad = fmt.Errorf("--limit must be at most %d, got %d (page on with --cursor)", map[string]int{"list": 500,
+				"events": 1000}[verb], *limit)
 		}
 	})
 	if bad != nil {
@@ -235,6 +239,9 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 				outFile = *out
 			}
 		})
+		if err := taskfs.CheckResultPath(*getPath); err != nil {
+			return usageError{err}
+		}
 		if outFile == "json" || outFile == "yaml" || outFile == "table" {
 			return usageError{fmt.Errorf("with --get, -o names the file to write, not a format (the file is sent as "+
 				"it is): leave -o out to print it, or write -o ./%s for a file named %s", outFile, outFile)}
@@ -859,7 +866,7 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 		if *from != "" {
 			f, err := os.Open(*from)
 			if err != nil {
-				return fmt.Errorf("read the secret: %w", err)
+				return usageError{fmt.Errorf("read the secret: %w", err)} // the command names a file it cannot read
 			}
 			defer f.Close()
 			r = f

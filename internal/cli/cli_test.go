@@ -420,3 +420,21 @@ func TestTheTaskYieldedToIsShown(t *testing.T) {
 		t.Errorf("mvp list does not name the task yielded to:\n%s", l.String())
 	}
 }
+
+// TestMistakesInTheCommandExitTwo: a mistake in the command line itself exits 2 (usage), as the docs say; these
+// exited 1, as if the server had said no: --limit above the API's cap, a --from-file that cannot be read, and a
+// result path the CLI refuses before asking. Found in walk-through 7.
+func TestMistakesInTheCommandExitTwo(t *testing.T) {
+	for _, args := range [][]string{
+		{"list", "--limit", "501"},
+		{"events", "mvp2-ppo-20251223-143201-7f3a", "--limit", "1001"},
+		{"secrets", "put", "x", "--from-file", "/nonexistent/file"},
+		{"results", "mvp2-ppo-20251223-143201-7f3a", "--get", "../x"},
+	} {
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "http://127.0.0.1:1" }}
+		if code := Run(context.Background(), args, env); code != 2 {
+			t.Errorf("mvp %v: exit %d, want 2\n%s", args, code, errb.String())
+		}
+	}
+}

@@ -55,7 +55,8 @@ func TestResultsVerb(t *testing.T) {
 		t.Errorf("get to stdout: %d %q", code, out.String())
 	}
 	bad := filepath.Join(t.TempDir(), "bad")
-	if code := run("results", task.ID, "--get", "../spec.json", "-o", bad); code != 1 || !strings.Contains(errb.String(), "result path") {
+	// Refused before asking: a mistake in the command, exit 2 (TestMistakesInTheCommandExitTwo).
+	if code := run("results", task.ID, "--get", "../spec.json", "-o", bad); code != 2 || !strings.Contains(errb.String(), "result path") {
 		t.Errorf("refused path: %d %s", code, errb.String())
 	}
 	if _, err := os.Stat(bad); !os.IsNotExist(err) {
