@@ -955,6 +955,11 @@ func (s *Server) readLog(ctx context.Context, id string, n int) (string, bool, e
 			if t.State.Waiting() || t.State == mvp.StateSubmitting {
 				return "", false, nil
 			}
+			if ended && a.Message != "" && a.RayJobID == "" && a.StartTime == nil {
+				// It never ran in Ray (it failed before, or as, it was sent): its message says why.
+				return "", true, mvp.Errorf(mvp.CodeNotFound, "attempt", "attempt %d has no log: it never ran in "+
+					"Ray (%s: %s)", n, a.FailureKind, a.Message)
+			}
 			return "", true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt %d", n)
 		}
 		return "", ended, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's log could not be read: %v", err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
@@ -259,5 +260,32 @@ func TestTwoCredentialsAreRefused(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 401 || !strings.Contains(string(b), "one Authorization header") {
 		t.Errorf("two Authorization headers: %d %s, want 401", resp.StatusCode, b)
+	}
+}
+
+// TestTheLogOfAnAttemptNeverSentSaysWhy: an attempt that failed before it reached Ray (its secret deleted while the
+// task waited) has no log; mvp logs said only "no log is kept for attempt 1". It now gives the attempt's own
+// message. Found in walk-through 7.
+func TestTheLogOfAnAttemptNeverSentSaysWhy(t *testing.T) {
+	base, db := newServer(t)
+	ctx := t.Context()
+	id := "mvp2-ppo-20251223-143201-0a0a"
+	now := time.Now()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(db.CreateTask(ctx, &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 1,
+		JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: now}))
+	att := &mvp.Attempt{No: 1, RaySubmissionID: id + "--a01", CreatedAt: now}
+	must(db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateQueued, To: mvp.StateSubmitting, At: now, NewAttempt: att}))
+	ended := *att
+	ended.RayStatus, ended.FailureKind, ended.Message = mvp.RayFailed, mvp.FailureUserError, "no secret named hf: it was deleted"
+	must(db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateSubmitting, To: mvp.StateFailed, At: now, AttemptUpdate: &ended}))
+	resp, body := do(t, base, "GET", "/api/v2/tasks/"+id+"/logs", "", "", nil)
+	if resp.StatusCode != 404 || !strings.Contains(string(body), "no secret named hf") {
+		t.Errorf("the log of an attempt never sent: %d %s, want 404 with the attempt's message", resp.StatusCode, body)
 	}
 }
