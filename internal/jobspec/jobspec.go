@@ -436,6 +436,19 @@ func (s *Spec) Validate() error {
 		return invalid("workload", "%s tasks are not made from a jobspec: submit them with Ray's own client "+
 			"(ray job submit, JobSubmissionClient) to mvp's Ray Jobs door at <mvp>/ray", s.Workload)
 	}
+	var missing []string // all at once: one round trip, not one per field
+	for _, f := range []struct {
+		name    string
+		missing bool
+	}{{"nnodes", s.NNodes == 0}, {"n_gpus_per_node", s.GPUsPerNode == 0}, {"model_path", s.ModelPath == ""},
+		{"train_file", s.TrainFile == ""}, {"val_file", s.ValFile == "" && info.RequiresValFile}} {
+		if f.missing {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 1 {
+		return invalid(missing[0], "missing required fields: %s", strings.Join(missing, ", "))
+	}
 	if s.NNodes < 1 || s.NNodes > MaxNNodes {
 		return invalid("nnodes", "nnodes is required and must be from 1 to %d, got %d", MaxNNodes, s.NNodes)
 	}

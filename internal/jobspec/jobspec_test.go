@@ -394,6 +394,19 @@ func TestOverridesCannotAskForAnotherGPUPool(t *testing.T) {
 
 // A number given as text, or too large to read, said "must be a whole number" (of a whole number) or "far out of
 // range" without the range. Found in a user walk-through.
+// TestAllMissingFieldsAreNamedAtOnce: a jobspec holding only its workload took five round trips, one per missing
+// field, the first saying "nnodes … got 0". Found in walk-through 7.
+func TestAllMissingFieldsAreNamedAtOnce(t *testing.T) {
+	_, err := Parse([]byte("workload: ppo\n"), DefaultLimits)
+	if err == nil || !strings.Contains(err.Error(), "missing required fields: nnodes, n_gpus_per_node, model_path, train_file, val_file") {
+		t.Errorf("a jobspec with only its workload: %v", err)
+	}
+	_, err = Parse([]byte("workload: sft\nnnodes: 1\nn_gpus_per_node: 1\n"), DefaultLimits) // sft needs no val_file
+	if err == nil || !strings.Contains(err.Error(), "missing required fields: model_path, train_file") {
+		t.Errorf("an sft jobspec without its paths: %v", err)
+	}
+}
+
 func TestNumberErrorsSayWhatToWrite(t *testing.T) {
 	base := "workload: ppo\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
 	for body, want := range map[string]string{
