@@ -955,10 +955,10 @@ func (s *Server) readLog(ctx context.Context, id string, n int) (string, bool, e
 			if t.State.Waiting() || t.State == mvp.StateSubmitting {
 				return "", false, nil
 			}
-			if ended && a.Message != "" && a.RayJobID == "" && a.StartTime == nil {
-				// It never ran in Ray (it failed before, or as, it was sent): its message says why.
-				return "", true, mvp.Errorf(mvp.CodeNotFound, "attempt", "attempt %d has no log: it never ran in "+
-					"Ray (%s: %s)", n, a.FailureKind, a.Message)
+			if ended && a.Message != "" {
+				// Ray holds no job for it (it failed before or as it was sent, or Ray lost it): its end says why.
+				return "", true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt %d, and Ray "+
+					"holds no job for it; it ended %s: %s", n, a.FailureKind, a.Message)
 			}
 			return "", true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt %d", n)
 		}
@@ -1022,7 +1022,9 @@ func decodeJSON(body []byte, v any) error {
 }
 
 // duplicateKey returns a key given twice in one JSON object of body ("" when none, or when body is not JSON:
-// decoding says so). Go's decoder keeps the last of them silently, as the jobspec's YAML does not.
+// decoding says so). Go's decoder keeps the last of them silently, as the jobspec's YAML does not. At the top level,
+// where keys are a struct's fields, which Go's decoder matches in any case, keys that differ only in case are the
+// same key; deeper, keys are data and compared exactly.
 func duplicateKey(body []byte) string {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	type level struct {
@@ -1057,10 +1059,14 @@ func duplicateKey(body []byte) string {
 		}
 		if top.key {
 			k, _ := tok.(string)
-			if top.keys[k] {
+			seen := k
+			if len(stack) == 1 {
+				seen = strings.ToLower(k)
+			}
+			if top.keys[seen] {
 				return k
 			}
-			top.keys[k] = true
+			top.keys[seen] = true
 		}
 		top.key = !top.key
 	}

@@ -61,6 +61,10 @@ func TestDuplicateKey(t *testing.T) {
 		`{"a":"b","b":"a"}`:                               "",
 		`[{"a":1},{"a":1}]`:                               "",
 		`not json`:                                        "",
+		// Go's decoder takes a struct's field in any case: at the top level, VALUE is value again (found in review).
+		`{"value":"x","VALUE":"y"}`: "VALUE",
+		// Deeper, keys are data (a jobspec's env names HF_TOKEN and hf_token apart).
+		`{"jobspec":{"env":{"HF_TOKEN":"a","hf_token":"b"}}}`: "",
 	} {
 		if got := duplicateKey([]byte(body)); got != want {
 			t.Errorf("%s: %q, want %q", body, got, want)
