@@ -32,14 +32,6 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 		return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint", "the entrypoint is %d bytes; at most %d (Linux passes no "+
 			"longer argument to the shell): put the command in a script of the working_dir", len(req.Entrypoint), maxRayArg)
 	}
-	meta := 0
-	for k, v := range req.Metadata {
-		meta += len(k) + len(v) + 6
-	}
-	if meta > maxRayMetadata {
-		return nil, mvp.Errorf(mvp.CodeInvalid, "metadata", "the metadata is about %d bytes; at most %d (Ray hands it "+
-			"to the driver in one environment variable)", meta, maxRayMetadata)
-	}
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -67,7 +59,6 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 		if !isMap {
 			return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars must be an object of strings")
 		}
-		total := 0
 		for k, v := range m {
 			sv, isString := v.(string)
 			if !isString {
@@ -77,13 +68,20 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 				return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars.%s holds a NUL byte, which no "+
 					"environment variable can", clip(k))
 			}
-			total += len(k) + len(sv) + 2
 		}
-		if total > maxRayEnv {
-			return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars are %d bytes in all; at most %d "+
-				"(what does not fit in a process's environment cannot start): pass large values in a file of the "+
-				"working_dir", total, maxRayEnv)
+	}
+	// Ray's job supervisor hands the driver its runtime_env (with dev.yaml's and mvp's variables merged in) and the
+	// metadata together, as JSON with every non-ASCII character escaped, in one environment variable
+	// (RAY_JOB_CONFIG_JSON_ENV_VAR), which Linux caps like any other.
+	envBytes, metaBytes := pyJSONBytes(req.RuntimeEnv), pyJSONBytes(req.Metadata)
+	if n := envBytes + metaBytes + pyJSONBytes(s.RuntimeEnv) + rayConfigReserve; n > maxRayArg {
+		field := "runtime_env"
+		if metaBytes > envBytes {
+			field = "metadata"
 		}
+		return nil, mvp.Errorf(mvp.CodeInvalid, field, "runtime_env and metadata come to about %d bytes as Ray hands "+
+			"them to the driver (JSON, non-ASCII escaped, in one environment variable with dev.yaml's env_vars and "+
+			"mvp's own); at most %d: pass large values in a file of the working_dir", n, maxRayArg)
 	}
 	if req.EntrypointNumCPUs == 0 && req.EntrypointNumGPUs == 0 && req.EntrypointMemory == 0 && len(req.EntrypointResources) == 0 {
 		// Ray 2.60 runs a driver that asks for no resources on the head node (a label selector on its node id):
@@ -117,10 +115,33 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 
 // What a Ray job may pass through a process's arguments and environment (see PrepareRayJob).
 const (
-	maxRayArg      = 128<<10 - 1 // Linux's MAX_ARG_STRLEN, less the NUL
-	maxRayMetadata = 64 << 10
-	maxRayEnv      = 128 << 10
+	maxRayArg = 128<<10 - 1 // Linux's MAX_ARG_STRLEN (one argument or one variable), less the NUL
+	// rayConfigReserve is room for what mvp adds to a job's runtime_env and metadata (its variables and keys).
+	rayConfigReserve = 4 << 10
 )
+
+// pyJSONBytes bounds the size of v as Python's json.dumps writes it (", " and ": " between items, every
+// non-ASCII character as \uXXXX, or two of them beyond the BMP).
+func pyJSONBytes(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0 // checked elsewhere
+	}
+	n := 0
+	for _, r := range string(b) {
+		switch {
+		case r == ',' || r == ':':
+			n += 2
+		case r < 0x80:
+			n++
+		case r > 0xFFFF:
+			n += 12
+		default:
+			n += 6
+		}
+	}
+	return n
+}
 
 // metaInt reads an optional integer metadata value from 1 to max; 0 when it is absent.
 func metaInt(meta map[string]string, key string, max int) (int, error) {

@@ -148,6 +148,12 @@ func TestARayJobThatCannotStartIsRefused(t *testing.T) {
 		{&mvp.RayJobRequest{Entrypoint: "echo", Metadata: map[string]string{"k": big}}, "metadata"},
 		{&mvp.RayJobRequest{Entrypoint: "echo", RuntimeEnv: map[string]any{"env_vars": env}}, "runtime_env"},
 		{&mvp.RayJobRequest{Entrypoint: "echo", RuntimeEnv: map[string]any{"env_vars": map[string]any{"A": "a\x00b"}}}, "runtime_env"},
+		// Ray hands runtime_env and metadata together to the driver, JSON with non-ASCII escaped, in one variable
+		// (RAY_JOB_CONFIG_JSON_ENV_VAR): each under its own limit, together over Linux's (found in review: both
+		// started /bin/sh with "Argument list too long").
+		{&mvp.RayJobRequest{Entrypoint: "echo", RuntimeEnv: map[string]any{"env_vars": map[string]any{"A": strings.Repeat("y", 80<<10)}},
+			Metadata: map[string]string{"m": strings.Repeat("z", 60<<10)}}, "runtime_env"},
+		{&mvp.RayJobRequest{Entrypoint: "echo", RuntimeEnv: map[string]any{"env_vars": map[string]any{"B": strings.Repeat("é", 40<<10)}}}, "runtime_env"},
 	} {
 		_, err := PrepareRayJob(c.req, s)
 		var e *mvp.Error
