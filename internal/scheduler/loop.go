@@ -284,12 +284,16 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		view, cerr = nil, why // nothing is admitted on a cluster still coming back
 	}
 
-	snap, err := l.snapshot(ctx, now, view, cerr, true)
+	// Decided at the time the snapshot is read, not when the pass began: what the sync above wrote is stamped when
+	// written (an attempt lost by Ray is requeued at once, next_run_at that time), and with the pass's start the
+	// requeued task looked as if it were backing off while a newer one took its GPUs.
+	decideAt := l.Clock.Now()
+	snap, err := l.snapshot(ctx, decideAt, view, cerr, true)
 	if err != nil {
 		return err
 	}
 	snap.JobsUnread = syncErr != nil
-	acts := Decide(now, snap, l.Policy)
+	acts := Decide(decideAt, snap, l.Policy)
 	submits := 0
 	for _, a := range acts {
 		if _, ok := a.(Submit); ok {

@@ -829,3 +829,64 @@ func TestAfterAnOutageNothingIsAdmittedUntilTheNodesRejoin(t *testing.T) {
 		t.Errorf("the gang once both workers are back: %s %q; want it submitted first", s, h.get(gang.ID).PendingReason)
 	}
 }
+
+// slowJobs is a Ray whose job lookups take d of the harness's clock each.
+type slowJobs struct {
+	*fakeRay
+	clock *clock
+	d     time.Duration
+}
+
+func (r slowJobs) GetJob(ctx context.Context, id string) (*mvp.JobInfo, error) {
+	r.clock.t = r.clock.t.Add(r.d)
+	return r.fakeRay.GetJob(ctx, id)
+}
+
+// TestARequeuedGangIsDecidedInTheSamePass: the CI run of TestRayOutage on 2026-11-26 admitted the newer 1 × 4 task
+// before the 2 × 4 gang whose job Ray lost in the outage. The pass concluded the lost attempt (INFRA, requeued at
+// once: next_run_at stamped when written), then decided with the time the pass began, earlier than that
+// next_run_at: the gang looked as if it were backing off, and the newer task took the freed GPUs. A pass now
+// decides at the time its snapshot is read.
+func TestARequeuedGangIsDecidedInTheSamePass(t *testing.T) {
+	h := newHarness(t)
+	node := func(id string) mvp.Node {
+		return mvp.Node{ID: id, Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100},
+			Available: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100}}
+	}
+	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	n++
+	gang := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 2, GPUsPerNode: 4, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
+	if err := h.db.CreateTask(context.Background(), gang); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	sid := gang.ID + "--a01"
+	h.ray.set(sid, mvp.RayRunning, "", 0)
+	h.view.Nodes[0].Available["GPU"], h.view.Nodes[1].Available["GPU"] = 0, 0
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	if s := h.get(gang.ID).State; s != mvp.StateRunning {
+		t.Fatalf("the gang: %s", s)
+	}
+	h.clock.t = h.clock.t.Add(time.Second)
+	newer := h.taskOf(4)
+	h.tick() // it waits behind the running gang
+	// Ray restarts: the gang's job is gone, both workers are free again, and job lookups take a while.
+	h.ray.mu.Lock()
+	delete(h.ray.jobs, sid)
+	h.ray.mu.Unlock()
+	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	h.loop.Ray = slowJobs{h.ray, h.clock, 2 * time.Second}
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	got := h.get(gang.ID)
+	if s := h.get(newer.ID).State; s == mvp.StateSubmitted || s == mvp.StateSubmitting {
+		t.Errorf("the newer 1 × 4 task was admitted before the requeued gang (gang %s, attempt %d, %q)", got.State,
+			got.LatestAttemptNo, got.PendingReason)
+	}
+	if got.LatestAttemptNo != 2 {
+		t.Errorf("the requeued gang was not submitted again in the pass that requeued it: %s, attempt %d, %q", got.State,
+			got.LatestAttemptNo, got.PendingReason)
+	}
+}
