@@ -56,6 +56,9 @@ type Server struct {
 	MaxBodyBytes int64
 	// Wake asks the scheduler for a tick (after a submit or a cancel); may be nil.
 	Wake func()
+	// NeverFits (scheduler.Loop.NeverFits) says whether a task could not start even on an empty cluster as the
+	// scheduler last saw it, and why: a submit of such a task is taken, with a warning. May be nil.
+	NeverFits func(*mvp.Task) (string, bool)
 	// Snapshot reads what the scheduler decides on (scheduler.Loop.Snapshot), for the dry run.
 	Snapshot func(context.Context) (scheduler.Snapshot, error)
 	// Health reports the scheduler's view of Ray for /healthz; may be nil.
@@ -466,8 +469,28 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 		s.Wake()
 	}
 	w.Header().Set("Location", "/api/v2/tasks/"+t.ID)
-	writeJSON(w, http.StatusCreated, t)
+	writeJSON(w, http.StatusCreated, s.created(t))
 	return nil
+}
+
+// Created is the answer to a submit or a resubmit: the new task, and a warning when it cannot start on the
+// cluster as it is (it is queued all the same: nodes may join).
+type Created struct {
+	*mvp.Task
+	Warning string `json:"warning,omitempty"`
+}
+
+func (s *Server) created(t *mvp.Task) any {
+	if s.NeverFits == nil {
+		return t
+	}
+	why, never := s.NeverFits(t)
+	if !never {
+		return t
+	}
+	detail := strings.TrimPrefix(why, "can never fit on this cluster: ")
+	return Created{Task: t, Warning: fmt.Sprintf("queued, but it cannot start on the cluster as it is now: %s. It "+
+		"starts if such nodes join; mvp cancel %s drops it", detail, t.ID)}
 }
 
 // checkNames checks what a task names as its caller may: its dependencies (whose states it returns), the task it

@@ -289,6 +289,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 			return fmt.Errorf("the server at %s accepted the submit but its answer names no task_id (%q): is "+
 				"MVP_ADDR the address of mvp serve?", c.Addr, clipAnswer(raw))
 		}
+		warnCreated(env.Stderr, raw)
 		return render(env.Stdout, *out, raw, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s\t%s\n", t.ID, t.State)
 			return err
@@ -349,6 +350,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
+		warnCreated(env.Stderr, raw)
 		return render(env.Stdout, *out, raw, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s\t%s\t(resubmitted from %s)\n", t.ID, t.State, t.OriginID)
 			return err
@@ -933,4 +935,15 @@ func safe(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// warnCreated prints the warning of a submit's or resubmit's answer (api.Created: the task cannot start on the
+// cluster as it is), on stderr so that the task id on stdout stays what scripts read.
+func warnCreated(w io.Writer, raw []byte) {
+	var c struct {
+		Warning string `json:"warning"`
+	}
+	if json.Unmarshal(raw, &c) == nil && c.Warning != "" {
+		fmt.Fprintf(w, "warning: %s\n", safe(c.Warning))
+	}
 }

@@ -191,6 +191,16 @@ func TestCLIAndAPI(t *testing.T) {
 			t.Errorf("second cancel: %d %s", code, errs)
 		}
 	}
+	// A real submit of a task that can never start on this cluster is taken (exit 0, the id on stdout) with a
+	// warning on stderr that says why.
+	out, errs, code = s.cli("submit", "-f", file, "-e", "nnodes=1", "-e", "n_gpus_per_node=8")
+	never := strings.Fields(out)
+	if code != 0 || len(never) != 2 || never[1] != "QUEUED" ||
+		!strings.Contains(errs, "warning: queued, but it cannot start on the cluster as it is now: needs 1 node(s) with 8 GPU") {
+		t.Errorf("submit of a 1 × 8 task on 4-GPU nodes: exit %d, stdout %q, stderr %q", code, out, errs)
+	} else if _, errs, code := s.cli("cancel", never[0]); code != 0 {
+		t.Errorf("cancel %s: %s", never[0], errs)
+	}
 	if _, errs, code := s.cli("get", "mvp2-ppo-20251223-143201-0000"); code != 1 || !strings.Contains(errs, "no task") {
 		t.Errorf("unknown task: %d %s", code, errs)
 	}

@@ -89,6 +89,8 @@ type Loop struct {
 	usageAt   time.Time
 	usageLive map[string]bool
 	armed     bool // see Armed
+	// seen is the cluster as the last pass that could admit read it (NeverFits's).
+	seen *mvp.ClusterView
 }
 
 // Health is what /healthz reports of the scheduler's view of Ray.
@@ -121,6 +123,19 @@ func (l *Loop) Wake() {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// NeverFits reports whether t's gang (or its driver) could not start even on an empty cluster of the nodes the
+// last pass saw alive, and why; false when no pass has read the cluster yet (or only one still coming back after
+// an outage). The API warns a submitter with it: the task is queued all the same, since nodes may join.
+func (l *Loop) NeverFits(t *mvp.Task) (string, bool) {
+	l.mu.Lock()
+	view := l.seen
+	l.mu.Unlock()
+	if view == nil {
+		return "", false
+	}
+	return neverFits(view, DemandOf(t, l.Policy), driverOf(t, l.Policy))
 }
 
 // Armed reports whether, at the last pass, a task waited while an attempt was live: then a change in the cluster
@@ -282,6 +297,11 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	}
 	if why := l.rejoining(now, view, rayErr, true); why != nil {
 		view, cerr = nil, why // nothing is admitted on a cluster still coming back
+	}
+	if view != nil {
+		l.mu.Lock()
+		l.seen = view
+		l.mu.Unlock()
 	}
 
 	// Decided at the time the snapshot is read, not when the pass began: what the sync above wrote is stamped when

@@ -890,3 +890,30 @@ func TestARequeuedGangIsDecidedInTheSamePass(t *testing.T) {
 			got.LatestAttemptNo, got.PendingReason)
 	}
 }
+
+// TestNeverFitsIsJudgedOnTheClusterTheLastPassSaw: a submit is warned (api.Server.NeverFits) when its gang could not
+// start even on the empty cluster the loop last read; before any pass there is nothing to judge by.
+func TestNeverFitsIsJudgedOnTheClusterTheLastPassSaw(t *testing.T) {
+	h := newHarness(t) // one 8-GPU worker
+	big := &mvp.Task{Workload: mvp.WorkloadPPO, NNodes: 2, GPUsPerNode: 8}
+	small := &mvp.Task{Workload: mvp.WorkloadPPO, NNodes: 1, GPUsPerNode: 8}
+	if why, never := h.loop.NeverFits(big); never {
+		t.Fatalf("before any pass: %q", why)
+	}
+	h.tick()
+	why, never := h.loop.NeverFits(big)
+	if !never || !strings.Contains(why, "needs 2 node(s) with 8 GPU") || !strings.Contains(why, "1 of 1 alive node(s)") {
+		t.Errorf("2 × 8 on one 8-GPU worker: %v %q", never, why)
+	}
+	if why, never := h.loop.NeverFits(small); never {
+		t.Errorf("1 × 8 on one 8-GPU worker: %q", why)
+	}
+	// A second worker joins: the next pass sees it.
+	h.view.Nodes = append(h.view.Nodes, mvp.Node{ID: "w2", Alive: true,
+		Total:     map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100},
+		Available: map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100}})
+	h.tick()
+	if why, never := h.loop.NeverFits(big); never {
+		t.Errorf("2 × 8 on two 8-GPU workers: %q", why)
+	}
+}

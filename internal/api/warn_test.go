@@ -1,0 +1,53 @@
+package api_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestASubmitThatCanNeverStartIsWarned: a task whose gang is larger than the cluster the scheduler last saw is
+// queued (201: nodes may join) with a warning that says why it cannot start; one that fits has none.
+func TestASubmitThatCanNeverStartIsWarned(t *testing.T) {
+	base, _ := newServer(t) // one node of 4 GPUs
+	submit := func(spec string) map[string]any {
+		t.Helper()
+		resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", spec, nil)
+		if resp.StatusCode != 201 {
+			t.Fatalf("submit: %d %s", resp.StatusCode, b)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	// A task that fits has no warning; once it is submitted, a pass has read the cluster.
+	fits := submit(goodSpec)
+	if fits["warning"] != nil {
+		t.Errorf("a task that fits is warned: %v", fits["warning"])
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, b := do(t, base, "GET", "/api/v2/tasks/"+fits["task_id"].(string), "", "", nil)
+		var got struct{ State string }
+		if json.Unmarshal(b, &got) == nil && got.State == "SUBMITTED" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task that fits was not submitted within 10 s: %s", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	big := submit(strings.Replace(goodSpec, "nnodes: 1", "nnodes: 2", 1))
+	w, _ := big["warning"].(string)
+	for _, want := range []string{"queued, but it cannot start on the cluster as it is now", "needs 2 node(s) with 4 GPU",
+		"1 of 1 alive node(s)", "mvp cancel " + big["task_id"].(string)} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q lacks %q", w, want)
+		}
+	}
+	if big["state"] != "QUEUED" || big["task_id"] == "" {
+		t.Errorf("the task is not in the answer as a task: %v", big)
+	}
+}
