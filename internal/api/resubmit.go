@@ -102,8 +102,8 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 // checkResumeFrom refuses a task that resumes from a task that does not exist, is of another workload (its
-// checkpoints are another trainer's) or has not ended (a live run may still write the checkpoints the new one
-// would start from).
+// checkpoints are another trainer's), has not ended (a live run may still write the checkpoints the new one
+// would start from) or never ran (it has none).
 func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 	if t.ResumeFrom == "" {
 		return nil
@@ -125,6 +125,11 @@ func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 	if !from.State.Terminal() {
 		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s is %s: a run can resume only from a task that ended",
 			from.ID, from.State)
+	}
+	if from.LatestAttemptNo == 0 {
+		// Its folder holds no checkpoints: verl would start from scratch while the user believes it resumes.
+		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s never ran (it ended %s before any attempt was sent "+
+			"to Ray), so it left no checkpoints to resume from: submit or resubmit it without resuming", from.ID, from.State)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
@@ -26,6 +27,16 @@ func TestResubmit(t *testing.T) {
 	}
 	var origin mvp.Task
 	_ = json.Unmarshal(raw, &origin)
+	for deadline := time.Now().Add(10 * time.Second); ; { // it runs, so it may leave checkpoints to resume from
+		got, _, err := c.Get(ctx, origin.ID)
+		if err == nil && got.LatestAttemptNo > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the origin was not submitted within 10 s: %+v %v", got, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	_, _, err = c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true})
 	var e *mvp.Error
@@ -158,5 +169,36 @@ func TestResubmitTakesTodaysDefaults(t *testing.T) {
 	resp, b := do(t, base, "POST", "/api/v2/tasks/"+id+"/resubmit", "application/json", `{}`, nil)
 	if resp.StatusCode != 201 || !strings.Contains(string(b), `"max_runtime_s": 40000`) {
 		t.Errorf("resubmit after the cap was lowered: %d %s; want 201 with today's default 40000", resp.StatusCode, b)
+	}
+}
+
+// TestAResumeNeedsARunThatCouldHaveLeftCheckpoints: a task that ended before any attempt was sent to Ray (canceled
+// while it waited) left no checkpoint folder; resuming from it was taken and silently started from scratch.
+// It is refused (409) with what to do instead, by --resume and by resume_from in a jobspec alike.
+func TestAResumeNeedsARunThatCouldHaveLeftCheckpoints(t *testing.T) {
+	m := servicetest.Start(t, nil) // one node of 4 GPUs
+	c := m.Client()
+	ctx := context.Background()
+	raw, err := c.Submit(ctx, []byte(strings.Replace(goodSpec, "nnodes: 1", "nnodes: 2", 1)), false) // never fits
+	if err != nil {
+		t.Fatal(err)
+	}
+	var never mvp.Task
+	_ = json.Unmarshal(raw, &never)
+	if _, _, err := c.Cancel(ctx, never.ID); err != nil {
+		t.Fatal(err)
+	}
+	var e *mvp.Error
+	if _, _, err := c.Resubmit(ctx, never.ID, api.ResubmitRequest{Resume: true}); !errors.As(err, &e) ||
+		e.Code != mvp.CodeConflict || !strings.Contains(e.Message, "never ran") || !strings.Contains(e.Message, "without resuming") {
+		t.Errorf("--resume of a task that never ran: %v, want 409 saying it never ran", err)
+	}
+	if resp, body := do(t, m.URL(), "POST", "/api/v2/tasks", "application/yaml", goodSpec+"resume_from: "+never.ID+"\n", nil); resp.StatusCode != 409 ||
+		!strings.Contains(string(body), "never ran") {
+		t.Errorf("resume_from a task that never ran: %d %s", resp.StatusCode, body)
+	}
+	// A plain resubmit of it is fine.
+	if _, _, err := c.Resubmit(ctx, never.ID, api.ResubmitRequest{Set: []string{"nnodes=1"}}); err != nil {
+		t.Errorf("resubmit without resuming: %v", err)
 	}
 }
