@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -277,7 +278,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		raw, err := c.Submit(ctx, body, *dry)
 		if err != nil {
-			return err
+			return relined(err, *file, sets, len(sets) > 0)
 		}
 		if *dry {
 			return render(env.Stdout, *out, raw, func(w io.Writer) error { return printDryRun(w, raw) })
@@ -549,6 +550,52 @@ func readSpec(path string, sets []string) ([]byte, error) {
 		}
 	}
 	return yaml.Marshal(doc)
+}
+
+// lineRef is how the server's jobspec errors cite a line: "(line 9)", or "line 9:" at the start.
+var lineRef = regexp.MustCompile(`\(line \d+\)|^line \d+:`)
+
+// relined makes a jobspec error about a copy of the file (with -e, or a schedule's jobspec sent as JSON:
+// re-encoded, keys sorted, comments gone) cite the file: the line of the field's key in the file, or the -e that
+// set it; without either, no line at all. A copy that is not edited (edited false) is the file: err is left as is.
+func relined(err error, path string, sets []string, edited bool) error {
+	var e *api.StatusError
+	if !edited || !errors.As(err, &e) || !lineRef.MatchString(e.Detail.Message) {
+		return err
+	}
+	top := strings.TrimPrefix(e.Detail.Field, "jobspec.") // a schedule's jobspec
+	if i := strings.IndexAny(top, ".["); i >= 0 {
+		top = top[:i]
+	}
+	ref := ""
+	for _, s := range sets { // the last -e of the field is the one that took effect
+		if k, _, _ := strings.Cut(s, "="); top != "" && (k == top || strings.HasPrefix(k, top+".")) {
+			ref = fmt.Sprintf("(as -e %s set it)", s)
+		}
+	}
+	if ref == "" && top != "" && path != "-" {
+		if b, rerr := os.ReadFile(path); rerr == nil {
+			var doc yaml.Node
+			if yaml.Unmarshal(b, &doc) == nil && len(doc.Content) == 1 && doc.Content[0].Kind == yaml.MappingNode {
+				m := doc.Content[0].Content
+				for i := 0; i+1 < len(m); i += 2 {
+					if m[i].Value == top {
+						ref = fmt.Sprintf("(line %d of %s)", m[i].Line, path)
+					}
+				}
+			}
+		}
+	}
+	e.Detail.Message = strings.TrimSpace(strings.ReplaceAll(lineRef.ReplaceAllStringFunc(e.Detail.Message, func(m string) string {
+		if strings.HasPrefix(m, "(") {
+			return ref
+		}
+		if ref == "" {
+			return ""
+		}
+		return ref + ":"
+	}), "  ", " "))
+	return err
 }
 
 // checkOutput refuses an -o other than table, json or yaml, before any request is made.

@@ -20,6 +20,7 @@ import (
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
+	"github.com/mvp2/mvp/internal/service/servicetest"
 	"github.com/mvp2/mvp/internal/sqlite"
 )
 
@@ -436,5 +437,46 @@ func TestMistakesInTheCommandExitTwo(t *testing.T) {
 		if code := Run(context.Background(), args, env); code != 2 {
 			t.Errorf("mvp %v: exit %d, want 2\n%s", args, code, errb.String())
 		}
+	}
+}
+
+// TestErrorsAfterEditingCiteTheFilesLines: with -e, what is sent is an edited copy (re-encoded, keys sorted, no
+// comments), and the server's value errors cited the copy's line: "(line 1)" for a field on line 9 of the file.
+// They now cite the file's line, or say that -e set the value.
+func TestErrorsAfterEditingCiteTheFilesLines(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	body := "workload: ppo\n\n# a comment\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\nmax_runtime_s: 99999999999\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+			return map[string]string{"MVP_ADDR": m.URL(), "MVP_TOKEN": servicetest.Token}[k]
+		}}
+		if code := Run(context.Background(), args, env); code != 1 {
+			t.Errorf("%v: exit %d, want 1: %s%s", args, code, out.String(), errb.String())
+		}
+		return errb.String()
+	}
+	if got := run("submit", "-f", path, "--dry-run"); !strings.Contains(got, "(line 9)") {
+		t.Errorf("without -e: %q, want line 9", got)
+	}
+	if got := run("submit", "-f", path, "-e", "nnodes=1", "--dry-run"); !strings.Contains(got, "(line 9 of "+path+")") {
+		t.Errorf("with -e of another field: %q, want line 9 of the file", got)
+	}
+	// A schedule's jobspec goes as JSON, a copy even without -e.
+	if got := run("schedule", "create", "nightly", "--cron", "0 2 * * *", "-f", path); !strings.Contains(got, "(line 9 of "+path+")") {
+		t.Errorf("schedule create: %q, want line 9 of the file", got)
+	}
+	fixed := strings.Replace(body, "99999999999", "3600", 1)
+	if err := os.WriteFile(path, []byte(fixed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := run("submit", "-f", path, "-e", "max_runtime_s=99999999999", "--dry-run"); !strings.Contains(got, "(as -e max_runtime_s=99999999999 set it)") ||
+		strings.Contains(got, "(line") {
+		t.Errorf("with -e of that field: %q, want it to name the -e", got)
 	}
 }

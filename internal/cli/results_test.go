@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/secrets"
@@ -74,6 +75,16 @@ func TestResubmitVerb(t *testing.T) {
 	}
 	var task mvp.Task
 	_ = json.Unmarshal(raw, &task)
+	for deadline := time.Now().Add(10 * time.Second); ; { // it runs, so there is something to resume from
+		got, _, err := m.Client().Get(context.Background(), task.ID)
+		if err == nil && got.LatestAttemptNo > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task was not submitted within 10 s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if _, _, err := m.Client().Cancel(context.Background(), task.ID); err != nil {
 		t.Fatal(err)
 	}

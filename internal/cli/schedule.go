@@ -93,8 +93,9 @@ func runSchedule(ctx context.Context, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
-		return one(c.CreateSchedule(ctx, api.ScheduleRequest{Name: fs.Arg(0), Cron: *cron, Timezone: *tz,
-			Overlap: mvp.Overlap(*overlap), JobSpec: js}))
+		sc, raw, err := c.CreateSchedule(ctx, api.ScheduleRequest{Name: fs.Arg(0), Cron: *cron, Timezone: *tz,
+			Overlap: mvp.Overlap(*overlap), JobSpec: js})
+		return one(sc, raw, relined(err, *file, sets, true)) // the jobspec went as JSON: its lines are not the file's
 	case "list":
 		list, raw, err := c.Schedules(ctx)
 		if err != nil {
