@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/mvp2/mvp/internal/cli"
@@ -24,6 +27,7 @@ func serve(ctx context.Context, args []string) error {
 	dbPath := fs.String("db-path", "", "override v2.sqlite.db_path")
 	grace := fs.Duration("shutdown-grace", service.DefaultShutdownGrace, "how long in-flight requests may take after SIGTERM")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file (make bench)")
+	printURL := fs.Bool("print-url", false, "print the URL at which the API answers with this config (v2.api; for scripts) and exit")
 	if err := fs.Parse(args); err != nil {
 		return cli.Usage(err)
 	}
@@ -61,6 +65,10 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *printURL {
+		_, err := fmt.Println(localURL(cfg.V2.API.Host, cfg.V2.API.Port))
+		return err
+	}
 	m := &service.Main{Config: cfg, DBPath: *dbPath, DevGenerateToken: *devToken, ShutdownGrace: *grace,
 		Logger: logger, Stdout: os.Stdout, Crash: crashPoint(logger)}
 	if err := m.Open(ctx); err != nil {
@@ -68,4 +76,16 @@ func serve(ctx context.Context, args []string) error {
 	}
 	defer m.Close()
 	return m.Run(ctx)
+}
+
+// localURL is the URL at which a client on this machine reaches an API listening on host:port: a wildcard host
+// (every address) is asked on the loopback.
+func localURL(host string, port int) string {
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::", "[::]":
+		host = "::1"
+	}
+	return "http://" + net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port))
 }

@@ -14,5 +14,7 @@ fi
 need_container
 # shellcheck disable=SC2016
 in_target 'bin="$1" cfg="$2" db="$3" to="$4"
+case "$to" in /*) ;; *) to="$PWD/$to" ;; esac
+cd "$(dirname "$(dirname "$bin")")" # as start.sh runs mvp serve: a relative db_path means the same file
 if [[ -n "$db" ]]; then exec "$bin" backup --config "$cfg" --db-path "$db" "$to"; fi
 exec "$bin" backup --config "$cfg" "$to"' "$MVP_BIN" "$MVP_CONFIG" "$MVP_DB_PATH" "$1"

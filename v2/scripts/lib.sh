@@ -15,7 +15,7 @@
 #                                                             v2.auth.users, and v2.secrets.key_env if renamed
 #   MVP_LOG           [$MVP_HOME/logs/mvp.log]                the service's log file
 #   MVP_PIDFILE       [$MVP_HOME/run/mvp.pid]                 where start records the service's pid
-#   MVP_HEALTH_URL    [http://127.0.0.1:8080/healthz]         what status and start ask
+#   MVP_HEALTH_URL    [from dev.yaml: v2.api, + /healthz]     what status and start ask
 #   MVP_STOP_TIMEOUT  [30]                                    seconds between SIGTERM and SIGKILL
 #   MVP_START_TIMEOUT [30]                                    seconds start waits for /healthz
 #   MVP_LOCAL         [0]                                     1: run on this machine, without docker
@@ -31,7 +31,7 @@ MVP_TOKEN_ENV="${MVP_TOKEN_ENV:-MVP_INTERNAL_TOKEN}"
 MVP_PASS_ENV="${MVP_PASS_ENV-MVP_SECRETS_KEY RAY_AUTH_TOKEN}"
 MVP_LOG="${MVP_LOG:-$MVP_HOME/logs/mvp.log}"
 MVP_PIDFILE="${MVP_PIDFILE:-$MVP_HOME/run/mvp.pid}"
-MVP_HEALTH_URL="${MVP_HEALTH_URL:-http://127.0.0.1:8080/healthz}"
+MVP_HEALTH_URL="${MVP_HEALTH_URL:-}"
 MVP_STOP_TIMEOUT="${MVP_STOP_TIMEOUT:-30}"
 MVP_START_TIMEOUT="${MVP_START_TIMEOUT:-30}"
 MVP_LOCAL="${MVP_LOCAL:-0}"
@@ -113,15 +113,37 @@ PID_OF='pidfile="$1" bin="$2"; [[ -f "$pidfile" ]] || exit 1; pid="$(cat "$pidfi
 cmd="$(tr "\0" " " <"/proc/$pid/cmdline" 2>/dev/null)" || exit 1
 [[ "$cmd" == "$bin serve "* ]] || exit 1
 echo "$pid"'
+# HEALTH URL prints /healthz's answer. Exit 0: it says "ok"; 3: it answers but is not ok (degraded: Ray or the
+# database; the answer says which); 1: no answer.
 # shellcheck disable=SC2016
 HEALTH='python3 - "$1" <<PY
-import sys, urllib.request
+import json, sys, urllib.error, urllib.request
+def judge(status, body):
+    print(body)
+    try:
+        ok = status == 200 and json.loads(body).get("status") == "ok"
+    except ValueError:
+        ok = False
+    sys.exit(0 if ok else 3)
 try:
     with urllib.request.urlopen(sys.argv[1], timeout=3) as r:
-        print(r.read().decode()); sys.exit(0 if r.status == 200 else 1)
+        judge(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    judge(e.code, e.read().decode())
 except Exception as e:
     print(e); sys.exit(1)
 PY'
 
 running_pid() { in_target "$PID_OF" "$MVP_PIDFILE" "$MVP_BIN"; }
 health() { in_target "$HEALTH" "$MVP_HEALTH_URL"; }
+
+# resolve_health_url sets MVP_HEALTH_URL, when it is not set, from the config's v2.api (host and port) as mvp
+# reads it (`mvp serve --print-url`), in the target.
+resolve_health_url() {
+  [[ -n "$MVP_HEALTH_URL" ]] && return 0
+  local url
+  # shellcheck disable=SC2016
+  url="$(in_target 'exec "$1" serve --config "$2" --print-url' "$MVP_BIN" "$MVP_CONFIG" 2>&1)" ||
+    die "cannot read the API's address from $MVP_CONFIG: ${url:0:2000} (or set MVP_HEALTH_URL)"
+  MVP_HEALTH_URL="${url##*$'\n'}/healthz"
+}

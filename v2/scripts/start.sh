@@ -28,15 +28,23 @@ nohup setsid "$bin" "${args[@]}" >>"$log" 2>&1 </dev/null &
 echo $! >"$pidfile"
 echo $!'
 pid="$(in_target "$START" "$MVP_BIN" "$MVP_CONFIG" "$MVP_LOG" "$MVP_PIDFILE" "$MVP_DB_PATH")" || die "start failed (see above)"
+resolve_health_url
 deadline=$(( SECONDS + MVP_START_TIMEOUT ))
-until health >/dev/null; do
+while :; do
+  rc=0
+  health >/dev/null || rc=$?
+  (( rc == 0 || rc == 3 )) && break # 3: it answers, degraded (Ray may be down: mvp rides that out)
   if ! running_pid >/dev/null; then
     echo "mvp: the service exited; the end of its log:" >&2
     # shellcheck disable=SC2016
     in_target 'tail -n 20 "$1"' "$MVP_LOG" >&2 || true
     exit 1
   fi
-  (( SECONDS < deadline )) || die "started (pid $pid) but /healthz did not answer within ${MVP_START_TIMEOUT}s; see $MVP_LOG"
+  (( SECONDS < deadline )) || die "started (pid $pid) but $MVP_HEALTH_URL did not answer within ${MVP_START_TIMEOUT}s; see $MVP_LOG (set MVP_HEALTH_URL if mvp is reached elsewhere)"
   sleep 0.5
 done
-echo "mvp: started (pid $pid); $MVP_HEALTH_URL answers"
+if (( rc == 3 )); then
+  echo "mvp: started (pid $pid); $MVP_HEALTH_URL answers, but degraded (status.sh says why)"
+else
+  echo "mvp: started (pid $pid); $MVP_HEALTH_URL answers"
+fi

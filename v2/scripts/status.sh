@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # status.sh — is `mvp serve` running, and does /healthz answer? Exit 0: running and healthy; 1: not running (or
-# the container is missing); 2: running but /healthz does not answer. Settings: see lib.sh or --help.
+# the container is missing); 2: running but /healthz does not answer; 3: running and answering, but degraded (Ray
+# unreachable, or the database; the answer says which). Settings: see lib.sh or --help.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -15,10 +16,13 @@ if ! pid="$(running_pid)"; then
   echo "mvp: not running"
   exit 1
 fi
-if body="$(health)"; then
-  echo "mvp: running (pid $pid); $MVP_HEALTH_URL answers:"
-  echo "$body"
-  exit 0
-fi
-echo "mvp: running (pid $pid) but $MVP_HEALTH_URL does not answer: $body"
-exit 2
+resolve_health_url
+rc=0
+body="$(health)" || rc=$?
+case "$rc" in
+  0) echo "mvp: running (pid $pid); $MVP_HEALTH_URL answers:" ;;
+  3) echo "mvp: running (pid $pid) but degraded; $MVP_HEALTH_URL answers:" ;;
+  *) echo "mvp: running (pid $pid) but $MVP_HEALTH_URL does not answer: $body"; exit 2 ;;
+esac
+echo "$body"
+exit "$rc"
