@@ -471,24 +471,49 @@ func interleave(fs *flag.FlagSet, args []string) []string {
 // followPoll is how often `mvp logs -f` looks for a requeued task's next attempt.
 var followPoll = 2 * time.Second
 
+// followOutage is how long `mvp logs -f` waits for mvp to answer again (a restart) between attempts.
+var followOutage = 2 * time.Minute
+
 // followOn follows a task's next attempts after the one followed ended, until the task ends: an attempt that
 // failed and was requeued (a lost race for GPUs, a lost node) is not the task's end, and a stream that stopped on
 // its traceback read as if it were. It says on w2 why it goes on.
 func followOn(ctx context.Context, c *api.Client, id string, w, w2 io.Writer) error {
 	followed, announced := 0, 0
+	var downSince time.Time
 	for {
 		t, _, err := c.Get(ctx, id)
 		if err != nil {
-			return err
+			// Between attempts nothing streams: a restart of mvp (refused, cut, or 503 while it stops) is waited out.
+			var se *api.StatusError
+			if ctx.Err() != nil || (errors.As(err, &se) && se.Status != http.StatusServiceUnavailable) {
+				return err
+			}
+			if downSince.IsZero() {
+				downSince = time.Now()
+				fmt.Fprintf(w2, "mvp logs: mvp at %s does not answer (%v): restarting? Still waiting for the next attempt "+
+					"of %s, for up to %s (Ctrl-C to stop)\n", c.Addr, err, id, followOutage)
+			} else if time.Since(downSince) > followOutage {
+				return fmt.Errorf("%w: mvp did not answer for %s; run mvp logs -f %s again once it does", err, followOutage, id)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(followPoll):
+			}
+			continue
 		}
+		downSince = time.Time{}
 		last := t.Latest()
-		if t.State.Terminal() || last == nil {
+		if last == nil {
 			return nil
 		}
 		if followed == 0 {
 			followed = last.No // the attempt the first stream followed
 		}
-		if last.No != followed {
+		if last.No == followed && t.State.Terminal() {
+			return nil
+		}
+		if last.No != followed { // a newer attempt: its log, even if it has ended meanwhile (then the task's end)
 			followed = last.No
 			fmt.Fprintf(w2, "mvp logs: following attempt %d\n", last.No)
 			if err := c.Logs(ctx, id, last.No, true, w); err != nil {

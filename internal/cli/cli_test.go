@@ -480,3 +480,64 @@ func TestErrorsAfterEditingCiteTheFilesLines(t *testing.T) {
 		t.Errorf("with -e of that field: %q, want it to name the -e", got)
 	}
 }
+
+// TestLogsFollowOutlivesARestartBetweenAttempts: while `mvp logs -f` waited for a requeued task's next attempt,
+// a restart of mvp (a refused or cut connection, a 503 while it stops) ended the follow with "nothing answers".
+// It now keeps waiting through a short outage, and says so.
+func TestLogsFollowOutlivesARestartBetweenAttempts(t *testing.T) {
+	const id = "mvp2-ppo-20251223-143201-7f3a"
+	defer func(p time.Duration) { followPoll = p }(followPoll)
+	followPoll = 10 * time.Millisecond
+	var mu sync.Mutex
+	gets := 0
+	const ended1 = `{"attempt_no": 1, "ray_status": "FAILED", "failure_kind": "INSUFFICIENT_RESOURCES", "end_time": "2025-12-23T14:33:01Z"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/api/v2/tasks/" + id + "/logs":
+			if r.URL.Query().Get("attempt") == "2" {
+				io.WriteString(w, "verl-standin: done after 3 step(s)\n")
+			} else {
+				io.WriteString(w, "ValueError: Total available GPUs 4.0 is less than total desired GPUs 8\n")
+			}
+		case "/api/v2/tasks/" + id:
+			gets++
+			switch {
+			case gets == 2: // mvp stopping
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error": {"code": "unavailable", "message": "mvp is stopping"}}`)
+				return
+			case gets == 3: // mvp gone: the connection is cut unanswered
+				conn, _, _ := w.(http.Hijacker).Hijack()
+				conn.Close()
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			if gets < 5 {
+				io.WriteString(w, `{"task_id": "`+id+`", "state": "PENDING_RESOURCES", "latest_attempt_no": 1, "attempts": [`+ended1+`]}`)
+				return
+			}
+			io.WriteString(w, `{"task_id": "`+id+`", "state": "SUCCEEDED", "latest_attempt_no": 2, "attempts": [`+ended1+
+				`, {"attempt_no": 2, "ray_status": "SUCCEEDED", "end_time": "2025-12-23T14:40:01Z"}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		if k == "MVP_ADDR" {
+			return srv.URL
+		}
+		return "t"
+	}}
+	code := Run(context.Background(), []string{"logs", "-f", id}, env)
+	if code != 0 || !strings.Contains(out.String(), "done after 3 step(s)") {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want the follow to outlive the restart and show attempt 2", code, out.String(), errb.String())
+	}
+	if e := errb.String(); strings.Count(e, "does not answer") != 1 {
+		t.Errorf("stderr %q: want one line saying mvp does not answer and the follow waits", e)
+	}
+}
