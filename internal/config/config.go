@@ -593,7 +593,7 @@ func (c *Config) Validate() error {
 	}
 	s := v.Scheduler
 	if s.TickS < 0.05 || s.TickS > 3600 {
-		return fmt.Errorf("v2.scheduler.tick_s: %v must be between 0.05 and 3600", s.TickS)
+		return fmt.Errorf("v2.scheduler.tick_s: %v must be between 0.05 and 3600 (leave it out for the default, %v)", s.TickS, DefaultTickS)
 	}
 	if s.RetryIntervalS < 0 || s.GangWaitS < 0 {
 		return errors.New("v2.scheduler: retry_interval_s and gang_wait_s must not be negative")

@@ -71,6 +71,13 @@ func TestBadValues(t *testing.T) {
 	}
 }
 
+// TestTickOutOfRangeNamesTheDefault: as every other number, tick_s out of range says what leaving it out gives.
+func TestTickOutOfRangeNamesTheDefault(t *testing.T) {
+	if _, err := Parse([]byte("v2: {scheduler: {tick_s: 0}}\n")); err == nil || !strings.Contains(err.Error(), "leave it out for the default, 2") {
+		t.Errorf("tick_s: 0: %v", err)
+	}
+}
+
 func TestEmptyFileTakesDefaults(t *testing.T) {
 	c, err := Parse(nil)
 	if err != nil {
