@@ -720,8 +720,16 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t.FillTimeLeft(s.Clock.Now())
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, TaskDetail{Task: t, JobSpec: t.JobSpecYAML, EffectiveSpec: t.SpecJSON})
 	return nil
+}
+
+// TaskDetail is the answer to GET of one task: the task, and what was submitted (the list leaves these out).
+type TaskDetail struct {
+	*mvp.Task
+	// JobSpec is the body as submitted; EffectiveSpec the spec with the cluster's defaults applied.
+	JobSpec       string          `json:"jobspec"`
+	EffectiveSpec json.RawMessage `json:"effective_spec,omitempty"`
 }
 
 func (s *Server) task(r *http.Request) (*mvp.Task, error) {

@@ -51,3 +51,37 @@ func TestASubmitThatCanNeverStartIsWarned(t *testing.T) {
 		t.Errorf("the task is not in the answer as a task: %v", big)
 	}
 }
+
+// TestATaskShowsWhatWasSubmitted: GET of a task did not show its jobspec (the plan's Task has it): what a queued or
+// canceled task asked for (model_path, overrides, env) could not be seen. It now carries `jobspec`, the body as
+// sent, and `effective_spec`, with the cluster's defaults applied.
+func TestATaskShowsWhatWasSubmitted(t *testing.T) {
+	base, _ := newServer(t)
+	body := goodSpec + "# mine\noverrides: [trainer.total_epochs=2]\n"
+	resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", body, nil)
+	if resp.StatusCode != 201 {
+		t.Fatalf("submit: %d %s", resp.StatusCode, b)
+	}
+	var created struct {
+		TaskID string `json:"task_id"`
+	}
+	_ = json.Unmarshal(b, &created)
+	_, b = do(t, base, "GET", "/api/v2/tasks/"+created.TaskID, "", "", nil)
+	var got struct {
+		JobSpec       string         `json:"jobspec"`
+		EffectiveSpec map[string]any `json:"effective_spec"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.JobSpec != body {
+		t.Errorf("jobspec %q, want the body as sent %q", got.JobSpec, body)
+	}
+	if got.EffectiveSpec["model_path"] != "/m" || got.EffectiveSpec["max_runtime_s"] == nil {
+		t.Errorf("effective_spec %v: want the spec with the defaults (max_runtime_s) applied", got.EffectiveSpec)
+	}
+	// The list stays light: no specs in it.
+	if _, b := do(t, base, "GET", "/api/v2/tasks", "", "", nil); strings.Contains(string(b), "effective_spec") {
+		t.Errorf("the list carries the specs: %.300s", b)
+	}
+}
