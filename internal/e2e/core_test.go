@@ -40,7 +40,9 @@ func TestTaskRunsToSucceeded(t *testing.T) {
 	})
 	dir := filepath.Join(s.sharedRoot, "jobs", task.ID)
 	for _, f := range []string{"jobspec.yaml", "spec.json", "attempts/a01/submission.json", "attempts/a01/submission_id",
-		"attempts/a01/status.json", "attempts/a01/driver.log"} {
+		"attempts/a01/status.json", "attempts/a01/driver.log",
+		// Hydra's record of the run (verl writes it under the worker's working folder unless hydra.run.dir says).
+		"attempts/a01/hydra/.hydra/overrides.yaml"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("task folder: %v", err)
 		}

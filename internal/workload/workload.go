@@ -151,6 +151,8 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 		"trainer.project_name=mvp",
 		"trainer.experiment_name=" + taskID,
 		"trainer.default_local_dir=" + hydraPath(checkpoints),
+		// Hydra's record of the run (.hydra/: config, overrides), else under the worker's working folder.
+		"hydra.run.dir=" + hydraPath(filepath.Join(attemptDir, "hydra")),
 	}
 	if spec.ResumeFrom != "" {
 		common = append(common, "trainer.resume_mode=auto")

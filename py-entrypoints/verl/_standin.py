@@ -19,6 +19,9 @@ Results: at the end it writes summary.json and model/weights.bin (1 KiB) into $M
 Progress: each step appends {"step", "data"} to $VERL_FILE_LOGGER_PATH (verl's file logger's format) and rewrites
 $MVP_PROGRESS_FILE (default: progress.json beside it) atomically with step, total_steps, percent_complete, name and
 metrics, as verl's file logger would be adapted to do.
+Hydra's output folder: given hydra.run.dir, it writes <dir>/.hydra/overrides.yaml (the overrides, one per line, as
+Hydra records them) there. Real verl (@hydra.main) writes .hydra/ to outputs/<date>/<time> under the working
+folder when hydra.run.dir is not given; the stand-in then writes nothing, to keep test machines clean.
 Every other key is accepted and ignored, as verl's config would take it.
 """
 import json
@@ -144,6 +147,11 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check)
     cfg = parse_overrides(argv)
     if "mvp_test.dump_args" in cfg:
         dump_args(cfg["mvp_test.dump_args"], argv)
+    if cfg.get("hydra.run.dir"):
+        hydra_dir = os.path.join(cfg["hydra.run.dir"], ".hydra")
+        os.makedirs(hydra_dir, exist_ok=True)
+        with open(os.path.join(hydra_dir, "overrides.yaml"), "w") as f:
+            f.writelines("- %s\n" % json.dumps(a) for a in argv)
     try:
         nnodes = int(cfg.get("trainer.nnodes", 1))
         gpus = int(cfg.get("trainer.n_gpus_per_node", default_gpus_per_node))
