@@ -259,6 +259,7 @@ type queueRow struct {
 	Reason         string
 	NextRunAt      string
 	EstimatedStart string
+	YieldsTo       string
 }
 
 // nodeView is one node of the GPU map: GPUs[i] is true when GPU i is in use.
@@ -299,7 +300,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
 			row.NextRunAt = "in " + ago(now, *t.NextRunAt)
 		}
 		if e, ok := extra[t.ID]; ok {
-			row.Code, row.EstimatedStart = e.code, e.estimate
+			row.Code, row.EstimatedStart, row.YieldsTo = e.code, e.estimate, e.yieldsTo
 			if e.position > 0 {
 				row.Position = e.position
 			}
@@ -311,6 +312,9 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
 			row.Reason = "not looked at yet"
 		}
 		v.Queue = append(v.Queue, row)
+	}
+	if extra != nil { // in the policy's order, as mvp queue shows it (the snapshot is in arrival order)
+		sort.SliceStable(v.Queue, func(i, j int) bool { return v.Queue[i].Position < v.Queue[j].Position })
 	}
 	if snap.Cluster != nil {
 		v.ClusterSource, v.ClusterAt = snap.Cluster.Source, snap.Cluster.At
@@ -369,52 +373,29 @@ func shortID(id string) string {
 
 // queueExtra is what GET /api/v2/queue says of one waiting task, when the API serves it.
 type queueExtra struct {
-	position               int
-	code, reason, estimate string
+	position                         int
+	code, reason, estimate, yieldsTo string
 }
 
-// queueExtras asks the API for its queue view (positions, reason codes, estimated starts). An API without that
-// endpoint, or an answer in another shape, gives nothing: the page then shows the tasks' own pending reasons.
+// queueExtras asks the API for its queue view (positions, reason codes, estimated starts, the task yielded to),
+// in the API's own type. An answer that is not one gives nothing: the page then shows the tasks' own pending
+// reasons.
 func (s *Server) queueExtras(r *http.Request) map[string]queueExtra {
 	rec := s.callAPI(r, http.MethodGet, "/api/v2/queue", nil)
 	if rec.code != http.StatusOK {
 		return nil
 	}
-	var doc map[string]json.RawMessage
-	if json.Unmarshal(rec.body.Bytes(), &doc) != nil {
+	var v scheduler.QueueView
+	if json.Unmarshal(rec.body.Bytes(), &v) != nil {
 		return nil
 	}
-	var entries []map[string]any
-	for _, k := range []string{"queue", "tasks", "entries"} {
-		if raw, ok := doc[k]; ok && json.Unmarshal(raw, &entries) == nil {
-			break
+	out := make(map[string]queueExtra, len(v.Queue))
+	for _, e := range v.Queue {
+		x := queueExtra{position: e.Position, code: string(e.Code), reason: e.Reason, yieldsTo: e.YieldsTo}
+		if e.EstStart != nil {
+			x.estimate = formatTime(*e.EstStart)
 		}
-	}
-	out := map[string]queueExtra{}
-	str := func(m map[string]any, keys ...string) string {
-		for _, k := range keys {
-			if v, ok := m[k].(string); ok && v != "" {
-				return v
-			}
-		}
-		return ""
-	}
-	for _, e := range entries {
-		id := str(e, "task_id")
-		if id == "" {
-			continue
-		}
-		x := queueExtra{code: str(e, "code", "reason_code"), reason: str(e, "reason", "pending_reason"),
-			estimate: str(e, "estimated_start_at", "estimated_start", "eta")}
-		if p, ok := e["position"].(float64); ok {
-			x.position = int(p)
-		}
-		if x.estimate != "" {
-			if t, err := time.Parse(time.RFC3339Nano, x.estimate); err == nil {
-				x.estimate = formatTime(t)
-			}
-		}
-		out[id] = x
+		out[e.TaskID] = x
 	}
 	return out
 }

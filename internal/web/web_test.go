@@ -278,8 +278,11 @@ func TestHostileTextIsEscaped(t *testing.T) {
 	// The API stand-in answers GET /api/v2/queue with hostile text too.
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/v2/queue" && r.Header.Get("Authorization") == "Bearer tok-0123456789abcdef" {
-			_ = json.NewEncoder(w).Encode(map[string]any{"queue": []map[string]any{{"task_id": waiting.ID, "position": 1,
-				"code": evil, "reason": evil, "estimated_start_at": "2026-01-02T04:00:00Z"}}})
+			// The API's own type: the page read "estimated_start_at", a key the API never sends (it sends est_start),
+			// and showed no estimated start and no yields_to at all.
+			est := time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC)
+			_ = json.NewEncoder(w).Encode(scheduler.QueueView{Queue: []scheduler.QueueEntry{{TaskID: waiting.ID, Position: 1,
+				Code: scheduler.WaitCode(evil), Reason: evil, EstStart: &est, YieldsTo: "mvp2-ppo-20260102-030405-cccc"}}})
 			return
 		}
 		http.NotFound(w, r)
@@ -306,7 +309,7 @@ func TestHostileTextIsEscaped(t *testing.T) {
 		}
 	}
 	_, body := get(t, ts.URL+"/ui/", c)
-	for _, want := range []string{"2026-01-02 04:00:00 UTC", `class="gpu busy"`, `class="gpu free"`} {
+	for _, want := range []string{"2026-01-02 04:00:00 UTC", `yields to <a href="/ui/tasks/mvp2-ppo-20260102-030405-cccc">`, `class="gpu busy"`, `class="gpu free"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("dashboard lacks %q (estimated start from /api/v2/queue, the GPU map)", want)
 		}
