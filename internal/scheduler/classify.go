@@ -22,6 +22,12 @@ const NodeDiedMarker = "because its node has died"
 // Ray raises it only for lost connections and restarting actors, so it is INFRA too (retries are bounded).
 const ActorUnreachableMarker = "ActorUnavailableError"
 
+// SupervisorSystemErrorMarker is how Ray (2.60) says that the process of a job's supervisor actor died
+// unexpectedly (killed, or its raylet gone: the node failing before Ray knows it dead): Ray's worker exit type
+// SYSTEM_ERROR. The job's own code runs in a subprocess of the supervisor, never as it; a supervisor killed for
+// memory says NODE_OUT_OF_MEMORY instead, which the run's own use may have caused, and stays UNKNOWN.
+const SupervisorSystemErrorMarker = "Worker exit type: SYSTEM_ERROR"
+
 // userErrorMarkers are log lines that mean the job was set up wrong rather than that the code crashed.
 var userErrorMarkers = []string{
 	"Could not override",         // Hydra: key not in the config
@@ -58,6 +64,12 @@ func Classify(info *mvp.JobInfo, log string) (mvp.FailureKind, string) {
 		return mvp.FailureInfra, "a node under the run could not be reached: " + errorLine(text, ActorUnreachableMarker)
 	}
 	switch info.ErrorType {
+	case "JOB_SUPERVISOR_ACTOR_DIED":
+		if strings.Contains(info.Message, SupervisorSystemErrorMarker) {
+			return mvp.FailureInfra, "Ray's job supervisor of the run died with its process (killed, or its node " +
+				"failing): " + lastLine(info.Message)
+		}
+		return mvp.FailureUnknown, fmt.Sprintf("Ray reported %s: %s", info.ErrorType, lastLine(info.Message))
 	case "RUNTIME_ENV_SETUP_FAILURE":
 		return mvp.FailureUserError, "runtime_env could not be set up: " + lastLine(info.Message)
 	case "", "JOB_ENTRYPOINT_COMMAND_ERROR":

@@ -41,6 +41,14 @@ func TestClassify(t *testing.T) {
 		{"plain non-zero exit", mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: code(3)}, "bye", mvp.FailureRuntimeError},
 		{"runtime env", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "RUNTIME_ENV_SETUP_FAILURE", Message: "pip failed"}, "", mvp.FailureUserError},
 		{"supervisor died, not with its node", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_SUPERVISOR_ACTOR_DIED", Message: "Job supervisor actor died: The actor is dead because its worker process has died."}, "", mvp.FailureUnknown},
+		// Walk-through 9 on Ray 2.60: the driver's worker node killed process by process (its job supervisor first),
+		// before Ray knew the node dead; the task ended FAILED/UNKNOWN with no retry. SYSTEM_ERROR is Ray's exit
+		// type for a worker process that died unexpectedly (killed, or its raylet gone), never for the job's code,
+		// which runs in a subprocess of the supervisor.
+		{"supervisor's process died (SYSTEM_ERROR)", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_SUPERVISOR_ACTOR_DIED",
+			Message: "Job supervisor actor died: The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file."}, "", mvp.FailureInfra},
+		{"supervisor killed for memory (not known to be the node's fault)", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_SUPERVISOR_ACTOR_DIED",
+			Message: "Job supervisor actor died: The actor is dead because its worker process has died. Worker exit type: NODE_OUT_OF_MEMORY Worker exit detail: Task was killed due to the node running low on memory."}, "", mvp.FailureUnknown},
 		// Measured on Ray 2.60 (the worker holding the driver killed with SIGKILL): the node is lost, not the run's code.
 		{"the driver's node died", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_SUPERVISOR_ACTOR_DIED", Message: nodeDied}, "", mvp.FailureInfra},
 		// verl's driver calls its workers' actors: a worker's node lost shows as ActorDiedError in its traceback.
