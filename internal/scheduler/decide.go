@@ -504,7 +504,9 @@ func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string,
 		if !n.Alive {
 			continue
 		}
-		alive++
+		if d.GPUs == 0 || n.Total[ResGPU] > 0 { // a gang counts the GPU nodes (not the head)
+			alive++
+		}
 		if n.Total[ResGPU] > maxGPU {
 			maxGPU = n.Total[ResGPU]
 		}
@@ -515,9 +517,13 @@ func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string,
 			driverOK = true
 		}
 	}
+	gpuWord := "GPU "
+	if d.GPUs == 0 {
+		gpuWord = ""
+	}
 	if fitting < d.Groups {
 		return fmt.Sprintf("can never fit on this cluster: needs %d node(s) with %g GPU and %g CPU each; "+
-			"%d of %d alive node(s) are that large (largest has %g GPU)", d.Groups, d.GPUs, d.CPUs, fitting, alive, maxGPU), true
+			"%d of %d alive %snode(s) are that large (largest has %g GPU)", d.Groups, d.GPUs, d.CPUs, fitting, alive, gpuWord, maxGPU), true
 	}
 	if !driverOK {
 		return fmt.Sprintf("can never fit on this cluster: no alive node offers the driver's resources %s", describeMap(driver)), true

@@ -356,8 +356,9 @@ func (pl *plan) markFairShare(ranked []int32) {
 func (pl *plan) fairReason(u int32) string {
 	us := &pl.users[u]
 	if us.fair == "" {
-		us.fair = fmt.Sprintf("fair share: %s has used more GPU time lately, relative to its share (%g), than "+
-			"the users whose tasks go first", us.name, us.share)
+		us.fair = fmt.Sprintf("fair share: tasks of other users go first, whose charge is lower than %s's; the "+
+			"charge is GPU time used lately, GPUs held now and the user's own tasks ahead in line, relative to its "+
+			"share (%g)", us.name, us.share)
 	}
 	return us.fair
 }

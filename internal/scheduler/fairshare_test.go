@@ -309,3 +309,22 @@ func TestMergeUsersOrdersByCharge(t *testing.T) {
 		}
 	}
 }
+
+// TestTheFairShareSentenceSaysWhatTheChargeIs: two users with no usage at all, the second task of each behind the
+// other's first: the sentence said the user "has used more GPU time lately", which they had not (walk-through 9).
+// The charge also counts GPUs held now and the user's own tasks already ahead in line; the sentence says so.
+func TestTheFairShareSentenceSaysWhatTheChargeIs(t *testing.T) {
+	b := newBench("w1")
+	q := []*mvp.Task{owned("carol", 50, 4, 4*time.Minute), owned("carol", 50, 4, 3*time.Minute),
+		owned("dave", 50, 4, 2*time.Minute), owned("dave", 50, 4, time.Minute)}
+	p := named(PolicyXFBF)
+	p.FairShare = true
+	acts := Decide(t0, b.snap(q...), p)
+	w := waitOf(acts, q[1])
+	if w == nil || w.Code != CodeFairShare {
+		t.Fatalf("carol's second task: %+v, want a fair_share wait", w)
+	}
+	if strings.Contains(w.Reason, "used more GPU time lately") || !strings.Contains(w.Reason, "ahead in line") {
+		t.Errorf("sentence %q: want the charge as it is counted, not past usage carol does not have", w.Reason)
+	}
+}
