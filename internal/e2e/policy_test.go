@@ -148,3 +148,42 @@ func TestDrainChainingRunsTheShortGangFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestABackingOffGangKeepsItsReservation: a 2×4 gang loses a race for GPUs (something behind mvp's back takes 2
+// for 10 s) and backs off for retry_interval_s. A long 1×4 task submitted meanwhile fits on the free worker; it
+// used to start at once, and the gang then waited for its whole run (walk-through 9 on this cluster: 11 minutes
+// for a race of seconds). The gang now keeps the reservation: the long task waits behind it, and the gang's
+// second attempt comes before the long task's first.
+func TestABackingOffGangKeepsItsReservation(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 20})
+	gang := raceBehindMVPsBack(t, s, 10)
+	w := s.waitState(gang.ID, mvp.StatePendingResources, 90*time.Second)
+	if w.Attempts[0].FailureKind != mvp.FailureInsufficientResources || w.NextRunAt == nil {
+		t.Fatalf("after the race: %+v attempt %+v", w, w.Attempts[0])
+	}
+	long := s.submit(spec("ppo", 1, 4, 1) + "max_runtime_s: 600\n").ID
+	waitFor(t, 15*time.Second, "the long task waiting behind the backing-off gang", func() (bool, string) {
+		if st := s.get(long).State; st != mvp.StateQueued && st != mvp.StatePendingResources {
+			t.Fatalf("the long task was admitted while the gang backed off: %s", st)
+		}
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range v.Queue {
+			if e.TaskID == long && e.Code == scheduler.CodeBehindReservation && e.YieldsTo == gang.ID {
+				return len(v.Reservations) == 1 && v.Reservations[0].TaskID == gang.ID, fmt.Sprintf("%+v", v.Reservations)
+			}
+		}
+		return false, fmt.Sprintf("%+v", v.Queue)
+	})
+	done := s.waitState(gang.ID, mvp.StateSucceeded, 180*time.Second)
+	if len(done.Attempts) != 2 {
+		t.Fatalf("gang attempts %+v", done.Attempts)
+	}
+	l := s.waitState(long, mvp.StateSucceeded, 120*time.Second)
+	if startOf(l).Before(done.Attempts[1].CreatedAt) {
+		t.Errorf("the long task started at %v, before the gang's second attempt at %v", startOf(l), done.Attempts[1].CreatedAt)
+	}
+}

@@ -133,16 +133,25 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		}
 		entries = append(entries, q)
 	}
-	for _, i := range pl.order {
-		if pl.ents[i].kind == entWait {
-			add(i, pl.ents[i].code.name(), pl.reasonOf(&pl.ents[i]))
+	backingOff := func(i int32) {
+		add(i, CodeBackingOff, "backing off after an attempt that failed for lack of resources; looked at again "+
+			"at next_run_at")
+		entries[len(entries)-1].EstStart = s.Queue[i].NextRunAt
+		if r := pl.resv; r != nil && r.holder == i && r.at != never {
+			entries[len(entries)-1].EstStart = timePtr(time.Unix(0, r.at).UTC()) // it holds the reservation
 		}
 	}
-	for i, t := range s.Queue {
-		if pl.ents[i].kind == entSkip {
-			add(int32(i), CodeBackingOff, "backing off after an attempt that failed for lack of resources; "+
-				"looked at again at next_run_at")
-			entries[len(entries)-1].EstStart = t.NextRunAt
+	for _, i := range pl.order {
+		switch {
+		case pl.ents[i].kind == entWait:
+			add(i, pl.ents[i].code.name(), pl.reasonOf(&pl.ents[i]))
+		case pl.ents[i].backoff: // in its place in the order
+			backingOff(i)
+		}
+	}
+	for i := range s.Queue {
+		if pl.ents[i].kind == entSkip && !pl.ents[i].backoff { // backing off, and cannot fit the cluster as it is
+			backingOff(int32(i))
 		}
 	}
 	for i := range s.Queue {

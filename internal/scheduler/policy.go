@@ -172,6 +172,10 @@ type entry struct {
 	// pending: the task is PENDING_RESOURCES (read once, so that Decide's Waits need not read the task again
 	// unless its stored reason may already say the same).
 	pending bool
+	// backoff: the task backs off until its next_run_at after an attempt that lost a race for resources (kind
+	// entSkip: Decide writes nothing for it). It keeps its place in the order: the reservation policies give it
+	// the reservation when it comes first, starting no earlier than next_run_at.
+	backoff bool
 }
 
 // maxRuntimeS stands for an unbounded (or absurdly long) declared run time in entry.rtS.
@@ -255,7 +259,9 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 	}
 	if pl.blocker != "" {
 		for _, i := range pl.order {
-			pl.wait(i, cBehindReservation, -1)
+			if !pl.ents[i].backoff {
+				pl.wait(i, cBehindReservation, -1)
+			}
 		}
 	} else {
 		switch p.policyName() {
@@ -377,10 +383,8 @@ func (pl *plan) classify() {
 				continue
 			}
 		}
-		if e.pending = t.State == mvp.StatePendingResources; e.pending && t.NextRunAt != nil && pl.now.Before(*t.NextRunAt) {
-			e.kind = entSkip // backing off after an attempt that failed for lack of resources; does not hold the queue
-			continue
-		}
+		e.pending = t.State == mvp.StatePendingResources
+		backoff := e.pending && t.NextRunAt != nil && pl.now.Before(*t.NextRunAt)
 		e.user = pl.userOf(t.Owner)
 		e.prio = uint8(min(max(t.Priority, 0), mvp.MaxPriority))
 		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
@@ -415,8 +419,17 @@ func (pl *plan) classify() {
 			e.rtS = int32(rt)
 		}
 		if pl.shapes[si].never {
+			if backoff {
+				e.kind = entSkip // looked at again at next_run_at
+				continue
+			}
 			e.kind, e.code = entWait, cNeverFits
 			continue
+		}
+		if backoff {
+			// Backing off after an attempt that lost a race for resources: not admitted before next_run_at, and
+			// written nothing (its reason is the requeue's), but it keeps its place in the order.
+			e.kind, e.backoff = entSkip, true
 		}
 		// Only candidates count: a task that never fits is not ranked, and must not turn the arrival-order rules
 		// (chaining, the policy's backfill order) off for the others.
@@ -437,6 +450,10 @@ func (pl *plan) fifo() {
 	head := int32(-2)
 	for _, i := range pl.order {
 		switch {
+		case pl.ents[i].backoff:
+			if head < 0 {
+				head = i // it holds the line until it is tried again
+			}
 		case head >= 0:
 			pl.wait(i, cBehindReservation, head)
 		case pl.full():
@@ -453,6 +470,9 @@ func (pl *plan) fifo() {
 // greedy admits, in the given order, every task that fits now.
 func (pl *plan) greedy(order []int32) {
 	for _, i := range order {
+		if pl.ents[i].backoff {
+			continue // no reservations: it is tried again at next_run_at
+		}
 		if pl.full() {
 			pl.wait(i, cMaxRunning, 0)
 		} else if pl.overQuota(i) {
@@ -471,19 +491,26 @@ func (pl *plan) easy(order func([]int32)) {
 	for k, i := range pl.order {
 		if pl.full() {
 			for _, j := range pl.order[k:] {
-				pl.wait(j, cMaxRunning, 0)
+				if !pl.ents[j].backoff {
+					pl.wait(j, cMaxRunning, 0)
+				}
 			}
 			return
 		}
 		if pl.overQuota(i) {
-			pl.wait(i, cQuota, 0) // over its owner's quota: neither admitted nor given the reservation
+			if !pl.ents[i].backoff {
+				pl.wait(i, cQuota, 0) // over its owner's quota: neither admitted nor given the reservation
+			}
 			continue
 		}
-		if pl.tryAdmit(i) {
+		if pl.ents[i].backoff {
+			pl.reserve(i) // not before its next_run_at
+		} else if pl.tryAdmit(i) {
 			continue
+		} else {
+			pl.notFit(i)
+			pl.reserve(i)
 		}
-		pl.notFit(i)
-		pl.reserve(i)
 		rest := pl.order[k+1:]
 		if order != nil {
 			order(rest)
@@ -538,6 +565,9 @@ func (pl *plan) withinUsers(idx []int32, sort func([]int32)) {
 
 // backfill decides a task behind the reservation.
 func (pl *plan) backfill(i int32) {
+	if pl.ents[i].backoff {
+		return // behind the reservation and not startable before next_run_at anyway
+	}
 	if pl.full() {
 		pl.wait(i, cMaxRunning, 0)
 		return
@@ -774,19 +804,19 @@ func radixSort(keys []uint64) {
 	}
 }
 
-// positions numbers the waiting tasks in policy order, then those backing off, then those that never fit (both
-// in queue order).
+// positions numbers the waiting tasks (those backing off among them) in policy order, then those backing off that
+// cannot fit the cluster as it is, then those that never fit (both in queue order).
 func (pl *plan) positions() {
 	pos := int32(0)
 	for _, i := range pl.order {
-		if pl.ents[i].kind == entWait {
+		if e := &pl.ents[i]; e.kind == entWait || e.backoff {
 			pos++
-			pl.ents[i].pos = pos
+			e.pos = pos
 		}
 	}
-	for _, code := range []waitCode{noCode, cNeverFits} { // backing off (no code yet), then never fits
+	for _, code := range []waitCode{noCode, cNeverFits} { // backing off and never fitting, then never fits
 		for i := range pl.ents {
-			if e := &pl.ents[i]; (code == noCode && e.kind == entSkip) || (code != noCode && e.code == code) {
+			if e := &pl.ents[i]; (code == noCode && e.kind == entSkip && !e.backoff) || (code != noCode && e.code == code) {
 				pos++
 				e.pos = pos
 			}
@@ -801,8 +831,13 @@ func (pl *plan) reserve(i int32) {
 	d, driver := pl.shapes[pl.ents[i].shape].d, pl.shapes[pl.ents[i].shape].driver
 	view := cloneNodes(pl.nodes)
 	r := &reservation{holder: i, at: never}
+	if pl.ents[i].backoff { // it may fit now (a task that does not fit now is reserved from the first release)
+		if chosen, _, ok := fitCheck(view, d, driver); ok {
+			r.at, r.nodes = pl.now.UnixNano(), pl.ids(view, chosen)
+		}
+	}
 	k := 0
-	for k < len(pl.releases) {
+	for k < len(pl.releases) && r.nodes == nil {
 		at := pl.releases[k].at
 		for k < len(pl.releases) && pl.releases[k].at == at {
 			pl.apply(view, pl.releases[k])
@@ -813,6 +848,9 @@ func (pl *plan) reserve(i int32) {
 			r.nodes = pl.ids(view, chosen)
 			break
 		}
+	}
+	if t := pl.s.Queue[i]; pl.ents[i].backoff && r.at != never && t.NextRunAt.UnixNano() > r.at {
+		r.at = t.NextRunAt.UnixNano() // it is not tried again before (view, the free view at the fit, is no larger)
 	}
 	if r.nodes == nil {
 		// No declared end lets it fit (what holds the GPUs was not scheduled by mvp, or has no declared end):

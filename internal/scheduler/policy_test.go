@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -452,6 +453,53 @@ func TestExplainCountsAdmittedGPUsAsTaken(t *testing.T) {
 	for _, n := range v.Nodes {
 		if n.FreeGPUs != 0 || n.RayFreeGPUs != 4 {
 			t.Errorf("node %s: free %g (Ray's %g); want 0 free for the scheduler, Ray's 4", n.NodeID, n.FreeGPUs, n.RayFreeGPUs)
+		}
+	}
+}
+
+// TestABackingOffGangKeepsItsPlace: a gang that lost a race for GPUs (verl's resource check failed: something the
+// view did not show held GPUs for a moment) backs off until next_run_at. It used to drop out of the queue
+// meanwhile: a long task behind it started at once and the gang then waited for that task's whole run (walk-through
+// 9 on real Ray: 11 minutes for a race of seconds). Under the reservation policies it now holds the reservation,
+// starting no earlier than next_run_at: only tasks that end before then, or use capacity it does not need, start.
+// It gets no Wait (its reason, the requeue's, stays); under fifo it holds the line; sjf has no reservations.
+func TestABackingOffGangKeepsItsPlace(t *testing.T) {
+	gang := timed(2, 4, time.Hour, 10*time.Minute)
+	gang.State, gang.LatestAttemptNo = mvp.StatePendingResources, 1
+	retry := t0.Add(time.Minute)
+	gang.NextRunAt = &retry
+	long := timed(1, 4, 700*time.Second, 5*time.Minute)
+	short := timed(1, 4, 30*time.Second, 4*time.Minute)
+	for _, c := range []struct {
+		policy string
+		want   []*mvp.Task
+	}{
+		{PolicyXFChain, []*mvp.Task{short}}, {PolicyEASY, []*mvp.Task{short}}, {PolicyXFBF, []*mvp.Task{short}},
+		{PolicySJBF, []*mvp.Task{short}}, {PolicyXFPI, []*mvp.Task{short}},
+		{PolicyFIFO, nil}, {PolicySJF, []*mvp.Task{short, long}},
+	} {
+		b := newBench("w1", "w2") // free again: what held GPUs behind mvp's back has ended
+		acts := Decide(t0, b.snap(gang, long, short), named(c.policy))
+		got := ids(submitted(acts))
+		sort.Strings(got)
+		want := ids(c.want)
+		sort.Strings(want)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: submitted %v, want %v", c.policy, got, want)
+		}
+		if w := waitOf(acts, gang); w != nil {
+			t.Errorf("%s: the backing-off gang got a Wait %+v; its requeue's reason stays", c.policy, w)
+		}
+		if c.policy == PolicySJF || c.policy == PolicyFIFO {
+			continue
+		}
+		if w := waitOf(acts, long); w == nil || w.Code != CodeBehindReservation || w.YieldsTo != gang.ID {
+			t.Errorf("%s: the long task's wait %+v, want behind_reservation yielding to the gang", c.policy, w)
+		}
+		v := Explain(t0, b.snap(gang, long, short), named(c.policy))
+		if len(v.Reservations) != 1 || v.Reservations[0].TaskID != gang.ID || v.Reservations[0].Start == nil ||
+			!v.Reservations[0].Start.Equal(retry) {
+			t.Errorf("%s: reservations %+v, want the gang's at its next_run_at %v", c.policy, v.Reservations, retry)
 		}
 	}
 }
