@@ -254,6 +254,14 @@ session's Ray clusters ran beside it:
   the gap is what the second round names (the writer's statements and pages for two rows, their events and indexes,
   and the Wait each new task gets).
 
+Measured again on a quiet machine (2026-11-26 23:05, load average 0.0, nothing else running; the same rig, build
+ee80817): `mvp serve` 8,275, 8,503 and 8,053 submissions/s (139–145 µs of server CPU each); the minimal server
+15,786 and 16,364/s (62–63 µs): **0.52×**. With the machine to itself the ratio barely moves: the gap is CPU per
+submission. A profile of that run puts 41 % of the server's CPU in the writer (the task's insert 15 %, the Waits
+the loop writes for new tasks 10 %, BEGIN/COMMIT 15 %), 13 % in reading the jobspec (yaml.v3 11 %, which the
+minimal server pays too), 9 % in the garbage collector's marking and 5 % in encoding the answer. P2 on the same
+quiet machine: 18.5–19.2 ms (5 runs of 20 decisions).
+
 ## P2: one walk of the queue (issue 18, 2026-11-25, third round)
 Profile of `BenchmarkDecide100k/xfchain` on this machine before the change (22–24 ms): a third of the time in
 `classify` and `expired`, and most of it on the first load of each task's fields, then 12 % in the Waits reading
