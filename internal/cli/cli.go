@@ -593,8 +593,9 @@ func relined(err error, path string, sets []string, edited bool) error {
 		top = top[:i]
 	}
 	ref := ""
-	for _, s := range sets { // the last -e of the field is the one that took effect
-		if k, _, _ := strings.Cut(s, "="); top != "" && (k == top || strings.HasPrefix(k, top+".")) {
+	field := strings.TrimPrefix(e.Detail.Field, "jobspec.")
+	for _, s := range sets { // the last -e that set the field (or a map or list holding it) is the one that took effect
+		if k, _, _ := strings.Cut(s, "="); field != "" && (k == field || strings.HasPrefix(field, k+".") || strings.HasPrefix(field, k+"[")) {
 			ref = fmt.Sprintf("(as -e %s set it)", s)
 		}
 	}

@@ -541,3 +541,24 @@ func TestLogsFollowOutlivesARestartBetweenAttempts(t *testing.T) {
 		t.Errorf("stderr %q: want one line saying mvp does not answer and the follow waits", e)
 	}
 }
+
+// TestRelinedBlamesOnlyTheEditThatSetTheField (review): an error in env.B, which came from the file, was put on
+// "-e env.A=1" because both are under env.
+func TestRelinedBlamesOnlyTheEditThatSetTheField(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(path, []byte("workload: ppo\nenv:\n  B: [1]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mk := func() error {
+		return &api.StatusError{Status: 400, Detail: api.ErrorDetail{Field: "env.B", Message: "env must map names to string values (line 4)"}}
+	}
+	if got := relined(mk(), path, []string{"env.A=1"}, true).(*api.StatusError).Detail.Message; !strings.Contains(got, "(line 2 of "+path+")") {
+		t.Errorf("-e env.A=1, error in env.B: %q, want the file's line of env", got)
+	}
+	if got := relined(mk(), path, []string{"env.B=x"}, true).(*api.StatusError).Detail.Message; !strings.Contains(got, "(as -e env.B=x set it)") {
+		t.Errorf("-e env.B=x: %q, want that -e named", got)
+	}
+	if got := relined(mk(), path, []string{"env={}"}, true).(*api.StatusError).Detail.Message; !strings.Contains(got, "(as -e env={} set it)") {
+		t.Errorf("-e env={}: %q, want that -e named (it set the whole map)", got)
+	}
+}

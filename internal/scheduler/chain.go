@@ -36,9 +36,12 @@ func (pl *plan) chainDrain() {
 		d := pl.shapes[si].d
 		return d.Groups > 0 && d.gangGPUs() >= total
 	}
-	k := slices.IndexFunc(pl.order, func(i int32) bool { return whole(pl.ents[i].shape) })
+	k := slices.IndexFunc(pl.order, func(i int32) bool { return whole(pl.ents[i].shape) && !pl.ents[i].backoff })
 	if k <= 0 {
 		return // none waits, or it is the first in line anyway
+	}
+	if slices.ContainsFunc(pl.order[:k], func(i int32) bool { return pl.ents[i].backoff }) {
+		return // a task backing off ahead of it keeps its place (its reservation), which a chained gang would take
 	}
 	g := pl.order[k]
 	sh := &pl.shapes[pl.ents[g].shape]

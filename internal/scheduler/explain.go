@@ -104,7 +104,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 	if pl.resv == nil && pl.p.policyName() == PolicyFIFO {
 		// fifo holds no reservation while deciding; its head's start is worked out here, for people.
 		for _, i := range pl.order {
-			if e := pl.ents[i]; e.kind == entWait && (e.code == cGPUsBusy || e.code == cFragmented) {
+			if e := pl.ents[i]; (e.kind == entWait && (e.code == cGPUsBusy || e.code == cFragmented)) || (e.backoff && !pl.overQuota(i)) {
 				pl.reserve(i)
 				break
 			}
@@ -136,9 +136,8 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 	backingOff := func(i int32) {
 		add(i, CodeBackingOff, "backing off after an attempt that failed for lack of resources; looked at again "+
 			"at next_run_at")
-		entries[len(entries)-1].EstStart = s.Queue[i].NextRunAt
-		if r := pl.resv; r != nil && r.holder == i && r.at != never {
-			entries[len(entries)-1].EstStart = timePtr(time.Unix(0, r.at).UTC()) // it holds the reservation
+		if entries[len(entries)-1].EstStart == nil { // estimates place those in the order; the others, then
+			entries[len(entries)-1].EstStart = s.Queue[i].NextRunAt
 		}
 	}
 	for _, i := range pl.order {
@@ -237,8 +236,11 @@ func (pl *plan) estimates() []*time.Time {
 	cursor := pl.now.UnixNano()
 	for _, i := range pl.order {
 		e := &pl.ents[i]
-		if e.kind != entWait || e.code == cQuota {
+		if (e.kind != entWait && !e.backoff) || e.code == cQuota {
 			continue
+		}
+		if t := pl.s.Queue[i]; e.backoff && t.NextRunAt.UnixNano() > cursor {
+			cursor = t.NextRunAt.UnixNano() // it is not tried again before, and the tasks after it start no earlier
 		}
 		d, driver := pl.shapes[e.shape].d, pl.shapes[e.shape].driver
 		for {

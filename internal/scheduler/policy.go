@@ -451,8 +451,8 @@ func (pl *plan) fifo() {
 	for _, i := range pl.order {
 		switch {
 		case pl.ents[i].backoff:
-			if head < 0 {
-				head = i // it holds the line until it is tried again
+			if head < 0 && !pl.full() && !pl.overQuota(i) {
+				head = i // it holds the line until it is tried again (over its quota it would not)
 			}
 		case head >= 0:
 			pl.wait(i, cBehindReservation, head)

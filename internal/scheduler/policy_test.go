@@ -503,3 +503,50 @@ func TestABackingOffGangKeepsItsPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestABackingOffTaskIsNeverStartedEarly (review): drain chaining picked the first whole-cluster gang in the order
+// without asking whether it backed off, and submitted it seconds after its lost race. The queue view estimated
+// "now" for a task behind a backing-off holder. Under fifo a backing-off task over its owner's quota held the line.
+func TestABackingOffTaskIsNeverStartedEarly(t *testing.T) {
+	backingOff := func(tk *mvp.Task) *mvp.Task {
+		tk.State, tk.LatestAttemptNo = mvp.StatePendingResources, 1
+		retry := t0.Add(time.Minute)
+		tk.NextRunAt = &retry
+		return tk
+	}
+	t.Run("chaining", func(t *testing.T) {
+		b := newBench("n1", "n2")
+		long := timed(1, 1, 2*time.Hour, time.Hour)
+		gang := backingOff(timed(2, 4, 10*time.Minute, 30*time.Minute))
+		for _, s := range submitted(Decide(t0, b.snap(long, gang), named(PolicyXFChain))) {
+			if s == gang {
+				t.Errorf("the gang backing off until %v was submitted at %v", gang.NextRunAt, t0)
+			}
+		}
+	})
+	t.Run("estimates", func(t *testing.T) {
+		gang := backingOff(timed(2, 4, 10*time.Minute, 10*time.Minute))
+		long := timed(1, 4, 700*time.Second, 5*time.Minute)
+		v := Explain(t0, newBench("w1", "w2").snap(gang, long), named(PolicyEASY))
+		for _, e := range v.Queue {
+			if e.TaskID == long.ID && (e.EstStart == nil || e.EstStart.Before(t0.Add(11*time.Minute))) {
+				t.Errorf("the long task behind the backing-off gang: est_start %v, want ≥ %v (the gang's run first)",
+					e.EstStart, t0.Add(11*time.Minute))
+			}
+		}
+	})
+	t.Run("fifo quota", func(t *testing.T) {
+		b := newBench("w1", "w2")
+		b.run(4, time.Hour, time.Minute, true, "w1")
+		b.active[0].Task.Owner = "alice"
+		a := backingOff(timed(1, 4, time.Hour, 10*time.Minute))
+		a.Owner = "alice"
+		bob := timed(1, 4, time.Hour, 5*time.Minute)
+		bob.Owner = "bob"
+		p := named(PolicyFIFO)
+		p.Users = map[string]UserLimits{"alice": {MaxGPUs: 4}}
+		if sub := submitted(Decide(t0, b.snap(a, bob), p)); len(sub) != 1 || sub[0] != bob {
+			t.Errorf("submitted %v, want bob's task: alice's, over her quota, holds no line", ids(sub))
+		}
+	})
+}
