@@ -588,12 +588,12 @@ func relined(err error, path string, sets []string, edited bool) error {
 	if !edited || !errors.As(err, &e) || !lineRef.MatchString(e.Detail.Message) {
 		return err
 	}
-	top := strings.TrimPrefix(e.Detail.Field, "jobspec.") // a schedule's jobspec
+	field := strings.TrimPrefix(e.Detail.Field, "jobspec.") // a schedule's jobspec
+	top := field
 	if i := strings.IndexAny(top, ".["); i >= 0 {
 		top = top[:i]
 	}
 	ref := ""
-	field := strings.TrimPrefix(e.Detail.Field, "jobspec.")
 	for _, s := range sets { // the last -e that set the field (or a map or list holding it) is the one that took effect
 		if k, _, _ := strings.Cut(s, "="); field != "" && (k == field || strings.HasPrefix(field, k+".") || strings.HasPrefix(field, k+"[")) {
 			ref = fmt.Sprintf("(as -e %s set it)", s)

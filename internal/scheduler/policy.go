@@ -259,9 +259,7 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 	}
 	if pl.blocker != "" {
 		for _, i := range pl.order {
-			if !pl.ents[i].backoff {
-				pl.wait(i, cBehindReservation, -1)
-			}
+			pl.wait(i, cBehindReservation, -1)
 		}
 	} else {
 		switch p.policyName() {
@@ -491,16 +489,12 @@ func (pl *plan) easy(order func([]int32)) {
 	for k, i := range pl.order {
 		if pl.full() {
 			for _, j := range pl.order[k:] {
-				if !pl.ents[j].backoff {
-					pl.wait(j, cMaxRunning, 0)
-				}
+				pl.wait(j, cMaxRunning, 0)
 			}
 			return
 		}
 		if pl.overQuota(i) {
-			if !pl.ents[i].backoff {
-				pl.wait(i, cQuota, 0) // over its owner's quota: neither admitted nor given the reservation
-			}
+			pl.wait(i, cQuota, 0) // over its owner's quota: neither admitted nor given the reservation
 			continue
 		}
 		if pl.ents[i].backoff {
@@ -666,9 +660,13 @@ func (pl *plan) admit(i int32, chosen []int, drv int) {
 	}
 }
 
-// wait records that task i waits with code (yields: the task it yields to, for behind_reservation).
+// wait records that task i waits with code (yields: the task it yields to, for behind_reservation). A task backing
+// off is left as it is: Decide writes it nothing (its reason is the requeue's).
 func (pl *plan) wait(i int32, code waitCode, yields int32) {
 	e := &pl.ents[i]
+	if e.backoff {
+		return
+	}
 	e.kind, e.code, e.yields = entWait, code, yields
 }
 
