@@ -500,10 +500,10 @@ var _ = io.Discard
 
 // raceBehindMVPsBack submits a 2×4 task that waits (mvp_test.wait_file) between admission and verl's resource
 // check, takes 2 GPUs behind mvp's back for holdS seconds, then lets the check run: it fails with verl's message.
-func raceBehindMVPsBack(t *testing.T, s *service, holdS int) *mvp.Task {
+func raceBehindMVPsBack(t *testing.T, s *service, holdS int, extraYAML ...string) *mvp.Task {
 	t.Helper()
 	gate := filepath.Join(t.TempDir(), "go")
-	task := s.submit(spec("ppo", 2, 4, 1, "mvp_test.wait_file="+gate))
+	task := s.submit(spec("ppo", 2, 4, 1, "mvp_test.wait_file="+gate) + strings.Join(extraYAML, ""))
 	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
 	direct(t, uniq("thief"), fmt.Sprintf("python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 2 --hold %d", holdS))
 	waitFor(t, 60*time.Second, "the thief to hold 2 GPUs", func() (bool, string) {

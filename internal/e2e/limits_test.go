@@ -59,3 +59,34 @@ func TestMaxQueuedEndsAWaitingTask(t *testing.T) {
 		t.Errorf("%d attempts, summary %q", len(done.Attempts), done.ErrorSummary)
 	}
 }
+
+// TestMaxQueuedHoldsAfterALostRace: an attempt that lost the race for its GPUs did not start the task, so its
+// max_queued_s still bounds its wait: it ends MAX_QUEUED_EXCEEDED while it backs off, with no second Ray job (it
+// had been exempt from the bound after its first attempt, however that attempt ended).
+func TestMaxQueuedHoldsAfterALostRace(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 600})
+	gang := raceBehindMVPsBack(t, s, 15, "max_queued_s: 60\n")
+	var backingOff *mvp.Task
+	waitFor(t, 120*time.Second, "the gang to lose its race and back off", func() (bool, string) {
+		got := s.get(gang.ID)
+		if got.State == mvp.StatePendingResources && backingOff == nil {
+			backingOff = got
+		}
+		return got.State == mvp.StatePendingResources || got.State.Terminal(), string(got.State)
+	})
+	if backingOff != nil && backingOff.QueuedLeftS == nil {
+		t.Errorf("a task backing off after a lost race shows no queued_left_s: %+v", backingOff)
+	}
+	done := s.waitState(gang.ID, mvp.StateFailed, 120*time.Second)
+	if len(done.Attempts) != 1 || done.Attempts[0].FailureKind != mvp.FailureInsufficientResources {
+		t.Fatalf("attempts %+v: want the one that lost the race, and no other", done.Attempts)
+	}
+	if !strings.Contains(done.ErrorSummary, string(mvp.FailureMaxQueuedExceeded)) ||
+		!strings.Contains(done.ErrorSummary, "lost the race for its GPUs") {
+		t.Errorf("summary %q", done.ErrorSummary)
+	}
+	if end := done.UpdatedAt.Sub(done.CreatedAt); end < 60*time.Second {
+		t.Errorf("ended %v after its creation, before its max_queued_s of 60 s", end)
+	}
+}

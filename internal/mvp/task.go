@@ -38,6 +38,11 @@ type Task struct {
 	// end SUCCEEDED (one that ends FAILED or CANCELED cancels this task), every AfterAny task must end.
 	AfterOK  []string `json:"after_ok,omitempty"`
 	AfterAny []string `json:"after_any,omitempty"`
+	// Ran is true for a waiting task that has run before: one of its attempts ran (RunningSince) and did not end
+	// INSUFFICIENT_RESOURCES (a lost race for its GPUs, a gang that could not be placed). max_queued_s bounds the
+	// wait of a task that has not run, however many attempts it had. Read by the store, not stored; false for a
+	// task that does not wait.
+	Ran bool `json:"-"`
 	// ErrorSummary says in a line why the task failed, or why mvp canceled it (a failed after_ok dependency).
 	ErrorSummary string `json:"error_summary"`
 	// HeartbeatTimeoutS: a running attempt whose progress file has not changed for this long is stopped
@@ -74,14 +79,14 @@ type Task struct {
 }
 
 // FillTimeLeft sets RuntimeLeftS for a running task whose attempt has started and QueuedLeftS for a waiting task
-// that never started, from its limits and now; both are nil otherwise. Neither is below 0.
+// that has not run (Ran), from its limits and now; both are nil otherwise. Neither is below 0.
 func (t *Task) FillTimeLeft(now time.Time) {
 	t.RuntimeLeftS, t.QueuedLeftS = nil, nil
 	left := func(limit int, since time.Time) *int {
 		n := max(limit-int(now.Sub(since)/time.Second), 0)
 		return &n
 	}
-	if t.MaxQueuedS > 0 && t.State.Waiting() && t.LatestAttemptNo == 0 {
+	if t.MaxQueuedS > 0 && t.State.Waiting() && !t.Ran {
 		t.QueuedLeftS = left(t.MaxQueuedS, t.CreatedAt)
 	}
 	if t.MaxRuntimeS > 0 && t.State == StateRunning {

@@ -23,9 +23,15 @@ func TestFillTimeLeft(t *testing.T) {
 	if *running.RuntimeLeftS != 0 {
 		t.Errorf("overdue: %d, want 0", *running.RuntimeLeftS)
 	}
-	requeued := &Task{State: StatePendingResources, CreatedAt: t0, MaxQueuedS: 60, LatestAttemptNo: 1}
+	requeued := &Task{State: StatePendingResources, CreatedAt: t0, MaxQueuedS: 60, LatestAttemptNo: 1, Ran: true}
 	requeued.FillTimeLeft(t0)
 	if requeued.QueuedLeftS != nil {
 		t.Errorf("a task that started once has no queue limit left: %v", *requeued.QueuedLeftS)
+	}
+	// An attempt that lost the race for its GPUs did not start the task: the bound still counts from its creation.
+	lostRace := &Task{State: StatePendingResources, CreatedAt: t0, MaxQueuedS: 60, LatestAttemptNo: 2}
+	lostRace.FillTimeLeft(t0.Add(20 * time.Second))
+	if lostRace.QueuedLeftS == nil || *lostRace.QueuedLeftS != 40 {
+		t.Errorf("a task whose attempts only lost races: %v, want 40 s left", lostRace.QueuedLeftS)
 	}
 }

@@ -167,9 +167,12 @@ func (Stop) action()   {}
 func (Expire) action() {}
 
 // expired reports whether a waiting task has waited past its max_queued_s without ever starting. The bound is on
-// the time to the first start: a task requeued after an attempt is no longer subject to it.
+// the time to the first start: a task requeued after a run is no longer subject to it, one whose attempts only
+// lost the race for their GPUs (or never ran) still is (mvp.Task.Ran). Ran is read last: it lies outside the
+// fields Decide reads for every task (TestTaskSchedulingFieldsComeFirst).
 func expired(now time.Time, t *mvp.Task) bool {
-	return t.MaxQueuedS > 0 && t.LatestAttemptNo == 0 && now.Sub(t.CreatedAt) >= time.Duration(t.MaxQueuedS)*time.Second
+	return t.MaxQueuedS > 0 && now.Sub(t.CreatedAt) >= time.Duration(t.MaxQueuedS)*time.Second &&
+		(t.LatestAttemptNo == 0 || !t.Ran)
 }
 
 // overstayed reports whether a started attempt has run past its task's max_runtime_s, counted from when it began
@@ -227,9 +230,16 @@ func expiries(now time.Time, s Snapshot, out []Action) []Action {
 
 // expireOf is the Expire of a task past its max_queued_s.
 func expireOf(now time.Time, t *mvp.Task) Expire {
+	why := ""
+	switch n := t.LatestAttemptNo; {
+	case n == 1:
+		why = " (its attempt lost the race for its GPUs or never ran)"
+	case n > 1:
+		why = fmt.Sprintf(" (its %d attempts lost the race for their GPUs or never ran)", n)
+	}
 	return Expire{Task: t, Reason: fmt.Sprintf(
-		"%s: waited %s in the queue, longer than its max_queued_s (%d s), without starting",
-		mvp.FailureMaxQueuedExceeded, now.Sub(t.CreatedAt).Round(time.Second), t.MaxQueuedS)}
+		"%s: waited %s in the queue, longer than its max_queued_s (%d s), without starting%s",
+		mvp.FailureMaxQueuedExceeded, now.Sub(t.CreatedAt).Round(time.Second), t.MaxQueuedS, why)}
 }
 
 // reserves reports whether a live attempt's not-yet-placed groups and not-yet-started driver are held back from

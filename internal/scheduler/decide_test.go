@@ -288,8 +288,11 @@ func TestDecideTimeLimits(t *testing.T) {
 	old := task(mvp.WorkloadPPO, 1, 1, mvp.StateQueued)
 	old.MaxQueuedS, old.CreatedAt = 60, t0.Add(-time.Minute)
 	requeued := task(mvp.WorkloadPPO, 1, 1, mvp.StatePendingResources)
-	requeued.MaxQueuedS, requeued.CreatedAt, requeued.LatestAttemptNo = 60, t0.Add(-time.Hour), 1
-	snap := Snapshot{Cluster: c, Queue: []*mvp.Task{old, requeued}, Active: []ActiveAttempt{
+	requeued.MaxQueuedS, requeued.CreatedAt, requeued.LatestAttemptNo, requeued.Ran = 60, t0.Add(-time.Hour), 1, true
+	// Its two attempts lost the race for their GPUs: it never started, so its max_queued_s still holds.
+	lostRaces := task(mvp.WorkloadPPO, 1, 1, mvp.StatePendingResources)
+	lostRaces.MaxQueuedS, lostRaces.CreatedAt, lostRaces.LatestAttemptNo = 60, t0.Add(-time.Hour), 2
+	snap := Snapshot{Cluster: c, Queue: []*mvp.Task{old, requeued, lostRaces}, Active: []ActiveAttempt{
 		{Task: run, Attempt: &mvp.Attempt{No: 1, RayJobID: "08000000", RayStatus: mvp.RayRunning, StartTime: &started}},
 		{Task: within, Attempt: &mvp.Attempt{No: 1, RayJobID: "09000000", RayStatus: mvp.RayRunning, StartTime: &started}},
 	}}
@@ -303,17 +306,21 @@ func TestDecideTimeLimits(t *testing.T) {
 			if !strings.Contains(a.Reason, "MAX_QUEUED_EXCEEDED") {
 				t.Errorf("reason %q", a.Reason)
 			}
+			if a.Task == lostRaces && !strings.Contains(a.Reason, "its 2 attempts lost the race for their GPUs") {
+				t.Errorf("the reason does not say why its attempts did not count as a start: %q", a.Reason)
+			}
 		case Submit:
 			got = append(got, "submit:"+a.Task.ID)
 		}
 	}
-	want := []string{"stop:" + run.ID + ":MAX_RUNTIME_EXCEEDED", "expire:" + old.ID, "submit:" + requeued.ID}
+	want := []string{"stop:" + run.ID + ":MAX_RUNTIME_EXCEEDED", "expire:" + old.ID, "expire:" + lostRaces.ID,
+		"submit:" + requeued.ID}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("got  %v\nwant %v", got, want)
 	}
 	// Without a cluster reading the expiry still happens.
 	snap.Cluster = nil
-	if acts := Decide(t0, snap, policy()); len(acts) != 2 {
+	if acts := Decide(t0, snap, policy()); len(acts) != 3 {
 		t.Errorf("without a cluster: %v", summary(acts))
 	}
 }

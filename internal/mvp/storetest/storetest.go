@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"ApplyAllIsApplyForEach", testApplyAllIsApplyForEach},
 		{"UpdateAttempt", testUpdateAttempt},
 		{"RunnableOrder", testRunnableOrder},
+		{"RanIsReadFromTheAttempts", testRanIsReadFromTheAttempts},
 		{"Active", testActive},
 		{"EventsPaging", testEventsPaging},
 		{"FinishedInRayAndMarkRayDeleted", testFinishedInRayAndMarkRayDeleted},
@@ -301,6 +302,7 @@ func taskDiff(got, want *mvp.Task) []string {
 	add(got.PendingReason == want.PendingReason, "PendingReason", got.PendingReason, want.PendingReason)
 	add(got.ErrorSummary == want.ErrorSummary, "ErrorSummary", got.ErrorSummary, want.ErrorSummary)
 	add(got.LatestAttemptNo == want.LatestAttemptNo, "LatestAttemptNo", got.LatestAttemptNo, want.LatestAttemptNo)
+	add(got.Ran == want.Ran, "Ran", got.Ran, want.Ran)
 	add(got.MaxRuntimeS == want.MaxRuntimeS, "MaxRuntimeS", got.MaxRuntimeS, want.MaxRuntimeS)
 	add(got.MaxQueuedS == want.MaxQueuedS, "MaxQueuedS", got.MaxQueuedS, want.MaxQueuedS)
 	add(got.SubmissionID == want.SubmissionID, "SubmissionID", got.SubmissionID, want.SubmissionID)
@@ -1057,6 +1059,59 @@ func testRunnableOrder(h *harness) {
 	for i := range want {
 		h.checkTask("runnable", q[i], want[i])
 	}
+}
+
+// testRanIsReadFromTheAttempts: a task has run (Task.Ran) once one of its attempts ran and did not end
+// INSUFFICIENT_RESOURCES. Attempts that lost the race for their GPUs, and an attempt that never ran, leave it
+// false: its max_queued_s still holds. GetTask, ListTasks and Runnable (read whole, and brought up to date after a
+// requeue) all say so.
+func testRanIsReadFromTheAttempts(h *harness) {
+	task := h.create(t0)
+	check := func(what string, want bool) {
+		h.t.Helper()
+		if got := h.get(task.ID); got.Ran != want {
+			h.t.Errorf("%s: GetTask says Ran=%v, want %v", what, got.Ran, want)
+		}
+		list, _, err := h.s.ListTasks(h.ctx, mvp.TaskFilter{})
+		h.must(err)
+		for _, l := range list {
+			if l.ID == task.ID && l.Ran != want {
+				h.t.Errorf("%s: ListTasks says Ran=%v, want %v", what, l.Ran, want)
+			}
+		}
+		q, err := h.s.Runnable(h.ctx)
+		h.must(err)
+		if len(q) != 1 || q[0].ID != task.ID || q[0].Ran != want {
+			h.t.Errorf("%s: Runnable %s, want the task with Ran=%v", what, ids(q), want)
+		}
+	}
+	check("never submitted", false)
+	if _, err := h.s.Runnable(h.ctx); err != nil { // read whole now: the requeues below come through the journal
+		h.t.Fatal(err)
+	}
+	end := func(no int, at time.Time, ran bool, kind mvp.FailureKind) {
+		h.t.Helper()
+		h.submit(task.ID, h.get(task.ID).State, no, at)
+		a := &mvp.Attempt{TaskID: task.ID, No: no, RaySubmissionID: mvp.SubmissionID(task.ID, no), CreatedAt: at,
+			RayStatus: mvp.RayFailed, FailureKind: kind}
+		if ran {
+			start, running, stop := at.Add(time.Second), at.Add(2*time.Second), at.Add(time.Minute)
+			a.RayJobID, a.StartTime, a.RunningAt, a.EndTime = fmt.Sprintf("0%d000000", no), &start, &running, &stop
+		}
+		next := at.Add(time.Hour)
+		h.apply(mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StatePendingResources,
+			At: at.Add(time.Minute), AttemptUpdate: a, NextRunAt: ptr(&next), EventType: mvp.EventRetryScheduled})
+	}
+	end(1, t0.Add(time.Minute), true, mvp.FailureInsufficientResources)
+	check("a lost race", false)
+	end(2, t0.Add(2*time.Hour), false, mvp.FailureInfra)
+	check("an attempt that could not be made (INFRA, it never ran)", false)
+	end(3, t0.Add(4*time.Hour), true, mvp.FailureInsufficientResources)
+	check("another lost race", false)
+	end(4, t0.Add(6*time.Hour), true, mvp.FailureInfra)
+	check("a run that Ray lost (INFRA)", true)
+	end(5, t0.Add(8*time.Hour), true, mvp.FailureInsufficientResources)
+	check("a lost race after a run", true)
 }
 
 func testActive(h *harness) {
