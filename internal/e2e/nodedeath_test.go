@@ -3,7 +3,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,4 +202,115 @@ func TestWorkerNodeDeathIsRetried(t *testing.T) {
 	if n := len(done.Attempts); n != 2 {
 		t.Errorf("%d attempts, want 2 (the lost one and its retry)", n)
 	}
+}
+
+// TestAKilledJobSupervisorIsRequeued: the process of Ray's job supervisor of a run dies (SIGKILL, as when a worker
+// node's processes die one by one before Ray marks the node dead). Ray fails the job JOB_SUPERVISOR_ACTOR_DIED
+// with "Worker exit type: SYSTEM_ERROR"; that is the infrastructure's failure: INFRA, requeued at once, and the
+// next attempt runs. The driver does not outlive its supervisor (Ray 2.60's supervisor starts a watcher that kills
+// the driver's process group within a second of the supervisor's death), so the retry never runs beside it.
+func TestAKilledJobSupervisorIsRequeued(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 1})
+	gate := filepath.Join(t.TempDir(), "go")
+	task := s.submit(spec("ppo", 1, 2, 1, "mvp_test.wait_file="+gate))
+	first := s.waitState(task.ID, mvp.StateRunning, 90*time.Second).Attempts[0]
+	supervisor := jobSupervisorPID(t, first.RaySubmissionID)
+	driver := childOf(t, supervisor, task.ID) // not the supervisor's other child, its watcher
+	if err := syscall.Kill(supervisor, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the job supervisor %d: %v", supervisor, err)
+	}
+	waitFor(t, 30*time.Second, fmt.Sprintf("the driver (pid %d) to die with its supervisor", driver), func() (bool, string) {
+		return syscall.Kill(driver, 0) == syscall.ESRCH, "alive"
+	})
+	waitFor(t, 90*time.Second, "attempt 1 to be judged", func() (bool, string) {
+		got := s.get(task.ID)
+		a := got.Attempts[0]
+		return a.FailureKind != "" || got.State.Terminal(), fmt.Sprintf("%s %s %q", got.State, a.FailureKind, a.Message)
+	})
+	got := s.get(task.ID)
+	if a := got.Attempts[0]; a.FailureKind != mvp.FailureInfra || !strings.Contains(a.Message, "SYSTEM_ERROR") {
+		t.Errorf("attempt 1 whose supervisor was killed: %s %q, want INFRA from Ray's SYSTEM_ERROR", a.FailureKind, a.Message)
+	}
+	if got.State.Terminal() {
+		t.Fatalf("the task ended (%s: %q) when its job supervisor died; want it requeued", got.State, got.ErrorSummary)
+	}
+	writeFile(t, gate, "")
+	done := s.waitState(task.ID, mvp.StateSucceeded, 180*time.Second)
+	if n := len(done.Attempts); n != 2 {
+		t.Errorf("%d attempts, want 2 (the lost one and its retry)", n)
+	}
+}
+
+// jobSupervisorPID is the process id of Ray's job supervisor actor of a submission, from the dashboard's state API
+// (the cluster runs on this machine).
+func jobSupervisorPID(t *testing.T, submissionID string) int {
+	t.Helper()
+	q := url.Values{"filter_keys": {"name"}, "filter_predicates": {"="},
+		"filter_values": {"_ray_internal_job_actor_" + submissionID}, "detail": {"true"}}
+	var pid int
+	waitFor(t, 30*time.Second, "the job supervisor's pid", func() (bool, string) {
+		req, err := http.NewRequestWithContext(ctxT(t), http.MethodGet, env.dashboard+"/api/v0/actors?"+q.Encode(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.rayToken != "" {
+			req.Header.Set("Authorization", "Bearer "+env.rayToken)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Data struct {
+				Result struct {
+					Result []struct {
+						PID   int    `json:"pid"`
+						State string `json:"state"`
+					} `json:"result"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			return false, fmt.Sprintf("%s: %v", resp.Status, err)
+		}
+		for _, a := range body.Data.Result.Result {
+			if a.State == "ALIVE" && a.PID > 0 {
+				pid = a.PID
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", body.Data.Result.Result)
+	})
+	return pid
+}
+
+// childOf is the process id of a child of process parent whose command line holds word (the job's entrypoint
+// shell, for a job supervisor), read from /proc.
+func childOf(t *testing.T, parent int, word string) int {
+	t.Helper()
+	var child int
+	waitFor(t, 30*time.Second, fmt.Sprintf("a child of process %d running %s", parent, word), func() (bool, string) {
+		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+		for _, f := range stats {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue // ended meanwhile
+			}
+			// pid (comm) state ppid …: comm may hold blanks and parentheses, so read after the last ')'.
+			rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+			fields := strings.Fields(rest)
+			if len(fields) < 2 || fields[1] != strconv.Itoa(parent) {
+				continue
+			}
+			cmd, err := os.ReadFile(filepath.Join(filepath.Dir(f), "cmdline"))
+			if err == nil && strings.Contains(string(cmd), word) {
+				child, _ = strconv.Atoi(filepath.Base(filepath.Dir(f)))
+				return true, ""
+			}
+		}
+		return false, "none"
+	})
+	return child
 }
