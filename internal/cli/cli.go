@@ -750,7 +750,7 @@ func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView) error {
 		}
 		pos, rank, est := "-", "-", "-"
 		if e, ok := entries[t.ID]; ok && t.State.Waiting() {
-			pos, est, reason = fmt.Sprintf("#%d %s", e.Position, e.Code), ts(e.EstStart), queueReason(e)
+			pos, est, reason = fmt.Sprintf("#%d %s", e.Position, e.Code), estText(e), queueReason(e)
 			if e.Rank > 0 {
 				rank = strconv.Itoa(e.Rank)
 			}
@@ -802,9 +802,17 @@ func printQueue(w io.Writer, q *scheduler.QueueView) error {
 			rank = strconv.Itoa(e.Rank)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.Position, e.TaskID, e.Owner, e.Priority, rank, e.Code,
-			ts(e.EstStart), safe(queueReason(e)))
+			estText(e), safe(queueReason(e)))
 	}
 	return tw.Flush()
+}
+
+// estText is a waiting task's estimated start, marked when its max_queued_s would end it first.
+func estText(e scheduler.QueueEntry) string {
+	if e.ExpiresBeforeStart {
+		return ts(e.EstStart) + " (after its max_queued_s)"
+	}
+	return ts(e.EstStart)
 }
 
 // queueReason is a waiting task's reason with the task it yields to named first (the sentence says "yields_to

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +90,45 @@ func TestMaxQueuedHoldsAfterALostRace(t *testing.T) {
 	if end := done.UpdatedAt.Sub(done.CreatedAt); end < 60*time.Second {
 		t.Errorf("ended %v after its creation, before its max_queued_s of 60 s", end)
 	}
+}
+
+// TestQueueSaysATaskWouldExpireBeforeItsEstimatedStart: behind a run that declares 10 minutes, a task whose
+// max_queued_s ends sooner shows when it ends (queued_until) and that it would end MAX_QUEUED_EXCEEDED before its
+// estimated start, in GET /api/v2/queue and in mvp list.
+func TestQueueSaysATaskWouldExpireBeforeItsEstimatedStart(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	big := s.submit(spec("ppo", 2, 4, 300) + "max_runtime_s: 600\n")
+	s.waitState(big.ID, mvp.StateRunning, 90*time.Second)
+	small := s.submit(spec("ppo", 1, 1, 1) + "max_queued_s: 120\n")
+	waitFor(t, 30*time.Second, "the queue to say the small task would expire first", func() (bool, string) {
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range v.Queue {
+			if e.TaskID != small.ID {
+				continue
+			}
+			want := small.CreatedAt.Add(120 * time.Second)
+			ok := e.ExpiresBeforeStart && e.QueuedUntil != nil && e.QueuedUntil.Sub(want).Abs() < time.Second &&
+				e.EstStart != nil && e.EstStart.After(*e.QueuedUntil) && strings.Contains(e.Reason, "MAX_QUEUED_EXCEEDED")
+			return ok, fmt.Sprintf("%+v", e)
+		}
+		return false, "not in the queue"
+	})
+	out, errs, code := s.cli("list")
+	if code != 0 || !strings.Contains(out, small.ID) || !strings.Contains(out, "(after its max_queued_s)") {
+		t.Errorf("mvp list does not say so (exit %d, %s):\n%s", code, errs, out)
+	}
+	out, errs, code = s.cli("queue")
+	if code != 0 || !strings.Contains(out, "would already have ended MAX_QUEUED_EXCEEDED") {
+		t.Errorf("mvp queue does not say so (exit %d, %s):\n%s", code, errs, out)
+	}
+	for _, id := range []string{small.ID, big.ID} {
+		if _, _, err := s.c.Cancel(ctxT(t), id); err != nil {
+			t.Errorf("cancel %s: %v", id, err)
+		}
+	}
+	s.waitState(big.ID, mvp.StateCanceled, 60*time.Second)
 }

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,40 @@ func TestEstimateHoldsABlocker(t *testing.T) {
 	}
 	if e := v.Queue[0].EstStart; e != nil && !e.After(t0) {
 		t.Errorf("%s wait estimated at now (%v)", v.Queue[0].Code, e)
+	}
+}
+
+// TestEstimateAfterMaxQueued: a waiting task still bound by its max_queued_s shows when the bound ends
+// (queued_until); one estimated to start after that is flagged (expires_before_start) and its sentence says it
+// would end MAX_QUEUED_EXCEEDED first. A task that has run is bound no more and shows neither.
+func TestEstimateAfterMaxQueued(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1")
+	b.run(4, 2*h, h, true, "n1") // n1 is full until +1h
+	soon := timed(1, 1, h, 10*time.Minute)
+	soon.MaxQueuedS = 1800 // its bound ends at +20 min, before the GPUs free up
+	later := timed(1, 1, h, 9*time.Minute)
+	later.MaxQueuedS = 3 * 3600
+	ran := timed(1, 1, h, 8*time.Minute)
+	ran.MaxQueuedS, ran.LatestAttemptNo, ran.Ran = 1800, 1, true
+	v := Explain(t0, b.snap(soon, later, ran), named(PolicyXFChain))
+	got := map[string]QueueEntry{}
+	for _, e := range v.Queue {
+		got[e.TaskID] = e
+	}
+	s := got[soon.ID]
+	if s.EstStart == nil || s.QueuedUntil == nil || !s.QueuedUntil.Equal(t0.Add(20*time.Minute)) || !s.ExpiresBeforeStart ||
+		!strings.Contains(s.Reason, "MAX_QUEUED_EXCEEDED") {
+		t.Errorf("soon: est %v, queued_until %v, expires_before_start %v, reason %q", s.EstStart, s.QueuedUntil,
+			s.ExpiresBeforeStart, s.Reason)
+	}
+	l := got[later.ID]
+	if l.EstStart == nil || l.QueuedUntil == nil || !l.QueuedUntil.Equal(t0.Add(3*h-9*time.Minute)) || l.ExpiresBeforeStart ||
+		strings.Contains(l.Reason, "MAX_QUEUED_EXCEEDED") {
+		t.Errorf("later: est %v, queued_until %v, expires_before_start %v, reason %q", l.EstStart, l.QueuedUntil,
+			l.ExpiresBeforeStart, l.Reason)
+	}
+	if r := got[ran.ID]; r.QueuedUntil != nil || r.ExpiresBeforeStart {
+		t.Errorf("a task that ran is not bound by max_queued_s: %+v", r)
 	}
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"container/heap"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -62,6 +63,11 @@ type QueueEntry struct {
 	// started in the order shown (each task no earlier than the one before it); nil when unknown (it never fits,
 	// or it waits behind something without a declared end). Backfilling policies often start tasks earlier.
 	EstStart *time.Time `json:"est_start"`
+	// QueuedUntil is when the task's max_queued_s ends it (MAX_QUEUED_EXCEEDED) if it has not started by then; nil
+	// for a task not bound by it (none set, or it has run: mvp.Task.Ran). ExpiresBeforeStart says that EstStart
+	// is later: at this estimate the task ends before it starts, and its sentence says so.
+	QueuedUntil        *time.Time `json:"queued_until,omitempty"`
+	ExpiresBeforeStart bool       `json:"expires_before_start,omitempty"`
 }
 
 // CodeClusterUnknown: Ray could not be read, or answers again after an outage with fewer GPU nodes than before it
@@ -122,6 +128,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 	}
 	est := pl.estimates()
 	entries := make([]QueueEntry, 0, len(s.Queue))
+	tasks := make([]*mvp.Task, 0, len(all)) // the task of each entry
 	add := func(i int32, code WaitCode, reason string) {
 		e := &pl.ents[i]
 		t := s.Queue[i]
@@ -131,7 +138,20 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 			l := float64(e.largest)
 			q.LargestFreeGPUs = &l
 		}
-		entries = append(entries, q)
+		entries, tasks = append(entries, q), append(tasks, t)
+	}
+	// bound notes a task's max_queued_s end on its entry, and whether its estimated start comes after it.
+	bound := func(q *QueueEntry, t *mvp.Task) {
+		if t.MaxQueuedS <= 0 || t.Ran && t.LatestAttemptNo > 0 {
+			return
+		}
+		until := t.CreatedAt.Add(time.Duration(t.MaxQueuedS) * time.Second)
+		q.QueuedUntil = &until
+		if q.EstStart != nil && q.EstStart.After(until) {
+			q.ExpiresBeforeStart = true
+			q.Reason += fmt.Sprintf("; at the estimated start (%s) it would already have ended MAX_QUEUED_EXCEEDED: "+
+				"its max_queued_s ends at %s", q.EstStart.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+		}
 	}
 	backingOff := func(i int32) {
 		add(i, CodeBackingOff, "backing off after an attempt that failed for lack of resources; looked at again "+
@@ -186,6 +206,10 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		pos++
 		entries = append(entries, QueueEntry{TaskID: t.ID, Owner: ownerName(t), Priority: t.Priority, Position: pos,
 			Code: CodeDependency, Reason: reason})
+		tasks = append(tasks, t)
+	}
+	for i := range entries {
+		bound(&entries[i], tasks[i])
 	}
 	v.Queue = entries
 	return v
