@@ -143,17 +143,23 @@ func waitIdle(t testing.TB) {
 	waitFor(t, 90*time.Second, "an idle cluster", idle)
 }
 
-// stopLeftovers stops every submitted Ray job that is still pending or running.
-func stopLeftovers(t testing.TB) {
+// dashboardGet sends a GET of path to the test cluster's dashboard, with its token when it has one.
+func dashboardGet(t testing.TB, path string) (*http.Response, error) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, env.dashboard+"/api/jobs/", nil)
+	req, err := http.NewRequestWithContext(ctxT(t), http.MethodGet, env.dashboard+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if env.rayToken != "" {
 		req.Header.Set("Authorization", "Bearer "+env.rayToken)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return http.DefaultClient.Do(req)
+}
+
+// stopLeftovers stops every submitted Ray job that is still pending or running.
+func stopLeftovers(t testing.TB) {
+	t.Helper()
+	resp, err := dashboardGet(t, "/api/jobs/")
 	if err != nil {
 		t.Logf("list Ray's jobs to stop leftovers: %v", err)
 		return

@@ -5,7 +5,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -250,14 +249,7 @@ func jobSupervisorPID(t *testing.T, submissionID string) int {
 		"filter_values": {"_ray_internal_job_actor_" + submissionID}, "detail": {"true"}}
 	var pid int
 	waitFor(t, 30*time.Second, "the job supervisor's pid", func() (bool, string) {
-		req, err := http.NewRequestWithContext(ctxT(t), http.MethodGet, env.dashboard+"/api/v0/actors?"+q.Encode(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if env.rayToken != "" {
-			req.Header.Set("Authorization", "Bearer "+env.rayToken)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := dashboardGet(t, "/api/v0/actors?"+q.Encode())
 		if err != nil {
 			return false, err.Error()
 		}
