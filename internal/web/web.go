@@ -394,6 +394,9 @@ func (s *Server) queueExtras(r *http.Request) map[string]queueExtra {
 		x := queueExtra{position: e.Position, code: string(e.Code), reason: e.Reason, yieldsTo: e.YieldsTo}
 		if e.EstStart != nil {
 			x.estimate = formatTime(*e.EstStart)
+			if e.ExpiresBeforeStart {
+				x.estimate += " (after its max_queued_s)"
+			}
 		}
 		out[e.TaskID] = x
 	}

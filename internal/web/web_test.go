@@ -282,7 +282,8 @@ func TestHostileTextIsEscaped(t *testing.T) {
 			// and showed no estimated start and no yields_to at all.
 			est := time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC)
 			_ = json.NewEncoder(w).Encode(scheduler.QueueView{Queue: []scheduler.QueueEntry{{TaskID: waiting.ID, Position: 1,
-				Code: scheduler.WaitCode(evil), Reason: evil, EstStart: &est, YieldsTo: "mvp2-ppo-20260102-030405-cccc"}}})
+				Code: scheduler.WaitCode(evil), Reason: evil, EstStart: &est, YieldsTo: "mvp2-ppo-20260102-030405-cccc",
+				ExpiresBeforeStart: true}}})
 			return
 		}
 		http.NotFound(w, r)
@@ -309,7 +310,7 @@ func TestHostileTextIsEscaped(t *testing.T) {
 		}
 	}
 	_, body := get(t, ts.URL+"/ui/", c)
-	for _, want := range []string{"2026-01-02 04:00:00 UTC", `yields to <a href="/ui/tasks/mvp2-ppo-20260102-030405-cccc">`, `class="gpu busy"`, `class="gpu free"`} {
+	for _, want := range []string{"2026-01-02 04:00:00 UTC (after its max_queued_s)", `yields to <a href="/ui/tasks/mvp2-ppo-20260102-030405-cccc">`, `class="gpu busy"`, `class="gpu free"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("dashboard lacks %q (estimated start from /api/v2/queue, the GPU map)", want)
 		}
