@@ -528,10 +528,10 @@ func raceBehindMVPsBack(t *testing.T, s *service, holdS int, extraYAML ...string
 // fragmentRunningGang runs a 1×4 task whose driver waits on a gate, then fragments the cluster behind mvp's back
 // (one 2-GPU bundle on each worker, held holdS seconds, so 2 + 2 stay free) and opens the gate: verl's total check
 // passes (4 ≥ 4) and its placement group can never be placed. It returns the task and the fragmenter's id.
-func fragmentRunningGang(t *testing.T, s *service, holdS int) (*mvp.Task, string) {
+func fragmentRunningGang(t *testing.T, s *service, holdS int, extraYAML ...string) (*mvp.Task, string) {
 	t.Helper()
 	gate := filepath.Join(t.TempDir(), "go")
-	task := s.submit(spec("ppo", 1, 4, 1, "mvp_test.wait_file="+gate))
+	task := s.submit(spec("ppo", 1, 4, 1, "mvp_test.wait_file="+gate) + strings.Join(extraYAML, ""))
 	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
 	frag := uniq("fragmenter")
 	direct(t, frag, fmt.Sprintf("python3 -m mvp_testkit.hold --bundles 2 --gpus-per-bundle 2 --strategy STRICT_SPREAD --hold %d", holdS))

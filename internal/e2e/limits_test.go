@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -131,4 +132,31 @@ func TestQueueSaysATaskWouldExpireBeforeItsEstimatedStart(t *testing.T) {
 		}
 	}
 	s.waitState(big.ID, mvp.StateCanceled, 60*time.Second)
+}
+
+// TestAGangWaitingForPlacementIsNotJudgedByMaxRuntime: a run whose gang cannot be placed (the cluster fragmented
+// behind mvp's back after admission) has not begun to train; the gang wait judges it (INSUFFICIENT_RESOURCES,
+// requeued), not max_runtime_s. It ended FAILED MAX_RUNTIME_EXCEEDED for good before (walk-through 11).
+func TestAGangWaitingForPlacementIsNotJudgedByMaxRuntime(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 1, gangWaitS: 60})
+	task, frag := fragmentRunningGang(t, s, 600, "max_runtime_s: 45\n")
+	waitFor(t, 150*time.Second, "attempt 1 to be judged", func() (bool, string) {
+		got := s.get(task.ID)
+		a := got.Attempts[0]
+		return a.FailureKind != "" || got.State.Terminal(), fmt.Sprintf("%s %s %q", got.State, a.FailureKind, a.Message)
+	})
+	got := s.get(task.ID)
+	if a := got.Attempts[0]; a.FailureKind != mvp.FailureInsufficientResources || !strings.Contains(a.Message, "could not be placed") {
+		t.Errorf("attempt 1, whose gang was never placed: %s %q; want INSUFFICIENT_RESOURCES from the gang wait", a.FailureKind, a.Message)
+	}
+	if got.State.Terminal() {
+		t.Fatalf("the task ended %s (%q); want it requeued", got.State, got.ErrorSummary)
+	}
+	if err := rayc.StopJob(context.Background(), frag); err != nil {
+		t.Fatal(err)
+	}
+	if done := s.waitState(task.ID, mvp.StateSucceeded, 180*time.Second); len(done.Attempts) != 2 {
+		t.Errorf("%d attempts, want 2", len(done.Attempts))
+	}
 }

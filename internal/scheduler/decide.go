@@ -197,7 +197,9 @@ func stops(now time.Time, s Snapshot, p Policy, out []Action) []Action {
 		if s.JobsUnread {
 			continue
 		}
-		if a.Attempt.RayStatus == mvp.RayRunning && overstayed(now, a) {
+		// A gang still waiting to be placed has not begun to train: the gang wait judges it (stuck, below), not
+		// max_runtime_s, which would fail for good a run that only lacked its GPUs (heartbeats wait likewise).
+		if a.Attempt.RayStatus == mvp.RayRunning && a.StuckSince.IsZero() && overstayed(now, a) {
 			out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: mvp.FailureMaxRuntimeExceeded,
 				Event: mvp.EventStopRequested, Reason: fmt.Sprintf("ran longer than its max_runtime_s (%d s): stopped by mvp",
 					a.Task.MaxRuntimeS)})

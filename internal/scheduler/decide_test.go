@@ -59,10 +59,13 @@ func summary(as []Action) []string {
 				out = append(out, "wait:"+a.Task.ID)
 			}
 		case Stop:
-			if a.Retry {
+			switch {
+			case a.Retry:
 				out = append(out, "restop:"+a.Task.ID)
-			} else {
+			case a.Kind == mvp.FailureInsufficientResources:
 				out = append(out, "stuck:"+a.Task.ID)
+			default:
+				out = append(out, "stop:"+string(a.Kind)+":"+a.Task.ID)
 			}
 		}
 	}
@@ -170,6 +173,35 @@ func TestDecide(t *testing.T) {
 			return Snapshot{Cluster: cluster(worker("n1", 2, 48), worker("n2", 2, 48)),
 				Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-time.Minute),
 					Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning}}}}, nil
+		}},
+		// Its run was judged by max_runtime_s while its gang waited to be placed: FAILED MAX_RUNTIME_EXCEEDED, not
+		// retried, though it never trained (walk-through 11).
+		{name: "a gang waiting to be placed is not judged by max_runtime_s: the gang wait decides", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			s.MaxRuntimeS = 60
+			running := t0.Add(-10 * time.Minute)
+			return Snapshot{Cluster: cluster(worker("n1", 2, 48), worker("n2", 2, 48)),
+				Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-time.Minute),
+					Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning, RunningAt: &running}}}}, nil
+		}},
+		{name: "a gang stuck past gang_wait and past its max_runtime_s is stuck, not overstayed", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			s.MaxRuntimeS = 60
+			running := t0.Add(-10 * time.Minute)
+			return Snapshot{Cluster: cluster(worker("n1", 2, 48), worker("n2", 2, 48)),
+				Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-3 * time.Minute),
+					Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning, RunningAt: &running}}}},
+				[]string{"stuck:" + s.ID}
+		}},
+		{name: "a placed gang past its max_runtime_s is stopped", snap: func() (Snapshot, []string) {
+			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+			s.MaxRuntimeS = 60
+			running := t0.Add(-10 * time.Minute)
+			c := cluster(worker("n1", 0, 36), worker("n2", 4, 48))
+			c.Groups = []mvp.PlacementGroup{{CreatorJobID: "03000000", State: "CREATED"}}
+			return Snapshot{Cluster: c, Active: []ActiveAttempt{{Task: s,
+					Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning, RunningAt: &running}}}},
+				[]string{"stop:MAX_RUNTIME_EXCEEDED:" + s.ID}
 		}},
 		{name: "a group seen PENDING within gang_wait keeps its reservation (Ray may still be placing it)", snap: func() (Snapshot, []string) {
 			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
