@@ -189,8 +189,8 @@ func TestDecide(t *testing.T) {
 			s.MaxRuntimeS = 60
 			running := t0.Add(-10 * time.Minute)
 			return Snapshot{Cluster: cluster(worker("n1", 2, 48), worker("n2", 2, 48)),
-				Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-3 * time.Minute),
-					Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning, RunningAt: &running}}}},
+					Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-3 * time.Minute),
+						Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning, RunningAt: &running}}}},
 				[]string{"stuck:" + s.ID}
 		}},
 		{name: "a placed gang past its max_runtime_s is stopped", snap: func() (Snapshot, []string) {
