@@ -126,3 +126,22 @@ func TestEstimateAfterMaxQueued(t *testing.T) {
 		t.Errorf("a task that ran is not bound by max_queued_s: %+v", r)
 	}
 }
+
+// TestEstimateOfABackingOffGangThatCannotFit: a gang backing off after a lost race, on a cluster where GPUs are
+// held by something mvp does not follow (no declared end), has no estimated start: nothing known lets it fit. It
+// was shown its next_run_at, a start that could not happen (walk-through 11: shown 7 s before it expired).
+func TestEstimateOfABackingOffGangThatCannotFit(t *testing.T) {
+	b := newBench("n1", "n2")
+	b.c.Nodes[1].Available["GPU"] = 2 // n1: 2 GPUs held behind mvp's back
+	gang := timed(2, 4, time.Hour, 10*time.Minute)
+	gang.State, gang.LatestAttemptNo = mvp.StatePendingResources, 1
+	next := t0.Add(30 * time.Second)
+	gang.NextRunAt = &next
+	v := Explain(t0, b.snap(gang), named(PolicyXFChain))
+	if len(v.Queue) != 1 || v.Queue[0].Code != CodeBackingOff {
+		t.Fatalf("queue: %+v", v.Queue)
+	}
+	if e := v.Queue[0].EstStart; e != nil {
+		t.Errorf("estimated start %v for a gang that cannot fit the GPUs free now nor any that are freed later", e)
+	}
+}

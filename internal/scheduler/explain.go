@@ -153,12 +153,12 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 				"its max_queued_s ends at %s", q.EstStart.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
 		}
 	}
+	// A task backing off is placed by the estimates, in its place in the order, no earlier than its next_run_at;
+	// one that cannot fit the cluster as it is has no estimate (nothing known lets it fit: its next_run_at is
+	// only when it is looked at again).
 	backingOff := func(i int32) {
 		add(i, CodeBackingOff, "backing off after an attempt that failed for lack of resources; looked at again "+
 			"at next_run_at")
-		if entries[len(entries)-1].EstStart == nil { // estimates place those in the order; the others, then
-			entries[len(entries)-1].EstStart = s.Queue[i].NextRunAt
-		}
 	}
 	for _, i := range pl.order {
 		switch {
