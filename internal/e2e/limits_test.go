@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +92,27 @@ func TestMaxQueuedHoldsAfterALostRace(t *testing.T) {
 	}
 	if end := done.UpdatedAt.Sub(done.CreatedAt); end < 60*time.Second {
 		t.Errorf("ended %v after its creation, before its max_queued_s of 60 s", end)
+	}
+	// Ray's own clients, through the door, see the expiry and the task's end, not the lost race's (walk-through 11).
+	req, _ := http.NewRequestWithContext(ctxT(t), http.MethodGet, s.c.Addr+"/ray/api/jobs/"+gang.ID, nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var j struct {
+		Status    string  `json:"status"`
+		ErrorType *string `json:"error_type"`
+		EndTime   *int64  `json:"end_time"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
+		t.Fatalf("the door's answer (%s): %v", resp.Status, err)
+	}
+	if j.Status != "FAILED" || j.ErrorType == nil || *j.ErrorType != string(mvp.FailureMaxQueuedExceeded) ||
+		j.EndTime == nil || *j.EndTime != done.UpdatedAt.UnixMilli() {
+		t.Errorf("through the door: status %s, error_type %v, end_time %v; want FAILED, MAX_QUEUED_EXCEEDED, %d",
+			j.Status, j.ErrorType, j.EndTime, done.UpdatedAt.UnixMilli())
 	}
 }
 

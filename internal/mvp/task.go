@@ -3,6 +3,8 @@ package mvp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -94,6 +96,20 @@ func (t *Task) FillTimeLeft(now time.Time) {
 			t.RuntimeLeftS = left(t.MaxRuntimeS, *a.RunningSince())
 		}
 	}
+}
+
+// ExpirySummary is the error_summary of a task that waited past its max_queued_s (MAX_QUEUED_EXCEEDED): waited is
+// how long, why what its attempts were (or ""). It begins with the kind, as no attempt's end does ("attempt N:"):
+// Expired tells it by that.
+func ExpirySummary(waited time.Duration, maxQueuedS int, why string) string {
+	return fmt.Sprintf("%s: waited %s in the queue, longer than its max_queued_s (%d s), without starting%s",
+		FailureMaxQueuedExceeded, waited.Round(time.Second), maxQueuedS, why)
+}
+
+// Expired reports whether a FAILED task ended because it waited past its max_queued_s rather than by an attempt's
+// end (ExpirySummary).
+func (t *Task) Expired() bool {
+	return t.State == StateFailed && strings.HasPrefix(t.ErrorSummary, string(FailureMaxQueuedExceeded)+": waited ")
 }
 
 // Latest is the task's latest attempt (number LatestAttemptNo), nil when it has none.

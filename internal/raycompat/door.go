@@ -470,7 +470,7 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 	}
 	if t.State.Terminal() {
 		end := t.UpdatedAt.UnixMilli()
-		if a != nil && a.EndTime != nil {
+		if a != nil && a.EndTime != nil && !t.Expired() { // an expiry ends the task after its attempt's end
 			end = a.EndTime.UnixMilli()
 		}
 		j.EndTime = &end
@@ -505,7 +505,10 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 		j.Message = "Job finished successfully."
 	case mvp.StateFailed:
 		j.Message = t.ErrorSummary
-		if a != nil && a.FailureKind != mvp.FailureNone {
+		if t.Expired() {
+			kind := string(mvp.FailureMaxQueuedExceeded)
+			j.ErrorType = &kind
+		} else if a != nil && a.FailureKind != mvp.FailureNone {
 			kind := string(a.FailureKind)
 			j.ErrorType = &kind
 		}

@@ -284,3 +284,29 @@ func TestAnAdmittedJobSaysWhenRayIsDown(t *testing.T) {
 		t.Errorf("an admitted job during an outage: %s %q; want PENDING saying Ray cannot be read, and since when", j.Status, j.Message)
 	}
 }
+
+// A door job that expired (max_queued_s) while it backed off after a lost race showed the lost race's kind as its
+// error_type and that attempt's end as its end_time, not the expiry and the task's end (walk-through 11).
+func TestAnExpiredJobSaysSo(t *testing.T) {
+	raceEnd := time.Date(2026, 11, 28, 18, 16, 31, 0, time.UTC)
+	expired := time.Date(2026, 11, 28, 18, 17, 43, 0, time.UTC)
+	d := &Door{}
+	task := &mvp.Task{ID: "mvp2-ray_job-20261128-181530-0004", Workload: mvp.WorkloadRayJob, State: mvp.StateFailed,
+		SubmissionID: "run4", LatestAttemptNo: 1, SpecJSON: []byte(`{"entrypoint":"x"}`), UpdatedAt: expired,
+		ErrorSummary: string(mvp.FailureMaxQueuedExceeded) + ": waited 2m13s in the queue, longer than its max_queued_s (120 s), without starting",
+		Attempts: []*mvp.Attempt{{No: 1, RaySubmissionID: "mvp2-ray_job-20261128-181530-0004--a01", RayStatus: mvp.RayFailed,
+			FailureKind: mvp.FailureInsufficientResources, EndTime: &raceEnd}}}
+	j := d.details(task)
+	if j.ErrorType == nil || *j.ErrorType != string(mvp.FailureMaxQueuedExceeded) {
+		t.Errorf("error_type %v, want MAX_QUEUED_EXCEEDED", j.ErrorType)
+	}
+	if j.EndTime == nil || *j.EndTime != expired.UnixMilli() {
+		t.Errorf("end_time %v, want the task's end %d", j.EndTime, expired.UnixMilli())
+	}
+	// A task failed by its attempt keeps that attempt's kind and end.
+	task.ErrorSummary = "attempt 1: RUNTIME_ERROR: exit code 1"
+	task.Attempts[0].FailureKind = mvp.FailureRuntimeError
+	if j := d.details(task); j.ErrorType == nil || *j.ErrorType != string(mvp.FailureRuntimeError) || *j.EndTime != raceEnd.UnixMilli() {
+		t.Errorf("a task failed by its attempt: error_type %v end_time %v", j.ErrorType, j.EndTime)
+	}
+}

@@ -239,9 +239,7 @@ func expireOf(now time.Time, t *mvp.Task) Expire {
 	case n > 1:
 		why = fmt.Sprintf(" (its %d attempts lost the race for their GPUs or never ran)", n)
 	}
-	return Expire{Task: t, Reason: fmt.Sprintf(
-		"%s: waited %s in the queue, longer than its max_queued_s (%d s), without starting%s",
-		mvp.FailureMaxQueuedExceeded, now.Sub(t.CreatedAt).Round(time.Second), t.MaxQueuedS, why)}
+	return Expire{Task: t, Reason: mvp.ExpirySummary(now.Sub(t.CreatedAt), t.MaxQueuedS, why)}
 }
 
 // reserves reports whether a live attempt's not-yet-placed groups and not-yet-started driver are held back from
