@@ -31,6 +31,9 @@ type Policy struct {
 	Driver map[string]float64
 	// GangWait is how long an attempt's placement groups may stay unplaceable before it is stopped.
 	GangWait time.Duration
+	// StopGrace is how long Ray gives a job mvp stops between SIGTERM and SIGKILL (v2.scheduler.runtime_grace_s):
+	// a run past its declared end holds its GPUs until at most its end plus this.
+	StopGrace time.Duration
 	// DefaultMaxRuntime is the declared run time of a task whose MaxRuntimeS is 0; 0 means such a task has no
 	// declared end (a reservation cannot count on it ending).
 	DefaultMaxRuntime time.Duration

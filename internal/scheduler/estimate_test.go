@@ -145,3 +145,25 @@ func TestEstimateOfABackingOffGangThatCannotFit(t *testing.T) {
 		t.Errorf("estimated start %v for a gang that cannot fit the GPUs free now nor any that are freed later", e)
 	}
 }
+
+// TestEstimateCountsTheStopGrace: a run past its declared end is being stopped by mvp, and Ray gives it
+// runtime_grace_s between SIGTERM and SIGKILL: its GPUs are free only then. The task behind it was estimated to
+// start now on every look, and its max_queued_s ran out with no warning (walk-through 11).
+func TestEstimateCountsTheStopGrace(t *testing.T) {
+	b := newBench("n1")
+	b.run(4, 10*time.Minute, 10*time.Minute+5*time.Second, true, "n1") // overstayed 5 s ago: stopped then
+	x := timed(1, 4, time.Hour, time.Minute)
+	p := named(PolicyXFChain)
+	p.StopGrace = 30 * time.Second
+	v := Explain(t0, b.snap(x), p)
+	if len(v.Queue) != 1 {
+		t.Fatalf("queue: %+v", v.Queue)
+	}
+	if e := v.Queue[0].EstStart; e == nil || !e.Equal(t0.Add(25*time.Second)) {
+		t.Errorf("estimated start %v, want +25s (the declared end 5 s ago plus the 30 s grace)", e)
+	}
+	p.StopGrace = 0
+	if e := Explain(t0, b.snap(x), p).Queue[0].EstStart; e == nil || !e.Equal(t0) {
+		t.Errorf("without a grace: estimated start %v, want now", e)
+	}
+}

@@ -334,7 +334,8 @@ func (pl *plan) reserveLive() {
 	}
 }
 
-// endOf is the declared end of a live attempt: its start (or creation) plus the declared run time.
+// endOf is the declared end of a live attempt: its start (or creation) plus the declared run time; once that has
+// passed, mvp is stopping it and Ray may hold its GPUs for the stop's grace after it (Policy.StopGrace).
 func (pl *plan) endOf(a ActiveAttempt) int64 {
 	rt := runtimeOf(a.Task, pl.p)
 	if rt <= 0 || a.Attempt == nil {
@@ -347,7 +348,11 @@ func (pl *plan) endOf(a ActiveAttempt) int64 {
 	if start.IsZero() {
 		start = pl.now
 	}
-	return max(start.Add(rt).UnixNano(), pl.now.UnixNano())
+	end := start.Add(rt)
+	if !pl.now.Before(end) {
+		end = end.Add(pl.p.StopGrace)
+	}
+	return max(end.UnixNano(), pl.now.UnixNano())
 }
 
 // classify gives every queue task its shape, notes the ones past their max_queued_s and those held by their

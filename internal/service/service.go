@@ -343,6 +343,7 @@ func UsersOf(cfg *config.Config, operatorToken string) ([]mvp.User, error) {
 func PolicyOf(cfg *config.Config) scheduler.Policy {
 	policy := scheduler.Policy{Name: cfg.V2.Scheduler.Policy, MaxRunning: cfg.V2.Scheduler.MaxRunningTasks,
 		GangWait: cfg.V2.Scheduler.GangWait(), CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{},
+		StopGrace:         time.Duration(cfg.V2.Scheduler.RuntimeGraceS * float64(time.Second)),
 		DefaultMaxRuntime: time.Duration(cfg.V2.Scheduler.DefaultMaxRuntimeS) * time.Second,
 		FairShare:         cfg.V2.Scheduler.FairShareOn(), HalfLife: cfg.V2.Scheduler.HalfLife(),
 		StarvationBound: cfg.V2.Scheduler.StarvationBound(), Users: map[string]scheduler.UserLimits{}}
