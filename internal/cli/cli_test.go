@@ -475,9 +475,15 @@ func TestErrorsAfterEditingCiteTheFilesLines(t *testing.T) {
 	if err := os.WriteFile(path, []byte(fixed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := run("submit", "-f", path, "-e", "max_runtime_s=99999999999", "--dry-run"); !strings.Contains(got, "(as -e max_runtime_s=99999999999 set it)") ||
-		strings.Contains(got, "(line") {
-		t.Errorf("with -e of that field: %q, want it to name the -e", got)
+	// A number too large to read, given with -e, is refused before it is sent, naming the -e and the range (it
+	// was sent, and the server's "(line 1)" became "(as -e … set it)"; that mapping is TestRelinedBlamesOnlyTheEditThatSetTheField's).
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		return map[string]string{"MVP_ADDR": m.URL(), "MVP_TOKEN": servicetest.Token}[k]
+	}}
+	if code := Run(context.Background(), []string{"submit", "-f", path, "-e", "max_runtime_s=99999999999", "--dry-run"}, env); code != 2 ||
+		!strings.Contains(errb.String(), "-e max_runtime_s=99999999999") || !strings.Contains(errb.String(), "out of range") {
+		t.Errorf("-e max_runtime_s=99999999999: exit %d: %s", code, errb.String())
 	}
 }
 

@@ -456,14 +456,16 @@ func (s *Spec) Validate() error {
 		return invalid("n_gpus_per_node", "n_gpus_per_node is required and must be from 1 to %d, got %d", MaxGPUsPerNode, s.GPUsPerNode)
 	}
 	if s.MaxRuntimeS < 0 {
-		return invalid("max_runtime_s", "max_runtime_s must be a whole number of seconds ≥ 1, got %d", s.MaxRuntimeS)
+		return invalid("max_runtime_s", "max_runtime_s must be a whole number of seconds ≥ 1, or 0 or leave it out for "+
+			"v2.scheduler.default_max_runtime_s, got %d", s.MaxRuntimeS)
 	}
 	if s.Priority != nil && (*s.Priority < 0 || *s.Priority > mvp.MaxPriority) {
 		return invalid("priority", "priority must be from 0 to %d (default %d), got %d", mvp.MaxPriority,
 			mvp.DefaultPriority, *s.Priority)
 	}
 	if s.MaxQueuedS < 0 {
-		return invalid("max_queued_s", "max_queued_s must be a whole number of seconds ≥ 1, got %d", s.MaxQueuedS)
+		return invalid("max_queued_s", "max_queued_s must be a whole number of seconds ≥ 1, or 0 or leave it out for "+
+			"v2.scheduler.default_max_queued_s, got %d", s.MaxQueuedS)
 	}
 	if s.HeartbeatTimeoutS < 0 || s.HeartbeatTimeoutS > MaxHeartbeatTimeoutS {
 		return invalid("heartbeat_timeout_s", "heartbeat_timeout_s must be from 1 to %d seconds (or absent: no heartbeat), got %d",
@@ -718,11 +720,14 @@ func SetPath(doc map[string]any, key, value string) error {
 	case nested:
 		return fmt.Errorf("%q has no sub-fields", head)
 	case intFields[head]:
-		n, err := strconv.Atoi(value)
-		if err != nil {
-			return fmt.Errorf("%s must be an integer, got %q", head, value)
+		n, err := strconv.ParseInt(value, 10, 32)
+		if err != nil && digitsRE.MatchString(value) {
+			return fmt.Errorf("%s is out of range: %s, got %s", head, intRanges[head], clip(value))
 		}
-		doc[head] = n
+		if err != nil {
+			return fmt.Errorf("%s must be an integer, got %q", head, clip(value))
+		}
+		doc[head] = int(n)
 	default:
 		doc[head] = value
 	}

@@ -194,6 +194,13 @@ func TestSetPath(t *testing.T) {
 	if err := SetPath(doc, "nnodes", "two"); err == nil {
 		t.Error("non-integer nnodes accepted")
 	}
+	// A whole number too large to read is not "not an integer" (walk-through 11): it is out of range, and says
+	// what the field takes.
+	if err := SetPath(doc, "max_runtime_s", "99999999999999999999"); err == nil ||
+		strings.Contains(err.Error(), "must be an integer") || !strings.Contains(err.Error(), "out of range") ||
+		!strings.Contains(err.Error(), "max_runtime_cap_s") {
+		t.Errorf("a huge max_runtime_s: %v", err)
+	}
 	// A list can be emptied, then filled again (a resubmit could not drop a dependency that failed: found in
 	// walk-through 7).
 	doc["after_ok"] = []any{"mvp2-ppo-20251223-143201-7f3a"}
@@ -425,6 +432,19 @@ func TestNumberErrorsSayWhatToWrite(t *testing.T) {
 		_, err := Parse([]byte(body), DefaultLimits)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want it to say %q", body, err, want)
+		}
+	}
+}
+
+// TestNegativeLimitsSayWhatZeroMeans: -1 was told "must be a whole number of seconds ≥ 1" while 0 is taken (the
+// configured default); the message says both (walk-through 11).
+func TestNegativeLimitsSayWhatZeroMeans(t *testing.T) {
+	base := "workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
+	for _, f := range []string{"max_runtime_s", "max_queued_s"} {
+		_, err := Parse([]byte(base+f+": -1\n"), DefaultLimits)
+		if err == nil || !strings.Contains(err.Error(), f) || !strings.Contains(err.Error(), "0 or leave it out") ||
+			!strings.Contains(err.Error(), "v2.scheduler.default_"+f) {
+			t.Errorf("%s: -1: %v", f, err)
 		}
 	}
 }
