@@ -683,7 +683,11 @@ func printTask(w io.Writer, t *mvp.Task) error {
 		fmt.Fprintf(tw, "max_runtime_s:\t%d%s\n", t.MaxRuntimeS, left(t.RuntimeLeftS))
 	}
 	if t.MaxQueuedS > 0 {
-		fmt.Fprintf(tw, "max_queued_s:\t%d%s\n", t.MaxQueuedS, left(t.QueuedLeftS))
+		note := left(t.QueuedLeftS)
+		if t.State.Waiting() && t.LatestAttemptNo > 0 && t.QueuedLeftS == nil {
+			note = " (no longer applies: the task has run)" // the API leaves queued_left_s out for such a task
+		}
+		fmt.Fprintf(tw, "max_queued_s:\t%d%s\n", t.MaxQueuedS, note)
 	}
 	if t.OriginID != "" {
 		fmt.Fprintf(tw, "resubmitted_from:\t%s\n", t.OriginID)

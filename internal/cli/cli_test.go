@@ -568,3 +568,19 @@ func TestRelinedBlamesOnlyTheEditThatSetTheField(t *testing.T) {
 		t.Errorf("-e env={}: %q, want that -e named (it set the whole map)", got)
 	}
 }
+
+// TestGetSaysWhenMaxQueuedNoLongerApplies: a waiting task that has run (requeued after a run Ray lost) is bound by
+// its max_queued_s no more; mvp get showed the limit as if it still held (walk-through 11).
+func TestGetSaysWhenMaxQueuedNoLongerApplies(t *testing.T) {
+	var b bytes.Buffer
+	task := &mvp.Task{ID: "x", State: mvp.StatePendingResources, MaxQueuedS: 45, LatestAttemptNo: 1}
+	if err := printTask(&b, task); err != nil || !strings.Contains(b.String(), "no longer applies") {
+		t.Errorf("a requeued task that has run: %v\n%s", err, b.String())
+	}
+	b.Reset()
+	left := 30
+	task.QueuedLeftS = &left // still bound: its attempt lost a race
+	if err := printTask(&b, task); err != nil || strings.Contains(b.String(), "no longer applies") || !strings.Contains(b.String(), "30s left") {
+		t.Errorf("a task still bound: %v\n%s", err, b.String())
+	}
+}
