@@ -202,7 +202,9 @@ func stops(now time.Time, s Snapshot, p Policy, out []Action) []Action {
 		}
 		// A gang still waiting to be placed has not begun to train: the gang wait judges it (stuck, below), not
 		// max_runtime_s, which would fail for good a run that only lacked its GPUs (heartbeats wait likewise).
-		if a.Attempt.RayStatus == mvp.RayRunning && a.StuckSince.IsZero() && overstayed(now, a) {
+		// With no gang wait (gang_wait_s 0) nothing else bounds it.
+		waiting := !a.StuckSince.IsZero() && p.GangWait > 0
+		if a.Attempt.RayStatus == mvp.RayRunning && !waiting && overstayed(now, a) {
 			out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: mvp.FailureMaxRuntimeExceeded,
 				Event: mvp.EventStopRequested, Reason: fmt.Sprintf("ran longer than its max_runtime_s (%d s): stopped by mvp",
 					a.Task.MaxRuntimeS)})

@@ -193,6 +193,17 @@ func TestDecide(t *testing.T) {
 						Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning, RunningAt: &running}}}},
 				[]string{"stuck:" + s.ID}
 		}},
+		// With gang_wait_s 0 no gang is ever judged stuck: max_runtime_s stays its bound (review).
+		{name: "with no gang wait, a gang waiting to be placed is judged by max_runtime_s", pol: func(p *Policy) { p.GangWait = 0 },
+			snap: func() (Snapshot, []string) {
+				s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
+				s.MaxRuntimeS = 60
+				running := t0.Add(-10 * time.Minute)
+				return Snapshot{Cluster: cluster(worker("n1", 2, 48), worker("n2", 2, 48)),
+						Active: []ActiveAttempt{{Task: s, StuckSince: t0.Add(-time.Minute),
+							Attempt: &mvp.Attempt{No: 1, RayJobID: "03000000", RayStatus: mvp.RayRunning, RunningAt: &running}}}},
+					[]string{"stop:MAX_RUNTIME_EXCEEDED:" + s.ID}
+			}},
 		{name: "a placed gang past its max_runtime_s is stopped", snap: func() (Snapshot, []string) {
 			s := task(mvp.WorkloadPPO, 1, 4, mvp.StateRunning)
 			s.MaxRuntimeS = 60

@@ -3,9 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -119,4 +121,63 @@ func rayTask(id, sid string) *mvp.Task {
 	return &mvp.Task{ID: id, Workload: mvp.WorkloadRayJob, Name: "ray-job", State: mvp.StateQueued, SubmissionID: sid,
 		Driver: map[string]float64{"CPU": 1.5, "memory": 1 << 30}, JobSpecYAML: `{"entrypoint":"echo hi"}`,
 		SpecJSON: []byte(`{"entrypoint":"echo hi"}`), CreatedAt: t0, UpdatedAt: t0}
+}
+
+// TestMigration0015GivesOldAttemptsTheirRun: attempts recorded before migration 0014 (no running_at) that ran get
+// Ray's start_time as running_at, so that running_at alone says whether an attempt ran (mvp.Task.Ran); an attempt
+// recorded after 0014 that mvp never saw RUNNING keeps none, though Ray stamped its start_time at submission.
+func TestMigration0015GivesOldAttemptsTheirRun(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.sqlite3")
+	old, err := sql.Open("sqlite3", dsn(path, map[string][]string{"_foreign_keys": {"1"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := old.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	mustExec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
+	for _, m := range ms {
+		if m.version >= 15 {
+			break
+		}
+		mustExec(m.body)
+		mustExec(`INSERT INTO schema_migrations VALUES (?, ?, ?)`, m.version, m.name, 1000)
+	}
+	id := "mvp2-ppo-20251223-143201-0a0c"
+	mustExec(`INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml, spec_json,
+		created_at, updated_at, latest_attempt_no) VALUES (?, 'ppo', '', 'PENDING_RESOURCES', 1, 1, '', '{}', 5, 6, 3)`, id)
+	for _, a := range []struct {
+		no      int
+		created int64
+		status  string
+	}{{1, 500, "FAILED"}, {2, 600, ""}, {3, 2000, "FAILED"}} { // 1 ran before 0014; 2 never reached Ray; 3 after 0014
+		mustExec(`INSERT INTO attempts (task_id, attempt_no, ray_submission_id, ray_status, created_at, start_time)
+			VALUES (?, ?, ?, ?, ?, ?)`, id, a.no, fmt.Sprintf("%s--a%02d", id, a.no), a.status, a.created, a.created+1)
+	}
+	old.Close()
+
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("open the old database: %v", err)
+	}
+	defer db.Close()
+	got, err := db.GetTask(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := fromNanos(501)
+	want := []*time.Time{&ran, nil, nil}
+	for i, a := range got.Attempts {
+		if (a.RunningAt == nil) != (want[i] == nil) || a.RunningAt != nil && !a.RunningAt.Equal(*want[i]) {
+			t.Errorf("attempt %d: running_at %v, want %v", a.No, a.RunningAt, want[i])
+		}
+	}
 }

@@ -23,12 +23,13 @@ const (
 		t.after_ok, t.after_any, t.origin_id, t.resume_from, t.owner, t.priority, t.submission_id, t.door_deleted,
 		t.driver_json, ` + ranCol
 	// ranCol is mvp.Task.Ran, read from the attempts of a waiting task that has any: one of them ran (mvp saw it
-	// RUNNING, or it is an attempt recorded before running_at with Ray's start_time: mvp.Attempt.RunningSince)
-	// and did not end INSUFFICIENT_RESOURCES. 0 for the other tasks, without reading their attempts.
+	// RUNNING: running_at; migration 0015 gave attempts from before that column Ray's start_time) and was not a
+	// lost race (INSUFFICIENT_RESOURCES from verl's fail-fast check, scheduler.InsufficientPattern, whose words
+	// Conclude keeps as the attempt's message). 0 for the other tasks, without reading their attempts.
 	ranCol = `CASE WHEN t.latest_attempt_no = 0 OR t.state NOT IN ('QUEUED', 'PENDING_RESOURCES') THEN 0
-		ELSE EXISTS (SELECT 1 FROM attempts r WHERE r.task_id = t.task_id
-			AND r.failure_kind <> 'INSUFFICIENT_RESOURCES' AND (r.running_at IS NOT NULL
-				OR r.start_time IS NOT NULL AND r.ray_status IN ('RUNNING', 'STOPPED', 'SUCCEEDED', 'FAILED'))) END`
+		ELSE EXISTS (SELECT 1 FROM attempts r WHERE r.task_id = t.task_id AND r.running_at IS NOT NULL
+			AND NOT (r.failure_kind = 'INSUFFICIENT_RESOURCES'
+				AND r.message LIKE 'Total available GPUs % is less than total desired GPUs %')) END`
 	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
 		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries,
 		a.running_at`

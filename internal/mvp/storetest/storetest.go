@@ -1061,57 +1061,76 @@ func testRunnableOrder(h *harness) {
 	}
 }
 
-// testRanIsReadFromTheAttempts: a task has run (Task.Ran) once one of its attempts ran and did not end
-// INSUFFICIENT_RESOURCES. Attempts that lost the race for their GPUs, and an attempt that never ran, leave it
-// false: its max_queued_s still holds. GetTask, ListTasks and Runnable (read whole, and brought up to date after a
-// requeue) all say so.
+// testRanIsReadFromTheAttempts: a task has run (Task.Ran) once one of its attempts ran (mvp saw it RUNNING:
+// running_at) other than a lost race (INSUFFICIENT_RESOURCES from verl's fail-fast check, which ends a run before
+// it trains). Lost races and an attempt that never ran (Ray took it, so it has Ray's start_time, but it failed
+// PENDING) leave it false: its max_queued_s still holds. A gang stopped as stuck after it ran counts as a run (mvp
+// cannot tell whether it trained first). GetTask, ListTasks and Runnable (read whole, and brought up to date after
+// a requeue) all say so.
 func testRanIsReadFromTheAttempts(h *harness) {
+	const lostRace = "Total available GPUs 6.0 is less than total desired GPUs 8"
 	task := h.create(t0)
-	check := func(what string, want bool) {
+	check := func(id, what string, want bool) {
 		h.t.Helper()
-		if got := h.get(task.ID); got.Ran != want {
+		if got := h.get(id); got.Ran != want {
 			h.t.Errorf("%s: GetTask says Ran=%v, want %v", what, got.Ran, want)
 		}
 		list, _, err := h.s.ListTasks(h.ctx, mvp.TaskFilter{})
 		h.must(err)
 		for _, l := range list {
-			if l.ID == task.ID && l.Ran != want {
+			if l.ID == id && l.Ran != want {
 				h.t.Errorf("%s: ListTasks says Ran=%v, want %v", what, l.Ran, want)
 			}
 		}
 		q, err := h.s.Runnable(h.ctx)
 		h.must(err)
-		if len(q) != 1 || q[0].ID != task.ID || q[0].Ran != want {
-			h.t.Errorf("%s: Runnable %s, want the task with Ran=%v", what, ids(q), want)
+		found := false
+		for _, r := range q {
+			if r.ID == id {
+				found = true
+				if r.Ran != want {
+					h.t.Errorf("%s: Runnable says Ran=%v, want %v", what, r.Ran, want)
+				}
+			}
+		}
+		if !found {
+			h.t.Errorf("%s: Runnable %s lacks %s", what, ids(q), id)
 		}
 	}
-	check("never submitted", false)
+	check(task.ID, "never submitted", false)
 	if _, err := h.s.Runnable(h.ctx); err != nil { // read whole now: the requeues below come through the journal
 		h.t.Fatal(err)
 	}
-	end := func(no int, at time.Time, ran bool, kind mvp.FailureKind) {
+	end := func(id string, no int, at time.Time, ran bool, kind mvp.FailureKind, message string) {
 		h.t.Helper()
-		h.submit(task.ID, h.get(task.ID).State, no, at)
-		a := &mvp.Attempt{TaskID: task.ID, No: no, RaySubmissionID: mvp.SubmissionID(task.ID, no), CreatedAt: at,
-			RayStatus: mvp.RayFailed, FailureKind: kind}
+		h.submit(id, h.get(id).State, no, at)
+		start := at.Add(time.Second) // Ray's start_time: when Ray took the submission
+		a := &mvp.Attempt{TaskID: id, No: no, RaySubmissionID: mvp.SubmissionID(id, no), CreatedAt: at,
+			RayJobID: fmt.Sprintf("0%d000000", no), RayStatus: mvp.RayFailed, FailureKind: kind, Message: message,
+			StartTime: &start}
 		if ran {
-			start, running, stop := at.Add(time.Second), at.Add(2*time.Second), at.Add(time.Minute)
-			a.RayJobID, a.StartTime, a.RunningAt, a.EndTime = fmt.Sprintf("0%d000000", no), &start, &running, &stop
+			running, stop := at.Add(2*time.Second), at.Add(time.Minute)
+			a.RunningAt, a.EndTime = &running, &stop
 		}
 		next := at.Add(time.Hour)
-		h.apply(mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StatePendingResources,
+		h.apply(mvp.Change{TaskID: id, From: mvp.StateSubmitting, To: mvp.StatePendingResources,
 			At: at.Add(time.Minute), AttemptUpdate: a, NextRunAt: ptr(&next), EventType: mvp.EventRetryScheduled})
 	}
-	end(1, t0.Add(time.Minute), true, mvp.FailureInsufficientResources)
-	check("a lost race", false)
-	end(2, t0.Add(2*time.Hour), false, mvp.FailureInfra)
-	check("an attempt that could not be made (INFRA, it never ran)", false)
-	end(3, t0.Add(4*time.Hour), true, mvp.FailureInsufficientResources)
-	check("another lost race", false)
-	end(4, t0.Add(6*time.Hour), true, mvp.FailureInfra)
-	check("a run that Ray lost (INFRA)", true)
-	end(5, t0.Add(8*time.Hour), true, mvp.FailureInsufficientResources)
-	check("a lost race after a run", true)
+	end(task.ID, 1, t0.Add(time.Minute), true, mvp.FailureInsufficientResources, lostRace)
+	check(task.ID, "a lost race", false)
+	end(task.ID, 2, t0.Add(2*time.Hour), false, mvp.FailureInfra, "the Ray job vanished")
+	check(task.ID, "an attempt Ray took but never ran (INFRA while PENDING)", false)
+	end(task.ID, 3, t0.Add(4*time.Hour), true, mvp.FailureInsufficientResources, lostRace)
+	check(task.ID, "another lost race", false)
+	end(task.ID, 4, t0.Add(6*time.Hour), true, mvp.FailureInfra, "the Ray job vanished")
+	check(task.ID, "a run that Ray lost (INFRA)", true)
+	end(task.ID, 5, t0.Add(8*time.Hour), true, mvp.FailureInsufficientResources, lostRace)
+	check(task.ID, "a lost race after a run", true)
+
+	stuck := h.create(t0.Add(time.Second))
+	end(stuck.ID, 1, t0.Add(time.Minute), true, mvp.FailureInsufficientResources,
+		"the gang of 1×4 GPUs could not be placed for 2m0s: no node had room for its placement groups")
+	check(stuck.ID, "a gang stopped as stuck after it ran", true)
 }
 
 func testActive(h *harness) {
