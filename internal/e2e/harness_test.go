@@ -439,6 +439,19 @@ func (s *service) waitState(id string, state mvp.State, timeout time.Duration) *
 	return t
 }
 
+// waitJudged waits until the first attempt of task id carries a failure kind (or the task has ended) and returns
+// the task as it then is.
+func (s *service) waitJudged(id string, timeout time.Duration) *mvp.Task {
+	s.t.Helper()
+	var got *mvp.Task
+	waitFor(s.t, timeout, "attempt 1 of "+id+" to be judged", func() (bool, string) {
+		got = s.get(id)
+		a := got.Attempts[0]
+		return a.FailureKind != "" || got.State.Terminal(), fmt.Sprintf("%s %s %q", got.State, a.FailureKind, a.Message)
+	})
+	return got
+}
+
 func (s *service) events(id string) []*mvp.Event {
 	s.t.Helper()
 	var all []*mvp.Event

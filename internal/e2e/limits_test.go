@@ -173,12 +173,7 @@ func TestAGangWaitingForPlacementIsNotJudgedByMaxRuntime(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 1, gangWaitS: 60})
 	task, frag := fragmentRunningGang(t, s, 600, "max_runtime_s: 45\n")
-	waitFor(t, 150*time.Second, "attempt 1 to be judged", func() (bool, string) {
-		got := s.get(task.ID)
-		a := got.Attempts[0]
-		return a.FailureKind != "" || got.State.Terminal(), fmt.Sprintf("%s %s %q", got.State, a.FailureKind, a.Message)
-	})
-	got := s.get(task.ID)
+	got := s.waitJudged(task.ID, 150*time.Second)
 	if a := got.Attempts[0]; a.FailureKind != mvp.FailureInsufficientResources || !strings.Contains(a.Message, "could not be placed") {
 		t.Errorf("attempt 1, whose gang was never placed: %s %q; want INSUFFICIENT_RESOURCES from the gang wait", a.FailureKind, a.Message)
 	}

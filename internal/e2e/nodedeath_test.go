@@ -222,12 +222,7 @@ func TestAKilledJobSupervisorIsRequeued(t *testing.T) {
 	waitFor(t, 30*time.Second, fmt.Sprintf("the driver (pid %d) to die with its supervisor", driver), func() (bool, string) {
 		return syscall.Kill(driver, 0) == syscall.ESRCH, "alive"
 	})
-	waitFor(t, 90*time.Second, "attempt 1 to be judged", func() (bool, string) {
-		got := s.get(task.ID)
-		a := got.Attempts[0]
-		return a.FailureKind != "" || got.State.Terminal(), fmt.Sprintf("%s %s %q", got.State, a.FailureKind, a.Message)
-	})
-	got := s.get(task.ID)
+	got := s.waitJudged(task.ID, 90*time.Second)
 	if a := got.Attempts[0]; a.FailureKind != mvp.FailureInfra || !strings.Contains(a.Message, "SYSTEM_ERROR") {
 		t.Errorf("attempt 1 whose supervisor was killed: %s %q, want INFRA from Ray's SYSTEM_ERROR", a.FailureKind, a.Message)
 	}

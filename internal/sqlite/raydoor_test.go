@@ -12,12 +12,11 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
-// TestMigration0009KeepsAnOldDatabase: a database made by migrations 0001–0008 (with a task using every column,
-// an attempt, an event and a schedule's link to the task) is opened by the current code: migration 0009 rebuilds
-// tasks for ray_job and keeps every row, column value and index, and the foreign keys still hold afterwards.
-func TestMigration0009KeepsAnOldDatabase(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.sqlite3")
+// oldDatabase makes at path a database as a build that knew the migrations before version before left it, each
+// recorded as applied at appliedAt (unix ns), and returns it with a function that runs a statement on it or fails
+// the test.
+func oldDatabase(t *testing.T, path string, before int, appliedAt int64) (*sql.DB, func(q string, args ...any)) {
+	t.Helper()
 	old, err := sql.Open("sqlite3", dsn(path, map[string][]string{"_foreign_keys": {"1"}}))
 	if err != nil {
 		t.Fatal(err)
@@ -28,18 +27,45 @@ func TestMigration0009KeepsAnOldDatabase(t *testing.T) {
 	}
 	mustExec := func(q string, args ...any) {
 		t.Helper()
-		if _, err := old.ExecContext(ctx, q, args...); err != nil {
+		if _, err := old.ExecContext(context.Background(), q, args...); err != nil {
 			t.Fatalf("%.60s: %v", q, err)
 		}
 	}
 	mustExec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
 	for _, m := range ms {
-		if m.version >= 9 {
+		if m.version >= before {
 			break
 		}
 		mustExec(m.body)
-		mustExec(`INSERT INTO schema_migrations VALUES (?, ?, 1)`, m.version, m.name)
+		mustExec(`INSERT INTO schema_migrations VALUES (?, ?, ?)`, m.version, m.name, appliedAt)
 	}
+	return old, mustExec
+}
+
+// openOld closes old and opens the database at path as the current code does (its migrations applied), and reads
+// task id from it.
+func openOld(t *testing.T, old *sql.DB, path, id string) (*DB, *mvp.Task) {
+	t.Helper()
+	old.Close()
+	db, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatalf("open the old database: %v", err)
+	}
+	got, err := db.GetTask(context.Background(), id)
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	return db, got
+}
+
+// TestMigration0009KeepsAnOldDatabase: a database made by migrations 0001–0008 (with a task using every column,
+// an attempt, an event and a schedule's link to the task) is opened by the current code: migration 0009 rebuilds
+// tasks for ray_job and keeps every row, column value and index, and the foreign keys still hold afterwards.
+func TestMigration0009KeepsAnOldDatabase(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.sqlite3")
+	old, mustExec := oldDatabase(t, path, 9, 1)
 	id := "mvp2-ppo-20251223-143201-0a0b"
 	mustExec(`INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml, spec_json,
 		created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no, max_runtime_s, max_queued_s,
@@ -57,17 +83,8 @@ func TestMigration0009KeepsAnOldDatabase(t *testing.T) {
 		jobspec_yaml, spec_json, created_at, updated_at) VALUES ('x', 'ray_job', '', 'QUEUED', 1, 1, '', '{}', 1, 1)`); err == nil {
 		t.Fatal("the old schema took a ray_job task; the test does not test the rebuild")
 	}
-	old.Close()
-
-	db, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatalf("open the old database: %v", err)
-	}
+	db, got := openOld(t, old, path, id)
 	defer db.Close()
-	got, err := db.GetTask(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
 	next := fromNanos(7)
 	want := &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, Name: "old", State: mvp.StateRunning, NNodes: 2, GPUsPerNode: 4,
 		JobSpecYAML: "workload: ppo", SpecJSON: []byte("{}"), CreatedAt: fromNanos(5), UpdatedAt: fromNanos(6),
@@ -127,30 +144,8 @@ func rayTask(id, sid string) *mvp.Task {
 // Ray's start_time as running_at, so that running_at alone says whether an attempt ran (mvp.Task.Ran); an attempt
 // recorded after 0014 that mvp never saw RUNNING keeps none, though Ray stamped its start_time at submission.
 func TestMigration0015GivesOldAttemptsTheirRun(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.sqlite3")
-	old, err := sql.Open("sqlite3", dsn(path, map[string][]string{"_foreign_keys": {"1"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := old.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	mustExec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
-	for _, m := range ms {
-		if m.version >= 15 {
-			break
-		}
-		mustExec(m.body)
-		mustExec(`INSERT INTO schema_migrations VALUES (?, ?, ?)`, m.version, m.name, 1000)
-	}
+	old, mustExec := oldDatabase(t, path, 15, 1000)
 	id := "mvp2-ppo-20251223-143201-0a0c"
 	mustExec(`INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml, spec_json,
 		created_at, updated_at, latest_attempt_no) VALUES (?, 'ppo', '', 'PENDING_RESOURCES', 1, 1, '', '{}', 5, 6, 3)`, id)
@@ -162,17 +157,8 @@ func TestMigration0015GivesOldAttemptsTheirRun(t *testing.T) {
 		mustExec(`INSERT INTO attempts (task_id, attempt_no, ray_submission_id, ray_status, created_at, start_time)
 			VALUES (?, ?, ?, ?, ?, ?)`, id, a.no, fmt.Sprintf("%s--a%02d", id, a.no), a.status, a.created, a.created+1)
 	}
-	old.Close()
-
-	db, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatalf("open the old database: %v", err)
-	}
+	db, got := openOld(t, old, path, id)
 	defer db.Close()
-	got, err := db.GetTask(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ran := fromNanos(501)
 	want := []*time.Time{&ran, nil, nil}
 	for i, a := range got.Attempts {
