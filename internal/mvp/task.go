@@ -40,10 +40,10 @@ type Task struct {
 	// end SUCCEEDED (one that ends FAILED or CANCELED cancels this task), every AfterAny task must end.
 	AfterOK  []string `json:"after_ok,omitempty"`
 	AfterAny []string `json:"after_any,omitempty"`
-	// Ran is true for a waiting task that has run before: one of its attempts ran (RunningSince) and did not end
-	// INSUFFICIENT_RESOURCES (a lost race for its GPUs, a gang that could not be placed). max_queued_s bounds the
-	// wait of a task that has not run, however many attempts it had. Read by the store, not stored; false for a
-	// task that does not wait.
+	// Ran is true for a waiting task that has run before: one of its attempts ran (mvp saw it RUNNING) and was not
+	// a lost race for its GPUs (verl's fail-fast check). max_queued_s bounds the wait of a task that has not run,
+	// however many attempts it had (QueuedUntil). Read by the store, not stored; false for a task that does not
+	// wait.
 	Ran bool `json:"-"`
 	// ErrorSummary says in a line why the task failed, or why mvp canceled it (a failed after_ok dependency).
 	ErrorSummary string `json:"error_summary"`
@@ -88,7 +88,7 @@ func (t *Task) FillTimeLeft(now time.Time) {
 		n := max(limit-int(now.Sub(since)/time.Second), 0)
 		return &n
 	}
-	if t.MaxQueuedS > 0 && t.State.Waiting() && !t.Ran {
+	if _, bound := t.QueuedUntil(); bound && t.State.Waiting() {
 		t.QueuedLeftS = left(t.MaxQueuedS, t.CreatedAt)
 	}
 	if t.MaxRuntimeS > 0 && t.State == StateRunning {
@@ -96,6 +96,16 @@ func (t *Task) FillTimeLeft(now time.Time) {
 			t.RuntimeLeftS = left(t.MaxRuntimeS, *a.RunningSince())
 		}
 	}
+}
+
+// QueuedUntil is when max_queued_s ends the task if it is still waiting then; bound is false when no
+// max_queued_s applies (none is set, or the task has run). Ran is read only for a task with attempts: it lies
+// outside the fields the scheduler reads for every task (TestTaskSchedulingFieldsComeFirst).
+func (t *Task) QueuedUntil() (until time.Time, bound bool) {
+	if t.MaxQueuedS <= 0 || t.LatestAttemptNo > 0 && t.Ran {
+		return time.Time{}, false
+	}
+	return t.CreatedAt.Add(time.Duration(t.MaxQueuedS) * time.Second), true
 }
 
 // ExpirySummary is the error_summary of a task that waited past its max_queued_s (MAX_QUEUED_EXCEEDED): waited is

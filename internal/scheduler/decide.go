@@ -171,11 +171,10 @@ func (Expire) action() {}
 
 // expired reports whether a waiting task has waited past its max_queued_s without ever starting. The bound is on
 // the time to the first start: a task requeued after a run is no longer subject to it, one whose attempts only
-// lost the race for their GPUs (or never ran) still is (mvp.Task.Ran). Ran is read last: it lies outside the
-// fields Decide reads for every task (TestTaskSchedulingFieldsComeFirst).
+// lost the race for their GPUs (or never ran) still is (mvp.Task.QueuedUntil).
 func expired(now time.Time, t *mvp.Task) bool {
-	return t.MaxQueuedS > 0 && now.Sub(t.CreatedAt) >= time.Duration(t.MaxQueuedS)*time.Second &&
-		(t.LatestAttemptNo == 0 || !t.Ran)
+	until, bound := t.QueuedUntil()
+	return bound && !now.Before(until)
 }
 
 // overstayed reports whether a started attempt has run past its task's max_runtime_s, counted from when it began

@@ -128,7 +128,19 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 	}
 	est := pl.estimates()
 	entries := make([]QueueEntry, 0, len(s.Queue))
-	tasks := make([]*mvp.Task, 0, len(all)) // the task of each entry
+	// bound notes a task's max_queued_s end on its entry, and whether its estimated start comes after it.
+	bound := func(q *QueueEntry, t *mvp.Task) {
+		until, ok := t.QueuedUntil()
+		if !ok {
+			return
+		}
+		q.QueuedUntil = &until
+		if q.EstStart != nil && q.EstStart.After(until) {
+			q.ExpiresBeforeStart = true
+			q.Reason += fmt.Sprintf("; at the estimated start (%s) it would already have ended MAX_QUEUED_EXCEEDED: "+
+				"its max_queued_s ends at %s", q.EstStart.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+		}
+	}
 	add := func(i int32, code WaitCode, reason string) {
 		e := &pl.ents[i]
 		t := s.Queue[i]
@@ -138,20 +150,8 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 			l := float64(e.largest)
 			q.LargestFreeGPUs = &l
 		}
-		entries, tasks = append(entries, q), append(tasks, t)
-	}
-	// bound notes a task's max_queued_s end on its entry, and whether its estimated start comes after it.
-	bound := func(q *QueueEntry, t *mvp.Task) {
-		if t.MaxQueuedS <= 0 || t.Ran && t.LatestAttemptNo > 0 {
-			return
-		}
-		until := t.CreatedAt.Add(time.Duration(t.MaxQueuedS) * time.Second)
-		q.QueuedUntil = &until
-		if q.EstStart != nil && q.EstStart.After(until) {
-			q.ExpiresBeforeStart = true
-			q.Reason += fmt.Sprintf("; at the estimated start (%s) it would already have ended MAX_QUEUED_EXCEEDED: "+
-				"its max_queued_s ends at %s", q.EstStart.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
-		}
+		bound(&q, t)
+		entries = append(entries, q)
 	}
 	// A task backing off is placed by the estimates, in its place in the order, no earlier than its next_run_at;
 	// one that cannot fit the cluster as it is has no estimate (nothing known lets it fit: its next_run_at is
@@ -204,12 +204,10 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 			reason = t.PendingReason // held, and that reason is already written
 		}
 		pos++
-		entries = append(entries, QueueEntry{TaskID: t.ID, Owner: ownerName(t), Priority: t.Priority, Position: pos,
-			Code: CodeDependency, Reason: reason})
-		tasks = append(tasks, t)
-	}
-	for i := range entries {
-		bound(&entries[i], tasks[i])
+		q := QueueEntry{TaskID: t.ID, Owner: ownerName(t), Priority: t.Priority, Position: pos, Code: CodeDependency,
+			Reason: reason}
+		bound(&q, t)
+		entries = append(entries, q)
 	}
 	v.Queue = entries
 	return v
