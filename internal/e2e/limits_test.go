@@ -187,3 +187,66 @@ func TestAGangWaitingForPlacementIsNotJudgedByMaxRuntime(t *testing.T) {
 		t.Errorf("%d attempts, want 2", len(done.Attempts))
 	}
 }
+
+// TestARunThatIgnoresSIGTERMIsKilledAfterTheGrace: a run past its max_runtime_s that does not stop on Ray's SIGTERM
+// is killed runtime_grace_s later (Ray's job supervisor reads RAY_JOB_STOP_WAIT_TIME_S from the runtime_env mvp
+// sends; Ray's own default is 3 s). Meanwhile its GPUs are not promised to the task behind it: the queue estimates
+// that task's start after the grace, and it starts only once the run is gone.
+func TestARunThatIgnoresSIGTERMIsKilledAfterTheGrace(t *testing.T) {
+	const grace = 15 * time.Second
+	waitIdle(t)
+	s := startService(t, serviceOpts{schedExtra: ", runtime_grace_s: 15"})
+	big := s.submit(spec("ppo", 2, 4, 300, "mvp_test.ignore_sigterm=1") + "max_runtime_s: 8\n")
+	s.waitState(big.ID, mvp.StateRunning, 90*time.Second)
+	waitFor(t, 90*time.Second, "the big gang to hold every GPU", func() (bool, string) {
+		g := freeGPUs(t)
+		return len(g) == 2 && g[0] == 0 && g[1] == 0, fmt.Sprint(g)
+	})
+	small := s.submit(spec("ppo", 1, 1, 1))
+	var stopAt time.Time
+	waitFor(t, 60*time.Second, "mvp to ask Ray to stop the overstaying run", func() (bool, string) {
+		for _, e := range s.events(big.ID) {
+			if e.Type == mvp.EventStopRequested {
+				stopAt = e.TS
+				return true, ""
+			}
+		}
+		return false, string(s.get(big.ID).State)
+	})
+	// While Ray waits out the grace, the run still holds every GPU: the small task is not estimated to start before
+	// the grace is over (it was estimated "now" on every look, so its max_queued_s ran out unannounced).
+	v, _, err := s.c.Queue(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, e := range v.Queue {
+		if e.TaskID == small.ID {
+			seen = true
+			if e.EstStart == nil || e.EstStart.Before(stopAt.Add(grace-3*time.Second)) {
+				t.Errorf("the task behind a run being stopped is estimated to start at %v; the stop was asked at %v with a grace of %v", e.EstStart, stopAt, grace)
+			}
+		}
+	}
+	if !seen && s.get(big.ID).State == mvp.StateRunning {
+		t.Errorf("the small task is not in the queue while the big run holds every GPU: %+v", v.Queue)
+	}
+	done := s.waitState(big.ID, mvp.StateFailed, 90*time.Second)
+	a := done.Attempts[0]
+	if len(done.Attempts) != 1 || a.FailureKind != mvp.FailureMaxRuntimeExceeded || a.RayStatus != mvp.RayStopped {
+		t.Fatalf("attempts %+v: want one, MAX_RUNTIME_EXCEEDED, STOPPED", done.Attempts)
+	}
+	if a.EndTime == nil {
+		t.Fatalf("no end time on %+v", a)
+	}
+	if took := a.EndTime.Sub(stopAt); took < grace-time.Second || took > grace+30*time.Second {
+		t.Errorf("Ray ended the run %v after mvp asked it to stop; want about runtime_grace_s (%v), not Ray's default of 3 s", took, grace)
+	}
+	if log := s.logs(big.ID, 1); !strings.Contains(log, "SIGTERM ignored") {
+		t.Errorf("the driver's log does not show the SIGTERM it ignored:\n%s", tail(log, 20))
+	}
+	ok := s.waitState(small.ID, mvp.StateSucceeded, 120*time.Second)
+	if sa := ok.Attempts[0]; sa.CreatedAt.Before(*a.EndTime) {
+		t.Errorf("the small task was submitted at %v, before the run holding the GPUs ended at %v", sa.CreatedAt, *a.EndTime)
+	}
+}

@@ -11,6 +11,8 @@ Keys read from the Hydra overrides (a leading "+" or "++" is accepted, the last 
                          call every one of them at each step, so that a worker node lost under the run fails the
                          driver with Ray's own error (on Ray 2.60 first ActorUnavailableError, "Connection refused";
                          ActorDiedError "… because its node has died" once Ray marks the node dead); default 0
+  mvp_test.ignore_sigterm 1: print a line and carry on when SIGTERM comes (a run that does not stop when asked, so
+                         that only the SIGKILL after Ray's stop wait ends it); default 0
 Checkpoints, as verl keeps them: with trainer.save_freq=K (verl's default -1 saves none) every K-th step writes
 <trainer.default_local_dir>/global_step_<step>/ and latest_checkpointed_iteration.txt. With
 trainer.resume_mode=auto given explicitly, a run whose default_local_dir holds a checkpoint resumes from it: it
@@ -27,6 +29,7 @@ Every other key is accepted and ignored, as verl's config would take it.
 import json
 import math
 import os
+import signal
 import sys
 import time
 
@@ -165,6 +168,9 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check)
     from ray.util.placement_group import placement_group
 
     ray.init()
+    if cfg.get("mvp_test.ignore_sigterm", "0") not in ("0", "false", "False", ""):
+        # After ray.init(), so that nothing Ray installs replaces it.
+        signal.signal(signal.SIGTERM, lambda *_: print("verl-standin: SIGTERM ignored (mvp_test.ignore_sigterm)", flush=True))
     print(f"verl-standin: workload={workload} nnodes={nnodes} n_gpus_per_node={gpus}", flush=True)
     print(f"verl-standin: driver node {ray.get_runtime_context().get_node_id()}", flush=True)
 
