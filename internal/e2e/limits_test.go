@@ -119,6 +119,35 @@ func TestMaxQueuedHoldsAfterALostRace(t *testing.T) {
 	}
 }
 
+// TestABackingOffGangThatCannotFitHasNoEstimate: a gang that lost the race for its GPUs backs off while GPUs taken
+// behind mvp's back (no declared end) keep it from fitting: the queue shows it backing off with no estimated start.
+// It showed its next_run_at as its start (walk-through 11), though it could not fit then.
+func TestABackingOffGangThatCannotFitHasNoEstimate(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 60})
+	gang := raceBehindMVPsBack(t, s, 120)
+	waitFor(t, 60*time.Second, "the gang to lose its race and back off", func() (bool, string) {
+		got := s.get(gang.ID)
+		return got.State == mvp.StatePendingResources && got.NextRunAt != nil, string(got.State)
+	})
+	waitFor(t, 20*time.Second, "the queue to show it backing off with no estimate", func() (bool, string) {
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range v.Queue {
+			if e.TaskID == gang.ID {
+				return e.Code == "backing_off" && e.EstStart == nil, fmt.Sprintf("%+v (est_start %v)", e, e.EstStart)
+			}
+		}
+		return false, fmt.Sprintf("not in the queue: %+v", v.Queue)
+	})
+	if _, _, err := s.c.Cancel(ctxT(t), gang.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.waitState(gang.ID, mvp.StateCanceled, 30*time.Second)
+}
+
 // TestQueueSaysATaskWouldExpireBeforeItsEstimatedStart: behind a run that declares 10 minutes, a task whose
 // max_queued_s ends sooner shows when it ends (queued_until) and that it would end MAX_QUEUED_EXCEEDED before its
 // estimated start, in GET /api/v2/queue and in mvp list.
