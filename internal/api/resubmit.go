@@ -98,6 +98,11 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t.OriginID = origin.ID
+	// A rerun of a user's task is that user's, whoever asks for it (the operator may): it is checked, capped and
+	// counted as the user's own resubmit would be, and stays in the user's view.
+	if owner := origin.Owner; owner != "" && owner != mvp.Operator && mvp.CallerOf(r.Context()).Name != owner {
+		r = r.WithContext(mvp.WithCaller(r.Context(), mvp.Caller{Name: owner}))
+	}
 	return s.admit(w, r, t, dry)
 }
 

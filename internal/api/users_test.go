@@ -457,3 +457,53 @@ func TestAnotherUsersDependencyNamesItsField(t *testing.T) {
 		t.Errorf("a secret of the operator's: %d %s; want 403 on secrets.WANDB_API_KEY", resp.StatusCode, b)
 	}
 }
+
+// TestTheOperatorsResubmitOfAUsersTaskIsTheUsers: a rerun of alice's task made by the operator is alice's task (her
+// view, her caps: a priority above her max_priority is refused), and a user's task lists only resubmits she may
+// read. It was the operator's, at the default priority above alice's cap, and alice saw its id on her task and a
+// 403 when she followed it (walk-through 12).
+func TestTheOperatorsResubmitOfAUsersTaskIsTheUsers(t *testing.T) {
+	base := usersServer(t) // alice's max_priority is 60
+	post := func(path, body string, hdr map[string]string, want int) map[string]any {
+		t.Helper()
+		resp, b := do(t, base, "POST", path, "application/json", body, hdr)
+		if resp.StatusCode != want {
+			t.Fatalf("POST %s: %d %s, want %d", path, resp.StatusCode, b, want)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return m
+	}
+	get := func(id, tok string) map[string]any {
+		t.Helper()
+		resp, b := do(t, base, "GET", "/api/v2/tasks/"+id, "", "", as(tok))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", id, resp.StatusCode, b)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return m
+	}
+	resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"priority: 40\n", as(aliceToken))
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("alice submits: %d %s", resp.StatusCode, b)
+	}
+	var origin map[string]any
+	_ = json.Unmarshal(b, &origin)
+	id := origin["task_id"].(string)
+
+	re := post("/api/v2/tasks/"+id+"/resubmit", "", nil, http.StatusCreated) // the operator's token
+	if re["owner"] != "alice" || re["priority"] != float64(40) || re["resubmitted_from"] != id {
+		t.Errorf("the operator's resubmit of alice's task: owner %v, priority %v, from %v; want alice, 40, %s",
+			re["owner"], re["priority"], re["resubmitted_from"], id)
+	}
+	get(re["task_id"].(string), aliceToken) // hers to read
+	if rs, _ := get(id, aliceToken)["resubmits"].([]any); len(rs) != 1 || rs[0] != re["task_id"] {
+		t.Errorf("alice's task lists resubmits %v, want [%v]", rs, re["task_id"])
+	}
+	// Her caps hold for it: the operator cannot raise her task above her max_priority this way.
+	e := post("/api/v2/tasks/"+id+"/resubmit", `{"set": ["priority=90"]}`, nil, http.StatusBadRequest)
+	if msg, _ := e["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "max_priority 60") {
+		t.Errorf("a resubmit above alice's max_priority: %v", e)
+	}
+}

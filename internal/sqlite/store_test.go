@@ -190,7 +190,7 @@ func TestClosedStoreIsUnavailable(t *testing.T) {
 // condition, and then every GET of a task scanned the whole table.
 func TestResubmitsUsesTheOriginIndex(t *testing.T) {
 	db, _ := open(t)
-	if got := queryPlan(t, db, resubmitsSQL, "some-task"); !strings.Contains(got, "tasks_by_origin") {
+	if got := queryPlan(t, db, resubmitsSQL, "some-task", "alice"); !strings.Contains(got, "tasks_by_origin") {
 		t.Fatalf("query plan %q does not use the index tasks_by_origin", got)
 	}
 }
@@ -214,5 +214,26 @@ func TestRunnableHonoursItsContext(t *testing.T) {
 	cancel()
 	if _, err := db.Runnable(canceled); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled read: %v", err)
+	}
+}
+
+// TestATasksResubmitsAreItsOwners: a task lists the tasks resubmitted from it that have its owner; an operator's
+// resubmit of a user's task from before a resubmit kept its origin's owner is not shown to the user.
+func TestATasksResubmitsAreItsOwners(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	origin := newTask(t0)
+	origin.Owner = "alice"
+	must(t, db.CreateTask(ctx, origin))
+	old := newTask(t0.Add(1e9))
+	old.ID, old.OriginID, old.Owner = old.ID+"-op", origin.ID, mvp.Operator
+	must(t, db.CreateTask(ctx, old))
+	hers := newTask(t0.Add(2e9))
+	hers.ID, hers.OriginID, hers.Owner = hers.ID+"-al", origin.ID, "alice"
+	must(t, db.CreateTask(ctx, hers))
+	got, err := db.GetTask(ctx, origin.ID)
+	must(t, err)
+	if len(got.Resubmits) != 1 || got.Resubmits[0] != hers.ID {
+		t.Errorf("resubmits %v, want [%s]", got.Resubmits, hers.ID)
 	}
 }
