@@ -850,7 +850,7 @@ func (db *DB) GetTask(ctx context.Context, id string) (*mvp.Task, error) {
 
 // resubmitsSQL reads the tasks resubmitted from a task that have its owner (a resubmit is its origin's owner's;
 // rows from before that rule may be the operator's, and a user must not learn of them). It repeats the condition
-// of the partial index tasks_by_origin (origin_id != ''), without which SQLite cannot use it for a bound parameter
+// of the partial index tasks_by_origin (origin_id != ”), without which SQLite cannot use it for a bound parameter
 // and scans the table.
 const resubmitsSQL = `SELECT task_id FROM tasks WHERE origin_id = ? AND origin_id != '' AND owner = ? ORDER BY created_at, task_id`
 
