@@ -317,14 +317,19 @@ func (m *Main) Open(ctx context.Context) (err error) {
 func UsersOf(cfg *config.Config, operatorToken string) ([]mvp.User, error) {
 	var out []mvp.User
 	seen := map[string]string{operatorToken: "the operator (v2.auth.token_env)"}
-	for _, u := range cfg.V2.Auth.Users {
+	for i, u := range cfg.V2.Auth.Users {
+		key := fmt.Sprintf("v2.auth.users[%d].token_env", i)
+		if strings.TrimSpace(os.Getenv(u.TokenEnv)) == "" {
+			return nil, fmt.Errorf("%s: $%s is not set or empty: set it to user %s's token (16 or more printable "+
+				"characters) in mvp's environment, or remove %s from v2.auth.users", key, u.TokenEnv, u.Name, u.Name)
+		}
 		tok, _, err := api.TokenFromEnv(u.TokenEnv, false)
 		if err != nil {
-			return nil, fmt.Errorf("v2.auth.users %s: %w", u.Name, err)
+			return nil, fmt.Errorf("%s (user %s): %w", key, u.Name, err)
 		}
 		if prev, dup := seen[tok]; dup {
-			return nil, fmt.Errorf("v2.auth.users %s: $%s holds the same token as %s; every caller needs its own",
-				u.Name, u.TokenEnv, prev)
+			return nil, fmt.Errorf("%s (user %s): $%s holds the same token as %s; every caller needs its own",
+				key, u.Name, u.TokenEnv, prev)
 		}
 		seen[tok] = "user " + u.Name
 		mp := mvp.MaxPriority

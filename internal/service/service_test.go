@@ -575,3 +575,32 @@ func TestARemovedUsersTasksAreHeld(t *testing.T) {
 		t.Errorf("GET /api/v2/users does not mark alice removed: %+v", users.Users)
 	}
 }
+
+// TestAUsersMissingTokenNamesItsSetting: a user whose token variable is empty stops serve with the user's own
+// setting and what to do; it named the operator's v2.auth.token_env and offered --dev-generate-token, which makes
+// only the operator's token (walk-through 12).
+func TestAUsersMissingTokenNamesItsSetting(t *testing.T) {
+	t.Setenv("MVP_TEST_TOKEN_ALICE", "alice-token-0123456789abcdef")
+	t.Setenv("MVP_TEST_TOKEN_NOPE", "")
+	cfg := servicetest.Config(t)
+	cfg.V2.Auth.Users = []config.User{{Name: "alice", TokenEnv: "MVP_TEST_TOKEN_ALICE"}, {Name: "bob", TokenEnv: "MVP_TEST_TOKEN_NOPE"}}
+	_, err := service.UsersOf(cfg, "operator-token-0123456789abcdef")
+	if err == nil {
+		t.Fatal("a user without a token was accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{"v2.auth.users[1].token_env", "$MVP_TEST_TOKEN_NOPE", "bob"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q does not say %q", msg, want)
+		}
+	}
+	for _, wrong := range []string{"v2.auth.token_env", "--dev-generate-token"} {
+		if strings.Contains(msg, wrong) {
+			t.Errorf("%q names %q, which is the operator's", msg, wrong)
+		}
+	}
+	t.Setenv("MVP_TEST_TOKEN_NOPE", "short")
+	if _, err := service.UsersOf(cfg, "operator-token-0123456789abcdef"); err == nil || !strings.Contains(err.Error(), "v2.auth.users[1].token_env") {
+		t.Errorf("a short token: %v", err)
+	}
+}
