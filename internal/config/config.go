@@ -92,7 +92,7 @@ type User struct {
 	MaxQueued int `yaml:"max_queued"`
 	// MaxPriority caps the jobspec priority the user may ask for; absent: 100.
 	MaxPriority *int `yaml:"max_priority"`
-	// Share is the user's weight in fair share; absent or 0: 1.
+	// Share is the user's weight in fair share, above 0; absent: 1.
 	Share float64 `yaml:"share"`
 }
 
@@ -488,8 +488,8 @@ func (c *Config) applyDefaults(present map[string]bool) {
 	}
 	for k := range v.Auth.Users {
 		u := &v.Auth.Users[k]
-		if u.Share == 0 {
-			u.Share = 1
+		if absent(fmt.Sprintf("v2.auth.users[%d].share", k)) {
+			u.Share = 1 // a 0 given is refused by Validate
 		}
 		if u.MaxPriority == nil {
 			p := mvp.MaxPriority
@@ -662,11 +662,20 @@ func validateUsers(a Auth) error {
 				u.TokenEnv, prev)
 		}
 		envs[u.TokenEnv] = at
-		if u.MaxGPUs < 0 || u.MaxQueued < 0 || u.Share < 0 {
-			return fmt.Errorf("%s: max_gpus, max_queued and share must not be negative", at)
+		for _, l := range []struct {
+			key string
+			n   int
+		}{{"max_gpus", u.MaxGPUs}, {"max_queued", u.MaxQueued}} {
+			if l.n < 0 {
+				return fmt.Errorf("%s.%s: %d must not be negative (0 or leaving it out means no limit)", at, l.key, l.n)
+			}
 		}
 		if math.IsNaN(u.Share) || math.IsInf(u.Share, 0) {
 			return fmt.Errorf("%s.share: %v is not a number of shares; give a finite number such as 1 or 2", at, u.Share)
+		}
+		if u.Share <= 0 {
+			return fmt.Errorf("%s.share: %v must be above 0: it is the user's weight in fair share (leave it out for "+
+				"1; a smaller share, such as 0.5, ranks the user behind the others)", at, u.Share)
 		}
 		if p := u.MaxPriority; p != nil && (*p < 0 || *p > mvp.MaxPriority) {
 			return fmt.Errorf("%s.max_priority: %d must be between 0 and %d", at, *p, mvp.MaxPriority)

@@ -179,7 +179,12 @@ func TestUsersKeys(t *testing.T) {
 		{`{name: a, token_env: T1}, {name: a, token_env: T2}`, "twice"},
 		{`{name: a, token_env: T1}, {name: b, token_env: T1}`, "already"},
 		{`{name: a, token_env: T1, max_priority: 101}`, "max_priority"},
-		{`{name: a, token_env: T1, max_gpus: -1}`, "negative"},
+		{`{name: a, token_env: T1, max_gpus: -1}`, "v2.auth.users[0].max_gpus: -1 must not be negative"},
+		{`{name: a, token_env: T1, max_queued: -1}`, "v2.auth.users[0].max_queued: -1 must not be negative"},
+		{`{name: a, token_env: T1, share: -1}`, "v2.auth.users[0].share: -1 must be above 0"},
+		// A share of 0 was taken as 1 without a word (walk-through 12): given, it is refused like any 0 that means
+		// nothing.
+		{`{name: a, token_env: T1, share: 0}`, "v2.auth.users[0].share: 0 must be above 0"},
 		{`{name: a, token_env: T1, share: .nan}`, "share"},
 		{`{name: a, token_env: T1, share: .inf}`, "share"},
 		{`{name: a, token_env: T1, share: -.inf}`, "finite"},
