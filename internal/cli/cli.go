@@ -819,14 +819,12 @@ func estText(e scheduler.QueueEntry) string {
 	return ts(e.EstStart)
 }
 
-// queueReason is a waiting task's reason with the task it yields to named first (the sentence says "yields_to
-// names it": the API's field, shown here).
+// queueReason is a waiting task's reason with the task it yields to (the API's yields_to) named first.
 func queueReason(e scheduler.QueueEntry) string {
 	if e.YieldsTo == "" {
 		return e.Reason
 	}
-	r := strings.Replace(e.Reason, " (yields_to names it)", "", 1)
-	return "behind " + e.YieldsTo + ": " + strings.Replace(r, "; yields_to names it)", ")", 1)
+	return "behind " + e.YieldsTo + ": " + e.Reason
 }
 
 func printEvents(w io.Writer, id string, p *api.EventPage) error {

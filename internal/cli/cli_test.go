@@ -401,11 +401,12 @@ func TestNoTokenSaysWhichVariable(t *testing.T) {
 	}
 }
 
-// TestTheTaskYieldedToIsShown: a reason said "yields_to names it", and neither mvp queue nor mvp list showed it.
+// TestTheTaskYieldedToIsShown: a reason said the task it waited behind was in yields_to, and neither mvp queue nor
+// mvp list showed it.
 func TestTheTaskYieldedToIsShown(t *testing.T) {
 	const big = "mvp2-ppo-20251223-143201-b1b1"
 	e := scheduler.QueueEntry{TaskID: "mvp2-ppo-20251223-143201-5a5a", Code: "behind_reservation", Position: 2,
-		Reason: "waiting behind the task that holds a reservation (yields_to names it)", YieldsTo: big}
+		Reason: "waiting behind the task that holds a reservation", YieldsTo: big}
 	var q, l bytes.Buffer
 	if err := printQueue(&q, &scheduler.QueueView{Queue: []scheduler.QueueEntry{e}}); err != nil {
 		t.Fatal(err)

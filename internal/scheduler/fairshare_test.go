@@ -328,3 +328,34 @@ func TestTheFairShareSentenceSaysWhatTheChargeIs(t *testing.T) {
 		t.Errorf("sentence %q: want the charge as it is counted, not past usage carol does not have", w.Reason)
 	}
 }
+
+// TestQuotaIsTheReasonBehindAnUnplacedGang: behind a live attempt whose unplaced gang does not fit, a task whose
+// owner is at max_gpus waits for its quota, which holds it whatever the gang does; it said it waited behind the
+// gang (walk-through 12: carol's dry runs flipped between the two). No sentence sends the reader to a yields_to
+// that the task, a dry run and mvp get do not carry.
+func TestQuotaIsTheReasonBehindAnUnplacedGang(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1", "n2")
+	mine := b.run(2, 2*h, h, true, "n1") // n1: 2 of 4 GPUs free; carol holds 2
+	mine.Owner = "carol"
+	b.run(4, 2*h, h, true, "n2") // n2: full
+	pend := timed(1, 4, h, 2*time.Minute)
+	pend.State = "SUBMITTED"
+	b.active = append(b.active, ActiveAttempt{Task: pend, Attempt: &mvp.Attempt{No: 1, RayJobID: "pending1",
+		RayStatus: mvp.RayPending, CreatedAt: t0.Add(-time.Minute)}})
+	over := owned("carol", 50, 1, 10*time.Minute)
+	other := owned("bob", 50, 1, 5*time.Minute)
+	p := named(PolicyXFChain)
+	p.Users = map[string]UserLimits{"carol": {MaxGPUs: 2}, "bob": {}}
+	acts := Decide(t0, b.snap(over, other), p)
+	if w := waitOf(acts, over); w == nil || w.Code != CodeQuota {
+		t.Errorf("carol's task over her quota behind an unplaced gang waits %+v; want code quota", w)
+	}
+	w := waitOf(acts, other)
+	if w == nil || w.Code != CodeBehindReservation || w.YieldsTo != pend.ID {
+		t.Fatalf("bob's task waits %+v; want behind_reservation yielding to %s", w, pend.ID)
+	}
+	if strings.Contains(w.Reason, "yields_to") {
+		t.Errorf("the sentence %q sends the reader to yields_to", w.Reason)
+	}
+}

@@ -259,7 +259,11 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 	}
 	if pl.blocker != "" {
 		for _, i := range pl.order {
-			pl.wait(i, cBehindReservation, -1)
+			if pl.overQuota(i) {
+				pl.wait(i, cQuota, 0) // what holds it whatever the unplaced gang does
+			} else {
+				pl.wait(i, cBehindReservation, -1)
+			}
 		}
 	} else {
 		switch p.policyName() {
@@ -1042,11 +1046,11 @@ func (pl *plan) reasonOf(e *entry) string {
 		// API hides yields_to from them); and a new holder does not rewrite every task behind it.
 		switch {
 		case e.yields < 0:
-			return "waiting behind a submitted task whose gang is not placed yet and does not fit (yields_to names it)"
+			return "waiting behind a submitted task whose gang is not placed yet and does not fit"
 		case pl.p.policyName() == PolicyFIFO:
-			return "waiting behind the first task in line that does not fit (first in, first out; yields_to names it)"
+			return "waiting behind the first task in line that does not fit (first in, first out)"
 		default:
-			return "waiting behind the task that holds a reservation for the GPUs this task would take (yields_to names it)"
+			return "waiting behind the task that holds a reservation for the GPUs this task would take"
 		}
 	}
 	return string(e.code.name())
