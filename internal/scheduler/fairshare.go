@@ -324,8 +324,8 @@ func (pl *plan) expectedCost(i int32) float64 {
 }
 
 // markFairShare relabels the waits that fair share caused: a task waiting for GPUs (busy, fragmented or behind
-// a reservation) while a task of another user that it was ahead of by arrival and priority was ranked before it.
-// ranked is pl.order as rank left it.
+// a reservation) while a task of another user that it was ahead of by arrival and priority was ranked before it
+// and can go first (one its quota holds cannot). ranked is pl.order as rank left it.
 func (pl *plan) markFairShare(ranked []int32) {
 	// The highest orig among the tasks ranked so far, and the highest among users other than that one's.
 	best1, best2 := int32(0), int32(0)
@@ -340,6 +340,9 @@ func (pl *plan) markFairShare(ranked []int32) {
 			if other > e.orig {
 				e.code, e.yields = cFairShare, 0
 			}
+		}
+		if e.kind == entWait && e.code == cQuota {
+			continue // held by its quota (or its owner's removal): it does not go first
 		}
 		switch {
 		case e.orig > best1 && e.user != user1:

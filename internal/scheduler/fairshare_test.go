@@ -359,3 +359,32 @@ func TestQuotaIsTheReasonBehindAnUnplacedGang(t *testing.T) {
 		t.Errorf("the sentence %q sends the reader to yields_to", w.Reason)
 	}
 }
+
+// TestNoFairShareReasonBehindATaskThatCannotGoFirst: a task ranked ahead by fair share that its quota (or its
+// owner's removal) holds does not go first, so the task behind it waits for GPUs, not for fair share (walk-through
+// 12: alice's task held the reservation and said "fair share: tasks of other users go first" while the only task
+// ranked ahead of hers was carol's, held by her quota).
+func TestNoFairShareReasonBehindATaskThatCannotGoFirst(t *testing.T) {
+	b := newBench("n1", "n2")
+	b.run(4, time.Hour, 0, true, "n1").Owner = "carol"
+	b.run(4, time.Hour, 0, true, "n2")
+	alice := owned("alice", 50, 4, 10*time.Minute)
+	carol := owned("carol", 50, 4, 5*time.Minute)
+	for _, removed := range []bool{false, true} {
+		s := b.snap(alice, carol)
+		s.Usage = map[string]float64{"alice": 1e6}
+		p := named(PolicyXFChain)
+		p.FairShare = true
+		p.Users = map[string]UserLimits{"alice": {}, "carol": {MaxGPUs: 4}}
+		if removed {
+			p.Users, p.OnlyKnownOwners = map[string]UserLimits{"alice": {}}, true
+		}
+		acts := Decide(t0, s, p)
+		if w := waitOf(acts, carol); w == nil || w.Code != CodeQuota {
+			t.Fatalf("removed %v: carol's task waits %+v, want quota", removed, w)
+		}
+		if w := waitOf(acts, alice); w == nil || w.Code != CodeGPUsBusy {
+			t.Errorf("removed %v: alice's task waits %+v, want gpus_busy: nothing ranked ahead of it can go first", removed, w)
+		}
+	}
+}
