@@ -24,6 +24,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/raycompat"
 	"github.com/mvp2/mvp/internal/scheduler"
@@ -564,16 +565,33 @@ func (s *Server) checkCaps(ctx context.Context, t *mvp.Task) error {
 			"n_gpus_per_node %d), more than %s's max_gpus %d allows at once: it could never start; ask for %d GPUs or "+
 			"fewer, or ask the operator for a higher max_gpus", gang, t.NNodes, t.GPUsPerNode, u.Name, u.MaxGPUs, u.MaxGPUs)
 	}
-	var spec struct {
-		Priority *int `json:"priority"`
+	if t.Priority <= u.MaxPriority {
+		return nil
 	}
-	_ = json.Unmarshal(t.SpecJSON, &spec)
-	if spec.Priority == nil {
-		t.Priority = min(t.Priority, u.MaxPriority)
-	} else if *spec.Priority > u.MaxPriority {
+	if !t.PriorityDefaulted {
 		return mvp.Errorf(mvp.CodeInvalid, "priority", "priority %d is above %s's max_priority %d; ask for %d or less",
-			*spec.Priority, u.Name, u.MaxPriority, u.MaxPriority)
+			t.Priority, u.Name, u.MaxPriority, u.MaxPriority)
 	}
+	t.Priority = u.MaxPriority
+	return lowerSpecPriority(t)
+}
+
+// lowerSpecPriority writes t.Priority into the effective spec of a task prepared from a jobspec (a Ray-door task's
+// is Ray's request, which has no priority).
+func lowerSpecPriority(t *mvp.Task) error {
+	if info, ok := t.Workload.Info(); ok && info.RayDoor {
+		return nil
+	}
+	var spec jobspec.Spec
+	if err := json.Unmarshal(t.SpecJSON, &spec); err != nil {
+		return fmt.Errorf("decode the effective spec: %w", err)
+	}
+	spec.Priority = &t.Priority
+	b, err := json.Marshal(&spec)
+	if err != nil {
+		return fmt.Errorf("encode the effective spec: %w", err)
+	}
+	t.SpecJSON = b
 	return nil
 }
 

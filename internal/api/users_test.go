@@ -507,3 +507,34 @@ func TestTheOperatorsResubmitOfAUsersTaskIsTheUsers(t *testing.T) {
 		t.Errorf("a resubmit above alice's max_priority: %v", e)
 	}
 }
+
+// TestTheEffectiveSpecHoldsTheDefaultedPriority: the effective spec is the jobspec with the defaults applied, the
+// priority among them (the default, lowered to the owner's max_priority); it was left out when defaulted, while the
+// defaulted time limits were in (walk-through 12).
+func TestTheEffectiveSpecHoldsTheDefaultedPriority(t *testing.T) {
+	base := usersMain(t, servicetest.OneNode(4), nil, 30).URL() // alice's max_priority 30
+	for _, c := range []struct {
+		who  string
+		hdr  map[string]string
+		want float64
+	}{{"the operator", nil, 50}, {"alice", as(aliceToken), 30}} {
+		resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, c.hdr)
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("%s submits: %d %s", c.who, resp.StatusCode, b)
+		}
+		var task map[string]any
+		_ = json.Unmarshal(b, &task)
+		resp, b = do(t, base, "GET", "/api/v2/tasks/"+task["task_id"].(string), "", "", c.hdr)
+		var got struct {
+			Priority      float64        `json:"priority"`
+			EffectiveSpec map[string]any `json:"effective_spec"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s's task: %d %s", c.who, resp.StatusCode, b)
+		}
+		if got.Priority != c.want || got.EffectiveSpec["priority"] != c.want {
+			t.Errorf("%s's task: priority %v, effective_spec priority %v; want %v in both", c.who, got.Priority,
+				got.EffectiveSpec["priority"], c.want)
+		}
+	}
+}

@@ -686,6 +686,10 @@ func (s *Spec) Effective(d Defaults) *Spec {
 	if e.MaxQueuedS == 0 {
 		e.MaxQueuedS = d.DefaultMaxQueuedS
 	}
+	if e.Priority == nil {
+		p := mvp.DefaultPriority // lowered to the owner's max_priority where it is lower (the API's checkCaps)
+		e.Priority = &p
+	}
 	if e.Overrides == nil {
 		e.Overrides = []string{}
 	}

@@ -78,6 +78,10 @@ type Task struct {
 	// submissions arriving together cannot all pass one count, and refuses it with CodeTooMany at the limit. Not
 	// stored.
 	MaxWaiting int `json:"-"`
+	// PriorityDefaulted is true for a task just prepared from a jobspec that names no priority: Priority (and the
+	// effective spec's) is then the default, which the API lowers to the owner's max_priority instead of refusing
+	// it. Not stored.
+	PriorityDefaulted bool `json:"-"`
 }
 
 // FillTimeLeft sets RuntimeLeftS for a running task whose attempt has started and QueuedLeftS for a waiting task

@@ -110,7 +110,7 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 	return &mvp.Task{Workload: mvp.WorkloadRayJob, Name: "ray-job", NNodes: nnodes, GPUsPerNode: gpus,
 		SubmissionID: req.SubmissionID, Driver: req.Driver(), JobSpecYAML: string(spec), SpecJSON: spec,
 		MaxRuntimeS: s.TimeLimits.DefaultMaxRuntimeS, MaxQueuedS: s.TimeLimits.DefaultMaxQueuedS,
-		Priority: mvp.DefaultPriority}, nil
+		Priority: mvp.DefaultPriority, PriorityDefaulted: true}, nil // a Ray request names no priority
 }
 
 // What a Ray job may pass through a process's arguments and environment (see PrepareRayJob).

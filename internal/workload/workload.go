@@ -62,7 +62,7 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 	return &mvp.Task{Workload: eff.Workload, Name: eff.Name, NNodes: eff.NNodes, GPUsPerNode: eff.GPUsPerNode,
 		JobSpecYAML: string(body), SpecJSON: b, MaxRuntimeS: eff.MaxRuntimeS, MaxQueuedS: eff.MaxQueuedS,
 		HeartbeatTimeoutS: eff.HeartbeatTimeoutS, AfterOK: eff.AfterOK, AfterAny: eff.AfterAny, ResumeFrom: eff.ResumeFrom,
-		Priority: priorityOf(eff)}, nil
+		Priority: priorityOf(eff), PriorityDefaulted: spec.Priority == nil}, nil
 }
 
 // maxArgBytes is what Linux takes in one argument or one environment string (MAX_ARG_STRLEN, 128 KiB), less room
