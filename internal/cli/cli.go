@@ -668,8 +668,12 @@ func ts(t *time.Time) string {
 func printTask(w io.Writer, t *mvp.Task) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	created := t.CreatedAt
-	fmt.Fprintf(tw, "task_id:\t%s\nworkload:\t%s\nname:\t%s\nstate:\t%s\ngang:\t%d × %d GPU\ncreated_at:\t%s\n",
-		t.ID, t.Workload, safe(t.Name), t.State, t.NNodes, t.GPUsPerNode, ts(&created))
+	owner := t.Owner
+	if owner == "" {
+		owner = mvp.Operator
+	}
+	fmt.Fprintf(tw, "task_id:\t%s\nworkload:\t%s\nname:\t%s\nstate:\t%s\nowner:\t%s\npriority:\t%d\ngang:\t%d × %d GPU\ncreated_at:\t%s\n",
+		t.ID, t.Workload, safe(t.Name), t.State, owner, t.Priority, t.NNodes, t.GPUsPerNode, ts(&created))
 	if t.PendingReason != "" {
 		fmt.Fprintf(tw, "pending_reason:\t%s\n", safe(t.PendingReason))
 	}

@@ -585,3 +585,17 @@ func TestGetSaysWhenMaxQueuedNoLongerApplies(t *testing.T) {
 		t.Errorf("a task still bound: %v\n%s", err, b.String())
 	}
 }
+
+// TestGetShowsOwnerAndPriority: mvp get showed neither whose task it is nor its priority; only -o json did
+// (walk-through 12).
+func TestGetShowsOwnerAndPriority(t *testing.T) {
+	var b bytes.Buffer
+	if err := printTask(&b, &mvp.Task{ID: "x", Owner: "alice", Priority: 30}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"owner:", "alice", "priority:", "30"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("mvp get does not show %q:\n%s", want, b.String())
+		}
+	}
+}
