@@ -562,8 +562,8 @@ func (s *Server) checkCaps(ctx context.Context, t *mvp.Task) error {
 	if gang := t.NNodes * t.GPUsPerNode; u.MaxGPUs > 0 && gang > u.MaxGPUs {
 		// It would wait for ever with "quota": its own gang passes the cap with nothing else of the user's live.
 		return mvp.Errorf(mvp.CodeInvalid, "n_gpus_per_node", "this task's gang takes %d GPUs (nnodes %d × "+
-			"n_gpus_per_node %d), more than %s's max_gpus %d allows at once: it could never start; ask for %d GPUs or "+
-			"fewer, or ask the operator for a higher max_gpus", gang, t.NNodes, t.GPUsPerNode, u.Name, u.MaxGPUs, u.MaxGPUs)
+			"n_gpus_per_node %d), more than %s's max_gpus %d allows at once: it could never start; ask for %s or "+
+			"fewer, or ask the operator for a higher max_gpus", gang, t.NNodes, t.GPUsPerNode, u.Name, u.MaxGPUs, gpuCount(u.MaxGPUs))
 	}
 	if t.Priority <= u.MaxPriority {
 		return nil
@@ -574,6 +574,14 @@ func (s *Server) checkCaps(ctx context.Context, t *mvp.Task) error {
 	}
 	t.Priority = u.MaxPriority
 	return lowerSpecPriority(t)
+}
+
+// gpuCount is "1 GPU" or "n GPUs".
+func gpuCount(n int) string {
+	if n == 1 {
+		return "1 GPU"
+	}
+	return fmt.Sprintf("%d GPUs", n)
 }
 
 // lowerSpecPriority writes t.Priority into the effective spec of a task prepared from a jobspec (a Ray-door task's
