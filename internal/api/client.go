@@ -163,8 +163,14 @@ type TaskPage struct {
 
 // List returns a page of tasks.
 func (c *Client) List(ctx context.Context, state, workload string, limit int, cursor string) (*TaskPage, json.RawMessage, error) {
+	return c.ListOwned(ctx, state, workload, "", limit, cursor)
+}
+
+// ListOwned returns a page of the tasks of owner ("" for every task the caller may see; a user may name only
+// themselves).
+func (c *Client) ListOwned(ctx context.Context, state, workload, owner string, limit int, cursor string) (*TaskPage, json.RawMessage, error) {
 	q := url.Values{}
-	for k, v := range map[string]string{"state": state, "workload": workload, "cursor": cursor} {
+	for k, v := range map[string]string{"state": state, "workload": workload, "owner": owner, "cursor": cursor} {
 		if v != "" {
 			q.Set(k, v)
 		}

@@ -153,7 +153,7 @@ func (e usageError) Unwrap() error { return e.error }
 var verbHelp = map[string]string{
 	"submit":   "mvp submit -f job.yaml [-e key=value …] [--dry-run]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
 	"get":      "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
-	"list":     "mvp list [--state S] [--workload W] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
+	"list":     "mvp list [--state S] [--workload W] [--owner USER] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
 	"queue":    "mvp queue\n  e.g. mvp queue -o json",
 	"logs":     "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
 	"cancel":   "mvp cancel TASK_ID\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
@@ -183,6 +183,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		workload = new(string)
 		limit    = new(int)
 		cursor   = new(string)
+		owner    = new(string)
 		getPath  = new(string)
 		resume   = new(bool)
 	)
@@ -197,6 +198,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	case "list":
 		fs.StringVar(state, "state", "", "only tasks in this state")
 		fs.StringVar(workload, "workload", "", "only tasks of this workload")
+		fs.StringVar(owner, "owner", "", "only this user's tasks (the operator's token; operator for the operator's own)")
 		fs.IntVar(limit, "limit", 0, "page size (1..500)")
 		fs.StringVar(cursor, "cursor", "", "next_cursor of the previous page")
 	case "events":
@@ -308,7 +310,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printTask(w, t) })
 	case "list":
-		p, raw, err := c.List(ctx, *state, *workload, *limit, *cursor)
+		p, raw, err := c.ListOwned(ctx, *state, *workload, *owner, *limit, *cursor)
 		if err != nil {
 			return err
 		}
