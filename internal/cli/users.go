@@ -51,12 +51,12 @@ func printUsers(w io.Writer, l *api.UserList) error {
 		return fmt.Sprint(n)
 	}
 	for _, u := range l.Users {
-		name := u.Name
+		name, prio := u.Name, fmt.Sprint(u.MaxPriority)
 		if u.Removed {
-			name += " (removed)"
+			name, prio = name+" (removed)", "-" // no limits: it may not submit at all
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%.2f\t%d\t%s\t%d\t%s\t%d\n", name, u.UsageGPUSeconds/3600, u.Share,
-			u.NormalizedUsage/3600, u.GPUsInUse, limit(u.MaxGPUs), u.Waiting, limit(u.MaxQueued), u.MaxPriority)
+		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%.2f\t%d\t%s\t%d\t%s\t%s\n", name, u.UsageGPUSeconds/3600, u.Share,
+			u.NormalizedUsage/3600, u.GPUsInUse, limit(u.MaxGPUs), u.Waiting, limit(u.MaxQueued), prio)
 	}
 	return tw.Flush()
 }

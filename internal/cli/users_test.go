@@ -54,3 +54,18 @@ func TestQueueUnrankedAndTimesWithZone(t *testing.T) {
 		t.Errorf("ts %q names no zone", got)
 	}
 }
+
+// A user removed from the config showed MAX PRIO 0, as if capped at 0 (walk-through 12): a removed user has no
+// limits to show.
+func TestARemovedUserShowsNoMaxPriority(t *testing.T) {
+	var b strings.Builder
+	l := &api.UserList{Users: []api.UserView{{Name: "bob", Removed: true, Share: 1, Waiting: 2}}}
+	if err := printUsers(&b, l); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	f := strings.Fields(lines[len(lines)-1])
+	if f[len(f)-1] != "-" || !strings.Contains(lines[len(lines)-1], "(removed)") {
+		t.Errorf("a removed user's row %q: want MAX PRIO -", lines[len(lines)-1])
+	}
+}
