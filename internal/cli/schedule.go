@@ -138,13 +138,13 @@ func specJSON(spec []byte) (json.RawMessage, error) {
 
 func printSchedules(w io.Writer, list []*mvp.Schedule, detail bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCRON\tTIMEZONE\tOVERLAP\tSTATE\tNEXT RUN\tLAST TASK\tMISSED\tLAST OUTCOME")
+	fmt.Fprintln(tw, "NAME\tOWNER\tCRON\tTIMEZONE\tOVERLAP\tSTATE\tNEXT RUN\tLAST TASK\tMISSED\tLAST OUTCOME")
 	for _, s := range list {
 		state := "active"
 		if s.Paused {
 			state = "paused"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, s.Cron, s.Timezone, s.Overlap, state,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, ownerName(s.Owner), s.Cron, s.Timezone, s.Overlap, state,
 			ts(s.NextRunAt), dash(s.LastTaskID), s.Missed, dash(s.LastOutcome))
 	}
 	if err := tw.Flush(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
 )
 
@@ -67,5 +68,16 @@ func TestARemovedUserShowsNoMaxPriority(t *testing.T) {
 	f := strings.Fields(lines[len(lines)-1])
 	if f[len(f)-1] != "-" || !strings.Contains(lines[len(lines)-1], "(removed)") {
 		t.Errorf("a removed user's row %q: want MAX PRIO -", lines[len(lines)-1])
+	}
+}
+
+// The operator's mvp schedule list and mvp secrets list did not say whose each one is (walk-through 12).
+func TestScheduleListShowsOwners(t *testing.T) {
+	var b strings.Builder
+	if err := printSchedules(&b, []*mvp.Schedule{{Name: "nightly", Owner: "alice", Cron: "0 2 * * *"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "OWNER") || !strings.Contains(b.String(), "alice") {
+		t.Errorf("mvp schedule list:\n%s", b.String())
 	}
 }
