@@ -106,10 +106,20 @@ func (t *Task) FillTimeLeft(now time.Time) {
 // max_queued_s applies (none is set, or the task has run). Ran is read only for a task with attempts: it lies
 // outside the fields the scheduler reads for every task (TestTaskSchedulingFieldsComeFirst).
 func (t *Task) QueuedUntil() (until time.Time, bound bool) {
-	if t.MaxQueuedS <= 0 || t.LatestAttemptNo > 0 && t.Ran {
+	d, bound := t.QueuedBound()
+	if !bound {
 		return time.Time{}, false
 	}
-	return t.CreatedAt.Add(time.Duration(t.MaxQueuedS) * time.Second), true
+	return t.CreatedAt.Add(d), true
+}
+
+// QueuedBound is how long after its creation max_queued_s ends the task, and whether it applies (QueuedUntil's
+// rule; the scheduler adds it to the creation time in nanoseconds).
+func (t *Task) QueuedBound() (time.Duration, bool) {
+	if t.MaxQueuedS <= 0 || t.LatestAttemptNo > 0 && t.Ran {
+		return 0, false
+	}
+	return time.Duration(t.MaxQueuedS) * time.Second, true
 }
 
 // ExpirySummary is the error_summary of a task that waited past its max_queued_s (MAX_QUEUED_EXCEEDED): waited is
