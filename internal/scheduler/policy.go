@@ -784,13 +784,23 @@ func radixSort(keys []uint64) {
 		return
 	}
 	var or, and uint64 = 0, ^uint64(0)
+	// Keys whose low 32 bits already ascend (the callers' (score, queue index) keys of a list in queue order) need
+	// only their high digits sorted: LSD radix sort is stable, so the low half's order stays within each score.
+	ascending := true
+	var last uint32
 	for _, k := range keys {
 		or |= k
 		and &= k
+		ascending = ascending && uint32(k) >= last
+		last = uint32(k)
+	}
+	from := uint(0)
+	if ascending {
+		from = 32
 	}
 	src, dst := keys, make([]uint64, len(keys))
 	var count [1 << 16]int
-	for shift := uint(0); shift < 64; shift += 16 {
+	for shift := from; shift < 64; shift += 16 {
 		if (or>>shift)&0xffff == (and>>shift)&0xffff {
 			continue
 		}
