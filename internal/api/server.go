@@ -660,7 +660,7 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 			case *scheduler.Wait:
 				if a.Task == t {
 					reason = a.Reason
-					if a.Never {
+					if a.Never() {
 						verdict = VerdictNeverFits
 					}
 					if strings.HasPrefix(a.Reason, scheduler.DependencyReasonPrefix) {

@@ -125,23 +125,40 @@ type Submit struct {
 
 // Wait keeps a task waiting and records why. Emitted only when the state or the reason (the sentence) changes, so
 // a position or an estimate that moves does not rewrite the task; Explain serves those. Decide emits it as *Wait:
-// the Waits of one pass share one backing array, so a 100,000-deep queue costs one allocation, not 100,000.
+// the Waits of one pass share one backing array, so a 100,000-deep queue costs one allocation, not 100,000. It is
+// kept small (64 bytes, three pointers): a first pass over a deep queue writes one for every task, and writing
+// them cost as much as classifying the tasks; what is read of it rarely comes through its methods.
 type Wait struct {
 	Task *mvp.Task
-	// Code is the machine-readable reason; Reason the human sentence (stored as the task's pending_reason).
-	Code   WaitCode
+	// Reason is the human sentence (stored as the task's pending_reason); Code is the machine-readable reason.
 	Reason string
-	// Never is true when the task cannot fit on this cluster even if it were empty (Code never_fits).
-	Never bool
 	// YieldsTo names the task whose reservation this one waits behind (Code behind_reservation).
 	YieldsTo string
-	// LargestFreeGPUs is the GPUs free on the largest free node (Code fragmented).
-	LargestFreeGPUs float64
+	// estNs is the reserved start of the task holding the reservation (unix ns), 0 for the others.
+	estNs int64
 	// Position is the task's place among the waiting tasks, 1-based, in the policy's order.
-	Position int
-	// EstStart is the reserved start of the task holding the reservation; nil for the others (Explain estimates
-	// every task's).
-	EstStart *time.Time
+	Position int32
+	largest  float32
+	code     waitCode
+}
+
+// Code is the wait's machine-readable reason.
+func (w *Wait) Code() WaitCode { return w.code.name() }
+
+// Never is true when the task cannot fit on this cluster even if it were empty (Code never_fits).
+func (w *Wait) Never() bool { return w.code == cNeverFits }
+
+// LargestFreeGPUs is the GPUs free on the largest free node (Code fragmented).
+func (w *Wait) LargestFreeGPUs() float64 { return float64(w.largest) }
+
+// EstStart is the reserved start of the task holding the reservation; nil for the others (Explain estimates
+// every task's).
+func (w *Wait) EstStart() *time.Time {
+	if w.estNs == 0 {
+		return nil
+	}
+	at := time.Unix(0, w.estNs).UTC()
+	return &at
 }
 
 // Stop stops a live attempt that mvp has judged: a gang unplaceable for longer than Policy.GangWait
@@ -349,12 +366,11 @@ func (w *waits) appendTo(out []Action, pl *plan, i int32) []Action {
 	if e.pending && t.PendingReason == reason {
 		return out
 	}
-	w.buf = append(w.buf, Wait{Task: t, Code: e.code.name(), Reason: reason, Never: e.code == cNeverFits,
-		YieldsTo: pl.yieldsTo(e), LargestFreeGPUs: float64(e.largest), Position: int(e.pos)})
+	w.buf = append(w.buf, Wait{Task: t, Reason: reason, YieldsTo: pl.yieldsTo(e), Position: e.pos, largest: e.largest,
+		code: e.code})
 	wt := &w.buf[len(w.buf)-1]
 	if r := pl.resv; r != nil && r.holder == i && r.at != never {
-		at := time.Unix(0, r.at).UTC()
-		wt.EstStart = &at
+		wt.estNs = r.at
 	}
 	return append(out, wt)
 }

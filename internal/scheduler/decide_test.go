@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -53,7 +54,7 @@ func summary(as []Action) []string {
 		case Submit:
 			out = append(out, "submit:"+a.Task.ID)
 		case *Wait:
-			if a.Never {
+			if a.Never() {
 				out = append(out, "never:"+a.Task.ID)
 			} else {
 				out = append(out, "wait:"+a.Task.ID)
@@ -298,7 +299,7 @@ func TestDecideAttemptNumberAndReasons(t *testing.T) {
 
 	big := task(mvp.WorkloadPPO, 1, 8, mvp.StateQueued)
 	w := Decide(t0, Snapshot{Cluster: cluster(worker("n1", 4, 48)), Queue: []*mvp.Task{big}}, policy())[0].(*Wait)
-	if !w.Never || !strings.Contains(w.Reason, "can never fit") || !strings.Contains(w.Reason, "largest has 4 GPU") {
+	if !w.Never() || !strings.Contains(w.Reason, "can never fit") || !strings.Contains(w.Reason, "largest has 4 GPU") {
 		t.Errorf("never reason: %+v", w)
 	}
 
@@ -417,5 +418,13 @@ func TestPlacedGroupsHoldTheirGPUsBeforeTheNodeSaysSo(t *testing.T) {
 		if s, ok := a.(Submit); ok {
 			t.Fatalf("admitted %s onto %v while the placed gang holds every GPU", s.Task.ID, s.Nodes)
 		}
+	}
+}
+
+// TestAWaitIsSmall: a first pass over a deep queue writes a Wait for every task; at 88 bytes and five pointers
+// writing them cost as much as classifying the tasks. Keep it to a cache line.
+func TestAWaitIsSmall(t *testing.T) {
+	if n := unsafe.Sizeof(Wait{}); n > 64 {
+		t.Errorf("Wait is %d bytes, want at most 64", n)
 	}
 }

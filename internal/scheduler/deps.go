@@ -66,7 +66,7 @@ func holdFor(t *mvp.Task, deps map[string]mvp.State) (a Action, held bool) {
 	case len(waiting) > 0:
 		reason := DependencyReasonPrefix + "waiting for " + strings.Join(waiting, ", ") + " to end"
 		if t.State != mvp.StatePendingResources || t.PendingReason != reason {
-			return &Wait{Task: t, Code: CodeDependency, Reason: reason}, true
+			return &Wait{Task: t, code: cDependency, Reason: reason}, true
 		}
 		return nil, true
 	}

@@ -18,7 +18,7 @@ func TestEstimateHoldsMaxRunning(t *testing.T) {
 	p := named(PolicyXFBF)
 	p.MaxRunning = 1
 	w := waitOf(Decide(t0, b.snap(x), p), x)
-	if w == nil || w.Code != CodeMaxRunning {
+	if w == nil || w.Code() != CodeMaxRunning {
 		t.Fatalf("decide: %+v", w)
 	}
 	v := Explain(t0, b.snap(x), p)
@@ -80,7 +80,7 @@ func TestEstimateHoldsABlocker(t *testing.T) {
 	x := timed(1, 1, h, 10*time.Minute)
 	p := named(PolicyXFBF)
 	w := waitOf(Decide(t0, b.snap(x), p), x)
-	if w == nil || w.Code != CodeBehindReservation || w.YieldsTo != pend.ID {
+	if w == nil || w.Code() != CodeBehindReservation || w.YieldsTo != pend.ID {
 		t.Fatalf("decide: %+v", w)
 	}
 	v := Explain(t0, b.snap(x), p)

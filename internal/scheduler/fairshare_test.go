@@ -79,16 +79,16 @@ func TestStarvedTaskKeepsItsReservation(t *testing.T) {
 	p.StarvationBound = 24 * time.Hour
 	acts := Decide(t0, b.snap(old, urgent), p)
 	w := waitOf(acts, old)
-	if w == nil || w.EstStart == nil || !w.EstStart.Equal(t0.Add(30*time.Minute)) {
+	if w == nil || w.EstStart() == nil || !w.EstStart().Equal(t0.Add(30*time.Minute)) {
 		t.Fatalf("starved task's wait = %+v, want the reservation at +30 min", w)
 	}
-	if w := waitOf(acts, urgent); w == nil || w.Code != CodeGPUsBusy && w.Code != CodeBehindReservation || w.Position != 2 {
+	if w := waitOf(acts, urgent); w == nil || w.Code() != CodeGPUsBusy && w.Code() != CodeBehindReservation || w.Position != 2 {
 		t.Fatalf("urgent task's wait = %+v, want it second, behind the starved task", w)
 	}
 	// Without the bound, priority alone decides: the urgent task holds the reservation.
 	p.StarvationBound = 0
 	acts = Decide(t0, b.snap(old, urgent), p)
-	if w := waitOf(acts, urgent); w == nil || w.Position != 1 || w.EstStart == nil {
+	if w := waitOf(acts, urgent); w == nil || w.Position != 1 || w.EstStart() == nil {
 		t.Fatalf("without a starvation bound the urgent task's wait = %+v, want it first with the reservation", w)
 	}
 }
@@ -134,7 +134,7 @@ func TestFairShareLightUserJumpsTheBacklog(t *testing.T) {
 		t.Fatalf("submitted %v, want the light user's task", sub)
 	}
 	for _, h := range heavy {
-		if w := waitOf(acts, h); w == nil || w.Code != CodeFairShare {
+		if w := waitOf(acts, h); w == nil || w.Code() != CodeFairShare {
 			t.Fatalf("heavy task's wait = %+v, want code fair_share", w)
 		}
 	}
@@ -164,7 +164,7 @@ func TestQuotaHoldsOnlyItsOwner(t *testing.T) {
 			t.Fatalf("%s: submitted %v, want bob's task only", name, sub)
 		}
 		w := waitOf(acts, over)
-		if w == nil || w.Code != CodeQuota || w.Reason == "" {
+		if w == nil || w.Code() != CodeQuota || w.Reason == "" {
 			t.Fatalf("%s: alice's task waits %+v, want code quota", name, w)
 		}
 	}
@@ -179,7 +179,7 @@ func TestAGangOverTheCapSaysItCanNeverStart(t *testing.T) {
 	p := named(PolicyXFChain)
 	p.Users = map[string]UserLimits{"alice": {MaxGPUs: 2}}
 	w := waitOf(Decide(t0, b.snap(over), p), over)
-	if w == nil || w.Code != CodeQuota || !strings.Contains(w.Reason, "can never start") ||
+	if w == nil || w.Code() != CodeQuota || !strings.Contains(w.Reason, "can never start") ||
 		!strings.Contains(w.Reason, "max_gpus 2") {
 		t.Fatalf("alice's 4-GPU task under a cap of 2 waits %+v; want code quota saying it can never start", w)
 	}
@@ -202,7 +202,7 @@ func TestARemovedUsersTasksAreHeld(t *testing.T) {
 		t.Errorf("submitted %v; want bob's and the operator's", sub)
 	}
 	w := waitOf(acts, gone)
-	if w == nil || w.Code != CodeQuota || !strings.Contains(w.Reason, "not in v2.auth.users") {
+	if w == nil || w.Code() != CodeQuota || !strings.Contains(w.Reason, "not in v2.auth.users") {
 		t.Fatalf("the removed user's task waits %+v; want code quota saying she is not a user any more", w)
 	}
 }
@@ -321,7 +321,7 @@ func TestTheFairShareSentenceSaysWhatTheChargeIs(t *testing.T) {
 	p.FairShare = true
 	acts := Decide(t0, b.snap(q...), p)
 	w := waitOf(acts, q[1])
-	if w == nil || w.Code != CodeFairShare {
+	if w == nil || w.Code() != CodeFairShare {
 		t.Fatalf("carol's second task: %+v, want a fair_share wait", w)
 	}
 	if strings.Contains(w.Reason, "used more GPU time lately") || !strings.Contains(w.Reason, "ahead in line") {
@@ -348,11 +348,11 @@ func TestQuotaIsTheReasonBehindAnUnplacedGang(t *testing.T) {
 	p := named(PolicyXFChain)
 	p.Users = map[string]UserLimits{"carol": {MaxGPUs: 2}, "bob": {}}
 	acts := Decide(t0, b.snap(over, other), p)
-	if w := waitOf(acts, over); w == nil || w.Code != CodeQuota {
+	if w := waitOf(acts, over); w == nil || w.Code() != CodeQuota {
 		t.Errorf("carol's task over her quota behind an unplaced gang waits %+v; want code quota", w)
 	}
 	w := waitOf(acts, other)
-	if w == nil || w.Code != CodeBehindReservation || w.YieldsTo != pend.ID {
+	if w == nil || w.Code() != CodeBehindReservation || w.YieldsTo != pend.ID {
 		t.Fatalf("bob's task waits %+v; want behind_reservation yielding to %s", w, pend.ID)
 	}
 	if strings.Contains(w.Reason, "yields_to") {
@@ -380,10 +380,10 @@ func TestNoFairShareReasonBehindATaskThatCannotGoFirst(t *testing.T) {
 			p.Users, p.OnlyKnownOwners = map[string]UserLimits{"alice": {}}, true
 		}
 		acts := Decide(t0, s, p)
-		if w := waitOf(acts, carol); w == nil || w.Code != CodeQuota {
+		if w := waitOf(acts, carol); w == nil || w.Code() != CodeQuota {
 			t.Fatalf("removed %v: carol's task waits %+v, want quota", removed, w)
 		}
-		if w := waitOf(acts, alice); w == nil || w.Code != CodeGPUsBusy {
+		if w := waitOf(acts, alice); w == nil || w.Code() != CodeGPUsBusy {
 			t.Errorf("removed %v: alice's task waits %+v, want gpus_busy: nothing ranked ahead of it can go first", removed, w)
 		}
 	}

@@ -522,7 +522,7 @@ func (l *Loop) applyWaits(ctx context.Context, waits []*Wait) {
 func waitChange(now time.Time, a *Wait) mvp.Change {
 	reason := a.Reason
 	return mvp.Change{TaskID: a.Task.ID, From: a.Task.State, To: mvp.StatePendingResources, At: now,
-		PendingReason: &reason, EventPayload: map[string]any{"reason": reason, "never_fits": a.Never}}
+		PendingReason: &reason, EventPayload: map[string]any{"reason": reason, "never_fits": a.Never()}}
 }
 
 // applied logs an action that failed, unless the task moved meanwhile (e.g. canceled): then there is nothing to do.

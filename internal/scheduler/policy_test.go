@@ -284,23 +284,23 @@ func TestWaitCodes(t *testing.T) {
 	acts := Decide(t0, b.snap(frag, busy, behind, never, backing), named(PolicyEASY))
 
 	w := waitOf(acts, frag)
-	if w == nil || w.Code != CodeFragmented || w.LargestFreeGPUs != 2 || !strings.Contains(w.Reason, "largest free node has 2") {
+	if w == nil || w.Code() != CodeFragmented || w.LargestFreeGPUs() != 2 || !strings.Contains(w.Reason, "largest free node has 2") {
 		t.Fatalf("fragmented: %+v", w)
 	}
 	// Per node: n1 has 4 free at +1h (n2 only at +3h); counted over the cluster, 4 GPUs are free already.
-	if w.EstStart == nil || !w.EstStart.Equal(t0.Add(h)) || w.Position != 1 {
+	if w.EstStart() == nil || !w.EstStart().Equal(t0.Add(h)) || w.Position != 1 {
 		t.Errorf("reservation of the fragmented gang: %+v", w)
 	}
-	if w := waitOf(acts, busy); w == nil || w.Code != CodeGPUsBusy || w.EstStart != nil || w.Position != 2 {
+	if w := waitOf(acts, busy); w == nil || w.Code() != CodeGPUsBusy || w.EstStart() != nil || w.Position != 2 {
 		t.Errorf("gpus_busy: %+v", w)
 	}
 	// The task yielded to is named in YieldsTo only, never in the sentence: the API hides YieldsTo from a user
 	// who does not own that task, and the sentence is shown to the waiting task's owner as it is.
-	if w := waitOf(acts, behind); w == nil || w.Code != CodeBehindReservation || w.YieldsTo != frag.ID ||
+	if w := waitOf(acts, behind); w == nil || w.Code() != CodeBehindReservation || w.YieldsTo != frag.ID ||
 		strings.Contains(w.Reason, frag.ID) || !strings.Contains(w.Reason, "reservation") || w.Position != 3 {
 		t.Errorf("behind_reservation: %+v", w)
 	}
-	if w := waitOf(acts, never); w == nil || w.Code != CodeNeverFits || !w.Never || w.Position != 5 {
+	if w := waitOf(acts, never); w == nil || w.Code() != CodeNeverFits || !w.Never() || w.Position != 5 {
 		t.Errorf("never_fits: %+v", w)
 	}
 	if w := waitOf(acts, backing); w != nil {
@@ -309,7 +309,7 @@ func TestWaitCodes(t *testing.T) {
 
 	p := named(PolicyEASY)
 	p.MaxRunning = 2
-	if w := waitOf(Decide(t0, b.snap(frag), p), frag); w == nil || w.Code != CodeMaxRunning {
+	if w := waitOf(Decide(t0, b.snap(frag), p), frag); w == nil || w.Code() != CodeMaxRunning {
 		t.Errorf("max_running_tasks: %+v", w)
 	}
 }
@@ -320,7 +320,7 @@ func TestReservationFromUnknownNodes(t *testing.T) {
 	b.run(4, 3*time.Hour, time.Hour, false, "n2")
 	big := timed(2, 4, time.Hour, time.Minute)
 	w := waitOf(Decide(t0, b.snap(big), named(PolicyXFBF)), big)
-	if w == nil || w.EstStart == nil || !w.EstStart.Equal(t0.Add(2*time.Hour)) {
+	if w == nil || w.EstStart() == nil || !w.EstStart().Equal(t0.Add(2*time.Hour)) {
 		t.Errorf("got %+v", w)
 	}
 }
@@ -388,7 +388,7 @@ func TestFIFOBehindSentenceStable(t *testing.T) {
 	b.run(4, 2*time.Hour, time.Hour, true, "n1")
 	head, behind := timed(1, 4, time.Hour, time.Hour), timed(1, 1, time.Hour, time.Minute)
 	w := waitOf(Decide(t0, b.snap(head, behind), named(PolicyFIFO)), behind)
-	if w == nil || w.Code != CodeBehindReservation || w.YieldsTo != head.ID {
+	if w == nil || w.Code() != CodeBehindReservation || w.YieldsTo != head.ID {
 		t.Fatalf("got %+v", w)
 	}
 	behind.State, behind.PendingReason = mvp.StatePendingResources, w.Reason
@@ -493,7 +493,7 @@ func TestABackingOffGangKeepsItsPlace(t *testing.T) {
 		if c.policy == PolicySJF || c.policy == PolicyFIFO {
 			continue
 		}
-		if w := waitOf(acts, long); w == nil || w.Code != CodeBehindReservation || w.YieldsTo != gang.ID {
+		if w := waitOf(acts, long); w == nil || w.Code() != CodeBehindReservation || w.YieldsTo != gang.ID {
 			t.Errorf("%s: the long task's wait %+v, want behind_reservation yielding to the gang", c.policy, w)
 		}
 		v := Explain(t0, b.snap(gang, long, short), named(c.policy))
