@@ -94,6 +94,10 @@ func Generate(cfg GenConfig) ([]Job, error) {
 	}
 	// Arrivals: a Poisson process whose rate follows the day, over the span that makes the offered load cfg.Load.
 	span := work / (cfg.Load * float64(capacity))
+	if span > maxTraceSeconds {
+		return nil, fmt.Errorf("at --load %g these %d jobs would arrive over %.3g s, more than a trace may span (%g s): "+
+			"raise --load or lower --jobs", cfg.Load, cfg.Jobs, span, float64(maxTraceSeconds))
+	}
 	arr := make([]float64, len(jobs))
 	for i := range arr {
 		arr[i] = diurnalInverse(rng.Float64()*cumulative(span), span)
@@ -185,6 +189,13 @@ func GenerateTeams(cfg GenConfig, floodLoad float64) ([]Job, error) {
 		jobs = append(jobs, j)
 	}
 	want := floodLoad * float64(cfg.Nodes*cfg.GPUsPerNode) * span // GPU-seconds
+	// A sweep job's mean run is sweepMedianS·e^(σ²/2) (log-normal): refuse a flood of more jobs than a trace may
+	// hold before making them.
+	if n := want / (sweepMedianS * math.Exp(sweepSigma*sweepSigma/2) * float64(cfg.GPUsPerNode)); len(jobs)+int(min(n, MaxJobs+1)) > MaxJobs {
+		return nil, fmt.Errorf("--flood-load %g over the steady team's span of %.3g s would make about %.3g flood jobs, "+
+			"more than a trace may hold (%d): lower --flood-load, or raise --load so that the span is shorter",
+			floodLoad, span, n, MaxJobs)
+	}
 	for work := 0.0; work < want; {
 		d := math.Round(min(max(sweepMedianS*math.Exp(sweepSigma*rng.NormFloat64()), 600), 12*3600))
 		j := Job{NNodes: 1, GPUsPerNode: cfg.GPUsPerNode, DurationS: d, User: TeamFlood, Priority: 50,
