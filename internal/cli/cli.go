@@ -104,7 +104,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 		}
 		err = env.Doctor(ctx, rest)
 	case "sim":
-		err = runSim(rest, env)
+		err = runSim(ctx, rest, env)
 	case "schedule":
 		err = runSchedule(ctx, rest, env)
 	case "users":

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -29,9 +31,17 @@ const simUsage = `usage:
   mvp sim bound --trace FILE.csv --nodes N --gpus-per-node G --max-wait-s W
       lower bounds every policy is held to: the mean wait if whole-cluster jobs start within W, the makespan`
 
-func runSim(args []string, env Env) error {
+func runSim(ctx context.Context, args []string, env Env) error {
+	err := runSimVerb(ctx, args, env)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %w", err)
+	}
+	return err
+}
+
+func runSimVerb(ctx context.Context, args []string, env Env) error {
 	if len(args) > 0 && args[0] == "gen" {
-		return runSimGen(args[1:], env)
+		return runSimGen(ctx, args[1:], env)
 	}
 	if len(args) > 0 && args[0] == "bound" {
 		return runSimBound(args[1:], env)
@@ -102,7 +112,7 @@ func runSim(args []string, env Env) error {
 	for _, name := range names {
 		p := base
 		p.Name = name
-		res, err := sim.Run(jobs, sim.Config{Nodes: *nodes, GPUsPerNode: *gpus, CPUsPerNode: *cpus, Policy: p})
+		res, err := sim.Run(ctx, jobs, sim.Config{Nodes: *nodes, GPUsPerNode: *gpus, CPUsPerNode: *cpus, Policy: p})
 		if err != nil {
 			return fmt.Errorf("%s: %w", *trace, err)
 		}
@@ -145,7 +155,7 @@ func printSim(w io.Writer, rs []*sim.Result) error {
 
 func hours(s float64) string { return fmt.Sprintf("%.2f h", s/3600) }
 
-func runSimGen(args []string, env Env) error {
+func runSimGen(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet("sim gen", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() { fmt.Fprintln(env.Stderr, simUsage) }
@@ -167,25 +177,34 @@ func runSimGen(args []string, env Env) error {
 	var trace []sim.Job
 	var err error
 	if *floodLoad != 0 {
-		trace, err = sim.GenerateTeams(gc, *floodLoad)
+		trace, err = sim.GenerateTeams(ctx, gc, *floodLoad)
 	} else {
-		trace, err = sim.Generate(gc)
+		trace, err = sim.Generate(ctx, gc)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
 		return usageError{err}
 	}
 	if *out == "-" {
-		return sim.WriteCSV(env.Stdout, trace)
+		return sim.WriteCSV(ctxWriter{ctx, env.Stdout}, trace)
 	}
-	f, err := os.Create(*out)
+	// Written beside the file and renamed over it once whole: an interrupted or failed write leaves no half trace
+	// under the name asked for.
+	f, err := os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	if err := sim.WriteCSV(f, trace); err != nil {
+	defer os.Remove(f.Name()) // a no-op once renamed
+	if err := sim.WriteCSV(ctxWriter{ctx, f}, trace); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", *out, err)
 	}
 	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", *out, err)
+	}
+	if err := os.Rename(f.Name(), *out); err != nil {
 		return fmt.Errorf("write %s: %w", *out, err)
 	}
 	fmt.Fprintf(env.Stderr, "wrote %d jobs to %s in %s\n", len(trace), *out, time.Since(start).Round(time.Millisecond))
@@ -217,6 +236,19 @@ func runSimBound(args []string, env Env) error {
 	}
 	b := sim.LowerBounds(jobs, sim.Config{Nodes: *nodes, GPUsPerNode: *gpus, Policy: service.PolicyOf(cfg)}, *maxWait)
 	return json.NewEncoder(env.Stdout).Encode(b)
+}
+
+// ctxWriter stops a long write once ctx ends (Ctrl-C).
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.w.Write(p)
 }
 
 // readTrace reads a trace CSV; errors name the file.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/sim"
@@ -121,5 +122,38 @@ func TestSimTwoTeams(t *testing.T) {
 	code, out, errs := runCLI("sim", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4", "--only-user", "steady", "-o", "json")
 	if code != 0 || !strings.Contains(out, `"user":"steady"`) || strings.Contains(out, "flood") {
 		t.Errorf("only steady: %d %s %s", code, out, errs)
+	}
+}
+
+// TestSimStopsOnInterrupt: Ctrl-C and SIGTERM (which cancel the command's context) did nothing during a replay or
+// a generation, which can take minutes (walk-through 13). The command ends soon after, and an interrupted
+// generation leaves no file under the name asked for.
+func TestSimStopsOnInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "big.csv")
+	if code, _, errs := runCLI("sim", "gen", "--jobs", "60000", "--nodes", "16", "--gpus-per-node", "8", "--load", "0.9",
+		"-o", trace); code != 0 {
+		t.Fatalf("gen: %d %s", code, errs)
+	}
+	run := func(args ...string) (int, string, time.Duration) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(300*time.Millisecond, cancel)
+		var out, errb bytes.Buffer
+		start := time.Now()
+		code := Run(ctx, args, Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+		return code, errb.String(), time.Since(start)
+	}
+	code, errs, took := run("sim", "--trace", trace, "--nodes", "16", "--gpus-per-node", "8", "--policy", "all", "-o", "json")
+	if code == 0 || !strings.Contains(errs, "interrupted") || took > 5*time.Second {
+		t.Errorf("replay interrupted after 300 ms: exit %d after %v, %q", code, took, errs)
+	}
+	out := filepath.Join(dir, "flood.csv")
+	code, errs, took = run("sim", "gen", "--jobs", "1000", "--nodes", "16", "--gpus-per-node", "8", "--load", "0.001",
+		"--flood-load", "10", "-o", out)
+	if code == 0 || !strings.Contains(errs, "interrupted") || took > 5*time.Second {
+		t.Errorf("generation interrupted after 300 ms: exit %d after %v, %q", code, took, errs)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("an interrupted generation left %s: %v", out, err)
 	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -56,7 +57,7 @@ var (
 // Generate makes a trace of cfg.Jobs jobs for a cluster of cfg.Nodes × cfg.GPUsPerNode GPUs at offered load
 // cfg.Load. The same config gives the same trace. Sizes larger than the cluster are left out of the mix (the
 // shares of the others renormalised): a team does not submit jobs its cluster can never run.
-func Generate(cfg GenConfig) ([]Job, error) {
+func Generate(ctx context.Context, cfg GenConfig) ([]Job, error) {
 	if err := checkCluster(cfg.Nodes, cfg.GPUsPerNode); err != nil {
 		return nil, err
 	}
@@ -77,6 +78,9 @@ func Generate(cfg GenConfig) ([]Job, error) {
 		}
 	}
 	for i := range jobs {
+		if i%65536 == 0 && ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
 		gpus := pickGPUs(rng.Float64()*mixTotal, capacity)
 		j := &jobs[i]
 		if gpus <= cfg.GPUsPerNode {
@@ -173,11 +177,11 @@ const (
 // GenerateTeams makes a two-team trace: team "steady" submits cfg.Jobs jobs steadily at offered load cfg.Load
 // (as Generate), and team "flood" submits a sweep worth floodLoad of the cluster over the same span (one-node jobs
 // of a whole node, run times around 2 h), all of it in the first tenth of the span.
-func GenerateTeams(cfg GenConfig, floodLoad float64) ([]Job, error) {
+func GenerateTeams(ctx context.Context, cfg GenConfig, floodLoad float64) ([]Job, error) {
 	if !(floodLoad > 0) || floodLoad > 10 {
 		return nil, fmt.Errorf("--flood-load must be in (0, 10] (got %g)", floodLoad)
 	}
-	steady, err := Generate(cfg)
+	steady, err := Generate(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +201,9 @@ func GenerateTeams(cfg GenConfig, floodLoad float64) ([]Job, error) {
 			floodLoad, span, n, MaxJobs)
 	}
 	for work := 0.0; work < want; {
+		if len(jobs)%65536 == 0 && ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
 		d := math.Round(min(max(sweepMedianS*math.Exp(sweepSigma*rng.NormFloat64()), 600), 12*3600))
 		j := Job{NNodes: 1, GPUsPerNode: cfg.GPUsPerNode, DurationS: d, User: TeamFlood, Priority: 50,
 			MaxRuntimeS: declare(d, 1+(overestimateF-1)*rng.Float64()),

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -98,7 +99,7 @@ func checkCluster(nodes, gpusPerNode int) error {
 // every moment at which a job arrives or ends (all arrivals and ends of that moment first), never on a tick; each
 // Submit starts its job at once on the nodes Decide chose, and the job ends after its duration, or at its declared
 // max_runtime_s if that is shorter (as mvp stops a run that overstays). A job that can never start is an error.
-func Run(jobs []Job, cfg Config) (*Result, error) {
+func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 	if err := checkCluster(cfg.Nodes, cfg.GPUsPerNode); err != nil {
 		return nil, err
 	}
@@ -109,7 +110,10 @@ func Run(jobs []Job, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("no jobs to simulate")
 	}
 	s := newState(jobs, cfg)
-	for s.next < len(jobs) || len(s.queue) > 0 || len(s.running) > 0 {
+	for moments := 0; s.next < len(jobs) || len(s.queue) > 0 || len(s.running) > 0; moments++ {
+		if moments%256 == 0 && ctx.Err() != nil {
+			return nil, context.Cause(ctx) // Ctrl-C: a long replay stops here
+		}
 		now := int64(math.MaxInt64)
 		if s.next < len(jobs) {
 			now = s.arrival[s.next]

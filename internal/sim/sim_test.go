@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"container/heap"
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -103,7 +104,7 @@ func TestFIFOEqualsTextbookSimulator(t *testing.T) {
 		nodes, gpus := 1+rng.IntN(4), []int{1, 2, 4, 8}[rng.IntN(4)]
 		jobs := randomTrace(rng, 200, nodes, gpus)
 		want := textbookFIFO(jobs, nodes, gpus)
-		res, err := Run(jobs, Config{Nodes: nodes, GPUsPerNode: gpus, Policy: scheduler.Policy{Name: scheduler.PolicyFIFO}})
+		res, err := Run(context.Background(), jobs, Config{Nodes: nodes, GPUsPerNode: gpus, Policy: scheduler.Policy{Name: scheduler.PolicyFIFO}})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -122,7 +123,7 @@ func TestRunMetrics(t *testing.T) {
 	jobs := []Job{{ArrivalS: 0, NNodes: 1, GPUsPerNode: 2, DurationS: 100, MaxRuntimeS: 100},
 		{ArrivalS: 10, NNodes: 1, GPUsPerNode: 1, DurationS: 50, MaxRuntimeS: 60},
 		{ArrivalS: 20, NNodes: 1, GPUsPerNode: 1, DurationS: 10, MaxRuntimeS: 10}}
-	res, err := Run(jobs, Config{Nodes: 1, GPUsPerNode: 2, Policy: scheduler.Policy{Name: scheduler.PolicyFIFO}})
+	res, err := Run(context.Background(), jobs, Config{Nodes: 1, GPUsPerNode: 2, Policy: scheduler.Policy{Name: scheduler.PolicyFIFO}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestRunMetrics(t *testing.T) {
 func TestRunStopsAtDeclaredRuntime(t *testing.T) {
 	jobs := []Job{{ArrivalS: 0, NNodes: 1, GPUsPerNode: 1, DurationS: 500, MaxRuntimeS: 100},
 		{ArrivalS: 0, NNodes: 1, GPUsPerNode: 1, DurationS: 10, MaxRuntimeS: 10}}
-	res, err := Run(jobs, Config{Nodes: 1, GPUsPerNode: 1, Policy: scheduler.Policy{Name: scheduler.PolicyFIFO}})
+	res, err := Run(context.Background(), jobs, Config{Nodes: 1, GPUsPerNode: 1, Policy: scheduler.Policy{Name: scheduler.PolicyFIFO}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestRunStopsAtDeclaredRuntime(t *testing.T) {
 
 func TestRunNeverFits(t *testing.T) {
 	jobs := []Job{{Line: 7, ArrivalS: 0, NNodes: 3, GPUsPerNode: 1, DurationS: 10}}
-	_, err := Run(jobs, Config{Nodes: 2, GPUsPerNode: 4, Policy: scheduler.Policy{Name: scheduler.PolicyFIFO}})
+	_, err := Run(context.Background(), jobs, Config{Nodes: 2, GPUsPerNode: 4, Policy: scheduler.Policy{Name: scheduler.PolicyFIFO}})
 	if err == nil || !strings.Contains(err.Error(), "line 7") || !strings.Contains(err.Error(), "never") {
 		t.Errorf("got %v", err)
 	}
@@ -175,7 +176,7 @@ func TestBackfillBeatsFIFO(t *testing.T) {
 		{scheduler.PolicyXFBF, []float64{0, 1000, 2, 1100}},
 		{scheduler.PolicySJF, []float64{0, 1402, 2, 502}}, // the gang is passed by a job it then waits for
 	} {
-		res, err := Run(jobs, Config{Nodes: 2, GPUsPerNode: 4, Policy: scheduler.Policy{Name: c.policy}})
+		res, err := Run(context.Background(), jobs, Config{Nodes: 2, GPUsPerNode: 4, Policy: scheduler.Policy{Name: c.policy}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,11 +215,11 @@ func TestReadCSV(t *testing.T) {
 
 func TestGenerate(t *testing.T) {
 	cfg := GenConfig{Jobs: 5000, Nodes: 16, GPUsPerNode: 8, Load: 0.7, Seed: 3}
-	a, err := Generate(cfg)
+	a, err := Generate(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Generate(cfg)
+	b, _ := Generate(context.Background(), cfg)
 	if !slices.Equal(a, b) {
 		t.Fatal("the same seed gave two traces")
 	}
@@ -248,13 +249,13 @@ func TestGenerate(t *testing.T) {
 	if err != nil || len(back) != len(a) || back[10].MaxRuntimeS != a[10].MaxRuntimeS {
 		t.Errorf("round trip: %v", err)
 	}
-	small, _ := Generate(GenConfig{Jobs: 2000, Nodes: 2, GPUsPerNode: 4, Load: 0.8, Seed: 1})
+	small, _ := Generate(context.Background(), GenConfig{Jobs: 2000, Nodes: 2, GPUsPerNode: 4, Load: 0.8, Seed: 1})
 	for _, j := range small {
 		if j.NNodes*j.GPUsPerNode > 8 {
 			t.Fatalf("a job larger than the cluster: %+v", j)
 		}
 	}
-	if _, err := Generate(GenConfig{Jobs: 10, Nodes: 1, GPUsPerNode: 1, Load: 0}); err == nil {
+	if _, err := Generate(context.Background(), GenConfig{Jobs: 10, Nodes: 1, GPUsPerNode: 1, Load: 0}); err == nil {
 		t.Error("load 0 accepted")
 	}
 }
@@ -311,7 +312,7 @@ func TestLowerBoundsHoldForEveryPolicy(t *testing.T) {
 		}
 		for _, name := range scheduler.PolicyNames {
 			cfg := Config{Nodes: nodes, GPUsPerNode: gpus, Policy: scheduler.Policy{Name: name}}
-			res, err := Run(jobs, cfg)
+			res, err := Run(context.Background(), jobs, cfg)
 			if err != nil {
 				t.Fatalf("seed %d %s: %v", seed, name, err)
 			}
@@ -340,13 +341,13 @@ func TestSizesAreBounded(t *testing.T) {
 	jobs := []Job{{Line: 2, NNodes: 1, GPUsPerNode: 1, DurationS: 10, MaxRuntimeS: 10}}
 	for _, c := range []Config{{Nodes: MaxNodes + 1, GPUsPerNode: 8}, {Nodes: 2, GPUsPerNode: MaxGPUsPerNode + 1},
 		{Nodes: 2, GPUsPerNode: 8, CPUsPerNode: math.Inf(1)}, {Nodes: 2, GPUsPerNode: 8, CPUsPerNode: math.NaN()}} {
-		if _, err := Run(jobs, c); err == nil {
+		if _, err := Run(context.Background(), jobs, c); err == nil {
 			t.Errorf("Run %+v: accepted", c)
 		}
 	}
 	for _, g := range []GenConfig{{Jobs: MaxJobs + 1, Nodes: 4, GPUsPerNode: 8, Load: 0.7},
 		{Jobs: 5, Nodes: MaxNodes + 1, GPUsPerNode: 8, Load: 0.7}, {Jobs: 5, Nodes: 4, GPUsPerNode: MaxGPUsPerNode + 1, Load: 0.7}} {
-		if _, err := Generate(g); err == nil {
+		if _, err := Generate(context.Background(), g); err == nil {
 			t.Errorf("Generate %+v: accepted", g)
 		}
 	}
@@ -356,16 +357,16 @@ func TestSizesAreBounded(t *testing.T) {
 // written anyway and refused by the replay; a flood worth many times the steady team's jobs had no bound (23 GB
 // and killed, walk-through 13). Both are refused, naming the flag to change.
 func TestGenerateRefusesWhatItCannotWrite(t *testing.T) {
-	_, err := Generate(GenConfig{Jobs: 1000, Nodes: 1, GPUsPerNode: 1, Load: 0.00001, Seed: 1})
+	_, err := Generate(context.Background(), GenConfig{Jobs: 1000, Nodes: 1, GPUsPerNode: 1, Load: 0.00001, Seed: 1})
 	if err == nil || !strings.Contains(err.Error(), "--load") {
 		t.Errorf("a span past 1e9 s: %v", err)
 	}
-	if jobs, err := Generate(GenConfig{Jobs: 1000, Nodes: 1, GPUsPerNode: 1, Load: 0.01, Seed: 1}); err != nil {
+	if jobs, err := Generate(context.Background(), GenConfig{Jobs: 1000, Nodes: 1, GPUsPerNode: 1, Load: 0.01, Seed: 1}); err != nil {
 		t.Errorf("a low load whose span fits: %v", err)
 	} else if last := jobs[len(jobs)-1].ArrivalS; last > maxTraceSeconds {
 		t.Errorf("last arrival %g", last)
 	}
-	_, err = GenerateTeams(GenConfig{Jobs: 1000, Nodes: 16, GPUsPerNode: 8, Load: 0.0004, Seed: 1}, 10)
+	_, err = GenerateTeams(context.Background(), GenConfig{Jobs: 1000, Nodes: 16, GPUsPerNode: 8, Load: 0.0004, Seed: 1}, 10)
 	if err == nil || !strings.Contains(err.Error(), "--flood-load") {
 		t.Errorf("a flood of millions of jobs: %v", err)
 	}
