@@ -70,7 +70,12 @@ func ReadCSV(r io.Reader) ([]Job, error) {
 	}
 	col := map[string]int{}
 	for i, h := range header {
-		col[strings.TrimSpace(strings.ToLower(h))] = i
+		name := strings.TrimSpace(strings.ToLower(h))
+		if _, twice := col[name]; twice && name != "" {
+			return nil, fmt.Errorf("trace header (line 1): column %q is named twice (columns %d and %d); name each "+
+				"column once", name, col[name]+1, i+1)
+		}
+		col[name] = i
 	}
 	for _, name := range []string{ColArrival, ColNNodes, ColGPUsPerNode, ColDuration} {
 		if _, ok := col[name]; !ok {

@@ -16,6 +16,8 @@ func TestReadCSVRefusesWhatWouldWrap(t *testing.T) {
 		{head + "0,1e19,1,10,60\n", "line 2, column nnodes"},
 		{head + "0,1,1,1e10,3600\n", "line 2, column duration_s"},
 		{head + "1e10,1,1,10,60\n", "line 2, column arrival_s"},
+		// A column named twice: the last one was used without a word (walk-through 13).
+		{"arrival_s,nnodes,n_gpus_per_node,duration_s,nnodes\n0,1,1,10,2\n", "column \"nnodes\" is named twice"},
 	} {
 		func() {
 			defer func() {
