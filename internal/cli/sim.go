@@ -91,7 +91,7 @@ func runSimVerb(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if *onlyUser != "" {
-		jobs = slices.DeleteFunc(jobs, func(j sim.Job) bool { return j.User != *onlyUser })
+		jobs = slices.DeleteFunc(jobs, func(j sim.Job) bool { return j.Owner() != *onlyUser })
 		if len(jobs) == 0 {
 			return usageError{fmt.Errorf("the trace has no job of user %q", *onlyUser)}
 		}

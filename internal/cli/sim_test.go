@@ -157,3 +157,16 @@ func TestSimStopsOnInterrupt(t *testing.T) {
 		t.Errorf("an interrupted generation left %s: %v", out, err)
 	}
 }
+
+// TestOnlyUserOperator: the results name the jobs without a user column "operator", and --only-user operator
+// said the trace had none of them (walk-through 13).
+func TestOnlyUserOperator(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(trace, []byte("arrival_s,nnodes,n_gpus_per_node,duration_s,user\n0,1,1,10,\n0,1,1,10,bob\n10,1,1,5,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI("sim", "--trace", trace, "--nodes", "1", "--gpus-per-node", "1", "--only-user", "operator", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"jobs":2`) {
+		t.Errorf("--only-user operator: exit %d, %s%s", code, out, errs)
+	}
+}

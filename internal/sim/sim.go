@@ -182,7 +182,7 @@ func newState(jobs []Job, cfg Config) *state {
 		s.arrival[i] = nanos(j.ArrivalS)
 		t := &mvp.Task{ID: fmt.Sprintf("sim-%07d", i), Workload: Workload, State: mvp.StateQueued, NNodes: j.NNodes,
 			GPUsPerNode: j.GPUsPerNode, CreatedAt: epoch.Add(time.Duration(s.arrival[i])), MaxRuntimeS: j.MaxRuntimeS,
-			Owner: ownerOf(j), Priority: j.Priority}
+			Owner: j.Owner(), Priority: j.Priority}
 		s.tasks[i] = t
 		s.index[t] = i
 	}
@@ -317,8 +317,9 @@ func (s *state) finish(r *run) {
 	s.lastEnd = max(s.lastEnd, r.end)
 }
 
-// ownerOf is the task owner of a job: its user, or the operator.
-func ownerOf(j Job) string {
+// Owner is the user the job's task belongs to: its user column, or the operator when it names none (as the
+// results name it).
+func (j Job) Owner() string {
 	if j.User == "" {
 		return mvp.Operator
 	}
