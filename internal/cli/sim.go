@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,8 +68,17 @@ func runSimVerb(ctx context.Context, args []string, env Env) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), simUsage)}
 	}
-	if *trace == "" || *nodes < 1 || *gpus < 1 {
+	if *trace == "" {
 		return usageError{fmt.Errorf("--trace, --nodes and --gpus-per-node are required\n%s", simUsage)}
+	}
+	if err := checkCounts(map[string]int{"--nodes": *nodes, "--gpus-per-node": *gpus}, 1); err != nil {
+		return err
+	}
+	if err := checkCounts(map[string]int{"--max-running": *maxRunning}, 0); err != nil {
+		return err
+	}
+	if !(*cpus >= 0) {
+		return usageError{fmt.Errorf("--cpus-per-node must be 0 (CPUs not modelled) or more, not %g", *cpus)}
 	}
 	if *out != "table" && *out != "json" {
 		return usageError{fmt.Errorf("-o must be table or json, not %q", *out)}
@@ -223,8 +234,14 @@ func runSimBound(args []string, env Env) error {
 	if err := fs.Parse(args); err != nil {
 		return flagError{err}
 	}
-	if *trace == "" || *nodes < 1 || *gpus < 1 || *maxWait < 0 {
+	if *trace == "" {
 		return usageError{fmt.Errorf("--trace, --nodes, --gpus-per-node and --max-wait-s are required\n%s", simUsage)}
+	}
+	if err := checkCounts(map[string]int{"--nodes": *nodes, "--gpus-per-node": *gpus}, 1); err != nil {
+		return err
+	}
+	if !(*maxWait >= 0) || math.IsInf(*maxWait, 0) {
+		return usageError{fmt.Errorf("--max-wait-s must be a number of seconds, 0 or more, not %g\n%s", *maxWait, simUsage)}
 	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
@@ -234,8 +251,22 @@ func runSimBound(args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	b := sim.LowerBounds(jobs, sim.Config{Nodes: *nodes, GPUsPerNode: *gpus, Policy: service.PolicyOf(cfg)}, *maxWait)
+	sc := sim.Config{Nodes: *nodes, GPUsPerNode: *gpus, Policy: service.PolicyOf(cfg)}
+	if err := sc.Check(jobs); err != nil {
+		return fmt.Errorf("%s: %w", *trace, err)
+	}
+	b := sim.LowerBounds(jobs, sc, *maxWait)
 	return json.NewEncoder(env.Stdout).Encode(b)
+}
+
+// checkCounts refuses a flag below least, naming it.
+func checkCounts(flags map[string]int, least int) error {
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
+		if v := flags[name]; v < least {
+			return usageError{fmt.Errorf("%s must be at least %d, not %d\n%s", name, least, v, simUsage)}
+		}
+	}
+	return nil
 }
 
 // ctxWriter stops a long write once ctx ends (Ctrl-C).

@@ -170,3 +170,38 @@ func TestOnlyUserOperator(t *testing.T) {
 		t.Errorf("--only-user operator: exit %d, %s%s", code, out, errs)
 	}
 }
+
+// TestSimBoundChecksItsInput: mvp sim bound took a cluster mvp sim refuses (its capacity overflowed into a
+// negative utilisation bound), a NaN or infinite --max-wait-s (a JSON error, or +Inf), and a job that can never fit
+// (walk-through 13).
+func TestSimBoundChecksItsInput(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(trace, []byte("arrival_s,nnodes,n_gpus_per_node,duration_s\n0,1,1,10\n5,3,1,10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--nodes", "3000000000", "--gpus-per-node", "4000000000", "--max-wait-s", "10"}, "at most"},
+		{[]string{"--nodes", "3", "--gpus-per-node", "4", "--max-wait-s", "NaN"}, "--max-wait-s"},
+		{[]string{"--nodes", "3", "--gpus-per-node", "4", "--max-wait-s", "Inf"}, "--max-wait-s"},
+		{[]string{"--nodes", "2", "--gpus-per-node", "4", "--max-wait-s", "10"}, "line 3"},
+	} {
+		code, out, errs := runCLI(append([]string{"sim", "bound", "--trace", trace}, c.args...)...)
+		if code == 0 || !strings.Contains(errs, c.says) {
+			t.Errorf("%v: exit %d, %s%s; want an error saying %q", c.args, code, out, errs, c.says)
+		}
+	}
+	// mvp sim says so before it replays, not after.
+	code, _, errs := runCLI("sim", "--trace", trace, "--nodes", "2", "--gpus-per-node", "4")
+	if code == 0 || !strings.Contains(errs, "line 3") {
+		t.Errorf("sim with a job that never fits: exit %d, %s", code, errs)
+	}
+	for _, bad := range [][]string{{"--cpus-per-node", "-5"}, {"--max-running", "-1"}, {"--nodes", "0"}} {
+		args := append([]string{"sim", "--trace", trace, "--nodes", "3", "--gpus-per-node", "4"}, bad...)
+		if code, _, errs := runCLI(args...); code != 2 || !strings.Contains(errs, bad[0]) {
+			t.Errorf("%v: exit %d, %s; want a usage error naming %s", bad, code, errs, bad[0])
+		}
+	}
+}

@@ -95,12 +95,27 @@ func checkCluster(nodes, gpusPerNode int) error {
 	return nil
 }
 
+// Check refuses a cluster the simulator cannot hold and a job whose gang can never fit it (more nodes, or more GPUs
+// per node, than the cluster has), naming the job's line: before a replay, not after it.
+func (c Config) Check(jobs []Job) error {
+	if err := checkCluster(c.Nodes, c.GPUsPerNode); err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if j.NNodes > c.Nodes || j.GPUsPerNode > c.GPUsPerNode {
+			return fmt.Errorf("trace line %d: a gang of %d node(s) × %d GPU(s) can never start on %d node(s) of %d GPU(s)",
+				j.Line, j.NNodes, j.GPUsPerNode, c.Nodes, c.GPUsPerNode)
+		}
+	}
+	return nil
+}
+
 // Run replays jobs (in arrival order, as ReadCSV returns them) on the cluster of cfg. Decide is called once at
 // every moment at which a job arrives or ends (all arrivals and ends of that moment first), never on a tick; each
 // Submit starts its job at once on the nodes Decide chose, and the job ends after its duration, or at its declared
 // max_runtime_s if that is shorter (as mvp stops a run that overstays). A job that can never start is an error.
 func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
-	if err := checkCluster(cfg.Nodes, cfg.GPUsPerNode); err != nil {
+	if err := cfg.Check(jobs); err != nil {
 		return nil, err
 	}
 	if math.IsNaN(cfg.CPUsPerNode) || math.IsInf(cfg.CPUsPerNode, 0) || cfg.CPUsPerNode > 1e6 {
