@@ -77,6 +77,9 @@ func runSimVerb(ctx context.Context, args []string, env Env) error {
 	if err := checkCounts(map[string]int{"--max-running": *maxRunning}, 0); err != nil {
 		return err
 	}
+	if err := (sim.Config{Nodes: *nodes, GPUsPerNode: *gpus}).Check(nil); err != nil {
+		return usageError{fmt.Errorf("--nodes, --gpus-per-node: %w", err)} // before the trace is read
+	}
 	if !(*cpus >= 0) {
 		return usageError{fmt.Errorf("--cpus-per-node must be 0 (CPUs not modelled) or more, not %g", *cpus)}
 	}
@@ -239,6 +242,9 @@ func runSimBound(args []string, env Env) error {
 	}
 	if err := checkCounts(map[string]int{"--nodes": *nodes, "--gpus-per-node": *gpus}, 1); err != nil {
 		return err
+	}
+	if err := (sim.Config{Nodes: *nodes, GPUsPerNode: *gpus}).Check(nil); err != nil {
+		return usageError{fmt.Errorf("--nodes, --gpus-per-node: %w", err)}
 	}
 	if !(*maxWait >= 0) || math.IsInf(*maxWait, 0) {
 		return usageError{fmt.Errorf("--max-wait-s must be a number of seconds, 0 or more, not %g\n%s", *maxWait, simUsage)}

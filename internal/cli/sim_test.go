@@ -198,7 +198,7 @@ func TestSimBoundChecksItsInput(t *testing.T) {
 	if code == 0 || !strings.Contains(errs, "line 3") {
 		t.Errorf("sim with a job that never fits: exit %d, %s", code, errs)
 	}
-	for _, bad := range [][]string{{"--cpus-per-node", "-5"}, {"--max-running", "-1"}, {"--nodes", "0"}} {
+	for _, bad := range [][]string{{"--cpus-per-node", "-5"}, {"--max-running", "-1"}, {"--nodes", "0"}, {"--nodes", "200000"}} {
 		args := append([]string{"sim", "--trace", trace, "--nodes", "3", "--gpus-per-node", "4"}, bad...)
 		if code, _, errs := runCLI(args...); code != 2 || !strings.Contains(errs, bad[0]) {
 			t.Errorf("%v: exit %d, %s; want a usage error naming %s", bad, code, errs, bad[0])
