@@ -528,7 +528,7 @@ func holds(free, want map[string]float64) bool {
 
 // neverFits reports whether d cannot fit even on an empty cluster of the alive nodes, and why.
 func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string, bool) {
-	fitting, maxGPU, alive := 0, 0.0, 0
+	fitting, maxGPU, maxCPU, alive := 0, 0.0, 0.0, 0
 	driverOK := len(driver) == 0
 	for _, n := range c.Nodes {
 		if !n.Alive {
@@ -536,6 +536,7 @@ func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string,
 		}
 		if d.GPUs == 0 || n.Total[ResGPU] > 0 { // a gang counts the GPU nodes (not the head)
 			alive++
+			maxCPU = max(maxCPU, n.Total[ResCPU])
 		}
 		if n.Total[ResGPU] > maxGPU {
 			maxGPU = n.Total[ResGPU]
@@ -553,7 +554,8 @@ func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string,
 	}
 	if fitting < d.Groups {
 		return fmt.Sprintf("can never fit on this cluster: needs %d node(s) with %g GPU and %g CPU each; "+
-			"%d of %d alive %snode(s) are that large (largest has %g GPU)", d.Groups, d.GPUs, d.CPUs, fitting, alive, gpuWord, maxGPU), true
+			"%d of %d alive %snode(s) are that large (they have at most %g GPU and %g CPU)", d.Groups, d.GPUs, d.CPUs,
+			fitting, alive, gpuWord, maxGPU, maxCPU), true
 	}
 	if !driverOK {
 		return fmt.Sprintf("can never fit on this cluster: no alive node offers the driver's resources %s", describeMap(driver)), true

@@ -299,14 +299,22 @@ func TestDecideAttemptNumberAndReasons(t *testing.T) {
 
 	big := task(mvp.WorkloadPPO, 1, 8, mvp.StateQueued)
 	w := Decide(t0, Snapshot{Cluster: cluster(worker("n1", 4, 48)), Queue: []*mvp.Task{big}}, policy())[0].(*Wait)
-	if !w.Never() || !strings.Contains(w.Reason, "can never fit") || !strings.Contains(w.Reason, "largest has 4 GPU") {
+	if !w.Never() || !strings.Contains(w.Reason, "can never fit") || !strings.Contains(w.Reason, "at most 4 GPU and 48 CPU") {
 		t.Errorf("never reason: %+v", w)
 	}
-
 	// The same reason is not written again.
 	big.State, big.PendingReason = mvp.StatePendingResources, w.Reason
 	if acts := Decide(t0, Snapshot{Cluster: cluster(worker("n1", 4, 48)), Queue: []*mvp.Task{big}}, policy()); len(acts) != 0 {
 		t.Errorf("unchanged reason rewritten: %v", summary(acts))
+	}
+	// Short of CPUs, not of GPUs: the sentence says what the nodes have of both (it named only GPUs, so a gang of
+	// 4 GPUs and 52 CPUs was told its node "has 4 GPU": walk-through 13).
+	cpuBound := task(mvp.WorkloadPPO, 1, 4, mvp.StateQueued)
+	p := policy()
+	p.CPUsPerGPU = map[mvp.Workload]float64{mvp.WorkloadPPO: 13}
+	w = Decide(t0, Snapshot{Cluster: cluster(worker("n1", 4, 48)), Queue: []*mvp.Task{cpuBound}}, p)[0].(*Wait)
+	if !w.Never() || !strings.Contains(w.Reason, "52 CPU") || !strings.Contains(w.Reason, "at most 4 GPU and 48 CPU") {
+		t.Errorf("never reason, short of CPUs: %+v", w)
 	}
 }
 
