@@ -101,7 +101,14 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 	// A rerun of a user's task is that user's, whoever asks for it (the operator may): it is checked, capped and
 	// counted as the user's own resubmit would be, and stays in the user's view.
 	if owner := origin.Owner; owner != "" && owner != mvp.Operator && mvp.CallerOf(r.Context()).Name != owner {
-		r = r.WithContext(mvp.WithCaller(r.Context(), mvp.Caller{Name: owner}))
+		c := mvp.Caller{Name: owner}
+		if s.user(c) == nil {
+			// Hers, it would be held for ever with no limits to apply (as a schedule of hers is refused).
+			return mvp.Errorf(mvp.CodeForbidden, "task_id", "task %s's owner %q is no longer a user in "+
+				"v2.auth.users, so its resubmit would be hers and held; add the user back, or submit its jobspec "+
+				"yourself (mvp get %s -o json shows it)", origin.ID, owner, origin.ID)
+		}
+		r = r.WithContext(mvp.WithCaller(r.Context(), c))
 	}
 	return s.admit(w, r, t, dry)
 }

@@ -746,6 +746,15 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t.FillTimeLeft(s.Clock.Now())
+	if c := mvp.CallerOf(r.Context()); !c.Operator && len(t.Resubmits) == len(t.ResubmitOwners) {
+		var own []string
+		for k, id := range t.Resubmits {
+			if c.Owns(t.ResubmitOwners[k]) {
+				own = append(own, id) // another's resubmit of this task (an operator's, from before) is not shown
+			}
+		}
+		t.Resubmits = own
+	}
 	writeJSON(w, http.StatusOK, TaskDetail{Task: t, JobSpec: t.JobSpecYAML, EffectiveSpec: t.SpecJSON})
 	return nil
 }

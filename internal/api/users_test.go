@@ -463,7 +463,8 @@ func TestAnotherUsersDependencyNamesItsField(t *testing.T) {
 // read. It was the operator's, at the default priority above alice's cap, and alice saw its id on her task and a
 // 403 when she followed it (walk-through 12).
 func TestTheOperatorsResubmitOfAUsersTaskIsTheUsers(t *testing.T) {
-	base := usersServer(t) // alice's max_priority is 60
+	m := usersMain(t, servicetest.OneNode(4), nil, 60) // alice's max_priority is 60
+	base := m.URL()
 	post := func(path, body string, hdr map[string]string, want int) map[string]any {
 		t.Helper()
 		resp, b := do(t, base, "POST", path, "application/json", body, hdr)
@@ -500,6 +501,21 @@ func TestTheOperatorsResubmitOfAUsersTaskIsTheUsers(t *testing.T) {
 	get(re["task_id"].(string), aliceToken) // hers to read
 	if rs, _ := get(id, aliceToken)["resubmits"].([]any); len(rs) != 1 || rs[0] != re["task_id"] {
 		t.Errorf("alice's task lists resubmits %v, want [%v]", rs, re["task_id"])
+	}
+	// An operator's resubmit of her task from before this rule is the operator's: the operator sees it listed, she
+	// does not.
+	now := time.Now()
+	old := &mvp.Task{ID: "mvp2-ppo-20251223-143201-01d0", Workload: mvp.WorkloadPPO, State: mvp.StateQueued, NNodes: 1,
+		GPUsPerNode: 4, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: now, UpdatedAt: now, Owner: mvp.Operator,
+		Priority: 50, OriginID: id}
+	if err := m.Store().CreateTask(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	if rs, _ := get(id, aliceToken)["resubmits"].([]any); len(rs) != 1 || rs[0] != re["task_id"] {
+		t.Errorf("alice's task lists resubmits %v, want only hers, [%v]", rs, re["task_id"])
+	}
+	if rs, _ := get(id, servicetest.Token)["resubmits"].([]any); len(rs) != 2 {
+		t.Errorf("the operator sees resubmits %v of alice's task, want both", rs)
 	}
 	// Her caps hold for it: the operator cannot raise her task above her max_priority this way.
 	e := post("/api/v2/tasks/"+id+"/resubmit", `{"set": ["priority=90"]}`, nil, http.StatusBadRequest)

@@ -56,6 +56,9 @@ type Task struct {
 	// oldest first (GetTask fills it).
 	OriginID  string   `json:"resubmitted_from,omitempty"`
 	Resubmits []string `json:"resubmits,omitempty"`
+	// ResubmitOwners are the owners of Resubmits, one each (a resubmit is its origin's owner's, but one made by
+	// the operator before that rule is the operator's): the API shows a user only their own.
+	ResubmitOwners []string `json:"-"`
 	// Progress is what the latest attempt last wrote in its progress file; nil until it wrote one.
 	Progress *Progress `json:"progress"`
 	// SubmissionID is the Ray submission id of a task made through the Ray-Jobs door (the user's, or the task id

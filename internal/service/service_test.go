@@ -538,8 +538,8 @@ func TestARemovedUsersTasksAreHeld(t *testing.T) {
 	at := time.Now()
 	id := "mvp2-ppo-20251223-143201-a11c"
 	if err := db.CreateTask(context.Background(), &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
-		NNodes: 1, GPUsPerNode: 1, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: at, UpdatedAt: at, Owner: "alice",
-		Priority: 50}); err != nil {
+		NNodes: 1, GPUsPerNode: 1, JobSpecYAML: "x", CreatedAt: at, UpdatedAt: at, Owner: "alice", Priority: 50,
+		SpecJSON: []byte(`{"workload":"ppo","nnodes":1,"n_gpus_per_node":1,"model_path":"/m","train_file":"/t","val_file":"/v"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -573,6 +573,12 @@ func TestARemovedUsersTasksAreHeld(t *testing.T) {
 	}
 	if !removed {
 		t.Errorf("GET /api/v2/users does not mark alice removed: %+v", users.Users)
+	}
+	// A resubmit is its origin's owner's: the operator's rerun of her task would be hers, held for ever without
+	// limits to apply (the review of walk-through 12's fix); it is refused as a schedule of hers is.
+	_, _, err = m.Client().Resubmit(context.Background(), id, api.ResubmitRequest{})
+	if mvp.ErrorCode(err) != mvp.CodeForbidden || !strings.Contains(err.Error(), "no longer a user") {
+		t.Errorf("the operator's resubmit of a removed user's task: %v; want 403 saying she is no longer a user", err)
 	}
 }
 

@@ -842,37 +842,35 @@ func (db *DB) GetTask(ctx context.Context, id string) (*mvp.Task, error) {
 	if t == nil {
 		return nil, notFound("no task %q", id)
 	}
-	if t.Resubmits, err = db.resubmits(ctx, id, t.Owner); err != nil {
+	if t.Resubmits, t.ResubmitOwners, err = db.resubmits(ctx, id); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// resubmitsSQL reads the tasks resubmitted from a task that have its owner (a resubmit is its origin's owner's;
-// rows from before that rule may be the operator's, and a user must not learn of them). It repeats the condition
-// of the partial index tasks_by_origin (origin_id != ”), without which SQLite cannot use it for a bound parameter
-// and scans the table.
-const resubmitsSQL = `SELECT task_id FROM tasks WHERE origin_id = ? AND origin_id != '' AND owner = ? ORDER BY created_at, task_id`
+// resubmitsSQL reads the tasks resubmitted from a task, with their owners. It repeats the condition of the partial
+// index tasks_by_origin (origin_id != ”), without which SQLite cannot use it for a bound parameter and scans the
+// table.
+const resubmitsSQL = `SELECT task_id, owner FROM tasks WHERE origin_id = ? AND origin_id != '' ORDER BY created_at, task_id`
 
-// resubmits returns the ids of the tasks of owner resubmitted from id, oldest first.
-func (db *DB) resubmits(ctx context.Context, id, owner string) ([]string, error) {
-	rows, err := db.read.QueryContext(ctx, resubmitsSQL, id, owner)
+// resubmits returns the ids of the tasks resubmitted from id, oldest first, and their owners.
+func (db *DB) resubmits(ctx context.Context, id string) (ids, owners []string, err error) {
+	rows, err := db.read.QueryContext(ctx, resubmitsSQL, id)
 	if err != nil {
-		return nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
+		return nil, nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
 	}
 	defer rows.Close()
-	var out []string
 	for rows.Next() {
-		var r string
-		if err := rows.Scan(&r); err != nil {
-			return nil, fmt.Errorf("resubmits of %s: %w", id, err)
+		var r, o string
+		if err := rows.Scan(&r, &o); err != nil {
+			return nil, nil, fmt.Errorf("resubmits of %s: %w", id, err)
 		}
-		out = append(out, r)
+		ids, owners = append(ids, r), append(owners, o)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
+		return nil, nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
 	}
-	return out, nil
+	return ids, owners, nil
 }
 
 // errCursor answers a cursor this store did not give out.
