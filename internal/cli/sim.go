@@ -204,21 +204,7 @@ func runSimGen(ctx context.Context, args []string, env Env) error {
 	if *out == "-" {
 		return sim.WriteCSV(ctxWriter{ctx, env.Stdout}, trace)
 	}
-	// Written beside the file and renamed over it once whole: an interrupted or failed write leaves no half trace
-	// under the name asked for.
-	f, err := os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // a no-op once renamed
-	if err := sim.WriteCSV(ctxWriter{ctx, f}, trace); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", *out, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", *out, err)
-	}
-	if err := os.Rename(f.Name(), *out); err != nil {
+	if err := writeWhole(ctx, *out, trace); err != nil {
 		return fmt.Errorf("write %s: %w", *out, err)
 	}
 	fmt.Fprintf(env.Stderr, "wrote %d jobs to %s in %s\n", len(trace), *out, time.Since(start).Round(time.Millisecond))
@@ -245,6 +231,11 @@ func runSimBound(args []string, env Env) error {
 	}
 	if err := (sim.Config{Nodes: *nodes, GPUsPerNode: *gpus}).Check(nil); err != nil {
 		return usageError{fmt.Errorf("--nodes, --gpus-per-node: %w", err)}
+	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "max-wait-s" })
+	if !given {
+		return usageError{fmt.Errorf("--max-wait-s is required: the longest wait allowed to a whole-cluster job, in seconds\n%s", simUsage)}
 	}
 	if !(*maxWait >= 0) || math.IsInf(*maxWait, 0) {
 		return usageError{fmt.Errorf("--max-wait-s must be a number of seconds, 0 or more, not %g\n%s", *maxWait, simUsage)}
@@ -273,6 +264,44 @@ func checkCounts(flags map[string]int, least int) error {
 		}
 	}
 	return nil
+}
+
+// writeWhole writes trace to path. A new or regular file is written beside it and renamed over it once whole (a
+// new one with the mode os.Create gives, an old one keeping its own), so an interrupted or failed write leaves no
+// half trace under that name; anything else (a device, a pipe, a link to one: -o /dev/stdout) is written to
+// directly.
+func writeWhole(ctx context.Context, path string, trace []sim.Job) error {
+	fi, statErr := os.Stat(path)
+	if statErr == nil && !fi.Mode().IsRegular() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if err := sim.WriteCSV(ctxWriter{ctx, f}, trace); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.%d.tmp", filepath.Base(path), os.Getpid()))
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666) // 0666 less the umask, as os.Create
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // a no-op once renamed
+	if err := sim.WriteCSV(ctxWriter{ctx, f}, trace); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if statErr == nil {
+		if err := os.Chmod(tmp, fi.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp, path)
 }
 
 // ctxWriter stops a long write once ctx ends (Ctrl-C).

@@ -205,3 +205,46 @@ func TestSimBoundChecksItsInput(t *testing.T) {
 		}
 	}
 }
+
+// TestSimGenWritesFilesAsBefore: writing through a temporary file made the trace 0600 (unreadable to other users
+// and CI steps) and replaced a link to a device instead of writing to it (review).
+func TestSimGenWritesFilesAsBefore(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "t.csv")
+	gen := func(path string) {
+		t.Helper()
+		if code, _, errs := runCLI("sim", "gen", "--jobs", "10", "--nodes", "2", "--gpus-per-node", "4", "--load", "0.5", "-o", path); code != 0 {
+			t.Fatalf("gen -o %s: %d %s", path, code, errs)
+		}
+	}
+	gen(out)
+	probe := filepath.Join(dir, "probe")
+	f, err := os.Create(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	want, _ := os.Stat(probe)
+	if got, _ := os.Stat(out); got.Mode().Perm() != want.Mode().Perm() {
+		t.Errorf("a new trace is %v, os.Create gives %v", got.Mode().Perm(), want.Mode().Perm())
+	}
+	if err := os.Chmod(out, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	gen(out)
+	if got, _ := os.Stat(out); got.Mode().Perm() != 0o640 {
+		t.Errorf("a rewritten trace is %v, want the old file's 0640", got.Mode().Perm())
+	}
+	link := filepath.Join(dir, "null")
+	if err := os.Symlink(os.DevNull, link); err != nil {
+		t.Fatal(err)
+	}
+	gen(link)
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("-o a link to %s: the link was replaced (%v)", os.DevNull, err)
+	}
+	code, _, errs := runCLI("sim", "bound", "--trace", out, "--nodes", "2", "--gpus-per-node", "4")
+	if code != 2 || !strings.Contains(errs, "--max-wait-s is required") {
+		t.Errorf("sim bound without --max-wait-s: exit %d, %s", code, errs)
+	}
+}

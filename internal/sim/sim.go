@@ -125,9 +125,9 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("no jobs to simulate")
 	}
 	s := newState(jobs, cfg)
-	for moments := 0; s.next < len(jobs) || len(s.queue) > 0 || len(s.running) > 0; moments++ {
-		if moments%256 == 0 && ctx.Err() != nil {
-			return nil, context.Cause(ctx) // Ctrl-C: a long replay stops here
+	for s.next < len(jobs) || len(s.queue) > 0 || len(s.running) > 0 {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx) // Ctrl-C: a long replay stops here (a moment can be a deep queue's Decide)
 		}
 		now := int64(math.MaxInt64)
 		if s.next < len(jobs) {
