@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -36,7 +37,8 @@ type Loop struct {
 	// not as the previous process left them. May be nil.
 	Ready <-chan struct{}
 
-	wake chan struct{}
+	wake     chan struct{}
+	wakeOnce sync.Once
 }
 
 // Wake asks for a pass at once (after a schedule was made or resumed).
@@ -48,10 +50,9 @@ func (l *Loop) Wake() {
 	}
 }
 
+// init makes the wake channel once: the API may Wake the loop while Run starts.
 func (l *Loop) init() {
-	if l.wake == nil {
-		l.wake = make(chan struct{}, 1)
-	}
+	l.wakeOnce.Do(func() { l.wake = make(chan struct{}, 1) })
 }
 
 // Run makes passes until ctx ends.

@@ -268,3 +268,18 @@ func TestRunWaitsForTheSchedulersFirstPass(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestWakeWhileRunStarts: the API wakes the loop (a schedule made) while Run is starting; both made the wake
+// channel lazily without a lock, a data race the race detector caught in CI (TestScheduleLifecycle).
+func TestWakeWhileRunStarts(t *testing.T) {
+	ready := make(chan struct{}) // never closed: Run starts, then waits for it
+	l := &recurring.Loop{Ready: ready, Logger: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	l.Wake()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
