@@ -660,14 +660,6 @@ func render(w io.Writer, format string, raw json.RawMessage, table func(io.Write
 	return table(w)
 }
 
-// ownerName is an owner as shown: the operator's own things may carry no owner.
-func ownerName(o string) string {
-	if o == "" {
-		return mvp.Operator
-	}
-	return o
-}
-
 func ts(t *time.Time) string {
 	if t == nil || t.IsZero() {
 		return "-"
@@ -678,7 +670,7 @@ func ts(t *time.Time) string {
 func printTask(w io.Writer, t *mvp.Task) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	created := t.CreatedAt
-	owner := ownerName(t.Owner)
+	owner := mvp.OwnerName(t.Owner)
 	fmt.Fprintf(tw, "task_id:\t%s\nworkload:\t%s\nname:\t%s\nstate:\t%s\nowner:\t%s\npriority:\t%d\ngang:\t%d × %d GPU\ncreated_at:\t%s\n",
 		t.ID, t.Workload, safe(t.Name), t.State, owner, t.Priority, t.NNodes, t.GPUsPerNode, ts(&created))
 	if t.PendingReason != "" {
@@ -953,7 +945,7 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 			fmt.Fprintln(tw, "NAME\tOWNER\tCREATED\tUPDATED")
 			for _, s := range l.Secrets {
 				c, u := s.CreatedAt, s.UpdatedAt
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, ownerName(s.Owner), ts(&c), ts(&u))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, mvp.OwnerName(s.Owner), ts(&c), ts(&u))
 			}
 			return tw.Flush()
 		})

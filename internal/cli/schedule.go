@@ -144,7 +144,7 @@ func printSchedules(w io.Writer, list []*mvp.Schedule, detail bool) error {
 		if s.Paused {
 			state = "paused"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, ownerName(s.Owner), s.Cron, s.Timezone, s.Overlap, state,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, mvp.OwnerName(s.Owner), s.Cron, s.Timezone, s.Overlap, state,
 			ts(s.NextRunAt), dash(s.LastTaskID), s.Missed, dash(s.LastOutcome))
 	}
 	if err := tw.Flush(); err != nil {

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -71,11 +70,11 @@ func runSimVerb(ctx context.Context, args []string, env Env) error {
 	if *trace == "" {
 		return usageError{fmt.Errorf("--trace, --nodes and --gpus-per-node are required\n%s", simUsage)}
 	}
-	if err := checkCounts(map[string]int{"--nodes": *nodes, "--gpus-per-node": *gpus}, 1); err != nil {
-		return err
-	}
-	if err := checkCounts(map[string]int{"--max-running": *maxRunning}, 0); err != nil {
-		return err
+	for _, err := range []error{atLeast("--nodes", *nodes, 1), atLeast("--gpus-per-node", *gpus, 1),
+		atLeast("--max-running", *maxRunning, 0)} {
+		if err != nil {
+			return err
+		}
 	}
 	if err := (sim.Config{Nodes: *nodes, GPUsPerNode: *gpus}).Check(nil); err != nil {
 		return usageError{fmt.Errorf("--nodes, --gpus-per-node: %w", err)} // before the trace is read
@@ -226,8 +225,10 @@ func runSimBound(args []string, env Env) error {
 	if *trace == "" {
 		return usageError{fmt.Errorf("--trace, --nodes, --gpus-per-node and --max-wait-s are required\n%s", simUsage)}
 	}
-	if err := checkCounts(map[string]int{"--nodes": *nodes, "--gpus-per-node": *gpus}, 1); err != nil {
-		return err
+	for _, err := range []error{atLeast("--nodes", *nodes, 1), atLeast("--gpus-per-node", *gpus, 1)} {
+		if err != nil {
+			return err
+		}
 	}
 	if err := (sim.Config{Nodes: *nodes, GPUsPerNode: *gpus}).Check(nil); err != nil {
 		return usageError{fmt.Errorf("--nodes, --gpus-per-node: %w", err)}
@@ -256,12 +257,10 @@ func runSimBound(args []string, env Env) error {
 	return json.NewEncoder(env.Stdout).Encode(b)
 }
 
-// checkCounts refuses a flag below least, naming it.
-func checkCounts(flags map[string]int, least int) error {
-	for _, name := range slices.Sorted(maps.Keys(flags)) {
-		if v := flags[name]; v < least {
-			return usageError{fmt.Errorf("%s must be at least %d, not %d\n%s", name, least, v, simUsage)}
-		}
+// atLeast refuses flag name's value v below least, naming it.
+func atLeast(name string, v, least int) error {
+	if v < least {
+		return usageError{fmt.Errorf("%s must be at least %d, not %d\n%s", name, least, v, simUsage)}
 	}
 	return nil
 }

@@ -26,12 +26,17 @@ type Caller struct {
 	Operator bool
 }
 
+// OwnerName is owner as named: the operator's own things may carry no owner ("").
+func OwnerName(owner string) string {
+	if owner == "" {
+		return Operator
+	}
+	return owner
+}
+
 // Owns reports whether the caller may see and act on what owner owns: the operator always, a user its own.
 func (c Caller) Owns(owner string) bool {
-	if owner == "" {
-		owner = Operator
-	}
-	return c.Operator || c.Name == owner
+	return c.Operator || c.Name == OwnerName(owner)
 }
 
 // OwnerCaller is the caller that acts for what owner owns (a task run for its owner): the operator for

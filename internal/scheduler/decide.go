@@ -190,8 +190,14 @@ func (Expire) action() {}
 // the time to the first start: a task requeued after a run is no longer subject to it, one whose attempts only
 // lost the race for their GPUs (or never ran) still is (mvp.Task.QueuedUntil).
 func expired(now time.Time, t *mvp.Task) bool {
-	until, bound := t.QueuedUntil()
-	return bound && !now.Before(until)
+	return expiredNs(now.UnixNano(), t.CreatedAt.UnixNano(), t)
+}
+
+// expiredNs is expired with now and t's creation in unix nanoseconds (classify's form: time.Time's arithmetic
+// costs more than the rest of a task's classification).
+func expiredNs(nowNs, createdNs int64, t *mvp.Task) bool {
+	d, bound := t.QueuedBound()
+	return bound && nowNs-createdNs >= int64(d)
 }
 
 // overstayed reports whether a started attempt has run past its task's max_runtime_s, counted from when it began

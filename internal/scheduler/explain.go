@@ -214,12 +214,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 }
 
 // ownerName is t's owner, mvp.Operator when it names none.
-func ownerName(t *mvp.Task) string {
-	if t.Owner == "" {
-		return mvp.Operator
-	}
-	return t.Owner
-}
+func ownerName(t *mvp.Task) string { return mvp.OwnerName(t.Owner) }
 
 func timePtr(t time.Time) *time.Time { return &t }
 

@@ -377,9 +377,8 @@ func (pl *plan) classify() {
 	nowNs := pl.now.UnixNano()
 	for i, t := range q {
 		e := &pl.ents[i]
-		// In nanoseconds: time.Time's Sub and Before cost more than the rest of a task's classification.
 		created := t.CreatedAt.UnixNano()
-		if d, bound := t.QueuedBound(); bound && nowNs-created >= int64(d) {
+		if expiredNs(nowNs, created, t) {
 			e.kind = entExpired
 			pl.expired = append(pl.expired, int32(i))
 			continue

@@ -195,7 +195,7 @@ func GenerateTeams(ctx context.Context, cfg GenConfig, floodLoad float64) ([]Job
 	want := floodLoad * float64(cfg.Nodes*cfg.GPUsPerNode) * span // GPU-seconds
 	// A sweep job's mean run is sweepMedianS·e^(σ²/2) (log-normal): refuse a flood of more jobs than a trace may
 	// hold before making them.
-	if n := want / (sweepMedianS * math.Exp(sweepSigma*sweepSigma/2) * float64(cfg.GPUsPerNode)); len(jobs)+int(min(n, MaxJobs+1)) > MaxJobs {
+	if n := want / (sweepMedianS * math.Exp(sweepSigma*sweepSigma/2) * float64(cfg.GPUsPerNode)); float64(len(jobs))+n > MaxJobs {
 		return nil, fmt.Errorf("--flood-load %g over the steady team's span of %.3g s would make about %.3g flood jobs, "+
 			"more than a trace may hold (%d): lower --flood-load, or raise --load so that the span is shorter",
 			floodLoad, span, n, MaxJobs)

@@ -334,12 +334,7 @@ func (s *state) finish(r *run) {
 
 // Owner is the user the job's task belongs to: its user column, or the operator when it names none (as the
 // results name it).
-func (j Job) Owner() string {
-	if j.User == "" {
-		return mvp.Operator
-	}
-	return j.User
-}
+func (j Job) Owner() string { return mvp.OwnerName(j.User) }
 
 // span is what a started job counts for in fair share.
 func (r *run) span() mvp.UsageSpan {

@@ -62,7 +62,7 @@ func Prepare(body []byte, s Settings) (*mvp.Task, error) {
 	return &mvp.Task{Workload: eff.Workload, Name: eff.Name, NNodes: eff.NNodes, GPUsPerNode: eff.GPUsPerNode,
 		JobSpecYAML: string(body), SpecJSON: b, MaxRuntimeS: eff.MaxRuntimeS, MaxQueuedS: eff.MaxQueuedS,
 		HeartbeatTimeoutS: eff.HeartbeatTimeoutS, AfterOK: eff.AfterOK, AfterAny: eff.AfterAny, ResumeFrom: eff.ResumeFrom,
-		Priority: priorityOf(eff), PriorityDefaulted: spec.Priority == nil}, nil
+		Priority: *eff.Priority, PriorityDefaulted: spec.Priority == nil}, nil
 }
 
 // maxArgBytes is what Linux takes in one argument or one environment string (MAX_ARG_STRLEN, 128 KiB), less room
@@ -323,13 +323,4 @@ func SortedEnv(s *mvp.JobSubmission) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// priorityOf is the jobspec's priority, mvp.DefaultPriority when it names none (the API lowers that default to
-// the submitter's max_priority).
-func priorityOf(s *jobspec.Spec) int {
-	if s.Priority == nil {
-		return mvp.DefaultPriority
-	}
-	return *s.Priority
 }
