@@ -39,6 +39,24 @@ func BenchmarkExplain100k(b *testing.B) {
 	}
 }
 
+// BenchmarkExplainDepth is Explain (the forecast of every estimated start) under the default policy over the
+// first 100, 1,000 and 10,000 tasks of BenchmarkExplain100k's queue: a queue of about a thousand is forecast
+// whole, a deeper one until ForecastBudget is spent.
+func BenchmarkExplainDepth(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			snap, _, _, _ := deepQueue()
+			snap.Queue = snap.Queue[:n]
+			p := policy100k(DefaultPolicy)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				Explain(t0, snap, p)
+			}
+		})
+	}
+}
+
 // BenchmarkDecide100k is P2: one decision over a 100,000-deep queue on a 16-node cluster of 8 GPUs each. The
 // queue mixes gang shapes; the pass must admit everything that fits (reported as admitted/op) and write a reason
 // for the rest. Heap in use after the decision is reported as heap-MB and the test process's peak RSS as

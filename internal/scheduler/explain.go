@@ -59,9 +59,10 @@ type QueueEntry struct {
 	YieldsTo string   `json:"yields_to,omitempty"`
 	// LargestFreeGPUs is set for code fragmented: the GPUs free on the largest free node.
 	LargestFreeGPUs *float64 `json:"largest_free_gpus,omitempty"`
-	// EstStart is when the task would start if every task ran for its declared max_runtime_s and the queue
-	// started in the order shown (each task no earlier than the one before it); nil when unknown (it never fits,
-	// or it waits behind something without a declared end). Backfilling policies often start tasks earlier.
+	// EstStart is when the task would start if every task ran for exactly its declared max_runtime_s: the policy
+	// run forward on a simulated clock (backfill included), or, past ForecastBudget in a deep queue, in the order
+	// shown; nil when unknown (it never fits, it waits behind something without a declared end, or for its
+	// dependencies).
 	EstStart *time.Time `json:"est_start"`
 	// QueuedUntil is when the task's max_queued_s ends it (MAX_QUEUED_EXCEEDED) if it has not started by then; nil
 	// for a task not bound by it (none set, or it has run: mvp.Task.Ran). ExpiresBeforeStart says that EstStart
@@ -126,7 +127,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		}
 		v.Reservations = append(v.Reservations, res)
 	}
-	est := pl.estimates()
+	est := pl.forecastEstimates()
 	entries := make([]QueueEntry, 0, len(s.Queue))
 	// bound notes a task's max_queued_s end on its entry, and whether its estimated start comes after it.
 	bound := func(q *QueueEntry, t *mvp.Task) {
@@ -217,6 +218,35 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 func ownerName(t *mvp.Task) string { return mvp.OwnerName(t.Owner) }
 
 func timePtr(t time.Time) *time.Time { return &t }
+
+// forecastEstimates is each waiting task's estimated start (by queue index; nil where none is known): when the
+// policy, run forward with every task taking its declared time, starts it (forecast). Where the forecast cannot
+// model the live attempts it is the in-order estimate (estimates); where it stopped at its budget, a task it did
+// not reach gets the in-order estimate, no earlier than where it stopped.
+func (pl *plan) forecastEstimates() []*time.Time {
+	starts, horizon, cut, ok := forecast(pl.now, pl.s, pl.s.Queue, pl.p)
+	if !ok {
+		return pl.estimates()
+	}
+	var inOrder []*time.Time
+	if cut {
+		inOrder = pl.estimates()
+	}
+	out := make([]*time.Time, len(starts))
+	at := make([]time.Time, len(starts)) // one backing array
+	for i, ns := range starts {
+		switch {
+		case ns != never:
+			at[i] = time.Unix(0, ns).UTC()
+		case cut && inOrder[i] != nil:
+			at[i] = time.Unix(0, max(inOrder[i].UnixNano(), horizon)).UTC()
+		default:
+			continue
+		}
+		out[i] = &at[i]
+	}
+	return out
+}
 
 // estimates places the waiting tasks, in policy order, each at the earliest time at or after the previous one's
 // at which its gang fits and max_running_tasks lets it start, every task (running or placed) ending at its

@@ -1,0 +1,240 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// ForecastBudget bounds the work of one forecast (Explain's estimated starts): the sum, over the Decide calls it
+// makes, of the tasks still waiting at each. A queue of about a thousand tasks is forecast whole; in a deeper one
+// the tasks the forecast does not reach get the in-order estimate, no earlier than where the forecast stopped.
+// A unit costs about 0.2 µs on the 2-core machine of BENCHMARKS.md (Decide over a deep queue), so the bound is
+// about 0.2 s, what the in-order estimates of a 100,000-deep queue cost besides.
+var ForecastBudget = 1_000_000
+
+// forecast runs the policy forward from now, on a simulated clock, as if every task ran for exactly its declared
+// time (max_runtime_s, or the policy's default): Decide at now, then again at every moment a running task's
+// declared end frees its resources or a task backing off may be tried again, each start taken where Decide put
+// it. It returns when each waiting task (by queue index of q) would start; horizon is the simulated time where it
+// stopped, cut says it stopped because the budget was spent (the tasks it did not reach start no earlier than
+// horizon), and ok is false when it could not run (a live attempt it cannot model: the caller keeps its
+// in-order estimates).
+//
+// It is pure, like Decide: the tasks of q and s are not written (a task bound by max_queued_s is forecast on a
+// copy without the bound, so that the forecast says when it would start, and the caller when it expires first).
+// What it does not model: tasks held by dependencies (q has none), a starvation bound crossed between two
+// releases (the next release re-ranks), usage that grows while tasks run (fair share ranks on the usage of now).
+func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int64, horizon int64, cut, ok bool) {
+	for _, a := range s.Active {
+		if a.Attempt == nil {
+			return nil, 0, false, false
+		}
+	}
+	// The resources free once the live attempts hold what they will (as Decide's plan sees them), and where each
+	// live attempt gives its own back.
+	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1, starved: -1}
+	pl.reserveLive()
+	if pl.blocker != "" {
+		return nil, 0, false, false
+	}
+	pl.buildReleases()
+	f := &world{p: p, nodes: cloneNodes(pl.nodes), byID: map[string]int{}, head: map[string]bool{}}
+	for k, n := range f.nodes {
+		f.byID[n.id] = k
+	}
+	for _, n := range s.Cluster.Nodes {
+		f.head[n.ID] = n.IsHead
+	}
+	for k, a := range s.Active {
+		u := pl.live[k]
+		if slices.Contains(u.nodes, -1) {
+			u.nodes = nil // not attributed: no release (as the in-order estimate: nothing known frees it)
+		}
+		att := *a.Attempt
+		start := att.CreatedAt
+		if since := att.RunningSince(); since != nil {
+			start = *since
+		}
+		if start.IsZero() {
+			start = now
+		}
+		f.add(a.Task, &att, start, u)
+	}
+
+	starts = make([]int64, len(q))
+	orig := make(map[*mvp.Task]int, len(q))
+	queue := make([]*mvp.Task, 0, len(q))
+	for i, t := range q {
+		starts[i] = never
+		if expired(now, t) {
+			continue // Decide ends it now
+		}
+		if _, bound := t.QueuedBound(); bound {
+			c := *t
+			c.MaxQueuedS = 0 // forecast when it would start; the caller compares that with its bound
+			t = &c
+		}
+		orig[t] = i
+		queue = append(queue, t)
+	}
+	at, spent := now.UnixNano(), 0
+	for {
+		f.releaseTo(at)
+		spent += len(queue)
+		when := time.Unix(0, at).UTC()
+		started := false
+		for _, a := range Decide(when, f.snapshot(when, queue, s), p) {
+			sub, isSub := a.(Submit)
+			if !isSub {
+				continue
+			}
+			i, known := orig[sub.Task]
+			if !known {
+				continue
+			}
+			starts[i], started = at, true
+			f.start(sub, at)
+		}
+		if started {
+			queue = slices.DeleteFunc(queue, func(t *mvp.Task) bool { return starts[orig[t]] != never })
+		}
+		if len(queue) == 0 {
+			return starts, at, false, true
+		}
+		if spent >= ForecastBudget {
+			return starts, at, true, true
+		}
+		next := f.nextEnd()
+		for _, t := range queue {
+			if t.NextRunAt != nil && t.NextRunAt.UnixNano() > at {
+				next = min(next, t.NextRunAt.UnixNano())
+			}
+		}
+		if next == never {
+			return starts, at, false, true // what is left waits on something with no declared end
+		}
+		at = next
+	}
+}
+
+// world is the forecast's cluster: free resources per node, and the tasks running in it with their declared ends.
+type world struct {
+	p       Policy
+	nodes   []*node
+	byID    map[string]int
+	head    map[string]bool
+	running []running
+	seq     int
+}
+
+// running is a task running in the forecast.
+type running struct {
+	task  *mvp.Task
+	att   *mvp.Attempt
+	nodes []int // one per group
+	end   int64 // never: no declared end
+	use   liveUse
+}
+
+// add puts a task running since start in the world, holding u (its resources are already off the free view).
+func (f *world) add(t *mvp.Task, att *mvp.Attempt, start time.Time, u liveUse) {
+	f.seq++
+	att.RayJobID = fmt.Sprintf("forecast-%d", f.seq) // its groups are the world's, matched by this id
+	att.RayStatus = mvp.RayRunning                   // placed, driver started: nothing more to hold
+	att.RunningAt = &start
+	att.DriverNodeID = ""
+	if u.driver >= 0 {
+		att.DriverNodeID = f.nodes[u.driver].id
+	}
+	f.running = append(f.running, running{task: t, att: att, nodes: u.nodes, end: u.end, use: u})
+}
+
+// start takes what a Submit placed at at off the free view and runs the task until its declared end.
+func (f *world) start(sub Submit, at int64) {
+	d, drv := DemandOf(sub.Task, f.p), driverOf(sub.Task, f.p)
+	u := liveUse{end: never, gpu: d.GPUs, cpu: d.CPUs, driver: -1, drv: drv}
+	if rt := runtimeOf(sub.Task, f.p); rt > 0 {
+		u.end = at + int64(rt)
+		if u.end < at { // overflow: a declared run past the clock's end
+			u.end = never
+		}
+	}
+	for _, id := range sub.Nodes {
+		k := f.byID[id]
+		u.nodes = append(u.nodes, k)
+		f.nodes[k].free[ResGPU] -= d.GPUs
+		f.nodes[k].free[ResCPU] -= d.CPUs
+	}
+	if k, placed := f.byID[sub.DriverNode]; placed && sub.DriverNode != "" && len(drv) > 0 {
+		u.driver = k
+		for r, v := range drv {
+			f.nodes[k].free[r] -= v
+		}
+	}
+	t := *sub.Task
+	t.State = mvp.StateRunning // counts as running (max_running_tasks) and is no longer queued
+	t.LatestAttemptNo++
+	when := time.Unix(0, at).UTC()
+	f.add(&t, &mvp.Attempt{TaskID: t.ID, No: t.LatestAttemptNo, CreatedAt: when, StartTime: &when}, when, u)
+}
+
+// releaseTo ends every running task whose declared end is at or before at, giving back what it held.
+func (f *world) releaseTo(at int64) {
+	f.running = slices.DeleteFunc(f.running, func(r running) bool {
+		if r.end > at {
+			return false
+		}
+		for _, k := range r.nodes {
+			f.nodes[k].free[ResGPU] += r.use.gpu
+			f.nodes[k].free[ResCPU] += r.use.cpu
+		}
+		if r.use.driver >= 0 {
+			for res, v := range r.use.drv {
+				f.nodes[r.use.driver].free[res] += v
+			}
+		}
+		return true
+	})
+}
+
+// nextEnd is the earliest declared end of a running task (never if none has one).
+func (f *world) nextEnd() int64 {
+	next := int64(never)
+	for _, r := range f.running {
+		next = min(next, r.end)
+	}
+	return next
+}
+
+// snapshot is what Decide sees of the world at when: its nodes with their free resources as Ray's availability,
+// every running task as a live attempt whose groups are placed on the nodes it holds, and the waiting tasks.
+func (f *world) snapshot(when time.Time, queue []*mvp.Task, s Snapshot) Snapshot {
+	view := &mvp.ClusterView{At: when, Source: "forecast"}
+	for _, n := range f.nodes {
+		avail := make(map[string]float64, len(n.free))
+		for r, v := range n.free {
+			avail[r] = math.Max(v, 0)
+		}
+		view.Nodes = append(view.Nodes, mvp.Node{ID: n.id, Alive: true, IsHead: f.head[n.id], Total: n.total,
+			Available: avail})
+	}
+	active := make([]ActiveAttempt, 0, len(f.running))
+	for _, r := range f.running {
+		for range DemandOf(r.task, f.p).Groups {
+			view.Groups = append(view.Groups, mvp.PlacementGroup{CreatorJobID: r.att.RayJobID, State: "CREATED"})
+		}
+		a := ActiveAttempt{Task: r.task, Attempt: r.att}
+		if len(r.nodes) > 0 {
+			a.Nodes = make([]string, len(r.nodes))
+			for g, k := range r.nodes {
+				a.Nodes[g] = f.nodes[k].id
+			}
+		}
+		active = append(active, a)
+	}
+	return Snapshot{Cluster: view, Queue: queue, Active: active, Deps: s.Deps, Usage: s.Usage}
+}

@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// backfillBench: n1 is full until +1h (A), n2 holds B until +5h and C until +30min. G (2 × 4, the oldest) needs
+// both nodes: reserved at +5h. S (1 × 4, declared 2 h) fits n1 once A ends at +1h and ends by +3h, before G's
+// reservation: a backfilling policy starts it then.
+func backfillBench() (*bench, *mvp.Task, *mvp.Task) {
+	h := time.Hour
+	b := newBench("n1", "n2")
+	b.run(4, 2*h, h, true, "n1")            // A: ends at +1h
+	b.run(2, 6*h, h, true, "n2")            // B: ends at +5h
+	b.run(2, 90*time.Minute, h, true, "n2") // C: ends at +30min
+	g := timed(2, 4, 2*h, 20*time.Minute)   // G: the oldest waiting task
+	s := timed(1, 4, 2*h, 10*time.Minute)   // S
+	return b, g, s
+}
+
+// TestEstimateFollowsBackfill: the estimated start is the policy's, run forward on declared run times. Under a
+// backfilling policy the small task S starts at +1h, before the gang it waits behind (+5h); under fifo it waits
+// for the gang's run (+7h). The in-order estimate put S after the gang under every policy.
+func TestEstimateFollowsBackfill(t *testing.T) {
+	h := time.Hour
+	for _, tc := range []struct {
+		policy string
+		s      time.Duration
+	}{{PolicyXFChain, h}, {PolicyEASY, h}, {PolicyXFBF, h}, {PolicyFIFO, 7 * h}} {
+		t.Run(tc.policy, func(t *testing.T) {
+			b, g, s := backfillBench()
+			before := []mvp.Task{*g, *s}
+			v := Explain(t0, b.snap(g, s), named(tc.policy))
+			est := map[string]*time.Time{}
+			for _, e := range v.Queue {
+				est[e.TaskID] = e.EstStart
+			}
+			if e := est[g.ID]; e == nil || !e.Equal(t0.Add(5*h)) {
+				t.Errorf("G estimated at %v, want +5h (when B ends)", e)
+			}
+			if e := est[s.ID]; e == nil || !e.Equal(t0.Add(tc.s)) {
+				t.Errorf("S estimated at %v, want +%v", e, tc.s)
+			}
+			if after := []mvp.Task{*g, *s}; !reflect.DeepEqual(before, after) {
+				t.Errorf("Explain wrote the queue's tasks:\nbefore %+v\nafter  %+v", before, after)
+			}
+		})
+	}
+}
+
+// TestEstimatePastTheForecastBudget: a forecast that spends its budget gives the tasks it did not reach the
+// in-order estimate, no earlier than where it stopped.
+func TestEstimatePastTheForecastBudget(t *testing.T) {
+	defer func(b int) { ForecastBudget = b }(ForecastBudget)
+	ForecastBudget = 1 // spent by the first Decide: nothing is forecast beyond now
+	b, g, s := backfillBench()
+	v := Explain(t0, b.snap(g, s), named(PolicyXFChain))
+	for _, e := range v.Queue {
+		want := map[string]time.Duration{g.ID: 5 * time.Hour, s.ID: 7 * time.Hour}[e.TaskID]
+		if e.EstStart == nil || !e.EstStart.Equal(t0.Add(want)) {
+			t.Errorf("%s estimated at %v, want the in-order +%v", e.TaskID, e.EstStart, want)
+		}
+	}
+}
+
+// TestEstimateOfABackingOffTask: a task backing off is forecast to start when it is tried again, if it fits then.
+func TestEstimateOfABackingOffTask(t *testing.T) {
+	b := newBench("n1")
+	x := timed(1, 2, time.Hour, 10*time.Minute)
+	x.State, x.LatestAttemptNo = mvp.StatePendingResources, 1
+	next := t0.Add(10 * time.Minute)
+	x.NextRunAt = &next
+	v := Explain(t0, b.snap(x), named(PolicyXFChain))
+	if len(v.Queue) != 1 || v.Queue[0].Code != CodeBackingOff {
+		t.Fatalf("queue: %+v", v.Queue)
+	}
+	if e := v.Queue[0].EstStart; e == nil || !e.Equal(next) {
+		t.Errorf("estimated at %v, want its next_run_at %v", e, next)
+	}
+}
