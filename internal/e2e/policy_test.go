@@ -187,3 +187,71 @@ func TestABackingOffGangKeepsItsReservation(t *testing.T) {
 		t.Errorf("the long task started at %v, before the gang's second attempt at %v", startOf(l), done.Attempts[1].CreatedAt)
 	}
 }
+
+// TestTheEstimateIsWhenBackfillStartsATask (issue 13, estimated starts): A (1×4, declared 40 s) fills one worker and
+// B (1×2, declared 300 s) half the other; G (2×4) waits for both, reserved at B's end; S (1×4, declared 60 s) fits
+// the first worker once A ends and ends long before G's reservation. The queue estimates S at A's end (the policy
+// run forward: backfill starts it then), before G's reservation, and S starts then. The in-order estimate put S
+// after G's run.
+func TestTheEstimateIsWhenBackfillStartsATask(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	a := s.submit(spec("ppo", 1, 4, 40) + "max_runtime_s: 40\n").ID
+	b := s.submit(spec("ppo", 1, 2, 300) + "max_runtime_s: 300\n").ID
+	s.waitState(a, mvp.StateRunning, 90*time.Second)
+	s.waitState(b, mvp.StateRunning, 90*time.Second)
+	waitFor(t, 60*time.Second, "A's and B's 6 GPUs in use", func() (bool, string) {
+		g := freeGPUs(t)
+		return len(g) == 2 && g[0]+g[1] == 2, fmt.Sprint(g)
+	})
+	g := s.submit(spec("ppo", 2, 4, 1) + "max_runtime_s: 60\n").ID
+	s.waitState(g, mvp.StatePendingResources, 30*time.Second)
+	sm := s.submit(spec("ppo", 1, 4, 1) + "max_runtime_s: 60\n").ID
+	var resv, est time.Time
+	waitFor(t, 30*time.Second, "the queue's picture with G reserved and S estimated", func() (bool, string) {
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(v.Reservations) == 0 || v.Reservations[0].TaskID != g || v.Reservations[0].Start == nil {
+			return false, fmt.Sprintf("reservations %+v", v.Reservations)
+		}
+		resv = *v.Reservations[0].Start
+		for _, e := range v.Queue {
+			if e.TaskID == sm && e.EstStart != nil {
+				est = *e.EstStart
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("S not estimated yet: %+v", v.Queue)
+	})
+	aRun := s.get(a)
+	var aEnd time.Time
+	for _, at := range aRun.Attempts {
+		if since := at.RunningSince(); since != nil {
+			aEnd = since.Add(40 * time.Second)
+		}
+	}
+	t.Logf("A declared to end %s; S estimated %s; G reserved %s", aEnd.Format(time.RFC3339Nano),
+		est.Format(time.RFC3339Nano), resv.Format(time.RFC3339Nano))
+	if !est.Before(resv) {
+		t.Errorf("S estimated at %s, not before G's reservation at %s", est.Format(time.RFC3339), resv.Format(time.RFC3339))
+	}
+	if aEnd.IsZero() || est.Sub(aEnd).Abs() > 2*time.Second {
+		t.Errorf("S estimated at %s, not at A's declared end %s", est.Format(time.RFC3339), aEnd.Format(time.RFC3339))
+	}
+	started := s.waitState(sm, mvp.StateSucceeded, 120*time.Second)
+	if at := startOf(started); at.After(est.Add(20*time.Second)) || !at.Before(resv) {
+		t.Errorf("S was admitted at %s; estimated %s, G reserved %s", at.Format(time.RFC3339), est.Format(time.RFC3339),
+			resv.Format(time.RFC3339))
+	}
+	if got := s.get(g); got.State != mvp.StatePendingResources {
+		t.Errorf("G is %s while B still runs", got.State)
+	}
+	for _, id := range []string{g, b} {
+		if _, _, code := s.cli("cancel", id); code != 0 {
+			t.Errorf("cancel %s: exit %d", id, code)
+		}
+	}
+	s.waitState(b, mvp.StateCanceled, 60*time.Second)
+}
