@@ -61,8 +61,8 @@ type QueueEntry struct {
 	LargestFreeGPUs *float64 `json:"largest_free_gpus,omitempty"`
 	// EstStart is when the task would start if every task ran for exactly its declared max_runtime_s: the policy
 	// run forward on a simulated clock (backfill included), or, past ForecastBudget in a deep queue, in the order
-	// shown; nil when unknown (it never fits, it waits behind something without a declared end, or for its
-	// dependencies).
+	// shown; nil when unknown (it never fits, or it waits behind something without a declared end). A task held by
+	// its dependencies is estimated to start once they have ended as declared.
 	EstStart *time.Time `json:"est_start"`
 	// QueuedUntil is when the task's max_queued_s ends it (MAX_QUEUED_EXCEEDED) if it has not started by then; nil
 	// for a task not bound by it (none set, or it has run: mvp.Task.Ran). ExpiresBeforeStart says that EstStart
@@ -127,7 +127,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		}
 		v.Reservations = append(v.Reservations, res)
 	}
-	est := pl.forecastEstimates()
+	est := pl.forecastEstimates(all)
 	entries := make([]QueueEntry, 0, len(s.Queue))
 	// bound notes a task's max_queued_s end on its entry, and whether its estimated start comes after it.
 	bound := func(q *QueueEntry, t *mvp.Task) {
@@ -146,7 +146,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		e := &pl.ents[i]
 		t := s.Queue[i]
 		q := QueueEntry{TaskID: t.ID, Owner: ownerName(t), Priority: t.Priority, Rank: int(e.rank), Position: int(e.pos), Code: code, Reason: reason, YieldsTo: pl.yieldsTo(e),
-			EstStart: est[i]}
+			EstStart: est[t]}
 		if code == CodeFragmented {
 			l := float64(e.largest)
 			q.LargestFreeGPUs = &l
@@ -206,7 +206,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		}
 		pos++
 		q := QueueEntry{TaskID: t.ID, Owner: ownerName(t), Priority: t.Priority, Position: pos, Code: CodeDependency,
-			Reason: reason}
+			Reason: reason, EstStart: est[t]}
 		bound(&q, t)
 		entries = append(entries, q)
 	}
@@ -219,31 +219,39 @@ func ownerName(t *mvp.Task) string { return mvp.OwnerName(t.Owner) }
 
 func timePtr(t time.Time) *time.Time { return &t }
 
-// forecastEstimates is each waiting task's estimated start (by queue index; nil where none is known): when the
-// policy, run forward with every task taking its declared time, starts it (forecast). Where the forecast cannot
-// model the live attempts it is the in-order estimate (estimates); where it stopped at its budget, a task it did
-// not reach gets the in-order estimate, no earlier than where it stopped.
-func (pl *plan) forecastEstimates() []*time.Time {
-	starts, horizon, cut, ok := forecast(pl.now, pl.s, pl.s.Queue, pl.p)
-	if !ok {
-		return pl.estimates()
-	}
+// forecastEstimates is the estimated start of each waiting task of all (the queue with the tasks held by their
+// dependencies; nil where none is known): when the policy, run forward with every task taking its declared time,
+// starts it (forecast). Where the forecast cannot model the live attempts it is the in-order estimate (estimates;
+// none for a task held by dependencies); where it stopped at its budget, a task it did not reach gets the in-order
+// estimate, no earlier than where it stopped.
+func (pl *plan) forecastEstimates(all []*mvp.Task) map[*mvp.Task]*time.Time {
+	out := make(map[*mvp.Task]*time.Time, len(all))
+	starts, horizon, cut, ok := forecast(pl.now, pl.s, all, pl.p)
 	var inOrder []*time.Time
-	if cut {
+	if !ok || cut {
 		inOrder = pl.estimates()
 	}
-	out := make([]*time.Time, len(starts))
-	at := make([]time.Time, len(starts)) // one backing array
+	if !ok {
+		for i, t := range pl.s.Queue {
+			out[t] = inOrder[i]
+		}
+		return out
+	}
+	at := make([]time.Time, len(all)) // one backing array
 	for i, ns := range starts {
-		switch {
-		case ns != never:
-			at[i] = time.Unix(0, ns).UTC()
-		case cut && inOrder[i] != nil:
-			at[i] = time.Unix(0, max(inOrder[i].UnixNano(), horizon)).UTC()
-		default:
+		if ns == never {
 			continue
 		}
-		out[i] = &at[i]
+		at[i] = time.Unix(0, ns).UTC()
+		out[all[i]] = &at[i]
+	}
+	if cut {
+		for i, t := range pl.s.Queue {
+			if out[t] == nil && inOrder[i] != nil {
+				late := time.Unix(0, max(inOrder[i].UnixNano(), horizon)).UTC()
+				out[t] = &late
+			}
+		}
 	}
 	return out
 }

@@ -26,8 +26,10 @@ var ForecastBudget = 1_000_000
 //
 // It is pure, like Decide: the tasks of q and s are not written (a task bound by max_queued_s is forecast on a
 // copy without the bound, so that the forecast says when it would start, and the caller when it expires first).
-// What it does not model: tasks held by dependencies (q has none), a starvation bound crossed between two
-// releases (the next release re-ranks), usage that grows while tasks run (fair share ranks on the usage of now).
+// A task held by its dependencies (after_ok, after_any) is forecast to start once they have: each forecast
+// task's declared end counts as its success. What it does not model: a dependency that fails, a starvation bound
+// crossed between two releases (the next release re-ranks), usage that grows while tasks run (fair share ranks on
+// the usage of now).
 func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int64, horizon int64, cut, ok bool) {
 	for _, a := range s.Active {
 		if a.Attempt == nil {
@@ -42,7 +44,11 @@ func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int6
 		return nil, 0, false, false
 	}
 	pl.buildReleases()
-	f := &world{p: p, nodes: cloneNodes(pl.nodes), byID: map[string]int{}, head: map[string]bool{}}
+	f := &world{p: p, nodes: cloneNodes(pl.nodes), byID: map[string]int{}, head: map[string]bool{},
+		deps: make(map[string]mvp.State, len(s.Deps))}
+	for id, st := range s.Deps {
+		f.deps[id] = st
+	}
 	for k, n := range f.nodes {
 		f.byID[n.id] = k
 	}
@@ -123,10 +129,13 @@ func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int6
 
 // world is the forecast's cluster: free resources per node, and the tasks running in it with their declared ends.
 type world struct {
-	p       Policy
-	nodes   []*node
-	byID    map[string]int
-	head    map[string]bool
+	p     Policy
+	nodes []*node
+	byID  map[string]int
+	head  map[string]bool
+	// deps is the state of the tasks waiting tasks depend on, as the forecast goes: running once started,
+	// succeeded at its declared end.
+	deps    map[string]mvp.State
 	running []running
 	seq     int
 }
@@ -177,6 +186,9 @@ func (f *world) start(sub Submit, at int64) {
 	}
 	t := *sub.Task
 	t.State = mvp.StateRunning // counts as running (max_running_tasks) and is no longer queued
+	if _, named := f.deps[t.ID]; named {
+		f.deps[t.ID] = mvp.StateRunning
+	}
 	t.LatestAttemptNo++
 	when := time.Unix(0, at).UTC()
 	f.add(&t, &mvp.Attempt{TaskID: t.ID, No: t.LatestAttemptNo, CreatedAt: when, StartTime: &when}, when, u)
@@ -187,6 +199,9 @@ func (f *world) releaseTo(at int64) {
 	f.running = slices.DeleteFunc(f.running, func(r running) bool {
 		if r.end > at {
 			return false
+		}
+		if _, named := f.deps[r.task.ID]; named {
+			f.deps[r.task.ID] = mvp.StateSucceeded
 		}
 		for _, k := range r.nodes {
 			f.nodes[k].free[ResGPU] += r.use.gpu
@@ -236,5 +251,5 @@ func (f *world) snapshot(when time.Time, queue []*mvp.Task, s Snapshot) Snapshot
 		}
 		active = append(active, a)
 	}
-	return Snapshot{Cluster: view, Queue: queue, Active: active, Deps: s.Deps, Usage: s.Usage}
+	return Snapshot{Cluster: view, Queue: queue, Active: active, Deps: f.deps, Usage: s.Usage}
 }

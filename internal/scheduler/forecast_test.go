@@ -82,3 +82,42 @@ func TestEstimateOfABackingOffTask(t *testing.T) {
 		t.Errorf("estimated at %v, want its next_run_at %v", e, next)
 	}
 }
+
+// TestEstimateOfATaskHeldByDependencies: a task held by its dependencies is estimated to start once they have
+// ended as declared: D waits for the running R (declared end +1h); E waits for Q, which itself waits for n1 until
+// +1h and runs 2 h. The estimates were null.
+func TestEstimateOfATaskHeldByDependencies(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1")
+	r := b.run(4, 2*h, h, true, "n1") // R: n1 is full until +1h
+	q := timed(1, 4, 2*h, 40*time.Minute)
+	d := timed(1, 1, h, 30*time.Minute)
+	d.AfterOK = []string{r.ID}
+	e := timed(1, 1, h, 20*time.Minute)
+	e.AfterAny = []string{q.ID}
+	lost := timed(1, 1, h, 10*time.Minute)
+	lost.AfterOK = []string{"mvp2-ppo-20251223-000000-dead"} // never known: no estimate
+	snap := b.snap(q, d, e, lost)
+	snap.Deps = map[string]mvp.State{r.ID: mvp.StateRunning, q.ID: mvp.StatePendingResources}
+	v := Explain(t0, snap, named(PolicyXFChain))
+	want := map[string]*time.Duration{q.ID: ptr(h), d.ID: ptr(3 * h), e.ID: ptr(3 * h), lost.ID: nil}
+	for _, x := range v.Queue {
+		w, listed := want[x.TaskID]
+		if !listed {
+			t.Errorf("unexpected entry %+v", x)
+			continue
+		}
+		switch {
+		case w == nil && x.EstStart != nil:
+			t.Errorf("%s (%s) estimated at %v, want none", x.TaskID, x.Code, x.EstStart)
+		case w != nil && (x.EstStart == nil || !x.EstStart.Equal(t0.Add(*w))):
+			t.Errorf("%s (%s) estimated at %v, want +%v", x.TaskID, x.Code, x.EstStart, *w)
+		}
+		delete(want, x.TaskID)
+	}
+	if len(want) > 0 {
+		t.Errorf("missing from the queue: %v", want)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
