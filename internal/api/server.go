@@ -674,12 +674,30 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 			}
 		}
 	}
+	admission := map[string]any{"verdict": verdict, "reason": reason}
+	if snap.Cluster != nil && verdict != VerdictNeverFits && verdict != VerdictDepFailed {
+		admission["est_start"] = estStart(scheduler.Explain(s.Clock.Now(), snap, s.Policy), t)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"dry_run":        true,
 		"effective_spec": t.SpecJSON,
 		"ray_submission": payload,
-		"admission":      map[string]any{"verdict": verdict, "reason": reason},
+		"admission":      admission,
 	})
+	return nil
+}
+
+// estStart is when the queue's forecast v starts t: the view's time when the next pass would start it, its
+// entry's estimate otherwise (nil: unknown).
+func estStart(v scheduler.QueueView, t *mvp.Task) *time.Time {
+	if slices.Contains(v.Starting, t.ID) {
+		return &v.At
+	}
+	for _, e := range v.Queue {
+		if e.TaskID == t.ID {
+			return e.EstStart
+		}
+	}
 	return nil
 }
 

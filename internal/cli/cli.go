@@ -191,7 +191,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	case "submit":
 		fs.StringVar(file, "f", "", "the jobspec file (YAML or JSON); - reads standard input")
 		fs.Var(&sets, "e", "set a jobspec field by its path before sending, e.g. -e nnodes=1 -e env.WANDB_MODE=offline (repeatable)")
-		fs.BoolVar(dry, "dry-run", false, "validate and show the effective spec, the Ray payload and the admission verdict; store nothing")
+		fs.BoolVar(dry, "dry-run", false, "validate and show the effective spec, the Ray payload, the admission verdict and the estimated start; store nothing")
 	case "logs":
 		fs.BoolVar(follow, "f", false, "follow: stream new lines until the attempt ends")
 		fs.IntVar(attempt, "attempt", 0, "attempt number (default: the latest)")
@@ -207,7 +207,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	case "resubmit":
 		fs.Var(&sets, "e", "change a field of the stored spec by its path, e.g. -e nnodes=1 -e overrides=trainer.total_epochs=2 (repeatable)")
 		fs.BoolVar(resume, "resume", false, "continue from the task's checkpoints (resume_from; verl's trainer.resume_mode=auto)")
-		fs.BoolVar(dry, "dry-run", false, "show the effective spec, the Ray payload and the admission verdict; store nothing")
+		fs.BoolVar(dry, "dry-run", false, "show the effective spec, the Ray payload, the admission verdict and the estimated start; store nothing")
 	case "results":
 		fs.StringVar(getPath, "get", "", "fetch this file (its path as listed, e.g. a01/summary.json); -o FILE writes it there")
 	}
@@ -852,14 +852,20 @@ func printEvents(w io.Writer, id string, p *api.EventPage) error {
 
 func printDryRun(w io.Writer, raw json.RawMessage) error {
 	var d struct {
-		Admission struct{ Verdict, Reason string } `json:"admission"`
-		Ray       mvp.JobSubmission                `json:"ray_submission"`
+		Admission struct {
+			Verdict, Reason string
+			EstStart        *time.Time `json:"est_start"`
+		} `json:"admission"`
+		Ray mvp.JobSubmission `json:"ray_submission"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "verdict:     %s\nreason:      %s\nsubmission:  %s\nentrypoint:  %s\n", d.Admission.Verdict,
-		d.Admission.Reason, d.Ray.SubmissionID, d.Ray.Entrypoint)
+	fmt.Fprintf(w, "verdict:     %s\nreason:      %s\n", d.Admission.Verdict, d.Admission.Reason)
+	if bytes.Contains(raw, []byte(`"est_start"`)) { // absent where no start can be: never fits, a failed dependency
+		fmt.Fprintf(w, "est. start:  %s\n", ts(d.Admission.EstStart))
+	}
+	fmt.Fprintf(w, "submission:  %s\nentrypoint:  %s\n", d.Ray.SubmissionID, d.Ray.Entrypoint)
 	return nil
 }
 

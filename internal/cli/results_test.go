@@ -106,7 +106,8 @@ func TestResubmitVerb(t *testing.T) {
 		t.Errorf("get of the origin: %d %s", code, out.String())
 	}
 	out.Reset()
-	if code := Run(context.Background(), []string{"resubmit", task.ID, "--dry-run"}, env); code != 0 || !strings.Contains(out.String(), "verdict:") {
+	if code := Run(context.Background(), []string{"resubmit", task.ID, "--dry-run"}, env); code != 0 || !strings.Contains(out.String(), "verdict:") ||
+		!strings.Contains(out.String(), "est. start:") {
 		t.Errorf("dry run: %d %s %s", code, out.String(), errb.String())
 	}
 	if code := Run(context.Background(), []string{"resubmit", task.ID, "-e", "nnode=1"}, env); code != 1 || !strings.Contains(errb.String(), "nnodes") {
