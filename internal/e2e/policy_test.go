@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -239,6 +240,26 @@ func TestTheEstimateIsWhenBackfillStartsATask(t *testing.T) {
 	}
 	if aEnd.IsZero() || est.Sub(aEnd).Abs() > 2*time.Second {
 		t.Errorf("S estimated at %s, not at A's declared end %s", est.Format(time.RFC3339), aEnd.Format(time.RFC3339))
+	}
+	// A dry run of a second S is estimated at S's declared end: it backfills on that worker after S. (Checked while
+	// S still waits, before and after the dry run: once S runs, its declared end counts from its real start.)
+	waiting := s.get(sm).State == mvp.StatePendingResources
+	raw, err := s.c.Submit(ctxT(t), []byte(spec("ppo", 1, 4, 1)+"max_runtime_s: 60\n"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dry struct {
+		Admission struct {
+			EstStart *time.Time `json:"est_start"`
+		} `json:"admission"`
+	}
+	if err := json.Unmarshal(raw, &dry); err != nil {
+		t.Fatal(err)
+	}
+	waiting = waiting && s.get(sm).State == mvp.StatePendingResources
+	if e := dry.Admission.EstStart; waiting && (e == nil || e.Sub(est.Add(60*time.Second)).Abs() > 3*time.Second) {
+		t.Errorf("a dry run of a second S: %s; want it estimated at S's declared end %s", raw,
+			est.Add(60*time.Second).Format(time.RFC3339))
 	}
 	started := s.waitState(sm, mvp.StateSucceeded, 120*time.Second)
 	if at := startOf(started); at.After(est.Add(20*time.Second)) || !at.Before(resv) {
