@@ -57,6 +57,41 @@ func BenchmarkExplainDepth(b *testing.B) {
 	}
 }
 
+// wideQueue is n nodes of 8 GPUs, empty, and 16 × n one-GPU tasks declaring 10 minutes and more: the forecast
+// starts them all, so every Decide it makes walks up to 8 × n running tasks.
+func wideQueue(n int) Snapshot {
+	var nodes []mvp.Node
+	for i := 0; i < n; i++ {
+		nodes = append(nodes, mvp.Node{ID: fmt.Sprintf("n%03d", i), Alive: true,
+			Total:     map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100},
+			Available: map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 1000}})
+	}
+	queue := make([]*mvp.Task, 16*n)
+	for i := range queue {
+		queue[i] = &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%05x", i), Workload: mvp.WorkloadPPO,
+			State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 1, CreatedAt: t0.Add(time.Duration(i)),
+			MaxRuntimeS: 600 + 7*i}
+	}
+	return Snapshot{Cluster: &mvp.ClusterView{Nodes: nodes}, Queue: queue}
+}
+
+// TestForecastCostGrowsWithWhatRuns: ForecastBudget counts only the waiting tasks each Decide visits, not the
+// tasks running in the forecast's world, which every Decide also walks (stops, heartbeats, reserveLive, and
+// createdGroups scans every placement group for every attempt: quadratic). The budget (1e6 units, "about
+
+// BenchmarkExplainWide is Explain on ever wider clusters (wideQueue): what the running tasks cost the forecast.
+func BenchmarkExplainWide(b *testing.B) {
+	for _, n := range []int{16, 64, 128} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			snap := wideQueue(n)
+			p := policy100k(PolicyXFChain)
+			for i := 0; i < b.N; i++ {
+				Explain(t0, snap, p)
+			}
+		})
+	}
+}
+
 // BenchmarkDecide100k is P2: one decision over a 100,000-deep queue on a 16-node cluster of 8 GPUs each. The
 // queue mixes gang shapes; the pass must admit everything that fits (reported as admitted/op) and write a reason
 // for the rest. Heap in use after the decision is reported as heap-MB and the test process's peak RSS as

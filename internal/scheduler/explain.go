@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -226,9 +227,9 @@ func timePtr(t time.Time) *time.Time { return &t }
 // estimate, no earlier than where it stopped.
 func (pl *plan) forecastEstimates(all []*mvp.Task) map[*mvp.Task]*time.Time {
 	out := make(map[*mvp.Task]*time.Time, len(all))
-	starts, horizon, cut, ok := forecast(pl.now, pl.s, all, pl.p)
+	starts, gone, horizon, cut, ok := forecast(pl.now, pl.s, all, pl.p)
 	var inOrder []*time.Time
-	if !ok || cut {
+	if !ok || cut || slices.Contains(gone, true) {
 		inOrder = pl.estimates()
 	}
 	if !ok {
@@ -245,9 +246,23 @@ func (pl *plan) forecastEstimates(all []*mvp.Task) map[*mvp.Task]*time.Time {
 		at[i] = time.Unix(0, ns).UTC()
 		out[all[i]] = &at[i]
 	}
-	if cut {
+	if inOrder != nil {
+		expires := make(map[*mvp.Task]bool)
+		for i, g := range gone {
+			if g {
+				expires[all[i]] = true
+			}
+		}
 		for i, t := range pl.s.Queue {
-			if out[t] == nil && inOrder[i] != nil {
+			if expires[t] && inOrder[i] != nil {
+				// it ends MAX_QUEUED_EXCEEDED in the forecast before it starts: its own start, in order, is after
+				// its bound (the entry says it would expire first)
+				until, _ := t.QueuedUntil()
+				late := time.Unix(0, max(inOrder[i].UnixNano(), until.UnixNano()+1)).UTC()
+				out[t] = &late
+				continue
+			}
+			if cut && out[t] == nil && inOrder[i] != nil {
 				late := time.Unix(0, max(inOrder[i].UnixNano(), horizon)).UTC()
 				out[t] = &late
 			}

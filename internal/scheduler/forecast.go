@@ -10,7 +10,7 @@ import (
 )
 
 // ForecastBudget bounds the work of one forecast (Explain's estimated starts): the sum, over the Decide calls it
-// makes, of the tasks still waiting at each. A queue of about a thousand tasks is forecast whole; in a deeper one
+// makes, of the tasks still waiting at each plus four times the tasks running then (each costs Decide more). A queue of about a thousand tasks is forecast whole; in a deeper one
 // the tasks the forecast does not reach get the in-order estimate, no earlier than where the forecast stopped.
 // A unit costs about 0.2 µs on the 2-core machine of BENCHMARKS.md (Decide over a deep queue), so the bound is
 // about 0.2 s, what the in-order estimates of a 100,000-deep queue cost besides.
@@ -19,21 +19,21 @@ var ForecastBudget = 1_000_000
 // forecast runs the policy forward from now, on a simulated clock, as if every task ran for exactly its declared
 // time (max_runtime_s, or the policy's default): Decide at now, then again at every moment a running task's
 // declared end frees its resources or a task backing off may be tried again, each start taken where Decide put
-// it. It returns when each waiting task (by queue index of q) would start; horizon is the simulated time where it
-// stopped, cut says it stopped because the budget was spent (the tasks it did not reach start no earlier than
-// horizon), and ok is false when it could not run (a live attempt it cannot model: the caller keeps its
-// in-order estimates).
+// it, or a task bound by max_queued_s reaches its bound. It returns when each waiting task (by queue index of q)
+// would start; gone marks the tasks Decide ends instead (past their max_queued_s, or an after_ok dependency that
+// failed); horizon is the simulated time where it stopped; cut says it stopped because the budget was spent (the
+// tasks it did not reach start no earlier than horizon); ok is false when it could not run (a live attempt it
+// cannot model: the caller keeps its in-order estimates).
 //
-// It is pure, like Decide: the tasks of q and s are not written (a task bound by max_queued_s is forecast on a
-// copy without the bound, so that the forecast says when it would start, and the caller when it expires first).
-// A task held by its dependencies (after_ok, after_any) is forecast to start once they have: each forecast
-// task's declared end counts as its success. What it does not model: a dependency that fails, a starvation bound
-// crossed between two releases (the next release re-ranks), usage that grows while tasks run (fair share ranks on
-// the usage of now).
-func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int64, horizon int64, cut, ok bool) {
+// It is pure, like Decide: the tasks and maps of q and s are not written (TestExplainWritesNothing). A task held by
+// its dependencies (after_ok, after_any) is forecast to start once they have: each forecast task's declared end
+// counts as its success, and a task Decide ends counts as FAILED or CANCELED, its dependents judged again at once.
+// What it does not model: a run that fails, a starvation bound crossed between two releases (the next release
+// re-ranks), usage that grows while tasks run (fair share ranks on the usage of now).
+func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int64, gone []bool, horizon int64, cut, ok bool) {
 	for _, a := range s.Active {
 		if a.Attempt == nil {
-			return nil, 0, false, false
+			return nil, nil, 0, false, false
 		}
 	}
 	// The resources free once the live attempts hold what they will (as Decide's plan sees them), and where each
@@ -41,7 +41,7 @@ func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int6
 	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1, starved: -1}
 	pl.reserveLive()
 	if pl.blocker != "" {
-		return nil, 0, false, false
+		return nil, nil, 0, false, false
 	}
 	pl.buildReleases()
 	f := &world{p: p, nodes: cloneNodes(pl.nodes), byID: map[string]int{}, head: map[string]bool{},
@@ -58,7 +58,8 @@ func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int6
 	for k, a := range s.Active {
 		u := pl.live[k]
 		if slices.Contains(u.nodes, -1) {
-			u.nodes = nil // not attributed: no release (as the in-order estimate: nothing known frees it)
+			// a group not attributed gives nothing back; the others do (as the in-order estimate)
+			u.nodes = slices.DeleteFunc(slices.Clone(u.nodes), func(k int) bool { return k < 0 })
 		}
 		att := *a.Attempt
 		start := att.CreatedAt
@@ -72,56 +73,68 @@ func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int6
 	}
 
 	starts = make([]int64, len(q))
+	gone = make([]bool, len(q))
 	orig := make(map[*mvp.Task]int, len(q))
 	queue := make([]*mvp.Task, 0, len(q))
 	for i, t := range q {
 		starts[i] = never
-		if expired(now, t) {
-			continue // Decide ends it now
-		}
-		if _, bound := t.QueuedBound(); bound {
-			c := *t
-			c.MaxQueuedS = 0 // forecast when it would start; the caller compares that with its bound
-			t = &c
-		}
-		orig[t] = i
+		orig[t] = i // one already past its max_queued_s too: Decide ends it now, and its dependents are judged
 		queue = append(queue, t)
 	}
 	at, spent := now.UnixNano(), 0
 	for {
 		f.releaseTo(at)
-		spent += len(queue)
+		spent += len(queue) + 4*len(f.running) // a running task costs Decide more than a waiting one (BenchmarkExplainWide)
 		when := time.Unix(0, at).UTC()
-		started := false
+		started, again := false, false
 		for _, a := range Decide(when, f.snapshot(when, queue, s), p) {
-			sub, isSub := a.(Submit)
-			if !isSub {
+			var ended *mvp.Task
+			end := mvp.StateFailed
+			switch a := a.(type) {
+			case Expire:
+				ended = a.Task
+			case DependencyFailed:
+				ended, end = a.Task, mvp.StateCanceled
+			case Submit:
+				i, known := orig[a.Task]
+				if !known {
+					continue
+				}
+				starts[i], started = at, true
+				f.start(a, at)
 				continue
 			}
-			i, known := orig[sub.Task]
-			if !known {
-				continue
+			if i, known := orig[ended]; known {
+				gone[i], started = true, true
+				if st, named := f.deps[ended.ID]; named && !st.Terminal() {
+					f.deps[ended.ID] = end
+					again = true // its dependents are judged again at once (the loop's next pass)
+				}
 			}
-			starts[i], started = at, true
-			f.start(sub, at)
 		}
 		if started {
-			queue = slices.DeleteFunc(queue, func(t *mvp.Task) bool { return starts[orig[t]] != never })
+			queue = slices.DeleteFunc(queue, func(t *mvp.Task) bool { return starts[orig[t]] != never || gone[orig[t]] })
 		}
 		if len(queue) == 0 {
-			return starts, at, false, true
+			return starts, gone, at, false, true
 		}
 		if spent >= ForecastBudget {
-			return starts, at, true, true
+			return starts, gone, at, true, true
+		}
+		if again {
+			continue // Decide again at the same instant
 		}
 		next := f.nextEnd()
 		for _, t := range queue {
 			if t.NextRunAt != nil && t.NextRunAt.UnixNano() > at {
 				next = min(next, t.NextRunAt.UnixNano())
 			}
+			if until, bound := t.QueuedUntil(); bound && until.UnixNano() > at {
+				next = min(next, until.UnixNano())
+			}
 		}
 		if next == never {
-			return starts, at, false, true // what is left waits on something with no declared end
+			return starts, gone, at, false, true // what is left waits on something with no declared end
 		}
 		at = next
 	}
@@ -186,7 +199,7 @@ func (f *world) start(sub Submit, at int64) {
 	}
 	t := *sub.Task
 	t.State = mvp.StateRunning // counts as running (max_running_tasks) and is no longer queued
-	if _, named := f.deps[t.ID]; named {
+	if st, named := f.deps[t.ID]; named && !st.Terminal() {
 		f.deps[t.ID] = mvp.StateRunning
 	}
 	t.LatestAttemptNo++
@@ -200,7 +213,7 @@ func (f *world) releaseTo(at int64) {
 		if r.end > at {
 			return false
 		}
-		if _, named := f.deps[r.task.ID]; named {
+		if st, named := f.deps[r.task.ID]; named && !st.Terminal() {
 			f.deps[r.task.ID] = mvp.StateSucceeded
 		}
 		for _, k := range r.nodes {

@@ -299,6 +299,12 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 // in the seconds between a submit and its placement. If one cannot be placed, the queue waits behind it.
 func (pl *plan) reserveLive() {
 	idx := pl.nodeIndex()
+	created := map[string]int{} // CREATED groups per creator job: one walk of the groups, not one per attempt
+	for _, g := range pl.s.Cluster.Groups {
+		if g.State == "CREATED" {
+			created[g.CreatorJobID]++
+		}
+	}
 	for _, a := range pl.s.Active {
 		if a.Task.State.Active() {
 			pl.running++
@@ -307,7 +313,10 @@ func (pl *plan) reserveLive() {
 		u := &pl.users[pl.userOf(a.Task.Owner)]
 		u.used += d.gangGPUs()
 		u.charge += d.gangGPUs() * RankHorizon.Seconds() / u.share // what it holds now counts for fair share at once
-		placed := createdGroups(pl.s.Cluster, a.Attempt)
+		placed := 0
+		if a.Attempt != nil && a.Attempt.RayJobID != "" {
+			placed = created[a.Attempt.RayJobID]
+		}
 		unplaced := max(d.Groups-placed, 0)
 		driver := a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending
 		drvRes := driverOf(a.Task, pl.p)
