@@ -185,9 +185,11 @@ const (
 	DefaultMaxResourceRetries = 100
 	DefaultMaxRuntimeS        = 3 * 24 * 3600  // 3 days: a long verl run
 	DefaultMaxRuntimeCapS     = 30 * 24 * 3600 // 30 days
-	DefaultMaxQueuedS         = 7 * 24 * 3600  // a week
-	DefaultMaxQueuedCapS      = 30 * 24 * 3600
-	DefaultRuntimeGraceS      = 30.0
+	// MaxDurationS is the longest duration any key takes: ten years (the clock's arithmetic holds 292).
+	MaxDurationS         = 10 * 365 * 24 * 3600
+	DefaultMaxQueuedS    = 7 * 24 * 3600 // a week
+	DefaultMaxQueuedCapS = 30 * 24 * 3600
+	DefaultRuntimeGraceS = 30.0
 	// DefaultFairShareHalfLifeS is fair share's half-life (7 days, Slurm's PriorityDecayHalfLife default; `make sim`
 	// measured the steady team's wait shortest with it, BENCHMARKS.md); DefaultStarvationS the starvation bound.
 	DefaultFairShareHalfLifeS = 7 * 86400.0
@@ -584,6 +586,28 @@ func (c *Config) Validate() error {
 	} {
 		if p.v <= 0 {
 			return fmt.Errorf("%s: %v must be above 0 (leave it out for the default, %v)", p.key, p.v, p.def)
+		}
+	}
+	// Durations beyond what mvp's clock arithmetic holds (a time.Duration ends at about 292 years) would wrap.
+	for _, d := range []struct {
+		key string
+		v   float64
+	}{
+		{"v2.scheduler.retry_interval_s", v.Scheduler.RetryIntervalS},
+		{"v2.scheduler.gang_wait_s", v.Scheduler.GangWaitS},
+		{"v2.scheduler.default_max_runtime_s", float64(v.Scheduler.DefaultMaxRuntimeS)},
+		{"v2.scheduler.max_runtime_cap_s", float64(v.Scheduler.MaxRuntimeCapS)},
+		{"v2.scheduler.default_max_queued_s", float64(v.Scheduler.DefaultMaxQueuedS)},
+		{"v2.scheduler.max_queued_cap_s", float64(v.Scheduler.MaxQueuedCapS)},
+		{"v2.scheduler.runtime_grace_s", v.Scheduler.RuntimeGraceS},
+		{"v2.scheduler.fair_share_half_life_s", v.Scheduler.FairShareHalfLifeS},
+		{"v2.scheduler.starvation_s", v.Scheduler.StarvationS},
+		{"v2.ray.request_timeout_s", v.Ray.RequestTimeoutS},
+		{"v2.ray.log_copy_s", v.Ray.LogCopyS},
+	} {
+		if d.v > MaxDurationS {
+			return fmt.Errorf("%s: %v s is more than ten years (%d s), the longest duration mvp takes", d.key, d.v,
+				MaxDurationS)
 		}
 	}
 	if cs := v.SQLite.CheckpointSchedule; cs != "off" {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -319,5 +320,30 @@ func TestAnUnknownKeyInAListEntryIsAnError(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+}
+
+// TestDurationsBeyondTenYearsAreRefused: a duration in seconds past what mvp's clock arithmetic holds (a
+// time.Duration ends at about 292 years) overflowed, and max_runtime_cap_s had no upper bound: a cap of 300 years
+// let a task declare a run that the scheduler judged overstayed a minute after it started (MAX_RUNTIME_EXCEEDED),
+// and at 250 years its declared end wrapped to the past, so the queue estimated its successors at now. Every
+// duration key is at most ten years, and the message names the key (found by a review).
+func TestDurationsBeyondTenYearsAreRefused(t *testing.T) {
+	for _, key := range []string{"tick_s", "retry_interval_s", "gang_wait_s", "default_max_runtime_s",
+		"max_runtime_cap_s", "default_max_queued_s", "max_queued_cap_s", "runtime_grace_s", "fair_share_half_life_s",
+		"starvation_s"} {
+		doc := fmt.Sprintf("v2: {scheduler: {%s: 9467280000}}\n", key) // 300 years
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: %v; want an error naming %s", doc, err, key)
+		}
+	}
+	for _, key := range []string{"request_timeout_s", "log_copy_s"} {
+		doc := fmt.Sprintf("v2: {ray: {%s: 9467280000}}\n", key)
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: %v; want an error naming %s", doc, err, key)
+		}
+	}
+	if _, err := Parse([]byte("v2: {scheduler: {max_runtime_cap_s: 315360000, max_queued_cap_s: 315360000}}\n")); err != nil {
+		t.Errorf("ten years: %v", err)
 	}
 }
