@@ -15,6 +15,7 @@ import (
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // TestProgressIsShown: the stand-in writes progress.json into its attempt folder each step, as verl's file logger
@@ -149,7 +150,7 @@ func TestResultsServed(t *testing.T) {
 func TestDependencies(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
-	a := s.submit(spec("ppo", 1, 1, 4))
+	a := s.submit(spec("ppo", 1, 1, 15) + "max_runtime_s: 60\n")
 	b := s.submit(spec("ppo", 1, 1, 1) + "after_ok: [" + a.ID + "]\n")
 	if got := s.get(b.ID); got.State.Active() || got.LatestAttemptNo != 0 {
 		t.Fatalf("b started at once: %s", got.State)
@@ -157,6 +158,28 @@ func TestDependencies(t *testing.T) {
 	waitFor(t, 30*time.Second, "b to wait for a", func() (bool, string) {
 		got := s.get(b.ID)
 		return strings.HasPrefix(got.PendingReason, "dependency: waiting for "+a.ID), got.PendingReason
+	})
+	// The queue estimates b at a's declared end (a's run counted as succeeding then).
+	waitFor(t, 30*time.Second, "b estimated at a's declared end", func() (bool, string) {
+		var since *time.Time
+		for _, at := range s.get(a.ID).Attempts {
+			since = at.RunningSince()
+		}
+		if since == nil {
+			return false, "a is not running yet"
+		}
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range v.Queue {
+			if e.TaskID == b.ID {
+				want := since.Add(60 * time.Second)
+				return e.Code == scheduler.CodeDependency && e.EstStart != nil && e.EstStart.Sub(want).Abs() < 2*time.Second,
+					fmt.Sprintf("%+v; want est_start %s", e, want.Format(time.RFC3339Nano))
+			}
+		}
+		return false, "b is not in the queue"
 	})
 	d := s.submit(spec("ppo", 1, 1, 1, "mvp_test.exit_code=1"))
 	e := s.submit(spec("ppo", 1, 1, 1) + "after_ok: [" + d.ID + "]\n")
