@@ -268,6 +268,10 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load active tasks: %w", err)
 	}
+	// The cluster is read before the attempts are synced, so that what the pass knows of its attempts is never
+	// older than the reading: a driver that placed its gang between a sync and a later reading showed CREATED
+	// groups of a job id its attempt did not know yet, and the gang was counted twice (walk-through 14).
+	view, cerr := l.Cluster.ReadCluster(ctx)
 	var rayErr, syncErr error
 	for _, t := range active {
 		if err := l.sync(ctx, t); err != nil {
@@ -283,7 +287,6 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if syncErr == nil {
 		l.markSynced()
 	}
-	view, cerr := l.Cluster.ReadCluster(ctx)
 	if cerr != nil {
 		view = nil
 		if rayErr == nil {

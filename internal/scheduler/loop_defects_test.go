@@ -407,3 +407,49 @@ func TestLoopWaitsTheSubmitGraceBeforeFailingAnUnbuildableResubmit(t *testing.T)
 		t.Fatalf("the job that appeared is not followed: %s %q", got.State, got.ErrorSummary)
 	}
 }
+
+// hookedCluster runs hook (once) when the cluster is read, before answering: what changed in Ray just before the
+// probe's reading.
+type hookedCluster struct {
+	view *mvp.ClusterView
+	hook *func()
+}
+
+func (c hookedCluster) ReadCluster(context.Context) (*mvp.ClusterView, error) {
+	if f := *c.hook; f != nil {
+		*c.hook = nil
+		f()
+	}
+	return c.view, nil
+}
+
+// TestAGangPlacedBeforeTheProbeReadsIsNotCountedTwice (walk-through 14): a pass synced its live attempts, then read
+// the cluster. A driver that started and placed its gang in between showed in the reading (its group CREATED, its
+// GPUs used), but the attempt did not know its Ray job id yet, so the gang counted as not placed: reserved again on
+// a cluster where it no longer fitted, it held the whole queue for that pass ("waiting behind a submitted task whose
+// gang is not placed yet and does not fit", stored as the waiting task's reason), and the queue showed no estimate.
+// The pass reads the cluster first, so what it knows of its attempts is never older than the reading.
+func TestAGangPlacedBeforeTheProbeReadsIsNotCountedTwice(t *testing.T) {
+	h := newHarness(t)
+	var hook func()
+	h.loop.Cluster = hookedCluster{view: h.view, hook: &hook}
+	g := h.taskOf(8) // the whole node
+	h.tick()
+	sub := g.ID + "--a01"
+	if got := h.get(g.ID); got.State != mvp.StateSubmitted {
+		t.Fatalf("G: %s", got.State)
+	}
+	q := h.taskOf(1)
+	hook = func() { // G's driver starts and places its group
+		h.ray.set(sub, mvp.RayRunning, "", 0)
+		h.view.Nodes[0].Available["GPU"] = 0
+		h.view.Nodes[0].Available["CPU"] = 96 - 24
+		h.view.Groups = append(h.view.Groups, mvp.PlacementGroup{CreatorJobID: "01000000", State: "CREATED", Node: "w1",
+			Bundles: []map[string]float64{{"GPU": 8, "CPU": 24}}})
+	}
+	h.tick()
+	got := h.get(q.ID)
+	if got.State != mvp.StatePendingResources || strings.Contains(got.PendingReason, "not placed yet") {
+		t.Errorf("Q: %s %q; want it waiting for GPUs, not behind an unplaced gang", got.State, got.PendingReason)
+	}
+}
