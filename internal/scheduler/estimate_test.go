@@ -169,3 +169,29 @@ func TestEstimateCountsTheStopGrace(t *testing.T) {
 		t.Errorf("without a grace: estimated start %v, want now", e)
 	}
 }
+
+// TestAnAttemptNotRunningYetEndsNoEarlierThanNowPlusItsDeclaredRun (walk-through 14): an attempt admitted 10 min ago whose job Ray still
+// has PENDING (its runtime env being set up, say) has not begun to run, and max_runtime_s is counted from when mvp
+// first sees it RUNNING: it cannot be stopped for its time limit before now + max_runtime_s. The queue's estimate
+// for the task waiting for its GPUs was created_at + max_runtime_s (+50 min), and on real Ray every such estimate
+// moved later by the submit→RUNNING lag as soon as the job ran (2–7 s each admission on the local cluster).
+func TestAnAttemptNotRunningYetEndsNoEarlierThanNowPlusItsDeclaredRun(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1")
+	p := task(mvp.WorkloadPPO, 1, 4, mvp.StateSubmitted)
+	p.MaxRuntimeS = int(h / time.Second)
+	created := t0.Add(-10 * time.Minute)
+	b.c.Nodes[1].Available["GPU"] = 0 // its group is placed (CREATED) on n1; the driver has not started
+	b.c.Nodes[1].Available["CPU"] -= 12
+	b.c.Groups = append(b.c.Groups, mvp.PlacementGroup{CreatorJobID: "0a000000", State: "CREATED"})
+	b.active = append(b.active, ActiveAttempt{Task: p, Nodes: []string{"n1"}, Attempt: &mvp.Attempt{No: 1,
+		RayJobID: "0a000000", RayStatus: mvp.RayPending, CreatedAt: created}})
+	x := timed(1, 4, h, 5*time.Minute)
+	v := Explain(t0, b.snap(x), named(PolicyXFChain))
+	if len(v.Queue) != 1 {
+		t.Fatalf("queue: %+v", v.Queue)
+	}
+	if e := v.Queue[0].EstStart; e == nil || e.Before(t0.Add(h)) {
+		t.Errorf("X estimated at %v, want no earlier than now + 1h (%v): P has not run yet", e, t0.Add(h))
+	}
+}

@@ -62,12 +62,9 @@ func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int6
 			u.nodes = slices.DeleteFunc(slices.Clone(u.nodes), func(k int) bool { return k < 0 })
 		}
 		att := *a.Attempt
-		start := att.CreatedAt
-		if since := att.RunningSince(); since != nil {
+		start := now // not running yet: its declared run begins no earlier than now (endOf)
+		if since := att.RunningSince(); since != nil && !since.IsZero() {
 			start = *since
-		}
-		if start.IsZero() {
-			start = now
 		}
 		f.add(a.Task, &att, start, u)
 	}

@@ -347,19 +347,19 @@ func (pl *plan) reserveLive() {
 	}
 }
 
-// endOf is the declared end of a live attempt: its start (or creation) plus the declared run time; once that has
-// passed, mvp is stopping it and Ray may hold its GPUs for the stop's grace after it (Policy.StopGrace).
+// endOf is the declared end of a live attempt: when it began to run plus the declared run time; once that has
+// passed, mvp is stopping it and Ray may hold its GPUs for the stop's grace after it (Policy.StopGrace). An
+// attempt not running yet has not begun its max_runtime_s (it counts from running_at): it ends no earlier than now
+// plus the declared time (walk-through 14: its creation plus that made every estimate behind it early by the time
+// it spent pending, and move later once it ran).
 func (pl *plan) endOf(a ActiveAttempt) int64 {
 	rt := runtimeOf(a.Task, pl.p)
 	if rt <= 0 || a.Attempt == nil {
 		return never
 	}
-	start := a.Attempt.CreatedAt
-	if since := a.Attempt.RunningSince(); since != nil {
+	start := pl.now
+	if since := a.Attempt.RunningSince(); since != nil && !since.IsZero() {
 		start = *since
-	}
-	if start.IsZero() {
-		start = pl.now
 	}
 	end := start.Add(rt)
 	if !pl.now.Before(end) {
