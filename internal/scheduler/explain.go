@@ -159,8 +159,11 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 	// one that cannot fit the cluster as it is has no estimate (nothing known lets it fit: its next_run_at is
 	// only when it is looked at again).
 	backingOff := func(i int32) {
-		add(i, CodeBackingOff, "backing off after an attempt that failed for lack of resources; looked at again "+
-			"at next_run_at")
+		again := "at next_run_at"
+		if next := s.Queue[i].NextRunAt; next != nil {
+			again = "at " + next.UTC().Format(time.RFC3339)
+		}
+		add(i, CodeBackingOff, "backing off after an attempt that failed for lack of resources; looked at again "+again)
 	}
 	for _, i := range pl.order {
 		switch {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +81,10 @@ func TestEstimateOfABackingOffTask(t *testing.T) {
 	}
 	if e := v.Queue[0].EstStart; e == nil || !e.Equal(next) {
 		t.Errorf("estimated at %v, want its next_run_at %v", e, next)
+	}
+	// Its sentence gives the time it is looked at again (walk-through 14: it said "at next_run_at").
+	if r := v.Queue[0].Reason; !strings.Contains(r, next.Format(time.RFC3339)) {
+		t.Errorf("reason %q does not say when it is looked at again (%s)", r, next.Format(time.RFC3339))
 	}
 }
 
