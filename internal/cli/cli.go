@@ -796,7 +796,16 @@ func printQueue(w io.Writer, q *scheduler.QueueView) error {
 		fmt.Fprintln(w)
 	}
 	for _, r := range q.Reservations {
-		fmt.Fprintf(w, "reserved: %s on %s from %s\n", r.TaskID, strings.Join(r.Nodes, ", "), ts(r.Start))
+		fmt.Fprintf(w, "reserved: %s on %s from %s", r.TaskID, strings.Join(r.Nodes, ", "), ts(r.Start))
+		// The reserved start is what backfill keeps free for it now; the forecast can start it later, when a task
+		// ahead of it becomes startable first (its owner's quota frees, a dependency ends).
+		for _, e := range q.Queue {
+			if e.TaskID == r.TaskID && r.Start != nil && e.EstStart != nil && e.EstStart.Sub(*r.Start) > time.Second {
+				fmt.Fprintf(w, " (backfill keeps these GPUs for it; estimated to start later, at %s, after a task "+
+					"ahead of it)", ts(e.EstStart))
+			}
+		}
+		fmt.Fprintln(w)
 	}
 	for _, id := range q.Starting {
 		fmt.Fprintf(w, "starting now: %s\n", id)

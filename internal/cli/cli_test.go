@@ -634,3 +634,33 @@ func TestListByOwner(t *testing.T) {
 		t.Errorf("mvp list --owner alice:\n%s\nwant %s and not %s", out.String(), hers.ID, mine.ID)
 	}
 }
+
+// TestQueueSaysWhenAReservationsHolderIsEstimatedLater: the reserved start is what backfill keeps free for the
+// holder now; the forecast can start it later (a task ahead of it becomes startable first: its owner's quota frees,
+// a dependency ends). `mvp queue` printed both times with no word of why they differ (walk-through 14); it says so.
+func TestQueueSaysWhenAReservationsHolderIsEstimatedLater(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"policy":"xfchain","cluster_known":true,`+
+			`"reservations":[{"task_id":"mvp2-ppo-20251223-143201-7f3a","nodes":["n1"],"start":"2025-12-23T15:32:01Z"}],`+
+			`"queue":[{"task_id":"mvp2-ppo-20251223-143201-7f3a","position":1,"code":"gpus_busy","reason":"all GPUs are busy","est_start":"2025-12-23T20:32:01Z"}]}`)
+	}))
+	defer srv.Close()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		return map[string]string{"MVP_ADDR": srv.URL, "MVP_TOKEN": "t", "TZ": "UTC"}[k]
+	}}
+	if code := Run(context.Background(), []string{"queue"}, env); code != 0 {
+		t.Fatalf("mvp queue: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	var line string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "reserved: ") {
+			line = l
+		}
+	}
+	if !strings.HasPrefix(line, "reserved: mvp2-ppo-20251223-143201-7f3a on n1 from ") ||
+		!strings.Contains(line, "estimated to start later, at ") {
+		t.Errorf("reserved line: %q", line)
+	}
+}
