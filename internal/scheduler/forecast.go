@@ -10,10 +10,11 @@ import (
 )
 
 // ForecastBudget bounds the work of one forecast (Explain's estimated starts): the sum, over the Decide calls it
-// makes, of the tasks still waiting at each plus four times the tasks running then (each costs Decide more). A queue of about a thousand tasks is forecast whole; in a deeper one
-// the tasks the forecast does not reach get the in-order estimate, no earlier than where the forecast stopped.
-// A unit costs about 0.2 µs on the 2-core machine of BENCHMARKS.md (Decide over a deep queue), so the bound is
-// about 0.2 s, what the in-order estimates of a 100,000-deep queue cost besides.
+// makes, of the tasks still waiting at each plus four times the tasks running then (each costs Decide more). A
+// queue of about a thousand tasks is forecast whole; in a deeper one the tasks the forecast does not reach get the
+// in-order estimate, no earlier than where the forecast stopped. A unit costs about 0.2 µs on the 2-core machine
+// of BENCHMARKS.md (Decide over a deep queue), so the bound is about 0.2 s, what the in-order estimates of a
+// 100,000-deep queue cost besides.
 var ForecastBudget = 1_000_000
 
 // forecast runs the policy forward from now, on a simulated clock, as if every task ran for exactly its declared
