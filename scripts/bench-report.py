@@ -293,6 +293,48 @@ What this session added on Decide's path is small (a flag per user for owners re
 copy of each node's free GPUs for the queue's view): about 2 % in the medians, within the machine's noise of
 ±10 %, but close to the goal of 20 ms on this 2-core machine, where one run can miss it.
 
+## P2 on 2026-11-28
+Measured by hand (not `make bench`): `BenchmarkDecide100k/xfchain`, 20 decisions a run, runs of two test binaries
+alternated, load average 0.5, no Ray cluster running. The build before this session's changes (5180c1d):
+25.7, 26.0 and 26.1 ms; this session's build (95ac4aa, which adds the stop's grace to the declared end of runs
+past it and reads `Task.Ran` only for tasks past their `max_queued_s`): 23.2, 26.9 and 28.8 ms. The same build
+measured 18.5–19.2 ms on 2026-11-26: this machine ran the benchmark about 40 % slower today for the same code,
+so P2 misses its 20 ms goal here today; the session's changes are within the noise of the pairs.
+
+Later the same day, a second round on Decide's own cost (issue 18, item 4). A profile of
+`BenchmarkDecide100k/xfchain` (60 decisions) put 45 % of Decide in `classify` and 27 % in writing the Waits;
+touching 100,000 tasks alone costs about 1 ms here (a separate micro-benchmark), so both were computation, not
+memory. What changed:
+- `classify` works out each task's expiry and wait in nanoseconds: `time.Time`'s `Sub`, `Add` and `Before` took
+  about 65 of its 108 ns per task (`mvp.Task.QueuedBound` keeps `QueuedUntil`'s rule in one place);
+- a `Wait` is 64 bytes with three pointers (88 with five): `Code`, `Never`, `LargestFreeGPUs` and `EstStart` are
+  methods over a one-byte code, a float32 and a unix-ns start. A micro-benchmark of 100,000 appends of each shape
+  took 9–16 ms against 4–5 ms;
+- the radix sort of the backfill order skips the low 32 bits of keys already in queue order (LSD is stable): two
+  passes instead of four.
+
+Alternated runs of two test binaries, 20 decisions a run, 5 pairs, load average about 1, no Ray cluster running:
+
+| build | xfchain | easy | fifo | xfchain, fair share on (`BenchmarkDecide100kFairShare`) | allocated per decision |
+|---|---|---|---|---|---|
+| before (82aa3a3) | 24.1–26.5 ms, median 25.9 | 17.4–19.7 ms | 19.1–20.8 ms | 30.1–36.6 ms | 17.8 MB |
+| after (e3f048b) | 15.8–17.9 ms, median 17.3 | 15.9–17.4 ms | 16.7–17.9 ms | 27.3–28.1 ms | 15.4 MB |
+
+Tried and dropped: reusing each pass's entries, order and sort keys through a `sync.Pool` (9.0 MB allocated per
+decision instead of 15.4): 17.4–20.4 ms, no faster. `mvp sim --policy all -o json` gives identical results before
+and after on a 5,000-job 16 × 8 trace (seed 2) and on a two-team trace (the decisions are the same; only
+`decide_max_ms` differs).
+
+
+## P2 on 2026-11-29
+`make bench`'s run of 2026-11-29 (the table at the top) read 16.5 ms (runs of 14.3, 17.7 and 16.5 ms) on this
+day's host (an Intel Xeon, where the P1 rates were lower than on 2026-11-26's); `make sim`'s P2 table the same
+day, 15.6 ms (median of 5 × 20 decisions). The changes of 2026-11-28 are in both. That day's other scheduler
+change (`radixSort` compares below 4,096 keys instead of clearing 65,536 counters per digit) does not touch a
+100,000-deep queue; it takes about 0.3 ms off every sort of a queue of a few hundred to a few thousand tasks
+(`BenchmarkRadixSort`). The queue's estimates (`Explain`, not on the scheduler's path) now run the policy forward
+(specs/design.md): `make sim`'s Explain column rose from about 0.2 s to 0.6 s for 100,000 waiting tasks.
+
 ## P3: admission the moment GPUs free up (issue 18, 2026-11-24)
 Before (same cluster setup, 3 runs): **752 ms** (max 879), mvp's requests to Ray's job server 2.01/s. The tick
 noticed a freed gang at its next pass (on average half a tick after the job ended). Now `scheduler.ClusterWatch`
