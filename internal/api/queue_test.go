@@ -18,18 +18,7 @@ func TestQueueView(t *testing.T) {
 	c := &api.Client{Addr: base, Token: token}
 	ctx := context.Background()
 	spec := goodSpec + "max_runtime_s: 600\n"
-	var ids []string
-	for i := 0; i < 2; i++ {
-		raw, err := c.Submit(ctx, []byte(spec), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var task mvp.Task
-		if err := json.Unmarshal(raw, &task); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, task.ID)
-	}
+	ids := submitN(t, c, spec, 2)
 	var q *scheduler.QueueView
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -68,18 +57,7 @@ func TestDryRunEstimatesTheStart(t *testing.T) {
 	c := &api.Client{Addr: base, Token: token}
 	ctx := context.Background()
 	spec := goodSpec + "max_runtime_s: 600\n"
-	var ids []string
-	for i := 0; i < 2; i++ {
-		raw, err := c.Submit(ctx, []byte(spec), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var task mvp.Task
-		if err := json.Unmarshal(raw, &task); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, task.ID)
-	}
+	ids := submitN(t, c, spec, 2)
 	var second *time.Time
 	deadline := time.Now().Add(20 * time.Second)
 	for second == nil {
@@ -113,4 +91,22 @@ func TestDryRunEstimatesTheStart(t *testing.T) {
 		dry.Admission.EstStart.Sub(want).Abs() > 2*time.Second {
 		t.Errorf("dry run: %s; want %s estimated at %s", raw, api.VerdictWaits, want.Format(time.RFC3339))
 	}
+}
+
+// submitN submits spec n times through c and returns the tasks' ids.
+func submitN(t *testing.T, c *api.Client, spec string, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := 0; i < n; i++ {
+		raw, err := c.Submit(context.Background(), []byte(spec), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var task mvp.Task
+		if err := json.Unmarshal(raw, &task); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+	}
+	return ids
 }

@@ -136,13 +136,7 @@ func TestEstimateOfABackingOffGangThatCannotFit(t *testing.T) {
 	b := newBench("n1", "n2")
 	b.c.Nodes[1].Available["GPU"] = 2 // n1: 2 GPUs held behind mvp's back
 	gang := timed(2, 4, time.Hour, 10*time.Minute)
-	gang.State, gang.LatestAttemptNo = mvp.StatePendingResources, 1
-	next := t0.Add(30 * time.Second)
-	gang.NextRunAt = &next
-	v := Explain(t0, b.snap(gang), named(PolicyXFChain))
-	if len(v.Queue) != 1 || v.Queue[0].Code != CodeBackingOff {
-		t.Fatalf("queue: %+v", v.Queue)
-	}
+	v := explainBackingOff(t, b, gang, t0.Add(30*time.Second))
 	if e := v.Queue[0].EstStart; e != nil {
 		t.Errorf("estimated start %v for a gang that cannot fit the GPUs free now nor any that are freed later", e)
 	}

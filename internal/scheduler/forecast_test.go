@@ -72,13 +72,8 @@ func TestEstimatePastTheForecastBudget(t *testing.T) {
 func TestEstimateOfABackingOffTask(t *testing.T) {
 	b := newBench("n1")
 	x := timed(1, 2, time.Hour, 10*time.Minute)
-	x.State, x.LatestAttemptNo = mvp.StatePendingResources, 1
 	next := t0.Add(10 * time.Minute)
-	x.NextRunAt = &next
-	v := Explain(t0, b.snap(x), named(PolicyXFChain))
-	if len(v.Queue) != 1 || v.Queue[0].Code != CodeBackingOff {
-		t.Fatalf("queue: %+v", v.Queue)
-	}
+	v := explainBackingOff(t, b, x, next)
 	if e := v.Queue[0].EstStart; e == nil || !e.Equal(next) {
 		t.Errorf("estimated at %v, want its next_run_at %v", e, next)
 	}
@@ -126,3 +121,15 @@ func TestEstimateOfATaskHeldByDependencies(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// explainBackingOff makes x a task backing off after a first attempt until next, explains the queue of x alone on
+// b under the default policy, and checks that x is its one entry, backing off.
+func explainBackingOff(t *testing.T, b *bench, x *mvp.Task, next time.Time) QueueView {
+	t.Helper()
+	x.State, x.LatestAttemptNo, x.NextRunAt = mvp.StatePendingResources, 1, &next
+	v := Explain(t0, b.snap(x), named(PolicyXFChain))
+	if len(v.Queue) != 1 || v.Queue[0].Code != CodeBackingOff {
+		t.Fatalf("queue: %+v", v.Queue)
+	}
+	return v
+}
