@@ -676,7 +676,8 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 	}
 	admission := map[string]any{"verdict": verdict, "reason": reason}
 	if snap.Cluster != nil && verdict != VerdictNeverFits && verdict != VerdictDepFailed {
-		admission["est_start"] = estStart(scheduler.Explain(s.Clock.Now(), snap, s.Policy), t)
+		v := scheduler.ExplainFor(s.Clock.Now(), snap, s.Policy, func(x *mvp.Task) bool { return x == t })
+		admission["est_start"] = estStart(v, t)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"dry_run":        true,
@@ -708,9 +709,12 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := scheduler.Explain(s.Clock.Now(), snap, s.Policy)
-	if c := mvp.CallerOf(r.Context()); !c.Operator {
-		v = ownView(v, snap, c)
+	c := mvp.CallerOf(r.Context())
+	var v scheduler.QueueView
+	if c.Operator {
+		v = scheduler.Explain(s.Clock.Now(), snap, s.Policy)
+	} else { // the forecast runs until the user's own tasks are placed: the others' estimates are not shown
+		v = ownView(scheduler.ExplainFor(s.Clock.Now(), snap, s.Policy, func(t *mvp.Task) bool { return c.Owns(t.Owner) }), snap, c)
 	}
 	if snap.ClusterErr != nil {
 		writeJSON(w, http.StatusOK, struct {

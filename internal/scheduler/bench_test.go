@@ -79,6 +79,28 @@ func wideQueue(n int) Snapshot {
 // tasks running in the forecast's world, which every Decide also walks (stops, heartbeats, reserveLive, and
 // createdGroups scans every placement group for every attempt: quadratic). The budget (1e6 units, "about
 
+// BenchmarkExplainForAUser is a user's view (ExplainFor) of BenchmarkExplainDepth's 1,000-task queue: with no task
+// of the user's, and with the first ten tasks in line the user's (the forecast stops once they are placed).
+func BenchmarkExplainForAUser(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		mine int
+	}{{"none", 0}, {"first-10", 10}} {
+		b.Run(c.name, func(b *testing.B) {
+			snap, _, _, _ := deepQueue()
+			snap.Queue = snap.Queue[:1000]
+			mine := map[*mvp.Task]bool{}
+			for _, t := range snap.Queue[:c.mine] {
+				mine[t] = true
+			}
+			p := policy100k(DefaultPolicy)
+			for i := 0; i < b.N; i++ {
+				ExplainFor(t0, snap, p, func(t *mvp.Task) bool { return mine[t] })
+			}
+		})
+	}
+}
+
 // BenchmarkExplainWide is Explain on ever wider clusters (wideQueue): what the running tasks cost the forecast.
 func BenchmarkExplainWide(b *testing.B) {
 	for _, n := range []int{16, 64, 128} {

@@ -79,7 +79,12 @@ const CodeClusterUnknown WaitCode = "cluster_unknown"
 // Explain runs the policy over s as Decide does and describes the outcome: per-node free GPUs, the reservation,
 // and every waiting task with its position, reason code and sentence, and estimated start. It is pure, like
 // Decide; it costs more (the estimates), so it is for the API, not for the loop.
-func Explain(now time.Time, s Snapshot, p Policy) QueueView {
+func Explain(now time.Time, s Snapshot, p Policy) QueueView { return ExplainFor(now, s, p, nil) }
+
+// ExplainFor is Explain for someone who will read the estimates of some tasks only (those wanted reports true for;
+// nil: every task): the forecast stops once each of them has started or ended, so the others' estimates may be
+// missing. The API serves a user's view of the queue and a dry run with it.
+func ExplainFor(now time.Time, s Snapshot, p Policy, wanted func(*mvp.Task) bool) QueueView {
 	v := QueueView{At: now, Policy: p.policyName(), ClusterKnown: s.Cluster != nil, Nodes: []NodeFree{},
 		Reservations: []Reservation{}, Starting: []string{}, Queue: []QueueEntry{}}
 	if s.Cluster == nil {
@@ -128,7 +133,7 @@ func Explain(now time.Time, s Snapshot, p Policy) QueueView {
 		}
 		v.Reservations = append(v.Reservations, res)
 	}
-	est := pl.forecastEstimates(all)
+	est := pl.forecastEstimates(all, wanted)
 	entries := make([]QueueEntry, 0, len(s.Queue))
 	// bound notes a task's max_queued_s end on its entry, and whether its estimated start comes after it.
 	bound := func(q *QueueEntry, t *mvp.Task) {
@@ -228,9 +233,9 @@ func timePtr(t time.Time) *time.Time { return &t }
 // starts it (forecast). Where the forecast cannot model the live attempts it is the in-order estimate (estimates;
 // none for a task held by dependencies); where it stopped at its budget, a task it did not reach gets the in-order
 // estimate, no earlier than where it stopped.
-func (pl *plan) forecastEstimates(all []*mvp.Task) map[*mvp.Task]*time.Time {
+func (pl *plan) forecastEstimates(all []*mvp.Task, wanted func(*mvp.Task) bool) map[*mvp.Task]*time.Time {
 	out := make(map[*mvp.Task]*time.Time, len(all))
-	starts, gone, horizon, cut, ok := forecast(pl.now, pl.s, all, pl.p)
+	starts, gone, horizon, cut, ok := forecast(pl.now, pl.s, all, pl.p, wanted)
 	var inOrder []*time.Time
 	if !ok || cut || slices.Contains(gone, true) {
 		inOrder = pl.estimates()

@@ -31,7 +31,8 @@ var ForecastBudget = 1_000_000
 // counts as its success, and a task Decide ends counts as FAILED or CANCELED, its dependents judged again at once.
 // What it does not model: a run that fails, a starvation bound crossed between two releases (the next release
 // re-ranks), usage that grows while tasks run (fair share ranks on the usage of now).
-func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int64, gone []bool, horizon int64, cut, ok bool) {
+func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy, wanted func(*mvp.Task) bool) (starts []int64,
+	gone []bool, horizon int64, cut, ok bool) {
 	for _, a := range s.Active {
 		if a.Attempt == nil {
 			return nil, nil, 0, false, false
@@ -74,10 +75,17 @@ func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int6
 	gone = make([]bool, len(q))
 	orig := make(map[*mvp.Task]int, len(q))
 	queue := make([]*mvp.Task, 0, len(q))
+	left := 0 // the wanted tasks not started or ended yet: the forecast stops when none is left
 	for i, t := range q {
 		starts[i] = never
 		orig[t] = i // one already past its max_queued_s too: Decide ends it now, and its dependents are judged
 		queue = append(queue, t)
+		if wanted == nil || wanted(t) {
+			left++
+		}
+	}
+	if left == 0 {
+		return starts, gone, now.UnixNano(), false, true
 	}
 	at, spent := now.UnixNano(), 0
 	for {
@@ -100,10 +108,16 @@ func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int6
 				}
 				starts[i], started = at, true
 				f.start(a, at)
+				if wanted == nil || wanted(a.Task) {
+					left--
+				}
 				continue
 			}
 			if i, known := orig[ended]; known {
 				gone[i], started = true, true
+				if wanted == nil || wanted(ended) {
+					left--
+				}
 				if st, named := f.deps[ended.ID]; named && !st.Terminal() {
 					f.deps[ended.ID] = end
 					again = true // its dependents are judged again at once (the loop's next pass)
@@ -113,7 +127,7 @@ func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy) (starts []int6
 		if started {
 			queue = slices.DeleteFunc(queue, func(t *mvp.Task) bool { return starts[orig[t]] != never || gone[orig[t]] })
 		}
-		if len(queue) == 0 {
+		if len(queue) == 0 || left <= 0 {
 			return starts, gone, at, false, true
 		}
 		if spent >= ForecastBudget {

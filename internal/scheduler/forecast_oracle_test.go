@@ -264,7 +264,23 @@ func TestForecastMatchesDecideRunForward(t *testing.T) {
 		for _, r := range live {
 			active = append(active, ActiveAttempt{Task: r.task, Attempt: r.att, Nodes: r.nodes})
 		}
-		v := Explain(t0, Snapshot{Cluster: c, Queue: q, Active: active, Deps: deps, Usage: usage}, p)
+		snap := Snapshot{Cluster: c, Queue: q, Active: active, Deps: deps, Usage: usage}
+		v := Explain(t0, snap, p)
+		// A view for alice alone (ExplainFor stops the forecast once her tasks are placed) estimates her tasks as
+		// the whole view does.
+		whole := map[string]*time.Time{}
+		for _, e := range v.Queue {
+			whole[e.TaskID] = e.EstStart
+		}
+		for _, e := range ExplainFor(t0, snap, p, func(t *mvp.Task) bool { return t.Owner == "alice" }).Queue {
+			if e.Owner != "alice" {
+				continue
+			}
+			if w := whole[e.TaskID]; (w == nil) != (e.EstStart == nil) || w != nil && !w.Equal(*e.EstStart) {
+				bad++
+				t.Errorf("seed %d: alice's %s estimated %v in her own view, %v in the whole one", seed, e.TaskID, e.EstStart, w)
+			}
+		}
 		want := oracle(t0, c, live, q, deps, usage, p)
 		for _, e := range v.Queue {
 			w, started := want[e.TaskID]
