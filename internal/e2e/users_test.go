@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,28 @@ func TestUsersShareTheCluster(t *testing.T) {
 		for _, e := range q.Queue {
 			if e.TaskID == a2 {
 				return e.Code == scheduler.CodeQuota && e.Owner == "alice", string(e.Code) + ": " + e.Reason
+			}
+		}
+		return false, "not in alice's queue view"
+	})
+	// Her view estimates it at her first task's declared end, when her quota frees (the forecast of her own view).
+	waitFor(t, 30*time.Second, "alice's quota-held task estimated at her first task's declared end", func() (bool, string) {
+		var since *time.Time
+		for _, at := range s.get(a1).Attempts {
+			since = at.RunningSince()
+		}
+		if since == nil {
+			return false, "a1 has not run yet"
+		}
+		q, _, err := alice.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range q.Queue {
+			if e.TaskID == a2 {
+				want := since.Add(120 * time.Second)
+				return e.EstStart != nil && e.EstStart.Sub(want).Abs() < 2*time.Second,
+					fmt.Sprintf("est_start %v, want %s", e.EstStart, want.Format(time.RFC3339Nano))
 			}
 		}
 		return false, "not in alice's queue view"

@@ -299,10 +299,20 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 // in the seconds between a submit and its placement. If one cannot be placed, the queue waits behind it.
 func (pl *plan) reserveLive() {
 	idx := pl.nodeIndex()
+	claimed := make(map[string]bool, len(pl.s.Active)) // the Ray job ids of the live attempts
+	for _, a := range pl.s.Active {
+		if a.Attempt != nil && a.Attempt.RayJobID != "" {
+			claimed[a.Attempt.RayJobID] = true
+		}
+	}
 	created := map[string]int{} // CREATED groups per creator job: one walk of the groups, not one per attempt
-	for _, g := range pl.s.Cluster.Groups {
+	var pool []int              // CREATED groups of a job no live attempt claims (indexes into Groups)
+	for k, g := range pl.s.Cluster.Groups {
 		if g.State == "CREATED" {
 			created[g.CreatorJobID]++
+			if !claimed[g.CreatorJobID] {
+				pool = append(pool, k)
+			}
 		}
 	}
 	for _, a := range pl.s.Active {
@@ -314,11 +324,19 @@ func (pl *plan) reserveLive() {
 		u.used += d.gangGPUs()
 		u.charge += d.gangGPUs() * RankHorizon.Seconds() / u.share // what it holds now counts for fair share at once
 		placed := 0
-		if a.Attempt != nil && a.Attempt.RayJobID != "" {
+		switch {
+		case a.Attempt != nil && a.Attempt.RayJobID != "":
 			placed = created[a.Attempt.RayJobID]
+		case a.Attempt != nil && len(pool) > 0:
+			// Its Ray job id is not known yet (mvp learns it when it next follows the attempt), but its driver may
+			// have placed its gang already: groups of its shape that no live attempt claims are taken as its own.
+			// Counted as unplaced, its gang was reserved again on GPUs it held, "did not fit" and held the queue
+			// (walk-through 14: the API's view reads the cluster after the loop last followed its attempts).
+			placed, pool = claimGroups(pl.s.Cluster.Groups, pool, d)
 		}
 		unplaced := max(d.Groups-placed, 0)
-		driver := a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending
+		driver := placed == 0 && // a driver that placed groups runs
+			(a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending)
 		drvRes := driverOf(a.Task, pl.p)
 		use := liveUse{end: pl.endOf(a), gpu: d.GPUs, cpu: d.CPUs, driver: -1, drv: drvRes}
 		known := len(a.Nodes) >= d.Groups && d.Groups > 0
@@ -345,6 +363,25 @@ func (pl *plan) reserveLive() {
 		}
 		pl.live = append(pl.live, use)
 	}
+}
+
+// claimGroups takes from pool (indexes into groups) up to d.Groups groups of d's shape (their bundles sum to d's
+// GPUs and CPUs; a group whose bundles are not known matches any shape) and returns how many it took and the rest.
+func claimGroups(groups []mvp.PlacementGroup, pool []int, d Demand) (int, []int) {
+	took := 0
+	rest := pool[:0:0]
+	for _, k := range pool {
+		var gpu, cpu float64
+		for _, b := range groups[k].Bundles {
+			gpu, cpu = gpu+b[ResGPU], cpu+b[ResCPU]
+		}
+		if took < d.Groups && (len(groups[k].Bundles) == 0 || gpu == d.GPUs && cpu == d.CPUs) {
+			took++
+			continue
+		}
+		rest = append(rest, k)
+	}
+	return took, rest
 }
 
 // endOf is the declared end of a live attempt: when it began to run plus the declared run time; once that has
