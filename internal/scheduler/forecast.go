@@ -165,13 +165,12 @@ type world struct {
 	seq     int
 }
 
-// running is a task running in the forecast.
+// running is a task running in the forecast: what it holds, on which nodes, until when (use.end; never: no
+// declared end).
 type running struct {
-	task  *mvp.Task
-	att   *mvp.Attempt
-	nodes []int // one per group
-	end   int64 // never: no declared end
-	use   liveUse
+	task *mvp.Task
+	att  *mvp.Attempt
+	use  liveUse
 }
 
 // add puts a task running since start in the world, holding u (its resources are already off the free view).
@@ -184,7 +183,7 @@ func (f *world) add(t *mvp.Task, att *mvp.Attempt, start time.Time, u liveUse) {
 	if u.driver >= 0 {
 		att.DriverNodeID = f.nodes[u.driver].id
 	}
-	f.running = append(f.running, running{task: t, att: att, nodes: u.nodes, end: u.end, use: u})
+	f.running = append(f.running, running{task: t, att: att, use: u})
 }
 
 // start takes what a Submit placed at at off the free view and runs the task until its declared end.
@@ -198,17 +197,12 @@ func (f *world) start(sub Submit, at int64) {
 		}
 	}
 	for _, id := range sub.Nodes {
-		k := f.byID[id]
-		u.nodes = append(u.nodes, k)
-		f.nodes[k].free[ResGPU] -= d.GPUs
-		f.nodes[k].free[ResCPU] -= d.CPUs
+		u.nodes = append(u.nodes, f.byID[id])
 	}
 	if k, placed := f.byID[sub.DriverNode]; placed && sub.DriverNode != "" && len(drv) > 0 {
 		u.driver = k
-		for r, v := range drv {
-			f.nodes[k].free[r] -= v
-		}
 	}
+	take(f.nodes, u.nodes, u.driver, d, drv)
 	t := *sub.Task
 	t.State = mvp.StateRunning // counts as running (max_running_tasks) and is no longer queued
 	if st, named := f.deps[t.ID]; named && !st.Terminal() {
@@ -222,13 +216,13 @@ func (f *world) start(sub Submit, at int64) {
 // releaseTo ends every running task whose declared end is at or before at, giving back what it held.
 func (f *world) releaseTo(at int64) {
 	f.running = slices.DeleteFunc(f.running, func(r running) bool {
-		if r.end > at {
+		if r.use.end > at {
 			return false
 		}
 		if st, named := f.deps[r.task.ID]; named && !st.Terminal() {
 			f.deps[r.task.ID] = mvp.StateSucceeded
 		}
-		for _, k := range r.nodes {
+		for _, k := range r.use.nodes {
 			f.nodes[k].free[ResGPU] += r.use.gpu
 			f.nodes[k].free[ResCPU] += r.use.cpu
 		}
@@ -245,7 +239,7 @@ func (f *world) releaseTo(at int64) {
 func (f *world) nextEnd() int64 {
 	next := int64(never)
 	for _, r := range f.running {
-		next = min(next, r.end)
+		next = min(next, r.use.end)
 	}
 	return next
 }
@@ -268,9 +262,9 @@ func (f *world) snapshot(when time.Time, queue []*mvp.Task, s Snapshot) Snapshot
 			view.Groups = append(view.Groups, mvp.PlacementGroup{CreatorJobID: r.att.RayJobID, State: "CREATED"})
 		}
 		a := ActiveAttempt{Task: r.task, Attempt: r.att}
-		if len(r.nodes) > 0 {
-			a.Nodes = make([]string, len(r.nodes))
-			for g, k := range r.nodes {
+		if len(r.use.nodes) > 0 {
+			a.Nodes = make([]string, len(r.use.nodes))
+			for g, k := range r.use.nodes {
 				a.Nodes[g] = f.nodes[k].id
 			}
 		}
