@@ -21,7 +21,7 @@ func TestSubmitChecksDependencies(t *testing.T) {
 	missing := "mvp2-ppo-20251223-143201-ffff"
 	resp, body = do(t, base, "POST", "/api/v2/tasks", "application/yaml",
 		goodSpec+"after_ok: ["+first.ID+"]\nafter_any: ["+missing+"]\n", nil)
-	if resp.StatusCode != 400 || !strings.Contains(string(body), `"field": "after_any[0]"`) || !strings.Contains(string(body), missing) {
+	if resp.StatusCode != 400 || !strings.Contains(string(body), `"field":"after_any[0]"`) || !strings.Contains(string(body), missing) {
 		t.Errorf("unknown dependency: %d %s", resp.StatusCode, body)
 	}
 	for _, bad := range []string{"after_ok: [not-a-task]\n", "after_ok: [" + first.ID + ", " + first.ID + "]\n", "after_ok: " + first.ID + "\n"} {
@@ -35,12 +35,12 @@ func TestSubmitChecksDependencies(t *testing.T) {
 	}
 	// A 1×4 task on the one 4-GPU node of the fake cluster: it would fit, but waits for the first task.
 	resp, body = do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/yaml", goodSpec+"after_ok: ["+first.ID+"]\n", nil)
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"verdict": "waits_for_dependencies"`) ||
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"verdict":"waits_for_dependencies"`) ||
 		!strings.Contains(string(body), "dependency: waiting for "+first.ID) {
 		t.Errorf("dry run: %d %s", resp.StatusCode, body)
 	}
 	resp, body = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"after_ok: ["+first.ID+"]\n", nil)
-	if resp.StatusCode != 201 || !strings.Contains(string(body), `"after_ok": [`) {
+	if resp.StatusCode != 201 || !strings.Contains(string(body), `"after_ok":[`) {
 		t.Errorf("with a dependency: %d %s", resp.StatusCode, body)
 	}
 }

@@ -167,7 +167,7 @@ func TestResubmitTakesTodaysDefaults(t *testing.T) {
 	cfg.V2.Scheduler.DefaultMaxRuntimeS, cfg.V2.Scheduler.MaxRuntimeCapS = 40000, 50000
 	base := servicetest.Start(t, &service.Main{Config: cfg}).URL()
 	resp, b := do(t, base, "POST", "/api/v2/tasks/"+id+"/resubmit", "application/json", `{}`, nil)
-	if resp.StatusCode != 201 || !strings.Contains(string(b), `"max_runtime_s": 40000`) {
+	if resp.StatusCode != 201 || !strings.Contains(string(b), `"max_runtime_s":40000`) {
 		t.Errorf("resubmit after the cap was lowered: %d %s; want 201 with today's default 40000", resp.StatusCode, b)
 	}
 }

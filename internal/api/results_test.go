@@ -99,7 +99,7 @@ func TestResultsListing(t *testing.T) {
 	var other mvp.Task
 	_ = json.Unmarshal(raw, &other)
 	resp, body = do(t, m2.URL(), "GET", "/api/v2/tasks/"+other.ID+"/results", "", "", nil)
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"files": []`) {
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"files":[]`) {
 		t.Errorf("no results folder: %d %s", resp.StatusCode, body)
 	}
 }

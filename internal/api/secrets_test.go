@@ -19,7 +19,7 @@ func TestSecretsAPI(t *testing.T) {
 	base := m.URL()
 	const value = "hunter2-value-0123456789"
 	resp, body := do(t, base, "PUT", "/api/v2/secrets/wandb", "application/json", `{"value": "`+value+`"}`, nil)
-	if resp.StatusCode != 201 || strings.Contains(string(body), value) || !strings.Contains(string(body), `"name": "wandb"`) {
+	if resp.StatusCode != 201 || strings.Contains(string(body), value) || !strings.Contains(string(body), `"name":"wandb"`) {
 		t.Fatalf("put: %d %s", resp.StatusCode, body)
 	}
 	resp, body = do(t, base, "PUT", "/api/v2/secrets/wandb", "application/json", `{"value": "rotated-`+value+`"}`, nil)
@@ -45,7 +45,7 @@ func TestSecretsAPI(t *testing.T) {
 		}
 	}
 	resp, body = do(t, base, "GET", "/api/v2/secrets", "", "", nil)
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"name": "wandb"`) || strings.Contains(string(body), value) ||
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"name":"wandb"`) || strings.Contains(string(body), value) ||
 		!strings.Contains(string(body), "updated_at") {
 		t.Errorf("list: %d %s", resp.StatusCode, body)
 	}

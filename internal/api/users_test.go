@@ -207,7 +207,7 @@ func TestUserLimitsAtSubmit(t *testing.T) {
 		t.Errorf("priority 101: %d %s", resp.StatusCode, b)
 	}
 	resp, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"priority: 60\n", as(aliceToken))
-	if resp.StatusCode != 201 || !strings.Contains(string(b), `"priority": 60`) {
+	if resp.StatusCode != 201 || !strings.Contains(string(b), `"priority":60`) {
 		t.Fatalf("priority 60 for alice: %d %s", resp.StatusCode, b)
 	}
 	// That one starts on the 4-GPU node; wait until the scheduler has taken it (until then it counts as waiting,
@@ -220,7 +220,7 @@ func TestUserLimitsAtSubmit(t *testing.T) {
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		_, tb := do(t, base, "GET", "/api/v2/tasks/"+first.ID, "", "", as(aliceToken))
-		if !strings.Contains(string(tb), `"state": "QUEUED"`) && !strings.Contains(string(tb), `"state": "PENDING_RESOURCES"`) {
+		if !strings.Contains(string(tb), `"state":"QUEUED"`) && !strings.Contains(string(tb), `"state":"PENDING_RESOURCES"`) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -268,7 +268,7 @@ func TestScheduleChecksWhatItNamesAsItsOwner(t *testing.T) {
 	if err := json.Unmarshal(b, &task); err != nil || task.ID == "" {
 		t.Fatalf("alice's task: %s", b)
 	}
-	spec := `"workload": "ppo", "nnodes": 1, "n_gpus_per_node": 1, "model_path": "/m", "train_file": "/t", "val_file": "/v"`
+	spec := `"workload":"ppo", "nnodes": 1, "n_gpus_per_node": 1, "model_path":"/m", "train_file":"/t", "val_file":"/v"`
 	for _, c := range []struct{ name, extra, field string }{
 		{"secret", `"secrets": {"STOLEN": "alice-key"}`, "secret"},
 		{"resume", `"resume_from": "` + task.ID + `"`, "task"},
@@ -385,10 +385,10 @@ func TestListOwnerFilterIsTheCallersOwn(t *testing.T) {
 	if resp.StatusCode != 403 || !strings.Contains(string(b), "owner") {
 		t.Errorf("bob listing owner=alice: %d %s, want 403", resp.StatusCode, b)
 	}
-	if resp, b := do(t, base, "GET", "/api/v2/tasks?owner=bob", "", "", as(bobToken)); resp.StatusCode != 200 || !strings.Contains(string(b), `"owner": "bob"`) {
+	if resp, b := do(t, base, "GET", "/api/v2/tasks?owner=bob", "", "", as(bobToken)); resp.StatusCode != 200 || !strings.Contains(string(b), `"owner":"bob"`) {
 		t.Errorf("bob listing owner=bob: %d %s", resp.StatusCode, b)
 	}
-	if resp, b := do(t, base, "GET", "/api/v2/tasks?owner=bob", "", "", nil); resp.StatusCode != 200 || !strings.Contains(string(b), `"owner": "bob"`) {
+	if resp, b := do(t, base, "GET", "/api/v2/tasks?owner=bob", "", "", nil); resp.StatusCode != 200 || !strings.Contains(string(b), `"owner":"bob"`) {
 		t.Errorf("the operator listing owner=bob: %d %s", resp.StatusCode, b)
 	}
 }
@@ -439,13 +439,13 @@ func TestAnotherUsersDependencyNamesItsField(t *testing.T) {
 	}
 	spec := goodSpec + "after_any: [" + own.ID + ", " + op.ID + "]\n"
 	resp, b := do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/yaml", spec, as(aliceToken))
-	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field": "after_any[1]"`) {
+	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field":"after_any[1]"`) {
 		t.Errorf("after_any naming the operator's task second: %d %s; want 403 on after_any[1]", resp.StatusCode, b)
 	}
 	// resume_from and secrets of another user's named their field only when the task or secret did not exist.
 	resp, b = do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/yaml", goodSpec+"resume_from: "+op.ID+"\n",
 		as(aliceToken))
-	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field": "resume_from"`) {
+	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field":"resume_from"`) {
 		t.Errorf("resume_from the operator's task: %d %s; want 403 on resume_from", resp.StatusCode, b)
 	}
 	if resp, b := do(t, base, "PUT", "/api/v2/secrets/op-key", "application/json", `{"value": "x"}`, nil); resp.StatusCode != 201 {
@@ -453,7 +453,7 @@ func TestAnotherUsersDependencyNamesItsField(t *testing.T) {
 	}
 	resp, b = do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/yaml", goodSpec+"secrets: {WANDB_API_KEY: op-key}\n",
 		as(aliceToken))
-	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field": "secrets.WANDB_API_KEY"`) {
+	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field":"secrets.WANDB_API_KEY"`) {
 		t.Errorf("a secret of the operator's: %d %s; want 403 on secrets.WANDB_API_KEY", resp.StatusCode, b)
 	}
 }
