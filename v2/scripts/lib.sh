@@ -119,10 +119,12 @@ echo "$pid"'
 HEALTH='python3 - "$1" <<PY
 import json, sys, urllib.error, urllib.request
 def judge(status, body):
-    print(body)
     try:
-        ok = status == 200 and json.loads(body).get("status") == "ok"
+        doc = json.loads(body)
+        print(json.dumps(doc, indent=2))  # mvp answers one line of JSON: shown indented, for a person
+        ok = status == 200 and doc.get("status") == "ok"
     except ValueError:
+        print(body)
         ok = False
     sys.exit(0 if ok else 3)
 try:
