@@ -301,15 +301,28 @@ func (c *Client) ResubmitDryRun(ctx context.Context, id string, req ResubmitRequ
 	return c.JSON(ctx, "POST", "/api/v2/tasks/"+url.PathEscape(id)+"/resubmit", url.Values{"dry_run": {"true"}}, body, "application/json", nil)
 }
 
-// PutSecret stores or replaces a secret's value.
+// PutSecret stores or replaces one of the caller's secrets.
 func (c *Client) PutSecret(ctx context.Context, name, value string) (*mvp.SecretInfo, json.RawMessage, error) {
+	return c.PutSecretOf(ctx, "", name, value)
+}
+
+// PutSecretOf stores or replaces owner's secret name (the operator may name a user; "" is the caller).
+func (c *Client) PutSecretOf(ctx context.Context, owner, name, value string) (*mvp.SecretInfo, json.RawMessage, error) {
 	body, err := json.Marshal(map[string]string{"value": value})
 	if err != nil {
 		return nil, nil, err
 	}
 	var s mvp.SecretInfo
-	raw, err := c.JSON(ctx, "PUT", "/api/v2/secrets/"+url.PathEscape(name), nil, body, "application/json", &s)
+	raw, err := c.JSON(ctx, "PUT", "/api/v2/secrets/"+url.PathEscape(name), ownerQuery(owner), body, "application/json", &s)
 	return &s, raw, err
+}
+
+// ownerQuery is ?owner=owner, or none for "".
+func ownerQuery(owner string) url.Values {
+	if owner == "" {
+		return nil
+	}
+	return url.Values{"owner": {owner}}
 }
 
 // SecretList is the stored secrets' names and times.
@@ -317,16 +330,26 @@ type SecretList struct {
 	Secrets []mvp.SecretInfo `json:"secrets"`
 }
 
-// Secrets lists the stored secrets (never their values).
+// Secrets lists the caller's secrets (the operator's: everyone's), never their values.
 func (c *Client) Secrets(ctx context.Context) (*SecretList, json.RawMessage, error) {
+	return c.SecretsOf(ctx, "")
+}
+
+// SecretsOf lists owner's secrets ("": the caller's; the operator's: everyone's).
+func (c *Client) SecretsOf(ctx context.Context, owner string) (*SecretList, json.RawMessage, error) {
 	var l SecretList
-	raw, err := c.JSON(ctx, "GET", "/api/v2/secrets", nil, nil, "", &l)
+	raw, err := c.JSON(ctx, "GET", "/api/v2/secrets", ownerQuery(owner), nil, "", &l)
 	return &l, raw, err
 }
 
-// DeleteSecret deletes a secret.
+// DeleteSecret deletes one of the caller's secrets.
 func (c *Client) DeleteSecret(ctx context.Context, name string) error {
-	resp, err := c.Do(ctx, "DELETE", "/api/v2/secrets/"+url.PathEscape(name), nil, nil, "")
+	return c.DeleteSecretOf(ctx, "", name)
+}
+
+// DeleteSecretOf deletes owner's secret name (the operator may name a user; "" is the caller).
+func (c *Client) DeleteSecretOf(ctx context.Context, owner, name string) error {
+	resp, err := c.Do(ctx, "DELETE", "/api/v2/secrets/"+url.PathEscape(name), ownerQuery(owner), nil, "")
 	if err != nil {
 		return err
 	}

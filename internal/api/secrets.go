@@ -14,13 +14,18 @@ import (
 	"github.com/mvp2/mvp/internal/secrets"
 )
 
-// putSecret stores a secret's value, encrypted; the answer and the log never hold the value.
+// putSecret stores a secret's value, encrypted, as the caller's (the operator's owner= names a user's); the
+// answer and the log never hold the value.
 func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) error {
 	if !s.Secrets.Enabled() {
 		return s.Secrets.Off()
 	}
 	name := r.PathValue("name")
 	if err := secrets.CheckName(name); err != nil {
+		return err
+	}
+	owner, err := s.secretOwner(r, true)
+	if err != nil {
 		return err
 	}
 	body, err := s.readBody(w, r, jsonOnly)
@@ -33,7 +38,7 @@ func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(body, &req); err != nil || req.Value == nil {
 		return mvp.Errorf(mvp.CodeInvalid, "value", "the body must be JSON {\"value\": \"…\"} and nothing else")
 	}
-	info, created, err := s.Secrets.Put(r.Context(), name, *req.Value)
+	info, created, err := s.Secrets.Put(r.Context(), owner, name, *req.Value)
 	if err != nil {
 		return err
 	}
@@ -41,21 +46,28 @@ func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) error {
 	if created {
 		status = http.StatusCreated
 	}
-	s.Logger.Info("secret stored", "name", name, "created", created)
+	s.Logger.Info("secret stored", "name", name, "owner", owner, "created", created)
 	writeJSON(w, status, info)
 	return nil
 }
 
-// listSecrets answers every secret's name and times.
+// listSecrets answers the names and times of the caller's secrets (the operator's: everyone's, or owner='s).
 func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
+	c := mvp.CallerOf(r.Context())
+	only := ""
+	if o := r.URL.Query().Get("owner"); o != "" || !c.Operator {
+		var err error
+		if only, err = s.secretOwner(r, false); err != nil {
+			return err
+		}
+	}
 	list, err := s.Secrets.List(r.Context())
 	if err != nil {
 		return err
 	}
-	c := mvp.CallerOf(r.Context())
 	own := []mvp.SecretInfo{}
 	for _, i := range list {
-		if c.Owns(i.Owner) {
+		if only == "" || mvp.OwnerName(i.Owner) == only {
 			own = append(own, i)
 		}
 	}
@@ -63,21 +75,27 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// deleteSecret removes a secret; a queued task that names it fails when it is submitted.
+// deleteSecret removes one of the caller's secrets (the operator's owner= names a user's); a queued task that
+// names it fails when it is submitted.
 func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) error {
+	if !s.Secrets.Enabled() {
+		return s.Secrets.Off()
+	}
 	name := r.PathValue("name")
-	if err := s.ownSecrets(r.Context(), []string{name}, nil); err != nil {
+	owner, err := s.secretOwner(r, false)
+	if err != nil {
 		return err
 	}
-	if err := s.Secrets.Delete(r.Context(), name); err != nil {
+	if err := s.Secrets.Delete(r.Context(), owner, name); err != nil {
 		return err
 	}
-	s.Logger.Info("secret deleted", "name", name)
+	s.Logger.Info("secret deleted", "name", name, "owner", owner)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// checkSecrets refuses a task that names secrets while secret storage is off, or names secrets that do not exist.
+// checkSecrets refuses a task that names secrets while secret storage is off, or names secrets its owner does not
+// have (a task uses its owner's secrets only: another user's of the same name are not its).
 func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
 	if !bytes.Contains(t.SpecJSON, []byte(`"secrets"`)) {
 		return nil // most specs name no secret: not worth decoding the spec again on every submit
@@ -91,55 +109,60 @@ func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
 	if !s.Secrets.Enabled() {
 		return s.Secrets.Off()
 	}
-	names := make([]string, 0, len(spec.Secrets))
-	fields := map[string]string{} // secret name → the field that named it
-	for _, env := range slices.Sorted(maps.Keys(spec.Secrets)) {
-		n := spec.Secrets[env]
-		names = append(names, n)
-		if _, ok := fields[n]; !ok {
-			fields[n] = "secrets." + env
-		}
-	}
 	list, err := s.Secrets.List(ctx)
 	if err != nil {
 		return err
 	}
+	owner := mvp.OwnerName(t.Owner)
 	have := map[string]bool{}
 	for _, i := range list {
-		have[i.Name] = true
-	}
-	if err := s.ownSecrets(ctx, names, fields); err != nil {
-		return err
+		if mvp.OwnerName(i.Owner) == owner {
+			have[i.Name] = true
+		}
 	}
 	var missing []string
-	for _, n := range names {
-		if !have[n] {
+	for _, env := range slices.Sorted(maps.Keys(spec.Secrets)) {
+		if n := spec.Secrets[env]; !have[n] && !slices.Contains(missing, n) {
 			missing = append(missing, n)
 		}
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return mvp.Errorf(mvp.CodeInvalid, "secrets", "no secret named %s: store it first (mvp secrets put %s, which "+
-			"reads the value from standard input; or PUT /api/v2/secrets/{name})", strings.Join(missing, ", "), missing[0])
+		who := "you have"
+		if mvp.CallerOf(ctx).Name != owner {
+			who = owner + " has" // the operator's resubmit of a user's task, or a user's schedule firing
+		}
+		return mvp.Errorf(mvp.CodeInvalid, "secrets", "no secret named %s: %s none of that name (each user's secrets "+
+			"are their own); store it first (mvp secrets put %s, which reads the value from standard input; or PUT "+
+			"/api/v2/secrets/{name})", strings.Join(missing, ", "), who, missing[0])
 	}
 	return nil
 }
 
-// ownSecrets refuses (403) when one of the named secrets that exist belongs to another user than the caller; the
-// refusal names fields[name], the field that named it.
-func (s *Server) ownSecrets(ctx context.Context, names []string, fields map[string]string) error {
-	if !s.Secrets.Enabled() {
-		return s.Secrets.Off()
+// secretOwner is whose secret a request names: the caller's own; the operator may name a user's with owner=
+// (known: a user of v2.auth.users or the operator, when the secret is to be stored; any, to list or delete the
+// secrets of a user no longer configured).
+func (s *Server) secretOwner(r *http.Request, known bool) (string, error) {
+	c := mvp.CallerOf(r.Context())
+	o := r.URL.Query().Get("owner")
+	switch {
+	case o == "" || o == c.Name:
+		return c.Name, nil
+	case !c.Operator:
+		return "", mvp.Errorf(mvp.CodeForbidden, "owner", "owner=%s: a user keeps only their own secrets (drop owner=, "+
+			"or give owner=%s)", clip(o), c.Name)
+	case known && o != mvp.Operator && !s.isUser(o):
+		return "", mvp.Errorf(mvp.CodeInvalid, "owner", "owner=%s is not a user of v2.auth.users (nor the operator)", clip(o))
 	}
-	list, err := s.Secrets.List(ctx)
-	if err != nil {
-		return err
-	}
-	c := mvp.CallerOf(ctx)
-	for _, i := range list {
-		if !c.Owns(i.Owner) && slices.Contains(names, i.Name) {
-			return notYours(fields[i.Name], "secret", i.Name)
+	return o, nil
+}
+
+// isUser reports whether name is a user of v2.auth.users.
+func (s *Server) isUser(name string) bool {
+	for k := range s.Users {
+		if s.Users[k].Name == name {
+			return true
 		}
 	}
-	return nil
+	return false
 }

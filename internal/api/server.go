@@ -131,9 +131,9 @@ func (s *Server) routes() []route {
 		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule, false, nil},
 		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule, false, nil},
 		{"POST", "/api/v2/schedules/{name}/resume", true, s.resumeSchedule, false, nil},
-		{"GET", "/api/v2/secrets", true, s.listSecrets, false, nil},
-		{"PUT", "/api/v2/secrets/{name}", true, s.putSecret, false, nil},
-		{"DELETE", "/api/v2/secrets/{name}", true, s.deleteSecret, false, nil},
+		{"GET", "/api/v2/secrets", true, s.listSecrets, false, []string{"owner"}},
+		{"PUT", "/api/v2/secrets/{name}", true, s.putSecret, false, []string{"owner"}},
+		{"DELETE", "/api/v2/secrets/{name}", true, s.deleteSecret, false, []string{"owner"}},
 		{"GET", "/api/v2/tasks/{task_id}/results", true, s.taskResults, false, nil},
 		{"GET", "/api/v2/tasks/{task_id}/results/{path...}", true, s.taskResultFile, false, nil},
 	}

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -111,7 +112,11 @@ func TestEveryRouteKeepsUsersApart(t *testing.T) {
 		"POST /api/v2/tasks": func(t *testing.T) {
 			forbidden("POST", "/api/v2/tasks", "application/yaml", goodSpec+"after_ok: ["+aliceTask+"]\n")(t)
 			forbidden("POST", "/api/v2/tasks", "application/yaml", goodSpec+"resume_from: "+aliceTask+"\n")(t)
-			forbidden("POST", "/api/v2/tasks", "application/yaml", goodSpec+"secrets: {K: alice-key}\n")(t)
+			// Secret names are each user's own: bob has no alice-key, and is told nothing of alice's.
+			resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"secrets: {K: alice-key}\n", as(bobToken))
+			if resp.StatusCode != 400 || !strings.Contains(string(b), "no secret named alice-key") || strings.Contains(string(b), "alice-secret") {
+				t.Errorf("bob's task naming alice-key: %d %s, want 400 (he has none)", resp.StatusCode, b)
+			}
 		},
 		"GET /api/v2/tasks":                             hidden("/api/v2/tasks"),
 		"GET /api/v2/tasks/{task_id}":                   forbidden("GET", task, "", ""),
@@ -130,8 +135,16 @@ func TestEveryRouteKeepsUsersApart(t *testing.T) {
 		"POST /api/v2/schedules/{name}/pause":           forbidden("POST", "/api/v2/schedules/alice-nightly/pause", "", ""),
 		"POST /api/v2/schedules/{name}/resume":          forbidden("POST", "/api/v2/schedules/alice-nightly/resume", "", ""),
 		"GET /api/v2/secrets":                           hidden("/api/v2/secrets"),
-		"PUT /api/v2/secrets/{name}":                    forbidden("PUT", "/api/v2/secrets/alice-key", "application/json", `{"value": "bob-overwrites"}`),
-		"DELETE /api/v2/secrets/{name}":                 forbidden("DELETE", "/api/v2/secrets/alice-key", "", ""),
+		// Secret names are each user's own: bob's alice-key is his, beside hers (checked below); owner=alice is 403.
+		"PUT /api/v2/secrets/{name}": func(t *testing.T) {
+			call("PUT", "/api/v2/secrets/alice-key", "application/json", `{"value": "bob-value"}`, as(bobToken), 201, "bob stores his alice-key")
+			call("PUT", "/api/v2/secrets/alice-key?owner=alice", "application/json", `{"value": "bob-overwrites"}`, as(bobToken), 403, "bob names alice")
+		},
+		"DELETE /api/v2/secrets/{name}": func(t *testing.T) {
+			call("DELETE", "/api/v2/secrets/alice-key?owner=alice", "", "", as(bobToken), 403, "bob deletes alice's")
+			call("DELETE", "/api/v2/secrets/alice-key", "", "", as(bobToken), 204, "bob deletes his alice-key")
+			call("DELETE", "/api/v2/secrets/alice-key", "", "", as(bobToken), 404, "bob deletes his alice-key again")
+		},
 	}
 	// Bob's own schedule is his (and does not show alice's in his listing: the case above).
 	if m := call("POST", "/api/v2/schedules", "application/json",
@@ -164,6 +177,12 @@ func TestEveryRouteKeepsUsersApart(t *testing.T) {
 		t.Errorf("alice's task was canceled by bob's request")
 	}
 	call("GET", "/api/v2/schedules/alice-nightly", "", "", as(aliceToken), 200, "alice reads her schedule")
+	if m := call("GET", "/api/v2/secrets", "", "", as(aliceToken), 200, "alice lists her secrets"); !strings.Contains(fmt.Sprint(m),
+		"alice-key") || !strings.Contains(fmt.Sprint(m), "owner:alice") {
+		t.Errorf("alice's secrets after bob's requests: %v", m)
+	} else if s := m["secrets"].([]any)[0].(map[string]any); s["created_at"] != s["updated_at"] {
+		t.Errorf("alice's secret was replaced: %v", s)
+	}
 	call("GET", task, "", "", nil, 200, "the operator reads alice's task")
 	// The operator's listings show everyone's; the users endpoint shows both users.
 	for _, p := range []string{"/api/v2/tasks", "/api/v2/secrets", "/api/v2/schedules", "/api/v2/users"} {
@@ -269,14 +288,17 @@ func TestScheduleChecksWhatItNamesAsItsOwner(t *testing.T) {
 		t.Fatalf("alice's task: %s", b)
 	}
 	spec := `"workload":"ppo", "nnodes": 1, "n_gpus_per_node": 1, "model_path":"/m", "train_file":"/t", "val_file":"/v"`
-	for _, c := range []struct{ name, extra, field string }{
-		{"secret", `"secrets": {"STOLEN": "alice-key"}`, "secret"},
-		{"resume", `"resume_from": "` + task.ID + `"`, "task"},
-		{"after", `"after_ok": ["` + task.ID + `"]`, "after_ok"},
+	for _, c := range []struct {
+		name, extra, field string
+		status             int
+	}{
+		{"secret", `"secrets": {"STOLEN": "alice-key"}`, "no secret named alice-key", 400}, // names are each user's own
+		{"resume", `"resume_from": "` + task.ID + `"`, "task", 403},
+		{"after", `"after_ok": ["` + task.ID + `"]`, "after_ok", 403},
 	} {
 		resp, b := scheduleAs(t, base, bobToken, `{"name": "bob-`+c.name+`", "cron": "@every 1h", "jobspec": {`+spec+`, `+c.extra+`}}`)
-		if resp.StatusCode != 403 || !strings.Contains(string(b), c.field) {
-			t.Errorf("bob's schedule with %s of alice's: %d %s, want 403", c.extra, resp.StatusCode, b)
+		if resp.StatusCode != c.status || !strings.Contains(string(b), c.field) {
+			t.Errorf("bob's schedule with %s of alice's: %d %s, want %d", c.extra, resp.StatusCode, b, c.status)
 		}
 	}
 	if resp, b := scheduleAs(t, base, aliceToken, `{"name": "alice-own", "cron": "@every 1h", "jobspec": {`+spec+`, "secrets": {"K": "alice-key"}}}`); resp.StatusCode != 201 {
@@ -451,10 +473,11 @@ func TestAnotherUsersDependencyNamesItsField(t *testing.T) {
 	if resp, b := do(t, base, "PUT", "/api/v2/secrets/op-key", "application/json", `{"value": "x"}`, nil); resp.StatusCode != 201 {
 		t.Fatalf("the operator's secret: %d %s", resp.StatusCode, b)
 	}
+	// Secret names are each user's own: alice has no op-key.
 	resp, b = do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/yaml", goodSpec+"secrets: {WANDB_API_KEY: op-key}\n",
 		as(aliceToken))
-	if resp.StatusCode != 403 || !strings.Contains(string(b), `"field":"secrets.WANDB_API_KEY"`) {
-		t.Errorf("a secret of the operator's: %d %s; want 403 on secrets.WANDB_API_KEY", resp.StatusCode, b)
+	if resp.StatusCode != 400 || !strings.Contains(string(b), `"field":"secrets"`) || !strings.Contains(string(b), "no secret named op-key") {
+		t.Errorf("a secret of the operator's: %d %s; want 400 on secrets (alice has none of that name)", resp.StatusCode, b)
 	}
 }
 

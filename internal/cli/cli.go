@@ -922,6 +922,8 @@ func dash(s string) string {
 const secretsUsage = "usage: mvp secrets list | mvp secrets put NAME [--from-file FILE] | mvp secrets delete NAME\n" +
 	"  put reads the value from standard input (or FILE), never from the command line, so that it stays out of\n" +
 	"  shell history and process listings; one trailing newline is dropped.\n" +
+	"  Each user's secrets are their own (two users may each have a wandb); a task uses its owner's. The operator\n" +
+	"  acts on a user's with --owner USER (list: everyone's without it).\n" +
 	"  e.g. mvp secrets put wandb < ~/.wandb-key, then in a jobspec: secrets: {WANDB_API_KEY: wandb}"
 
 // runSecrets is `mvp secrets list|put|delete`.
@@ -939,6 +941,7 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 	fs.Usage = func() { fmt.Fprintln(env.Stderr, secretsUsage) }
 	out := fs.String("o", "table", "output: table, json or yaml")
 	from := fs.String("from-file", "", "put: read the value from this file instead of standard input")
+	owner := fs.String("owner", "", "the operator only: act on this user's secrets")
 	if err := fs.Parse(interleave(fs, args[1:])); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -951,7 +954,7 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 	c := clientOf(env)
 	switch {
 	case sub == "list" && fs.NArg() == 0:
-		l, raw, err := c.Secrets(ctx)
+		l, raw, err := c.SecretsOf(ctx, *owner)
 		if err != nil {
 			return err
 		}
@@ -982,7 +985,7 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 			return fmt.Errorf("read the secret: %w", err)
 		}
 		value := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-		info, raw, err := c.PutSecret(ctx, fs.Arg(0), value)
+		info, raw, err := c.PutSecretOf(ctx, *owner, fs.Arg(0), value)
 		if err != nil {
 			return err
 		}
@@ -995,7 +998,7 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 			return err
 		})
 	case sub == "delete" && fs.NArg() == 1:
-		if err := c.DeleteSecret(ctx, fs.Arg(0)); err != nil {
+		if err := c.DeleteSecretOf(ctx, *owner, fs.Arg(0)); err != nil {
 			return err
 		}
 		_, err := fmt.Fprintf(env.Stdout, "%s\tdeleted\n", fs.Arg(0))

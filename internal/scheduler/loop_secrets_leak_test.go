@@ -15,9 +15,10 @@ import (
 	"github.com/mvp2/mvp/internal/secrets"
 )
 
-// TestLoopRefusesASecretThatChangedHands: a task names a secret its owner held at submit; the name then changes
-// hands (alice deletes hers, bob stores his under that name). The submission must not carry bob's value: the task
-// fails without reaching Ray, saying why (the loop used to open whatever secret had the name, whoever owned it).
+// TestLoopRefusesASecretThatChangedHands: a task names a secret its owner held at submit; alice then deletes hers
+// and bob stores his under that name. The submission must not carry bob's value: the task fails without reaching
+// Ray, saying why (the loop used to open whatever secret had the name, whoever owned it; names are now each
+// owner's own, so alice's task looks for hers only).
 func TestLoopRefusesASecretThatChangedHands(t *testing.T) {
 	h := newHarness(t)
 	rr := &recordingRay{fakeRay: h.ray}
@@ -26,7 +27,7 @@ func TestLoopRefusesASecretThatChangedHands(t *testing.T) {
 	h.loop.Secrets = vault.ValuesOf
 	alice := mvp.WithCaller(context.Background(), mvp.Caller{Name: "alice"})
 	bob := mvp.WithCaller(context.Background(), mvp.Caller{Name: "bob"})
-	if _, _, err := vault.Put(alice, "wandb", "alice-value"); err != nil {
+	if _, _, err := vault.Put(alice, "alice", "wandb", "alice-value"); err != nil {
 		t.Fatal(err)
 	}
 	n++
@@ -37,18 +38,18 @@ func TestLoopRefusesASecretThatChangedHands(t *testing.T) {
 		t.Fatal(err)
 	}
 	// While the task waits (or between two attempts), alice deletes her secret and bob stores his under the name.
-	if err := vault.Delete(alice, "wandb"); err != nil {
+	if err := vault.Delete(alice, "alice", "wandb"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := vault.Put(bob, "wandb", "BOB-PRIVATE-VALUE"); err != nil {
+	if _, _, err := vault.Put(bob, "bob", "wandb", "BOB-PRIVATE-VALUE"); err != nil {
 		t.Fatal(err)
 	}
 	h.tick()
 	if env := rr.envOf(1); env["WANDB_API_KEY"] == "BOB-PRIVATE-VALUE" {
 		t.Fatalf("alice's task was sent bob's secret: %v", env)
 	}
-	if got := h.get(task.ID); got.State != mvp.StateFailed || !strings.Contains(got.ErrorSummary, "another user") {
-		t.Fatalf("alice's task is %s (%q), want FAILED saying the secret belongs to another user", got.State, got.ErrorSummary)
+	if got := h.get(task.ID); got.State != mvp.StateFailed || !strings.Contains(got.ErrorSummary, "alice has no secret(s) wandb") {
+		t.Fatalf("alice's task is %s (%q), want FAILED saying alice has no secret wandb", got.State, got.ErrorSummary)
 	}
 }
 
@@ -88,7 +89,7 @@ func TestLoopKeepsSecretsOutOfARefusalEvenEscapedOrCut(t *testing.T) {
 			h := newHarness(t)
 			vault, _ := secrets.New(h.db, []byte("0123456789abcdef0123456789abcdef"), "MVP_TEST_KEY", nil)
 			h.loop.Secrets = vault.ValuesOf
-			if _, _, err := vault.Put(context.Background(), "hf", c.value); err != nil {
+			if _, _, err := vault.Put(context.Background(), "", "hf", c.value); err != nil {
 				t.Fatal(err)
 			}
 			h.ray.submitErr = func(id string) error {

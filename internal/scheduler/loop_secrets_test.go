@@ -67,7 +67,7 @@ func TestLoopInjectsSecrets(t *testing.T) {
 	h.loop.Secrets = vault.ValuesOf
 	ctx := context.Background()
 	const first, second = "first-secret-value-1111", "second-secret-value-2222"
-	if _, _, err := vault.Put(ctx, "wandb", first); err != nil {
+	if _, _, err := vault.Put(ctx, "", "wandb", first); err != nil {
 		t.Fatal(err)
 	}
 	task := h.secretTask()
@@ -76,7 +76,7 @@ func TestLoopInjectsSecrets(t *testing.T) {
 		t.Fatalf("attempt 1 sent env %v", env)
 	}
 	// Ray loses the job: the INFRA retry is built again, with the rotated value.
-	if _, _, err := vault.Put(ctx, "wandb", second); err != nil {
+	if _, _, err := vault.Put(ctx, "", "wandb", second); err != nil {
 		t.Fatal(err)
 	}
 	rr.fakeRay.mu.Lock()
@@ -91,7 +91,7 @@ func TestLoopInjectsSecrets(t *testing.T) {
 		t.Fatalf("attempt 2 sent env %v", env)
 	}
 	// The secret is deleted; Ray loses the job again: attempt 3 fails at submit.
-	if err := vault.Delete(ctx, "wandb"); err != nil {
+	if err := vault.Delete(ctx, "", "wandb"); err != nil {
 		t.Fatal(err)
 	}
 	rr.fakeRay.mu.Lock()
@@ -99,7 +99,7 @@ func TestLoopInjectsSecrets(t *testing.T) {
 	rr.fakeRay.mu.Unlock()
 	h.tick()
 	got := h.get(task.ID)
-	if got.State != mvp.StateFailed || !strings.Contains(got.ErrorSummary, "wandb") || !strings.Contains(got.ErrorSummary, "do not exist") {
+	if got.State != mvp.StateFailed || !strings.Contains(got.ErrorSummary, "wandb") || !strings.Contains(got.ErrorSummary, "has no secret(s) wandb") {
 		t.Fatalf("after the secret was deleted: %s %q", got.State, got.ErrorSummary)
 	}
 	if a := got.Attempts[2]; a.FailureKind != mvp.FailureUserError || a.RayStatus != mvp.RayFailed {
@@ -150,7 +150,7 @@ func TestLoopRedactsRayAnswers(t *testing.T) {
 	vault, _ := secrets.New(h.db, []byte("0123456789abcdef0123456789abcdef"), "MVP_TEST_KEY", nil)
 	h.loop.Secrets = vault.ValuesOf
 	const value = "echoed-secret-value-3333"
-	if _, _, err := vault.Put(context.Background(), "wandb", value); err != nil {
+	if _, _, err := vault.Put(context.Background(), "", "wandb", value); err != nil {
 		t.Fatal(err)
 	}
 	h.ray.submitErr = func(string) error { return fmt.Errorf("invalid runtime_env {WANDB_API_KEY: %s}", value) }

@@ -84,7 +84,7 @@ func (v *Vault) CheckKey(ctx context.Context) error {
 			"would fail at its submit: set $%s to the key they were stored with", len(list), v.keyEnv, v.keyEnv)
 	}
 	name := list[0].Name
-	sealed, err := v.store.SealedSecrets(ctx, []string{name})
+	sealed, err := v.store.SealedSecrets(ctx, list[0].Owner, []string{name})
 	if err != nil {
 		return fmt.Errorf("check the secrets key: %w", err)
 	}
@@ -120,9 +120,11 @@ func CheckName(name string) error {
 	return nil
 }
 
-// Put encrypts value and stores it under name for the caller in ctx (mvp.CallerOf), replacing a value already
-// there (the next attempt of a task that uses it gets the new one); a name another user holds is refused. It returns what may be shown of the secret and whether it is new.
-func (v *Vault) Put(ctx context.Context, name, value string) (mvp.SecretInfo, bool, error) {
+// Put encrypts value and stores it as owner's secret name (an empty owner is mvp.Operator), replacing a value
+// already there (the next attempt of a task that uses it gets the new one). Names are each owner's own: another
+// user's secret of the same name is neither seen nor touched. It returns what may be shown of the secret and
+// whether it is new.
+func (v *Vault) Put(ctx context.Context, owner, name, value string) (mvp.SecretInfo, bool, error) {
 	if !v.Enabled() {
 		return mvp.SecretInfo{}, false, v.Off()
 	}
@@ -142,7 +144,10 @@ func (v *Vault) Put(ctx context.Context, name, value string) (mvp.SecretInfo, bo
 		return mvp.SecretInfo{}, false, fmt.Errorf("seal secret %s: %w", name, err)
 	}
 	now := v.now().UTC()
-	s := &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: name, Owner: mvp.CallerOf(ctx).Name, CreatedAt: now,
+	if owner == "" {
+		owner = mvp.Operator
+	}
+	s := &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: name, Owner: owner, CreatedAt: now,
 		UpdatedAt: now}, Nonce: nonce,
 		Ciphertext: v.aead.Seal(nil, nonce, []byte(value), []byte(name))}
 	created, err := v.store.PutSecret(ctx, s)
@@ -151,7 +156,7 @@ func (v *Vault) Put(ctx context.Context, name, value string) (mvp.SecretInfo, bo
 	}
 	info := s.SecretInfo
 	if !created {
-		if got, err := v.store.SealedSecrets(ctx, []string{name}); err == nil && got[name] != nil {
+		if got, err := v.store.SealedSecrets(ctx, owner, []string{name}); err == nil && got[name] != nil {
 			info = got[name].SecretInfo
 		}
 	}
@@ -166,30 +171,29 @@ func (v *Vault) List(ctx context.Context) ([]mvp.SecretInfo, error) {
 	return v.store.ListSecrets(ctx)
 }
 
-// Delete removes a secret.
-func (v *Vault) Delete(ctx context.Context, name string) error {
+// Delete removes owner's secret name (an empty owner is mvp.Operator).
+func (v *Vault) Delete(ctx context.Context, owner, name string) error {
 	if !v.Enabled() {
 		return v.Off()
 	}
 	if err := CheckName(name); err != nil {
 		return err
 	}
-	err := v.store.DeleteSecret(ctx, name)
+	err := v.store.DeleteSecret(ctx, owner, name)
 	if errors.Is(err, mvp.ErrNotFound) {
 		return mvp.Errorf(mvp.CodeNotFound, "name", "no secret %q", name)
 	}
 	return err
 }
 
-// Values opens the named secrets for one Ray submission. A secret that does not exist or does not open (the key
-// changed) is an error naming it, never its value.
+// Values opens the operator's named secrets for one Ray submission (ValuesOf the operator).
 func (v *Vault) Values(ctx context.Context, names []string) (map[string]string, error) {
 	return v.ValuesOf(ctx, mvp.Operator, names)
 }
 
-// ValuesOf opens the named secrets for one Ray submission of a task of owner: as Values, and a secret held by
-// another user than owner is refused (CodeForbidden; the operator's tasks may use any). A name checked at submit
-// can change hands before the task is submitted (its owner deleted it, another user stored one under that name).
+// ValuesOf opens owner's named secrets for one Ray submission of a task of owner: a task uses its owner's
+// secrets only. A secret that does not exist (deleted since the task was submitted) or does not open (the key
+// changed) is an error naming it, never its value.
 func (v *Vault) ValuesOf(ctx context.Context, owner string, names []string) (map[string]string, error) {
 	if len(names) == 0 {
 		return map[string]string{}, nil
@@ -197,7 +201,10 @@ func (v *Vault) ValuesOf(ctx context.Context, owner string, names []string) (map
 	if !v.Enabled() {
 		return nil, v.Off()
 	}
-	sealed, err := v.store.SealedSecrets(ctx, names)
+	if owner == "" {
+		owner = mvp.Operator
+	}
+	sealed, err := v.store.SealedSecrets(ctx, owner, names)
 	if err != nil {
 		return nil, err
 	}
@@ -209,16 +216,8 @@ func (v *Vault) ValuesOf(ctx context.Context, owner string, names []string) (map
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return nil, mvp.Errorf(mvp.CodeInvalid, "secrets", "secret(s) %s do not exist (deleted?): store them with "+
-			"PUT /api/v2/secrets/{name}, then resubmit", strings.Join(missing, ", "))
-	}
-	caller := mvp.OwnerCaller(owner)
-	for _, n := range names {
-		if !caller.Owns(sealed[n].Owner) {
-			return nil, mvp.Errorf(mvp.CodeForbidden, "secrets", "secret %q now belongs to another user than the "+
-				"task's owner %s (it was deleted and stored again under that name): store yours under a name of your "+
-				"own, then resubmit", n, caller.Name)
-		}
+		return nil, mvp.Errorf(mvp.CodeInvalid, "secrets", "%s has no secret(s) %s (deleted?): store them with "+
+			"PUT /api/v2/secrets/{name} as that user, then resubmit", owner, strings.Join(missing, ", "))
 	}
 	out := make(map[string]string, len(names))
 	for _, n := range names {

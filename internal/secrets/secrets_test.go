@@ -58,11 +58,11 @@ func TestVault(t *testing.T) {
 	}
 	ctx := context.Background()
 	const value = "wandb-key-0123456789"
-	info, created, err := v.Put(ctx, "wandb", value)
+	info, created, err := v.Put(ctx, "", "wandb", value)
 	if err != nil || !created || info.Name != "wandb" || info.UpdatedAt.IsZero() {
 		t.Fatalf("put: %+v %v %v", info, created, err)
 	}
-	sealed, err := db.SealedSecrets(ctx, []string{"wandb"})
+	sealed, err := db.SealedSecrets(ctx, "", []string{"wandb"})
 	if err != nil || sealed["wandb"] == nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestVault(t *testing.T) {
 		t.Errorf("a moved ciphertext opened: %v", err)
 	}
 	// Rotation.
-	if _, created, err := v.Put(ctx, "wandb", "rotated"); err != nil || created {
+	if _, created, err := v.Put(ctx, "", "wandb", "rotated"); err != nil || created {
 		t.Fatalf("rotate: %v %v", created, err)
 	}
 	if got, _ := v.Values(ctx, []string{"wandb"}); got["wandb"] != "rotated" {
@@ -93,24 +93,24 @@ func TestVault(t *testing.T) {
 	if err != nil || len(list) != 2 || list[1].Name != "wandb" {
 		t.Errorf("list: %+v %v", list, err)
 	}
-	if err := v.Delete(ctx, "wandb"); err != nil {
+	if err := v.Delete(ctx, "", "wandb"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v.Values(ctx, []string{"wandb", "other"}); err == nil || !strings.Contains(err.Error(), "wandb") {
 		t.Errorf("deleted: %v", err)
 	}
 	var e *mvp.Error
-	if err := v.Delete(ctx, "wandb"); !errors.As(err, &e) || e.Code != mvp.CodeNotFound {
+	if err := v.Delete(ctx, "", "wandb"); !errors.As(err, &e) || e.Code != mvp.CodeNotFound {
 		t.Errorf("delete twice: %v", err)
 	}
 	for _, bad := range []struct{ name, value string }{{"bad name", "x"}, {"-x", "x"}, {"ok", ""}, {"ok", "a\x00b"},
 		{"ok", strings.Repeat("x", mvp.MaxSecretBytes+1)}} {
-		if _, _, err := v.Put(ctx, bad.name, bad.value); err == nil {
+		if _, _, err := v.Put(ctx, "", bad.name, bad.value); err == nil {
 			t.Errorf("put %q accepted", bad.name)
 		}
 	}
 	// A different key does not open what the first one sealed.
-	v.Put(ctx, "wandb", value)
+	v.Put(ctx, "", "wandb", value)
 	other, _ := secrets.New(db, bytes.Repeat([]byte{1}, 32), "MVP_TEST_KEY", nil)
 	if _, err := other.Values(ctx, []string{"wandb"}); err == nil || !strings.Contains(err.Error(), "key") {
 		t.Errorf("another key: %v", err)
@@ -124,10 +124,10 @@ func TestVaultOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, _, perr := v.Put(ctx, "wandb", "x")
+	_, _, perr := v.Put(ctx, "", "wandb", "x")
 	_, lerr := v.List(ctx)
 	_, verr := v.Values(ctx, []string{"wandb"})
-	for _, err := range []error{perr, lerr, verr, v.Delete(ctx, "wandb")} {
+	for _, err := range []error{perr, lerr, verr, v.Delete(ctx, "", "wandb")} {
 		if err == nil || !strings.Contains(err.Error(), "$MY_KEY_VAR") || !strings.Contains(err.Error(), "v2.secrets.key_env") ||
 			mvp.ErrorCode(err) != mvp.CodeUnavailable {
 			t.Errorf("off: %v", err)
@@ -152,7 +152,7 @@ func TestCheckKeyOpensTheStoredSecrets(t *testing.T) {
 	if err := v.CheckKey(ctx); err != nil {
 		t.Fatalf("nothing stored: %v", err)
 	}
-	if _, _, err := v.Put(ctx, "wandb", "value-1234567890"); err != nil {
+	if _, _, err := v.Put(ctx, "", "wandb", "value-1234567890"); err != nil {
 		t.Fatal(err)
 	}
 	if err := v.CheckKey(ctx); err != nil {

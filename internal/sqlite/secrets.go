@@ -8,7 +8,7 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
-// PutSecret inserts or replaces a sealed secret in one statement; a replaced secret keeps its created_at.
+// PutSecret inserts or replaces s.Owner's sealed secret s.Name; a replaced secret keeps its created_at.
 func (db *DB) PutSecret(ctx context.Context, s *mvp.SealedSecret) (bool, error) {
 	if s == nil || !mvp.SecretNamePattern.MatchString(s.Name) || len(s.Nonce) == 0 || len(s.Ciphertext) == 0 {
 		return false, mvp.Errorf(mvp.CodeInvalid, "name", "put secret: a sealed secret needs a valid name, a nonce and a ciphertext")
@@ -30,18 +30,10 @@ func (db *DB) PutSecret(ctx context.Context, s *mvp.SealedSecret) (bool, error) 
 			return nil
 		}
 		created = true
-		res, err = w.exec(`INSERT INTO secrets (name, nonce, ciphertext, created_at, updated_at, owner)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
+		_, err = w.exec(`INSERT INTO secrets (name, nonce, ciphertext, created_at, updated_at, owner)
+			VALUES (?, ?, ?, ?, ?, ?)`,
 			s.Name, s.Nonce, s.Ciphertext, nanos(orNow(s.CreatedAt)), nanos(orNow(s.UpdatedAt)), owner)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return mvp.Errorf(mvp.CodeForbidden, "name", "secret %s belongs to another user; choose another name", s.Name)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("put secret %s: %w", s.Name, err)
@@ -49,18 +41,22 @@ func (db *DB) PutSecret(ctx context.Context, s *mvp.SealedSecret) (bool, error) 
 	return created, nil
 }
 
-// SealedSecrets returns the named secrets that exist.
-func (db *DB) SealedSecrets(ctx context.Context, names []string) (map[string]*mvp.SealedSecret, error) {
+// SealedSecrets returns those of owner's secrets named that exist, by name.
+func (db *DB) SealedSecrets(ctx context.Context, owner string, names []string) (map[string]*mvp.SealedSecret, error) {
 	out := map[string]*mvp.SealedSecret{}
 	if len(names) == 0 {
 		return out, nil
 	}
-	args := make([]any, len(names))
-	for i, n := range names {
-		args[i] = n
+	if owner == "" {
+		owner = mvp.Operator
+	}
+	args := make([]any, 0, len(names)+1)
+	args = append(args, owner)
+	for _, n := range names {
+		args = append(args, n)
 	}
 	rows, err := db.read.QueryContext(ctx, `SELECT name, nonce, ciphertext, created_at, updated_at, owner FROM secrets
-		WHERE name IN (?`+strings.Repeat(", ?", len(names)-1)+`)`, args...)
+		WHERE owner = ? AND name IN (?`+strings.Repeat(", ?", len(names)-1)+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read secrets: %w", db.mapErr(err))
 	}
@@ -80,9 +76,9 @@ func (db *DB) SealedSecrets(ctx context.Context, names []string) (map[string]*mv
 	return out, nil
 }
 
-// ListSecrets returns every secret's name and times, by name; never a value.
+// ListSecrets returns every owner's secrets' names and times, by name, then owner; never a value.
 func (db *DB) ListSecrets(ctx context.Context) ([]mvp.SecretInfo, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT name, created_at, updated_at, owner FROM secrets ORDER BY name`)
+	rows, err := db.read.QueryContext(ctx, `SELECT name, created_at, updated_at, owner FROM secrets ORDER BY name, owner`)
 	if err != nil {
 		return nil, fmt.Errorf("list secrets: %w", db.mapErr(err))
 	}
@@ -103,10 +99,13 @@ func (db *DB) ListSecrets(ctx context.Context) ([]mvp.SecretInfo, error) {
 	return out, nil
 }
 
-// DeleteSecret removes a secret; an unknown name is mvp.ErrNotFound.
-func (db *DB) DeleteSecret(ctx context.Context, name string) error {
+// DeleteSecret removes owner's secret name; one owner has not is mvp.ErrNotFound.
+func (db *DB) DeleteSecret(ctx context.Context, owner, name string) error {
+	if owner == "" {
+		owner = mvp.Operator
+	}
 	err := db.exec(ctx, func(w *wtx) error {
-		res, err := w.exec(`DELETE FROM secrets WHERE name = ?`, name)
+		res, err := w.exec(`DELETE FROM secrets WHERE owner = ? AND name = ?`, owner, name)
 		if err != nil {
 			return err
 		}

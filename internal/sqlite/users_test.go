@@ -2,7 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -67,27 +67,64 @@ func TestOwnersPriorityAndUsage(t *testing.T) {
 	}
 }
 
-// TestSecretBelongsToItsOwner: another owner cannot replace a secret (forbidden); its owner can.
-func TestSecretBelongsToItsOwner(t *testing.T) {
+// TestSecretNamesArePerOwner: a secret's name is its owner's. Bob's wandb is stored beside alice's (it was
+// refused, forbidden, which told bob that alice had one); each is replaced and deleted apart from the other.
+func TestSecretNamesArePerOwner(t *testing.T) {
 	db, _ := open(t)
 	ctx := context.Background()
-	put := func(owner string) error {
-		_, err := db.PutSecret(ctx, &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: "wandb", Owner: owner, CreatedAt: t0,
-			UpdatedAt: t0}, Nonce: []byte("n"), Ciphertext: []byte("c")})
-		return err
+	put := func(owner, ct string) (bool, error) {
+		return db.PutSecret(ctx, &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: "wandb", Owner: owner, CreatedAt: t0,
+			UpdatedAt: t0}, Nonce: []byte("n"), Ciphertext: []byte(ct)})
 	}
-	if err := put("alice"); err != nil {
+	for _, c := range []struct {
+		owner, ct string
+		created   bool
+	}{{"alice", "a1", true}, {"bob", "b1", true}, {"alice", "a2", false}} {
+		if created, err := put(c.owner, c.ct); err != nil || created != c.created {
+			t.Errorf("%s puts wandb: created %v, %v; want created %v", c.owner, created, err, c.created)
+		}
+	}
+	for owner, want := range map[string]string{"alice": "a2", "bob": "b1"} {
+		got, err := db.SealedSecrets(ctx, owner, []string{"wandb"})
+		if err != nil || got["wandb"] == nil || string(got["wandb"].Ciphertext) != want || got["wandb"].Owner != owner {
+			t.Errorf("%s's wandb: %+v %v, want %s", owner, got, err, want)
+		}
+	}
+	if err := db.DeleteSecret(ctx, "bob", "wandb"); err != nil {
 		t.Fatal(err)
-	}
-	var e *mvp.Error
-	if err := put("bob"); !errors.As(err, &e) || e.Code != mvp.CodeForbidden {
-		t.Errorf("bob replaces alice's secret: %v, want forbidden", err)
-	}
-	if err := put("alice"); err != nil {
-		t.Errorf("alice replaces her secret: %v", err)
 	}
 	list, err := db.ListSecrets(ctx)
 	if err != nil || len(list) != 1 || list[0].Owner != "alice" {
-		t.Errorf("list: %+v %v", list, err)
+		t.Errorf("list after bob deleted his: %+v %v", list, err)
+	}
+}
+
+// TestMigration0016KeepsEverySecret: a database made by migrations 0001–0015 with the operator's and alice's
+// secrets is opened by the current code: migration 0016 keys secrets by owner and name and keeps every row as it
+// was; afterwards bob can keep a secret of the same name.
+func TestMigration0016KeepsEverySecret(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.sqlite3")
+	old, mustExec := oldDatabase(t, path, 16, 1)
+	mustExec(`INSERT INTO secrets (name, nonce, ciphertext, created_at, updated_at) VALUES ('hf', x'01', x'02', 3, 4)`)
+	mustExec(`INSERT INTO secrets (name, nonce, ciphertext, created_at, updated_at, owner) VALUES ('wandb', x'05', x'06', 7, 8, 'alice')`)
+	old.Close()
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("open the old database: %v", err)
+	}
+	defer db.Close()
+	op, err := db.SealedSecrets(ctx, mvp.Operator, []string{"hf"})
+	if err != nil || op["hf"] == nil || string(op["hf"].Nonce) != "\x01" || string(op["hf"].Ciphertext) != "\x02" ||
+		op["hf"].CreatedAt.UnixNano() != 3 || op["hf"].UpdatedAt.UnixNano() != 4 {
+		t.Errorf("the operator's hf: %+v %v", op["hf"], err)
+	}
+	al, err := db.SealedSecrets(ctx, "alice", []string{"wandb"})
+	if err != nil || al["wandb"] == nil || string(al["wandb"].Ciphertext) != "\x06" || al["wandb"].UpdatedAt.UnixNano() != 8 {
+		t.Errorf("alice's wandb: %+v %v", al["wandb"], err)
+	}
+	if created, err := db.PutSecret(ctx, &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: "wandb", Owner: "bob"},
+		Nonce: []byte("n"), Ciphertext: []byte("c")}); err != nil || !created {
+		t.Errorf("bob's wandb after the migration: %v %v", created, err)
 	}
 }

@@ -1611,36 +1611,52 @@ func testResubmitLinks(h *harness) {
 }
 
 // testSecrets: sealed secrets round-trip as given; a put of an existing name replaces it and keeps its creation
-// time; listing shows names and times by name; deleting twice is ErrNotFound.
+// time; listing shows names and times by name, then owner; deleting twice is ErrNotFound. A name is its owner's:
+// another owner's secret of the same name is stored beside it, read, replaced and deleted apart from it.
 func testSecrets(h *harness) {
-	put := func(name string, at time.Time, ct string) bool {
+	put := func(owner, name string, at time.Time, ct string) bool {
 		h.t.Helper()
-		created, err := h.s.PutSecret(h.ctx, &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: name, CreatedAt: at, UpdatedAt: at},
-			Nonce: []byte("nonce-" + name), Ciphertext: []byte(ct)})
+		created, err := h.s.PutSecret(h.ctx, &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: name, Owner: owner,
+			CreatedAt: at, UpdatedAt: at}, Nonce: []byte("nonce-" + name), Ciphertext: []byte(ct)})
 		h.must(err)
 		return created
 	}
-	if !put("wandb", t0, "c1") || !put("hf", t0, "c2") {
+	if !put("", "wandb", t0, "c1") || !put("", "hf", t0, "c2") {
 		h.t.Errorf("new secrets not reported created")
 	}
-	if put("wandb", t0.Add(time.Hour), "c3") {
+	if put("", "wandb", t0.Add(time.Hour), "c3") {
 		h.t.Errorf("a replaced secret reported created")
 	}
-	got, err := h.s.SealedSecrets(h.ctx, []string{"wandb", "absent"})
+	if !put("alice", "wandb", t0.Add(2*time.Hour), "alice-c") {
+		h.t.Errorf("alice's wandb beside the operator's was not reported created")
+	}
+	got, err := h.s.SealedSecrets(h.ctx, "", []string{"wandb", "absent"})
 	h.must(err)
 	w := got["wandb"]
 	if len(got) != 1 || w == nil || string(w.Ciphertext) != "c3" || string(w.Nonce) != "nonce-wandb" ||
-		!w.CreatedAt.Equal(t0) || !w.UpdatedAt.Equal(t0.Add(time.Hour)) {
+		!w.CreatedAt.Equal(t0) || !w.UpdatedAt.Equal(t0.Add(time.Hour)) || w.Owner != mvp.Operator {
 		h.t.Errorf("sealed secrets %+v", got)
+	}
+	got, err = h.s.SealedSecrets(h.ctx, "alice", []string{"wandb", "hf"})
+	h.must(err)
+	if a := got["wandb"]; len(got) != 1 || a == nil || string(a.Ciphertext) != "alice-c" || a.Owner != "alice" {
+		h.t.Errorf("alice's sealed secrets %+v; want her wandb only (hf is the operator's)", got)
 	}
 	list, err := h.s.ListSecrets(h.ctx)
 	h.must(err)
-	if len(list) != 2 || list[0].Name != "hf" || list[1].Name != "wandb" {
+	if len(list) != 3 || list[0].Name != "hf" || list[1].Name != "wandb" || list[1].Owner != "alice" ||
+		list[2].Name != "wandb" || list[2].Owner != mvp.Operator {
 		h.t.Errorf("list %+v", list)
 	}
-	h.must(h.s.DeleteSecret(h.ctx, "wandb"))
-	if err := h.s.DeleteSecret(h.ctx, "wandb"); !errors.Is(err, mvp.ErrNotFound) {
+	h.must(h.s.DeleteSecret(h.ctx, "", "wandb"))
+	if err := h.s.DeleteSecret(h.ctx, "", "wandb"); !errors.Is(err, mvp.ErrNotFound) {
 		h.t.Errorf("delete twice: %v", err)
+	}
+	if got, err := h.s.SealedSecrets(h.ctx, "alice", []string{"wandb"}); err != nil || got["wandb"] == nil {
+		h.t.Errorf("alice's wandb after the operator's was deleted: %+v %v", got, err)
+	}
+	if err := h.s.DeleteSecret(h.ctx, "bob", "hf"); !errors.Is(err, mvp.ErrNotFound) {
+		h.t.Errorf("bob deleting a name only the operator has: %v; want ErrNotFound", err)
 	}
 	if _, err := h.s.PutSecret(h.ctx, &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: "bad name"}, Nonce: []byte("n"),
 		Ciphertext: []byte("c")}); err == nil {
