@@ -154,7 +154,8 @@ func TestDrainChainingRunsTheShortGangFirst(t *testing.T) {
 // for 10 s) and backs off for retry_interval_s. A long 1×4 task submitted meanwhile fits on the free worker; it
 // used to start at once, and the gang then waited for its whole run (walk-through 9 on this cluster: 11 minutes
 // for a race of seconds). The gang now keeps the reservation: the long task waits behind it, and the gang's
-// second attempt comes before the long task's first.
+// second attempt comes before the long task's first. While it backs off, its sentence in GET /api/v2/queue says
+// when it is looked at again: its next_run_at as a time (it said "at next_run_at", the field's name).
 func TestABackingOffGangKeepsItsReservation(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 20})
@@ -164,6 +165,7 @@ func TestABackingOffGangKeepsItsReservation(t *testing.T) {
 		t.Fatalf("after the race: %+v attempt %+v", w, w.Attempts[0])
 	}
 	long := s.submit(spec("ppo", 1, 4, 1) + "max_runtime_s: 600\n").ID
+	again := "looked at again at " + w.NextRunAt.UTC().Format(time.RFC3339)
 	waitFor(t, 15*time.Second, "the long task waiting behind the backing-off gang", func() (bool, string) {
 		if st := s.get(long).State; st != mvp.StateQueued && st != mvp.StatePendingResources {
 			t.Fatalf("the long task was admitted while the gang backed off: %s", st)
@@ -172,9 +174,22 @@ func TestABackingOffGangKeepsItsReservation(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
+		said := false
+		for _, e := range v.Queue {
+			if e.TaskID != gang.ID {
+				continue
+			}
+			said = e.Code == scheduler.CodeBackingOff && strings.Contains(e.Reason, again) &&
+				!strings.Contains(e.Reason, "next_run_at")
+			if !said && time.Now().Before(*w.NextRunAt) {
+				t.Fatalf("the backing-off gang's entry: %+v; want code %s and a reason saying %q", e,
+					scheduler.CodeBackingOff, again)
+			}
+		}
 		for _, e := range v.Queue {
 			if e.TaskID == long && e.Code == scheduler.CodeBehindReservation && e.YieldsTo == gang.ID {
-				return len(v.Reservations) == 1 && v.Reservations[0].TaskID == gang.ID, fmt.Sprintf("%+v", v.Reservations)
+				return said && len(v.Reservations) == 1 && v.Reservations[0].TaskID == gang.ID,
+					fmt.Sprintf("gang's reason as wanted: %v; %+v", said, v.Reservations)
 			}
 		}
 		return false, fmt.Sprintf("%+v", v.Queue)
