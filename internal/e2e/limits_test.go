@@ -150,7 +150,10 @@ func TestABackingOffGangThatCannotFitHasNoEstimate(t *testing.T) {
 
 // TestQueueSaysATaskWouldExpireBeforeItsEstimatedStart: behind a run that declares 10 minutes, a task whose
 // max_queued_s ends sooner shows when it ends (queued_until) and that it would end MAX_QUEUED_EXCEEDED before its
-// estimated start, in GET /api/v2/queue and in mvp list.
+// estimated start, in GET /api/v2/queue and in mvp list. The whole-cluster gang queued behind it is estimated at
+// the run's declared end: the expiring task ends at its bound and takes no GPUs from it (the forecast held its GPUs
+// for its declared 60 s after its bound, and put the gang there; ee59b11). The gang declares 600 s, so drain
+// chaining would not put it ahead of the expiring task either.
 func TestQueueSaysATaskWouldExpireBeforeItsEstimatedStart(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
@@ -161,22 +164,38 @@ func TestQueueSaysATaskWouldExpireBeforeItsEstimatedStart(t *testing.T) {
 		g := freeGPUs(t)
 		return len(g) == 2 && g[0] == 0 && g[1] == 0, fmt.Sprint(g)
 	})
-	small := s.submit(spec("ppo", 1, 1, 1) + "max_queued_s: 120\n")
+	small := s.submit(spec("ppo", 1, 1, 1) + "max_queued_s: 120\nmax_runtime_s: 60\n")
+	gang := s.submit(spec("ppo", 2, 4, 1) + "max_runtime_s: 600\n")
+	var bigEnd time.Time
+	for _, a := range s.get(big.ID).Attempts {
+		if since := a.RunningSince(); since != nil {
+			bigEnd = since.Add(600 * time.Second)
+		}
+	}
+	if bigEnd.IsZero() {
+		t.Fatalf("the big gang has no running_at: %+v", s.get(big.ID).Attempts)
+	}
 	waitFor(t, 30*time.Second, "the queue to say the small task would expire first", func() (bool, string) {
 		v, _, err := s.c.Queue(ctxT(t))
 		if err != nil {
 			return false, err.Error()
 		}
+		var smallOK, gangOK bool
+		var seen []string
 		for _, e := range v.Queue {
-			if e.TaskID != small.ID {
-				continue
+			switch e.TaskID {
+			case small.ID:
+				want := small.CreatedAt.Add(120 * time.Second)
+				smallOK = e.ExpiresBeforeStart && e.QueuedUntil != nil && e.QueuedUntil.Sub(want).Abs() < time.Second &&
+					e.EstStart != nil && e.EstStart.After(*e.QueuedUntil) && strings.Contains(e.Reason, "MAX_QUEUED_EXCEEDED")
+				seen = append(seen, fmt.Sprintf("small %+v", e))
+			case gang.ID:
+				gangOK = e.EstStart != nil && e.EstStart.Sub(bigEnd).Abs() < 2*time.Second && !e.ExpiresBeforeStart
+				seen = append(seen, fmt.Sprintf("gang %+v (est_start %v; want the big run's declared end %s)", e,
+					e.EstStart, bigEnd.Format(time.RFC3339Nano)))
 			}
-			want := small.CreatedAt.Add(120 * time.Second)
-			ok := e.ExpiresBeforeStart && e.QueuedUntil != nil && e.QueuedUntil.Sub(want).Abs() < time.Second &&
-				e.EstStart != nil && e.EstStart.After(*e.QueuedUntil) && strings.Contains(e.Reason, "MAX_QUEUED_EXCEEDED")
-			return ok, fmt.Sprintf("%+v", e)
 		}
-		return false, "not in the queue"
+		return smallOK && gangOK, strings.Join(seen, "; ")
 	})
 	waitFor(t, 30*time.Second, "mvp list and mvp queue to say so", func() (bool, string) {
 		list, errs, code := s.cli("list")
@@ -187,7 +206,7 @@ func TestQueueSaysATaskWouldExpireBeforeItsEstimatedStart(t *testing.T) {
 		return code == 0 && strings.Contains(queue, "would already have ended MAX_QUEUED_EXCEEDED"),
 			fmt.Sprintf("mvp queue (exit %d, %s):\n%s", code, errs, queue)
 	})
-	for _, id := range []string{small.ID, big.ID} {
+	for _, id := range []string{gang.ID, small.ID, big.ID} {
 		if _, _, err := s.c.Cancel(ctxT(t), id); err != nil {
 			t.Errorf("cancel %s: %v", id, err)
 		}
