@@ -146,12 +146,15 @@ func TestResultsServed(t *testing.T) {
 
 // TestDependencies: after_ok waits for its dependency to succeed (reason "dependency: …" meanwhile) and starts only
 // after it ended; an after_ok dependency that fails cancels its dependent with the reason; after_any starts after
-// the failure; an unknown dependency is refused at submit.
+// the failure; an unknown dependency is refused at submit. While a runs, a whole-cluster gang h queued behind b is
+// reserved at a's declared end, but the forecast starts b (ahead of it, startable once a ends) then and h only at
+// b's declared end: `mvp queue`'s reserved line says h is estimated to start later (3d86fe3; it printed the
+// reserved start alone, and the two times disagreed with no word why).
 func TestDependencies(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
-	a := s.submit(spec("ppo", 1, 1, 15) + "max_runtime_s: 60\n")
-	b := s.submit(spec("ppo", 1, 1, 1) + "after_ok: [" + a.ID + "]\n")
+	a := s.submit(spec("ppo", 1, 1, 20) + "max_runtime_s: 60\n")
+	b := s.submit(spec("ppo", 1, 1, 1) + "max_runtime_s: 60\nafter_ok: [" + a.ID + "]\n")
 	if got := s.get(b.ID); got.State.Active() || got.LatestAttemptNo != 0 {
 		t.Fatalf("b started at once: %s", got.State)
 	}
@@ -181,6 +184,42 @@ func TestDependencies(t *testing.T) {
 		}
 		return false, "b is not in the queue"
 	})
+	// h declares 600 s: on the cluster emptied at a's end, drain chaining does not put it ahead of b (600 > b's 60).
+	h := s.submit(spec("ppo", 2, 4, 1) + "max_runtime_s: 600\n")
+	waitFor(t, 30*time.Second, "h reserved at a's declared end and estimated at b's", func() (bool, string) {
+		if got := s.get(a.ID); got.State != mvp.StateRunning {
+			t.Fatalf("a is %s before h was seen reserved: the scene needs a longer hold", got.State)
+		}
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		var est *time.Time
+		for _, e := range v.Queue {
+			if e.TaskID == h.ID {
+				est = e.EstStart
+			}
+		}
+		return len(v.Reservations) == 1 && v.Reservations[0].TaskID == h.ID && v.Reservations[0].Start != nil &&
+				est != nil && est.Sub(v.Reservations[0].Start.Add(60*time.Second)).Abs() < 2*time.Second,
+			fmt.Sprintf("reservations %+v, h estimated %v: want h reserved at a's declared end and estimated at "+
+				"b's, 60 s later", v.Reservations, est)
+	})
+	out, errOut, code := s.cli("queue")
+	line := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "reserved: "+h.ID+" on ") {
+			line = l
+		}
+	}
+	if code != 0 || !strings.Contains(line, "estimated to start later, at ") {
+		t.Errorf("mvp queue's reserved line for h: %q; want it to say h is estimated to start later (exit %d, %s):\n%s",
+			line, code, errOut, out)
+	}
+	if _, _, code := s.cli("cancel", h.ID); code != 0 {
+		t.Fatalf("cancel h: exit %d", code)
+	}
+	s.waitState(h.ID, mvp.StateCanceled, 30*time.Second)
 	d := s.submit(spec("ppo", 1, 1, 1, "mvp_test.exit_code=1"))
 	e := s.submit(spec("ppo", 1, 1, 1) + "after_ok: [" + d.ID + "]\n")
 	f := s.submit(spec("ppo", 1, 1, 1) + "after_any: [" + d.ID + "]\n")
