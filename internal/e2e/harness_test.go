@@ -252,6 +252,9 @@ type serviceOpts struct {
 	// nodePythonPath: dev.yaml's runtime_env sets no PYTHONPATH; jobs find the verl stand-in on the nodes' own
 	// PYTHONPATH (ray-up.sh puts py-entrypoints there), as a cluster whose image has verl installed does.
 	nodePythonPath bool
+	// pyExecutable is runtime_env.py_executable: the command Ray starts the jobs' Python workers with (their
+	// supervisors too), e.g. a script that sleeps before it runs Python, so that each job stays PENDING meanwhile.
+	pyExecutable string
 }
 
 func startService(t testing.TB, o serviceOpts) *service {
@@ -294,6 +297,9 @@ func startService(t testing.TB, o serviceOpts) *service {
 	runtimeEnv := fmt.Sprintf("runtime_env:\n  env_vars:\n    PYTHONPATH: %s\n", filepath.Join(env.repo, "py-entrypoints"))
 	if o.nodePythonPath {
 		runtimeEnv = "runtime_env:\n  env_vars: {HF_HUB_OFFLINE: '1'}\n"
+	}
+	if o.pyExecutable != "" {
+		runtimeEnv += fmt.Sprintf("  py_executable: %s\n", o.pyExecutable)
 	}
 	cfg := fmt.Sprintf(`address: %s
 shared_root: %s

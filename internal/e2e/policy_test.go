@@ -5,6 +5,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -290,4 +292,63 @@ func TestTheEstimateIsWhenBackfillStartsATask(t *testing.T) {
 		}
 	}
 	s.waitState(b, mvp.StateCanceled, 60*time.Second)
+}
+
+// TestAPendingAttemptEndsNoEarlierThanNowPlusItsDeclaredRun (e89e1c3): P (2×4, declared 60 s) is admitted, but Ray
+// keeps its job PENDING for about 8 s (its supervisor's Python worker starts through a runtime_env py_executable
+// that sleeps first). Its max_runtime_s counts from running_at, so it cannot end before now + 60 s: X (1×4), queued
+// behind it, is estimated no earlier than that. The estimate was P's creation + 60 s, early by the time P had
+// spent PENDING (it moved later once P ran; walk-through 14).
+func TestAPendingAttemptEndsNoEarlierThanNowPlusItsDeclaredRun(t *testing.T) {
+	waitIdle(t)
+	slow := filepath.Join(t.TempDir(), "slow-python")
+	writeFile(t, slow, "#!/bin/sh\nsleep 8\nexec "+env.python+" \"$@\"\n")
+	if err := os.Chmod(slow, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := startService(t, serviceOpts{pyExecutable: slow})
+	// A job left behind by a failure would stay PENDING once the script is gone with the test's folder (it holds no
+	// GPUs, so the next test's waitIdle would not stop it).
+	t.Cleanup(func() {
+		if t.Failed() {
+			stopLeftovers(t)
+		}
+	})
+	p := s.submit(spec("ppo", 2, 4, 1) + "max_runtime_s: 60\n").ID
+	x := s.submit(spec("ppo", 1, 4, 1) + "max_runtime_s: 30\n").ID
+	const declared = 60 * time.Second
+	waitFor(t, 60*time.Second, "X estimated while P's job has been PENDING for 3 s", func() (bool, string) {
+		asked := time.Now()
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		got := s.get(p)
+		if len(got.Attempts) == 0 {
+			return false, "P not admitted yet: " + string(got.State)
+		}
+		at := got.Attempts[len(got.Attempts)-1]
+		if at.RunningAt != nil || at.RayStatus != "" && at.RayStatus != mvp.RayPending {
+			t.Fatalf("P's attempt %+v is no longer PENDING before X's estimate was checked", at)
+		}
+		if at.RayStatus != mvp.RayPending || asked.Sub(at.CreatedAt) < 3*time.Second {
+			return false, fmt.Sprintf("P's attempt created %s, PENDING", at.CreatedAt.Format(time.RFC3339Nano))
+		}
+		for _, e := range v.Queue {
+			if e.TaskID == x && e.EstStart != nil {
+				if want := asked.Add(declared); e.EstStart.Before(want.Add(-time.Second)) {
+					t.Errorf("X estimated at %s; want no earlier than now + P's declared run (%s); P's attempt was "+
+						"created %s and is PENDING", e.EstStart.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano),
+						at.CreatedAt.Format(time.RFC3339Nano))
+				}
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("X not estimated: %+v", v.Queue)
+	})
+	done := s.waitState(p, mvp.StateSucceeded, 90*time.Second)
+	if a := done.Attempts[0]; a.RunningAt == nil || a.RunningAt.Sub(a.CreatedAt) < 3*time.Second {
+		t.Errorf("P's attempt: created %s, running_at %v; want it PENDING for some seconds", a.CreatedAt, a.RunningAt)
+	}
+	s.waitState(x, mvp.StateSucceeded, 90*time.Second)
 }
