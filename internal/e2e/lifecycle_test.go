@@ -318,7 +318,7 @@ func TestSecretsReachOnlyTheJob(t *testing.T) {
 	}
 	s.waitState(first.ID, mvp.StateSucceeded, 90*time.Second)
 	failed := s.waitState(waiting.ID, mvp.StateFailed, 60*time.Second)
-	if !strings.Contains(failed.ErrorSummary, "wandb") || !strings.Contains(failed.ErrorSummary, "do not exist") {
+	if !strings.Contains(failed.ErrorSummary, "wandb") || !strings.Contains(failed.ErrorSummary, "has no secret(s) wandb") {
 		t.Errorf("summary %q", failed.ErrorSummary)
 	}
 	l, _, err := s.c.Secrets(ctxT(t))
