@@ -112,15 +112,23 @@ func withNext(sc *mvp.Schedule) *mvp.Schedule {
 	return sc
 }
 
+// listSchedules answers the caller's schedules (the operator's: everyone's, or owner='s).
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
+	c := mvp.CallerOf(r.Context())
+	only := ""
+	if r.URL.Query().Get("owner") != "" || !c.Operator {
+		var err error
+		if only, err = s.namedOwner(r, "schedules", false); err != nil {
+			return err
+		}
+	}
 	list, err := s.Schedules.ListSchedules(r.Context())
 	if err != nil {
 		return err
 	}
-	c := mvp.CallerOf(r.Context())
 	own := []*mvp.Schedule{}
 	for _, sc := range list {
-		if c.Owns(sc.Owner) {
+		if only == "" || mvp.OwnerName(sc.Owner) == only {
 			own = append(own, withNext(sc))
 		}
 	}
@@ -128,18 +136,23 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// schedule reads the schedule named in the path.
+// schedule reads the schedule named in the path: the caller's (names are each user's own), or, for the
+// operator's owner=, that user's.
 func (s *Server) schedule(r *http.Request) (*mvp.Schedule, error) {
 	name := r.PathValue("name")
 	if !scheduleNamePattern.MatchString(name) {
 		return nil, mvp.Errorf(mvp.CodeNotFound, "name", "no schedule %q (names are [a-z0-9-], at most 40)", clip(name))
 	}
-	sc, err := s.Schedules.GetSchedule(r.Context(), name)
-	if errors.Is(err, mvp.ErrNotFound) {
-		return nil, mvp.Errorf(mvp.CodeNotFound, "name", "no schedule %q", name)
+	owner, err := s.namedOwner(r, "schedules", false)
+	if err != nil {
+		return nil, err
 	}
-	if err == nil && !mvp.CallerOf(r.Context()).Owns(sc.Owner) {
-		return nil, notYours("", "schedule", name)
+	sc, err := s.Schedules.GetSchedule(r.Context(), owner, name)
+	if errors.Is(err, mvp.ErrNotFound) {
+		if owner != mvp.CallerOf(r.Context()).Name {
+			return nil, mvp.Errorf(mvp.CodeNotFound, "name", "%s has no schedule %q", owner, name)
+		}
+		return nil, mvp.Errorf(mvp.CodeNotFound, "name", "no schedule %q", name)
 	}
 	return sc, err
 }
@@ -149,7 +162,7 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if sc.TaskIDs, err = s.Schedules.ScheduleTasks(r.Context(), sc.Name, 100); err != nil {
+	if sc.TaskIDs, err = s.Schedules.ScheduleTasks(r.Context(), sc.Owner, sc.Name, 100); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, withNext(sc))
@@ -169,13 +182,13 @@ func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 	if err != nil {
 		return err
 	}
-	if err := s.Schedules.SetSchedulePaused(r.Context(), sc.Name, paused, s.Clock.Now()); err != nil {
+	if err := s.Schedules.SetSchedulePaused(r.Context(), sc.Owner, sc.Name, paused, s.Clock.Now()); err != nil {
 		return fmt.Errorf("set schedule %s paused=%v: %w", sc.Name, paused, err)
 	}
 	if !paused && s.WakeSchedules != nil {
 		s.WakeSchedules()
 	}
-	if sc, err = s.Schedules.GetSchedule(r.Context(), sc.Name); err != nil {
+	if sc, err = s.Schedules.GetSchedule(r.Context(), sc.Owner, sc.Name); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, withNext(sc))
@@ -188,7 +201,7 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Schedules.DeleteSchedule(r.Context(), sc.Name); err != nil {
+	if err := s.Schedules.DeleteSchedule(r.Context(), sc.Owner, sc.Name); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"deleted": sc.Name})

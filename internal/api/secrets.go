@@ -24,7 +24,7 @@ func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := secrets.CheckName(name); err != nil {
 		return err
 	}
-	owner, err := s.secretOwner(r, true)
+	owner, err := s.namedOwner(r, "secrets", true)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
 	only := ""
 	if o := r.URL.Query().Get("owner"); o != "" || !c.Operator {
 		var err error
-		if only, err = s.secretOwner(r, false); err != nil {
+		if only, err = s.namedOwner(r, "secrets", false); err != nil {
 			return err
 		}
 	}
@@ -82,7 +82,7 @@ func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) error {
 		return s.Secrets.Off()
 	}
 	name := r.PathValue("name")
-	owner, err := s.secretOwner(r, false)
+	owner, err := s.namedOwner(r, "secrets", false)
 	if err != nil {
 		return err
 	}
@@ -139,18 +139,18 @@ func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
 	return nil
 }
 
-// secretOwner is whose secret a request names: the caller's own; the operator may name a user's with owner=
-// (known: a user of v2.auth.users or the operator, when the secret is to be stored; any, to list or delete the
-// secrets of a user no longer configured).
-func (s *Server) secretOwner(r *http.Request, known bool) (string, error) {
+// namedOwner is whose secret or schedule (what, plural) a request names: the caller's own; the operator may name a
+// user's with owner= (known: a user of v2.auth.users or the operator, when something is to be stored; any, to
+// read, change or delete what a user no longer configured left).
+func (s *Server) namedOwner(r *http.Request, what string, known bool) (string, error) {
 	c := mvp.CallerOf(r.Context())
 	o := r.URL.Query().Get("owner")
 	switch {
 	case o == "" || o == c.Name:
 		return c.Name, nil
 	case !c.Operator:
-		return "", mvp.Errorf(mvp.CodeForbidden, "owner", "owner=%s: a user keeps only their own secrets (drop owner=, "+
-			"or give owner=%s)", clip(o), c.Name)
+		return "", mvp.Errorf(mvp.CodeForbidden, "owner", "owner=%s: a user keeps only their own %s (drop owner=, "+
+			"or give owner=%s)", clip(o), what, c.Name)
 	case known && o != mvp.Operator && !s.isUser(o):
 		return "", mvp.Errorf(mvp.CodeInvalid, "owner", "owner=%s is not a user of v2.auth.users (nor the operator)", clip(o))
 	}

@@ -102,6 +102,17 @@ func TestEveryRouteKeepsUsersApart(t *testing.T) {
 			}
 		}
 	}
+	// notHis: bob's request for a name he has none of is 404, and one naming alice with owner= is 403.
+	notHis := func(method, path string) func(t *testing.T) {
+		return func(t *testing.T) {
+			if resp, b := do(t, base, method, path, "", "", as(bobToken)); resp.StatusCode != 404 || strings.Contains(string(b), "alice-secret") {
+				t.Errorf("bob %s %s: %d %s, want 404 (he has none)", method, path, resp.StatusCode, b)
+			}
+			if resp, b := do(t, base, method, path+"?owner=alice", "", "", as(bobToken)); resp.StatusCode != 403 || !strings.Contains(string(b), "owner=alice") {
+				t.Errorf("bob %s %s?owner=alice: %d %s, want 403", method, path, resp.StatusCode, b)
+			}
+		}
+	}
 	task := "/api/v2/tasks/" + aliceTask
 	cases := map[string]func(t *testing.T){
 		"GET /healthz": hidden("/healthz"),
@@ -130,11 +141,12 @@ func TestEveryRouteKeepsUsersApart(t *testing.T) {
 		"GET /api/v2/schedules":                         hidden("/api/v2/schedules"),
 		"GET /api/v2/queue":                             hidden("/api/v2/queue"),
 		"GET /api/v2/users":                             func(t *testing.T) { forbiddenOperator(t, base, "/api/v2/users") },
-		"GET /api/v2/schedules/{name}":                  forbidden("GET", "/api/v2/schedules/alice-nightly", "", ""),
-		"DELETE /api/v2/schedules/{name}":               forbidden("DELETE", "/api/v2/schedules/alice-nightly", "", ""),
-		"POST /api/v2/schedules/{name}/pause":           forbidden("POST", "/api/v2/schedules/alice-nightly/pause", "", ""),
-		"POST /api/v2/schedules/{name}/resume":          forbidden("POST", "/api/v2/schedules/alice-nightly/resume", "", ""),
-		"GET /api/v2/secrets":                           hidden("/api/v2/secrets"),
+		// Schedule names are each user's own: bob has no alice-nightly (404), and may not name alice (403).
+		"GET /api/v2/schedules/{name}":         notHis("GET", "/api/v2/schedules/alice-nightly"),
+		"DELETE /api/v2/schedules/{name}":      notHis("DELETE", "/api/v2/schedules/alice-nightly"),
+		"POST /api/v2/schedules/{name}/pause":  notHis("POST", "/api/v2/schedules/alice-nightly/pause"),
+		"POST /api/v2/schedules/{name}/resume": notHis("POST", "/api/v2/schedules/alice-nightly/resume"),
+		"GET /api/v2/secrets":                  hidden("/api/v2/secrets"),
 		// Secret names are each user's own: bob's alice-key is his, beside hers (checked below); owner=alice is 403.
 		"PUT /api/v2/secrets/{name}": func(t *testing.T) {
 			call("PUT", "/api/v2/secrets/alice-key", "application/json", `{"value": "bob-value"}`, as(bobToken), 201, "bob stores his alice-key")
@@ -304,11 +316,15 @@ func TestScheduleChecksWhatItNamesAsItsOwner(t *testing.T) {
 	if resp, b := scheduleAs(t, base, aliceToken, `{"name": "alice-own", "cron": "@every 1h", "jobspec": {`+spec+`, "secrets": {"K": "alice-key"}}}`); resp.StatusCode != 201 {
 		t.Errorf("alice's schedule with her own secret: %d %s", resp.StatusCode, b)
 	}
-	// Schedule names are shared by all users: bob's "alice-own" is refused, told that the name is another user's
-	// (he was told to delete it first, which he may not).
+	// Schedule names are each user's own: bob's "alice-own" is his, beside hers (it was refused with 409, "the
+	// name is another user's", which told him she had one).
 	resp, b = scheduleAs(t, base, bobToken, `{"name": "alice-own", "cron": "@every 1h", "jobspec": {`+spec+`}}`)
-	if resp.StatusCode != 409 || !strings.Contains(string(b), "another user") || strings.Contains(string(b), "delete it") {
-		t.Errorf("bob's schedule under the name of alice's: %d %s, want 409 saying the name is another user's", resp.StatusCode, b)
+	if resp.StatusCode != 201 || !strings.Contains(string(b), `"owner":"bob"`) {
+		t.Errorf("bob's schedule under the name of alice's: %d %s, want 201, his", resp.StatusCode, b)
+	}
+	if resp, b := do(t, base, "GET", "/api/v2/schedules/alice-own", "", "", as(aliceToken)); resp.StatusCode != 200 ||
+		!strings.Contains(string(b), `"owner":"alice"`) || !strings.Contains(string(b), "alice-key") {
+		t.Errorf("alice's alice-own after bob made his: %d %s, want hers, naming her secret", resp.StatusCode, b)
 	}
 	resp, b = scheduleAs(t, base, aliceToken, `{"name": "alice-own", "cron": "@every 1h", "jobspec": {`+spec+`}}`)
 	if resp.StatusCode != 409 || !strings.Contains(string(b), "delete it first") {
@@ -335,7 +351,7 @@ func TestScheduleRunsKeepTheirOwnersLimits(t *testing.T) {
 		want := clock.Now().Truncate(time.Minute)
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			var err error
-			if sc, _, err = c.Schedule(ctx, "every-minute"); err != nil {
+			if sc, _, err = c.ScheduleOf(ctx, "alice", "every-minute"); err != nil {
 				t.Fatal(err)
 			}
 			if !sc.LastFireAt.Before(want) {

@@ -17,11 +17,10 @@ import (
 
 const scheduleUsage = `usage:
   mvp schedule create NAME --cron EXPR -f job.yaml [--timezone TZ] [--overlap skip|queue|replace] [-e key=value …]
-  mvp schedule list
-  mvp schedule get NAME
-  mvp schedule pause NAME
-  mvp schedule resume NAME
-  mvp schedule delete NAME
+  mvp schedule list [--owner USER]
+  mvp schedule get|pause|resume|delete NAME [--owner USER]
+  Each user's schedule names are their own (two users may each have a nightly-eval); the operator acts on a
+  user's with --owner USER (list: everyone's without it).
   e.g. mvp schedule create nightly-eval --cron "0 2 * * *" --timezone Europe/Berlin -f configs/examples/ppo.yaml`
 
 // runSchedule is `mvp schedule …`: recurring schedules through /api/v2/schedules.
@@ -38,6 +37,10 @@ func runSchedule(ctx context.Context, args []string, env Env) error {
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() { fmt.Fprintf(env.Stderr, "%s\n\nflags:\n", scheduleUsage); fs.PrintDefaults() }
 	out := fs.String("o", "table", "output: table, json or yaml")
+	owner := new(string)
+	if sub != "create" {
+		fs.StringVar(owner, "owner", "", "the operator only: this user's schedule(s)")
+	}
 	var (
 		cron, tz, overlap, file = new(string), new(string), new(string), new(string)
 		sets                    setFlags
@@ -97,17 +100,17 @@ func runSchedule(ctx context.Context, args []string, env Env) error {
 			Overlap: mvp.Overlap(*overlap), JobSpec: js})
 		return one(sc, raw, relined(err, *file, sets, true)) // the jobspec went as JSON: its lines are not the file's
 	case "list":
-		list, raw, err := c.Schedules(ctx)
+		list, raw, err := c.SchedulesOf(ctx, *owner)
 		if err != nil {
 			return err
 		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printSchedules(w, list, false) })
 	case "get":
-		return one(c.Schedule(ctx, fs.Arg(0)))
+		return one(c.ScheduleOf(ctx, *owner, fs.Arg(0)))
 	case "pause", "resume":
-		return one(c.SetSchedulePaused(ctx, fs.Arg(0), sub == "pause"))
+		return one(c.SetSchedulePausedOf(ctx, *owner, fs.Arg(0), sub == "pause"))
 	case "delete":
-		raw, err := c.DeleteSchedule(ctx, fs.Arg(0))
+		raw, err := c.DeleteScheduleOf(ctx, *owner, fs.Arg(0))
 		if err != nil {
 			return err
 		}

@@ -14,8 +14,9 @@ import (
 )
 
 // TestEachUserHasTheirOwnSecrets (issue 15), on the real cluster: alice and bob each store a secret called wandb
-// (bob was refused the name alice held, 403, and so learned she had one); each runs a task naming wandb, and each
-// job's environment holds its owner's value, never the other's. Once the operator deletes bob's (owner=bob), bob's
+// (bob was refused the name alice held, 403, and so learned she had one) and each make a schedule called nightly
+// (refused likewise, 409) whose jobspec names wandb; each schedule's first task is its owner's, and each job's
+// environment holds its owner's value, never the other's. Once the operator deletes bob's secret (owner=bob), bob's
 // next task naming wandb is refused though alice still has one.
 func TestEachUserHasTheirOwnSecrets(t *testing.T) {
 	waitIdle(t)
@@ -43,18 +44,33 @@ func TestEachUserHasTheirOwnSecrets(t *testing.T) {
 	runs := map[*api.Client]run{}
 	for _, c := range []*api.Client{alice, bob} {
 		dump := filepath.Join(t.TempDir(), "args.json")
-		raw, err := c.Submit(ctxT(t), []byte(spec("ppo", 1, 1, 1, "mvp_test.dump_args="+dump)+"secrets: {WANDB_API_KEY: wandb}\n"), false)
-		if err != nil {
-			t.Fatalf("submit: %v", err)
+		js := json.RawMessage(`{"workload":"ppo","nnodes":1,"n_gpus_per_node":1,"model_path":"/models/qwen",
+			"train_file":"/data/train.parquet","val_file":"/data/test.parquet","overrides":["mvp_test.hold_s=1",
+			"mvp_test.dump_args=` + dump + `"],"secrets":{"WANDB_API_KEY":"wandb"}}`)
+		if _, _, err := c.CreateSchedule(ctxT(t), api.ScheduleRequest{Name: "nightly", Cron: "@every 3s",
+			Overlap: mvp.OverlapSkip, JobSpec: js}); err != nil {
+			t.Fatalf("create nightly: %v", err)
 		}
-		var task mvp.Task
-		if err := json.Unmarshal(raw, &task); err != nil {
-			t.Fatal(err)
+		var first string
+		waitFor(t, 30*time.Second, "the schedule's first task", func() (bool, string) {
+			got, _, err := c.Schedule(ctxT(t), "nightly")
+			if err != nil {
+				return false, err.Error()
+			}
+			if len(got.TaskIDs) > 0 {
+				first = got.TaskIDs[len(got.TaskIDs)-1]
+			}
+			return first != "", got.LastOutcome
+		})
+		if _, _, err := c.SetSchedulePaused(ctxT(t), "nightly", true); err != nil {
+			t.Fatalf("pause nightly: %v", err)
 		}
-		runs[c] = run{task.ID, dump}
+		runs[c] = run{first, dump}
 	}
 	for c, r := range runs {
-		s.waitState(r.id, mvp.StateSucceeded, 120*time.Second)
+		if done := s.waitState(r.id, mvp.StateSucceeded, 120*time.Second); (c == alice) != (done.Owner == "alice") {
+			t.Errorf("task %s of a schedule is %s's", r.id, done.Owner)
+		}
 		got := readFile(t, r.dump)
 		other := values[alice]
 		if c == alice {

@@ -25,7 +25,8 @@ var Overlaps = []Overlap{OverlapSkip, OverlapQueue, OverlapReplace}
 // Valid reports whether o is one of the overlap policies.
 func (o Overlap) Valid() bool { return o == OverlapSkip || o == OverlapQueue || o == OverlapReplace }
 
-// Schedule is a recurring task: a jobspec submitted on a cron schedule. Its name is its identity.
+// Schedule is a recurring task: a jobspec submitted on a cron schedule. Its owner and name are its identity: each
+// user's schedule names are their own.
 type Schedule struct {
 	Name string `json:"name"`
 	// Owner is the user who made it (Operator for the internal token); its tasks are theirs.
@@ -58,7 +59,8 @@ type Schedule struct {
 // ScheduleRun is one due run of a schedule, written in one transaction: the schedule's record of the run
 // (compare-and-set on its LastFireAt) and, when it submits, the new QUEUED task linked to the schedule.
 type ScheduleRun struct {
-	Name string
+	// Owner and Name are the schedule's (an empty Owner is Operator).
+	Owner, Name string
 	// PrevFireAt must equal the schedule's stored LastFireAt, or the store returns ErrConflict and writes nothing.
 	PrevFireAt time.Time
 	// FireAt is the scheduled time this run stands for.
@@ -72,19 +74,19 @@ type ScheduleRun struct {
 
 // ScheduleStore keeps recurring schedules and the links from a schedule to the tasks it made.
 type ScheduleStore interface {
-	// CreateSchedule inserts a schedule; a name in use is ErrConflict.
+	// CreateSchedule inserts s.Owner's schedule s.Name; a name its owner uses already is ErrConflict.
 	CreateSchedule(ctx context.Context, s *Schedule) error
-	// GetSchedule returns a schedule, or ErrNotFound.
-	GetSchedule(ctx context.Context, name string) (*Schedule, error)
-	// ListSchedules returns every schedule by name.
+	// GetSchedule returns owner's schedule name, or ErrNotFound (an empty owner is Operator, in every method).
+	GetSchedule(ctx context.Context, owner, name string) (*Schedule, error)
+	// ListSchedules returns every owner's schedules, by name, then owner.
 	ListSchedules(ctx context.Context) ([]*Schedule, error)
 	// SetSchedulePaused pauses or resumes a schedule. Resuming sets LastFireAt to at, so runs that fell due while
 	// it was paused are not made up.
-	SetSchedulePaused(ctx context.Context, name string, paused bool, at time.Time) error
+	SetSchedulePaused(ctx context.Context, owner, name string, paused bool, at time.Time) error
 	// DeleteSchedule removes a schedule and its links (the tasks it made stay).
-	DeleteSchedule(ctx context.Context, name string) error
+	DeleteSchedule(ctx context.Context, owner, name string) error
 	// RecordScheduleRun writes one run (see ScheduleRun).
 	RecordScheduleRun(ctx context.Context, r ScheduleRun) error
 	// ScheduleTasks returns the ids of the tasks a schedule made, newest first, at most limit.
-	ScheduleTasks(ctx context.Context, name string, limit int) ([]string, error)
+	ScheduleTasks(ctx context.Context, owner, name string, limit int) ([]string, error)
 }

@@ -94,7 +94,7 @@ func (l *Loop) Pass(ctx context.Context) error {
 	var first error
 	for _, s := range list {
 		if err := l.one(ctx, s); err != nil {
-			l.Logger.Warn("schedule run", "schedule", s.Name, "err", err)
+			l.Logger.Warn("schedule run", "schedule", s.Name, "owner", s.Owner, "err", err)
 			if first == nil {
 				first = err
 			}
@@ -126,7 +126,7 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 	if !d.Run {
 		return nil
 	}
-	run := mvp.ScheduleRun{Name: s.Name, PrevFireAt: s.LastFireAt, FireAt: d.FireAt, Missed: d.Missed, Outcome: d.Outcome}
+	run := mvp.ScheduleRun{Owner: s.Owner, Name: s.Name, PrevFireAt: s.LastFireAt, FireAt: d.FireAt, Missed: d.Missed, Outcome: d.Outcome}
 	if !d.Submit {
 		return l.record(ctx, run)
 	}
@@ -167,7 +167,7 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 			break
 		}
 		// A conflict is a task id in use, or the schedule changed under us (paused, deleted): read it again.
-		cur, gerr := l.Schedules.GetSchedule(ctx, s.Name)
+		cur, gerr := l.Schedules.GetSchedule(ctx, s.Owner, s.Name)
 		if gerr != nil || cur.Paused || !cur.LastFireAt.Equal(s.LastFireAt) {
 			return nil
 		}
@@ -179,7 +179,7 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 	if err != nil {
 		return err
 	}
-	l.Logger.Info("schedule run", "schedule", s.Name, "task_id", t.ID, "fire_at", d.FireAt, "missed", d.Missed)
+	l.Logger.Info("schedule run", "schedule", s.Name, "owner", s.Owner, "task_id", t.ID, "fire_at", d.FireAt, "missed", d.Missed)
 	if l.Submitted != nil {
 		l.Submitted(t)
 	}
@@ -193,7 +193,7 @@ func (l *Loop) record(ctx context.Context, run mvp.ScheduleRun) error {
 		return nil
 	}
 	if err == nil {
-		l.Logger.Info("schedule run", "schedule", run.Name, "outcome", run.Outcome, "fire_at", run.FireAt)
+		l.Logger.Info("schedule run", "schedule", run.Name, "owner", run.Owner, "outcome", run.Outcome, "fire_at", run.FireAt)
 	}
 	return err
 }

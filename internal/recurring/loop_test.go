@@ -84,7 +84,7 @@ func (h *harness) pass(t *testing.T, at string) *mvp.Schedule {
 	if err := h.loop.Pass(context.Background()); err != nil {
 		t.Fatalf("pass at %s: %v", at, err)
 	}
-	s, err := h.db.GetSchedule(context.Background(), "nightly")
+	s, err := h.db.GetSchedule(context.Background(), "", "nightly")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func (h *harness) pass(t *testing.T, at string) *mvp.Schedule {
 
 func (h *harness) tasks(t *testing.T) []string {
 	t.Helper()
-	ids, err := h.db.ScheduleTasks(context.Background(), "nightly", 100)
+	ids, err := h.db.ScheduleTasks(context.Background(), "", "nightly", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestLoopOverlap(t *testing.T) {
 	first := h.tasks(t)[0]
 
 	// The same schedule with replace: the live task is canceled, a new one made.
-	if err := h.db.DeleteSchedule(context.Background(), "nightly"); err != nil {
+	if err := h.db.DeleteSchedule(context.Background(), "", "nightly"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.db.GetTask(context.Background(), first); err != nil {
@@ -174,13 +174,13 @@ func TestLoopPauseAndResume(t *testing.T) {
 	h.create(t, "nightly", "@every 1m", mvp.OverlapQueue)
 	h.pass(t, "2026-01-01T10:01:00Z")
 	h.clock.set("2026-01-01T10:01:30Z")
-	if err := h.db.SetSchedulePaused(ctx, "nightly", true, h.clock.Now()); err != nil {
+	if err := h.db.SetSchedulePaused(ctx, "", "nightly", true, h.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if h.pass(t, "2026-01-01T10:30:00Z"); len(h.tasks(t)) != 1 {
 		t.Fatalf("a paused schedule ran: %v", h.tasks(t))
 	}
-	if err := h.db.SetSchedulePaused(ctx, "nightly", false, h.clock.Now()); err != nil {
+	if err := h.db.SetSchedulePaused(ctx, "", "nightly", false, h.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	s := h.pass(t, "2026-01-01T10:30:30Z")
@@ -190,7 +190,7 @@ func TestLoopPauseAndResume(t *testing.T) {
 	if h.pass(t, "2026-01-01T10:31:00Z"); len(h.tasks(t)) != 2 {
 		t.Fatalf("no run a period after resume: %v", h.tasks(t))
 	}
-	if err := h.db.SetSchedulePaused(ctx, "nope", true, h.clock.Now()); !errors.Is(err, mvp.ErrNotFound) {
+	if err := h.db.SetSchedulePaused(ctx, "", "nope", true, h.clock.Now()); !errors.Is(err, mvp.ErrNotFound) {
 		t.Errorf("pause of an unknown schedule: %v", err)
 	}
 }

@@ -136,7 +136,7 @@ func TestMetricsCountEverySubmission(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		ids, err := m.Store().ScheduleTasks(ctx, "often", 10)
+		ids, err := m.Store().ScheduleTasks(ctx, "", "often", 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,8 +29,17 @@ func scanSchedule(s scanner) (*mvp.Schedule, error) {
 	return &sc, nil
 }
 
-// CreateSchedule inserts a schedule. A zero CreatedAt is taken as now; LastFireAt starts at CreatedAt unless set.
-// A name in use is mvp.ErrConflict.
+// ownerOr is owner, or mvp.Operator for "".
+func ownerOr(owner string) string {
+	if owner == "" {
+		return mvp.Operator
+	}
+	return owner
+}
+
+// CreateSchedule inserts s.Owner's schedule s.Name. A zero CreatedAt is taken as now; LastFireAt starts at
+// CreatedAt unless set. A name its owner uses already is mvp.ErrConflict (another owner's of that name is not
+// looked at: names are each owner's own).
 func (db *DB) CreateSchedule(ctx context.Context, s *mvp.Schedule) error {
 	created := orNow(s.CreatedAt)
 	fire := s.LastFireAt
@@ -46,12 +55,6 @@ func (db *DB) CreateSchedule(ctx context.Context, s *mvp.Schedule) error {
 			s.Name, s.Cron, s.Timezone, s.Overlap, string(s.JobSpec), s.Paused, nanos(created), nanos(created), nanos(fire),
 			owner)
 		if isUnique(err) {
-			var holder string
-			if st, serr := w.stmt(`SELECT owner FROM schedules WHERE name = ?`); serr == nil &&
-				st.QueryRowContext(context.Background(), s.Name).Scan(&holder) == nil && holder != owner {
-				return conflict("the name %q is another user's schedule (schedule names are shared by all users of "+
-					"this mvp): choose another name", s.Name)
-			}
 			return conflict("a schedule named %q exists already; delete it first or choose another name", s.Name)
 		}
 		return err
@@ -62,9 +65,10 @@ func (db *DB) CreateSchedule(ctx context.Context, s *mvp.Schedule) error {
 	return nil
 }
 
-// GetSchedule returns a schedule, or mvp.ErrNotFound.
-func (db *DB) GetSchedule(ctx context.Context, name string) (*mvp.Schedule, error) {
-	s, err := scanSchedule(db.read.QueryRowContext(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE name = ?`, name))
+// GetSchedule returns owner's schedule name, or mvp.ErrNotFound.
+func (db *DB) GetSchedule(ctx context.Context, owner, name string) (*mvp.Schedule, error) {
+	s, err := scanSchedule(db.read.QueryRowContext(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE owner = ? AND name = ?`,
+		ownerOr(owner), name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("no schedule %q", name)
 	}
@@ -74,9 +78,9 @@ func (db *DB) GetSchedule(ctx context.Context, name string) (*mvp.Schedule, erro
 	return s, nil
 }
 
-// ListSchedules returns every schedule, by name.
+// ListSchedules returns every owner's schedules, by name, then owner.
 func (db *DB) ListSchedules(ctx context.Context) ([]*mvp.Schedule, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT `+scheduleCols+` FROM schedules ORDER BY name`)
+	rows, err := db.read.QueryContext(ctx, `SELECT `+scheduleCols+` FROM schedules ORDER BY name, owner`)
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", db.mapErr(err))
 	}
@@ -97,17 +101,19 @@ func (db *DB) ListSchedules(ctx context.Context) ([]*mvp.Schedule, error) {
 
 // SetSchedulePaused pauses or resumes a schedule; resuming moves last_fire_at to at (runs that fell due while it
 // was paused are not made up). Pausing a paused schedule or resuming a running one changes nothing.
-func (db *DB) SetSchedulePaused(ctx context.Context, name string, paused bool, at time.Time) error {
+func (db *DB) SetSchedulePaused(ctx context.Context, owner, name string, paused bool, at time.Time) error {
 	at = orNow(at)
+	owner = ownerOr(owner)
 	err := db.exec(ctx, func(w *wtx) error {
 		var res sql.Result
 		var err error
 		if paused {
-			res, err = w.exec(`UPDATE schedules SET paused = 1, updated_at = ? WHERE name = ?`, nanos(at), name)
+			res, err = w.exec(`UPDATE schedules SET paused = 1, updated_at = ? WHERE owner = ? AND name = ?`, nanos(at),
+				owner, name)
 		} else {
 			res, err = w.exec(`UPDATE schedules SET paused = 0, updated_at = ?,
-				last_fire_at = CASE WHEN paused = 1 THEN max(last_fire_at, ?) ELSE last_fire_at END WHERE name = ?`,
-				nanos(at), nanos(at), name)
+				last_fire_at = CASE WHEN paused = 1 THEN max(last_fire_at, ?) ELSE last_fire_at END
+				WHERE owner = ? AND name = ?`, nanos(at), nanos(at), owner, name)
 		}
 		if err != nil {
 			return err
@@ -126,12 +132,13 @@ func (db *DB) SetSchedulePaused(ctx context.Context, name string, paused bool, a
 }
 
 // DeleteSchedule removes a schedule and its links to the tasks it made (the tasks stay).
-func (db *DB) DeleteSchedule(ctx context.Context, name string) error {
+func (db *DB) DeleteSchedule(ctx context.Context, owner, name string) error {
+	owner = ownerOr(owner)
 	err := db.exec(ctx, func(w *wtx) error {
-		if _, err := w.exec(`DELETE FROM schedule_tasks WHERE schedule_name = ?`, name); err != nil {
+		if _, err := w.exec(`DELETE FROM schedule_tasks WHERE schedule_owner = ? AND schedule_name = ?`, owner, name); err != nil {
 			return err
 		}
-		res, err := w.exec(`DELETE FROM schedules WHERE name = ?`, name)
+		res, err := w.exec(`DELETE FROM schedules WHERE owner = ? AND name = ?`, owner, name)
 		if err != nil {
 			return err
 		}
@@ -176,8 +183,8 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 	err := db.exec(ctx, func(w *wtx) error {
 		res, err := w.exec(`UPDATE schedules SET last_fire_at = ?, last_outcome = ?, missed = missed + ?,
 			last_task_id = CASE WHEN ? = '' THEN last_task_id ELSE ? END
-			WHERE name = ? AND last_fire_at = ? AND paused = 0`,
-			nanos(r.FireAt), r.Outcome, r.Missed, taskID, taskID, r.Name, nanos(r.PrevFireAt))
+			WHERE owner = ? AND name = ? AND last_fire_at = ? AND paused = 0`,
+			nanos(r.FireAt), r.Outcome, r.Missed, taskID, taskID, ownerOr(r.Owner), r.Name, nanos(r.PrevFireAt))
 		if err != nil {
 			return fmt.Errorf("record run: %w", err)
 		}
@@ -202,8 +209,8 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 		if _, err := w.exec(insertEventSQL, eventArgs...); err != nil {
 			return fmt.Errorf("insert event: %w", err)
 		}
-		if _, err := w.exec(`INSERT INTO schedule_tasks (task_id, schedule_name, fire_at) VALUES (?, ?, ?)`,
-			taskID, r.Name, nanos(r.FireAt)); err != nil {
+		if _, err := w.exec(`INSERT INTO schedule_tasks (task_id, schedule_owner, schedule_name, fire_at) VALUES (?, ?, ?, ?)`,
+			taskID, ownerOr(r.Owner), r.Name, nanos(r.FireAt)); err != nil {
 			return fmt.Errorf("link task: %w", err)
 		}
 		return nil
@@ -215,9 +222,9 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 }
 
 // ScheduleTasks returns the ids of the tasks a schedule made, newest first, at most limit.
-func (db *DB) ScheduleTasks(ctx context.Context, name string, limit int) ([]string, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT task_id FROM schedule_tasks WHERE schedule_name = ?
-		ORDER BY fire_at DESC, task_id DESC LIMIT ?`, name, limit)
+func (db *DB) ScheduleTasks(ctx context.Context, owner, name string, limit int) ([]string, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT task_id FROM schedule_tasks WHERE schedule_owner = ? AND schedule_name = ?
+		ORDER BY fire_at DESC, task_id DESC LIMIT ?`, ownerOr(owner), name, limit)
 	if err != nil {
 		return nil, fmt.Errorf("tasks of schedule %s: %w", name, db.mapErr(err))
 	}
