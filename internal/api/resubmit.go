@@ -108,7 +108,9 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 				"v2.auth.users, so its resubmit would be hers and held; add the user back, or submit its jobspec "+
 				"yourself (mvp get %s -o json shows it)", origin.ID, owner, origin.ID)
 		}
-		r = r.WithContext(mvp.WithCaller(r.Context(), c))
+		// Who asked stays known: a refusal tells the operator what to fix in alice's name, not in its own.
+		ctx := context.WithValue(r.Context(), requesterKey{}, mvp.CallerOf(r.Context()))
+		r = r.WithContext(mvp.WithCaller(ctx, c))
 	}
 	return s.admit(w, r, t, dry)
 }

@@ -128,15 +128,30 @@ func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		who := "you have"
-		if mvp.CallerOf(ctx).Name != owner {
-			who = owner + " has" // the operator's resubmit of a user's task, or a user's schedule firing
+		who, flag, query := "you have", "", ""
+		if req := requesterOf(ctx); req.Name != owner {
+			who = owner + " has" // the operator's resubmit of a user's task: the rerun is the user's
+			if req.Operator {
+				flag, query = " --owner "+owner, "?owner="+owner
+			}
 		}
 		return mvp.Errorf(mvp.CodeInvalid, "secrets", "no secret named %s: %s none of that name (each user's secrets "+
-			"are their own); store it first (mvp secrets put %s, which reads the value from standard input; or PUT "+
-			"/api/v2/secrets/{name})", strings.Join(missing, ", "), who, missing[0])
+			"are their own); store it first (mvp secrets put %s%s, which reads the value from standard input; or PUT "+
+			"/api/v2/secrets/{name}%s)", strings.Join(missing, ", "), who, missing[0], flag, query)
 	}
 	return nil
+}
+
+// requesterKey holds who asked, when a request acts as another caller (the operator's resubmit of a user's task
+// is checked as the user's).
+type requesterKey struct{}
+
+// requesterOf is who asked for what ctx checks: the caller, unless the request acts for another owner.
+func requesterOf(ctx context.Context) mvp.Caller {
+	if c, ok := ctx.Value(requesterKey{}).(mvp.Caller); ok {
+		return c
+	}
+	return mvp.CallerOf(ctx)
 }
 
 // namedOwner is whose secret or schedule (what, plural) a request names: the caller's own; the operator may name a
