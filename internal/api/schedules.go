@@ -152,6 +152,18 @@ func (s *Server) schedule(r *http.Request) (*mvp.Schedule, error) {
 		if owner != mvp.CallerOf(r.Context()).Name {
 			return nil, mvp.Errorf(mvp.CodeNotFound, "name", "%s has no schedule %q", owner, name)
 		}
+		if hint := s.othersOf(r, func() ([]string, error) {
+			list, err := s.Schedules.ListSchedules(r.Context())
+			var owners []string
+			for _, sc := range list {
+				if sc.Name == name {
+					owners = append(owners, mvp.OwnerName(sc.Owner))
+				}
+			}
+			return owners, err
+		}, "schedule"); hint != "" {
+			return nil, mvp.Errorf(mvp.CodeNotFound, "name", "you have no schedule %q%s", name, hint)
+		}
 		return nil, mvp.Errorf(mvp.CodeNotFound, "name", "no schedule %q", name)
 	}
 	return sc, err

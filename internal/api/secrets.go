@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -87,6 +88,21 @@ func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.Secrets.Delete(r.Context(), owner, name); err != nil {
+		if mvp.ErrorCode(err) != mvp.CodeNotFound {
+			return err
+		}
+		if hint := s.othersOf(r, func() ([]string, error) {
+			list, err := s.Secrets.List(r.Context())
+			var owners []string
+			for _, i := range list {
+				if i.Name == name {
+					owners = append(owners, mvp.OwnerName(i.Owner))
+				}
+			}
+			return owners, err
+		}, "secret"); hint != "" {
+			return mvp.Errorf(mvp.CodeNotFound, "name", "you have no secret %q%s", name, hint)
+		}
 		return err
 	}
 	s.Logger.Info("secret deleted", "name", name, "owner", owner)
@@ -170,6 +186,25 @@ func (s *Server) namedOwner(r *http.Request, what string, known bool) (string, e
 		return "", mvp.Errorf(mvp.CodeInvalid, "owner", "owner=%s is not a user of v2.auth.users (nor the operator)", clip(o))
 	}
 	return o, nil
+}
+
+// othersOf is, for the operator's request without owner= that found no what of its own, which users have one of
+// that name and what to give (owners lists them); "" otherwise. Only the operator, who sees everything, is told.
+func (s *Server) othersOf(r *http.Request, owners func() ([]string, error), what string) string {
+	if !mvp.CallerOf(r.Context()).Operator || r.URL.Query().Get("owner") != "" {
+		return ""
+	}
+	list, err := owners()
+	if err != nil || len(list) == 0 {
+		return ""
+	}
+	sort.Strings(list)
+	has := list[0] + " has"
+	if len(list) > 1 {
+		has = strings.Join(list, ", ") + " each have"
+	}
+	return fmt.Sprintf(" (the operator's requests name its own %s; names are each user's own): %s one of that "+
+		"name: give owner=%s (the CLI's --owner %s)", what+"s", has, list[0], list[0])
 }
 
 // isUser reports whether name is a user of v2.auth.users.
