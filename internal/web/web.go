@@ -70,7 +70,7 @@ type Server struct {
 var pages = map[string]*template.Template{}
 
 func init() {
-	funcs := template.FuncMap{"ts": formatTime, "ago": ago, "deref": func(p *int) int { return *p }}
+	funcs := template.FuncMap{"ts": formatTime, "ago": ago, "deref": func(p *int) int { return *p }, "owner": mvp.OwnerName}
 	for _, p := range []string{"login", "dashboard", "task"} {
 		pages[p] = template.Must(template.New(p).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html"))
 	}

@@ -454,3 +454,24 @@ func TestASessionIsRefusedWhileItsLogoutsCannotBeRead(t *testing.T) {
 		t.Errorf("the page once the logouts can be read again: %s", resp.Status)
 	}
 }
+
+// TestSchedulesOnThePageNameTheirOwners: since migration 0017 a schedule's name is its owner's, so alice's and
+// bob's nightly are two schedules of one name; the page lists them all and must say whose each is (a row per
+// name alone shows two identical nightly rows the operator cannot tell apart).
+func TestSchedulesOnThePageNameTheirOwners(t *testing.T) {
+	m := servicetest.Start(t, &service.Main{Ray: servicetest.NewRay()})
+	ctx := context.Background()
+	for _, owner := range []string{"alice", "bob"} {
+		if err := m.Store().CreateSchedule(ctx, &mvp.Schedule{Name: "nightly", Owner: owner, Cron: "0 2 * * *",
+			Timezone: "UTC", Overlap: mvp.OverlapSkip, JobSpec: json.RawMessage(`{"workload":"ppo"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := login(t, m.URL(), servicetest.Token)
+	_, body := get(t, m.URL()+"/ui/", c)
+	for _, owner := range []string{"alice", "bob"} {
+		if !strings.Contains(body, `data-schedule="nightly" data-owner="`+owner+`"`) || !strings.Contains(body, "<td>"+owner+"</td>") {
+			t.Errorf("the page does not show %s's nightly as hers/his:\n%s", owner, body)
+		}
+	}
+}
