@@ -11,8 +11,8 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
-// SecretValues opens named secrets for one Ray submission of a task of owner (secrets.Vault.ValuesOf); a missing
-// secret, or one another user than owner holds, is an error that names it.
+// SecretValues opens owner's named secrets for one Ray submission of a task of owner (secrets.Vault.ValuesOf); a
+// secret owner does not have is an error that names it (another user's of that name is never looked at).
 type SecretValues func(ctx context.Context, owner string, names []string) (map[string]string, error)
 
 // withSecrets returns what is sent to Ray: payload itself when the task names no secrets, else a copy whose
