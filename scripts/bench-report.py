@@ -262,6 +262,28 @@ the loop writes for new tasks 10 %, BEGIN/COMMIT 15 %), 13 % in reading the jobs
 minimal server pays too), 9 % in the garbage collector's marking and 5 % in encoding the answer. P2 on the same
 quiet machine: 18.5–19.2 ms (5 runs of 20 decisions).
 
+## P1 as shipped, fourth round (issue 18, 2026-11-29)
+The rig: `mvp serve` on the live local cluster (2 workers × 4 fake GPUs), tick 1 s, 3 tasks that never fit, 64
+clients of `mvp bench load --no-verify` for 8 s, server CPU from /proc during the load only; this Intel Xeon host,
+2 cores, a Ray cluster idling beside (load average 1–3).
+- Where a submission's CPU goes (`mvp serve --cpu-profile` of the load, build 14553d0): the writer 39 % (the task's
+  insert with its CREATED event 17 %, the Waits the loop writes for new tasks 8 %, BEGIN/COMMIT 13 %), reading the
+  jobspec 16 % (yaml.v3 13 %), writing the answer 5.5 % (most of it indenting the JSON), the garbage collector about
+  8 %, net/http about 11 %, the loop's passes 4 %.
+- The YAML is not where mvp spends more than the minimal server: `jobspec.Parse` of the load's 7-line jobspec takes
+  20.6 µs and 100 allocations, `yaml.Unmarshal` into a map (what the minimal server does) 22.5 µs and 120.
+- **Compact JSON answers** (f1cd2cf): `writeJSON` of a task's answer 9.6–11.1 µs indented, 3.7–6.0 µs compact
+  (a micro-benchmark, 3 runs each). In the rig it does not show: 6 alternated pairs of 14553d0 and this round's
+  build, server CPU per submission median 219 µs against 218 µs (rates 4,394–5,586/s against 4,351–5,451/s; the
+  minimal server in the same runs 9,734–11,338/s at 84–100 µs, so **0.49×**); 5 µs is inside the rig's run-to-run
+  spread of about ±10 %.
+- **Not adopted: a larger GOGC.** `GOGC=400` in the environment of `mvp serve`: higher rate in 5 of 5 alternated
+  pairs (+4 to +20 %, median +8 %), peak RSS 209–269 MB against 107–122 MB with about 40,000 tasks queued. It buys
+  rate with memory, not with less work, and a queue of 100,000 tasks would hold several hundred MB; an operator who
+  prefers that trade can set `GOGC` for `mvp serve`.
+- The 0.8× goal is not met. What is left is what the third round names: two transactional rows with their events
+  and indexes, and the Wait each new task gets.
+
 ## P2: one walk of the queue (issue 18, 2026-11-25, third round)
 Profile of `BenchmarkDecide100k/xfchain` on this machine before the change (22–24 ms): a third of the time in
 `classify` and `expired`, and most of it on the first load of each task's fields, then 12 % in the Waits reading
