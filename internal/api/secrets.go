@@ -159,7 +159,7 @@ func (s *Server) checkSecrets(ctx context.Context, t *mvp.Task) error {
 }
 
 // requesterKey holds who asked, when a request acts as another caller (the operator's resubmit of a user's task
-// is checked as the user's).
+// is checked as the user's; a run of a user's schedule is checked as the user's and read by the operator too).
 type requesterKey struct{}
 
 // requesterOf is who asked for what ctx checks: the caller, unless the request acts for another owner.
