@@ -180,7 +180,7 @@ func (s *Server) namedOwner(r *http.Request, what string, known bool) (string, e
 	case o == "" || o == c.Name:
 		return c.Name, nil
 	case !c.Operator:
-		return "", mvp.Errorf(mvp.CodeForbidden, "owner", "owner=%s: a user keeps only their own %s (drop owner=, "+
+		return "", mvp.Errorf(mvp.CodeForbidden, "owner", "owner=%s: a user sees and changes only their own %s (drop owner=, "+
 			"or give owner=%s)", clip(o), what, c.Name)
 	case known && o != mvp.Operator && !s.isUser(o):
 		return "", mvp.Errorf(mvp.CodeInvalid, "owner", "owner=%s is not a user of v2.auth.users (nor the operator)", clip(o))
@@ -199,12 +199,12 @@ func (s *Server) othersOf(r *http.Request, owners func() ([]string, error), what
 		return ""
 	}
 	sort.Strings(list)
-	has := list[0] + " has"
-	if len(list) > 1 {
-		has = strings.Join(list, ", ") + " each have"
+	if len(list) == 1 {
+		return fmt.Sprintf(" (the operator's requests name its own %s; names are each user's own): %s has one of "+
+			"that name: give owner=%s (the CLI's --owner %s)", what+"s", list[0], list[0], list[0])
 	}
-	return fmt.Sprintf(" (the operator's requests name its own %s; names are each user's own): %s one of that "+
-		"name: give owner=%s (the CLI's --owner %s)", what+"s", has, list[0], list[0])
+	return fmt.Sprintf(" (the operator's requests name its own %s; names are each user's own): %s each have one "+
+		"of that name: give owner=USER, one of them (the CLI's --owner USER)", what+"s", strings.Join(list, ", "))
 }
 
 // isUser reports whether name is a user of v2.auth.users.

@@ -919,7 +919,8 @@ func dash(s string) string {
 	return s
 }
 
-const secretsUsage = "usage: mvp secrets list | mvp secrets put NAME [--from-file FILE] | mvp secrets delete NAME\n" +
+const secretsUsage = "usage: mvp secrets list | mvp secrets put NAME [--from-file FILE] | mvp secrets delete NAME" +
+	"   [--owner USER]\n" +
 	"  put reads the value from standard input (or FILE), never from the command line, so that it stays out of\n" +
 	"  shell history and process listings; one trailing newline is dropped.\n" +
 	"  Each user's secrets are their own (two users may each have a wandb); a task uses its owner's. The operator\n" +

@@ -48,8 +48,9 @@ func TestLoopRefusesASecretThatChangedHands(t *testing.T) {
 	if env := rr.envOf(1); env["WANDB_API_KEY"] == "BOB-PRIVATE-VALUE" {
 		t.Fatalf("alice's task was sent bob's secret: %v", env)
 	}
-	if got := h.get(task.ID); got.State != mvp.StateFailed || !strings.Contains(got.ErrorSummary, "alice has no secret(s) wandb") {
-		t.Fatalf("alice's task is %s (%q), want FAILED saying alice has no secret wandb", got.State, got.ErrorSummary)
+	if got := h.get(task.ID); got.State != mvp.StateFailed || !strings.Contains(got.ErrorSummary, "alice has no secret(s) wandb") ||
+		!strings.Contains(got.ErrorSummary, "mvp secrets put wandb --owner alice") {
+		t.Fatalf("alice's task is %s (%q), want FAILED saying alice has no secret wandb and how to store hers", got.State, got.ErrorSummary)
 	}
 }
 

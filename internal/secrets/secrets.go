@@ -216,8 +216,10 @@ func (v *Vault) ValuesOf(ctx context.Context, owner string, names []string) (map
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return nil, mvp.Errorf(mvp.CodeInvalid, "secrets", "%s has no secret(s) %s (deleted?): store them with "+
-			"PUT /api/v2/secrets/{name} as that user, then resubmit", owner, strings.Join(missing, ", "))
+		return nil, mvp.Errorf(mvp.CodeInvalid, "secrets", "%s has no secret(s) %s (deleted since the task was "+
+			"submitted, or another user's before names were each user's own): store them for %s (mvp secrets put %s "+
+			"--owner %s; or PUT /api/v2/secrets/%s?owner=%s), then resubmit", owner, strings.Join(missing, ", "), owner,
+			missing[0], owner, missing[0], owner)
 	}
 	out := make(map[string]string, len(names))
 	for _, n := range names {

@@ -160,6 +160,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return dbErr(err)
 	}
 	if m.store, err = sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{Observer: obs}); err != nil {
+		if errors.Is(err, sqlite.ErrNewerSchema) {
+			// Not a path to change: the message says which mvp to run, or which backup to restore.
+			return fmt.Errorf("open database %s: %w", cfg.V2.SQLite.DBPath, err)
+		}
 		return dbErr(err)
 	}
 	if file, folder := m.store.Created(); file {

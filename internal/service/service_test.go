@@ -3,6 +3,7 @@ package service_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -608,5 +609,32 @@ func TestAUsersMissingTokenNamesItsSetting(t *testing.T) {
 	t.Setenv("MVP_TEST_TOKEN_NOPE", "short")
 	if _, err := service.UsersOf(cfg, "operator-token-0123456789abcdef"); err == nil || !strings.Contains(err.Error(), "v2.auth.users[1].token_env") {
 		t.Errorf("a short token: %v", err)
+	}
+}
+
+// TestADatabaseFromANewerMVPIsNotAPathToChange: serve refusing a database a newer mvp migrated said to point
+// v2.sqlite.db_path at a file in a folder mvp can write, which is no fix (the upgrade walk-through, running the
+// old binary on an upgraded database); it says which mvp to run or which backup to restore, and nothing of paths.
+func TestADatabaseFromANewerMVPIsNotAPathToChange(t *testing.T) {
+	cfg := servicetest.Config(t)
+	db, err := sqlite.Open(context.Background(), cfg.V2.SQLite.DBPath, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	raw, err := sql.Open("sqlite3", cfg.V2.SQLite.DBPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'from_a_newer_mvp.sql', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	m := &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(1)}
+	err = m.Open(context.Background())
+	m.Close()
+	if err == nil || !errors.Is(err, sqlite.ErrNewerSchema) || !strings.Contains(err.Error(), "restore the backup") ||
+		strings.Contains(err.Error(), "a folder mvp can write") {
+		t.Errorf("serve on a newer database: %v; want the newer-mvp refusal without the path hint", err)
 	}
 }

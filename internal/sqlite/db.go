@@ -256,8 +256,8 @@ func (db *DB) migrate(ctx context.Context) error {
 		return fmt.Errorf("read schema_migrations: %w", db.mapErr(err))
 	}
 	if last := ms[len(ms)-1].version; newest.Valid && int(newest.Int64) > last {
-		return fmt.Errorf("the database %s was written by a newer mvp (schema version %d; this binary knows up to %d): "+
-			"run that mvp version, or restore the backup taken before the upgrade", db.path, newest.Int64, last)
+		return fmt.Errorf("the database %s was %w (schema version %d; this binary knows up to %d): "+
+			"run that mvp version, or restore the backup taken before the upgrade", db.path, ErrNewerSchema, newest.Int64, last)
 	}
 	// A migration may rebuild a table that others refer to (SQLite changes a CHECK only that way): as SQLite's
 	// documented procedure says, foreign keys are off while migrations run (the pragma is a no-op inside a

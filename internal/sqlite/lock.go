@@ -14,6 +14,9 @@ import (
 // ErrInUse is Lock's error when another process holds the database's service lock.
 var ErrInUse = errors.New("the database is in use by another mvp serve")
 
+// ErrNewerSchema is a database whose migrations a newer mvp applied: this binary does not open it.
+var ErrNewerSchema = errors.New("written by a newer mvp")
+
 // Lock takes the database's service lock: an exclusive flock on <path>.lock, which holds the pid of its holder.
 // One mvp serve per database: two would each run a scheduler loop judging and writing the same attempts from their
 // own reads. The lock goes with the process (a crash or a kill releases it), so no stale lock outlives a holder.
