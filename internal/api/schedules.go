@@ -114,13 +114,9 @@ func withNext(sc *mvp.Schedule) *mvp.Schedule {
 
 // listSchedules answers the caller's schedules (the operator's: everyone's, or owner='s).
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
-	c := mvp.CallerOf(r.Context())
-	only := ""
-	if r.URL.Query().Get("owner") != "" || !c.Operator {
-		var err error
-		if only, err = s.namedOwner(r, "schedules", false); err != nil {
-			return err
-		}
+	only, err := s.listedOwner(r, "schedules")
+	if err != nil {
+		return err
 	}
 	list, err := s.Schedules.ListSchedules(r.Context())
 	if err != nil {

@@ -54,13 +54,9 @@ func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) error {
 
 // listSecrets answers the names and times of the caller's secrets (the operator's: everyone's, or owner='s).
 func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
-	c := mvp.CallerOf(r.Context())
-	only := ""
-	if o := r.URL.Query().Get("owner"); o != "" || !c.Operator {
-		var err error
-		if only, err = s.namedOwner(r, "secrets", false); err != nil {
-			return err
-		}
+	only, err := s.listedOwner(r, "secrets")
+	if err != nil {
+		return err
 	}
 	list, err := s.Secrets.List(r.Context())
 	if err != nil {
@@ -182,10 +178,19 @@ func (s *Server) namedOwner(r *http.Request, what string, known bool) (string, e
 	case !c.Operator:
 		return "", mvp.Errorf(mvp.CodeForbidden, "owner", "owner=%s: a user sees and changes only their own %s (drop owner=, "+
 			"or give owner=%s)", clip(o), what, c.Name)
-	case known && o != mvp.Operator && !s.isUser(o):
+	case known && o != mvp.Operator && s.user(mvp.Caller{Name: o}) == nil:
 		return "", mvp.Errorf(mvp.CodeInvalid, "owner", "owner=%s is not a user of v2.auth.users (nor the operator)", clip(o))
 	}
 	return o, nil
+}
+
+// listedOwner is whose secrets or schedules (what) a listing shows: namedOwner's, or "" (everyone's) for the
+// operator's listing without owner=.
+func (s *Server) listedOwner(r *http.Request, what string) (string, error) {
+	if mvp.CallerOf(r.Context()).Operator && r.URL.Query().Get("owner") == "" {
+		return "", nil
+	}
+	return s.namedOwner(r, what, false)
 }
 
 // othersOf is, for the operator's request without owner= that found no what of its own, which users have one of
@@ -205,14 +210,4 @@ func (s *Server) othersOf(r *http.Request, owners func() ([]string, error), what
 	}
 	return fmt.Sprintf(" (the operator's requests name its own %s; names are each user's own): %s each have one "+
 		"of that name: give owner=USER, one of them (the CLI's --owner USER)", what+"s", strings.Join(list, ", "))
-}
-
-// isUser reports whether name is a user of v2.auth.users.
-func (s *Server) isUser(name string) bool {
-	for k := range s.Users {
-		if s.Users[k].Name == name {
-			return true
-		}
-	}
-	return false
 }

@@ -144,9 +144,7 @@ func (v *Vault) Put(ctx context.Context, owner, name, value string) (mvp.SecretI
 		return mvp.SecretInfo{}, false, fmt.Errorf("seal secret %s: %w", name, err)
 	}
 	now := v.now().UTC()
-	if owner == "" {
-		owner = mvp.Operator
-	}
+	owner = mvp.OwnerName(owner)
 	s := &mvp.SealedSecret{SecretInfo: mvp.SecretInfo{Name: name, Owner: owner, CreatedAt: now,
 		UpdatedAt: now}, Nonce: nonce,
 		Ciphertext: v.aead.Seal(nil, nonce, []byte(value), []byte(name))}
@@ -201,9 +199,7 @@ func (v *Vault) ValuesOf(ctx context.Context, owner string, names []string) (map
 	if !v.Enabled() {
 		return nil, v.Off()
 	}
-	if owner == "" {
-		owner = mvp.Operator
-	}
+	owner = mvp.OwnerName(owner)
 	sealed, err := v.store.SealedSecrets(ctx, owner, names)
 	if err != nil {
 		return nil, err

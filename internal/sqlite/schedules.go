@@ -29,14 +29,6 @@ func scanSchedule(s scanner) (*mvp.Schedule, error) {
 	return &sc, nil
 }
 
-// ownerOr is owner, or mvp.Operator for "".
-func ownerOr(owner string) string {
-	if owner == "" {
-		return mvp.Operator
-	}
-	return owner
-}
-
 // CreateSchedule inserts s.Owner's schedule s.Name. A zero CreatedAt is taken as now; LastFireAt starts at
 // CreatedAt unless set. A name its owner uses already is mvp.ErrConflict (another owner's of that name is not
 // looked at: names are each owner's own).
@@ -46,10 +38,7 @@ func (db *DB) CreateSchedule(ctx context.Context, s *mvp.Schedule) error {
 	if fire.IsZero() {
 		fire = created
 	}
-	owner := s.Owner
-	if owner == "" {
-		owner = mvp.Operator
-	}
+	owner := mvp.OwnerName(s.Owner)
 	err := db.exec(ctx, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO schedules (`+scheduleCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, ?)`,
 			s.Name, s.Cron, s.Timezone, s.Overlap, string(s.JobSpec), s.Paused, nanos(created), nanos(created), nanos(fire),
@@ -68,7 +57,7 @@ func (db *DB) CreateSchedule(ctx context.Context, s *mvp.Schedule) error {
 // GetSchedule returns owner's schedule name, or mvp.ErrNotFound.
 func (db *DB) GetSchedule(ctx context.Context, owner, name string) (*mvp.Schedule, error) {
 	s, err := scanSchedule(db.read.QueryRowContext(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE owner = ? AND name = ?`,
-		ownerOr(owner), name))
+		mvp.OwnerName(owner), name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("no schedule %q", name)
 	}
@@ -103,7 +92,7 @@ func (db *DB) ListSchedules(ctx context.Context) ([]*mvp.Schedule, error) {
 // was paused are not made up). Pausing a paused schedule or resuming a running one changes nothing.
 func (db *DB) SetSchedulePaused(ctx context.Context, owner, name string, paused bool, at time.Time) error {
 	at = orNow(at)
-	owner = ownerOr(owner)
+	owner = mvp.OwnerName(owner)
 	err := db.exec(ctx, func(w *wtx) error {
 		var res sql.Result
 		var err error
@@ -133,7 +122,7 @@ func (db *DB) SetSchedulePaused(ctx context.Context, owner, name string, paused 
 
 // DeleteSchedule removes a schedule and its links to the tasks it made (the tasks stay).
 func (db *DB) DeleteSchedule(ctx context.Context, owner, name string) error {
-	owner = ownerOr(owner)
+	owner = mvp.OwnerName(owner)
 	err := db.exec(ctx, func(w *wtx) error {
 		if _, err := w.exec(`DELETE FROM schedule_tasks WHERE schedule_owner = ? AND schedule_name = ?`, owner, name); err != nil {
 			return err
@@ -184,7 +173,7 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 		res, err := w.exec(`UPDATE schedules SET last_fire_at = ?, last_outcome = ?, missed = missed + ?,
 			last_task_id = CASE WHEN ? = '' THEN last_task_id ELSE ? END
 			WHERE owner = ? AND name = ? AND last_fire_at = ? AND paused = 0`,
-			nanos(r.FireAt), r.Outcome, r.Missed, taskID, taskID, ownerOr(r.Owner), r.Name, nanos(r.PrevFireAt))
+			nanos(r.FireAt), r.Outcome, r.Missed, taskID, taskID, mvp.OwnerName(r.Owner), r.Name, nanos(r.PrevFireAt))
 		if err != nil {
 			return fmt.Errorf("record run: %w", err)
 		}
@@ -210,7 +199,7 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 			return fmt.Errorf("insert event: %w", err)
 		}
 		if _, err := w.exec(`INSERT INTO schedule_tasks (task_id, schedule_owner, schedule_name, fire_at) VALUES (?, ?, ?, ?)`,
-			taskID, ownerOr(r.Owner), r.Name, nanos(r.FireAt)); err != nil {
+			taskID, mvp.OwnerName(r.Owner), r.Name, nanos(r.FireAt)); err != nil {
 			return fmt.Errorf("link task: %w", err)
 		}
 		return nil
@@ -224,7 +213,7 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 // ScheduleTasks returns the ids of the tasks a schedule made, newest first, at most limit.
 func (db *DB) ScheduleTasks(ctx context.Context, owner, name string, limit int) ([]string, error) {
 	rows, err := db.read.QueryContext(ctx, `SELECT task_id FROM schedule_tasks WHERE schedule_owner = ? AND schedule_name = ?
-		ORDER BY fire_at DESC, task_id DESC LIMIT ?`, ownerOr(owner), name, limit)
+		ORDER BY fire_at DESC, task_id DESC LIMIT ?`, mvp.OwnerName(owner), name, limit)
 	if err != nil {
 		return nil, fmt.Errorf("tasks of schedule %s: %w", name, db.mapErr(err))
 	}

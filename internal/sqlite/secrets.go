@@ -15,7 +15,7 @@ func (db *DB) PutSecret(ctx context.Context, s *mvp.SealedSecret) (bool, error) 
 	}
 	var created bool
 	owner := s.Owner
-	owner = ownerOr(owner)
+	owner = mvp.OwnerName(owner)
 	err := db.exec(ctx, func(w *wtx) error {
 		res, err := w.exec(`UPDATE secrets SET nonce = ?, ciphertext = ?, updated_at = ? WHERE name = ? AND owner = ?`,
 			s.Nonce, s.Ciphertext, nanos(orNow(s.UpdatedAt)), s.Name, owner)
@@ -45,7 +45,7 @@ func (db *DB) SealedSecrets(ctx context.Context, owner string, names []string) (
 	if len(names) == 0 {
 		return out, nil
 	}
-	owner = ownerOr(owner)
+	owner = mvp.OwnerName(owner)
 	args := make([]any, 0, len(names)+1)
 	args = append(args, owner)
 	for _, n := range names {
@@ -97,7 +97,7 @@ func (db *DB) ListSecrets(ctx context.Context) ([]mvp.SecretInfo, error) {
 
 // DeleteSecret removes owner's secret name; one owner has not is mvp.ErrNotFound.
 func (db *DB) DeleteSecret(ctx context.Context, owner, name string) error {
-	owner = ownerOr(owner)
+	owner = mvp.OwnerName(owner)
 	err := db.exec(ctx, func(w *wtx) error {
 		res, err := w.exec(`DELETE FROM secrets WHERE owner = ? AND name = ?`, owner, name)
 		if err != nil {

@@ -225,12 +225,7 @@ func storedTask(t *mvp.Task, spec string, created, updated time.Time) *mvp.Task 
 }
 
 // ownerOf is the task's owner, mvp.Operator when it names none.
-func ownerOf(t *mvp.Task) string {
-	if t.Owner == "" {
-		return mvp.Operator
-	}
-	return t.Owner
-}
+func ownerOf(t *mvp.Task) string { return mvp.OwnerName(t.Owner) }
 
 // driverText is a task's own driver resources as stored (empty for none: the configured default). They come from
 // decoded JSON, so they always encode.
