@@ -3,12 +3,14 @@ package api
 import (
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/raycompat"
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // TestOpenAPICoversEveryRoute keeps the document true: every route the server serves is in it, with its method.
@@ -99,6 +101,25 @@ func TestOpenAPIAgreesWithTheCode(t *testing.T) {
 			if _, ok := sch[name].Properties[key]; !ok {
 				t.Errorf("%s.%s is sent but not in openapi.json", name, key)
 			}
+		}
+	}
+	// The queue's wait codes: the one enum that lists "gpus_busy" names every code the scheduler gives.
+	var codes []string
+	for _, c := range scheduler.WaitCodes {
+		codes = append(codes, string(c))
+	}
+	slices.Sort(codes)
+	listed := regexp.MustCompile(`"enum": \[[^\]]*"gpus_busy"[^\]]*\]`).FindAllString(string(OpenAPI), -1)
+	if len(listed) != 1 {
+		t.Errorf("%d enums list gpus_busy in openapi.json, want 1", len(listed))
+	} else {
+		var got []string
+		for _, m := range regexp.MustCompile(`"([a-z_]+)"`).FindAllStringSubmatch(strings.TrimPrefix(listed[0], `"enum"`), -1) {
+			got = append(got, m[1])
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, codes) {
+			t.Errorf("the queue's code enum %q, want the scheduler's %q", got, codes)
 		}
 	}
 	for _, f := range []string{"model_path", "train_file"} {

@@ -119,7 +119,7 @@ func runSimVerb(ctx context.Context, args []string, env Env) error {
 		return usageError{fmt.Errorf("--fair-share must be true or false, not %q", *fair)}
 	}
 	if *cpus <= 0 {
-		base.CPUsPerGPU, base.Driver = nil, nil
+		base.CPUsPerGPU, base.Driver, base.Drivers = nil, nil, nil
 	}
 	var results []*sim.Result
 	for _, name := range names {

@@ -164,6 +164,8 @@ type Ray struct {
 type WorkloadConfig struct {
 	// CPUsPerGPU is the CPU of one verl bundle {"CPU": c, "GPU": 1}.
 	CPUsPerGPU float64 `yaml:"cpus_per_gpu"`
+	// RunnerCPUs is the CPU of the actor the driver starts first (verl's TaskRunner), counted with the driver.
+	RunnerCPUs float64 `yaml:"runner_cpus"`
 }
 
 // Defaults, documented in specs/config.md.
@@ -531,6 +533,9 @@ func (c *Config) applyDefaults(present map[string]bool) {
 		if absent("v2.workloads." + name + ".cpus_per_gpu") {
 			w.CPUsPerGPU = info.CPUsPerGPU
 		}
+		if absent("v2.workloads." + name + ".runner_cpus") {
+			w.RunnerCPUs = info.RunnerCPUs
+		}
 		v.Workloads[name] = w
 	}
 }
@@ -647,6 +652,9 @@ func (c *Config) Validate() error {
 		}
 		if w.CPUsPerGPU < 0 {
 			return fmt.Errorf("v2.workloads.%s.cpus_per_gpu: must not be negative", name)
+		}
+		if w.RunnerCPUs < 0 {
+			return fmt.Errorf("v2.workloads.%s.runner_cpus: must not be negative", name)
 		}
 	}
 	if !validEnvName(v.Secrets.KeyEnv) {

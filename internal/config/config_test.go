@@ -128,6 +128,25 @@ func TestWorkloadDefaultsFollowTheTable(t *testing.T) {
 	}
 }
 
+// TestRunnerCPUsFollowTheTable: runner_cpus (the CPU of verl's TaskRunner, counted with the driver) defaults to the
+// workload table's (1 for ppo and grpo, 0 for sft and ray_job), a configured 0 wins, and a negative is refused.
+func TestRunnerCPUsFollowTheTable(t *testing.T) {
+	c, err := Parse([]byte("v2: {workloads: {grpo: {runner_cpus: 0}}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[mvp.Workload]float64{mvp.WorkloadPPO: 1, mvp.WorkloadGRPO: 0, mvp.WorkloadSFT: 0, mvp.WorkloadRayJob: 0}
+	for _, info := range mvp.WorkloadTable {
+		if got := c.V2.Workloads[string(info.Name)].RunnerCPUs; got != want[info.Name] {
+			t.Errorf("%s: runner_cpus %v, want %v", info.Name, got, want[info.Name])
+		}
+	}
+	_, err = Parse([]byte("v2: {workloads: {ppo: {runner_cpus: -1}}}\n"))
+	if err == nil || !strings.Contains(err.Error(), "v2.workloads.ppo.runner_cpus") {
+		t.Errorf("negative runner_cpus: %v, want an error naming the key", err)
+	}
+}
+
 func TestMetricsKeys(t *testing.T) {
 	for _, tc := range []struct {
 		yaml       string

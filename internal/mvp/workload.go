@@ -24,6 +24,10 @@ type WorkloadInfo struct {
 	// CPUsPerGPU is the default CPU of one verl bundle {"CPU": c, "GPU": 1}; dev.yaml's
 	// v2.workloads.<name>.cpus_per_gpu overrides it.
 	CPUsPerGPU float64
+	// RunnerCPUs is the CPU of the Ray actor the driver starts to run the training before it asks for its gang:
+	// verl's main_ppo runs everything in a TaskRunner actor of num_cpus=1; the Ray SFT trainer has none. dev.yaml's
+	// v2.workloads.<name>.runner_cpus overrides it.
+	RunnerCPUs float64
 	// Module is the Python module the Ray entrypoint runs (python3 -m Module).
 	Module string
 	// RequiresValFile says whether the jobspec's val_file is required.
@@ -37,8 +41,8 @@ type WorkloadInfo struct {
 // that name the workloads and the Ray submission builder all derive from it; a workload is added here (and, in
 // package workload, its builder's arguments: a test fails for a workload without them).
 var WorkloadTable = []WorkloadInfo{
-	{Name: WorkloadPPO, CPUsPerGPU: 3, Module: "verl.trainer.main_ppo", RequiresValFile: true},
-	{Name: WorkloadGRPO, CPUsPerGPU: 3, Module: "verl.trainer.main_ppo", RequiresValFile: true},
+	{Name: WorkloadPPO, CPUsPerGPU: 3, RunnerCPUs: 1, Module: "verl.trainer.main_ppo", RequiresValFile: true},
+	{Name: WorkloadGRPO, CPUsPerGPU: 3, RunnerCPUs: 1, Module: "verl.trainer.main_ppo", RequiresValFile: true},
 	{Name: WorkloadSFT, CPUsPerGPU: 10, Module: "verl.trainer.sft_trainer_ray"},
 	{Name: WorkloadRayJob, CPUsPerGPU: 1, RayDoor: true},
 }

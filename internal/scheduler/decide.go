@@ -29,6 +29,11 @@ type Policy struct {
 	CPUsPerGPU map[mvp.Workload]float64
 	// Driver is what the Ray job's driver itself takes: entrypoint_resources plus {"CPU": entrypoint_num_cpus}.
 	Driver map[string]float64
+	// Drivers is what the driver of a workload's task takes where that is more than Driver: Driver plus the CPU of
+	// the actor the driver starts before it asks for its gang (verl's TaskRunner, v2.workloads.<name>.runner_cpus).
+	// That actor may land on any node with a CPU free; it is counted on the driver's node, which is where the
+	// driver's own CPU was free a moment before. A workload not in it has Driver (WorkloadDriver).
+	Drivers map[mvp.Workload]map[string]float64
 	// GangWait is how long an attempt's placement groups may stay unplaceable before it is stopped.
 	GangWait time.Duration
 	// StopGrace is how long Ray gives a job mvp stops between SIGTERM and SIGKILL (v2.scheduler.runtime_grace_s):
@@ -311,16 +316,29 @@ func driverOf(t *mvp.Task, p Policy) map[string]float64 {
 	if t.Driver != nil {
 		return t.Driver
 	}
+	return p.WorkloadDriver(t.Workload)
+}
+
+// WorkloadDriver is what the driver of a task of workload w takes when the task names no resources of its own:
+// Drivers[w], else Driver.
+func (p Policy) WorkloadDriver(w mvp.Workload) map[string]float64 {
+	if d, ok := p.Drivers[w]; ok {
+		return d
+	}
 	return p.Driver
 }
 
-// driverKey names a task's own driver resources for grouping tasks into shapes: "" for the configured default,
-// else the sorted resources (so an own driver that asks for nothing is still its own).
-func driverKey(d map[string]float64) string {
-	if d == nil {
+// driverKey names what a task's driver takes for grouping tasks into shapes: "" for the configured default, the
+// workload's name where its driver takes more (Policy.Drivers), else the task's own resources, sorted (so an own
+// driver that asks for nothing is still its own).
+func driverKey(t *mvp.Task, p Policy) string {
+	if t.Driver == nil {
+		if _, ok := p.Drivers[t.Workload]; ok {
+			return "workload " + string(t.Workload)
+		}
 		return ""
 	}
-	return "own" + describeMap(d)
+	return "own" + describeMap(t.Driver)
 }
 
 // fits reports whether d (and its driver) fits on nodes, taking nothing.

@@ -76,6 +76,9 @@ type QueueEntry struct {
 // (ErrRejoining), so nothing is admitted (only in Explain).
 const CodeClusterUnknown WaitCode = "cluster_unknown"
 
+// WaitCodes lists every code a waiting task can be given, by Decide or by Explain (the API documents them all).
+var WaitCodes = append(slices.Clone(waitCodes[1:]), CodeBackingOff, CodeClusterUnknown)
+
 // Explain runs the policy over s as Decide does and describes the outcome: per-node free GPUs, the reservation,
 // and every waiting task with its position, reason code and sentence, and estimated start. It is pure, like
 // Decide; it costs more (the estimates), so it is for the API, not for the loop.
@@ -117,7 +120,7 @@ func ExplainFor(now time.Time, s Snapshot, p Policy, wanted func(*mvp.Task) bool
 	if pl.resv == nil && pl.p.policyName() == PolicyFIFO {
 		// fifo holds no reservation while deciding; its head's start is worked out here, for people.
 		for _, i := range pl.order {
-			if e := pl.ents[i]; (e.kind == entWait && (e.code == cGPUsBusy || e.code == cFragmented)) || (e.backoff && !pl.overQuota(i)) {
+			if e := pl.ents[i]; (e.kind == entWait && (e.code == cGPUsBusy || e.code == cFragmented || e.code == cCPUsBusy)) || (e.backoff && !pl.overQuota(i)) {
 				pl.reserve(i)
 				break
 			}

@@ -332,7 +332,7 @@ func (pl *plan) markFairShare(ranked []int32) {
 	user1 := int32(-1)
 	for _, i := range ranked {
 		e := &pl.ents[i]
-		if e.kind == entWait && (e.code == cGPUsBusy || e.code == cFragmented || e.code == cBehindReservation) {
+		if e.kind == entWait && (e.code == cGPUsBusy || e.code == cFragmented || e.code == cCPUsBusy || e.code == cBehindReservation) {
 			other := best1
 			if user1 == e.user {
 				other = best2

@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -56,6 +58,9 @@ const (
 	// CodeFragmented: enough GPUs are free in all, but not on enough distinct nodes (Wait.LargestFreeGPUs says
 	// how many the largest free node has).
 	CodeFragmented WaitCode = "fragmented"
+	// CodeCPUsBusy: enough nodes have the gang's GPUs free, but not the CPUs that go with them (its bundles', and
+	// its driver's with the workload's runner_cpus, on one of them).
+	CodeCPUsBusy WaitCode = "cpus_busy"
 	// CodeBehindReservation: the task would fit now but starting it would delay the task named in YieldsTo,
 	// which holds a reservation (under fifo: the first task in line that does not fit).
 	CodeBehindReservation WaitCode = "behind_reservation"
@@ -86,12 +91,13 @@ const (
 	cQuota
 	cFairShare
 	cDependency
+	cCPUsBusy
 )
 
 // waitCodes names each waitCode.
 var waitCodes = [...]WaitCode{noCode: "", cGPUsBusy: CodeGPUsBusy, cFragmented: CodeFragmented,
 	cBehindReservation: CodeBehindReservation, cMaxRunning: CodeMaxRunning, cNeverFits: CodeNeverFits,
-	cQuota: CodeQuota, cFairShare: CodeFairShare, cDependency: CodeDependency}
+	cQuota: CodeQuota, cFairShare: CodeFairShare, cDependency: CodeDependency, cCPUsBusy: CodeCPUsBusy}
 
 // name is the WaitCode c stands for.
 func (c waitCode) name() WaitCode { return waitCodes[c] }
@@ -141,8 +147,8 @@ type shape struct {
 	// now (both reset at every admission).
 	delays, fitsNow bool
 	// Reasons already formatted, by code (fragmented also by the largest free node it names).
-	busy, frag string
-	fragAt     float32
+	busy, frag, cpus string
+	fragAt           float32
 }
 
 // Entry kinds of a plan.
@@ -212,8 +218,10 @@ type plan struct {
 	live     []liveUse
 	admitted []liveUse
 	built    bool
-	// The free view's GPUs in all and on its largest node, while freeKnown (an admission clears it).
+	// The free view's GPUs in all and on its largest node, and each node's, most first, while freeKnown (an
+	// admission clears it).
 	freeGPU, largest float64
+	freeGPUs         []float64
 	freeKnown        bool
 	// Sentences shared by many waits.
 	maxRunning string
@@ -420,6 +428,7 @@ func (pl *plan) classify() {
 	byDemand := map[shapeKey]int32{}
 	var lastWorkload mvp.Workload // "" to start with, looked up like any other name
 	lastCPG := pl.p.CPUsPerGPU[lastWorkload]
+	_, lastOwnDriver := pl.p.Drivers[lastWorkload]
 	nowNs := pl.now.UnixNano()
 	for i, t := range q {
 		e := &pl.ents[i]
@@ -445,9 +454,13 @@ func (pl *plan) classify() {
 		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
 		if t.Workload != lastWorkload {
 			lastWorkload, lastCPG = t.Workload, pl.p.CPUsPerGPU[t.Workload]
+			_, lastOwnDriver = pl.p.Drivers[t.Workload]
 		}
 		d := demand(t, lastCPG)
-		key := shapeKey{d: d, drv: driverKey(t.Driver)}
+		key := shapeKey{d: d}
+		if t.Driver != nil || lastOwnDriver {
+			key.drv = driverKey(t, pl.p)
+		}
 		// A queue has few shapes: a scan of them is cheaper than hashing the demand.
 		si, ok := int32(-1), false
 		if len(pl.shapes) <= 16 {
@@ -727,24 +740,31 @@ func (pl *plan) wait(i int32, code waitCode, yields int32) {
 	e.kind, e.code, e.yields = entWait, code, yields
 }
 
-// notFit records why task i does not fit now: too few GPUs free, or enough but on too few nodes.
+// notFit records why task i does not fit now: too few GPUs free; enough but on too few nodes; or enough nodes
+// with its GPUs free, but not with the CPUs (or the driver's resources) too.
 func (pl *plan) notFit(i int32) {
 	d := pl.shapes[pl.ents[i].shape].d
 	if !pl.freeKnown {
 		pl.freeGPU, pl.largest = 0, 0
+		pl.freeGPUs = pl.freeGPUs[:0]
 		for _, n := range pl.nodes {
 			g := n.free[ResGPU]
 			pl.freeGPU += g
 			pl.largest = max(pl.largest, g)
+			pl.freeGPUs = append(pl.freeGPUs, g)
 		}
+		slices.SortFunc(pl.freeGPUs, func(a, b float64) int { return cmp.Compare(b, a) })
 		pl.freeKnown = true
 	}
 	e := &pl.ents[i]
 	e.kind = entWait
-	if pl.freeGPU >= float64(d.Groups)*d.GPUs && d.GPUs > 0 {
-		e.code, e.largest = cFragmented, float32(pl.largest)
-	} else {
+	switch {
+	case pl.freeGPU < float64(d.Groups)*d.GPUs || d.GPUs <= 0:
 		e.code = cGPUsBusy
+	case d.Groups > len(pl.freeGPUs) || pl.freeGPUs[d.Groups-1] < d.GPUs:
+		e.code, e.largest = cFragmented, float32(pl.largest)
+	default:
+		e.code = cCPUsBusy // d.Groups nodes have d.GPUs free each
 	}
 }
 
@@ -1085,6 +1105,16 @@ func (pl *plan) reasonOf(e *entry) string {
 				d.Groups, d.GPUs, d.CPUs)
 		}
 		return sh.busy
+	case cCPUsBusy:
+		if sh.cpus == "" {
+			runner := ""
+			if strings.HasPrefix(sh.drvKey, "workload ") {
+				runner = " (entrypoint_num_cpus with the workload's runner_cpus, for the actor its driver starts first)"
+			}
+			sh.cpus = fmt.Sprintf("waiting for CPUs: enough nodes have %g GPU free, but not also %g CPU each for the "+
+				"gang and %s on one of them for its driver%s", d.GPUs, d.CPUs, describeMap(sh.driver), runner)
+		}
+		return sh.cpus
 	case cFragmented:
 		if sh.frag == "" || sh.fragAt != e.largest {
 			sh.frag = fmt.Sprintf("fragmented: needs %d node(s) with %g GPU and %g CPU free each; enough GPUs are free "+

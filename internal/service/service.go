@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -348,7 +349,7 @@ func UsersOf(cfg *config.Config, operatorToken string) ([]mvp.User, error) {
 
 // PolicyOf is the scheduler's admission policy from dev.yaml: the policy's name, the declared run time of a task
 // that gives none, the running cap, the gang wait, each workload's CPU per GPU, and the driver's own resources
-// (entrypoint_resources plus entrypoint_num_cpus as CPU). `mvp serve` and `mvp sim` both use it.
+// (entrypoint_resources plus entrypoint_num_cpus as CPU, plus the workload's runner_cpus where it has some). `mvp serve` and `mvp sim` both use it.
 func PolicyOf(cfg *config.Config) scheduler.Policy {
 	policy := scheduler.Policy{Name: cfg.V2.Scheduler.Policy, MaxRunning: cfg.V2.Scheduler.MaxRunningTasks,
 		GangWait: cfg.V2.Scheduler.GangWait(), CPUsPerGPU: map[mvp.Workload]float64{}, Driver: map[string]float64{},
@@ -367,6 +368,16 @@ func PolicyOf(cfg *config.Config) scheduler.Policy {
 	}
 	if cfg.EntrypointNumCPUs > 0 {
 		policy.Driver[scheduler.ResCPU] += cfg.EntrypointNumCPUs
+	}
+	for name, w := range cfg.V2.Workloads {
+		if w.RunnerCPUs > 0 {
+			if policy.Drivers == nil {
+				policy.Drivers = map[mvp.Workload]map[string]float64{}
+			}
+			d := maps.Clone(policy.Driver)
+			d[scheduler.ResCPU] += w.RunnerCPUs
+			policy.Drivers[mvp.Workload(name)] = d
+		}
 	}
 	return policy
 }

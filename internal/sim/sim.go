@@ -18,7 +18,7 @@ type Config struct {
 	Nodes       int
 	GPUsPerNode int
 	// CPUsPerNode is each node's CPUs; 0 means CPUs are not modelled (then set Policy.CPUsPerGPU and
-	// Policy.Driver to nothing, so that a gang asks for GPUs only).
+	// Policy.Driver and Policy.Drivers to nothing, so that a gang asks for GPUs only).
 	CPUsPerNode float64
 	// Policy is passed to Decide as is; its CPUsPerGPU is looked up for the workload Workload.
 	Policy scheduler.Policy
@@ -206,7 +206,7 @@ func newState(jobs []Job, cfg Config) *state {
 		if cfg.CPUsPerNode > 0 {
 			total[scheduler.ResCPU] = cfg.CPUsPerNode
 		}
-		for r := range cfg.Policy.Driver {
+		for r := range cfg.Policy.WorkloadDriver(Workload) {
 			if _, ok := total[r]; !ok {
 				total[r] = 1e9 // a custom resource the driver asks for (worker_node): every node has plenty
 			}
@@ -276,7 +276,7 @@ func (s *state) begin(now int64, at time.Time, a scheduler.Submit) {
 	}
 	if a.DriverNode != "" {
 		n := s.node[a.DriverNode]
-		for r, v := range s.cfg.Policy.Driver {
+		for r, v := range s.cfg.Policy.WorkloadDriver(Workload) {
 			n.Available[r] -= v
 		}
 	}
@@ -314,7 +314,7 @@ func (s *state) finish(r *run) {
 	}
 	if r.driver != "" {
 		n := s.node[r.driver]
-		for res, v := range s.cfg.Policy.Driver {
+		for res, v := range s.cfg.Policy.WorkloadDriver(Workload) {
 			n.Available[res] += v
 		}
 	}

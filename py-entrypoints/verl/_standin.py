@@ -1,5 +1,8 @@
 """What the stand-in entrypoints share.
 
+main_ppo runs everything after ray.init() in a TaskRunner actor of num_cpus=1, as verl does (its output reaches the
+driver's log through Ray, each line prefixed with "(TaskRunner pid=…)"); the Ray SFT trainer runs in its driver.
+
 Keys read from the Hydra overrides (a leading "+" or "++" is accepted, the last value of a repeated key wins):
   trainer.nnodes, trainer.n_gpus_per_node     the gang, as verl reads them
   mvp_test.hold_s        seconds to hold the GPUs once placed (default 5)
@@ -146,7 +149,11 @@ def start_workers(pgs):
     return actors
 
 
-def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check):
+def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check, task_runner=False):
+    """The entrypoint's main. With task_runner, as verl's main_ppo does, everything after ray.init() runs in a
+    TaskRunner actor of num_cpus=1 (the driver only waits for it), so the run needs that CPU on some node before it
+    checks or asks for anything; the stand-in prefers its driver's node for it (soft affinity), where mvp counts it
+    (v2.workloads.<name>.runner_cpus), and Ray places it elsewhere when that node has no CPU free, as for verl."""
     cfg = parse_overrides(argv)
     if "mvp_test.dump_args" in cfg:
         dump_args(cfg["mvp_test.dump_args"], argv)
@@ -158,29 +165,59 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check)
     try:
         nnodes = int(cfg.get("trainer.nnodes", 1))
         gpus = int(cfg.get("trainer.n_gpus_per_node", default_gpus_per_node))
-        hold_s = float(cfg.get("mvp_test.hold_s", 5))
-        exit_code = int(cfg.get("mvp_test.exit_code", 0))
+        float(cfg.get("mvp_test.hold_s", 5))
+        int(cfg.get("mvp_test.exit_code", 0))
     except ValueError as e:
         print(f"Error: bad override value: {e}", file=sys.stderr)
         return 2
 
     import ray
-    from ray.util.placement_group import placement_group
 
     ray.init()
     if cfg.get("mvp_test.ignore_sigterm", "0") not in ("0", "false", "False", ""):
         # After ray.init(), so that nothing Ray installs replaces it.
         signal.signal(signal.SIGTERM, lambda *_: print("verl-standin: SIGTERM ignored (mvp_test.ignore_sigterm)", flush=True))
     print(f"verl-standin: workload={workload} nnodes={nnodes} n_gpus_per_node={gpus}", flush=True)
-    print(f"verl-standin: driver node {ray.get_runtime_context().get_node_id()}", flush=True)
+    driver_node = ray.get_runtime_context().get_node_id()
+    print(f"verl-standin: driver node {driver_node}", flush=True)
+    if not task_runner:
+        return train(workload, cfg, nnodes, gpus, cpus_per_bundle, fail_fast_check)
 
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    runner = (
+        ray.remote(num_cpus=1)(TaskRunner)
+        .options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=driver_node, soft=True))
+        .remote()
+    )
+    print("verl-standin: waiting for the TaskRunner actor (num_cpus=1)", flush=True)
+    return ray.get(runner.run.remote(workload, cfg, nnodes, gpus, cpus_per_bundle, fail_fast_check))
+
+
+class TaskRunner:
+    """verl's main_ppo.TaskRunner: the actor in which the whole run happens."""
+
+    def run(self, workload, cfg, nnodes, gpus, cpus_per_bundle, fail_fast_check):
+        import ray
+
+        print(f"verl-standin: TaskRunner on node {ray.get_runtime_context().get_node_id()}", flush=True)
+        return train(workload, cfg, nnodes, gpus, cpus_per_bundle, fail_fast_check)
+
+
+def train(workload, cfg, nnodes, gpus, cpus_per_bundle, fail_fast_check):
+    """The run after ray.init(): the resource check, the gang, the steps; returns the exit code."""
+    import ray
+    from ray.util.placement_group import placement_group
+
+    hold_s = float(cfg.get("mvp_test.hold_s", 5))
+    exit_code = int(cfg.get("mvp_test.exit_code", 0))
     wait_file = cfg.get("mvp_test.wait_file")
     if wait_file:
         print(f"verl-standin: waiting for {wait_file}", flush=True)
         give_up = time.time() + 600  # a test that failed before it made the file must not leave a driver waiting
         while not os.path.exists(wait_file):
             if time.time() > give_up:
-                sys.exit(f"verl-standin: {wait_file} did not appear within 600 s")
+                raise RuntimeError(f"verl-standin: {wait_file} did not appear within 600 s")
             time.sleep(0.2)
 
     if fail_fast_check:
