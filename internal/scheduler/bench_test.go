@@ -186,7 +186,9 @@ func BenchmarkDecide100kFairShare(b *testing.B) {
 
 func policy100k(name string) Policy {
 	return Policy{Name: name, MaxRunning: 0, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3},
-		Driver: map[string]float64{"worker_node": 1, "CPU": 1}, DefaultMaxRuntime: 24 * time.Hour}
+		Driver: map[string]float64{"worker_node": 1, "CPU": 1}, DefaultMaxRuntime: 24 * time.Hour,
+		// As service.PolicyOf gives it with the defaults: ppo's driver with its TaskRunner's CPU.
+		Drivers: map[mvp.Workload]map[string]float64{mvp.WorkloadPPO: {"worker_node": 1, "CPU": 2}}}
 }
 
 func benchDecide100k(b *testing.B, policyName string) {

@@ -333,12 +333,17 @@ func (p Policy) WorkloadDriver(w mvp.Workload) map[string]float64 {
 // driver that asks for nothing is still its own).
 func driverKey(t *mvp.Task, p Policy) string {
 	if t.Driver == nil {
-		if _, ok := p.Drivers[t.Workload]; ok {
-			return "workload " + string(t.Workload)
-		}
-		return ""
+		return workloadDriverKey(p, t.Workload)
 	}
 	return "own" + describeMap(t.Driver)
+}
+
+// workloadDriverKey is driverKey of a task of workload w that names no driver resources of its own.
+func workloadDriverKey(p Policy, w mvp.Workload) string {
+	if _, ok := p.Drivers[w]; ok {
+		return "workload " + string(w)
+	}
+	return ""
 }
 
 // fits reports whether d (and its driver) fits on nodes, taking nothing.

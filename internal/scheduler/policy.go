@@ -428,7 +428,7 @@ func (pl *plan) classify() {
 	byDemand := map[shapeKey]int32{}
 	var lastWorkload mvp.Workload // "" to start with, looked up like any other name
 	lastCPG := pl.p.CPUsPerGPU[lastWorkload]
-	_, lastOwnDriver := pl.p.Drivers[lastWorkload]
+	lastDrvKey := workloadDriverKey(pl.p, lastWorkload)
 	nowNs := pl.now.UnixNano()
 	for i, t := range q {
 		e := &pl.ents[i]
@@ -454,11 +454,11 @@ func (pl *plan) classify() {
 		// Consecutive tasks mostly share a workload: look its CPUs per GPU up only when it changes.
 		if t.Workload != lastWorkload {
 			lastWorkload, lastCPG = t.Workload, pl.p.CPUsPerGPU[t.Workload]
-			_, lastOwnDriver = pl.p.Drivers[t.Workload]
+			lastDrvKey = workloadDriverKey(pl.p, t.Workload)
 		}
 		d := demand(t, lastCPG)
-		key := shapeKey{d: d}
-		if t.Driver != nil || lastOwnDriver {
+		key := shapeKey{d: d, drv: lastDrvKey}
+		if t.Driver != nil {
 			key.drv = driverKey(t, pl.p)
 		}
 		// A queue has few shapes: a scan of them is cheaper than hashing the demand.
