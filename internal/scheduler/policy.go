@@ -759,7 +759,7 @@ func (pl *plan) notFit(i int32) {
 	e := &pl.ents[i]
 	e.kind = entWait
 	switch {
-	case pl.freeGPU < float64(d.Groups)*d.GPUs || d.GPUs <= 0:
+	case d.Groups <= 0 || d.GPUs <= 0 || pl.freeGPU < float64(d.Groups)*d.GPUs:
 		e.code = cGPUsBusy
 	case d.Groups > len(pl.freeGPUs) || pl.freeGPUs[d.Groups-1] < d.GPUs:
 		e.code, e.largest = cFragmented, float32(pl.largest)
