@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/go-resty/resty/v2"
 
@@ -155,8 +156,25 @@ func scrub(s string) string {
 	return s
 }
 
+// lastLine is the last line of an error answer that says something: a line without a letter or digit is passed
+// over (Ray's head relays its job agent's traceback in a RuntimeError whose message ends with a line holding only
+// "."; taken for the last line, a log that Ray cannot decode read "HTTP 500: ." instead of the UnicodeDecodeError).
 func lastLine(b []byte) string {
 	s := strings.TrimSpace(string(b))
+	for rest := s; rest != ""; {
+		line := rest
+		if i := strings.LastIndex(rest, "\n"); i >= 0 {
+			line, rest = rest[i+1:], rest[:i]
+		} else {
+			rest = ""
+		}
+		if line = strings.TrimSpace(line); strings.IndexFunc(line, func(r rune) bool {
+			return unicode.IsLetter(r) || unicode.IsDigit(r)
+		}) >= 0 {
+			s = line
+			break
+		}
+	}
 	if i := strings.LastIndex(s, "\n"); i >= 0 {
 		s = s[i+1:]
 	}

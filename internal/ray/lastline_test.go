@@ -1,0 +1,27 @@
+package ray
+
+import "testing"
+
+// Ray 2.60's head relays its job agent's failure as a RuntimeError whose message is the agent's traceback and
+// ends with a line holding only "." (measured: the logs of a job whose driver printed a byte that is not UTF-8).
+// The error said "HTTP 500: ." and hid the cause.
+func TestLastLineSkipsALineThatSaysNothing(t *testing.T) {
+	body := "Traceback (most recent call last):\n  File \"job_head.py\", line 591, in get_job_logs\n" +
+		"RuntimeError: Request failed with status code 500: Traceback (most recent call last):\n" +
+		"  File \"job_log_storage_client.py\", line 23, in get_logs\n    return f.read()\n           ^^^^^^^^\n" +
+		"UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 197: invalid start byte\n.\n"
+	want := "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 197: invalid start byte"
+	if got := lastLine([]byte(body)); got != want {
+		t.Errorf("lastLine = %q, want %q", got, want)
+	}
+	for body, want := range map[string]string{
+		"":                          "",
+		"...":                       "...",
+		"ValueError: boom":          "ValueError: boom",
+		"a\nValueError: boom\n  \n": "ValueError: boom",
+	} {
+		if got := lastLine([]byte(body)); got != want {
+			t.Errorf("lastLine(%q) = %q, want %q", body, got, want)
+		}
+	}
+}
