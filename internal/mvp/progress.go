@@ -47,6 +47,7 @@ func ParseProgress(b []byte) (*Progress, error) {
 	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("%s must hold one JSON object ({\"step\": 10, …})", ProgressFile)
 	}
+	b = nonFiniteToMarker(b)
 	var raw struct {
 		PercentComplete *float64       `json:"percent_complete"`
 		Step            *int64         `json:"step"`
@@ -71,6 +72,9 @@ func ParseProgress(b []byte) (*Progress, error) {
 	if p.TotalSteps != nil && *p.TotalSteps < 0 {
 		return nil, fmt.Errorf("total_steps must be ≥ 0, got %d", *p.TotalSteps)
 	}
+	if raw.Name != nil && *raw.Name == nonFinite {
+		return nil, fmt.Errorf("name must be a string")
+	}
 	if raw.Name != nil {
 		if len(*raw.Name) > maxProgressName {
 			return nil, fmt.Errorf("name is longer than %d bytes", maxProgressName)
@@ -81,6 +85,14 @@ func ParseProgress(b []byte) (*Progress, error) {
 		return nil, fmt.Errorf("metrics has %d entries; at most %d", len(raw.Metrics), maxProgressMetrics)
 	}
 	for k, v := range raw.Metrics {
+		if v == nonFinite {
+			// NaN, Infinity or -Infinity, as Python's json writes them: a loss that diverged. The metric is left
+			// out (JSON holds no such number), and the step and the other metrics are still shown.
+			if len(k) > maxProgressName {
+				return nil, fmt.Errorf("a metric name is longer than %d bytes", maxProgressName)
+			}
+			continue
+		}
 		f, ok := v.(float64)
 		if !ok || math.IsInf(f, 0) || math.IsNaN(f) {
 			return nil, fmt.Errorf("metrics.%.40s must be a number", k)
@@ -94,4 +106,59 @@ func ParseProgress(b []byte) (*Progress, error) {
 		p.Metrics[k] = f
 	}
 	return p, nil
+}
+
+// nonFinite stands for a bare NaN, Infinity or -Infinity of a progress file once nonFiniteToMarker has read it.
+const nonFinite = "\x00mvp:non-finite\x00"
+
+// nonFiniteToMarker returns b with each bare NaN, Infinity and -Infinity (outside strings) replaced by the JSON
+// string nonFinite. Python's json.dump writes them for float('nan') and float('inf') unless told not to, and
+// Go's decoder refuses the whole file for one of them: a run whose loss became NaN had its progress frozen at
+// the last finite step, with a PROGRESS_INVALID event at every change of the file.
+func nonFiniteToMarker(b []byte) []byte {
+	if !bytes.Contains(b, []byte("NaN")) && !bytes.Contains(b, []byte("Infinity")) {
+		return b
+	}
+	marker, _ := json.Marshal(nonFinite)
+	out := make([]byte, 0, len(b)+32)
+	inString, escaped := false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			out = append(out, c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+			out = append(out, c)
+			continue
+		}
+		matched := false
+		for _, tok := range []string{"NaN", "Infinity", "-Infinity"} {
+			end := i + len(tok)
+			if bytes.HasPrefix(b[i:], []byte(tok)) && (end == len(b) || !isWordByte(b[end])) &&
+				(i == 0 || !isWordByte(b[i-1])) {
+				out = append(out, marker...)
+				i = end - 1
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '.' || c == '+' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }

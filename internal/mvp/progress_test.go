@@ -52,3 +52,29 @@ func TestParseProgress(t *testing.T) {
 		t.Errorf("too many metrics: %v", err)
 	}
 }
+
+// Python's json.dump writes float('nan') and float('inf') as NaN and Infinity: a run whose loss diverged had its
+// whole progress file refused (step and percent frozen at the last finite step, a PROGRESS_INVALID event at each
+// change). Seen in walk-through 16.
+func TestParseProgressLeavesOutNonFiniteMetrics(t *testing.T) {
+	p, err := ParseProgress([]byte(`{"step": 57, "total_steps": 300, "percent_complete": 19.0, "name": "NaN Infinity",
+		"metrics": {"loss": NaN, "reward": 0.5, "grad_norm": Infinity, "min": -Infinity, "NaN": 1, "s\"NaN": 2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *p.Step != 57 || p.Name != "NaN Infinity" || len(p.Metrics) != 3 || p.Metrics["reward"] != 0.5 ||
+		p.Metrics["NaN"] != 1 || p.Metrics[`s"NaN`] != 2 {
+		t.Errorf("parsed %+v", p)
+	}
+	for _, c := range []struct{ body, says string }{
+		{`{"percent_complete": NaN}`, "not a JSON object"},
+		{`{"step": Infinity}`, "not a JSON object"},
+		{`{"name": NaN}`, "name must be a string"},
+		{`{"metrics": {"loss": NaNx}}`, "not a JSON object"},
+		{`{"metrics": {"loss": null}}`, "must be a number"},
+	} {
+		if _, err := ParseProgress([]byte(c.body)); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%.60q: error %v, want one saying %q", c.body, err, c.says)
+		}
+	}
+}
