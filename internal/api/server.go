@@ -1039,7 +1039,10 @@ func (s *Server) readLog(ctx context.Context, id string, n int) (string, bool, e
 			return text, true, nil
 		}
 	}
-	text, err := s.Ray.JobLogs(ctx, a.RaySubmissionID)
+	// The file on the driver's node, byte for byte (the job server's copy fails on a byte that is not UTF-8).
+	var b strings.Builder
+	_, err = s.Ray.CopyJobLog(ctx, a.RaySubmissionID, a.DriverNodeID, &b)
+	text := b.String()
 	if err != nil {
 		if saved, ferr := s.Files.ReadLog(id, n); ferr == nil {
 			return saved, ended, nil

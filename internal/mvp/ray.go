@@ -2,6 +2,7 @@ package mvp
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
@@ -60,6 +61,10 @@ type RayClient interface {
 	StopJob(ctx context.Context, submissionID string) error
 	DeleteJob(ctx context.Context, submissionID string) error
 	JobLogs(ctx context.Context, submissionID string) (string, error)
+	// CopyJobLog writes a job's whole driver log to w as the file on the driver's node holds it, without holding
+	// it in memory, and returns the bytes written; driverNodeID may be "" (then the job server's copy is read).
+	// On an error, what was written is incomplete.
+	CopyJobLog(ctx context.Context, submissionID, driverNodeID string, w io.Writer) (int64, error)
 	// UploadPackage stores a runtime_env package (working_dir, py_modules) in Ray under its URI
 	// (gcs://_ray_pkg_<hex>.zip), as Ray's own client uploads it.
 	UploadPackage(ctx context.Context, uri string, data []byte) error

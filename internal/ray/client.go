@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -40,6 +41,10 @@ type Client struct {
 	r   *resty.Client
 	log *slog.Logger
 	obs mvp.Observer
+	// stream reads answers too long for one call's timeout (CopyJobLog): the same transport, no overall
+	// timeout (the caller's context bounds it); token is sent on it as on r.
+	stream *http.Client
+	token  string
 
 	mu          sync.Mutex
 	lastWarning string // the last incomplete-list warning logged
@@ -71,7 +76,8 @@ func New(o Options) *Client {
 	if o.Token != "" {
 		r.SetAuthToken(o.Token)
 	}
-	return &Client{r: r, log: o.Logger, obs: mvp.ObserverOr(o.Observer)}
+	stream := &http.Client{Transport: r.GetClient().Transport, CheckRedirect: r.GetClient().CheckRedirect, Jar: r.GetClient().Jar}
+	return &Client{r: r, log: o.Logger, obs: mvp.ObserverOr(o.Observer), stream: stream, token: o.Token}
 }
 
 type discardLogger struct{}
@@ -226,6 +232,70 @@ func (c *Client) DeleteJob(ctx context.Context, id string) error {
 		return fmt.Errorf("delete job %s: %w", id, err)
 	}
 	return nil
+}
+
+// CopyJobLog writes a job's whole driver log to w, byte for byte, and returns how many bytes it wrote. With the
+// driver's node known, it streams Ray's file job-driver-<submission id>.log from that node through Ray's state
+// API (GET /api/v0/logs/file?node_id=…&filename=…&lines=-1): nothing is held in memory, on either side, and bytes
+// that are not UTF-8 come through (the job server's /api/jobs/<id>/logs decodes the whole file as UTF-8 in
+// memory: it answers 500 for one byte that is not, and a log of hundreds of MB took its node's agent past
+// 14 GB, walk-through 16). When the node is not known (the driver never started) or the state API does not serve
+// the file, it falls back to JobLogs, but only if nothing was written yet; a copy cut short is an error, so that
+// the caller drops what it wrote. ctx bounds the whole copy (the per-call timeout does not).
+func (c *Client) CopyJobLog(ctx context.Context, id, driverNodeID string, w io.Writer) (int64, error) {
+	if driverNodeID != "" {
+		n, served, err := c.streamLogFile(ctx, id, driverNodeID, w)
+		if served || n > 0 || ctx.Err() != nil {
+			if err != nil {
+				return n, fmt.Errorf("logs of job %s: %w", id, err)
+			}
+			return n, nil
+		}
+		c.log.Debug("driver log file not served by the state API; reading the job server's copy", "submission_id", id, "err", err)
+	}
+	logs, err := c.JobLogs(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.WriteString(w, logs)
+	return int64(n), err
+}
+
+// streamLogFile copies the driver log file of job id from node to w. served is true when Ray answered 200 (then
+// err is a failure of the copy itself, of Ray's side or of w).
+func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer) (n int64, served bool, err error) {
+	q := url.Values{"node_id": {node}, "filename": {"job-driver-" + id + ".log"}, "lines": {"-1"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.r.BaseURL, "/")+"/api/v0/logs/file?"+q.Encode(), nil)
+	if err != nil {
+		return 0, false, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	start := time.Now()
+	outcome := mvp.OutcomeOK
+	defer func() { c.obs.RayCall("log_file", outcome, time.Since(start)) }()
+	resp, err := c.stream.Do(req)
+	if err != nil {
+		outcome = mvp.OutcomeUnreachable
+		if ctx.Err() != nil {
+			outcome = mvp.OutcomeCanceled
+			return 0, false, ctx.Err()
+		}
+		return 0, false, fmt.Errorf("%w (%s)", mvp.ErrRayUnavailable, scrub(err.Error()))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		outcome = mvp.OutcomeServerError
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return 0, false, fmt.Errorf("%w (the state API answered HTTP %d: %s)", mvp.ErrRayUnavailable, resp.StatusCode, lastLine(body))
+	}
+	n, err = io.Copy(w, resp.Body)
+	if err != nil {
+		outcome = mvp.OutcomeServerError
+		return n, true, fmt.Errorf("copy of the driver log cut short after %d bytes: %w", n, err)
+	}
+	return n, true, nil
 }
 
 // JobLogs returns a job's whole driver log.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -1013,12 +1014,18 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 			// submission.
 			l.keepLogsSoon()
 		} else {
-			logs, lerr := l.Ray.JobLogs(ctx, a.RaySubmissionID)
-			if lerr != nil {
-				l.Logger.Warn("fetch driver log; will try again", "task_id", t.ID, "submission_id", a.RaySubmissionID, "err", lerr)
-			} else if werr := l.Files.WriteLog(t.ID, a.No, logs); werr != nil {
-				l.Logger.Error("write driver log; will try again", "task_id", t.ID, "err", werr)
-			} else {
+			node := info.DriverNodeID
+			if node == "" {
+				node = a.DriverNodeID
+			}
+			logs, err := l.keepLog(ctx, t.ID, a.No, a.RaySubmissionID, node)
+			var de *taskfs.DiskError
+			switch {
+			case errors.As(err, &de):
+				l.Logger.Error("write driver log; will try again", "task_id", t.ID, "err", err)
+			case err != nil:
+				l.Logger.Warn("fetch driver log; will try again", "task_id", t.ID, "submission_id", a.RaySubmissionID, "err", err)
+			default:
 				r.Log, r.LogKept = logs, true
 			}
 		}
@@ -1172,14 +1179,34 @@ func (l *Loop) copyRunningLog(ctx context.Context, t *mvp.Task, a *mvp.Attempt, 
 	if !due {
 		return
 	}
-	logs, err := l.Ray.JobLogs(ctx, a.RaySubmissionID)
-	if err != nil {
-		l.Logger.Warn("copy running log", "task_id", t.ID, "err", err)
-		return
-	}
-	if err := l.Files.WriteLog(t.ID, a.No, logs); err != nil {
+	_, err := l.keepLog(ctx, t.ID, a.No, a.RaySubmissionID, a.DriverNodeID)
+	var de *taskfs.DiskError
+	switch {
+	case errors.As(err, &de):
 		l.Logger.Error("write running log", "task_id", t.ID, "err", err)
+	case err != nil:
+		l.Logger.Warn("copy running log", "task_id", t.ID, "err", err)
 	}
+}
+
+// LogTail is how much of a driver log's end Classify reads when the log is kept: a failed run's cause is in its
+// last lines (a log up to this size is read whole).
+const LogTail = 8 << 20
+
+// LogCopyTimeout bounds one copy of a driver log from Ray into the task folder (a call's own timeout,
+// v2.ray.request_timeout_s, is too short for a log of hundreds of MB).
+const LogCopyTimeout = 5 * time.Minute
+
+// keepLog streams the driver log of attempt no (Ray job id, its driver on node, "" if not known) into the task
+// folder, replacing the copy there only once it is whole, and returns its last LogTail bytes. A failure to write
+// the task folder is a *taskfs.DiskError; any other error is Ray's.
+func (l *Loop) keepLog(ctx context.Context, taskID string, no int, id, node string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, LogCopyTimeout)
+	defer cancel()
+	return l.Files.KeepLog(taskID, no, LogTail, func(w io.Writer) error {
+		_, err := l.Ray.CopyJobLog(ctx, id, node, w)
+		return err
+	})
 }
 
 // keepLogEvery spaces the retries of a failed driver-log fetch.
@@ -1211,7 +1238,15 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 		return
 	}
 	for _, a := range todo {
-		logs, err := l.Ray.JobLogs(ctx, a.RaySubmissionID)
+		_, err := l.keepLog(ctx, a.TaskID, a.No, a.RaySubmissionID, a.DriverNodeID)
+		var de *taskfs.DiskError
+		if errors.As(err, &de) {
+			// mvp's own disk failing (shared_root full or read-only) is not a try: the job stays in Ray, which
+			// keeps its log, until the folder can be written.
+			l.Logger.Error("keep driver log: its task folder cannot be written on shared_root; will try again",
+				"task_id", a.TaskID, "submission_id", a.RaySubmissionID, "err", err)
+			continue
+		}
 		if errors.Is(err, mvp.ErrJobNotFound) {
 			// Ray has no such job (it refused the submission, or lost the job): there is no log to keep and no job
 			// to delete; the attempt's message already says what happened to it.
@@ -1226,15 +1261,6 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 			// driver's node was removed: ray-project/ray#65402) is one, and the next job's log is tried.
 			if _, gerr := l.Ray.GetJob(ctx, a.RaySubmissionID); gerr != nil && !errors.Is(gerr, mvp.ErrJobNotFound) {
 				return
-			}
-		}
-		if err == nil {
-			if werr := l.Files.WriteLog(a.TaskID, a.No, logs); werr != nil {
-				// mvp's own disk failing (shared_root full or read-only) is not a try: the job stays in Ray, which
-				// keeps its log, until the folder can be written.
-				l.Logger.Error("keep driver log: its task folder cannot be written on shared_root; will try again",
-					"task_id", a.TaskID, "submission_id", a.RaySubmissionID, "err", werr)
-				continue
 			}
 		}
 		if err != nil {

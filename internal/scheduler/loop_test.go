@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -110,6 +111,16 @@ func (f *fakeRay) JobLogs(_ context.Context, id string) (string, error) {
 		}
 	}
 	return "log of " + id + "\n", nil
+}
+
+// CopyJobLog writes what JobLogs returns.
+func (f *fakeRay) CopyJobLog(ctx context.Context, id, _ string, w io.Writer) (int64, error) {
+	logs, err := f.JobLogs(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.WriteString(w, logs)
+	return int64(n), err
 }
 
 func (f *fakeRay) set(id string, st mvp.RayStatus, msg string, exit int) {

@@ -180,6 +180,55 @@ func (f FS) WriteLog(id string, n int, log string) error {
 	return f.write(id, filepath.Join(dir, "driver.log"), []byte(log))
 }
 
+// KeepLog replaces attempt n's copy of the driver log with what fill writes, streamed to disk: into a new file
+// renamed over driver.log once fill returns nil. An error of fill (the copy from Ray) leaves the copy as it was
+// and is returned as is; a failure of the disk is a *DiskError. It returns up to tailBytes of the log's end.
+func (f FS) KeepLog(id string, n int, tailBytes int, fill func(io.Writer) error) (string, error) {
+	dir, err := attemptRel(n)
+	if err != nil {
+		return "", err
+	}
+	tail := &tailWriter{max: tailBytes}
+	err = f.writeFrom(id, filepath.Join(dir, "driver.log"), func(w io.Writer) error {
+		return fill(io.MultiWriter(w, tail))
+	})
+	if err != nil {
+		return "", err
+	}
+	return string(tail.bytes()), nil
+}
+
+// DiskError is a failure to write in the task folder (as opposed to one of what was being written).
+type DiskError struct{ Err error }
+
+func (e *DiskError) Error() string { return e.Err.Error() }
+func (e *DiskError) Unwrap() error { return e.Err }
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	max  int
+	buf  []byte
+	full bool
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if t.max <= 0 {
+		return n, nil
+	}
+	if len(p) >= t.max {
+		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
+		return n, nil
+	}
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+func (t *tailWriter) bytes() []byte { return t.buf }
+
 // attemptRel is attempt n's folder inside the task folder: attempts/aNN.
 func attemptRel(n int) (string, error) {
 	if n < 1 || n > 999 {
@@ -298,21 +347,31 @@ func indent(b json.RawMessage) []byte {
 // through an os.Root on the folder: the job can write in it, and a symlink it put there (an attempt's folder, say)
 // must not lead mvp's write outside.
 func (f FS) write(id, rel string, b []byte) error {
+	return f.writeFrom(id, rel, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// writeFrom writes the task file rel with what fill writes: to a new file beside it, renamed over rel once fill
+// and the file's close succeed (a reader never sees half a file). A failure of the disk (the folder, the file, a
+// write fill makes to it) is a *DiskError; fill's own error is returned as it is. Either way rel is untouched.
+func (f FS) writeFrom(id, rel string, fill func(io.Writer) error) error {
 	dir, err := f.TaskDir(id)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create the task folder: %w", err)
+		return &DiskError{fmt.Errorf("create the task folder: %w", err)}
 	}
 	root, err := openDir(dir)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", rel, err)
+		return &DiskError{fmt.Errorf("write %s: %w", rel, err)}
 	}
 	defer root.Close()
 	if d := filepath.Dir(rel); d != "." {
 		if err := root.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("create folder for %s: %w", rel, err)
+			return &DiskError{fmt.Errorf("create folder for %s: %w", rel, err)}
 		}
 	}
 	var suffix [6]byte
@@ -322,26 +381,45 @@ func (f FS) write(id, rel string, b []byte) error {
 	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+"."+hex.EncodeToString(suffix[:]))
 	fh, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", rel, err)
+		return &DiskError{fmt.Errorf("write %s: %w", rel, err)}
 	}
-	if _, err := fh.Write(b); err != nil {
+	dw := &diskWriter{w: fh}
+	if err := fill(dw); err != nil || dw.err != nil {
 		fh.Close()
 		root.Remove(tmp)
-		return fmt.Errorf("write %s: %w", rel, err)
+		if dw.err != nil {
+			return &DiskError{fmt.Errorf("write %s: %w", rel, dw.err)}
+		}
+		return err
 	}
 	if err := fh.Close(); err != nil {
 		root.Remove(tmp)
-		return fmt.Errorf("write %s: %w", rel, err)
+		return &DiskError{fmt.Errorf("write %s: %w", rel, err)}
 	}
 	if err := root.Chmod(tmp, 0o644); err != nil { // whatever the umask: the folder is read by people and tools
 		root.Remove(tmp)
-		return fmt.Errorf("write %s: %w", rel, err)
+		return &DiskError{fmt.Errorf("write %s: %w", rel, err)}
 	}
 	if err := root.Rename(tmp, rel); err != nil {
 		root.Remove(tmp)
-		return fmt.Errorf("write %s: %w", rel, err)
+		return &DiskError{fmt.Errorf("write %s: %w", rel, err)}
 	}
 	return nil
+}
+
+// diskWriter remembers the first error of the file it writes to.
+type diskWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (d *diskWriter) Write(p []byte) (int, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
+	n, err := d.w.Write(p)
+	d.err = err
+	return n, err
 }
 
 // progressPath returns the attempt's progress file.

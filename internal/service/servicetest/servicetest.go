@@ -6,6 +6,7 @@ package servicetest
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -161,6 +162,16 @@ func (r *Ray) JobLogs(_ context.Context, id string) (string, error) {
 		return "", mvp.ErrJobNotFound
 	}
 	return "log of " + id + "\n" + r.logs[id], nil
+}
+
+// CopyJobLog writes what JobLogs returns.
+func (r *Ray) CopyJobLog(ctx context.Context, id, _ string, w io.Writer) (int64, error) {
+	logs, err := r.JobLogs(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.WriteString(w, logs)
+	return int64(n), err
 }
 
 // AddLog appends text to a job's driver log.

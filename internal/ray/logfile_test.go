@@ -1,0 +1,77 @@
+package ray
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestCopyJobLogStreamsTheFileByteForByte: with the driver's node known, the log comes from Ray's state API as
+// the file holds it, bytes that are not UTF-8 included (the job server's /logs answers 500 for them: walk-through
+// 16); with the node unknown, or the state API failing before it sent anything, the job server's copy is read;
+// a file cut short is an error.
+func TestCopyJobLogStreamsTheFileByteForByte(t *testing.T) {
+	raw := []byte("step 1\n\xff\xfe not utf-8 \x1b[31mred\x1b[0m\r50%\r100%\n")
+	var fileCalls, logsCalls int
+	mode := "ok"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v0/logs/file":
+			fileCalls++
+			q := r.URL.Query()
+			if q.Get("node_id") != "node-1" || q.Get("filename") != "job-driver-job-a01.log" || q.Get("lines") != "-1" {
+				t.Errorf("state API query %q", r.URL.RawQuery)
+			}
+			if r.Header.Get("Authorization") != "Bearer tok" {
+				t.Errorf("the state API call lacks the token: %q", r.Header.Get("Authorization"))
+			}
+			switch mode {
+			case "ok":
+				w.Write(raw)
+			case "500":
+				http.Error(w, "500 Internal Server Error\n\nServer got itself in trouble", http.StatusInternalServerError)
+			case "cut":
+				w.Header().Set("Content-Length", "1000")
+				w.Write(raw)
+			}
+		case "/api/jobs/job-a01/logs":
+			logsCalls++
+			w.Write([]byte(`{"logs": "from the job server\n"}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	c := New(Options{DashboardURL: srv.URL, Token: "tok"})
+	ctx := context.Background()
+
+	var b bytes.Buffer
+	n, err := c.CopyJobLog(ctx, "job-a01", "node-1", &b)
+	if err != nil || n != int64(len(raw)) || !bytes.Equal(b.Bytes(), raw) {
+		t.Errorf("copy: %d bytes, err %v, got %q, want %q", n, err, b.Bytes(), raw)
+	}
+	if logsCalls != 0 {
+		t.Errorf("the job server's copy was read too")
+	}
+
+	b.Reset()
+	if _, err := c.CopyJobLog(ctx, "job-a01", "", &b); err != nil || b.String() != "from the job server\n" || fileCalls != 1 {
+		t.Errorf("no driver node: %q, err %v, %d state API calls", b.String(), err, fileCalls)
+	}
+
+	mode = "500"
+	b.Reset()
+	if _, err := c.CopyJobLog(ctx, "job-a01", "node-1", &b); err != nil || b.String() != "from the job server\n" {
+		t.Errorf("state API failing: %q, err %v; want the job server's copy", b.String(), err)
+	}
+
+	mode = "cut"
+	b.Reset()
+	_, err = c.CopyJobLog(ctx, "job-a01", "node-1", &b)
+	if err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Errorf("a file cut short: err %v, want one saying so", err)
+	}
+}

@@ -1,0 +1,62 @@
+package taskfs
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestKeepLogReplacesTheCopyOnlyWhenWhole: KeepLog streams a log into driver.log and returns its tail; a copy
+// that fails part way leaves the copy before it and no temporary file; a folder that cannot be written is a
+// *DiskError, told apart from the copy's own error.
+func TestKeepLogReplacesTheCopyOnlyWhenWhole(t *testing.T) {
+	root := t.TempDir()
+	f := FS{Root: root}
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	tail, err := f.KeepLog(id, 1, 7, func(w io.Writer) error {
+		for _, s := range []string{"first\n", "second\n", "\xff last\n"} {
+			if _, err := io.WriteString(w, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || tail != "\xff last\n" {
+		t.Fatalf("keep: tail %q, err %v", tail, err)
+	}
+	if got, _ := f.ReadLog(id, 1); got != "first\nsecond\n\xff last\n" {
+		t.Errorf("kept %q", got)
+	}
+
+	cut := errors.New("copy cut short")
+	if _, err := f.KeepLog(id, 1, 8, func(w io.Writer) error {
+		io.WriteString(w, "half of a new log")
+		return cut
+	}); !errors.Is(err, cut) {
+		t.Errorf("a failed copy: %v, want its own error", err)
+	} else if de := (*DiskError)(nil); errors.As(err, &de) {
+		t.Errorf("a failed copy was taken for the disk's: %v", err)
+	}
+	if got, _ := f.ReadLog(id, 1); got != "first\nsecond\n\xff last\n" {
+		t.Errorf("a failed copy changed the kept log: %q", got)
+	}
+	dir, _ := f.AttemptDir(id, 1)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".driver.log.") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+
+	// shared_root is a file, not a folder: the task folder cannot be made (as on a read-only or full disk).
+	file := filepath.Join(t.TempDir(), "not-a-folder")
+	os.WriteFile(file, nil, 0o644)
+	_, err = FS{Root: file}.KeepLog(id, 1, 8, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err })
+	var de *DiskError
+	if !errors.As(err, &de) {
+		t.Errorf("a task folder that cannot be made: %v, want a *DiskError", err)
+	}
+}
