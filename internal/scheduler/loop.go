@@ -58,7 +58,7 @@ type Loop struct {
 
 	mu     sync.Mutex
 	stuck  map[string]time.Time // submission id → first seen unplaceable; only live attempts
-	copied map[string]time.Time // submission id → last copy of its running log; only live attempts
+	copied map[string]time.Time // submission id → when its running log is next copied; only live attempts
 	// posted: submission id → when this process last sent it to Ray; only live attempts. started: this process's
 	// first pass (a POST of an earlier process may land up to then). See Report.LastPost.
 	posted  map[string]time.Time
@@ -1160,7 +1160,9 @@ func msTime(ms int64) *time.Time {
 }
 
 // copyRunningLog copies a running attempt's driver log into the task folder every LogCopyEvery, so that what was
-// logged so far stays readable if the Ray head goes away.
+// logged so far stays readable if the Ray head goes away. The copy is made in the scheduler's pass: a log that
+// takes long to copy (hundreds of MB) is copied at most every ten times what its last copy took, so that copies
+// never take more than a tenth of the loop's time.
 func (l *Loop) copyRunningLog(ctx context.Context, t *mvp.Task, a *mvp.Attempt, now time.Time) {
 	every := l.LogCopyEvery
 	if every == 0 {
@@ -1170,16 +1172,21 @@ func (l *Loop) copyRunningLog(ctx context.Context, t *mvp.Task, a *mvp.Attempt, 
 	if l.copied == nil {
 		l.copied = map[string]time.Time{}
 	}
-	last := l.copied[a.RaySubmissionID]
-	due := now.Sub(last) >= every
+	due := !now.Before(l.copied[a.RaySubmissionID])
 	if due {
-		l.copied[a.RaySubmissionID] = now
+		l.copied[a.RaySubmissionID] = now.Add(every)
 	}
 	l.mu.Unlock()
 	if !due {
 		return
 	}
+	start := l.Clock.Now()
 	_, err := l.keepLog(ctx, t.ID, a.No, a.RaySubmissionID, a.DriverNodeID)
+	if took := l.Clock.Now().Sub(start); 10*took > every {
+		l.mu.Lock()
+		l.copied[a.RaySubmissionID] = now.Add(10 * took)
+		l.mu.Unlock()
+	}
 	var de *taskfs.DiskError
 	switch {
 	case errors.As(err, &de):
