@@ -984,17 +984,19 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	if follow {
 		w.Header().Set("Trailer", LogEndTrailer)
 	}
-	sent := 0
+	var sent int64
 	for {
-		text, done, err := s.readLog(r.Context(), t.ID, n)
-		if err != nil && sent == 0 {
+		began := time.Now()
+		cw := &countingWriter{w: w}
+		wrote, done, err := s.copyLog(r.Context(), t.ID, n, sent, cw)
+		if cw.err != nil {
+			return nil // the client went away
+		}
+		if err != nil && sent == 0 && wrote == 0 {
 			return err
 		}
-		if len(text) > sent {
-			if _, werr := io.WriteString(w, text[sent:]); werr != nil {
-				return nil
-			}
-			sent = len(text)
+		if wrote > 0 {
+			sent += wrote
 			if f, ok := w.(http.Flusher); ok {
 				f.Flush()
 			}
@@ -1012,16 +1014,62 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 		case <-s.stopping():
 			w.Header().Set(LogEndTrailer, LogEndStopping)
 			return nil
-		case <-time.After(s.LogPoll):
+		case <-time.After(max(s.LogPoll, time.Since(began))): // a log slow to read is read less often
 		}
 	}
 }
 
+// countingWriter remembers the first error of the writer it wraps (the client's connection).
+type countingWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	c.err = err
+	return n, err
+}
+
+// skipWriter drops the first skip bytes written to it and passes the rest on, counting them.
+type skipWriter struct {
+	skip, written int64
+	w             io.Writer
+}
+
+func (s *skipWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if s.skip >= int64(n) {
+		s.skip -= int64(n)
+		return n, nil
+	}
+	p = p[s.skip:]
+	s.skip = 0
+	m, err := s.w.Write(p)
+	s.written += int64(m)
+	if err != nil {
+		return n - len(p) + m, err
+	}
+	return n, nil
+}
+
 // readLog returns the log of attempt n and whether the attempt has ended (no more lines will come).
 func (s *Server) readLog(ctx context.Context, id string, n int) (string, bool, error) {
+	var b strings.Builder
+	_, ended, err := s.copyLog(ctx, id, n, 0, &b)
+	return b.String(), ended, err
+}
+
+// copyLog writes the log of attempt n from its byte skip on to w, streamed (never held whole), and returns the
+// bytes written and whether the attempt has ended (no more lines will come). Once some bytes are written, a
+// failure of Ray's copy ends the write without an error (a follower reads on from there at its next poll).
+func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io.Writer) (int64, bool, error) {
 	t, err := s.Store.GetTask(ctx, id)
 	if err != nil {
-		return "", true, err
+		return 0, true, err
 	}
 	var a *mvp.Attempt
 	for _, x := range t.Attempts {
@@ -1030,37 +1078,39 @@ func (s *Server) readLog(ctx context.Context, id string, n int) (string, bool, e
 		}
 	}
 	if a == nil {
-		return "", true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no attempt %d", n)
+		return 0, true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no attempt %d", n)
 	}
 	ended := a.RayStatus.Terminal()
 	if ended && a.LogKept {
 		// The folder holds the whole log only once it is kept; before, it may hold the running log's last copy.
-		if text, err := s.Files.ReadLog(id, n); err == nil {
-			return text, true, nil
+		if m, err := s.Files.CopyLog(id, n, skip, w); err == nil {
+			return m, true, nil
 		}
 	}
 	// The file on the driver's node, byte for byte (the job server's copy fails on a byte that is not UTF-8).
-	var b strings.Builder
-	_, err = s.Ray.CopyJobLog(ctx, a.RaySubmissionID, a.DriverNodeID, &b)
-	text := b.String()
+	sw := &skipWriter{skip: skip, w: w}
+	_, err = s.Ray.CopyJobLog(ctx, a.RaySubmissionID, a.DriverNodeID, sw)
 	if err != nil {
-		if saved, ferr := s.Files.ReadLog(id, n); ferr == nil {
-			return saved, ended, nil
+		if sw.written > 0 {
+			return sw.written, ended, nil
+		}
+		if m, ferr := s.Files.CopyLog(id, n, skip, w); ferr == nil {
+			return m, ended, nil
 		}
 		if errors.Is(err, mvp.ErrJobNotFound) {
 			if t.State.Waiting() || t.State == mvp.StateSubmitting {
-				return "", false, nil
+				return 0, false, nil
 			}
 			if ended && a.Message != "" {
 				// Ray holds no job for it (it failed before or as it was sent, or Ray lost it): its end says why.
-				return "", true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt %d, and Ray "+
+				return 0, true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt %d, and Ray "+
 					"holds no job for it; it ended %s: %s", n, a.FailureKind, a.Message)
 			}
-			return "", true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt %d", n)
+			return 0, true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt %d", n)
 		}
-		return "", ended, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's log could not be read: %v", err)
+		return 0, ended, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's log could not be read: %v", err)
 	}
-	return text, ended, nil
+	return sw.written, ended, nil
 }
 
 func boolParam(r *http.Request, name string) (bool, error) {

@@ -275,6 +275,27 @@ func (f FS) ReadLog(id string, n int) (string, error) {
 	return string(b), nil
 }
 
+// CopyLog writes the attempt's copy of the driver log from its byte skip on to w and returns the bytes written; an
+// error wraps os.ErrNotExist when there is no copy.
+func (f FS) CopyLog(id string, n int, skip int64, w io.Writer) (int64, error) {
+	fh, fi, err := f.openAttemptFile(id, n, "driver.log")
+	if err != nil {
+		return 0, fmt.Errorf("read driver log: %w", err)
+	}
+	defer fh.Close()
+	if skip >= fi.Size() {
+		return 0, nil
+	}
+	if _, err := fh.Seek(skip, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("read driver log: %w", err)
+	}
+	m, err := io.Copy(w, fh)
+	if err != nil {
+		return m, fmt.Errorf("read driver log: %w", err)
+	}
+	return m, nil
+}
+
 // openAttemptFile opens attempt n's file name for reading. The job can write in its attempt folder, so the file is
 // opened inside the task folder only (a symlink out of it, at any segment, is refused; one at the last segment
 // too), without blocking, and must be a regular file.
