@@ -10,8 +10,8 @@ import (
 )
 
 // TestKeepLogReplacesTheCopyOnlyWhenWhole: KeepLog streams a log into driver.log and returns its tail; a copy
-// that fails part way leaves the copy before it and no temporary file; a folder that cannot be written is a
-// *DiskError, told apart from the copy's own error.
+// that fails part way leaves the copy before it and no temporary file; one left by a killed mvp is removed; a
+// folder that cannot be written is a *DiskError, told apart from the copy's own error.
 func TestKeepLogReplacesTheCopyOnlyWhenWhole(t *testing.T) {
 	root := t.TempDir()
 	f := FS{Root: root}
@@ -49,6 +49,16 @@ func TestKeepLogReplacesTheCopyOnlyWhenWhole(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".driver.log.") {
 			t.Errorf("temporary file left: %s", e.Name())
 		}
+	}
+
+	// A copy cut short by a kill -9 left its temporary file (walk-through 16): the next copy removes it.
+	stale := filepath.Join(dir, ".driver.log.0123456789ab")
+	os.WriteFile(stale, []byte("half"), 0o644)
+	if _, err := f.KeepLog(id, 1, 8, func(w io.Writer) error { _, err := io.WriteString(w, "whole\n"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale temporary file is still there: %v", err)
 	}
 
 	// shared_root is a file, not a folder: the task folder cannot be made (as on a read-only or full disk).

@@ -188,6 +188,7 @@ func (f FS) KeepLog(id string, n int, tailBytes int, fill func(io.Writer) error)
 	if err != nil {
 		return "", err
 	}
+	f.removeStaleCopies(id, dir, "driver.log")
 	tail := &tailWriter{max: tailBytes}
 	err = f.writeFrom(id, filepath.Join(dir, "driver.log"), func(w io.Writer) error {
 		return fill(io.MultiWriter(w, tail))
@@ -196,6 +197,27 @@ func (f FS) KeepLog(id string, n int, tailBytes int, fill func(io.Writer) error)
 		return "", err
 	}
 	return string(tail.bytes()), nil
+}
+
+// removeStaleCopies removes the temporary files of name in the task folder's dir (.<name>.<hex>) that a copy cut
+// short by a kill left. Only the scheduler's loop writes driver logs, one at a time, so none is in use.
+func (f FS) removeStaleCopies(id, dir, name string) {
+	root, err := f.openTask(id)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	d, err := root.Open(dir)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		if strings.HasPrefix(n, "."+name+".") {
+			_ = root.Remove(filepath.Join(dir, n)) // a symlink is removed, never followed
+		}
+	}
 }
 
 // DiskError is a failure to write in the task folder (as opposed to one of what was being written).
