@@ -987,7 +987,7 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	var sent int64
 	for {
 		began := time.Now()
-		cw := &countingWriter{w: w}
+		cw := &errWriter{w: w}
 		wrote, done, err := s.copyLog(r.Context(), t.ID, n, sent, cw)
 		if cw.err != nil {
 			return nil // the client went away
@@ -1019,13 +1019,13 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-// countingWriter remembers the first error of the writer it wraps (the client's connection).
-type countingWriter struct {
+// errWriter remembers the first error of the writer it wraps (the client's connection).
+type errWriter struct {
 	w   io.Writer
 	err error
 }
 
-func (c *countingWriter) Write(p []byte) (int, error) {
+func (c *errWriter) Write(p []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err
 	}

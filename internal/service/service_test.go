@@ -429,18 +429,9 @@ func TestAnEndedAttemptsLogIsNotTheRunningCopy(t *testing.T) {
 	m := servicetest.Start(t, &service.Main{Config: cfg, Ray: ray})
 	ctx := context.Background()
 	db := m.Store()
-	at := time.Now()
 	id := "mvp2-ppo-20251223-143201-0b1c"
-	task := &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 1,
-		JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: at, UpdatedAt: at}
-	if err := db.CreateTask(ctx, task); err != nil {
-		t.Fatal(err)
-	}
-	sub := mvp.SubmissionID(id, 1)
-	att := &mvp.Attempt{TaskID: id, No: 1, RaySubmissionID: sub, CreatedAt: at}
-	if err := db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateQueued, To: mvp.StateSubmitting, At: at, NewAttempt: att}); err != nil {
-		t.Fatal(err)
-	}
+	at, att := submitting(t, m, id)
+	sub := att.RaySubmissionID
 	end := at.Add(time.Second)
 	up := *att
 	up.RayStatus, up.EndTime = mvp.RaySucceeded, &end
@@ -650,18 +641,9 @@ func TestAFollowedLogArrivesByteForByte(t *testing.T) {
 	m := servicetest.Start(t, &service.Main{Config: cfg, Ray: ray})
 	ctx := context.Background()
 	db := m.Store()
-	at := time.Now()
 	id := "mvp2-ppo-20251223-143201-0b1d"
-	task := &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 1,
-		JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: at, UpdatedAt: at}
-	if err := db.CreateTask(ctx, task); err != nil {
-		t.Fatal(err)
-	}
-	sub := mvp.SubmissionID(id, 1)
-	att := &mvp.Attempt{TaskID: id, No: 1, RaySubmissionID: sub, CreatedAt: at}
-	if err := db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateQueued, To: mvp.StateSubmitting, At: at, NewAttempt: att}); err != nil {
-		t.Fatal(err)
-	}
+	at, att := submitting(t, m, id)
+	sub := att.RaySubmissionID
 	if err := ray.SubmitJob(ctx, &mvp.JobSubmission{SubmissionID: sub}); err != nil {
 		t.Fatal(err)
 	}
@@ -709,4 +691,21 @@ func (w *signalWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
+}
+
+// submitting stores task id as a QUEUED PPO task moved to SUBMITTING with attempt 1, as the loop leaves it before
+// it calls Ray, and returns the time it used and the attempt.
+func submitting(t *testing.T, m *service.Main, id string) (time.Time, *mvp.Attempt) {
+	t.Helper()
+	ctx, db, at := context.Background(), m.Store(), time.Now()
+	task := &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 1,
+		JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: at, UpdatedAt: at}
+	if err := db.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	att := &mvp.Attempt{TaskID: id, No: 1, RaySubmissionID: mvp.SubmissionID(id, 1), CreatedAt: at}
+	if err := db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateQueued, To: mvp.StateSubmitting, At: at, NewAttempt: att}); err != nil {
+		t.Fatal(err)
+	}
+	return at, att
 }
