@@ -44,6 +44,9 @@ type Door struct {
 	Cancel func(ctx context.Context, t *mvp.Task) (*mvp.Task, error)
 	// ReadLog returns attempt n's driver log and whether the attempt has ended.
 	ReadLog func(ctx context.Context, taskID string, n int) (string, bool, error)
+	// ReadLogFrom is ReadLog from byte skip on (a tail reads only what it has not sent); nil means ReadLog's text
+	// cut at skip.
+	ReadLogFrom func(ctx context.Context, taskID string, n int, skip int64) (string, bool, error)
 	// NewID makes a task id (try counts collisions).
 	NewID  func(w mvp.Workload, now time.Time, try int) string
 	Clock  mvp.Clock

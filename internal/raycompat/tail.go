@@ -1,6 +1,7 @@
 package raycompat
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -28,7 +29,7 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 	if poll <= 0 {
 		poll = time.Second
 	}
-	attempt, sent := 0, 0
+	attempt, sent := 0, int64(0)
 	for {
 		cur, err := d.Store.GetTask(ctx, t.ID)
 		if err != nil {
@@ -44,25 +45,19 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 			if n != attempt {
 				attempt, sent = n, 0
 			}
-			text, ended, err := d.ReadLog(ctx, cur.ID, n)
+			text, ended, err := d.readLogFrom(ctx, cur.ID, n, sent)
 			if err != nil && ctx.Err() != nil {
 				return nil
 			}
 			if err != nil {
 				d.Logger.Info("log tail: log not readable yet", "task_id", cur.ID, "attempt_no", n, "err", err)
+				text = "" // nothing new this time; the next poll reads again
 			}
 			done = cur.State.Terminal() && (ended || err != nil)
-			switch {
-			case err != nil || (len(text) < sent && !ended):
-				// Not read this time (or an older copy came instead): nothing new to send; the next poll reads again.
-				text = ""
-			case len(text) < sent:
-				sent = 0 // the final copy is shorter than the live one sent (Ray's log replaced): start again
-			}
-			for sent < len(text) {
-				chunk := lines(text[sent:], maxFrame)
+			for text != "" {
+				chunk := lines(text, maxFrame)
 				if done && chunk == "" {
-					chunk = text[sent:] // the last line without its newline, once the log is complete
+					chunk = text // the last line without its newline, once the log is complete
 				}
 				if chunk == "" {
 					break
@@ -70,7 +65,8 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 				if err := c.Write(ctx, websocket.MessageText, []byte(chunk)); err != nil {
 					return nil // the client went away
 				}
-				sent += len(chunk)
+				sent += int64(len(chunk))
+				text = text[len(chunk):]
 			}
 		}
 		if done {
@@ -89,4 +85,17 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 		case <-time.After(poll):
 		}
 	}
+}
+
+// readLogFrom is attempt n's log from byte skip on (ReadLogFrom, else ReadLog's text cut there: a copy shorter
+// than skip, an older one, gives nothing new).
+func (d *Door) readLogFrom(ctx context.Context, taskID string, n int, skip int64) (string, bool, error) {
+	if d.ReadLogFrom != nil {
+		return d.ReadLogFrom(ctx, taskID, n, skip)
+	}
+	text, ended, err := d.ReadLog(ctx, taskID, n)
+	if err != nil || int64(len(text)) <= skip {
+		return "", ended, err
+	}
+	return text[skip:], ended, nil
 }
