@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -76,7 +77,18 @@ func New(o Options) *Client {
 	if o.Token != "" {
 		r.SetAuthToken(o.Token)
 	}
-	stream := &http.Client{Transport: r.GetClient().Transport, CheckRedirect: r.GetClient().CheckRedirect, Jar: r.GetClient().Jar}
+	// The stream's answer must begin within a call's timeout; its body may take as long as its context allows.
+	tr := r.GetClient().Transport
+	if t, ok := tr.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = o.Timeout
+		tr = t
+	} else if tr == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.ResponseHeaderTimeout = o.Timeout
+		tr = t
+	}
+	stream := &http.Client{Transport: tr, CheckRedirect: r.GetClient().CheckRedirect, Jar: r.GetClient().Jar}
 	return &Client{r: r, log: o.Logger, obs: mvp.ObserverOr(o.Observer), stream: stream, token: o.Token}
 }
 
@@ -244,14 +256,14 @@ func (c *Client) DeleteJob(ctx context.Context, id string) error {
 // the caller drops what it wrote. ctx bounds the whole copy (the per-call timeout does not).
 func (c *Client) CopyJobLog(ctx context.Context, id, driverNodeID string, w io.Writer) (int64, error) {
 	if driverNodeID != "" {
-		n, served, err := c.streamLogFile(ctx, id, driverNodeID, w)
-		if served || n > 0 || ctx.Err() != nil {
+		n, absent, err := c.streamLogFile(ctx, id, driverNodeID, w)
+		if n > 0 || !absent || ctx.Err() != nil {
 			if err != nil {
 				return n, fmt.Errorf("logs of job %s: %w", id, err)
 			}
 			return n, nil
 		}
-		c.log.Debug("driver log file not served by the state API; reading the job server's copy", "submission_id", id, "err", err)
+		c.log.Debug("driver log file not on its node's agent; reading the job server's copy", "submission_id", id, "err", err)
 	}
 	logs, err := c.JobLogs(ctx, id)
 	if err != nil {
@@ -261,10 +273,19 @@ func (c *Client) CopyJobLog(ctx context.Context, id, driverNodeID string, w io.W
 	return int64(n), err
 }
 
-// streamLogFile copies the driver log file of job id from node to w. served is true when Ray answered 200 (then
-// err is a failure of the copy itself, of Ray's side or of w).
-func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer) (n int64, served bool, err error) {
+// streamLogFile copies the driver log file of job id from node to w. absent is true when the state API has no
+// such file to give: its node's agent is gone ("Agent for node id … doesn't exist", HTTP 500), it answers 404, or
+// it sent nothing (Ray 2.60 answers 200 with no bytes for a file that is not there). Any other failure is err
+// with absent false: the job server's copy is not tried then (it is read by the same agent, decoded whole).
+func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer) (n int64, absent bool, err error) {
 	q := url.Values{"node_id": {node}, "filename": {"job-driver-" + id + ".log"}, "lines": {"-1"}}
+	// Ray bounds the whole stream by the request's timeout (30 s when none is given, then it closes the stream part
+	// way): the copy's own bound is given instead.
+	if dl, ok := ctx.Deadline(); ok {
+		q.Set("timeout", strconv.Itoa(max(int(time.Until(dl).Seconds()), 1)))
+	} else {
+		q.Set("timeout", strconv.Itoa(int(LogFileTimeout.Seconds())))
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.r.BaseURL, "/")+"/api/v0/logs/file?"+q.Encode(), nil)
 	if err != nil {
 		return 0, false, err
@@ -288,15 +309,40 @@ func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer
 	if resp.StatusCode != http.StatusOK {
 		outcome = mvp.OutcomeServerError
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return 0, false, fmt.Errorf("%w (the state API answered HTTP %d: %s)", mvp.ErrRayUnavailable, resp.StatusCode, lastLine(body))
+		gone := resp.StatusCode == http.StatusNotFound || strings.Contains(string(body), "doesn't exist")
+		return 0, gone, fmt.Errorf("%w (the state API answered HTTP %d: %s)", mvp.ErrRayUnavailable, resp.StatusCode, lastLine(body))
 	}
-	n, err = io.Copy(w, resp.Body)
-	if err != nil {
+	dw := &sinkWriter{w: w}
+	n, err = io.Copy(dw, resp.Body)
+	switch {
+	case dw.err != nil:
+		return n, false, dw.err // the caller's writer (its disk, its client) failed: not Ray's doing
+	case err != nil:
 		outcome = mvp.OutcomeServerError
-		return n, true, fmt.Errorf("copy of the driver log cut short after %d bytes: %w", n, err)
+		if ctx.Err() != nil {
+			return n, false, fmt.Errorf("copy of the driver log cut short after %d bytes: %w", n, ctx.Err())
+		}
+		return n, false, fmt.Errorf("copy of the driver log cut short after %d bytes: %w (%s)", n, mvp.ErrRayUnavailable, scrub(err.Error()))
 	}
-	return n, true, nil
+	return n, n == 0, nil
 }
+
+// sinkWriter remembers the first error of the writer a copy writes to, so that it is told apart from the source's.
+type sinkWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *sinkWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// LogFileTimeout is the bound CopyJobLog gives Ray's state API when its context has no deadline.
+const LogFileTimeout = 5 * time.Minute
 
 // JobLogs returns a job's whole driver log.
 func (c *Client) JobLogs(ctx context.Context, id string) (string, error) {

@@ -3,16 +3,20 @@ package ray
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // TestCopyJobLogStreamsTheFileByteForByte: with the driver's node known, the log comes from Ray's state API as
 // the file holds it, bytes that are not UTF-8 included (the job server's /logs answers 500 for them: walk-through
-// 16); with the node unknown, or the state API failing before it sent anything, the job server's copy is read;
-// a file cut short is an error.
+// 16); with the node unknown, its agent gone, or no bytes sent (Ray 2.60's answer for a file that is not there),
+// the job server's copy is read; another failure of the state API is Ray unavailable, without that fallback; a
+// file cut short is an error.
 func TestCopyJobLogStreamsTheFileByteForByte(t *testing.T) {
 	raw := []byte("step 1\n\xff\xfe not utf-8 \x1b[31mred\x1b[0m\r50%\r100%\n")
 	var fileCalls, logsCalls int
@@ -33,6 +37,9 @@ func TestCopyJobLogStreamsTheFileByteForByte(t *testing.T) {
 				w.Write(raw)
 			case "500":
 				http.Error(w, "500 Internal Server Error\n\nServer got itself in trouble", http.StatusInternalServerError)
+			case "gone": // Ray 2.60, the node's agent gone (its node died)
+				http.Error(w, "Agent for node id: node-1 doesn't exist.", http.StatusInternalServerError)
+			case "empty": // Ray 2.60, a file that is not on the node: 200 with nothing
 			case "cut":
 				w.Header().Set("Content-Length", "1000")
 				w.Write(raw)
@@ -64,8 +71,17 @@ func TestCopyJobLogStreamsTheFileByteForByte(t *testing.T) {
 
 	mode = "500"
 	b.Reset()
-	if _, err := c.CopyJobLog(ctx, "job-a01", "node-1", &b); err != nil || b.String() != "from the job server\n" {
-		t.Errorf("state API failing: %q, err %v; want the job server's copy", b.String(), err)
+	before := logsCalls
+	if _, err := c.CopyJobLog(ctx, "job-a01", "node-1", &b); !errors.Is(err, mvp.ErrRayUnavailable) || logsCalls != before {
+		t.Errorf("state API failing: err %v, %d job server reads; want Ray unavailable and no fallback (the job "+
+			"server's copy is read by the same agent, whole)", err, logsCalls-before)
+	}
+	for _, m := range []string{"gone", "empty"} {
+		mode = m
+		b.Reset()
+		if _, err := c.CopyJobLog(ctx, "job-a01", "node-1", &b); err != nil || b.String() != "from the job server\n" {
+			t.Errorf("state API %s: %q, err %v; want the job server's copy", m, b.String(), err)
+		}
 	}
 
 	mode = "cut"
