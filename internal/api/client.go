@@ -238,6 +238,10 @@ func (c *Client) Logs(ctx context.Context, id string, attempt int, follow bool, 
 		}
 		return err
 	}
+	if resp.Trailer.Get(LogEndTrailer) == LogEndCut {
+		return fmt.Errorf("the log of %s was cut short: the server could not read the rest from Ray (see its log); "+
+			"run the same command again", id)
+	}
 	if follow && resp.Trailer.Get(LogEndTrailer) == LogEndStopping {
 		return fmt.Errorf("the server is stopping (a restart?) before the attempt of %s ended: run the same command "+
 			"again once it is back to follow on", id)

@@ -929,6 +929,8 @@ const (
 	LogEndTrailer  = "X-Mvp-Log-End"
 	LogEndEnded    = "ended"
 	LogEndStopping = "server-stopping"
+	// LogEndCut ends a log (followed or not) of which only part could be sent: the rest could not be read.
+	LogEndCut = "cut-short"
 )
 
 // stopping returns the channel Shutdown closes.
@@ -986,9 +988,7 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if follow {
-		w.Header().Set("Trailer", LogEndTrailer)
-	}
+	w.Header().Set("Trailer", LogEndTrailer)
 	var sent int64
 	for {
 		began := time.Now()
@@ -1005,6 +1005,14 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 			if f, ok := w.(http.Flusher); ok {
 				f.Flush()
 			}
+		}
+		if err != nil && (!follow || done) {
+			// Some of the log was sent, and the rest could not be read (Ray cut its copy short): the answer says
+			// so, rather than end as if the log were whole. A follower of a running attempt reads on at its next
+			// poll instead.
+			s.Logger.Warn("log read cut short", "task_id", t.ID, "attempt_no", n, "bytes_sent", sent, "err", err)
+			w.Header().Set(LogEndTrailer, LogEndCut)
+			return nil
 		}
 		if !follow {
 			return nil
@@ -1069,8 +1077,8 @@ func (s *Server) readLog(ctx context.Context, id string, n int) (string, bool, e
 }
 
 // copyLog writes the log of attempt n from its byte skip on to w, streamed (never held whole), and returns the
-// bytes written and whether the attempt has ended (no more lines will come). Once some bytes are written, a
-// failure of Ray's copy ends the write without an error (a follower reads on from there at its next poll).
+// bytes written and whether the attempt has ended (no more lines will come). A failure of Ray's copy after some
+// bytes were written is returned with their count: the caller has sent them, and the rest is missing.
 func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io.Writer) (int64, bool, error) {
 	t, err := s.Store.GetTask(ctx, id)
 	if err != nil {
@@ -1097,7 +1105,7 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 	_, err = s.Ray.CopyJobLog(ctx, a.RaySubmissionID, a.DriverNodeID, sw)
 	if err != nil {
 		if sw.written > 0 {
-			return sw.written, ended, nil
+			return sw.written, ended, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's copy of the log was cut short: %v", err)
 		}
 		if m, ferr := s.Files.CopyLog(id, n, skip, w); ferr == nil {
 			return m, ended, nil

@@ -319,6 +319,19 @@ func driverOf(t *mvp.Task, p Policy) map[string]float64 {
 	return p.WorkloadDriver(t.Workload)
 }
 
+// runnerCPUs is the CPU of the actor t's driver starts before it asks for its gang (the workload's runner_cpus):
+// what the workload's driver takes beyond the configured one; 0 for a task with a driver of its own.
+func runnerCPUs(t *mvp.Task, p Policy) float64 {
+	if t.Driver != nil {
+		return 0
+	}
+	d, ok := p.Drivers[t.Workload]
+	if !ok {
+		return 0
+	}
+	return d[ResCPU] - p.Driver[ResCPU]
+}
+
 // WorkloadDriver is what the driver of a task of workload w takes when the task names no resources of its own:
 // Drivers[w], else Driver.
 func (p Policy) WorkloadDriver(w mvp.Workload) map[string]float64 {

@@ -870,7 +870,7 @@ func (l *Loop) keptEnd(t *mvp.Task, n int, submissionID string) (r Report, ok bo
 	}
 	r.Info, r.Kind = info, kind
 	// Its log, when there: the final copy once it was kept, else the last running copy (log_kept stays false).
-	if log, err := l.Files.ReadLog(t.ID, n); err == nil {
+	if log, err := l.Files.ReadLogTail(t.ID, n, LogTail); err == nil {
 		r.Log = log
 	}
 	return r, true
@@ -1161,8 +1161,8 @@ func msTime(ms int64) *time.Time {
 
 // copyRunningLog copies a running attempt's driver log into the task folder every LogCopyEvery, so that what was
 // logged so far stays readable if the Ray head goes away. The copy is made in the scheduler's pass: a log that
-// takes long to copy (hundreds of MB) is copied at most every ten times what its last copy took, so that copies
-// never take more than a tenth of the loop's time.
+// takes long to copy (hundreds of MB) is copied at most every ten times what its last copy took, so that its
+// copies take at most a tenth of the loop's time (each running log's: k big logs, k tenths).
 func (l *Loop) copyRunningLog(ctx context.Context, t *mvp.Task, a *mvp.Attempt, now time.Time) {
 	every := l.LogCopyEvery
 	if every == 0 {
@@ -1219,6 +1219,9 @@ func (l *Loop) keepLog(ctx context.Context, taskID string, no int, id, node stri
 // keepLogEvery spaces the retries of a failed driver-log fetch.
 const keepLogEvery = 5 * time.Second
 
+// keepLogBudget bounds the time one pass spends keeping ended jobs' logs: no new copy starts past it.
+const keepLogBudget = 20 * time.Second
+
 // keepLogsSoon makes the next keepLogs due at once: an attempt was concluded without its log.
 func (l *Loop) keepLogsSoon() {
 	l.mu.Lock()
@@ -1244,7 +1247,11 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 		l.Logger.Error("list unkept logs", "err", err)
 		return
 	}
+	start := l.Clock.Now()
 	for _, a := range todo {
+		if l.Clock.Now().Sub(start) >= keepLogBudget {
+			break // big logs: the rest at the next pass, so that the pass goes on deciding
+		}
 		_, err := l.keepLog(ctx, a.TaskID, a.No, a.RaySubmissionID, a.DriverNodeID)
 		var de *taskfs.DiskError
 		if errors.As(err, &de) {

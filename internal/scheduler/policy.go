@@ -368,6 +368,16 @@ func (pl *plan) reserveLive() {
 			if driver && ok && len(drvRes) > 0 {
 				use.driver = drv
 			}
+			if !driver && placed == 0 {
+				// The driver runs, but the actor it starts before asking for its gang (verl's TaskRunner, started
+				// once verl is imported and Ray initialised: seconds to tens of seconds) may not yet: its CPU is
+				// kept until a group of the gang is placed. Once the actor runs, Ray counts that CPU too: one CPU
+				// counted twice for a while, rather than a run whose actor finds no CPU.
+				if r := runnerCPUs(a.Task, pl.p); r > 0 {
+					runner := map[string]float64{ResCPU: r}
+					fitDriver(pl.nodes, Demand{}, runner, true)
+				}
+			}
 		}
 		pl.live = append(pl.live, use)
 	}

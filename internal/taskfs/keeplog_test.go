@@ -70,3 +70,21 @@ func TestKeepLogReplacesTheCopyOnlyWhenWhole(t *testing.T) {
 		t.Errorf("a task folder that cannot be made: %v, want a *DiskError", err)
 	}
 }
+
+// TestReadLogTailReadsOnlyTheEnd: Classify gets the last bytes of a kept log, read from its end (a log of
+// hundreds of MB was read whole into memory when Ray had lost the job).
+func TestReadLogTailReadsOnlyTheEnd(t *testing.T) {
+	f := FS{Root: t.TempDir()}
+	id := "mvp2-ppo-20251223-143201-7f3b"
+	if err := f.WriteLog(id, 1, "0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	for max, want := range map[int64]string{4: "6789", 10: "0123456789", 100: "0123456789"} {
+		if got, err := f.ReadLogTail(id, 1, max); err != nil || got != want {
+			t.Errorf("tail %d: %q, %v; want %q", max, got, err, want)
+		}
+	}
+	if _, err := f.ReadLogTail(id, 2, 4); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("no log: %v", err)
+	}
+}

@@ -297,6 +297,26 @@ func (f FS) ReadLog(id string, n int) (string, error) {
 	return string(b), nil
 }
 
+// ReadLogTail returns the last max bytes of the attempt's copy of the driver log (all of it when it is no
+// longer), or an error wrapping os.ErrNotExist.
+func (f FS) ReadLogTail(id string, n int, max int64) (string, error) {
+	fh, fi, err := f.openAttemptFile(id, n, "driver.log")
+	if err != nil {
+		return "", fmt.Errorf("read driver log: %w", err)
+	}
+	defer fh.Close()
+	if off := fi.Size() - max; off > 0 {
+		if _, err := fh.Seek(off, io.SeekStart); err != nil {
+			return "", fmt.Errorf("read driver log: %w", err)
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(fh, max))
+	if err != nil {
+		return "", fmt.Errorf("read driver log: %w", err)
+	}
+	return string(b), nil
+}
+
 // CopyLog writes the attempt's copy of the driver log from its byte skip on to w and returns the bytes written; an
 // error wraps os.ErrNotExist when there is no copy.
 func (f FS) CopyLog(id string, n int, skip int64, w io.Writer) (int64, error) {

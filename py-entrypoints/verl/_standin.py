@@ -152,8 +152,7 @@ def start_workers(pgs):
 def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check, task_runner=False):
     """The entrypoint's main. With task_runner, as verl's main_ppo does, everything after ray.init() runs in a
     TaskRunner actor of num_cpus=1 (the driver only waits for it), so the run needs that CPU on some node before it
-    checks or asks for anything; the stand-in prefers its driver's node for it (soft affinity), where mvp counts it
-    (v2.workloads.<name>.runner_cpus), and Ray places it elsewhere when that node has no CPU free, as for verl."""
+    checks or asks for anything. Ray places it as it places verl's (no strategy given)."""
     cfg = parse_overrides(argv)
     if "mvp_test.dump_args" in cfg:
         dump_args(cfg["mvp_test.dump_args"], argv)
@@ -183,13 +182,7 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check,
     if not task_runner:
         return train(workload, cfg, nnodes, gpus, cpus_per_bundle, fail_fast_check)
 
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    runner = (
-        ray.remote(num_cpus=1)(TaskRunner)
-        .options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=driver_node, soft=True))
-        .remote()
-    )
+    runner = ray.remote(num_cpus=1)(TaskRunner).remote()
     print("verl-standin: waiting for the TaskRunner actor (num_cpus=1)", flush=True)
     return ray.get(runner.run.remote(workload, cfg, nnodes, gpus, cpus_per_bundle, fail_fast_check))
 
