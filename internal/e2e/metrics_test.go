@@ -71,7 +71,7 @@ func TestMetricsLive(t *testing.T) {
 		return true, ""
 	})
 	m := scrape()
-	for _, c := range []struct{ endpoint, outcome string }{{"submit_job", "ok"}, {"get_job", "ok"}, {"job_logs", "ok"}} {
+	for _, c := range []struct{ endpoint, outcome string }{{"submit_job", "ok"}, {"get_job", "ok"}, {"log_file", "ok"}} {
 		if n := value(m, "mvp_ray_request_duration_seconds", "endpoint", c.endpoint, "outcome", c.outcome); n < 1 {
 			t.Errorf("mvp_ray_request_duration_seconds{endpoint=%q,outcome=%q}: %v calls observed", c.endpoint, c.outcome, n)
 		}
