@@ -251,9 +251,9 @@ func (c *Client) DeleteJob(ctx context.Context, id string) error {
 // API (GET /api/v0/logs/file?node_id=…&filename=…&lines=-1): nothing is held in memory, on either side, and bytes
 // that are not UTF-8 come through (the job server's /api/jobs/<id>/logs decodes the whole file as UTF-8 in
 // memory: it answers 500 for one byte that is not, and a log of hundreds of MB took its node's agent past
-// 14 GB, walk-through 16). When the node is not known (the driver never started) or the state API does not serve
-// the file, it falls back to JobLogs, but only if nothing was written yet; a copy cut short is an error, so that
-// the caller drops what it wrote. ctx bounds the whole copy (the per-call timeout does not).
+// 14 GB, walk-through 16). When the node is not known (the driver never started) or the file is absent there
+// (streamLogFile), it falls back to JobLogs, only then and only if nothing was written yet; a copy cut short is
+// an error, so that the caller drops what it wrote. ctx bounds the whole copy (the per-call timeout does not).
 func (c *Client) CopyJobLog(ctx context.Context, id, driverNodeID string, w io.Writer) (int64, error) {
 	if driverNodeID != "" {
 		n, absent, err := c.streamLogFile(ctx, id, driverNodeID, w)

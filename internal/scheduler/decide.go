@@ -341,17 +341,13 @@ func (p Policy) WorkloadDriver(w mvp.Workload) map[string]float64 {
 	return p.Driver
 }
 
-// driverKey names what a task's driver takes for grouping tasks into shapes: "" for the configured default, the
-// workload's name where its driver takes more (Policy.Drivers), else the task's own resources, sorted (so an own
-// driver that asks for nothing is still its own).
-func driverKey(t *mvp.Task, p Policy) string {
-	if t.Driver == nil {
-		return workloadDriverKey(p, t.Workload)
-	}
-	return "own" + describeMap(t.Driver)
-}
+// ownDriverKey names a task's own driver resources (d, not nil) for grouping tasks into shapes: sorted, so that
+// an own driver that asks for nothing is still its own.
+func ownDriverKey(d map[string]float64) string { return "own" + describeMap(d) }
 
-// workloadDriverKey is driverKey of a task of workload w that names no driver resources of its own.
+// workloadDriverKey names what the driver of a task of workload w that names no resources of its own takes, for
+// grouping tasks into shapes: "" for the configured default, the workload's name where it takes more
+// (Policy.Drivers).
 func workloadDriverKey(p Policy, w mvp.Workload) string {
 	if _, ok := p.Drivers[w]; ok {
 		return "workload " + string(w)

@@ -1018,7 +1018,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 			if node == "" {
 				node = a.DriverNodeID
 			}
-			logs, err := l.keepLog(ctx, t.ID, a.No, a.RaySubmissionID, node)
+			logs, err := l.keepLog(ctx, t.ID, a.No, a.RaySubmissionID, node, LogTail)
 			var de *taskfs.DiskError
 			switch {
 			case errors.As(err, &de):
@@ -1181,7 +1181,7 @@ func (l *Loop) copyRunningLog(ctx context.Context, t *mvp.Task, a *mvp.Attempt, 
 		return
 	}
 	start := l.Clock.Now()
-	_, err := l.keepLog(ctx, t.ID, a.No, a.RaySubmissionID, a.DriverNodeID)
+	_, err := l.keepLog(ctx, t.ID, a.No, a.RaySubmissionID, a.DriverNodeID, 0)
 	if took := l.Clock.Now().Sub(start); 10*took > every {
 		l.mu.Lock()
 		l.copied[a.RaySubmissionID] = now.Add(10 * took)
@@ -1205,12 +1205,13 @@ const LogTail = 8 << 20
 const LogCopyTimeout = 5 * time.Minute
 
 // keepLog streams the driver log of attempt no (Ray job id, its driver on node, "" if not known) into the task
-// folder, replacing the copy there only once it is whole, and returns its last LogTail bytes. A failure to write
-// the task folder is a *taskfs.DiskError; any other error is Ray's.
-func (l *Loop) keepLog(ctx context.Context, taskID string, no int, id, node string) (string, error) {
+// folder, replacing the copy there only once it is whole, and returns its last tail bytes (0: none kept, for a
+// caller that does not classify the run). A failure to write the task folder is a *taskfs.DiskError; any other
+// error is Ray's.
+func (l *Loop) keepLog(ctx context.Context, taskID string, no int, id, node string, tail int) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, LogCopyTimeout)
 	defer cancel()
-	return l.Files.KeepLog(taskID, no, LogTail, func(w io.Writer) error {
+	return l.Files.KeepLog(taskID, no, tail, func(w io.Writer) error {
 		_, err := l.Ray.CopyJobLog(ctx, id, node, w)
 		return err
 	})
@@ -1252,7 +1253,7 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 		if l.Clock.Now().Sub(start) >= keepLogBudget {
 			break // big logs: the rest at the next pass, so that the pass goes on deciding
 		}
-		_, err := l.keepLog(ctx, a.TaskID, a.No, a.RaySubmissionID, a.DriverNodeID)
+		_, err := l.keepLog(ctx, a.TaskID, a.No, a.RaySubmissionID, a.DriverNodeID, 0)
 		var de *taskfs.DiskError
 		if errors.As(err, &de) {
 			// mvp's own disk failing (shared_root full or read-only) is not a try: the job stays in Ray, which

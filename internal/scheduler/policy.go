@@ -469,7 +469,7 @@ func (pl *plan) classify() {
 		d := demand(t, lastCPG)
 		key := shapeKey{d: d, drv: lastDrvKey}
 		if t.Driver != nil {
-			key.drv = driverKey(t, pl.p)
+			key.drv = ownDriverKey(t.Driver)
 		}
 		// A queue has few shapes: a scan of them is cheaper than hashing the demand.
 		si, ok := int32(-1), false

@@ -88,3 +88,24 @@ func TestReadLogTailReadsOnlyTheEnd(t *testing.T) {
 		t.Errorf("no log: %v", err)
 	}
 }
+
+// TestTailWriterKeepsTheLastBytes: whatever the sizes of the writes, the tail is the last max bytes written.
+func TestTailWriterKeepsTheLastBytes(t *testing.T) {
+	var all []byte
+	tw := &tailWriter{max: 10}
+	for i, size := range []int{3, 0, 7, 1, 25, 4, 9, 10, 2, 11, 5, 5, 5} {
+		p := make([]byte, size)
+		for j := range p {
+			p[j] = byte('a' + (i+j)%26)
+		}
+		tw.Write(p)
+		all = append(all, p...)
+		want := all[max(len(all)-10, 0):]
+		if string(tw.bytes()) != string(want) {
+			t.Fatalf("after write %d: tail %q, want %q", i, tw.bytes(), want)
+		}
+		if cap(tw.buf) > 64 {
+			t.Fatalf("the buffer grew to %d bytes for a tail of 10", cap(tw.buf))
+		}
+	}
+}

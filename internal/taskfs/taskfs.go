@@ -226,30 +226,30 @@ type DiskError struct{ Err error }
 func (e *DiskError) Error() string { return e.Err.Error() }
 func (e *DiskError) Unwrap() error { return e.Err }
 
-// tailWriter keeps the last max bytes written to it.
+// tailWriter keeps the last max bytes written to it. Its buffer grows to twice max before the tail is moved to
+// its front, so that a log of hundreds of MB is not moved max bytes at every write of the copy.
 type tailWriter struct {
-	max  int
-	buf  []byte
-	full bool
+	max int
+	buf []byte
 }
 
 func (t *tailWriter) Write(p []byte) (int, error) {
-	n := len(p)
 	if t.max <= 0 {
-		return n, nil
+		return len(p), nil
 	}
-	if len(p) >= t.max {
+	if len(t.buf)+len(p) > 2*t.max {
+		keep := t.buf[max(len(t.buf)-t.max, 0):]
+		t.buf = append(t.buf[:0], keep...)
+	}
+	if len(p) > t.max {
 		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return n, nil
+	} else {
+		t.buf = append(t.buf, p...)
 	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	t.buf = append(t.buf, p...)
-	return n, nil
+	return len(p), nil
 }
 
-func (t *tailWriter) bytes() []byte { return t.buf }
+func (t *tailWriter) bytes() []byte { return t.buf[max(len(t.buf)-t.max, 0):] }
 
 // attemptRel is attempt n's folder inside the task folder: attempts/aNN.
 func attemptRel(n int) (string, error) {
