@@ -72,7 +72,7 @@ type Task struct {
 	RuntimeLeftS *int       `json:"runtime_left_s,omitempty"`
 	QueuedLeftS  *int       `json:"queued_left_s,omitempty"`
 	Attempts     []*Attempt `json:"attempts"`
-	// JobSpecYAML is the body exactly as submitted.
+	// JobSpecYAML is the body exactly as submitted. It and SpecJSON are empty on the tasks of Store.Runnable.
 	JobSpecYAML string `json:"-"`
 	// SpecJSON is the effective spec: defaults applied, as JSON.
 	SpecJSON json.RawMessage `json:"-"`
@@ -302,10 +302,13 @@ type Store interface {
 	// UsageSpans returns the attempts that ran at some time after since (started, and not ended before since),
 	// with their owner and gang size: fair share's decayed usage is computed from them.
 	UsageSpans(ctx context.Context, since time.Time) ([]UsageSpan, error)
-	// Runnable returns QUEUED tasks and PENDING_RESOURCES tasks, in FIFO order (created_at, then id). The
+	// Runnable returns QUEUED tasks and PENDING_RESOURCES tasks, in FIFO order (created_at, then id), without
+	// their JobSpecYAML and SpecJSON (TaskSpec reads them: specs can be large, and a queue can be deep). The
 	// scheduler filters by next_run_at itself so that Decide sees the whole queue. The tasks may be shared with
 	// other callers: a caller must not change them (appending to the slice is fine).
 	Runnable(ctx context.Context) ([]*Task, error)
+	// TaskSpec returns a task's jobspec as submitted and its effective spec, or ErrNotFound.
+	TaskSpec(ctx context.Context, id string) (jobspecYAML string, spec json.RawMessage, err error)
 	// Active returns the tasks in SUBMITTING, SUBMITTED or RUNNING with their latest attempt, and the tasks of
 	// any state whose latest attempt's Ray status is not terminal (for example a CANCELED task whose job is still
 	// stopping).

@@ -808,6 +808,13 @@ func (l *Loop) stop(ctx context.Context, a Stop) error {
 func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 	tc := *s.Task // the queue's tasks are shared with the store and later passes: this submission changes its own copy
 	t := &tc
+	if len(t.SpecJSON) == 0 { // the queue holds no specs (Store.Runnable)
+		yml, spec, err := l.Store.TaskSpec(ctx, t.ID)
+		if err != nil {
+			return fmt.Errorf("read the spec of %s to submit it: %w", t.ID, err)
+		}
+		t.JobSpecYAML, t.SpecJSON = yml, spec
+	}
 	payload, err := l.Build(t, s.AttemptNo)
 	if err != nil {
 		msg := fmt.Sprintf("attempt %d cannot be built, so the task can never be submitted: %v", s.AttemptNo, err)

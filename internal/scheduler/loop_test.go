@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -928,5 +929,34 @@ func TestNeverFitsIsJudgedOnTheClusterTheLastPassSaw(t *testing.T) {
 	h.tick()
 	if why, never := h.loop.NeverFits(big); never {
 		t.Errorf("2 × 8 on two 8-GPU workers: %q", why)
+	}
+}
+
+// TestASubmitReadsTheSpecTheQueueDoesNotHold: the queue holds no specs (Store.Runnable), so the submit reads the
+// task's jobspec and effective spec: the payload is built from them and the task folder keeps them as submitted.
+func TestASubmitReadsTheSpecTheQueueDoesNotHold(t *testing.T) {
+	h := newHarness(t)
+	var built []string
+	build := h.loop.Build
+	h.loop.Build = func(t *mvp.Task, n int) (*mvp.JobSubmission, error) {
+		built = append(built, string(t.SpecJSON))
+		return build(t, n)
+	}
+	task := &mvp.Task{ID: "mvp2-ppo-20251223-143201-5bec", Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 2, JobSpecYAML: "workload: ppo\n# as typed\n", SpecJSON: []byte(`{"workload":"ppo"}`),
+		CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
+	if err := h.db.CreateTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	if got := h.get(task.ID); got.State != mvp.StateSubmitted {
+		t.Fatalf("state %s, want SUBMITTED", got.State)
+	}
+	if len(built) != 1 || built[0] != string(task.SpecJSON) {
+		t.Fatalf("built from specs %q, want [%s]", built, task.SpecJSON)
+	}
+	b, err := os.ReadFile(filepath.Join(h.root, "jobs", task.ID, "jobspec.yaml"))
+	if err != nil || string(b) != task.JobSpecYAML {
+		t.Fatalf("task folder's jobspec.yaml %q (%v), want %q", b, err, task.JobSpecYAML)
 	}
 }

@@ -2,9 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -341,4 +344,52 @@ func TestRunnableKeepsNoCallersVariables(t *testing.T) {
 		At: t0, PendingReason: &reason, ErrorSummary: &summary, NextRunAt: &nextP}))
 	reason, summary, next, nextP = "changed after Apply returned", "s2", t0.Add(2*time.Hour), nil
 	sameAsStored(t, db, "a change whose caller reused its variables")
+}
+
+// TestTheQueueInMemoryHoldsNoSpecs: the queue Runnable keeps holds no task's jobspec or effective spec (a few
+// thousand waiting tasks of 100 KB specs held half a GB), whether the task came through the journal or a whole read;
+// TaskSpec gives them back as stored.
+func TestTheQueueInMemoryHoldsNoSpecs(t *testing.T) {
+	ctx := context.Background()
+	db := openReloading(t, time.Hour)
+	big := newTask(t0)
+	pad := strings.Repeat("x", 100<<10)
+	big.JobSpecYAML = "workload: ppo\nnote: " + pad + "\n"
+	big.SpecJSON = json.RawMessage(`{"workload":"ppo","note":"` + pad + `"}`)
+	must(t, db.CreateTask(ctx, big))
+	check := func(how string) {
+		t.Helper()
+		q, err := db.Runnable(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(q) != 1 || q[0].ID != big.ID {
+			t.Fatalf("%s: queue %v, want [%s]", how, queueIDs(q), big.ID)
+		}
+		if len(q[0].JobSpecYAML) != 0 || len(q[0].SpecJSON) != 0 {
+			t.Fatalf("%s: the queue holds a spec of %d + %d bytes, want none", how, len(q[0].JobSpecYAML),
+				len(q[0].SpecJSON))
+		}
+	}
+	check("from the journal")
+	db.queue.mu.Lock()
+	db.queue.loaded = time.Time{}
+	db.queue.mu.Unlock()
+	check("from a whole read")
+	reason := "gpus_busy"
+	must(t, db.Apply(ctx, mvp.Change{TaskID: big.ID, From: mvp.StateQueued, To: mvp.StatePendingResources,
+		At: t0.Add(time.Second), PendingReason: &reason}))
+	check("after a wait")
+
+	yml, spec, err := db.TaskSpec(ctx, big.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if yml != big.JobSpecYAML || string(spec) != string(big.SpecJSON) {
+		t.Fatalf("TaskSpec gave %d + %d bytes, want the %d + %d stored", len(yml), len(spec), len(big.JobSpecYAML),
+			len(big.SpecJSON))
+	}
+	if _, _, err := db.TaskSpec(ctx, "mvp2-nope"); !errors.Is(err, mvp.ErrNotFound) {
+		t.Fatalf("TaskSpec of an unknown task: %v, want ErrNotFound", err)
+	}
 }

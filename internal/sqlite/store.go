@@ -17,7 +17,13 @@ import (
 
 // Columns, in the order scanTask and scanAttempt read them.
 const (
-	taskCols = `t.task_id, t.workload, t.name, t.state, t.nnodes, t.n_gpus_per_node, t.jobspec_yaml, t.spec_json,
+	taskCols = taskColsHead + `t.jobspec_yaml, t.spec_json,` + taskColsTail
+	// queueCols are taskCols with the jobspec and the effective spec read as empty: the queue kept in memory
+	// (queueCache) holds neither, since specs can be large and the scheduler needs them only to submit
+	// (DB.TaskSpec).
+	queueCols    = taskColsHead + `'', '',` + taskColsTail
+	taskColsHead = `t.task_id, t.workload, t.name, t.state, t.nnodes, t.n_gpus_per_node, `
+	taskColsTail = `
 		t.created_at, t.updated_at, t.next_run_at, t.pending_reason, t.error_summary, t.latest_attempt_no,
 		t.max_runtime_s, t.max_queued_s, t.progress_json, t.heartbeat_timeout_s,
 		t.after_ok, t.after_any, t.origin_id, t.resume_from, t.owner, t.priority, t.submission_id, t.door_deleted,
@@ -205,13 +211,14 @@ func insertTaskArgs(t *mvp.Task, spec string, created, updated time.Time) []any 
 		ownerOf(t), t.Priority, submission, driverText(t.Driver)}
 }
 
-// storedTask is t as a read of the row insertTaskArgs(t, spec, created, updated) gives it back (scanTask), for
-// the queue kept in memory: TestRunnableFollowsEveryWrite checks that the two agree.
-func storedTask(t *mvp.Task, spec string, created, updated time.Time) *mvp.Task {
-	r := taskRow{spec: spec, created: nanos(created), updated: nanos(updated), afterOK: idListText(t.AfterOK),
+// storedTask is t as a read of the row insertTaskArgs(t, spec, created, updated) through queueCols gives it back
+// (scanTask: without its specs), for the queue kept in memory: TestRunnableFollowsEveryWrite checks that the two
+// agree.
+func storedTask(t *mvp.Task, created, updated time.Time) *mvp.Task {
+	r := taskRow{created: nanos(created), updated: nanos(updated), afterOK: idListText(t.AfterOK),
 		afterAny: idListText(t.AfterAny), driver: driverText(t.Driver)}
 	r.t = mvp.Task{ID: t.ID, Workload: t.Workload, Name: t.Name, State: t.State, NNodes: t.NNodes,
-		GPUsPerNode: t.GPUsPerNode, JobSpecYAML: t.JobSpecYAML, PendingReason: t.PendingReason,
+		GPUsPerNode: t.GPUsPerNode, PendingReason: t.PendingReason,
 		ErrorSummary: t.ErrorSummary, MaxRuntimeS: t.MaxRuntimeS, MaxQueuedS: t.MaxQueuedS,
 		HeartbeatTimeoutS: t.HeartbeatTimeoutS, OriginID: t.OriginID, ResumeFrom: t.ResumeFrom, Owner: ownerOf(t),
 		Priority: t.Priority}
@@ -277,7 +284,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 	}
 	taskArgs := insertTaskArgs(t, spec, created, updated)
 	eventArgs := []any{t.ID, nanos(created), mvp.EventCreated, payload}
-	stored := storedTask(t, spec, created, updated)
+	stored := storedTask(t, created, updated)
 	err = db.exec(ctx, func(w *wtx) error {
 		if submission != nil {
 			taken, err := w.exists(submissionTakenSQL, submission, submission)
@@ -662,6 +669,20 @@ func idListText(ids []string) string {
 	}
 	b, _ := json.Marshal(ids)
 	return string(b)
+}
+
+// TaskSpec returns task id's jobspec as submitted and its effective spec, which the tasks of Runnable do not hold.
+func (db *DB) TaskSpec(ctx context.Context, id string) (jobspecYAML string, spec json.RawMessage, err error) {
+	var s string
+	err = db.read.QueryRowContext(ctx, `SELECT jobspec_yaml, spec_json FROM tasks WHERE task_id = ?`, id).
+		Scan(&jobspecYAML, &s)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil, notFound("no task %q", id)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("read the spec of task %s: %w", id, db.mapErr(err))
+	}
+	return jobspecYAML, json.RawMessage(s), nil
 }
 
 // TaskStates returns the state of each named task that exists, in one read.

@@ -295,7 +295,7 @@ func taskDiff(got, want *mvp.Task) []string {
 	add(got.NNodes == want.NNodes, "NNodes", got.NNodes, want.NNodes)
 	add(got.GPUsPerNode == want.GPUsPerNode, "GPUsPerNode", got.GPUsPerNode, want.GPUsPerNode)
 	add(got.JobSpecYAML == want.JobSpecYAML, "JobSpecYAML", got.JobSpecYAML, want.JobSpecYAML)
-	add(sameJSON(got.SpecJSON, want.SpecJSON), "SpecJSON", string(got.SpecJSON), string(want.SpecJSON))
+	add(len(got.SpecJSON)+len(want.SpecJSON) == 0 || sameJSON(got.SpecJSON, want.SpecJSON), "SpecJSON", string(got.SpecJSON), string(want.SpecJSON))
 	add(got.CreatedAt.Equal(want.CreatedAt), "CreatedAt", got.CreatedAt, want.CreatedAt)
 	add(got.UpdatedAt.Equal(want.UpdatedAt), "UpdatedAt", got.UpdatedAt, want.UpdatedAt)
 	add(sameTime(got.NextRunAt, want.NextRunAt), "NextRunAt", got.NextRunAt, want.NextRunAt)
@@ -1057,7 +1057,19 @@ func testRunnableOrder(h *harness) {
 		h.t.Fatalf("runnable %s\nwant     %s", ids(q), ids(want))
 	}
 	for i := range want {
-		h.checkTask("runnable", q[i], want[i])
+		if len(q[i].JobSpecYAML) != 0 || len(q[i].SpecJSON) != 0 {
+			h.t.Errorf("runnable: task %s holds its specs (%d + %d bytes): the queue holds none", q[i].ID,
+				len(q[i].JobSpecYAML), len(q[i].SpecJSON))
+		}
+		yml, spec, err := h.s.TaskSpec(h.ctx, q[i].ID)
+		h.must(err)
+		w := *want[i]
+		if yml != w.JobSpecYAML || !sameJSON(spec, w.SpecJSON) {
+			h.t.Errorf("TaskSpec(%s) = %q, %s; want %q, %s", w.ID, yml, spec, w.JobSpecYAML, w.SpecJSON)
+		}
+		got := *q[i]
+		got.JobSpecYAML, got.SpecJSON, w.JobSpecYAML, w.SpecJSON = "", nil, "", nil
+		h.checkTask("runnable", &got, &w)
 	}
 }
 
