@@ -175,6 +175,7 @@ func (s *Server) Handler() http.Handler {
 			_, ended, err := s.copyLog(ctx, id, n, skip, &b)
 			return b.String(), ended, err
 		}
+		d.FollowLogFrom = s.followLog
 		d.Cancel = func(ctx context.Context, t *mvp.Task) (*mvp.Task, error) { return s.cancel(ctx, t, "ray door") }
 		if d.LogPoll == 0 {
 			d.LogPoll = s.LogPoll
@@ -993,7 +994,13 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	for {
 		began := time.Now()
 		cw := &errWriter{w: w}
-		wrote, done, err := s.copyLog(r.Context(), t.ID, n, sent, cw)
+		var wrote int64
+		var done, streamed bool
+		if follow {
+			wrote, done, streamed, err = s.followLog(r.Context(), t.ID, n, sent, flushWriter{cw, w})
+		} else {
+			wrote, done, err = s.copyLog(r.Context(), t.ID, n, sent, cw)
+		}
 		if cw.err != nil {
 			return nil // the client went away
 		}
@@ -1027,7 +1034,113 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 		case <-s.stopping():
 			w.Header().Set(LogEndTrailer, LogEndStopping)
 			return nil
-		case <-time.After(max(s.LogPoll, time.Since(began))): // a log slow to read is read less often
+		case <-time.After(s.followPoll(began, streamed)):
+		}
+	}
+}
+
+// followPoll is how long a follower waits before it reads an attempt's log again: a log slow to copy is copied
+// less often; after a stream from Ray (followLog), which lasted as long as it lasted, a poll's interval.
+func (s *Server) followPoll(began time.Time, streamed bool) time.Duration {
+	if streamed {
+		return s.LogPoll
+	}
+	return max(s.LogPoll, time.Since(began))
+}
+
+// flushWriter flushes the answer after every write, so that a follower sees each line as it comes.
+type flushWriter struct {
+	w io.Writer
+	r http.ResponseWriter
+}
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		if fl, ok := f.r.(http.Flusher); ok {
+			fl.Flush()
+		}
+	}
+	return n, err
+}
+
+// followLog writes attempt n's log from its byte skip on to w as it grows. While the attempt runs on a known
+// driver node it follows the log in one stream from Ray (mvp.LogFollower: the node's agent reads the file once
+// and then only what is appended; a copy per poll made it read the whole file again at every poll, for every
+// follower) until the attempt ends, then writes the rest as copyLog gives it. It returns the bytes written, done
+// once the attempt ended and its log was written whole, and streamed when a stream ran (the caller polls again
+// after one poll's interval). Otherwise, or when Ray gives no stream, it is one copyLog.
+func (s *Server) followLog(ctx context.Context, id string, n int, skip int64, w io.Writer) (wrote int64, done, streamed bool, err error) {
+	f, ok := s.Ray.(mvp.LogFollower)
+	if !ok {
+		wrote, done, err = s.copyLog(ctx, id, n, skip, w)
+		return wrote, done, false, err
+	}
+	t, err := s.Store.GetTask(ctx, id)
+	if err != nil {
+		return 0, true, false, err
+	}
+	var a *mvp.Attempt
+	for _, x := range t.Attempts {
+		if x.No == n {
+			a = x
+		}
+	}
+	if a == nil || a.RayStatus.Terminal() || a.DriverNodeID == "" {
+		wrote, done, err = s.copyLog(ctx, id, n, skip, w)
+		return wrote, done, false, err
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	ended := make(chan bool, 1)
+	go func() {
+		ended <- s.awaitAttemptEnd(fctx, id, n)
+		cancel()
+	}()
+	sw := &skipWriter{skip: skip, w: w}
+	_, ferr := f.FollowJobLog(fctx, a.RaySubmissionID, a.DriverNodeID, s.LogPoll, sw)
+	cancel()
+	end := <-ended
+	switch {
+	case end:
+		// The rest, from the kept copy once there, else the file on the driver's node (the stream may have
+		// stopped short of the driver's last bytes).
+		m, done, err := s.copyLog(ctx, id, n, skip+sw.written, w)
+		return sw.written + m, done, true, err
+	case ctx.Err() != nil:
+		return sw.written, false, true, nil
+	case ferr != nil && sw.written == 0 && sw.skip == skip:
+		// No stream (the file is not on the node's agent, or the agent is gone): this time, a copy, which falls
+		// back to the job server's.
+		s.Logger.Debug("log follow: no stream from Ray; copying instead", "task_id", id, "attempt_no", n, "err", ferr)
+		wrote, done, err = s.copyLog(ctx, id, n, skip, w)
+		return wrote, done, false, err
+	}
+	if ferr != nil && !errors.Is(ferr, context.Canceled) {
+		s.Logger.Info("log follow: Ray's stream ended; following again", "task_id", id, "attempt_no", n,
+			"bytes_sent", skip+sw.written, "err", ferr)
+	}
+	return sw.written, false, true, nil
+}
+
+// awaitAttemptEnd reports true once attempt n of task id has ended as the store holds it (read every LogPoll),
+// false when ctx is done or the server stops first.
+func (s *Server) awaitAttemptEnd(ctx context.Context, id string, n int) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s.stopping():
+			return false
+		case <-time.After(s.LogPoll):
+		}
+		t, err := s.Store.GetTask(ctx, id)
+		if err != nil {
+			continue // read again at the next poll (ctx done ends it above)
+		}
+		for _, a := range t.Attempts {
+			if a.No == n && a.RayStatus.Terminal() {
+				return true
+			}
 		}
 	}
 }

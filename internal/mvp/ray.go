@@ -70,6 +70,13 @@ type RayClient interface {
 	UploadPackage(ctx context.Context, uri string, data []byte) error
 }
 
+// LogFollower is a RayClient that can follow a running job's driver log in one stream (the ray package's client
+// can). FollowJobLog writes the driver log file on driverNodeID from its first byte to w and goes on writing what
+// the driver appends, looking every interval, until ctx is done (its error is returned) or Ray ends the stream.
+type LogFollower interface {
+	FollowJobLog(ctx context.Context, submissionID, driverNodeID string, interval time.Duration, w io.Writer) (int64, error)
+}
+
 // Node is one Ray node as the live per-node view shows it.
 type Node struct {
 	ID     string `json:"node_id"`

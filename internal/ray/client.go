@@ -278,7 +278,7 @@ func (c *Client) CopyJobLog(ctx context.Context, id, driverNodeID string, w io.W
 // it sent nothing (Ray 2.60 answers 200 with no bytes for a file that is not there). Any other failure is err
 // with absent false: the job server's copy is not tried then (it is read by the same agent, decoded whole).
 func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer) (n int64, absent bool, err error) {
-	q := url.Values{"node_id": {node}, "filename": {"job-driver-" + id + ".log"}, "lines": {"-1"}}
+	q := url.Values{"node_id": {node}, "filename": {driverLogFile(id)}, "lines": {"-1"}}
 	// Ray bounds the whole stream by the request's timeout (30 s when none is given, then it closes the stream part
 	// way): the copy's own bound is given instead.
 	if dl, ok := ctx.Deadline(); ok {
@@ -286,7 +286,39 @@ func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer
 	} else {
 		q.Set("timeout", strconv.Itoa(int(LogFileTimeout.Seconds())))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.r.BaseURL, "/")+"/api/v0/logs/file?"+q.Encode(), nil)
+	return c.getLog(ctx, "file", "log_file", q, w)
+}
+
+// driverLogFile is the name of job id's driver log in its node's log folder.
+func driverLogFile(id string) string { return "job-driver-" + id + ".log" }
+
+// FollowJobLog writes job id's driver log file, from its first byte, to w and goes on writing what the driver
+// appends to it, as Ray's state API streams it (`/api/v0/logs/stream`: the node's agent reads the file once, then
+// looks for new bytes every interval), until ctx is done (its error is returned) or Ray ends the stream (nil, or
+// what cut it). Ray 2.60 gives the stream no time limit. A follower that copied the whole file at every poll made
+// the agent read it all again each time, a cost that grows with the log and with every follower.
+func (c *Client) FollowJobLog(ctx context.Context, id, driverNodeID string, interval time.Duration, w io.Writer) (int64, error) {
+	if driverNodeID == "" {
+		return 0, fmt.Errorf("follow the log of job %s: its driver's node is not known yet", id)
+	}
+	q := url.Values{"node_id": {driverNodeID}, "filename": {driverLogFile(id)}, "lines": {"-1"},
+		"interval": {strconv.FormatFloat(max(interval, 100*time.Millisecond).Seconds(), 'f', -1, 64)}}
+	n, absent, err := c.getLog(ctx, "stream", "log_stream", q, w)
+	switch {
+	case ctx.Err() != nil:
+		return n, ctx.Err()
+	case err != nil:
+		return n, fmt.Errorf("follow the log of job %s: %w", id, err)
+	case absent:
+		return 0, fmt.Errorf("follow the log of job %s: %w (its node's agent has no file %s)", id, mvp.ErrRayUnavailable, driverLogFile(id))
+	}
+	return n, nil
+}
+
+// getLog copies a log the state API serves as media (file or stream) with the query q to w; endpoint names the
+// call in the metrics. absent is true when the state API has no such file to give (streamLogFile).
+func (c *Client) getLog(ctx context.Context, media, endpoint string, q url.Values, w io.Writer) (n int64, absent bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.r.BaseURL, "/")+"/api/v0/logs/"+media+"?"+q.Encode(), nil)
 	if err != nil {
 		return 0, false, err
 	}
@@ -295,7 +327,7 @@ func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer
 	}
 	start := time.Now()
 	outcome := mvp.OutcomeOK
-	defer func() { c.obs.RayCall("log_file", outcome, time.Since(start)) }()
+	defer func() { c.obs.RayCall(endpoint, outcome, time.Since(start)) }()
 	resp, err := c.stream.Do(req)
 	if err != nil {
 		outcome = mvp.OutcomeUnreachable
@@ -320,6 +352,7 @@ func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer
 	case err != nil:
 		outcome = mvp.OutcomeServerError
 		if ctx.Err() != nil {
+			outcome = mvp.OutcomeCanceled
 			return n, false, fmt.Errorf("copy of the driver log cut short after %d bytes: %w", n, ctx.Err())
 		}
 		return n, false, fmt.Errorf("copy of the driver log cut short after %d bytes: %w (%s)", n, mvp.ErrRayUnavailable, scrub(err.Error()))

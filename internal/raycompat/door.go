@@ -47,6 +47,9 @@ type Door struct {
 	// ReadLogFrom is ReadLog from byte skip on (a tail reads only what it has not sent); nil means ReadLog's text
 	// cut at skip.
 	ReadLogFrom func(ctx context.Context, taskID string, n int, skip int64) (string, bool, error)
+	// FollowLogFrom writes attempt n's log from byte skip on to w as it grows, for as long as one stream from Ray
+	// lasts or until the attempt ends (then the log whole; ended); nil means a tail polls ReadLogFrom.
+	FollowLogFrom func(ctx context.Context, taskID string, n int, skip int64, w io.Writer) (wrote int64, ended, streamed bool, err error)
 	// NewID makes a task id (try counts collisions).
 	NewID  func(w mvp.Workload, now time.Time, try int) string
 	Clock  mvp.Clock

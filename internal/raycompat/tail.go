@@ -41,7 +41,22 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 			return nil
 		}
 		done := cur.State.Terminal() && cur.LatestAttemptNo == 0
-		if n := cur.LatestAttemptNo; n > 0 {
+		if n := cur.LatestAttemptNo; n > 0 && d.FollowLogFrom != nil && !cur.State.Terminal() {
+			if n != attempt {
+				attempt, sent = n, 0
+			}
+			// While the task lives: Ray's stream of the running attempt's log, framed line by line. The task's
+			// end is written by the copy below, which sends the last line even without its newline.
+			fw := &frameWriter{ctx: ctx, c: c}
+			_, _, _, err := d.FollowLogFrom(ctx, cur.ID, n, sent, fw)
+			sent += fw.sent
+			if fw.err != nil || ctx.Err() != nil {
+				return nil // the client went away
+			}
+			if err != nil {
+				d.Logger.Info("log tail: log not readable yet", "task_id", cur.ID, "attempt_no", n, "err", err)
+			}
+		} else if n > 0 {
 			if n != attempt {
 				attempt, sent = n, 0
 			}
@@ -84,6 +99,35 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 			return nil
 		case <-time.After(poll):
 		}
+	}
+}
+
+// frameWriter sends what is written to it as text frames of whole lines (at most maxFrame each); sent counts
+// the bytes sent. A line not ended yet is held: the next read begins with it.
+type frameWriter struct {
+	ctx     context.Context
+	c       *websocket.Conn
+	pending []byte
+	sent    int64
+	err     error
+}
+
+func (f *frameWriter) Write(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	f.pending = append(f.pending, p...)
+	for {
+		chunk := lines(string(f.pending), maxFrame)
+		if chunk == "" {
+			return len(p), nil
+		}
+		if err := f.c.Write(f.ctx, websocket.MessageText, []byte(chunk)); err != nil {
+			f.err = err
+			return 0, err
+		}
+		f.sent += int64(len(chunk))
+		f.pending = f.pending[len(chunk):]
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -308,5 +309,78 @@ func TestAnExpiredJobSaysSo(t *testing.T) {
 	task.Attempts[0].FailureKind = mvp.FailureRuntimeError
 	if j := d.details(task); j.ErrorType == nil || *j.ErrorType != string(mvp.FailureRuntimeError) || *j.EndTime != raceEnd.UnixMilli() {
 		t.Errorf("a task failed by its attempt: error_type %v end_time %v", j.ErrorType, j.EndTime)
+	}
+}
+
+// TestTailFollowsTheStreamLineByLine: with a stream of the running attempt's log (FollowLogFrom), the tail sends
+// whole lines as they come, reads on from the first byte it has not sent when a stream ends part way through a
+// line, and sends the log's last line, without its newline, once the task has ended.
+func TestTailFollowsTheStreamLineByLine(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	now := time.Now().UTC()
+	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-0003", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
+		SubmissionID: "streams", Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`), CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	att := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: task.ID + "--a01", CreatedAt: now}
+	for _, c := range []mvp.Change{
+		{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: now, NewAttempt: att},
+		{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateRunning, At: now},
+	} {
+		if err := db.Apply(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const whole = "a\nb\nc\nd"
+	var skips []int64
+	follow := func(_ context.Context, _ string, _ int, skip int64, w io.Writer) (int64, bool, bool, error) {
+		skips = append(skips, skip)
+		switch len(skips) {
+		case 1: // a stream that Ray ends part way through a line
+			n, err := io.WriteString(w, whole[skip:3])
+			return int64(n), false, true, err
+		default: // the rest of the run, then the end
+			n, err := io.WriteString(w, whole[skip:6])
+			if err := db.Apply(ctx, mvp.Change{TaskID: task.ID, From: mvp.StateRunning, To: mvp.StateSucceeded,
+				At: time.Now(), AttemptUpdate: &mvp.Attempt{TaskID: task.ID, No: 1, RayStatus: mvp.RaySucceeded}}); err != nil {
+				t.Error(err)
+			}
+			return int64(n), true, true, err
+		}
+	}
+	read := func(context.Context, string, int) (string, bool, error) { return whole, true, nil }
+	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond, ReadLog: read,
+		FollowLogFrom: follow}
+	srv := serveDoor(t, d)
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/streams/logs/tail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	var frames []string
+	for {
+		_, b, err := c.Read(dctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Fatalf("the tail ended with %v", err)
+			}
+			break
+		}
+		frames = append(frames, string(b))
+	}
+	if got := strings.Join(frames, ""); got != whole {
+		t.Errorf("the client got %q (frames %q), want %q", got, frames, whole)
+	}
+	for _, f := range frames[:len(frames)-1] {
+		if !strings.HasSuffix(f, "\n") {
+			t.Errorf("frame %q is not whole lines (frames %q)", f, frames)
+		}
+	}
+	if len(skips) != 2 || skips[0] != 0 || skips[1] != 2 {
+		t.Errorf("the streams began at bytes %v, want [0 2] (after the last whole line sent)", skips)
 	}
 }

@@ -709,3 +709,73 @@ func submitting(t *testing.T, m *service.Main, id string) (time.Time, *mvp.Attem
 	}
 	return at, att
 }
+
+// TestAFollowerReadsARunningLogInOneStream: following a running attempt whose driver's node is known reads its log
+// through one stream from Ray (the node's agent reads the file once, then what is appended), not a whole copy of
+// the file at every poll, which made Ray read a log of hundreds of MB again every second for every follower. What
+// the driver appends arrives as it comes, and the follow ends, byte for byte, with the attempt.
+func TestAFollowerReadsARunningLogInOneStream(t *testing.T) {
+	cfg := servicetest.Config(t)
+	cfg.V2.Scheduler.TickS = 3600 // the test moves the attempt itself
+	ray := servicetest.NewRay()
+	m := servicetest.Start(t, &service.Main{Config: cfg, Ray: ray})
+	ctx := context.Background()
+	db := m.Store()
+	id := "mvp2-ppo-20251223-143201-0f01"
+	at, att := submitting(t, m, id)
+	sub := att.RaySubmissionID
+	if err := ray.SubmitJob(ctx, &mvp.JobSubmission{SubmissionID: sub}); err != nil {
+		t.Fatal(err)
+	}
+	ray.Set(sub, mvp.RayRunning)
+	up := *att
+	up.RayStatus, up.DriverNodeID = mvp.RayRunning, "w1"
+	if err := db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateSubmitting, To: mvp.StateRunning, At: at,
+		AttemptUpdate: &up}); err != nil {
+		t.Fatal(err)
+	}
+	ray.AddLog(sub, "step 1\n")
+	got := &signalWriter{at: "step 1", seen: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- m.Client().Logs(ctx, id, 0, true, got) }()
+	select {
+	case <-got.seen:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first line did not arrive")
+	}
+	// Three more lines, one a poll apart (LogPoll is 1 s): each must arrive without a copy of the whole log.
+	for i := 2; i <= 4; i++ {
+		line := fmt.Sprintf("step %d\n", i)
+		ray.AddLog(sub, line)
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(got.String(), line) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%q did not arrive: %q", line, got.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+	}
+	if copies, follows := ray.LogReads(); copies != 0 || follows != 1 {
+		t.Fatalf("while the attempt ran: %d whole copies and %d streams of its log; want 0 and 1", copies, follows)
+	}
+	ray.AddLog(sub, "last words, no newline")
+	end := at.Add(time.Second)
+	up.RayStatus, up.EndTime = mvp.RaySucceeded, &end
+	ray.Set(sub, mvp.RaySucceeded)
+	if err := db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateRunning, To: mvp.StateSucceeded, At: end,
+		AttemptUpdate: &up}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follow did not end with the attempt")
+	}
+	if want := "log of " + sub + "\nstep 1\nstep 2\nstep 3\nstep 4\nlast words, no newline"; got.String() != want {
+		t.Errorf("followed %q, want %q", got.String(), want)
+	}
+}

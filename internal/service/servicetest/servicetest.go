@@ -99,9 +99,14 @@ type Ray struct {
 	logs        map[string]string
 	packages    map[string][]byte
 	submissions []*mvp.JobSubmission
+	copies      int // CopyJobLog calls
+	follows     int // FollowJobLog calls
 }
 
-var _ mvp.RayClient = (*Ray)(nil)
+var (
+	_ mvp.RayClient   = (*Ray)(nil)
+	_ mvp.LogFollower = (*Ray)(nil)
+)
 
 // NewRay returns an empty Ray.
 func NewRay() *Ray {
@@ -166,12 +171,48 @@ func (r *Ray) JobLogs(_ context.Context, id string) (string, error) {
 
 // CopyJobLog writes what JobLogs returns.
 func (r *Ray) CopyJobLog(ctx context.Context, id, _ string, w io.Writer) (int64, error) {
+	r.mu.Lock()
+	r.copies++
+	r.mu.Unlock()
 	logs, err := r.JobLogs(ctx, id)
 	if err != nil {
 		return 0, err
 	}
 	n, err := io.WriteString(w, logs)
 	return int64(n), err
+}
+
+// FollowJobLog writes what JobLogs returns, then what AddLog appends, looking every interval, until ctx is done.
+func (r *Ray) FollowJobLog(ctx context.Context, id, _ string, interval time.Duration, w io.Writer) (int64, error) {
+	r.mu.Lock()
+	r.follows++
+	r.mu.Unlock()
+	var sent int64
+	for {
+		logs, err := r.JobLogs(ctx, id)
+		if err != nil {
+			return sent, err
+		}
+		if int64(len(logs)) > sent {
+			n, err := io.WriteString(w, logs[sent:])
+			sent += int64(n)
+			if err != nil {
+				return sent, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return sent, ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// LogReads returns how many times a job's log was copied whole (CopyJobLog) and followed (FollowJobLog).
+func (r *Ray) LogReads() (copies, follows int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.copies, r.follows
 }
 
 // AddLog appends text to a job's driver log.
@@ -206,6 +247,9 @@ func (r *Ray) Set(id string, st mvp.RayStatus) {
 		now := time.Now().UnixMilli()
 		if st != mvp.RayPending && j.StartTime == 0 {
 			j.StartTime = now
+		}
+		if st != mvp.RayPending && j.DriverNodeID == "" {
+			j.DriverNodeID = "w1" // the driver's node, as Ray tells it once the driver started
 		}
 		if st.Terminal() && j.EndTime == 0 {
 			j.EndTime = now

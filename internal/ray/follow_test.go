@@ -1,0 +1,122 @@
+package ray
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// lockedBuffer is a strings.Builder safe to read while a copy writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestFollowJobLogStreamsUntilItsContextEnds: FollowJobLog asks the state API for the driver log file in stream
+// mode (the whole file, then what is appended, every interval) and writes each chunk as it comes, until its
+// context ends the follow.
+func TestFollowJobLogStreamsUntilItsContextEnds(t *testing.T) {
+	more := make(chan string)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if r.URL.Path != "/api/v0/logs/stream" || q.Get("node_id") != "node-1" ||
+			q.Get("filename") != "job-driver-job-a01.log" || q.Get("lines") != "-1" || q.Get("interval") != "0.5" {
+			t.Errorf("state API asked %s?%s", r.URL.Path, r.URL.RawQuery)
+		}
+		w.Write([]byte("step 1\n"))
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case s := <-more:
+				w.Write([]byte(s))
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c := New(Options{DashboardURL: srv.URL})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var b lockedBuffer
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := c.FollowJobLog(ctx, "job-a01", "node-1", 500*time.Millisecond, &b)
+		done <- result{n, err}
+	}()
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for b.String() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("followed %q, want %q", b.String(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor("step 1\n")
+	more <- "step 2\n"
+	waitFor("step 1\nstep 2\n")
+	cancel()
+	select {
+	case r := <-done:
+		if r.n != int64(len("step 1\nstep 2\n")) || !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("FollowJobLog returned %d, %v; want 14 bytes and context.Canceled", r.n, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("FollowJobLog did not return when its context ended")
+	}
+}
+
+// TestFollowJobLogOfAnAbsentFileIsAnError: a node whose agent is gone (HTTP 500 "… doesn't exist"), a file not
+// there (200 with nothing), or no driver node yet: an error at once, which the follower answers with a copy.
+func TestFollowJobLogOfAnAbsentFileIsAnError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		node string
+		h    http.HandlerFunc
+	}{
+		{"agent gone", "node-1", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "Agent for node id: node-1 doesn't exist.", http.StatusInternalServerError)
+		}},
+		{"no file", "node-1", func(w http.ResponseWriter, r *http.Request) {}},
+		{"no driver node", "", func(w http.ResponseWriter, r *http.Request) {
+			t.Errorf("state API asked without a node: %s", r.URL.RawQuery)
+		}},
+	} {
+		srv := httptest.NewServer(tc.h)
+		c := New(Options{DashboardURL: srv.URL})
+		n, err := c.FollowJobLog(context.Background(), "job-a01", tc.node, time.Second, &lockedBuffer{})
+		if err == nil || n != 0 {
+			t.Errorf("%s: %d bytes, %v; want an error", tc.name, n, err)
+		}
+		if tc.node != "" && !errors.Is(err, mvp.ErrRayUnavailable) {
+			t.Errorf("%s: %v, want mvp.ErrRayUnavailable", tc.name, err)
+		}
+		srv.Close()
+	}
+}
