@@ -1064,10 +1064,10 @@ func (f flushWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// followLog writes attempt n's log from its byte skip on to w as it grows. While the attempt runs on a known
-// driver node it follows the log in one stream from Ray (mvp.LogFollower: the node's agent reads the file once
-// and then only what is appended; a copy per poll made it read the whole file again at every poll, for every
-// follower) until the attempt ends, then writes the rest as copyLog gives it. It returns the bytes written, done
+// followLog writes attempt n's log from its byte skip on to w as it grows. While the attempt runs (its driver's
+// node known, or RUNNING: Ray tells the node) it follows the log in one stream from Ray (mvp.LogFollower: the
+// node's agent reads the file once and then only what is appended; a copy per poll made it read the whole file
+// again at every poll, for every follower) until the attempt ends, then writes the rest as copyLog gives it. It returns the bytes written, done
 // once the attempt ended and its log was written whole, and streamed when a stream ran (the caller polls again
 // after one poll's interval). Otherwise, or when Ray gives no stream, it is one copyLog.
 func (s *Server) followLog(ctx context.Context, id string, n int, skip int64, w io.Writer) (wrote int64, done, streamed bool, err error) {
@@ -1086,7 +1086,8 @@ func (s *Server) followLog(ctx context.Context, id string, n int, skip int64, w 
 			a = x
 		}
 	}
-	if a == nil || a.RayStatus.Terminal() || a.DriverNodeID == "" {
+	if a == nil || a.RayStatus.Terminal() || a.DriverNodeID == "" && a.RayStatus != mvp.RayRunning {
+		// Not running yet (without a driver node, until mvp saw it run: Ray has none to give either).
 		wrote, done, err = s.copyLog(ctx, id, n, skip, w)
 		return wrote, done, false, err
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -167,5 +168,35 @@ for i in range(24):
 	if copies1-copies0 > 3 || polls < 6 {
 		t.Errorf("%v whole copies of the log in a follow of %.1f s: want the stream and at most 3 (the loop's running "+
 			"copy, the kept log, the follower's last read)", copies1-copies0, polls)
+	}
+}
+
+// TestALogReadBeforeItsNodeIsKnownIsTheFile: a log read before mvp recorded the driver's node (`mvp logs` right
+// after the driver started: the loop records the node at its next pass) was the job server's copy, which Ray
+// decodes whole in memory: 500 for a byte that is not UTF-8, and a 220 MB log took `mvp serve` to about 1 GB in
+// that window (measured by hand). The client now asks Ray for the job's driver node and reads the file.
+func TestALogReadBeforeItsNodeIsKnownIsTheFile(t *testing.T) {
+	waitIdle(t)
+	ctx := ctxT(t)
+	sid := "e2e-node-unknown-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	entry := `python3 -c "import sys; sys.stdout.buffer.write(b'before\n\xff not utf-8\nafter\n')"`
+	if err := rayc.SubmitJob(ctx, &mvp.JobSubmission{SubmissionID: sid, Entrypoint: entry,
+		EntrypointResources: map[string]float64{"worker_node": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rayc.DeleteJob(context.Background(), sid) })
+	waitFor(t, 90*time.Second, "the job to end", func() (bool, string) {
+		info, err := rayc.GetJob(ctx, sid)
+		if err != nil {
+			return false, err.Error()
+		}
+		return info.Status.Terminal(), string(info.Status)
+	})
+	var b bytes.Buffer
+	if _, err := rayc.CopyJobLog(ctx, sid, "", &b); err != nil {
+		t.Fatalf("copy of the log without its node: %v", err)
+	}
+	if want := "before\n\xff not utf-8\nafter\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("copy without its node: %q, want %q within it", b.String(), want)
 	}
 }

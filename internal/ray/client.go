@@ -255,7 +255,7 @@ func (c *Client) DeleteJob(ctx context.Context, id string) error {
 // (streamLogFile), it falls back to JobLogs, only then and only if nothing was written yet; a copy cut short is
 // an error, so that the caller drops what it wrote. ctx bounds the whole copy (the per-call timeout does not).
 func (c *Client) CopyJobLog(ctx context.Context, id, driverNodeID string, w io.Writer) (int64, error) {
-	if driverNodeID != "" {
+	if driverNodeID = c.driverNode(ctx, id, driverNodeID); driverNodeID != "" {
 		n, absent, err := c.streamLogFile(ctx, id, driverNodeID, w)
 		if n > 0 || !absent || ctx.Err() != nil {
 			if err != nil {
@@ -289,6 +289,19 @@ func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer
 	return c.getLog(ctx, "file", "log_file", q, w)
 }
 
+// driverNode is node, or when that is "" (mvp has not recorded it yet: a log read right after the driver started)
+// the node Ray says job id's driver runs on; "" when Ray does not know it either (the driver has not started).
+// Without it a copy fell back to the job server's, which Ray decodes whole in memory.
+func (c *Client) driverNode(ctx context.Context, id, node string) string {
+	if node != "" {
+		return node
+	}
+	if info, err := c.GetJob(ctx, id); err == nil {
+		return info.DriverNodeID
+	}
+	return ""
+}
+
 // driverLogFile is the name of job id's driver log in its node's log folder.
 func driverLogFile(id string) string { return "job-driver-" + id + ".log" }
 
@@ -298,7 +311,7 @@ func driverLogFile(id string) string { return "job-driver-" + id + ".log" }
 // what cut it). Ray 2.60 gives the stream no time limit. A follower that copied the whole file at every poll made
 // the agent read it all again each time, a cost that grows with the log and with every follower.
 func (c *Client) FollowJobLog(ctx context.Context, id, driverNodeID string, interval time.Duration, w io.Writer) (int64, error) {
-	if driverNodeID == "" {
+	if driverNodeID = c.driverNode(ctx, id, driverNodeID); driverNodeID == "" {
 		return 0, fmt.Errorf("follow the log of job %s: its driver's node is not known yet", id)
 	}
 	q := url.Values{"node_id": {driverNodeID}, "filename": {driverLogFile(id)}, "lines": {"-1"},
