@@ -308,7 +308,7 @@ func driverLogFile(id string) string { return "job-driver-" + id + ".log" }
 // FollowJobLog writes job id's driver log file, from its first byte, to w and goes on writing what the driver
 // appends to it, as Ray's state API streams it (`/api/v0/logs/stream`: the node's agent reads the file once, then
 // looks for new bytes every interval), until ctx is done (its error is returned) or Ray ends the stream (nil, or
-// what cut it). Ray 2.60 gives the stream no time limit. A follower that copied the whole file at every poll made
+// what cut it). Ray 2.60 ignores the state API's timeout for a stream and cuts it after 300 s. A follower that copied the whole file at every poll made
 // the agent read it all again each time, a cost that grows with the log and with every follower.
 func (c *Client) FollowJobLog(ctx context.Context, id, driverNodeID string, interval time.Duration, w io.Writer) (int64, error) {
 	if driverNodeID = c.driverNode(ctx, id, driverNodeID); driverNodeID == "" {
