@@ -11,31 +11,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/service/servicetest"
 )
-
-// syncBuffer is a buffer safe to read while a follow writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestADriverLogThatIsNotUTF8IsKeptByteForByte: a driver that prints bytes that are not UTF-8 (a binary dump, a
 // library's progress bar in another encoding). Ray's job server answers 500 for such a log (it decodes the whole
@@ -46,24 +27,7 @@ func TestADriverLogThatIsNotUTF8IsKeptByteForByte(t *testing.T) {
 	s := startService(t, serviceOpts{})
 	entry := `python3 -c "import sys; sys.stdout.buffer.write(b'before\n\xff\xfe not utf-8 \x1b[31mred\x1b[0m\r50%\r100%\nafter\n')"`
 	want := []byte("before\n\xff\xfe not utf-8 \x1b[31mred\x1b[0m\r50%\r100%\nafter\n")
-	body, _ := json.Marshal(map[string]any{"entrypoint": entry})
-	req, _ := http.NewRequest(http.MethodPost, s.c.Addr+"/ray/api/jobs/", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("submit through the door: %d %s", resp.StatusCode, b)
-	}
-	page, _, err := s.c.List(ctxT(t), "", "", 10, "")
-	if err != nil || len(page.Tasks) != 1 {
-		t.Fatalf("list: %v (err %v), want the one task", page, err)
-	}
-	id := page.Tasks[0].ID
+	id := submitThroughDoor(t, s, entry)
 	s.waitState(id, mvp.StateSucceeded, 120*time.Second)
 	waitFor(t, 60*time.Second, "the driver log to be kept", func() (bool, string) {
 		a := s.get(id).Attempts[0]
@@ -88,24 +52,7 @@ func TestAFollowedLogIsOneStreamFromRay(t *testing.T) {
 for i in range(24):
     print('line', i, flush=True)
     time.sleep(0.5)"`
-	body, _ := json.Marshal(map[string]any{"entrypoint": entry})
-	req, _ := http.NewRequest(http.MethodPost, s.c.Addr+"/ray/api/jobs/", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("submit through the door: %d %s", resp.StatusCode, b)
-	}
-	page, _, err := s.c.List(ctxT(t), "", "", 10, "")
-	if err != nil || len(page.Tasks) != 1 {
-		t.Fatalf("list: %v (err %v), want the one task", page, err)
-	}
-	id := page.Tasks[0].ID
+	id := submitThroughDoor(t, s, entry)
 	waitFor(t, 90*time.Second, "the job's first line", func() (bool, string) {
 		task := s.get(id)
 		if len(task.Attempts) == 0 || task.Attempts[0].DriverNodeID == "" {
@@ -131,7 +78,7 @@ for i in range(24):
 		return stream, copies
 	}
 	stream0, copies0 := calls()
-	out := &syncBuffer{}
+	out := &servicetest.Buffer{}
 	done := make(chan error, 1)
 	began := time.Now()
 	fctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -199,4 +146,28 @@ func TestALogReadBeforeItsNodeIsKnownIsTheFile(t *testing.T) {
 	if want := "before\n\xff not utf-8\nafter\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("copy without its node: %q, want %q within it", b.String(), want)
 	}
+}
+
+// submitThroughDoor submits entry as a Ray job through mvp's Ray-Jobs door and returns its task, the service's
+// only one.
+func submitThroughDoor(t *testing.T, s *service, entry string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"entrypoint": entry})
+	req, _ := http.NewRequest(http.MethodPost, s.c.Addr+"/ray/api/jobs/", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("submit through the door: %d %s", resp.StatusCode, b)
+	}
+	page, _, err := s.c.List(ctxT(t), "", "", 10, "")
+	if err != nil || len(page.Tasks) != 1 {
+		t.Fatalf("list: %v (err %v), want the one task", page, err)
+	}
+	return page.Tasks[0].ID
 }

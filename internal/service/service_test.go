@@ -78,31 +78,13 @@ func TestEveryWorkloadSubmitGetBuild(t *testing.T) {
 	}
 }
 
-// syncBuffer is an io.Writer safe for the service and the test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestOpenRunClose: Open prints where the API listens, a generated token and where the metrics are, Run serves until its context ends
 // and returns nil, and Close closes the database.
 func TestOpenRunClose(t *testing.T) {
 	cfg := servicetest.Config(t)
 	cfg.V2.Auth.TokenEnv = "MVP_SERVICE_TEST_TOKEN"
 	t.Setenv("MVP_SERVICE_TEST_TOKEN", "")
-	var out syncBuffer
+	var out servicetest.Buffer
 	m := &service.Main{Config: cfg, DevGenerateToken: true, Stdout: &out, ShutdownGrace: time.Second,
 		Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(4)}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -4,6 +4,7 @@
 package servicetest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -262,4 +263,24 @@ func (r *Ray) Submissions() []*mvp.JobSubmission {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.submissions)
+}
+
+// Buffer is an io.Writer that a test may read while the service, or a follow, writes to it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
