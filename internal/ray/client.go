@@ -5,6 +5,7 @@ package ray
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,6 +46,7 @@ type Client struct {
 	// stream reads answers too long for one call's timeout (CopyJobLog): the same transport, no overall
 	// timeout (the caller's context bounds it); token is sent on it as on r.
 	stream *http.Client
+	follow *http.Client // stream's, without a bound on the wait for the answer's headers (FollowJobLog)
 	token  string
 
 	mu          sync.Mutex
@@ -89,7 +91,16 @@ func New(o Options) *Client {
 		tr = t
 	}
 	stream := &http.Client{Transport: tr, CheckRedirect: r.GetClient().CheckRedirect, Jar: r.GetClient().Jar}
-	return &Client{r: r, log: o.Logger, obs: mvp.ObserverOr(o.Observer), stream: stream, token: o.Token}
+	// A followed log's answer begins only with the file's first chunk (Ray 2.60's state_head awaits it before it
+	// sends its headers): a running driver that has printed nothing yet must not fail the follow after a call's
+	// timeout. Its context (the reader, the attempt's end, mvp's stop) bounds it instead.
+	follow := &http.Client{Transport: tr, CheckRedirect: stream.CheckRedirect, Jar: stream.Jar}
+	if t, ok := tr.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = 0
+		follow.Transport = t
+	}
+	return &Client{r: r, log: o.Logger, obs: mvp.ObserverOr(o.Observer), stream: stream, follow: follow, token: o.Token}
 }
 
 type discardLogger struct{}
@@ -255,7 +266,21 @@ func (c *Client) DeleteJob(ctx context.Context, id string) error {
 // (streamLogFile), it falls back to JobLogs, only then and only if nothing was written yet; a copy cut short is
 // an error, so that the caller drops what it wrote. ctx bounds the whole copy (the per-call timeout does not).
 func (c *Client) CopyJobLog(ctx context.Context, id, driverNodeID string, w io.Writer) (int64, error) {
-	if driverNodeID = c.driverNode(ctx, id, driverNodeID); driverNodeID != "" {
+	if driverNodeID == "" {
+		// Ray's answer says all when the job has no driver yet: the job server's copy of a job Ray does not hold
+		// is the same 404, and of a job without a driver (its agent's address is set with its node) is empty
+		// (job_head.get_logs). A follower polls a pending attempt every second: one call, not two.
+		info, err := c.GetJob(ctx, id)
+		switch {
+		case errors.Is(err, mvp.ErrJobNotFound):
+			return 0, fmt.Errorf("logs of job %s: %w", id, err)
+		case err == nil && info.DriverNodeID == "":
+			return 0, nil
+		case err == nil:
+			driverNodeID = info.DriverNodeID
+		}
+	}
+	if driverNodeID != "" {
 		n, absent, err := c.streamLogFile(ctx, id, driverNodeID, w)
 		if n > 0 || !absent || ctx.Err() != nil {
 			if err != nil {
@@ -286,7 +311,7 @@ func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer
 	} else {
 		q.Set("timeout", strconv.Itoa(int(LogFileTimeout.Seconds())))
 	}
-	return c.getLog(ctx, "file", "log_file", q, w)
+	return c.getLog(ctx, c.stream, "file", "log_file", q, w)
 }
 
 // driverNode is node, or when that is "" (mvp has not recorded it yet: a log read right after the driver started)
@@ -316,7 +341,7 @@ func (c *Client) FollowJobLog(ctx context.Context, id, driverNodeID string, inte
 	}
 	q := url.Values{"node_id": {driverNodeID}, "filename": {driverLogFile(id)}, "lines": {"-1"},
 		"interval": {strconv.FormatFloat(max(interval, 100*time.Millisecond).Seconds(), 'f', -1, 64)}}
-	n, absent, err := c.getLog(ctx, "stream", "log_stream", q, w)
+	n, absent, err := c.getLog(ctx, c.follow, "stream", "log_stream", q, w)
 	switch {
 	case ctx.Err() != nil:
 		return n, ctx.Err()
@@ -330,7 +355,7 @@ func (c *Client) FollowJobLog(ctx context.Context, id, driverNodeID string, inte
 
 // getLog copies a log the state API serves as media (file or stream) with the query q to w; endpoint names the
 // call in the metrics. absent is true when the state API has no such file to give (streamLogFile).
-func (c *Client) getLog(ctx context.Context, media, endpoint string, q url.Values, w io.Writer) (n int64, absent bool, err error) {
+func (c *Client) getLog(ctx context.Context, hc *http.Client, media, endpoint string, q url.Values, w io.Writer) (n int64, absent bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.r.BaseURL, "/")+"/api/v0/logs/"+media+"?"+q.Encode(), nil)
 	if err != nil {
 		return 0, false, err
@@ -341,7 +366,7 @@ func (c *Client) getLog(ctx context.Context, media, endpoint string, q url.Value
 	start := time.Now()
 	outcome := mvp.OutcomeOK
 	defer func() { c.obs.RayCall(endpoint, outcome, time.Since(start)) }()
-	resp, err := c.stream.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		outcome = mvp.OutcomeUnreachable
 		if ctx.Err() != nil {
