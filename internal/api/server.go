@@ -1109,7 +1109,7 @@ func (s *Server) followLog(ctx context.Context, id string, n int, skip int64, w 
 		return sw.written + m, done, true, err
 	case ctx.Err() != nil:
 		return sw.written, false, true, nil
-	case ferr != nil && sw.written == 0 && sw.skip == skip:
+	case ferr != nil && sw.written == 0 && sw.skip == skip && !errors.Is(ferr, context.Canceled):
 		// No stream (the file is not on the node's agent, or the agent is gone): this time, a copy, which falls
 		// back to the job server's.
 		s.Logger.Debug("log follow: no stream from Ray; copying instead", "task_id", id, "attempt_no", n, "err", ferr)
@@ -1117,6 +1117,7 @@ func (s *Server) followLog(ctx context.Context, id string, n int, skip int64, w 
 		return wrote, done, false, err
 	}
 	if ferr != nil && !errors.Is(ferr, context.Canceled) {
+		// Ray 2.60 cuts a stream after 300 s: routine, hence Info.
 		s.Logger.Info("log follow: Ray's stream ended; following again", "task_id", id, "attempt_no", n,
 			"bytes_sent", skip+sw.written, "err", ferr)
 	}
