@@ -219,6 +219,13 @@ func (c *Client) Events(ctx context.Context, id, cursor string, limit int) (*Eve
 
 // Logs copies an attempt's log to w (attempt 0 means the latest); with follow it streams until the attempt ends.
 func (c *Client) Logs(ctx context.Context, id string, attempt int, follow bool, w io.Writer) error {
+	_, err := c.LogsOf(ctx, id, attempt, follow, w)
+	return err
+}
+
+// LogsOf is Logs, and returns the attempt whose log it copied, as the server names it (LogAttemptHeader; 0 from a
+// server that does not).
+func (c *Client) LogsOf(ctx context.Context, id string, attempt int, follow bool, w io.Writer) (n int, err error) {
 	q := url.Values{}
 	if attempt > 0 {
 		q.Set("attempt", strconv.Itoa(attempt))
@@ -228,25 +235,26 @@ func (c *Client) Logs(ctx context.Context, id string, attempt int, follow bool, 
 	}
 	resp, err := c.Do(ctx, "GET", "/api/v2/tasks/"+url.PathEscape(id)+"/logs", q, nil, "")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
+	n, _ = strconv.Atoi(resp.Header.Get(LogAttemptHeader))
 	if _, err = io.Copy(w, resp.Body); err != nil {
 		if follow && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)) {
-			return fmt.Errorf("the connection to the server was cut before the attempt of %s ended (%w; the server "+
+			return n, fmt.Errorf("the connection to the server was cut before the attempt of %s ended (%w; the server "+
 				"went away?): run the same command again once it is back to follow on", id, err)
 		}
-		return err
+		return n, err
 	}
 	if resp.Trailer.Get(LogEndTrailer) == LogEndCut {
-		return fmt.Errorf("the log of %s was cut short: the server could not read the rest from Ray (see its log); "+
+		return n, fmt.Errorf("the log of %s was cut short: the server could not read the rest from Ray (see its log); "+
 			"run the same command again", id)
 	}
 	if follow && resp.Trailer.Get(LogEndTrailer) == LogEndStopping {
-		return fmt.Errorf("the server is stopping (a restart?) before the attempt of %s ended: run the same command "+
+		return n, fmt.Errorf("the server is stopping (a restart?) before the attempt of %s ended: run the same command "+
 			"again once it is back to follow on", id)
 	}
-	return nil
+	return n, nil
 }
 
 // ResultList is a task's result files.

@@ -932,6 +932,9 @@ const (
 	LogEndStopping = "server-stopping"
 	// LogEndCut ends a log (followed or not) of which only part could be sent: the rest could not be read.
 	LogEndCut = "cut-short"
+	// LogAttemptHeader names the attempt whose log the answer holds: a follower of the latest attempt learns which
+	// one it followed (its successor may already be submitted when the stream ends).
+	LogAttemptHeader = "X-Mvp-Log-Attempt"
 )
 
 // stopping returns the channel Shutdown closes.
@@ -990,6 +993,7 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Trailer", LogEndTrailer)
+	w.Header().Set(LogAttemptHeader, strconv.Itoa(n))
 	var sent int64
 	for {
 		began := time.Now()

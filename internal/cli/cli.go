@@ -334,11 +334,12 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, fs.Arg(0), p) })
 	case "logs":
-		if err := c.Logs(ctx, fs.Arg(0), *attempt, *follow, env.Stdout); err != nil {
+		followed, err := c.LogsOf(ctx, fs.Arg(0), *attempt, *follow, env.Stdout)
+		if err != nil {
 			return err
 		}
 		if *follow && *attempt == 0 {
-			return followOn(ctx, c, fs.Arg(0), env.Stdout, env.Stderr)
+			return followOn(ctx, c, fs.Arg(0), followed, env.Stdout, env.Stderr)
 		}
 		return nil
 	case "resubmit":
@@ -478,9 +479,10 @@ var followOutage = 2 * time.Minute
 
 // followOn follows a task's next attempts after the one followed ended, until the task ends: an attempt that
 // failed and was requeued (a lost race for GPUs, a lost node) is not the task's end, and a stream that stopped on
-// its traceback read as if it were. It says on w2 why it goes on.
-func followOn(ctx context.Context, c *api.Client, id string, w, w2 io.Writer) error {
-	followed, announced := 0, 0
+// its traceback read as if it were. followed is the attempt the first stream followed (0: not known). It says on w2
+// why it goes on.
+func followOn(ctx context.Context, c *api.Client, id string, followed int, w, w2 io.Writer) error {
+	announced := 0
 	var downSince time.Time
 	for {
 		t, _, err := c.Get(ctx, id)
@@ -510,7 +512,9 @@ func followOn(ctx context.Context, c *api.Client, id string, w, w2 io.Writer) er
 			return nil
 		}
 		if followed == 0 {
-			followed = last.No // the attempt the first stream followed
+			// A server that does not name the attempt it streamed (LogAttemptHeader): the latest one now, which is
+			// wrong when its successor was submitted before this look.
+			followed = last.No
 		}
 		if last.No == followed && t.State.Terminal() {
 			return nil

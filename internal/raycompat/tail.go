@@ -2,6 +2,7 @@ package raycompat
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -41,6 +42,21 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 			return nil
 		}
 		done := cur.State.Terminal() && cur.LatestAttemptNo == 0
+		if n := cur.LatestAttemptNo; attempt > 0 && n != attempt {
+			// The attempt followed has ended and the task runs again: the rest of its log first (its last lines
+			// are often the traceback that ended it), the last one without its newline too.
+			text, _, err := d.readLogFrom(ctx, cur.ID, attempt, sent)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				d.Logger.Info("log tail: the end of an attempt's log could not be read", "task_id", cur.ID,
+					"attempt_no", attempt, "err", err)
+			} else if _, ok := sendLines(ctx, c, text, true); !ok {
+				return nil
+			}
+			attempt, sent = n, 0
+		}
 		if n := cur.LatestAttemptNo; n > 0 && d.FollowLogFrom != nil && !cur.State.Terminal() {
 			if n != attempt {
 				attempt, sent = n, 0
@@ -69,20 +85,11 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 				text = "" // nothing new this time; the next poll reads again
 			}
 			done = cur.State.Terminal() && (ended || err != nil)
-			for text != "" {
-				chunk := lines(text, maxFrame)
-				if done && chunk == "" {
-					chunk = text // the last line without its newline, once the log is complete
-				}
-				if chunk == "" {
-					break
-				}
-				if err := c.Write(ctx, websocket.MessageText, []byte(chunk)); err != nil {
-					return nil // the client went away
-				}
-				sent += int64(len(chunk))
-				text = text[len(chunk):]
+			m, ok := sendLines(ctx, c, text, done)
+			if !ok {
+				return nil // the client went away
 			}
+			sent += m
 		}
 		if done {
 			c.Close(websocket.StatusNormalClosure, "the job has ended")
@@ -102,6 +109,27 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 	}
 }
 
+// sendLines sends text as text frames of whole lines (at most maxFrame each), and with whole its last line
+// without its newline too; it returns the bytes sent, and false when the client went away.
+func sendLines(ctx context.Context, c *websocket.Conn, text string, whole bool) (int64, bool) {
+	var sent int64
+	for text != "" {
+		chunk := lines(text, maxFrame)
+		if whole && chunk == "" {
+			chunk = text // the last line without its newline, once the log is complete
+		}
+		if chunk == "" {
+			break
+		}
+		if err := c.Write(ctx, websocket.MessageText, []byte(chunk)); err != nil {
+			return sent, false
+		}
+		sent += int64(len(chunk))
+		text = text[len(chunk):]
+	}
+	return sent, true
+}
+
 // frameWriter sends what is written to it as text frames of whole lines (at most maxFrame each); sent counts
 // the bytes sent. A line not ended yet is held: the next read begins with it.
 type frameWriter struct {
@@ -117,18 +145,14 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 		return 0, f.err
 	}
 	f.pending = append(f.pending, p...)
-	for {
-		chunk := lines(string(f.pending), maxFrame)
-		if chunk == "" {
-			return len(p), nil
-		}
-		if err := f.c.Write(f.ctx, websocket.MessageText, []byte(chunk)); err != nil {
-			f.err = err
-			return 0, err
-		}
-		f.sent += int64(len(chunk))
-		f.pending = f.pending[len(chunk):]
+	m, ok := sendLines(f.ctx, f.c, string(f.pending), false)
+	f.sent += m
+	f.pending = f.pending[m:]
+	if !ok {
+		f.err = errors.New("the tail's client went away")
+		return 0, f.err
 	}
+	return len(p), nil
 }
 
 // readLogFrom is attempt n's log from byte skip on (ReadLogFrom, else ReadLog's text cut there: a copy shorter

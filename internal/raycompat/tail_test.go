@@ -384,3 +384,69 @@ func TestTailFollowsTheStreamLineByLine(t *testing.T) {
 		t.Errorf("the streams began at bytes %v, want [0 2] (after the last whole line sent)", skips)
 	}
 }
+
+// TestTailSendsARequeuedAttemptsLastLines: when an attempt ends and the task runs again, the tail went straight to
+// the new attempt's log: what the ended attempt printed after the tail's last read (its last lines, often the
+// traceback that made it fail) was never sent. The rest of the ended attempt's log is sent first. Found in
+// walk-through 17.
+func TestTailSendsARequeuedAttemptsLastLines(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	now := time.Now().UTC()
+	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-0004", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
+		SubmissionID: "requeued", Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`), CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(cs ...mvp.Change) {
+		for _, c := range cs {
+			if err := db.Apply(ctx, c); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	a1 := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: task.ID + "--a01", CreatedAt: now}
+	apply(mvp.Change{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: now, NewAttempt: a1},
+		mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateRunning, At: now})
+	logs := map[int]string{1: "one: a\n"}
+	reads := 0
+	read := func(_ context.Context, _ string, n int) (string, bool, error) {
+		reads++
+		if reads == 2 { // attempt 1 printed its last line and was requeued; attempt 2 ran to the task's end
+			logs[1] += "one: traceback\n"
+			at := time.Now().UTC()
+			a2 := &mvp.Attempt{TaskID: task.ID, No: 2, RaySubmissionID: task.ID + "--a02", CreatedAt: at}
+			apply(mvp.Change{TaskID: task.ID, From: mvp.StateRunning, To: mvp.StatePendingResources, At: at,
+				AttemptUpdate: &mvp.Attempt{TaskID: task.ID, No: 1, RayStatus: mvp.RayFailed}},
+				mvp.Change{TaskID: task.ID, From: mvp.StatePendingResources, To: mvp.StateSubmitting, At: at, NewAttempt: a2},
+				mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateSucceeded, At: at,
+					AttemptUpdate: &mvp.Attempt{TaskID: task.ID, No: 2, RayStatus: mvp.RaySucceeded}})
+			logs[2] = "two: done\n"
+			return logs[n][:len("one: a\n")], false, nil // this read was taken before the end
+		}
+		return logs[n], true, nil
+	}
+	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond, ReadLog: read}
+	srv := serveDoor(t, d)
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/requeued/logs/tail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	var got strings.Builder
+	for {
+		_, b, err := c.Read(dctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Fatalf("the tail ended with %v", err)
+			}
+			break
+		}
+		got.Write(b)
+	}
+	if want := "one: a\none: traceback\ntwo: done\n"; got.String() != want {
+		t.Errorf("the client got %q, want %q", got.String(), want)
+	}
+}

@@ -719,7 +719,13 @@ func TestAFollowerReadsARunningLogInOneStream(t *testing.T) {
 	ray.AddLog(sub, "step 1\n")
 	got := &signalWriter{at: "step 1", seen: make(chan struct{})}
 	done := make(chan error, 1)
-	go func() { done <- m.Client().Logs(ctx, id, 0, true, got) }()
+	go func() {
+		n, err := m.Client().LogsOf(ctx, id, 0, true, got)
+		if err == nil && n != 1 {
+			err = fmt.Errorf("the answer names attempt %d as the one streamed (%s), want 1", n, api.LogAttemptHeader)
+		}
+		done <- err
+	}()
 	select {
 	case <-got.seen:
 	case <-time.After(30 * time.Second):

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestLogsFollowWhenTheNextAttemptIsAlreadyThere: an attempt requeued at once (HEARTBEAT_LOST and INFRA are
+// retried without waiting; so is every retry with retry_interval_s: 0) usually has its successor submitted in the
+// same scheduler pass that ends it. `mvp logs -f` then finds attempt 2 at its first look after attempt 1's stream
+// ended, took attempt 2 for the one it had followed, saw it running and exited 0 without a word: the user is told
+// nothing while the task runs on (specs/api.md: "`mvp logs -f` (without `--attempt`) says so on stderr, waits for
+// the next attempt and follows it too, to the task's end"). Seen on the local cluster with heartbeat_timeout_s: 5
+// and mvp_test.stall_after=1: the command returned 0 at 10:38:48, when attempt 2 was submitted.
+func TestLogsFollowWhenTheNextAttemptIsAlreadyThere(t *testing.T) {
+	const id = "mvp2-sft-20251223-143201-7f3a"
+	defer func(p time.Duration) { followPoll = p }(followPoll)
+	followPoll = 10 * time.Millisecond
+	var mu sync.Mutex
+	gets := 0
+	const ended1 = `{"attempt_no": 1, "ray_status": "STOPPED", "failure_kind": "HEARTBEAT_LOST", "end_time": "2025-12-23T14:33:01Z"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/api/v2/tasks/" + id + "/logs":
+			switch r.URL.Query().Get("attempt") {
+			case "": // the latest attempt when the stream began: attempt 1, which the server names
+				w.Header().Set("X-Mvp-Log-Attempt", "1")
+				io.WriteString(w, "attempt one: step 1\n")
+			case "2":
+				io.WriteString(w, "attempt two: done\n")
+			default:
+				http.NotFound(w, r)
+			}
+		case "/api/v2/tasks/" + id:
+			gets++
+			w.Header().Set("Content-Type", "application/json")
+			if gets <= 2 { // attempt 1 ended and attempt 2 was submitted in the same pass: it runs already
+				io.WriteString(w, `{"task_id": "`+id+`", "state": "RUNNING", "latest_attempt_no": 2, "attempts": [`+ended1+
+					`, {"attempt_no": 2, "ray_status": "RUNNING"}]}`)
+				return
+			}
+			io.WriteString(w, `{"task_id": "`+id+`", "state": "SUCCEEDED", "latest_attempt_no": 2, "attempts": [`+ended1+
+				`, {"attempt_no": 2, "ray_status": "SUCCEEDED", "end_time": "2025-12-23T14:40:01Z"}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		if k == "MVP_ADDR" {
+			return srv.URL
+		}
+		return "t"
+	}}
+	code := Run(context.Background(), []string{"logs", "-f", id}, env)
+	if code != 0 || !strings.Contains(out.String(), "attempt two: done") {
+		t.Errorf("exit %d, stdout %q, stderr %q: want attempt 1's log, then attempt 2's, to the task's end", code, out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), "attempt 2") {
+		t.Errorf("stderr %q does not say that attempt 2 is followed", errb.String())
+	}
+}
