@@ -320,7 +320,8 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if qerr != nil {
 			q = nil
 		}
-		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printList(w, p, q) })
+		next := listArgs{state: *state, workload: *workload, owner: *owner, limit: *limit}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printList(w, p, q, next) })
 	case "queue":
 		q, raw, err := c.Queue(ctx)
 		if err != nil {
@@ -744,7 +745,39 @@ func left(s *int) string {
 	return fmt.Sprintf(" (%s left)", time.Duration(*s)*time.Second)
 }
 
-func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView) error {
+// listArgs are the filters and page size of `mvp list`, which its next page's command repeats.
+type listArgs struct {
+	state, workload, owner string
+	limit                  int
+}
+
+// command is `mvp list` with these filters and the cursor of the next page (a cursor is a place in the whole list,
+// not the filter: without them the command lists every task after that place).
+func (a listArgs) command(cursor string) string {
+	var b strings.Builder
+	b.WriteString("mvp list")
+	for _, f := range []struct{ flag, v string }{{"state", a.state}, {"workload", a.workload}, {"owner", a.owner}} {
+		if f.v != "" {
+			fmt.Fprintf(&b, " --%s %s", f.flag, shellWord(f.v))
+		}
+	}
+	if a.limit > 0 {
+		fmt.Fprintf(&b, " --limit %d", a.limit)
+	}
+	fmt.Fprintf(&b, " --cursor %s", shellWord(cursor))
+	return b.String()
+}
+
+// shellWord is s as one word of a POSIX shell command: as it is when it holds only characters no shell reads
+// specially, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:=,/+@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView, next listArgs) error {
 	entries := map[string]scheduler.QueueEntry{}
 	if q != nil {
 		for _, e := range q.Queue {
@@ -777,7 +810,7 @@ func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView) error {
 		return err
 	}
 	if p.NextCursor != "" {
-		fmt.Fprintf(w, "\nmore: mvp list --cursor %s\n", p.NextCursor)
+		fmt.Fprintf(w, "\nmore: %s\n", next.command(p.NextCursor))
 	}
 	return nil
 }

@@ -312,7 +312,7 @@ func TestJobTextCannotDriveTheTerminal(t *testing.T) {
 	if err := printTask(&out, task); err != nil {
 		t.Fatal(err)
 	}
-	if err := printList(&out, &api.TaskPage{Tasks: []*mvp.Task{task}}, nil); err != nil {
+	if err := printList(&out, &api.TaskPage{Tasks: []*mvp.Task{task}}, nil, listArgs{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := printQueue(&out, &scheduler.QueueView{Queue: []scheduler.QueueEntry{{TaskID: task.ID, Reason: bad}}}); err != nil {
@@ -415,7 +415,7 @@ func TestTheTaskYieldedToIsShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := &mvp.Task{ID: e.TaskID, State: mvp.StatePendingResources}
-	if err := printList(&l, &api.TaskPage{Tasks: []*mvp.Task{task}}, &scheduler.QueueView{Queue: []scheduler.QueueEntry{e}}); err != nil {
+	if err := printList(&l, &api.TaskPage{Tasks: []*mvp.Task{task}}, &scheduler.QueueView{Queue: []scheduler.QueueEntry{e}}, listArgs{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(q.String(), big) {

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestListMoreHintKeepsTheFilters: a filtered `mvp list` ends its page with "more: mvp list --cursor C". The cursor
+// is a place in the list (created_at and task id), not the filter: the command as printed lists every task after
+// that place, whatever its state, workload or owner. Seen on the local cluster: `mvp list --state CANCELED
+// --limit 2`, then the printed command, listed FAILED and SUCCEEDED tasks. The hint must repeat the filters (and
+// the page size) it was given.
+func TestListMoreHintKeepsTheFilters(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v2/tasks":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"tasks": [{"task_id": "mvp2-sft-20251223-143201-7f3a", "state": "CANCELED", "workload": "sft", "owner": "alice"}], "next_cursor": "CUR"}`)
+		case "/api/v2/queue":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"queue": []}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		if k == "MVP_ADDR" {
+			return srv.URL
+		}
+		return "t"
+	}}
+	if code := Run(context.Background(), []string{"list", "--state", "CANCELED", "--workload", "sft", "--owner", "alice", "--limit", "1"}, env); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var hint string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "more: ") {
+			hint = l
+		}
+	}
+	for _, want := range []string{"--cursor CUR", "--state CANCELED", "--workload sft", "--owner alice"} {
+		if !strings.Contains(hint, want) {
+			t.Errorf("the next page's command %q lacks %s: it would list other tasks than the filter asked for", hint, want)
+		}
+	}
+}
+
+// TestShellWordQuotesWhatAShellReads: the next page's command is pasted into a shell: a value with a space, a
+// quote or a $ is one quoted word.
+func TestShellWordQuotesWhatAShellReads(t *testing.T) {
+	for in, want := range map[string]string{"CANCELED": "CANCELED", "a b": "'a b'", "it's": `'it'\''s'`, "$x": "'$x'", "": "''"} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
