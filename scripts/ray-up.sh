@@ -15,6 +15,9 @@
 #   MVP_RAY_PORT             [6379]                GCS port
 #   MVP_RAY_DASHBOARD_PORT   [8265]                dashboard / Job API port (on 127.0.0.1)
 #   MVP_RAY_CLIENT_PORT      [10001]               ray client server port (a non-default one must be ≥ 20000)
+#                                                  (the three ports: those recorded in $MVP_CLUSTER_DIR/cluster.env
+#                                                  when it is there and they are not given, so that the folder alone
+#                                                  finds its cluster, as ray-down.sh does)
 #   MVP_RAY_AGENT_PORT_BASE  [a free block]        node i gets dashboard-agent ports base+3i (listen), +1 (grpc), +2 (metrics);
 #                                                  by default a block free now below the kernel's ephemeral port range
 #                                                  (free-ports.py --block: in that range an outgoing socket could take an
@@ -27,9 +30,18 @@ dir="${MVP_CLUSTER_DIR:-/tmp/mvp-ray-local}"
 workers="${RAY_WORKERS:-2}"
 gpus="${RAY_GPUS_PER_WORKER:-4}"
 cpus="${RAY_CPUS_PER_WORKER:-$(( 12 * gpus ))}"
-gcs_port="${MVP_RAY_PORT:-6379}"
-dash_port="${MVP_RAY_DASHBOARD_PORT:-8265}"
-client_port="${MVP_RAY_CLIENT_PORT:-10001}"
+# recorded KEY: a value of the cluster.env this folder's last start wrote ("" when none).
+recorded() {
+  if [[ -f "$dir/cluster.env" ]]; then sed -n "s/^$1=//p" "$dir/cluster.env" | tail -n 1; fi
+}
+rec_gcs="$(recorded RAY_GCS_ADDRESS)"
+rec_dash="$(recorded RAY_DASHBOARD_URL)"
+gcs_port="${MVP_RAY_PORT:-${rec_gcs##*:}}"
+gcs_port="${gcs_port:-6379}"
+dash_port="${MVP_RAY_DASHBOARD_PORT:-${rec_dash##*:}}"
+dash_port="${dash_port:-8265}"
+client_port="${MVP_RAY_CLIENT_PORT:-$(recorded RAY_CLIENT_PORT)}"
+client_port="${client_port:-10001}"
 agent_base="${MVP_RAY_AGENT_PORT_BASE:-}"
 timeout="${MVP_RAY_START_TIMEOUT:-180}"
 dash_url="http://127.0.0.1:${dash_port}"
@@ -130,6 +142,7 @@ RAY_VENV=$venv
 MVP_CLUSTER_DIR=$dir
 RAY_WORKERS=$workers
 RAY_AGENT_PORT_BASE=$agent_base
+RAY_CLIENT_PORT=$client_port
 RAY_GPUS_PER_WORKER=$gpus
 ENV
 if [[ -n "${RAY_AUTH_TOKEN:-}" ]]; then echo "RAY_AUTH_MODE=token" >>"$dir/cluster.env"; fi

@@ -28,7 +28,9 @@ usage() {
 }
 
 # in_worker SCRIPT ARGS…: run a bash script in the worker container (or here with MVP_LOCAL=1). Values travel as
-# positional arguments; RAY_GPUS_PER_WORKER travels by name, and only when it is set.
+# positional arguments; RAY_GPUS_PER_WORKER and the variables of MVP_PASS_ENV (Ray's token: `ray start` and
+# `mvp doctor` need it on a cluster with RAY_AUTH_MODE=token) travel by name, each only when it is set. mvp's
+# API token does not: nothing in the worker container needs it.
 in_worker() {
   local script="$1"
   shift
@@ -37,6 +39,10 @@ in_worker() {
   else
     local envs=()
     [[ -n "${RAY_GPUS_PER_WORKER:-}" ]] && envs+=(-e RAY_GPUS_PER_WORKER)
+    local v
+    for v in $MVP_PASS_ENV; do # names checked by lib.sh
+      if [[ -n "${!v:-}" ]]; then envs+=(-e "$v"); fi
+    done
     # ${envs[@]+…}: an empty array under set -u is an error before bash 4.4 (CentOS 7's bash is 4.2). No -i: the
     # script reads nothing from here, and docker's client would read this script's stdin whole.
     "$DOCKER" exec ${envs[@]+"${envs[@]}"} "$MVP_WORKER_CONTAINER" bash -c "$script" mvp "$@" </dev/null

@@ -1,0 +1,60 @@
+package hostscripts
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestRayUpFindsItsClusterByItsFolder: README's `make run` "beside another cluster" starts one with
+// MVP_CLUSTER_DIR, MVP_RAY_PORT and MVP_RAY_DASHBOARD_PORT; ray-up.sh says it "start[s] (or find[s])" that
+// cluster and is idempotent, and records the ports in <dir>/cluster.env (which run-local.sh reads). Run again with
+// only MVP_CLUSTER_DIR (as `make ray-down` is run), ray-up asked the default dashboard port (8265) instead of the
+// recorded one, called the live, healthy cluster "stale state", stopped it (its running jobs with it) and started
+// a new head on the default ports, where another session's cluster may be. It must find the cluster it recorded.
+func TestRayUpFindsItsClusterByItsFolder(t *testing.T) {
+	dash := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"version": "4", "ray_version": "2.60.0"}`) // the recorded cluster's Job API answers
+	}))
+	defer dash.Close()
+
+	dir := t.TempDir()
+	head := startSleeper(t, "MVP_RAY_NODE="+filepath.Join(dir, "head"))
+	worker := startSleeper(t, "MVP_RAY_NODE="+filepath.Join(dir, "worker1"))
+	for name, p := range map[string]sleeper{"head": head, "worker1": worker} {
+		if err := os.WriteFile(filepath.Join(dir, name+".pgid"), []byte(strconv.Itoa(p.pid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A venv that ray-venv.sh takes as installed; its `ray` fails, so a (wrong) new start ends at once.
+	venv := t.TempDir()
+	os.MkdirAll(filepath.Join(venv, "bin"), 0o755)
+	os.WriteFile(filepath.Join(venv, ".mvp-ray-2.60.0-ok"), nil, 0o644)
+	os.WriteFile(filepath.Join(venv, "bin", "ray"), []byte("#!/bin/sh\necho fake ray: $* >&2\nexit 1\n"), 0o755)
+	env := fmt.Sprintf("RAY_GCS_ADDRESS=127.0.0.1:6779\nRAY_DASHBOARD_URL=%s\nRAY_PYTHON=%s/bin/python3\nRAY_VENV=%s\n"+
+		"MVP_CLUSTER_DIR=%s\nRAY_WORKERS=1\nRAY_AGENT_PORT_BASE=23000\nRAY_GPUS_PER_WORKER=4\n", dash.URL, venv, venv, dir)
+	if err := os.WriteFile(filepath.Join(dir, "cluster.env"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command("bash", filepath.Join(repoRoot(t), "scripts", "ray-up.sh"))
+	cmd.Env = append(os.Environ(), "MVP_CLUSTER_DIR="+dir, "RAY_WORKERS=1", "MVP_RAY_VENV="+venv,
+		"MVP_RAY_AGENT_PORT_BASE=23000", "MVP_RAY_START_TIMEOUT=5")
+	for _, v := range []string{"MVP_RAY_PORT", "MVP_RAY_DASHBOARD_PORT", "MVP_RAY_CLIENT_PORT"} {
+		cmd.Env = append(cmd.Env, v+"=") // as a shell that did not export them: the defaults
+	}
+	out, _ := cmd.CombinedOutput()
+	// Its dashboard, not the default port's (where another cluster may answer: that is no find either).
+	if !strings.Contains(string(out), "already running") || !strings.Contains(string(out), "dashboard "+dash.URL) {
+		t.Errorf("ray-up.sh did not find the running cluster recorded in %s:\n%s", dir, out)
+	}
+	if head.exited() || worker.exited() {
+		t.Errorf("ray-up.sh stopped the live cluster it was asked to find:\n%s", out)
+	}
+}
