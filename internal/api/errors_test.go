@@ -102,3 +102,19 @@ func TestHealthzSaysWhenTheSchedulerIsStuck(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthzIsNotOKBeforeTheFirstLookAtRay: right after the start, before the scheduler's first pass has read
+// Ray, /healthz said "ok" with ray_ok false (about 5 s while Ray was unreachable, and status.sh said healthy).
+// It is degraded then, saying that mvp has not looked at Ray yet. Found in walk-through 17.
+func TestHealthzIsNotOKBeforeTheFirstLookAtRay(t *testing.T) {
+	s := &Server{Clock: fixedClock{time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)}, StaleTick: 15 * time.Second,
+		Logger: slog.New(slog.DiscardHandler), Health: func() scheduler.Health { return scheduler.Health{} }}
+	rec := httptest.NewRecorder()
+	if err := s.healthz(rec, httptest.NewRequest("GET", "/healthz", nil)); err != nil {
+		t.Fatal(err)
+	}
+	body := rec.Body.String()
+	if !strings.Contains(strings.Join(strings.Fields(body), ""), `"status":"degraded"`) || !strings.Contains(body, NotLookedYet) {
+		t.Errorf("before the first pass: %s; want degraded, saying %q", body, NotLookedYet)
+	}
+}

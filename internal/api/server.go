@@ -346,6 +346,10 @@ func operatorOnly(r *http.Request) error {
 	return nil
 }
 
+// NotLookedYet is /healthz's scheduler sentence before the scheduler's first pass has read Ray (just after the
+// start): degraded, since nothing says yet that Ray can be read; v2/scripts/start.sh waits it out.
+const NotLookedYet = "mvp has not looked at Ray yet: it started moments ago"
+
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	body := map[string]any{"status": "ok"}
 	status := http.StatusOK
@@ -354,6 +358,9 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 		body["ray"] = h
 		if !h.RayOK && !h.LastTick.IsZero() {
 			body["status"] = "degraded"
+		}
+		if h.LastTick.IsZero() {
+			body["status"], body["scheduler"] = "degraded", NotLookedYet
 		}
 		// While Ray is down the loop backs off (no passes), and ray_error already says why.
 		if s.StaleTick > 0 && h.RayOK && !h.LastTick.IsZero() && s.Clock.Now().Sub(h.LastTick) > s.StaleTick {

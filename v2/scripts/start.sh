@@ -32,8 +32,14 @@ resolve_health_url
 deadline=$(( SECONDS + MVP_START_TIMEOUT ))
 while :; do
   rc=0
-  health >/dev/null || rc=$?
-  (( rc == 0 || rc == 3 )) && break # 3: it answers, degraded (Ray may be down: mvp rides that out)
+  answer="$(health)" || rc=$?
+  # 3: it answers, degraded (Ray may be down: mvp rides that out), unless only because its first look at Ray is
+  # still to come (api.NotLookedYet): a moment more tells.
+  if (( rc == 3 )) && [[ "$answer" == *"has not looked at Ray yet"* ]] && (( SECONDS < deadline )); then
+    sleep 0.5
+    continue
+  fi
+  (( rc == 0 || rc == 3 )) && break
   if ! running_pid >/dev/null; then
     echo "mvp: the service exited; the end of its log:" >&2
     # shellcheck disable=SC2016
