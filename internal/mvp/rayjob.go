@@ -46,3 +46,6 @@ func (r *RayJobRequest) Driver() map[string]float64 {
 // MetaInstance is the metadata key of the database id of the mvp that submitted a Ray job: its own jobs among the
 // cluster's (another mvp may share the cluster).
 const MetaInstance = "mvp_instance"
+
+// MetaDoorTaskID is the metadata key under which the Ray-Jobs door shows a job's mvp task id.
+const MetaDoorTaskID = "mvp.task_id"

@@ -451,7 +451,7 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 			j.Entrypoint = s.Entrypoint
 		}
 	}
-	j.Metadata["mvp.task_id"] = t.ID
+	j.Metadata[mvp.MetaDoorTaskID] = t.ID
 	created := t.CreatedAt.UnixMilli()
 	j.StartTime = &created
 	a := t.Latest()

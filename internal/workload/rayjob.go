@@ -91,6 +91,12 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 		r.EntrypointNumCPUs, r.EntrypointResources = s.EntrypointNumCPUs, maps.Clone(s.EntrypointResources)
 		req = &r
 	}
+	for _, k := range RayJobMetadataKeys {
+		if _, ok := req.Metadata[k]; ok {
+			return nil, mvp.Errorf(mvp.CodeInvalid, "metadata", "metadata key %q is mvp's own: mvp sets it on every job "+
+				"it submits (its keys: %s); give yours another name", k, strings.Join(RayJobMetadataKeys, ", "))
+		}
+	}
 	nnodes, err := metaInt(req.Metadata, mvp.MetaNNodes, jobspec.MaxNNodes)
 	if err != nil {
 		return nil, err
@@ -112,6 +118,10 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 		MaxRuntimeS: s.TimeLimits.DefaultMaxRuntimeS, MaxQueuedS: s.TimeLimits.DefaultMaxQueuedS,
 		Priority: mvp.DefaultPriority, PriorityDefaulted: true}, nil // a Ray request names no priority
 }
+
+// RayJobMetadataKeys are the metadata keys mvp sets on a Ray-door job it submits (buildRayJob, BuildTask) and in
+// the door's view of it: a request may not name them (its value would be replaced in Ray's job).
+var RayJobMetadataKeys = []string{"mvp", "task_id", "attempt_no", "workload", "submission_id", mvp.MetaInstance, mvp.MetaDoorTaskID}
 
 // What a Ray job may pass through a process's arguments and environment (see PrepareRayJob).
 const (

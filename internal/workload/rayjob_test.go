@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -163,5 +165,34 @@ func TestARayJobThatCannotStartIsRefused(t *testing.T) {
 	}
 	if _, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "echo " + strings.Repeat("x", 100<<10)}, s); err != nil {
 		t.Errorf("a 100 KiB entrypoint: %v", err)
+	}
+}
+
+// TestARayJobMayNotNameMvpsMetadataKeys: mvp writes its own keys into every job's metadata (task_id, attempt_no,
+// mvp_instance…); a door request naming one had its value replaced in Ray's job while the door's view showed the
+// user's, so the two answers disagreed and the user's value was lost without a word (walk-through 17). Such a
+// request is refused, naming the key; and every key a built submission adds is one RayJobMetadataKeys names.
+func TestARayJobMayNotNameMvpsMetadataKeys(t *testing.T) {
+	s := settings()
+	s.Instance = "db-1"
+	for _, key := range RayJobMetadataKeys {
+		_, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "echo hi", Metadata: map[string]string{key: "mine"}}, s)
+		if mvp.ErrorCode(err) != mvp.CodeInvalid || !strings.Contains(err.Error(), strconv.Quote(key)) {
+			t.Errorf("metadata key %s: %v; want a 400 naming it", key, err)
+		}
+	}
+	task, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "echo hi", SubmissionID: "s", Metadata: map[string]string{"owner": "alice"}}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.ID = "mvp2-ray_job-20251223-143201-7f3a"
+	got, err := BuildTask(task, 1, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range got.Metadata {
+		if k != "owner" && !slices.Contains(RayJobMetadataKeys, k) {
+			t.Errorf("a built job's metadata key %q is not in RayJobMetadataKeys: a request may name it and lose it", k)
+		}
 	}
 }
