@@ -158,6 +158,7 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 		if t, err = d.Prepare(&rq); err != nil {
 			return err
 		}
+		t.JobSpecYAML = string(body) // the request as sent; the effective spec shows what mvp added
 		t.ID, t.State, t.CreatedAt, t.UpdatedAt = id, mvp.StateQueued, now, now
 		err = d.Store.CreateTask(r.Context(), t)
 		// A task id taken by another task is tried again; a submission id the user chose is theirs to change.

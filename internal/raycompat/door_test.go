@@ -441,3 +441,33 @@ func TestDoorSaysWhenRayIsDown(t *testing.T) {
 	d.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"python train.py","submission_id":"during-outage","runtime_env":{},"metadata":{}}`), nil)
 	d.waitStatus("during-outage", "PENDING", "Ray's cluster cannot be read")
 }
+
+// TestADoorTasksJobspecIsTheBodyAsSubmitted: a door task's `jobspec` (GET /api/v2/tasks/{id}) is the request as
+// the client sent it; the effective spec shows what mvp added (dev.yaml's driver resources for a request that
+// names none). It showed the defaults as if the request had named them (walk-through 17).
+func TestADoorTasksJobspecIsTheBodyAsSubmitted(t *testing.T) {
+	d, m := startDoor(t, servicetest.NewRay(), 4)
+	body := []byte(`{"entrypoint": "echo raw",  "submission_id": "raw-body"}`)
+	d.ok("POST", "/api/jobs/", body, nil)
+	page, _, err := m.Client().List(context.Background(), "", "", 10, "")
+	if err != nil || len(page.Tasks) != 1 {
+		t.Fatalf("list: %v %v", page, err)
+	}
+	var detail struct {
+		JobSpec       string          `json:"jobspec"`
+		EffectiveSpec json.RawMessage `json:"effective_spec"`
+	}
+	_, raw, err := m.Client().Get(context.Background(), page.Tasks[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &detail); err != nil {
+		t.Fatal(err)
+	}
+	if detail.JobSpec != string(body) {
+		t.Errorf("jobspec %q, want the body as submitted %q", detail.JobSpec, body)
+	}
+	if !strings.Contains(string(detail.EffectiveSpec), `"entrypoint_resources"`) {
+		t.Errorf("effective_spec %s lacks the driver resources mvp gave the job", detail.EffectiveSpec)
+	}
+}
