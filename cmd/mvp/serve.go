@@ -46,7 +46,7 @@ func serve(ctx context.Context, args []string) error {
 	defer func() { signal.Stop(hup); close(hup) }()
 	go func() {
 		for range hup {
-			logger.Info("SIGHUP ignored: mvp serve stops on SIGTERM; it logs to stderr, so rotate that file with copytruncate")
+			logger.Info("SIGHUP ignored: mvp serve stops on SIGTERM or SIGINT; it logs to stderr, so rotate that file with copytruncate")
 		}
 	}()
 

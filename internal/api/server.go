@@ -992,6 +992,10 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 		n = t.LatestAttemptNo
 	}
 	if n == 0 || n > t.LatestAttemptNo {
+		if n == 0 && t.State.Terminal() {
+			return mvp.Errorf(mvp.CodeNotFound, "attempt", "task %s ended %s before any attempt was sent to Ray: "+
+				"there is no log (mvp events %s says why)", t.ID, t.State, t.ID)
+		}
 		if n == 0 {
 			return mvp.Errorf(mvp.CodeNotFound, "attempt", "task %s has no attempt yet (it is %s): no log", t.ID, t.State)
 		}

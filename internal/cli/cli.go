@@ -48,17 +48,17 @@ Usage:
   mvp serve --config configs/dev.yaml          run the API and the scheduler
   mvp submit -f job.yaml [-e key=value …] [--dry-run]
   mvp get TASK_ID
-  mvp list [--state S] [--workload W] [--limit N] [--cursor C]
+  mvp list [--state S] [--workload W] [--owner USER] [--limit N] [--cursor C]
   mvp queue                                     the queue in policy order: owner, priority, rank, reason, estimated start
   mvp users                                     (operator) each user's decayed GPU usage, share, limits, GPUs in use
   mvp logs TASK_ID [-f] [--attempt N]
   mvp cancel TASK_ID
   mvp events TASK_ID [--limit N] [--cursor C]
   mvp schedule create NAME --cron EXPR -f job.yaml [--timezone TZ] [--overlap skip|queue|replace] [-e key=value …]
-  mvp schedule list | get NAME | pause NAME | resume NAME | delete NAME       recurring tasks
+  mvp schedule list | get NAME | pause NAME | resume NAME | delete NAME [--owner USER]   recurring tasks
   mvp results TASK_ID [--get PATH [-o FILE]]     list the task's result files, or fetch one
   mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]   a new task from the task's stored spec
-  mvp secrets list | put NAME [--from-file F] | delete NAME   write-only secrets (put reads the value from stdin)
+  mvp secrets list | put NAME [--from-file F] | delete NAME [--owner USER]   write-only secrets (put reads the value from stdin)
   mvp bench load [--clients N] [--duration D] [--submit-share S] [-f job.yaml]   load the API; report throughput and latency
   mvp bench minimal-server --listen ADDR --db FILE | raw-fsync --db FILE [--n N]   P1's yardsticks (make bench)
   mvp doctor [--config dev.yaml] [--gpus N] [--num-gpus]      this node's GPUs (NVML) and its readiness as a Ray worker
@@ -310,6 +310,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printTask(w, t) })
 	case "list":
+		*state = strings.ToUpper(*state) // states are upper case; `--state running` means RUNNING
 		p, raw, err := c.ListOwned(ctx, *state, *workload, *owner, *limit, *cursor)
 		if err != nil {
 			return err

@@ -61,3 +61,30 @@ func TestShellWordQuotesWhatAShellReads(t *testing.T) {
 		}
 	}
 }
+
+// TestListStateIsNotCaseSensitive: `mvp list --state running` was refused (400: unknown state "running"): states
+// are upper case, and the CLI now asks for the state whatever its case (walk-through 17).
+func TestListStateIsNotCaseSensitive(t *testing.T) {
+	var asked string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v2/tasks":
+			asked = r.URL.Query().Get("state")
+			io.WriteString(w, `{"tasks": []}`)
+		default:
+			io.WriteString(w, `{"queue": []}`)
+		}
+	}))
+	defer srv.Close()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		if k == "MVP_ADDR" {
+			return srv.URL
+		}
+		return "t"
+	}}
+	if code := Run(context.Background(), []string{"list", "--state", "running"}, env); code != 0 || asked != "RUNNING" {
+		t.Errorf("exit %d, state asked %q; want RUNNING (stderr %s)", code, asked, errb.String())
+	}
+}

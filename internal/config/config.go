@@ -619,6 +619,12 @@ func (c *Config) Validate() error {
 		if _, err := cron.ParseStandard(cs); err != nil {
 			return fmt.Errorf("v2.sqlite.checkpoint_schedule: %q is not a schedule (%v); use a 5-field cron line such as \"*/10 * * * *\", a descriptor such as \"@every 10m\", or \"off\"", cs, err)
 		}
+		// robfig's parser takes "@every 0s" and rounds it up to a checkpoint every second, without a word.
+		if d, ok := strings.CutPrefix(cs, "@every "); ok {
+			if dur, err := time.ParseDuration(strings.TrimSpace(d)); err == nil && dur < time.Second {
+				return fmt.Errorf("v2.sqlite.checkpoint_schedule: %q: @every must be at least 1s (checkpoints every few minutes are plenty: the default is %q)", cs, DefaultCheckpoint)
+			}
+		}
 	}
 	s := v.Scheduler
 	if s.TickS < 0.05 || s.TickS > 3600 {

@@ -366,3 +366,16 @@ func TestDurationsBeyondTenYearsAreRefused(t *testing.T) {
 		t.Errorf("ten years: %v", err)
 	}
 }
+
+// TestACheckpointEveryLessThanASecondIsRefused: checkpoint_schedule "@every 0s" was taken (the cron parser rounds
+// it up to a checkpoint every second without a word); it is refused, naming the key (walk-through 17).
+func TestACheckpointEveryLessThanASecondIsRefused(t *testing.T) {
+	for _, doc := range []string{"v2: {sqlite: {checkpoint_schedule: \"@every 0s\"}}\n", "v2: {sqlite: {checkpoint_schedule: \"@every 500ms\"}}\n"} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "checkpoint_schedule") {
+			t.Errorf("%q: %v; want it refused, naming checkpoint_schedule", doc, err)
+		}
+	}
+	if _, err := Parse([]byte("v2: {sqlite: {checkpoint_schedule: \"@every 1s\"}}\n")); err != nil {
+		t.Errorf("@every 1s: %v", err)
+	}
+}

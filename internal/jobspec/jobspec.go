@@ -187,7 +187,11 @@ func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, invalid("", "the jobspec is empty; it needs at least workload, nnodes and n_gpus_per_node")
 		}
-		return nil, invalid("", "the jobspec is not valid YAML or JSON: %s", yamlMsg(err))
+		msg := yamlMsg(err)
+		if strings.Contains(msg, "cannot start any token") && bytes.ContainsRune(body, '\t') {
+			msg += " (the jobspec holds a tab: YAML indents with spaces only)"
+		}
+		return nil, invalid("", "the jobspec is not valid YAML or JSON: %s", msg)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -631,7 +635,7 @@ func checkPath(field, p string) error {
 	case !strings.HasPrefix(p, "/"):
 		return invalid(field, "%q must be an absolute path (e.g. /private/datasets/gsm8k/train.parquet)", clip(p))
 	case !pathRE.MatchString(p):
-		return invalid(field, "%q: paths may contain only letters, digits and . _ / @ + = , : %% ~ - (no spaces, quotes or shell metacharacters)", clip(p))
+		return invalid(field, "%q: paths may contain only ASCII letters, digits and . _ / @ + = , : %% ~ - (no spaces, quotes, shell metacharacters or other scripts' letters: rename the folder or link to it from such a path)", clip(p))
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == ".." {

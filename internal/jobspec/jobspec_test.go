@@ -448,3 +448,12 @@ func TestNegativeLimitsSayWhatZeroMeans(t *testing.T) {
 		}
 	}
 }
+
+// TestATabInTheJobspecIsNamed: YAML refuses a tab as indentation with "found character that cannot start any
+// token", which does not say what to fix; the message now names the tab (walk-through 17).
+func TestATabInTheJobspecIsNamed(t *testing.T) {
+	_, err := Parse([]byte("workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\noverrides:\n\t- a=b\n"), Limits{})
+	if err == nil || !strings.Contains(err.Error(), "tab") {
+		t.Errorf("a tab-indented jobspec: %v; want a message naming the tab", err)
+	}
+}

@@ -248,6 +248,12 @@ func TestFollowingTheLogOfAWaitingTaskWaitsForItsFirstAttempt(t *testing.T) {
 	if err := c.Logs(ctx, third, 0, true, io.Discard); mvp.ErrorCode(err) != mvp.CodeNotFound {
 		t.Errorf("following a task canceled before its first attempt: %v", err)
 	}
+	// Asked again once it has ended: it says that the task ended without one, not "no attempt yet" (walk-through
+	// 17: "has no attempt yet (it is CANCELED)").
+	if err := c.Logs(ctx, third, 0, false, io.Discard); mvp.ErrorCode(err) != mvp.CodeNotFound ||
+		!strings.Contains(err.Error(), "ended CANCELED before any attempt") {
+		t.Errorf("the log of a task canceled before its first attempt: %v", err)
+	}
 }
 
 // TestOneServicePerDatabase: nothing kept two mvp serve processes off one database (a second one started by hand,
