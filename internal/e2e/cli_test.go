@@ -153,7 +153,7 @@ func TestCLIAndAPI(t *testing.T) {
 		t.Errorf("paged through %d tasks, want 6", len(seen))
 	}
 	out, _, _ = s.cli("list", "--limit", "2")
-	if !strings.Contains(out, "more: mvp list --cursor") {
+	if !strings.Contains(out, "more: mvp list --limit 2 --cursor ") { // the next page keeps the page size
 		t.Errorf("list table lacks the next-page hint:\n%s", out)
 	}
 	// Events paging.
