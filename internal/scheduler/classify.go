@@ -70,6 +70,10 @@ func Classify(info *mvp.JobInfo, log string) (mvp.FailureKind, string) {
 				"failing): " + lastLine(info.Message)
 		}
 		return mvp.FailureUnknown, fmt.Sprintf("Ray reported %s: %s", info.ErrorType, lastLine(info.Message))
+	case "JOB_SUPERVISOR_ACTOR_START_TIMEOUT":
+		// Ray found no node for the driver within its start timeout: nothing of the run ran. What mvp admitted was
+		// taken by something outside it (or the driver asks for what no node has, such as a label): a lost race.
+		return mvp.FailureInsufficientResources, "the driver did not start: " + lastLine(info.Message)
 	case "RUNTIME_ENV_SETUP_FAILURE":
 		return mvp.FailureUserError, "runtime_env could not be set up: " + lastLine(info.Message)
 	case "", "JOB_ENTRYPOINT_COMMAND_ERROR":

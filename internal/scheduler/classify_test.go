@@ -40,6 +40,11 @@ func TestClassify(t *testing.T) {
 		{"crash", mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: code(1)}, "Traceback (most recent call last):\nRuntimeError: CUDA error", mvp.FailureRuntimeError},
 		{"plain non-zero exit", mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: code(3)}, "bye", mvp.FailureRuntimeError},
 		{"runtime env", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "RUNTIME_ENV_SETUP_FAILURE", Message: "pip failed"}, "", mvp.FailureUserError},
+		// Ray found no node for the driver within its start timeout (15 min; walk-through 17: what mvp admitted
+		// was taken by something outside it, or a label selector no node matched): nothing ran, so it is a lost
+		// race, retried after retry_interval_s, not a failure of the run.
+		{"driver never started", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_SUPERVISOR_ACTOR_START_TIMEOUT",
+			Message: "Job supervisor actor failed to start within 900.0 seconds. This timeout can be configured by setting the environment variable RAY_JOB_START_TIMEOUT_SECONDS."}, "", mvp.FailureInsufficientResources},
 		{"supervisor died, not with its node", mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_SUPERVISOR_ACTOR_DIED", Message: "Job supervisor actor died: The actor is dead because its worker process has died."}, "", mvp.FailureUnknown},
 		// Walk-through 9 on Ray 2.60: the driver's worker node killed process by process (its job supervisor first),
 		// before Ray knew the node dead; the task ended FAILED/UNKNOWN with no retry. SYSTEM_ERROR is Ray's exit
