@@ -259,13 +259,7 @@ func TestLogsFollowFollowsTheNextAttempt(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	var out, errb bytes.Buffer
-	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
-		if k == "MVP_ADDR" {
-			return srv.URL
-		}
-		return "t"
-	}}
+	out, errb, env := serverEnv(srv.URL)
 	code := Run(context.Background(), []string{"logs", "-f", id}, env)
 	if code != 0 || !strings.Contains(out.String(), "ValueError") || !strings.Contains(out.String(), "done after 3 step(s)") {
 		t.Fatalf("exit %d, stdout %q (want attempt 1's log, then attempt 2's)", code, out.String())
@@ -536,13 +530,7 @@ func TestLogsFollowOutlivesARestartBetweenAttempts(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	var out, errb bytes.Buffer
-	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
-		if k == "MVP_ADDR" {
-			return srv.URL
-		}
-		return "t"
-	}}
+	out, errb, env := serverEnv(srv.URL)
 	code := Run(context.Background(), []string{"logs", "-f", id}, env)
 	if code != 0 || !strings.Contains(out.String(), "done after 3 step(s)") {
 		t.Fatalf("exit %d, stdout %q, stderr %q: want the follow to outlive the restart and show attempt 2", code, out.String(), errb.String())

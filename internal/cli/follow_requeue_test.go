@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -55,13 +54,7 @@ func TestLogsFollowWhenTheNextAttemptIsAlreadyThere(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	var out, errb bytes.Buffer
-	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
-		if k == "MVP_ADDR" {
-			return srv.URL
-		}
-		return "t"
-	}}
+	out, errb, env := serverEnv(srv.URL)
 	code := Run(context.Background(), []string{"logs", "-f", id}, env)
 	if code != 0 || !strings.Contains(out.String(), "attempt two: done") {
 		t.Errorf("exit %d, stdout %q, stderr %q: want attempt 1's log, then attempt 2's, to the task's end", code, out.String(), errb.String())

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -29,13 +28,7 @@ func TestListMoreHintKeepsTheFilters(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	var out, errb bytes.Buffer
-	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
-		if k == "MVP_ADDR" {
-			return srv.URL
-		}
-		return "t"
-	}}
+	out, errb, env := serverEnv(srv.URL)
 	if code := Run(context.Background(), []string{"list", "--state", "CANCELED", "--workload", "sft", "--owner", "alice", "--limit", "1"}, env); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -77,13 +70,7 @@ func TestListStateIsNotCaseSensitive(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	var out, errb bytes.Buffer
-	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
-		if k == "MVP_ADDR" {
-			return srv.URL
-		}
-		return "t"
-	}}
+	_, errb, env := serverEnv(srv.URL)
 	if code := Run(context.Background(), []string{"list", "--state", "running"}, env); code != 0 || asked != "RUNNING" {
 		t.Errorf("exit %d, state asked %q; want RUNNING (stderr %s)", code, asked, errb.String())
 	}

@@ -152,26 +152,9 @@ func TestTailSendsNothingTwiceWhenALogReadFails(t *testing.T) {
 	}
 	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond, ReadLog: read}
 	srv := serveDoor(t, d)
-	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/runs/logs/tail", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	var got strings.Builder
-	for {
-		_, b, err := c.Read(dctx)
-		if err != nil {
-			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
-				t.Fatalf("the tail ended with %v", err)
-			}
-			break
-		}
-		got.Write(b)
-	}
-	if got.String() != "a\nb\nc\n" {
-		t.Errorf("the client got %q, want each line once", got.String())
+	got := strings.Join(readTail(t, srv, "runs"), "")
+	if got != "a\nb\nc\n" {
+		t.Errorf("the client got %q, want each line once", got)
 	}
 }
 
@@ -354,24 +337,7 @@ func TestTailFollowsTheStreamLineByLine(t *testing.T) {
 	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond, ReadLog: read,
 		FollowLogFrom: follow}
 	srv := serveDoor(t, d)
-	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/streams/logs/tail", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	var frames []string
-	for {
-		_, b, err := c.Read(dctx)
-		if err != nil {
-			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
-				t.Fatalf("the tail ended with %v", err)
-			}
-			break
-		}
-		frames = append(frames, string(b))
-	}
+	frames := readTail(t, srv, "streams")
 	if got := strings.Join(frames, ""); got != whole {
 		t.Errorf("the client got %q (frames %q), want %q", got, frames, whole)
 	}
@@ -428,25 +394,31 @@ func TestTailSendsARequeuedAttemptsLastLines(t *testing.T) {
 	}
 	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond, ReadLog: read}
 	srv := serveDoor(t, d)
-	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	got := strings.Join(readTail(t, srv, "requeued"), "")
+	if want := "one: a\none: traceback\ntwo: done\n"; got != want {
+		t.Errorf("the client got %q, want %q", got, want)
+	}
+}
+
+// readTail follows the door's log tail of the job sid and returns the frames it sent, once it closed normally.
+func readTail(t *testing.T, srv *httptest.Server, sid string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/requeued/logs/tail", nil)
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/"+sid+"/logs/tail", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
-	var got strings.Builder
+	var frames []string
 	for {
-		_, b, err := c.Read(dctx)
+		_, b, err := c.Read(ctx)
 		if err != nil {
 			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 				t.Fatalf("the tail ended with %v", err)
 			}
-			break
+			return frames
 		}
-		got.Write(b)
-	}
-	if want := "one: a\none: traceback\ntwo: done\n"; got.String() != want {
-		t.Errorf("the client got %q, want %q", got.String(), want)
+		frames = append(frames, string(b))
 	}
 }
