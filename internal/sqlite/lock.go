@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrInUse is Lock's error when another process holds the database's service lock.
@@ -17,11 +18,31 @@ var ErrInUse = errors.New("the database is in use by another mvp serve")
 // ErrNewerSchema is a database whose migrations a newer mvp applied: this binary does not open it.
 var ErrNewerSchema = errors.New("written by a newer mvp")
 
+// LockWait is how long Lock waits for the lock to be released before it says the database is in use: a restart
+// right after a crash (a supervisor's, or the crash tests') found it still held for a moment (seen once in CI: the
+// new process started within a millisecond of the old one being reaped).
+const LockWait = 5 * time.Second
+
 // Lock takes the database's service lock: an exclusive flock on <path>.lock, which holds the pid of its holder.
 // One mvp serve per database: two would each run a scheduler loop judging and writing the same attempts from their
 // own reads. The lock goes with the process (a crash or a kill releases it), so no stale lock outlives a holder.
-// Close releases it.
-func Lock(path string) (io.Closer, error) {
+// A lock held by another is waited for up to LockWait. Close releases it.
+func Lock(path string) (io.Closer, error) { return lockWaiting(path, LockWait) }
+
+// lockWaiting is Lock, waiting up to wait for a lock another holds.
+func lockWaiting(path string, wait time.Duration) (io.Closer, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		c, err := tryLock(path)
+		if !errors.Is(err, ErrInUse) || !time.Now().Before(deadline) {
+			return c, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// tryLock takes the lock if no other holds it now.
+func tryLock(path string) (io.Closer, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("lock database %s: %w", path, err)
