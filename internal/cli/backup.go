@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/sqlite"
@@ -25,7 +26,7 @@ func runBackup(ctx context.Context, args []string, env Env) error {
 	if err := fs.Parse(args); err != nil {
 		return flagError{err}
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
 		return usageError{fmt.Errorf("name one new file to write the backup to")}
 	}
 	path := *dbPath

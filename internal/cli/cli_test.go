@@ -292,6 +292,12 @@ func TestBackupVerb(t *testing.T) {
 	if code := Run(context.Background(), []string{"backup", "--config", cfg, to}, Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}); code == 0 {
 		t.Errorf("a second backup over the same file succeeded")
 	}
+	// An empty name is a usage error (exit 2), not "back up to <the working folder>: the file exists already"
+	// (walk-through 17).
+	errb.Reset()
+	if code := Run(context.Background(), []string{"backup", "--config", cfg, ""}, Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}); code != 2 || !strings.Contains(errb.String(), "name one new file") {
+		t.Errorf("mvp backup '': exit %d, %q; want 2 asking for a file name", code, errb.String())
+	}
 }
 
 // TestJobTextCannotDriveTheTerminal: what a job writes (its progress file, the error text Ray keeps from its

@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -134,6 +136,11 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
+		if key := notStringMetadata(body); key != "" {
+			// Go's decoder names the map, not the key: the user needs the key.
+			return mvp.Errorf(mvp.CodeInvalid, "metadata", "metadata.%s must be a string (Ray's metadata maps names to "+
+				"strings)", clip(key))
+		}
 		return mvp.Errorf(mvp.CodeInvalid, "", "the job submission is not a JobSubmitRequest: %v", mvp.JSONError(err))
 	}
 	if err := exactKeys(body); err != nil {
@@ -551,6 +558,23 @@ func lines(s string, max int) string {
 	}
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		return s[:i+1]
+	}
+	return ""
+}
+
+// notStringMetadata returns the first key (in sorted order) of the request's metadata whose value is not a JSON
+// string, or "" when there is none (or no metadata object to read).
+func notStringMetadata(body []byte) string {
+	var doc struct {
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	if json.Unmarshal(body, &doc) != nil {
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(doc.Metadata)) {
+		if v := bytes.TrimSpace(doc.Metadata[k]); len(v) == 0 || v[0] != '"' {
+			return k
+		}
 	}
 	return ""
 }

@@ -471,3 +471,13 @@ func TestADoorTasksJobspecIsTheBodyAsSubmitted(t *testing.T) {
 		t.Errorf("effective_spec %s lacks the driver resources mvp gave the job", detail.EffectiveSpec)
 	}
 }
+
+// TestADoorMetadataValueThatIsNotAStringIsNamed: `{"metadata": {"a": 1}}` was refused with `"metadata" must be a
+// string, got a number`, naming the map and not the key (walk-through 17); the key is named.
+func TestADoorMetadataValueThatIsNotAStringIsNamed(t *testing.T) {
+	d, _ := startDoor(t, servicetest.NewRay(), 4)
+	code, b := d.do("POST", "/api/jobs/", []byte(`{"entrypoint": "echo hi", "metadata": {"ok": "x", "a": 1}}`))
+	if code != http.StatusBadRequest || !strings.Contains(string(b), "metadata.a must be a string") {
+		t.Errorf("%d %s; want 400 naming metadata.a", code, b)
+	}
+}
