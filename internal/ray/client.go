@@ -5,7 +5,6 @@ package ray
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -272,11 +271,13 @@ func (c *Client) CopyJobLog(ctx context.Context, id, driverNodeID string, w io.W
 		// (job_head.get_logs). A follower polls a pending attempt every second: one call, not two.
 		info, err := c.GetJob(ctx, id)
 		switch {
-		case errors.Is(err, mvp.ErrJobNotFound):
+		case err != nil:
+			// Not found, or Ray cannot say now: the job server, read by the same head, would not tell more (and
+			// it holds a log whole in memory, which the file read below does not).
 			return 0, fmt.Errorf("logs of job %s: %w", id, err)
-		case err == nil && info.DriverNodeID == "":
+		case info.DriverNodeID == "":
 			return 0, nil
-		case err == nil:
+		default:
 			driverNodeID = info.DriverNodeID
 		}
 	}

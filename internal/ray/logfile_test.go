@@ -47,6 +47,12 @@ func TestCopyJobLogStreamsTheFileByteForByte(t *testing.T) {
 		case "/api/jobs/job-a01/logs":
 			logsCalls++
 			w.Write([]byte(`{"logs": "from the job server\n"}`))
+		case "/api/jobs/job-a01":
+			if mode == "job server down" {
+				http.Error(w, "unavailable", http.StatusServiceUnavailable)
+				return
+			}
+			w.Write([]byte(`{"submission_id": "job-a01", "status": "SUCCEEDED", "driver_node_id": "node-1"}`))
 		default:
 			http.NotFound(w, r)
 		}
@@ -64,10 +70,18 @@ func TestCopyJobLogStreamsTheFileByteForByte(t *testing.T) {
 		t.Errorf("the job server's copy was read too")
 	}
 
+	// No driver node recorded: Ray's job says where it is, and the file is read there.
 	b.Reset()
-	if _, err := c.CopyJobLog(ctx, "job-a01", "", &b); err != nil || b.String() != "from the job server\n" || fileCalls != 1 {
-		t.Errorf("no driver node: %q, err %v, %d state API calls", b.String(), err, fileCalls)
+	if _, err := c.CopyJobLog(ctx, "job-a01", "", &b); err != nil || !bytes.Equal(b.Bytes(), raw) || fileCalls != 2 || logsCalls != 0 {
+		t.Errorf("no driver node: %q, err %v, %d state API calls, %d job server reads", b.String(), err, fileCalls, logsCalls)
 	}
+	// … and when Ray cannot say, the copy fails: the job server would not tell more, and it holds a log whole.
+	mode = "job server down"
+	b.Reset()
+	if _, err := c.CopyJobLog(ctx, "job-a01", "", &b); !errors.Is(err, mvp.ErrRayUnavailable) || logsCalls != 0 {
+		t.Errorf("no driver node, Ray unavailable: err %v, %d job server reads; want Ray unavailable and none", err, logsCalls)
+	}
+	mode = "ok"
 
 	mode = "500"
 	b.Reset()
