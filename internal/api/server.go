@@ -1082,9 +1082,10 @@ func (f flushWriter) Write(p []byte) (int, error) {
 // followLog writes attempt n's log from its byte skip on to w as it grows. While the attempt runs (its driver's
 // node known, or RUNNING: Ray tells the node) it follows the log in one stream from Ray (mvp.LogFollower: the
 // node's agent reads the file once and then only what is appended; a copy per poll made it read the whole file
-// again at every poll, for every follower) until the attempt ends, then writes the rest as copyLog gives it. It returns the bytes written, done
-// once the attempt ended and its log was written whole, and streamed when a stream ran (the caller polls again
-// after one poll's interval). Otherwise, or when Ray gives no stream, it is one copyLog.
+// again at every poll, for every follower) until the attempt ends, then writes the rest as copyLog gives it. It
+// returns the bytes written, done once the attempt ended and its log was written whole, and streamed when a
+// stream ran (the caller polls again after one poll's interval). Otherwise, or when Ray gives no stream, it is
+// one copyLog.
 func (s *Server) followLog(ctx context.Context, id string, n int, skip int64, w io.Writer) (wrote int64, done, streamed bool, err error) {
 	f, ok := s.Ray.(mvp.LogFollower)
 	if !ok {
@@ -1095,12 +1096,7 @@ func (s *Server) followLog(ctx context.Context, id string, n int, skip int64, w 
 	if err != nil {
 		return 0, true, false, err
 	}
-	var a *mvp.Attempt
-	for _, x := range t.Attempts {
-		if x.No == n {
-			a = x
-		}
-	}
+	a := t.Attempt(n)
 	if a == nil || a.RayStatus.Terminal() || a.DriverNodeID == "" && a.RayStatus != mvp.RayRunning {
 		// Not running yet (without a driver node, until mvp saw it run: Ray has none to give either).
 		wrote, done, err = s.copyLog(ctx, id, n, skip, w)
@@ -1154,10 +1150,8 @@ func (s *Server) awaitAttemptEnd(ctx context.Context, id string, n int) bool {
 		if err != nil {
 			continue // read again at the next poll (ctx done ends it above)
 		}
-		for _, a := range t.Attempts {
-			if a.No == n && a.RayStatus.Terminal() {
-				return true
-			}
+		if a := t.Attempt(n); a != nil && a.RayStatus.Terminal() {
+			return true
 		}
 	}
 }
@@ -1214,12 +1208,7 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 	if err != nil {
 		return 0, true, err
 	}
-	var a *mvp.Attempt
-	for _, x := range t.Attempts {
-		if x.No == n {
-			a = x
-		}
-	}
+	a := t.Attempt(n)
 	if a == nil {
 		return 0, true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no attempt %d", n)
 	}

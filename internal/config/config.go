@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/recurring"
 )
 
 // Config is the whole of dev.yaml as mvp reads it.
@@ -619,11 +620,8 @@ func (c *Config) Validate() error {
 		if _, err := cron.ParseStandard(cs); err != nil {
 			return fmt.Errorf("v2.sqlite.checkpoint_schedule: %q is not a schedule (%v); use a 5-field cron line such as \"*/10 * * * *\", a descriptor such as \"@every 10m\", or \"off\"", cs, err)
 		}
-		// robfig's parser takes "@every 0s" and rounds it up to a checkpoint every second, without a word.
-		if d, ok := strings.CutPrefix(cs, "@every "); ok {
-			if dur, err := time.ParseDuration(strings.TrimSpace(d)); err == nil && dur < time.Second {
-				return fmt.Errorf("v2.sqlite.checkpoint_schedule: %q: @every must be at least 1s (checkpoints every few minutes are plenty: the default is %q)", cs, DefaultCheckpoint)
-			}
+		if err := recurring.CheckEvery(cs); err != nil {
+			return fmt.Errorf("v2.sqlite.checkpoint_schedule: %q: %v (checkpoints every few minutes are plenty: the default is %q)", cs, err, DefaultCheckpoint)
 		}
 	}
 	s := v.Scheduler

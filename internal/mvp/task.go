@@ -140,9 +140,12 @@ func (t *Task) Expired() bool {
 }
 
 // Latest is the task's latest attempt (number LatestAttemptNo), nil when it has none.
-func (t *Task) Latest() *Attempt {
+func (t *Task) Latest() *Attempt { return t.Attempt(t.LatestAttemptNo) }
+
+// Attempt is the task's attempt number n, nil when it has none of that number.
+func (t *Task) Attempt(n int) *Attempt {
 	for _, a := range t.Attempts {
-		if a.No == t.LatestAttemptNo {
+		if a.No == n {
 			return a
 		}
 	}

@@ -269,17 +269,14 @@ func (c *Client) CopyJobLog(ctx context.Context, id, driverNodeID string, w io.W
 		// Ray's answer says all when the job has no driver yet: the job server's copy of a job Ray does not hold
 		// is the same 404, and of a job without a driver (its agent's address is set with its node) is empty
 		// (job_head.get_logs). A follower polls a pending attempt every second: one call, not two.
-		info, err := c.GetJob(ctx, id)
-		switch {
-		case err != nil:
-			// Not found, or Ray cannot say now: the job server, read by the same head, would not tell more (and
-			// it holds a log whole in memory, which the file read below does not).
+		node, err := c.driverNode(ctx, id)
+		if err != nil {
 			return 0, fmt.Errorf("logs of job %s: %w", id, err)
-		case info.DriverNodeID == "":
-			return 0, nil
-		default:
-			driverNodeID = info.DriverNodeID
 		}
+		if node == "" {
+			return 0, nil
+		}
+		driverNodeID = node
 	}
 	if driverNodeID != "" {
 		n, absent, err := c.streamLogFile(ctx, id, driverNodeID, w)
@@ -315,17 +312,15 @@ func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer
 	return c.getLog(ctx, c.stream, "file", "log_file", q, w)
 }
 
-// driverNode is node, or when that is "" (mvp has not recorded it yet: a log read right after the driver started)
-// the node Ray says job id's driver runs on; "" when Ray does not know it either (the driver has not started).
-// Without it a copy fell back to the job server's, which Ray decodes whole in memory.
-func (c *Client) driverNode(ctx context.Context, id, node string) string {
-	if node != "" {
-		return node
+// driverNode is the node Ray says job id's driver runs on, for a read of its log before mvp recorded it (right
+// after the driver started); "" when the driver has not started. An error is Ray's (not found, or it cannot say
+// now): the job server, read by the same head, would not tell more, and it holds a log whole in memory.
+func (c *Client) driverNode(ctx context.Context, id string) (string, error) {
+	info, err := c.GetJob(ctx, id)
+	if err != nil {
+		return "", err
 	}
-	if info, err := c.GetJob(ctx, id); err == nil {
-		return info.DriverNodeID
-	}
-	return ""
+	return info.DriverNodeID, nil
 }
 
 // driverLogFile is the name of job id's driver log in its node's log folder.
@@ -334,11 +329,19 @@ func driverLogFile(id string) string { return "job-driver-" + id + ".log" }
 // FollowJobLog writes job id's driver log file, from its first byte, to w and goes on writing what the driver
 // appends to it, as Ray's state API streams it (`/api/v0/logs/stream`: the node's agent reads the file once, then
 // looks for new bytes every interval), until ctx is done (its error is returned) or Ray ends the stream (nil, or
-// what cut it). Ray 2.60 ignores the state API's timeout for a stream and cuts it after 300 s. A follower that copied the whole file at every poll made
-// the agent read it all again each time, a cost that grows with the log and with every follower.
+// what cut it). Ray 2.60 ignores the state API's timeout for a stream and cuts it after 300 s. A follower that
+// copied the whole file at every poll made the agent read it all again each time, a cost that grows with the log
+// and with every follower. driverNodeID "" is asked of Ray.
 func (c *Client) FollowJobLog(ctx context.Context, id, driverNodeID string, interval time.Duration, w io.Writer) (int64, error) {
-	if driverNodeID = c.driverNode(ctx, id, driverNodeID); driverNodeID == "" {
-		return 0, fmt.Errorf("follow the log of job %s: its driver's node is not known yet", id)
+	if driverNodeID == "" {
+		node, err := c.driverNode(ctx, id)
+		if err != nil {
+			return 0, fmt.Errorf("follow the log of job %s: %w", id, err)
+		}
+		if node == "" {
+			return 0, fmt.Errorf("follow the log of job %s: its driver has not started", id)
+		}
+		driverNodeID = node
 	}
 	q := url.Values{"node_id": {driverNodeID}, "filename": {driverLogFile(id)}, "lines": {"-1"},
 		"interval": {strconv.FormatFloat(max(interval, 100*time.Millisecond).Seconds(), 'f', -1, 64)}}

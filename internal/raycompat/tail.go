@@ -42,25 +42,24 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 			return nil
 		}
 		done := cur.State.Terminal() && cur.LatestAttemptNo == 0
-		if n := cur.LatestAttemptNo; attempt > 0 && n != attempt {
-			// The attempt followed has ended and the task runs again: the rest of its log first (its last lines
-			// are often the traceback that ended it), the last one without its newline too.
-			text, _, err := d.readLogFrom(ctx, cur.ID, attempt, sent)
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err != nil {
-				d.Logger.Info("log tail: the end of an attempt's log could not be read", "task_id", cur.ID,
-					"attempt_no", attempt, "err", err)
-			} else if _, ok := sendLines(ctx, c, text, true); !ok {
-				return nil
+		if n := cur.LatestAttemptNo; n > 0 && n != attempt {
+			if attempt > 0 {
+				// The attempt followed has ended and the task runs again: the rest of its log first (its last
+				// lines are often the traceback that ended it), the last one without its newline too.
+				text, _, err := d.readLogFrom(ctx, cur.ID, attempt, sent)
+				if ctx.Err() != nil {
+					return nil
+				}
+				if err != nil {
+					d.Logger.Info("log tail: the end of an attempt's log could not be read", "task_id", cur.ID,
+						"attempt_no", attempt, "err", err)
+				} else if _, ok := sendLines(ctx, c, text, true); !ok {
+					return nil
+				}
 			}
 			attempt, sent = n, 0
 		}
 		if n := cur.LatestAttemptNo; n > 0 && d.FollowLogFrom != nil && !cur.State.Terminal() {
-			if n != attempt {
-				attempt, sent = n, 0
-			}
 			// While the task lives: Ray's stream of the running attempt's log, framed line by line. The task's
 			// end is written by the copy below, which sends the last line even without its newline.
 			fw := &frameWriter{ctx: ctx, c: c}
@@ -73,9 +72,6 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 				d.Logger.Info("log tail: log not readable yet", "task_id", cur.ID, "attempt_no", n, "err", err)
 			}
 		} else if n > 0 {
-			if n != attempt {
-				attempt, sent = n, 0
-			}
 			text, ended, err := d.readLogFrom(ctx, cur.ID, n, sent)
 			if err != nil && ctx.Err() != nil {
 				return nil

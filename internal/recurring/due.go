@@ -21,6 +21,16 @@ import (
 // checkpoint_schedule does.
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// CheckEvery refuses "@every D" with D under a second, which robfig's parser rounds up to one second silently.
+func CheckEvery(expr string) error {
+	if d, ok := strings.CutPrefix(expr, "@every "); ok {
+		if dur, err := time.ParseDuration(strings.TrimSpace(d)); err == nil && dur < time.Second {
+			return mvp.Errorf(mvp.CodeInvalid, "cron", "@every must be at least 1s, got %s", dur)
+		}
+	}
+	return nil
+}
+
 // Parse checks a schedule's cron expression and time zone (an IANA name such as Europe/Berlin; "" is UTC) and
 // returns the schedule they make. The expression may not carry its own TZ= or CRON_TZ= prefix.
 func Parse(expr, timezone string) (cron.Schedule, error) {
@@ -39,11 +49,8 @@ func Parse(expr, timezone string) (cron.Schedule, error) {
 			return nil, mvp.Errorf(mvp.CodeInvalid, "cron", "put the time zone in the timezone field, not in the cron expression")
 		}
 	}
-	if d, ok := strings.CutPrefix(expr, "@every "); ok {
-		// robfig rounds a delay under a second up to one second silently; say it instead.
-		if dur, err := time.ParseDuration(strings.TrimSpace(d)); err == nil && dur < time.Second {
-			return nil, mvp.Errorf(mvp.CodeInvalid, "cron", "@every must be at least 1s, got %s", dur)
-		}
+	if err := CheckEvery(expr); err != nil {
+		return nil, err
 	}
 	s, err := parser.Parse(expr)
 	if err != nil {

@@ -443,24 +443,6 @@ func TestAnEndedAttemptsLogIsNotTheRunningCopy(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink a test reads while the service writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // The database's folder missing at start (an NFS not mounted yet) gave a new, empty queue without a word; and the
 // folder removed while mvp ran left /healthz "ok" while submits went into a file no later start would open. mvp
 // now warns at start that it made a new database, and /healthz is degraded (and submits refused) once the file is
@@ -469,7 +451,7 @@ func TestANewOrLostDatabaseIsSaidOutLoud(t *testing.T) {
 	cfg := servicetest.Config(t)
 	dir := filepath.Join(t.TempDir(), "not-mounted")
 	cfg.V2.SQLite.DBPath = filepath.Join(dir, "db", "mvp.sqlite3")
-	var log lockedBuffer
+	var log servicetest.Buffer
 	m := servicetest.Start(t, &service.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if !strings.Contains(log.String(), "a new, empty database was made") {
 		t.Errorf("no warning that the database is new:\n%s", log.String())
@@ -630,19 +612,10 @@ func TestADatabaseFromANewerMVPIsNotAPathToChange(t *testing.T) {
 // follower has (it held the whole log in memory at every poll, per follower: 2.3 GB for three followers of a
 // 220 MB log in walk-through 16).
 func TestAFollowedLogArrivesByteForByte(t *testing.T) {
-	cfg := servicetest.Config(t)
-	cfg.V2.Scheduler.TickS = 3600 // the test moves the attempt itself
 	ray := servicetest.NewRay()
-	m := servicetest.Start(t, &service.Main{Config: cfg, Ray: ray})
-	ctx := context.Background()
-	db := m.Store()
 	id := "mvp2-ppo-20251223-143201-0b1d"
-	at, att := submitting(t, m, id)
-	sub := att.RaySubmissionID
-	if err := ray.SubmitJob(ctx, &mvp.JobSubmission{SubmissionID: sub}); err != nil {
-		t.Fatal(err)
-	}
-	ray.Set(sub, mvp.RayRunning)
+	m, at, att := runningInRay(t, ray, id)
+	ctx, db, sub := context.Background(), m.Store(), att.RaySubmissionID
 	parts := []string{"step 1\n", "\xff\xfe bytes \x1b[31m\r50%", "\r100%\nstep 2\n"}
 	ray.AddLog(sub, parts[0])
 	got := &signalWriter{at: "step 1", seen: make(chan struct{})}
@@ -688,6 +661,21 @@ func (w *signalWriter) String() string {
 	return w.buf.String()
 }
 
+// runningInRay starts a service whose loop does not tick (the test moves the attempt itself) and stores task id
+// moved to SUBMITTING (submitting), with its attempt's job RUNNING in ray.
+func runningInRay(t *testing.T, ray *servicetest.Ray, id string) (*service.Main, time.Time, *mvp.Attempt) {
+	t.Helper()
+	cfg := servicetest.Config(t)
+	cfg.V2.Scheduler.TickS = 3600
+	m := servicetest.Start(t, &service.Main{Config: cfg, Ray: ray})
+	at, att := submitting(t, m, id)
+	if err := ray.SubmitJob(context.Background(), &mvp.JobSubmission{SubmissionID: att.RaySubmissionID}); err != nil {
+		t.Fatal(err)
+	}
+	ray.Set(att.RaySubmissionID, mvp.RayRunning)
+	return m, at, att
+}
+
 // submitting stores task id as a QUEUED PPO task moved to SUBMITTING with attempt 1, as the loop leaves it before
 // it calls Ray, and returns the time it used and the attempt.
 func submitting(t *testing.T, m *service.Main, id string) (time.Time, *mvp.Attempt) {
@@ -710,19 +698,10 @@ func submitting(t *testing.T, m *service.Main, id string) (time.Time, *mvp.Attem
 // the file at every poll, which made Ray read a log of hundreds of MB again every second for every follower. What
 // the driver appends arrives as it comes, and the follow ends, byte for byte, with the attempt.
 func TestAFollowerReadsARunningLogInOneStream(t *testing.T) {
-	cfg := servicetest.Config(t)
-	cfg.V2.Scheduler.TickS = 3600 // the test moves the attempt itself
 	ray := servicetest.NewRay()
-	m := servicetest.Start(t, &service.Main{Config: cfg, Ray: ray})
-	ctx := context.Background()
-	db := m.Store()
 	id := "mvp2-ppo-20251223-143201-0f01"
-	at, att := submitting(t, m, id)
-	sub := att.RaySubmissionID
-	if err := ray.SubmitJob(ctx, &mvp.JobSubmission{SubmissionID: sub}); err != nil {
-		t.Fatal(err)
-	}
-	ray.Set(sub, mvp.RayRunning)
+	m, at, att := runningInRay(t, ray, id)
+	ctx, db, sub := context.Background(), m.Store(), att.RaySubmissionID
 	up := *att
 	up.RayStatus, up.DriverNodeID = mvp.RayRunning, "w1"
 	if err := db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateSubmitting, To: mvp.StateRunning, At: at,
