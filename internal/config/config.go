@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -567,7 +568,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.EntrypointNumCPUs < 0 {
-		return fmt.Errorf("entrypoint_num_cpus: %v must not be negative", c.EntrypointNumCPUs)
+		return fmt.Errorf("entrypoint_num_cpus: %s must not be negative", number(c.EntrypointNumCPUs))
 	}
 	v := c.V2
 	if v.API.Port < 0 || v.API.Port > 65535 {
@@ -591,7 +592,7 @@ func (c *Config) Validate() error {
 		{"v2.ray.log_copy_s", v.Ray.LogCopyS, 30},
 	} {
 		if p.v <= 0 {
-			return fmt.Errorf("%s: %v must be above 0 (leave it out for the default, %v)", p.key, p.v, p.def)
+			return fmt.Errorf("%s: %s must be above 0 (leave it out for the default, %v)", p.key, number(p.v), p.def)
 		}
 	}
 	// Durations beyond what mvp's clock arithmetic holds (a time.Duration ends at about 292 years) would wrap.
@@ -612,7 +613,7 @@ func (c *Config) Validate() error {
 		{"v2.ray.log_copy_s", v.Ray.LogCopyS},
 	} {
 		if d.v > MaxDurationS {
-			return fmt.Errorf("%s: %v s is more than ten years (%d s), the longest duration mvp takes", d.key, d.v,
+			return fmt.Errorf("%s: %s s is more than ten years (%d s), the longest duration mvp takes", d.key, number(d.v),
 				MaxDurationS)
 		}
 	}
@@ -626,7 +627,7 @@ func (c *Config) Validate() error {
 	}
 	s := v.Scheduler
 	if s.TickS < 0.05 || s.TickS > 3600 {
-		return fmt.Errorf("v2.scheduler.tick_s: %v must be between 0.05 and 3600 (leave it out for the default, %v)", s.TickS, DefaultTickS)
+		return fmt.Errorf("v2.scheduler.tick_s: %s must be between 0.05 and 3600 (leave it out for the default, %s)", number(s.TickS), number(DefaultTickS))
 	}
 	if s.RetryIntervalS < 0 || s.GangWaitS < 0 {
 		return errors.New("v2.scheduler: retry_interval_s and gang_wait_s must not be negative")
@@ -648,7 +649,7 @@ func (c *Config) Validate() error {
 			s.DefaultMaxQueuedS, s.MaxQueuedCapS)
 	}
 	if s.RuntimeGraceS < 0 {
-		return fmt.Errorf("v2.scheduler.runtime_grace_s: %v must not be negative", s.RuntimeGraceS)
+		return fmt.Errorf("v2.scheduler.runtime_grace_s: %s must not be negative", number(s.RuntimeGraceS))
 	}
 	for name, w := range v.Workloads {
 		if !mvp.Workload(name).Valid() {
@@ -710,14 +711,24 @@ func validateUsers(a Auth) error {
 			return fmt.Errorf("%s.share: %v is not a number of shares; give a finite number such as 1 or 2", at, u.Share)
 		}
 		if u.Share <= 0 {
-			return fmt.Errorf("%s.share: %v must be above 0: it is the user's weight in fair share (leave it out for "+
-				"1; a smaller share, such as 0.5, ranks the user behind the others)", at, u.Share)
+			return fmt.Errorf("%s.share: %s must be above 0: it is the user's weight in fair share (leave it out for "+
+				"1; a smaller share, such as 0.5, ranks the user behind the others)", at, number(u.Share))
 		}
 		if p := u.MaxPriority; p != nil && (*p < 0 || *p > mvp.MaxPriority) {
 			return fmt.Errorf("%s.max_priority: %d must be between 0 and %d", at, *p, mvp.MaxPriority)
 		}
 	}
 	return nil
+}
+
+// number is v as a message quotes it: plain, as a file gives it (99999999999, 0.000001), where %v would turn to
+// e-notation from a million on (9.9999999999e+10); only beyond what a person writes out (below 1e-6, from 1e21)
+// is it in e-notation, as such a number is written.
+func number(v float64) string {
+	if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 func validUserName(s string) bool {

@@ -379,3 +379,29 @@ func TestACheckpointEveryLessThanASecondIsRefused(t *testing.T) {
 		t.Errorf("@every 1s: %v", err)
 	}
 }
+
+// TestNumbersInErrorsArePlain: retry_interval_s: 99999999999 was refused as "9.9999999999e+10 s is more than ten
+// years" (Go's %v turns to e-notation from a million on): a number the file gives is echoed as written, a plain
+// integer or decimal, in every message that quotes one (walk-through of the config handling).
+func TestNumbersInErrorsArePlain(t *testing.T) {
+	for doc, want := range map[string]string{
+		"v2: {scheduler: {retry_interval_s: 99999999999}}\n":                                  "v2.scheduler.retry_interval_s: 99999999999 s is more than ten years",
+		"v2: {scheduler: {gang_wait_s: 315360000.5}}\n":                                       "v2.scheduler.gang_wait_s: 315360000.5 s is more than ten years",
+		"v2: {scheduler: {starvation_s: 99999999999}}\n":                                      "v2.scheduler.starvation_s: 99999999999 s",
+		"v2: {scheduler: {default_max_runtime_s: 99999999999}}\n":                             "v2.scheduler.default_max_runtime_s: 99999999999 s",
+		"v2: {ray: {log_copy_s: 12345678901}}\n":                                              "v2.ray.log_copy_s: 12345678901 s",
+		"v2: {scheduler: {tick_s: 5000000}}\n":                                                "v2.scheduler.tick_s: 5000000 must be between",
+		"v2: {scheduler: {tick_s: 0.000001}}\n":                                               "v2.scheduler.tick_s: 0.000001 must be between",
+		"v2: {scheduler: {runtime_grace_s: -5000000}}\n":                                      "v2.scheduler.runtime_grace_s: -5000000 must not be negative",
+		"v2: {ray: {request_timeout_s: -5000000}}\n":                                          "v2.ray.request_timeout_s: -5000000 must be above 0",
+		"v2: {api: {max_body_bytes: -5000000}}\n":                                             "v2.api.max_body_bytes: -5000000 must be above 0",
+		"entrypoint_num_cpus: -5000000\n":                                                     "entrypoint_num_cpus: -5000000 must not be negative",
+		"v2: {auth: {users: [{name: alice, token_env: MVP_TOKEN_ALICE, share: -5000000}]}}\n": "v2.auth.users[0].share: -5000000 must be above 0",
+	} {
+		_, err := Parse([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "e+") ||
+			strings.Contains(err.Error(), "e-0") {
+			t.Errorf("%q: %v; want an error with %q and no e-notation", doc, err, want)
+		}
+	}
+}
