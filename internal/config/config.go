@@ -23,6 +23,7 @@ import (
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/recurring"
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // Config is the whole of dev.yaml as mvp reads it.
@@ -626,6 +627,10 @@ func (c *Config) Validate() error {
 		}
 	}
 	s := v.Scheduler
+	if !scheduler.ValidPolicy(s.Policy) {
+		return fmt.Errorf("v2.scheduler.policy: %q is not a policy; use one of %s", s.Policy,
+			strings.Join(scheduler.PolicyNames, ", "))
+	}
 	if s.TickS < 0.05 || s.TickS > 3600 {
 		return fmt.Errorf("v2.scheduler.tick_s: %s must be between 0.05 and 3600 (leave it out for the default, %s)", number(s.TickS), number(DefaultTickS))
 	}

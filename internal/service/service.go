@@ -98,10 +98,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}()
 	cfg := *m.Config
-	if !scheduler.ValidPolicy(cfg.V2.Scheduler.Policy) {
-		return fmt.Errorf("v2.scheduler.policy: %q is not a policy; use one of %s", cfg.V2.Scheduler.Policy,
-			strings.Join(scheduler.PolicyNames, ", "))
-	}
 	if m.DBPath != "" {
 		cfg.V2.SQLite.DBPath = m.DBPath
 	}
