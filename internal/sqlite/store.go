@@ -180,17 +180,6 @@ func scanTaskAttempt(s scanner) (*mvp.Task, *mvp.Attempt, error) {
 	return tr.task(), ar.attempt(), nil
 }
 
-func encodePayload(p map[string]any) (string, error) {
-	if len(p) == 0 {
-		return "{}", nil
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return "", mvp.Errorf(mvp.CodeInvalid, "payload", "event payload cannot be encoded as JSON: %v", err)
-	}
-	return string(b), nil
-}
-
 const insertEventSQL = `INSERT INTO events (task_id, ts, event_type, payload_json) VALUES (?, ?, ?, ?)`
 
 const insertTaskSQL = `INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml,
