@@ -73,6 +73,9 @@ def reading(st):
             "node_ip": n.get("NodeManagerAddress", ""),
             "total": total,
             "available": {k: float(avail.get(k, 0.0)) for k in total},
+            # Its labels (Ray's ray.io/... and those of `ray start --labels`): a driver's label selector is
+            # admitted by them.
+            "labels": {str(k): str(v) for k, v in (n.get("Labels") or {}).items()},
         })
     groups = []
     for raw in st._connect_and_get_accessor().get_placement_group_table():

@@ -115,7 +115,8 @@ for i in "${missing[@]}"; do
   echo "ray-up: starting worker $i ($gpus GPUs, $cpus CPUs)"
   base=$(( agent_base + 3 * i ))
   start_node "worker$i" --address="127.0.0.1:$gcs_port" --node-ip-address=127.0.0.1 --num-cpus="$cpus" \
-    --num-gpus="$gpus" --resources='{"worker_node": 100}' --object-store-memory=80000000 --disable-usage-stats \
+    --num-gpus="$gpus" --resources='{"worker_node": 100}' --labels="{\"mvp-dev/worker\": \"$i\"}" \
+    --object-store-memory=80000000 --disable-usage-stats \
     --dashboard-agent-listen-port="$base" --dashboard-agent-grpc-port="$(( base + 1 ))" --metrics-export-port="$(( base + 2 ))"
 done
 

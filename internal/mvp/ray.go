@@ -86,6 +86,10 @@ type Node struct {
 	IP        string             `json:"node_ip,omitempty"`
 	Total     map[string]float64 `json:"total"`
 	Available map[string]float64 `json:"available"`
+	// Labels are the node's Ray labels (ray.nodes()' Labels, Ray's own ray.io/… among them); nil when the reading
+	// could not say (the dashboard's fallback view): a driver's label selector is then not checked by mvp, only by
+	// Ray.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // PlacementGroup is one Ray placement group, as far as admission needs it.
