@@ -473,3 +473,56 @@ func writeTarGz(t *testing.T, path string, files map[string]string) {
 		}
 	}
 }
+
+// TestRayDoorLabelSelector: a job's entrypoint_label_selector is part of mvp's admission, as Ray will read it.
+// `ray job submit --entrypoint-label-selector` naming a worker's label (make ray-up labels each worker
+// mvp-dev/worker=<n>) runs its driver on that worker; one naming a label no node has waits in mvp with a reason
+// that says so, and is not handed to Ray (where it would sit PENDING for 15 minutes, holding a
+// max_running_tasks place); a selector Ray could not read is refused at the door, naming the field.
+func TestRayDoorLabelSelector(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	d := newRayDoor(t, s)
+	var target mvp.Node
+	for _, n := range workers(t) {
+		if n.Labels["mvp-dev/worker"] != "" {
+			target = n // the last labelled worker: not the one the best fit would pick first by name
+		}
+	}
+	if target.ID == "" {
+		t.Fatalf("no worker has the label mvp-dev/worker (make ray-up sets it): %+v", workers(t))
+	}
+	label := target.Labels["mvp-dev/worker"]
+
+	id := uniq("label")
+	out, code := d.run(time.Minute, nil, "job", "submit", "--no-wait", "--submission-id", id,
+		"--entrypoint-label-selector", fmt.Sprintf(`{"mvp-dev/worker": %q}`, label), "--", "echo", "labelled")
+	if code != 0 {
+		t.Fatalf("submit (exit %d):\n%s", code, out)
+	}
+	d.waitStatus(id, "SUCCEEDED", "", 2*time.Minute)
+	task := mustTask(t, d, id)
+	if a := task.Attempt(task.LatestAttemptNo); a == nil || a.DriverNodeID != target.ID {
+		t.Errorf("the driver ran on %+v, want the node labelled mvp-dev/worker=%s (%s)", a, label, target.ID)
+	}
+
+	never := uniq("nolabel")
+	out, code = d.run(time.Minute, nil, "job", "submit", "--no-wait", "--submission-id", never,
+		"--entrypoint-label-selector", `{"mvp-dev/worker": "in(nowhere,nothere)"}`, "--", "echo", "never")
+	if code != 0 {
+		t.Fatalf("submit (exit %d):\n%s", code, out)
+	}
+	d.waitStatus(never, "PENDING", "can never fit on this cluster: no alive node labelled {mvp-dev/worker: in(nowhere,nothere)}", time.Minute)
+	if task := mustTask(t, d, never); task.LatestAttemptNo != 0 || task.State != mvp.StatePendingResources {
+		t.Errorf("a job no node can take was handed to Ray: %+v", task)
+	}
+	if out, code := d.run(time.Minute, nil, "job", "stop", never); code != 0 {
+		t.Errorf("stop (exit %d):\n%s", code, out)
+	}
+
+	out, code = d.run(time.Minute, nil, "job", "submit", "--no-wait", "--submission-id", uniq("badlabel"),
+		"--entrypoint-label-selector", `{"mvp-dev/worker": "in(a,)"}`, "--", "echo", "bad")
+	if code == 0 || !strings.Contains(out, "entrypoint_label_selector") {
+		t.Errorf("a selector with an empty value was not refused (exit %d):\n%s", code, out)
+	}
+}

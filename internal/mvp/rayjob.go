@@ -25,7 +25,9 @@ const (
 )
 
 // Driver is what the request's driver takes, in Ray's resource names: entrypoint_num_cpus as CPU,
-// entrypoint_num_gpus as GPU, entrypoint_memory as memory, and entrypoint_resources. It is never nil.
+// entrypoint_num_gpus as GPU, entrypoint_memory as memory, and entrypoint_resources; and each constraint of
+// entrypoint_label_selector as a key of its own (DriverLabelKey), which only a node whose labels match offers. It
+// is never nil.
 func (r *RayJobRequest) Driver() map[string]float64 {
 	d := map[string]float64{}
 	for k, v := range r.EntrypointResources {
@@ -39,6 +41,9 @@ func (r *RayJobRequest) Driver() map[string]float64 {
 	}
 	if r.EntrypointMemory > 0 {
 		d["memory"] += float64(r.EntrypointMemory)
+	}
+	for k, v := range r.EntrypointLabelSelector {
+		d[DriverLabelKey(k, v)] = 1 // a node whose labels match offers it (LabelMatches)
 	}
 	return d
 }

@@ -290,6 +290,17 @@ type node struct {
 	id    string
 	free  map[string]float64
 	total map[string]float64
+	// labels are the node's Ray labels; nil when the reading did not say (every label constraint then matches).
+	labels map[string]string
+}
+
+// offers reports whether the node offers a driver's demand key r of v: a resource it has v of free (free, the
+// node's free map or a view of it), or a label constraint its labels match.
+func (n *node) offers(r string, v float64, free float64) bool {
+	if k, val, ok := mvp.DriverLabel(r); ok {
+		return n.labels == nil || mvp.LabelMatches(n.labels, k, val)
+	}
+	return free >= v
 }
 
 // Demand is the shape of a task's gang: nnodes groups, each of GPUs GPUs and CPUs CPUs, on distinct nodes.
@@ -452,7 +463,7 @@ func freeNodes(c *mvp.ClusterView) []*node {
 				}
 			}
 		}
-		ns = append(ns, &node{id: n.ID, free: free, total: n.Total})
+		ns = append(ns, &node{id: n.ID, free: free, total: n.Total, labels: n.Labels})
 	}
 	sort.Slice(ns, func(i, j int) bool { return ns[i].id < ns[j].id })
 	return ns
@@ -530,7 +541,7 @@ func fitCheck(nodes []*node, d Demand, driver map[string]float64) ([]int, int, b
 					free -= d.CPUs
 				}
 			}
-			if free < v {
+			if !n.offers(r, v, free) {
 				ok = false
 				break
 			}
@@ -550,14 +561,21 @@ func take(nodes []*node, chosen []int, drv int, d Demand, driver map[string]floa
 	}
 	if drv >= 0 {
 		for r, v := range driver {
-			nodes[drv].free[r] -= v
+			if _, _, label := mvp.DriverLabel(r); !label {
+				nodes[drv].free[r] -= v
+			}
 		}
 	}
 }
 
-func holds(free, want map[string]float64) bool {
-	for k, v := range want {
-		if free[k] < v {
+// offersDriver reports whether an empty n could take driver: its resources and its label constraints.
+func offersDriver(n *mvp.Node, driver map[string]float64) bool {
+	for k, v := range driver {
+		if lk, lv, label := mvp.DriverLabel(k); label {
+			if n.Labels != nil && !mvp.LabelMatches(n.Labels, lk, lv) {
+				return false
+			}
+		} else if n.Total[k] < v {
 			return false
 		}
 	}
@@ -582,7 +600,7 @@ func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string,
 		if n.Total[ResGPU] >= d.GPUs && n.Total[ResCPU] >= d.CPUs {
 			fitting++
 		}
-		if holds(n.Total, driver) {
+		if offersDriver(&n, driver) {
 			driverOK = true
 		}
 	}
@@ -596,9 +614,29 @@ func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string,
 			fitting, alive, gpuWord, maxGPU, maxCPU), true
 	}
 	if !driverOK {
-		return fmt.Sprintf("can never fit on this cluster: no alive node offers the driver's resources %s", describeMap(driver)), true
+		res, labelled := describeDriver(driver)
+		return fmt.Sprintf("can never fit on this cluster: no alive node%s offers the driver's resources %s", labelled, res), true
 	}
 	return "", false
+}
+
+// describeDriver splits a driver's demand for a reason: its resources as describeMap writes them, and, where it
+// names label constraints, " labelled {key: value, …}" (else "").
+func describeDriver(d map[string]float64) (resources, labelled string) {
+	res := make(map[string]float64, len(d))
+	var labels []string
+	for k, v := range d {
+		if _, _, label := mvp.DriverLabel(k); label {
+			labels = append(labels, k)
+		} else {
+			res[k] = v
+		}
+	}
+	if len(labels) == 0 {
+		return describeMap(res), ""
+	}
+	sort.Strings(labels)
+	return describeMap(res), " labelled " + mvp.DescribeLabels(labels)
 }
 
 func describeMap(m map[string]float64) string {

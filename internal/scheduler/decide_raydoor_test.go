@@ -71,3 +71,53 @@ func TestDecideRayJobDriverEveryPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideRayJobDriverLabels: a ray_job's entrypoint_label_selector is part of its driver's fit, as Ray's
+// scheduler will read it: the driver goes to the labelled node with room, waits while that node is busy (the reason
+// names the labels), never fits when no alive node has them, and is admitted on resources alone when the reading
+// holds no labels (the dashboard's fallback), under every policy.
+func TestDecideRayJobDriverLabels(t *testing.T) {
+	labelled := func(n mvp.Node, labels map[string]string) mvp.Node { n.Labels = labels; return n }
+	for _, name := range PolicyNames {
+		p := policy()
+		p.Name = name
+		c := cluster(labelled(worker("w1", 4, 48), map[string]string{"pool": "a"}),
+			labelled(worker("w2", 4, 48), map[string]string{"pool": "b"}))
+		want := func(sel map[string]string) *mvp.Task {
+			tk := task(mvp.WorkloadRayJob, 0, 0, mvp.StateQueued)
+			tk.Driver = (&mvp.RayJobRequest{EntrypointNumCPUs: 1, EntrypointLabelSelector: sel}).Driver()
+			return tk
+		}
+		toB, notA, toC := want(map[string]string{"pool": "b"}), want(map[string]string{"pool": "!a"}), want(map[string]string{"pool": "in(c,d)"})
+		as := Decide(t0, Snapshot{Cluster: c, Queue: []*mvp.Task{toB, notA, toC}}, p)
+		if got, w := strings.Join(summary(as), " "), "submit:"+toB.ID+" submit:"+notA.ID+" never:"+toC.ID; got != w {
+			t.Fatalf("%s: %s, want %s", name, got, w)
+		}
+		for _, a := range as[:2] {
+			if s := a.(Submit); s.DriverNode != "w2" {
+				t.Errorf("%s: %s's driver fitted on %q, want w2 (pool=b)", name, s.Task.ID, s.DriverNode)
+			}
+		}
+		if w := as[2].(*Wait); !strings.Contains(w.Reason, "no alive node labelled {pool: in(c,d)} offers the driver's resources {CPU=1}") {
+			t.Errorf("%s: never-fits reason %q", name, w.Reason)
+		}
+
+		// The labelled node busy: the driver waits, and the reason says for which node.
+		busy := cluster(labelled(worker("w1", 4, 48), map[string]string{"pool": "a"}),
+			labelled(worker("w2", 0, 0), map[string]string{"pool": "b"}))
+		as = Decide(t0, Snapshot{Cluster: busy, Queue: []*mvp.Task{want(map[string]string{"pool": "b"})}}, p)
+		if len(as) != 1 {
+			t.Fatalf("%s: %s", name, summary(as))
+		}
+		if w, ok := as[0].(*Wait); !ok || !strings.Contains(w.Reason, "needs a node labelled {pool: b} with {CPU=1} free") {
+			t.Errorf("%s: on a busy labelled node: %s", name, summary(as))
+		}
+
+		// Without labels in the reading, mvp cannot tell: Ray will.
+		unknown := cluster(worker("w1", 4, 48))
+		as = Decide(t0, Snapshot{Cluster: unknown, Queue: []*mvp.Task{want(map[string]string{"pool": "z"})}}, p)
+		if got := strings.Join(summary(as), " "); !strings.HasPrefix(got, "submit:") {
+			t.Errorf("%s: labels unknown: %s", name, got)
+		}
+	}
+}

@@ -251,10 +251,12 @@ func (f *world) snapshot(when time.Time, queue []*mvp.Task, s Snapshot) Snapshot
 	for _, n := range f.nodes {
 		avail := make(map[string]float64, len(n.free))
 		for r, v := range n.free {
-			avail[r] = math.Max(v, 0)
+			if _, _, label := mvp.DriverLabel(r); !label {
+				avail[r] = math.Max(v, 0)
+			}
 		}
 		view.Nodes = append(view.Nodes, mvp.Node{ID: n.id, Alive: true, IsHead: f.head[n.id], Total: n.total,
-			Available: avail})
+			Available: avail, Labels: n.labels})
 	}
 	active := make([]ActiveAttempt, 0, len(f.running))
 	for _, r := range f.running {

@@ -1040,7 +1040,9 @@ func (pl *plan) apply(view []*node, r release) {
 	n := view[r.node]
 	if r.driver {
 		for k, v := range r.drv {
-			n.free[k] += v
+			if _, _, label := mvp.DriverLabel(k); !label {
+				n.free[k] += v
+			}
 		}
 		return
 	}
@@ -1080,7 +1082,7 @@ func cloneNodes(ns []*node) []*node {
 		for r, v := range n.free {
 			free[r] = v
 		}
-		out[k] = &node{id: n.id, free: free, total: n.total}
+		out[k] = &node{id: n.id, free: free, total: n.total, labels: n.labels}
 	}
 	return out
 }
@@ -1093,7 +1095,7 @@ func totalNodes(ns []*node) []*node {
 		for r, v := range n.total {
 			free[r] = v
 		}
-		out[k] = &node{id: n.id, free: free, total: n.total}
+		out[k] = &node{id: n.id, free: free, total: n.total, labels: n.labels}
 	}
 	return out
 }
@@ -1108,7 +1110,8 @@ func (pl *plan) reasonOf(e *entry) string {
 	case cGPUsBusy:
 		if sh.busy == "" && d.Groups == 0 {
 			// No gang (a ray_job): only its driver's own resources are asked for.
-			sh.busy = fmt.Sprintf("waiting for room for its driver: needs a node with %s free", describeMap(sh.driver))
+			res, labelled := describeDriver(sh.driver)
+			sh.busy = fmt.Sprintf("waiting for room for its driver: needs a node%s with %s free", labelled, res)
 		}
 		if sh.busy == "" {
 			sh.busy = fmt.Sprintf("waiting for GPUs: needs %d node(s) with %g GPU and %g CPU free each, and fewer GPUs are free now",
@@ -1121,8 +1124,9 @@ func (pl *plan) reasonOf(e *entry) string {
 			if strings.HasPrefix(sh.drvKey, "workload ") {
 				runner = " (entrypoint_num_cpus with the workload's runner_cpus, for the actor its driver starts first)"
 			}
+			res, labelled := describeDriver(sh.driver)
 			sh.cpus = fmt.Sprintf("waiting for CPUs: enough nodes have %g GPU free, but not also %g CPU each for the "+
-				"gang and %s on one of them for its driver%s", d.GPUs, d.CPUs, describeMap(sh.driver), runner)
+				"gang and %s on one of them%s for its driver%s", d.GPUs, d.CPUs, res, labelled, runner)
 		}
 		return sh.cpus
 	case cFragmented:

@@ -43,7 +43,14 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 	if req.EntrypointMemory < 0 {
 		return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint_memory", "entrypoint_memory must be ≥ 0 bytes, got %d", req.EntrypointMemory)
 	}
+	if err := mvp.CheckLabelSelector(req.EntrypointLabelSelector); err != nil {
+		return nil, err
+	}
 	for k, v := range req.EntrypointResources {
+		if strings.HasPrefix(k, mvp.DriverLabelPrefix) {
+			return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint_resources", "entrypoint_resources.%s: a resource name "+
+				"beginning %q is how mvp carries entrypoint_label_selector; name the resource otherwise", clip(k), mvp.DriverLabelPrefix)
+		}
 		if v < 0 {
 			return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint_resources", "entrypoint_resources.%s must be ≥ 0, got %g", k, v)
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // TestBuildRayJob: a ray_job is prepared from its Ray request (gang from metadata, driver from the entrypoint
-// resources) and every attempt passes the request on as given, under the attempt's submission id, with mvp's
+// resources and the label selector) and every attempt passes the request on as given, under the attempt's submission id, with mvp's
 // metadata and variables added.
 func TestBuildRayJob(t *testing.T) {
 	s := settings()
@@ -28,7 +28,8 @@ func TestBuildRayJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	if task.Workload != mvp.WorkloadRayJob || task.NNodes != 2 || task.GPUsPerNode != 4 || task.SubmissionID != "my-job" ||
-		!reflect.DeepEqual(task.Driver, map[string]float64{"CPU": 1.5, "GPU": 0.5, "memory": 1 << 30, "worker_node": 1}) {
+		!reflect.DeepEqual(task.Driver, map[string]float64{"CPU": 1.5, "GPU": 0.5, "memory": 1 << 30, "worker_node": 1,
+			mvp.DriverLabelKey("k", "v"): 1}) {
 		t.Errorf("prepared task: %+v", task)
 	}
 	task.ID = "mvp2-ray_job-20251223-143201-7f3a"
@@ -156,6 +157,10 @@ func TestARayJobThatCannotStartIsRefused(t *testing.T) {
 		{&mvp.RayJobRequest{Entrypoint: "echo", RuntimeEnv: map[string]any{"env_vars": map[string]any{"A": strings.Repeat("y", 80<<10)}},
 			Metadata: map[string]string{"m": strings.Repeat("z", 60<<10)}}, "runtime_env"},
 		{&mvp.RayJobRequest{Entrypoint: "echo", RuntimeEnv: map[string]any{"env_vars": map[string]any{"B": strings.Repeat("é", 40<<10)}}}, "runtime_env"},
+		// A label selector mvp cannot admit by (Ray refuses it too), and a resource named as mvp carries labels.
+		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointLabelSelector: map[string]string{"pool": ""}}, "entrypoint_label_selector"},
+		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointLabelSelector: map[string]string{"pool": "in(a,)"}}, "entrypoint_label_selector"},
+		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointResources: map[string]float64{mvp.DriverLabelKey("pool", "a"): 1}}, "entrypoint_resources"},
 	} {
 		_, err := PrepareRayJob(c.req, s)
 		var e *mvp.Error
