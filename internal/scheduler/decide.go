@@ -568,6 +568,16 @@ func take(nodes []*node, chosen []int, drv int, d Demand, driver map[string]floa
 	}
 }
 
+// driverEverFits reports whether some alive node of c could take driver when empty.
+func driverEverFits(c *mvp.ClusterView, driver map[string]float64) bool {
+	for i := range c.Nodes {
+		if c.Nodes[i].Alive && offersDriver(&c.Nodes[i], driver) {
+			return true
+		}
+	}
+	return false
+}
+
 // offersDriver reports whether an empty n could take driver: its resources and its label constraints.
 func offersDriver(n *mvp.Node, driver map[string]float64) bool {
 	for k, v := range driver {

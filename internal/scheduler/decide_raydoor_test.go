@@ -121,3 +121,30 @@ func TestDecideRayJobDriverLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestALiveDriverNoNodeCanTakeDoesNotHoldTheQueue: a submitted ray_job whose driver has not started and whose
+// label selector no alive node matches any more (its node died after the submit, or it was admitted on a reading
+// without labels) is not reserved: before, it held the whole queue "behind a submitted task whose gang is not
+// placed yet" until Ray gave up on it 15 minutes later (found in review). The same attempt without a selector
+// reserves its driver's CPU and the queue goes on as well.
+func TestALiveDriverNoNodeCanTakeDoesNotHoldTheQueue(t *testing.T) {
+	for _, name := range PolicyNames {
+		for _, sel := range []map[string]string{nil, {"pool": "b"}} {
+			p := policy()
+			p.Name = name
+			a := worker("w1", 4, 48)
+			a.Labels = map[string]string{"pool": "a"} // the pool=b node is gone
+			live := task(mvp.WorkloadRayJob, 0, 0, mvp.StateSubmitted)
+			live.Driver = (&mvp.RayJobRequest{EntrypointNumCPUs: 1, EntrypointLabelSelector: sel}).Driver()
+			live.LatestAttemptNo = 1
+			att := &mvp.Attempt{TaskID: live.ID, No: 1, RaySubmissionID: live.ID + "--a01", RayStatus: mvp.RayPending,
+				RayJobID: "02000000", CreatedAt: t0}
+			next := task(mvp.WorkloadPPO, 1, 1, mvp.StateQueued) // fits on w1 with room to spare
+			as := Decide(t0, Snapshot{Cluster: cluster(a), Queue: []*mvp.Task{next},
+				Active: []ActiveAttempt{{Task: live, Attempt: att}}}, p)
+			if got := strings.Join(summary(as), " "); got != "submit:"+next.ID {
+				t.Errorf("%s, selector %v: %s, want submit:%s", name, sel, got, next.ID)
+			}
+		}
+	}
+}

@@ -228,7 +228,9 @@ func (f *world) releaseTo(at int64) {
 		}
 		if r.use.driver >= 0 {
 			for res, v := range r.use.drv {
-				f.nodes[r.use.driver].free[res] += v
+				if _, _, label := mvp.DriverLabel(res); !label {
+					f.nodes[r.use.driver].free[res] += v
+				}
 			}
 		}
 		return true
@@ -251,9 +253,7 @@ func (f *world) snapshot(when time.Time, queue []*mvp.Task, s Snapshot) Snapshot
 	for _, n := range f.nodes {
 		avail := make(map[string]float64, len(n.free))
 		for r, v := range n.free {
-			if _, _, label := mvp.DriverLabel(r); !label {
-				avail[r] = math.Max(v, 0)
-			}
+			avail[r] = math.Max(v, 0)
 		}
 		view.Nodes = append(view.Nodes, mvp.Node{ID: n.id, Alive: true, IsHead: f.head[n.id], Total: n.total,
 			Available: avail, Labels: n.labels})

@@ -358,6 +358,12 @@ func (pl *plan) reserveLive() {
 		if a.Attempt != nil && !driver {
 			use.driver = lookup(idx, a.Attempt.DriverNodeID)
 		}
+		// A driver no alive node could ever take (its label selector matches none: its node died after the submit,
+		// or it was admitted on a reading without labels) is not reserved: it would hold the queue until Ray gives
+		// up on it, 15 minutes later. Ray ends it then, and mvp does not submit it again while nothing matches.
+		if driver && !driverEverFits(pl.s.Cluster, drvRes) {
+			driver = false
+		}
 		if (unplaced > 0 || driver) && reserves(pl.now, a, pl.p) {
 			rd := Demand{Groups: unplaced, GPUs: d.GPUs, CPUs: d.CPUs}
 			chosen, drv, ok := fitDriver(pl.nodes, rd, drvRes, driver)
@@ -1126,7 +1132,7 @@ func (pl *plan) reasonOf(e *entry) string {
 			}
 			res, labelled := describeDriver(sh.driver)
 			sh.cpus = fmt.Sprintf("waiting for CPUs: enough nodes have %g GPU free, but not also %g CPU each for the "+
-				"gang and %s on one of them%s for its driver%s", d.GPUs, d.CPUs, res, labelled, runner)
+				"gang and %s on a node%s for its driver%s", d.GPUs, d.CPUs, res, labelled, runner)
 		}
 		return sh.cpus
 	case cFragmented:
