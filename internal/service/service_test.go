@@ -415,6 +415,19 @@ func TestAnEndedAttemptsLogIsNotTheRunningCopy(t *testing.T) {
 	cfg.V2.Scheduler.TickS = 3600 // no pass of the loop keeps the log meanwhile
 	ray := servicetest.NewRay()
 	m := servicetest.Start(t, &service.Main{Config: cfg, Ray: ray})
+	// The loop's first pass, which runs at the start, must be over before the attempt below exists: a pass that
+	// saw it ended would keep its log meanwhile (and its clean-up of a cut copy's temporary files removed the one
+	// the running copy below is written through, a flake seen once).
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, got := servicetest.Scrape(t, m.URL(), m.APIToken())
+		if n, ok := got.Value(t, "mvp_scheduler_pass_duration_seconds"); ok && n >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the loop's first pass did not end within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	ctx := context.Background()
 	db := m.Store()
 	id := "mvp2-ppo-20251223-143201-0b1c"
