@@ -2,6 +2,7 @@ package mvp
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -47,31 +48,40 @@ func LabelMatches(labels map[string]string, key, value string) bool {
 	return in != negated
 }
 
-// CheckLabelSelector refuses a selector mvp cannot admit by as Ray reads it: an empty key or value, a key with
-// "=" (the driver's demand key would be ambiguous), an empty in() or an empty value in it.
+// Ray 2.60's rules for a label selector (python/ray/_private/label_utils.py, which Ray's job manager applies at
+// submit and answers 400 for): a key is an optional DNS-like prefix and "/", then a name; a name and a value are
+// at most 63 characters of [A-Za-z0-9_.-], beginning and ending with a letter or digit; a selector's value is
+// empty, v, !v, in(a,b) or !in(a,b) (", " between entries allowed; Ray's own pattern also takes the list without
+// "in", which its scheduler then reads as one literal value).
+var (
+	labelName     = `[a-zA-Z0-9](?:[a-zA-Z0-9_.-]{0,61}[a-zA-Z0-9])?`
+	labelNameRe   = regexp.MustCompile(`^` + labelName + `$`)
+	labelPrefixRe = regexp.MustCompile(`^(?:` + labelName + `)?(?:\.(?:` + labelName + `)?)*$`)
+	labelValueRe  = regexp.MustCompile(`^!?(?:in)?\(` + labelName + `(?:, ?` + labelName + `)*\)$|^!?` + labelName + `$`)
+)
+
+// CheckLabelSelector refuses a selector Ray's job manager would refuse (the rules above), naming the key and
+// what to fix, so that the job is refused at once rather than queued behind a label no node can carry.
 func CheckLabelSelector(sel map[string]string) error {
+	const field = "entrypoint_label_selector"
 	for k, v := range sel {
-		field := "entrypoint_label_selector"
-		switch {
-		case k == "":
-			return Errorf(CodeInvalid, field, "entrypoint_label_selector has an empty label key")
-		case strings.ContainsAny(k, "= \t\n"):
-			return Errorf(CodeInvalid, field, "entrypoint_label_selector key %q is not a label key (no '=' or spaces)", labelClip(k))
-		}
-		inner := strings.TrimPrefix(v, "!")
-		if strings.HasPrefix(inner, "in(") && strings.HasSuffix(inner, ")") {
-			inner = inner[len("in(") : len(inner)-1]
-			for _, one := range strings.Split(inner, ",") {
-				if one == "" {
-					return Errorf(CodeInvalid, field, "entrypoint_label_selector.%s = %q has an empty value in its list; "+
-						`write e.g. "in(a,b)"`, labelClip(k), labelClip(v))
-				}
+		name := k
+		if i := strings.LastIndex(k, "/"); i >= 0 {
+			prefix := k[:i]
+			name = k[i+1:]
+			if len(prefix) > 253 || !labelPrefixRe.MatchString(prefix) {
+				return Errorf(CodeInvalid, field, "entrypoint_label_selector key %q: its prefix %q is not a DNS name "+
+					"(labels of letters, digits, '-', '_' separated by dots, at most 253 characters)", labelClip(k), labelClip(prefix))
 			}
-			continue
 		}
-		if inner == "" {
-			return Errorf(CodeInvalid, field, "entrypoint_label_selector.%s has no value; give the label's value (%q), "+
-				`"!value", "in(a,b)" or "!in(a,b)"`, labelClip(k), "value")
+		if len(name) > 63 || !labelNameRe.MatchString(name) {
+			return Errorf(CodeInvalid, field, "entrypoint_label_selector key %q is not a label key: its name must be "+
+				"1 to 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit", labelClip(k))
+		}
+		if v != "" && !labelValueRe.MatchString(v) {
+			return Errorf(CodeInvalid, field, "entrypoint_label_selector.%s = %q is not a selector value: give "+
+				`"value", "!value", "in(a,b)" or "!in(a,b)", each value 1 to 63 letters, digits, '-', '_' or '.', `+
+				"beginning and ending with a letter or digit", labelClip(k), labelClip(v))
 		}
 	}
 	return nil

@@ -158,7 +158,7 @@ func TestARayJobThatCannotStartIsRefused(t *testing.T) {
 			Metadata: map[string]string{"m": strings.Repeat("z", 60<<10)}}, "runtime_env"},
 		{&mvp.RayJobRequest{Entrypoint: "echo", RuntimeEnv: map[string]any{"env_vars": map[string]any{"B": strings.Repeat("é", 40<<10)}}}, "runtime_env"},
 		// A label selector mvp cannot admit by (Ray refuses it too), and a resource named as mvp carries labels.
-		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointLabelSelector: map[string]string{"pool": ""}}, "entrypoint_label_selector"},
+		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointLabelSelector: map[string]string{"pool": "a b"}}, "entrypoint_label_selector"},
 		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointLabelSelector: map[string]string{"pool": "in(a,)"}}, "entrypoint_label_selector"},
 		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointResources: map[string]float64{mvp.DriverLabelKey("pool", "a"): 1}}, "entrypoint_resources"},
 	} {
