@@ -48,6 +48,8 @@ type DB struct {
 	write *sql.DB // one connection, owned by the writer goroutine once Open returns
 	read  *sql.DB // query_only connections
 	max   int
+	// lastBatch is how many writes the writer's last transaction held (gather); the writer's goroutine's own.
+	lastBatch int
 
 	// mu guards closing against sends on ops: Close takes it exclusively, so once closing is set no sender is
 	// half-way through a send and everything queued is in ops for the writer to drain.
@@ -363,17 +365,19 @@ type Stats struct {
 	// Reruns is the number of batches run a second time, with a savepoint per request, because a request failed
 	// after writing (a batch runs without savepoints first).
 	Reruns int64
+	// Yields is the number of times the writer yielded the processor to gather more requests into a batch.
+	Yields int64
 }
 
 type counters struct {
-	transactions, writes, failed, skipped, largest, reruns atomic.Int64
+	transactions, writes, failed, skipped, largest, reruns, yields atomic.Int64
 }
 
 // Stats returns the writer's counters.
 func (db *DB) Stats() Stats {
 	c := &db.stats
 	return Stats{Transactions: c.transactions.Load(), Writes: c.writes.Load(), Failed: c.failed.Load(),
-		Skipped: c.skipped.Load(), LargestBatch: c.largest.Load(), Reruns: c.reruns.Load()}
+		Skipped: c.skipped.Load(), LargestBatch: c.largest.Load(), Reruns: c.reruns.Load(), Yields: c.yields.Load()}
 }
 
 // errClosed answers writes made after Close.

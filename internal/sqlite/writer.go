@@ -172,10 +172,18 @@ const gatherRounds = 2
 // nothing or gatherRounds yields have passed. Under load many callers are a few microseconds short of their
 // write when the writer wakes (their answers to the last commit are still being sent), and a commit of one write
 // costs nearly as much as one of fifty (the pages of every B-tree touched, the WAL frames and the fsync): what
-// PostgreSQL's commit_delay and commit_siblings buy, without a sleep. On an idle service nothing is runnable, a
-// yield returns at once and the lone write is committed without delay.
+// PostgreSQL's commit_delay and commit_siblings buy, without a sleep.
+//
+// It yields only when the writer's last commit held more than one write: other writers are about. A lone write
+// (an idle service, or the loop's own writes while the API is quiet) is committed at once: a yield puts the
+// writer behind every runnable goroutine, and with the processors busy (a deep queue's pass) that cost a lone
+// write a scheduler time slice, 40 ms and more (found in review).
 func (db *DB) gather(batch []*op) []*op {
+	if db.lastBatch < 2 {
+		return batch
+	}
 	for i := 0; i < gatherRounds && len(batch) < db.max; i++ {
+		db.stats.yields.Add(1)
 		runtime.Gosched()
 		n := len(batch)
 		if batch = db.fill(batch); len(batch) == n {
@@ -210,6 +218,7 @@ func (db *DB) run(batch []*op) {
 	if len(live) == 0 {
 		return
 	}
+	db.lastBatch = len(live) // read by gather, in the writer's goroutine only
 	for n := int64(len(live)); ; {
 		cur := db.stats.largest.Load()
 		if n <= cur || db.stats.largest.CompareAndSwap(cur, n) {

@@ -387,3 +387,48 @@ func TestABatchRunsWithoutSavepointsUnlessAWriteFailsHalfWay(t *testing.T) {
 		t.Errorf("the batch whose transaction ended ran again (%d)", got)
 	}
 }
+
+// TestALoneWriteIsNotHeldToGather: the writer yields to gather more writes into a commit only after a commit that
+// held several (other writers are about). Writes one at a time, each waiting for its commit, as the loop's own
+// writes are while the API is quiet, never yield: a yield puts the writer behind every runnable goroutine, and
+// with the processors busy a lone write then waited a scheduler time slice, 40 ms and more (found in review of
+// the gather). After a burst of concurrent writes the writer gathers.
+func TestALoneWriteIsNotHeldToGather(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	for i := 0; i < 50; i++ {
+		if err := db.CreateTask(ctx, newTask(t0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := db.Stats(); st.Yields != 0 || st.Transactions != 50 {
+		t.Fatalf("50 writes one at a time: %+v, want 50 commits and no yield", st)
+	}
+
+	// A burst: 64 writers at once. Their commits share, and the writer gathers after a shared one.
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := 0; i < 20; i++ {
+				if err := db.CreateTask(ctx, newTask(t0)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	st := db.Stats()
+	t.Logf("after the burst: %+v", st)
+	if st.LargestBatch < 2 {
+		t.Skipf("the burst's writes never shared a commit (largest batch %d): nothing to gather after", st.LargestBatch)
+	}
+	if st.Yields == 0 {
+		t.Errorf("the writer never gathered after commits of up to %d writes: %+v", st.LargestBatch, st)
+	}
+}
