@@ -284,6 +284,37 @@ clients of `mvp bench load --no-verify` for 8 s, server CPU from /proc during th
 - The 0.8× goal is not met. What is left is what the third round names: two transactional rows with their events
   and indexes, and the Wait each new task gets.
 
+## P1 as shipped, fifth round (issue 18, 2026-11-29, later)
+The same rig as the fourth round (`mvp serve` on the live local cluster, tick 1 s, 3 tasks that never fit, 64
+clients of `mvp bench load --no-verify`, 5 s a run, server CPU from /proc during the load), the Ray cluster idle
+beside it. 8 triples, each the minimal server then the two builds in alternating order.
+- Found first: the loop is where mvp's cost grows under load. f8f4678 with Ray unreachable (so the loop decides
+  nothing and writes no Waits) took 152–198 µs of server CPU per submission; on the live cluster, deciding on
+  every new task, 233–294 µs.
+- **The writer gathers before it commits** (4b66405, feff397): after a commit that held more than one write,
+  it yields the processor up to twice and takes what came in meanwhile (`gather`). Before, 22–24 % of commits
+  held a single write, begun while the other callers were a few microseconds short of theirs (the loop's Waits
+  and the answers to the last commit in flight); after, 8–10 %. No sleep; and a lone write (an idle service, the
+  loop's writes while the API is quiet) is committed at once: a first version yielded before every commit, and
+  a review measured a lone write waiting 41–48 ms (p50) with both processors busy, against 0.3–1 ms before; 0.4
+  ms now (`TestALoneWriteIsNotHeldToGather` checks that such writes never yield). The same spirit as
+  PostgreSQL's `commit_delay` with `commit_siblings`.
+- **Event payloads without reflection** (18d4593): the CREATED and wait events' JSON, byte for byte what
+  json.Marshal writes, 1.56 → 0.46 µs each (a micro-benchmark).
+- Together, f8f4678 against this round's build (feff397 and what follows): higher rate in 8 of 8 pairs, median
+  +11 % (4,153 → 5,007 submissions/s), server CPU per submission 274 → 219 µs (medians); the minimal server
+  8,845/s at 111 µs, so **0.51× → 0.57×** the minimal server in the rig. (The first version, which yielded before
+  every commit, measured +17 % and 0.46× → 0.55× in a run of its own.) The 0.8× goal is still not met: what is
+  left is the writer's rows (the task with its six indexes and CREATED event, then the Wait the loop writes with
+  its event, which moves the row in two indexes), reading the YAML (the minimal server pays that too), net/http
+  and the garbage collector. Not kept: leaving out the event of a new task's first wait (QUEUED →
+  PENDING_RESOURCES) measured about 6 % less CPU per submission, within the rig's noise, and would have taken a
+  line out of every task's history.
+- `make bench` of this build (the table at the top, one run of 3): mvp 5,533/s at 202 µs of server CPU per
+  submission (238 µs in the fourth round's run), the minimal server 11,616/s at 86 µs (115 µs then): **0.46×**,
+  and 1.47× the raw rate (1.33× then). The minimal server's own figure moves by a third between runs on this
+  shared machine; the alternated pairs above are the comparison of builds.
+
 ## P2: one walk of the queue (issue 18, 2026-11-25, third round)
 Profile of `BenchmarkDecide100k/xfchain` on this machine before the change (22–24 ms): a third of the time in
 `classify` and `expired`, and most of it on the first load of each task's fields, then 12 % in the Waits reading
