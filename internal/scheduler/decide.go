@@ -625,7 +625,15 @@ func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string,
 	}
 	if !driverOK {
 		res, labelled := describeDriver(driver)
-		return fmt.Sprintf("can never fit on this cluster: no alive node%s offers the driver's resources %s", labelled, res), true
+		hint := ""
+		for k := range driver {
+			if _, v, label := mvp.DriverLabel(k); label && strings.Contains(v, "in(") && strings.Contains(v, ", ") {
+				// Ray's job manager takes in(a, b), and its scheduler keeps " b" as the value: no node labelled b
+				// matches.
+				hint = " (Ray reads a space after a comma in in(…) as part of the value: write in(a,b))"
+			}
+		}
+		return fmt.Sprintf("can never fit on this cluster: no alive node%s offers the driver's resources %s%s", labelled, res, hint), true
 	}
 	return "", false
 }

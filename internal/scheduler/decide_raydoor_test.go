@@ -102,6 +102,20 @@ func TestDecideRayJobDriverLabels(t *testing.T) {
 			t.Errorf("%s: never-fits reason %q", name, w.Reason)
 		}
 
+		// Ray takes in(a, b) but keeps " b" as the value, so nothing labelled b matches: the reason says how to
+		// write it.
+		spaced := want(map[string]string{"pool": "in(c, b)"})
+		as = Decide(t0, Snapshot{Cluster: c, Queue: []*mvp.Task{spaced}}, p)
+		if w, ok := as[0].(*Wait); !ok || !strings.Contains(w.Reason, "no alive node labelled {pool: in(c, b)}") ||
+			!strings.Contains(w.Reason, "write in(a,b)") {
+			t.Errorf("%s: in(c, b): %s", name, summary(as))
+		}
+		two := want(map[string]string{"pool": "in(c,d)", "zone": "x"}) // two constraints, no space in a list
+		as = Decide(t0, Snapshot{Cluster: c, Queue: []*mvp.Task{two}}, p)
+		if w, ok := as[0].(*Wait); !ok || strings.Contains(w.Reason, "write in(a,b)") {
+			t.Errorf("%s: a hint for a list without a space: %s", name, summary(as))
+		}
+
 		// The labelled node busy: the driver waits, and the reason says for which node.
 		busy := cluster(labelled(worker("w1", 4, 48), map[string]string{"pool": "a"}),
 			labelled(worker("w2", 0, 0), map[string]string{"pool": "b"}))
