@@ -217,10 +217,13 @@ func TestFollowingTheLogOfAWaitingTaskWaitsForItsFirstAttempt(t *testing.T) {
 		err := c.Logs(ctx, second, 0, true, &b)
 		done <- result{b.String(), err}
 	}()
+	// waitAttempt waits until the task's first attempt is in Ray: the fake's Set does nothing to a job it does not
+	// have yet, so a status set between the attempt's row and its submission was lost, and the follow below
+	// waited for an end that never came (CI saw it once, under load).
 	waitAttempt := func(id string) {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			if got, _, err := c.Get(ctx, id); err == nil && len(got.Attempts) > 0 {
+			if _, err := ray.GetJob(ctx, mvp.SubmissionID(id, 1)); err == nil {
 				return
 			}
 			if time.Now().After(deadline) {
