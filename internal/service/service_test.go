@@ -217,24 +217,10 @@ func TestFollowingTheLogOfAWaitingTaskWaitsForItsFirstAttempt(t *testing.T) {
 		err := c.Logs(ctx, second, 0, true, &b)
 		done <- result{b.String(), err}
 	}()
-	// waitAttempt waits until the task's first attempt is in Ray: the fake's Set does nothing to a job it does not
-	// have yet, so a status set between the attempt's row and its submission was lost, and the follow below
-	// waited for an end that never came (CI saw it once, under load).
-	waitAttempt := func(id string) {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if _, err := ray.GetJob(ctx, mvp.SubmissionID(id, 1)); err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s got no attempt", id)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	waitAttempt(first)
+	// Each attempt is in the fake Ray before its status is set (servicetest.Ray.WaitJob says why).
+	ray.WaitJob(t, mvp.SubmissionID(first, 1))
 	ray.Set(first+"--a01", mvp.RaySucceeded) // frees the GPUs
-	waitAttempt(second)
+	ray.WaitJob(t, mvp.SubmissionID(second, 1))
 	ray.AddLog(second+"--a01", "hello from the second task\n")
 	ray.Set(second+"--a01", mvp.RaySucceeded)
 	select {
@@ -318,17 +304,7 @@ func TestAStopEndsLogFollowsAtOnce(t *testing.T) {
 		return task.ID
 	}
 	running, waiting := submit(), submit()
-	deadline := time.Now().Add(20 * time.Second)
-	for { // the first is in Ray, its log streaming; the second waits for GPUs
-		got, _, err := c.Get(context.Background(), running)
-		if err == nil && len(got.Attempts) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first task got no attempt")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ray.WaitJob(t, mvp.SubmissionID(running, 1)) // the first is in Ray, its log streaming; the second waits for GPUs
 	ray.Set(running+"--a01", mvp.RayRunning)
 	ray.AddLog(running+"--a01", "step 1\n")
 	errs := make(chan error, 2)

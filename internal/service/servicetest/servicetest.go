@@ -239,6 +239,26 @@ func (r *Ray) Package(uri string) ([]byte, bool) {
 	return b, ok
 }
 
+// WaitJob waits (up to 20 s, failing t then) until the job was submitted: Set does nothing to a job the fake does
+// not have yet, so a test that sets the status of an attempt the loop submits waits for it first (an attempt's
+// row is written before its submission).
+func (r *Ray) WaitJob(t testing.TB, id string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r.mu.Lock()
+		_, ok := r.jobs[id]
+		r.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s was not submitted to the fake Ray within 20 s", id)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Set changes a job's status (a job that starts RUNNING gets a start time, one that ends an end time).
 func (r *Ray) Set(id string, st mvp.RayStatus) {
 	r.mu.Lock()
