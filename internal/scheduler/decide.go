@@ -294,13 +294,24 @@ type node struct {
 	labels map[string]string
 }
 
-// offers reports whether the node offers a driver's demand key r of v: a resource it has v of free (free, the
-// node's free map or a view of it), or a label constraint its labels match.
-func (n *node) offers(r string, v float64, free float64) bool {
+// offers reports whether a node with labels (nil: not known, so every constraint matches) and have of r offers a
+// driver's demand of v for key r: a resource it has v of, or a label constraint its labels match. Admission (have:
+// what is free now) and never-fits (have: the node's total) ask it alike.
+func offers(labels map[string]string, r string, v, have float64) bool {
 	if k, val, ok := mvp.DriverLabel(r); ok {
-		return n.labels == nil || mvp.LabelMatches(n.labels, k, val)
+		return labels == nil || mvp.LabelMatches(labels, k, val)
 	}
-	return free >= v
+	return have >= v
+}
+
+// addDriver adds sign × each resource of a driver's demand to n's free resources (sign -1 takes the driver, +1
+// gives it back); its label constraints are not amounts and are left out.
+func (n *node) addDriver(driver map[string]float64, sign float64) {
+	for r, v := range driver {
+		if _, _, label := mvp.DriverLabel(r); !label {
+			n.free[r] += sign * v
+		}
+	}
 }
 
 // Demand is the shape of a task's gang: nnodes groups, each of GPUs GPUs and CPUs CPUs, on distinct nodes.
@@ -541,7 +552,7 @@ func fitCheck(nodes []*node, d Demand, driver map[string]float64) ([]int, int, b
 					free -= d.CPUs
 				}
 			}
-			if !n.offers(r, v, free) {
+			if !offers(n.labels, r, v, free) {
 				ok = false
 				break
 			}
@@ -560,11 +571,7 @@ func take(nodes []*node, chosen []int, drv int, d Demand, driver map[string]floa
 		nodes[k].free[ResCPU] -= d.CPUs
 	}
 	if drv >= 0 {
-		for r, v := range driver {
-			if _, _, label := mvp.DriverLabel(r); !label {
-				nodes[drv].free[r] -= v
-			}
-		}
+		nodes[drv].addDriver(driver, -1)
 	}
 }
 
@@ -581,11 +588,7 @@ func driverEverFits(c *mvp.ClusterView, driver map[string]float64) bool {
 // offersDriver reports whether an empty n could take driver: its resources and its label constraints.
 func offersDriver(n *mvp.Node, driver map[string]float64) bool {
 	for k, v := range driver {
-		if lk, lv, label := mvp.DriverLabel(k); label {
-			if n.Labels != nil && !mvp.LabelMatches(n.Labels, lk, lv) {
-				return false
-			}
-		} else if n.Total[k] < v {
+		if !offers(n.Labels, k, v, n.Total[k]) {
 			return false
 		}
 	}

@@ -227,11 +227,7 @@ func (f *world) releaseTo(at int64) {
 			f.nodes[k].free[ResCPU] += r.use.cpu
 		}
 		if r.use.driver >= 0 {
-			for res, v := range r.use.drv {
-				if _, _, label := mvp.DriverLabel(res); !label {
-					f.nodes[r.use.driver].free[res] += v
-				}
-			}
+			f.nodes[r.use.driver].addDriver(r.use.drv, +1)
 		}
 		return true
 	})

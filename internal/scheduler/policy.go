@@ -1045,11 +1045,7 @@ func (pl *plan) insertRelease(r release) {
 func (pl *plan) apply(view []*node, r release) {
 	n := view[r.node]
 	if r.driver {
-		for k, v := range r.drv {
-			if _, _, label := mvp.DriverLabel(k); !label {
-				n.free[k] += v
-			}
-		}
+		n.addDriver(r.drv, +1)
 		return
 	}
 	n.free[ResGPU] += r.gpu
