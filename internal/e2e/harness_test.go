@@ -255,6 +255,9 @@ type serviceOpts struct {
 	// pyExecutable is runtime_env.py_executable: the command Ray starts the jobs' Python workers with (their
 	// supervisors too), e.g. a script that sleeps before it runs Python, so that each job stays PENDING meanwhile.
 	pyExecutable string
+	// dashboard and gcs, when set, are the Ray addresses the service uses (address, v2.ray.gcs_address) instead of
+	// the test cluster's: a proxy in front of them, or a cluster of the test's own.
+	dashboard, gcs string
 }
 
 func startService(t testing.TB, o serviceOpts) *service {
@@ -282,6 +285,12 @@ func startService(t testing.TB, o serviceOpts) *service {
 	}
 	if o.rayPython == "" {
 		o.rayPython = env.python
+	}
+	if o.dashboard == "" {
+		o.dashboard = env.dashboard
+	}
+	if o.gcs == "" {
+		o.gcs = env.gcs
 	}
 	dir := t.TempDir()
 	data := dir
@@ -311,8 +320,8 @@ entrypoint_resources: {worker_node: 1}
   sqlite: {db_path: %s, checkpoint_schedule: %q}
   scheduler: {tick_s: %g, retry_interval_s: %g, max_running_tasks: %d, gang_wait_s: %g%s}
   ray: {gcs_address: %s, python: %s, probe_script: %s, token_env: %s, log_copy_s: %g}
-%s`, env.dashboard, s.sharedRoot, runtimeEnv, s.port, o.authExtra, s.dbPath, o.checkpoint, o.tickS, o.retryS,
-		o.maxRunning, o.gangWaitS, o.schedExtra, env.gcs, o.rayPython, env.probeScript, o.rayTokenEnv, o.logCopyS, o.extraV2)
+%s`, o.dashboard, s.sharedRoot, runtimeEnv, s.port, o.authExtra, s.dbPath, o.checkpoint, o.tickS, o.retryS,
+		o.maxRunning, o.gangWaitS, o.schedExtra, o.gcs, o.rayPython, env.probeScript, o.rayTokenEnv, o.logCopyS, o.extraV2)
 	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
