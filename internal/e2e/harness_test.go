@@ -461,6 +461,9 @@ func (s *service) waitJudged(id string, timeout time.Duration) *mvp.Task {
 	var got *mvp.Task
 	waitFor(s.t, timeout, "attempt 1 of "+id+" to be judged", func() (bool, string) {
 		got = s.get(id)
+		if len(got.Attempts) == 0 { // not admitted yet
+			return got.State.Terminal(), fmt.Sprintf("%s %s, no attempt", got.State, got.PendingReason)
+		}
 		a := got.Attempts[0]
 		return a.FailureKind != "" || got.State.Terminal(), fmt.Sprintf("%s %s %q", got.State, a.FailureKind, a.Message)
 	})
