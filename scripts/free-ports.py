@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """free-ports.py [N] — print N distinct free TCP ports on 127.0.0.1, one per line, avoiding Ray's worker port range
 10002-19999.
-free-ports.py --block N — print the first port of a block of N consecutive ports that are free now and lie below the
+free-ports.py --block N [--avoid P,P-Q…] — print the first port of a block of N consecutive ports that are free now and lie below the
 kernel's ephemeral port range (net.ipv4.ip_local_port_range) and above Ray's worker ports, so that no outgoing
 connection can take one of them before the listener that is meant for it binds (Ray's dashboard agents bind a
 block of ports per node; in the ephemeral range a gRPC client's socket sometimes held one first, and that node's
-agent then ran without its HTTP server, so no job could be submitted)."""
+agent then ran without its HTTP server, so no job could be submitted). --avoid names ports that are chosen but not
+bound yet (ray-up's GCS, dashboard and client ports): a block holding one of them made Ray refuse to start."""
 import random
 import socket
 import sys
@@ -23,7 +24,7 @@ def free(port):
     return True
 
 
-def block(n):
+def block(n, avoid=()):
     try:
         low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
     except (OSError, ValueError, IndexError):
@@ -32,13 +33,18 @@ def block(n):
     starts = list(range(lo, hi, n))
     random.shuffle(starts)
     for base in starts:
-        if all(free(base + k) for k in range(n)):
+        if all(base + k not in avoid and free(base + k) for k in range(n)):
             return base
     sys.exit(f"free-ports.py: no block of {n} free ports between {lo} and {low}")
 
 
 if len(sys.argv) > 2 and sys.argv[1] == "--block":
-    print(block(int(sys.argv[2])))
+    avoid = set()
+    if len(sys.argv) > 4 and sys.argv[3] == "--avoid":
+        for part in filter(None, sys.argv[4].split(",")):  # P or P-Q
+            lo_p, _, hi_p = part.partition("-")
+            avoid.update(range(int(lo_p), int(hi_p or lo_p) + 1))
+    print(block(int(sys.argv[2]), avoid))
     sys.exit(0)
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 1

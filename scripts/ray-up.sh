@@ -47,7 +47,8 @@ timeout="${MVP_RAY_START_TIMEOUT:-180}"
 dash_url="http://127.0.0.1:${dash_port}"
 
 bash "$repo/scripts/ensure-tools.sh" base || exit 1 # python3 with venv, curl
-[[ -n "$agent_base" ]] || agent_base="$(python3 "$repo/scripts/free-ports.py" --block $(( 3 * (workers + 1) )))"
+[[ -n "$agent_base" ]] || agent_base="$(python3 "$repo/scripts/free-ports.py" --block $(( 3 * (workers + 1) )) \
+  --avoid "$gcs_port,$dash_port,$client_port")"
 venv="$(bash "$repo/scripts/ray-venv.sh")"
 export PATH="$venv/bin:$PATH" RAY_USAGE_STATS_ENABLED=0 PYTHONPATH="$repo/py-entrypoints${PYTHONPATH:+:$PYTHONPATH}"
 curl_auth=()

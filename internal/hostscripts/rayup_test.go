@@ -58,3 +58,26 @@ func TestRayUpFindsItsClusterByItsFolder(t *testing.T) {
 		t.Errorf("ray-up.sh stopped the live cluster it was asked to find:\n%s", out)
 	}
 }
+
+// TestAgentPortsAvoidTheClustersOwnPorts: ray-up.sh picks a free block for the dashboard agents' ports while the
+// GCS, dashboard and Ray client ports it was given are not bound yet; a block holding one of them (seen with
+// MVP_RAY_CLIENT_PORT=20001: the agent's gRPC port was 20001 too) made `ray start` refuse ("is trying to use a
+// port number 20001 that is used by other components"). free-ports.py --block --avoid leaves them out: here every
+// block but the one at 25000 is avoided.
+func TestAgentPortsAvoidTheClustersOwnPorts(t *testing.T) {
+	out, err := exec.Command("python3", filepath.Join(repoRoot(t), "scripts", "free-ports.py"), "--block", "4",
+		"--avoid", "20000-24999,25004-40000").Output()
+	if err != nil {
+		t.Fatalf("free-ports.py: %v", err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "25000" {
+		t.Errorf("free-ports.py --block 4 with every other block avoided gave %q, want 25000", got)
+	}
+	rayUp, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "ray-up.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rayUp), `--avoid "$gcs_port,$dash_port,$client_port"`) {
+		t.Errorf("ray-up.sh does not keep the agents' block off its GCS, dashboard and client ports")
+	}
+}
