@@ -118,3 +118,29 @@ func TestHealthzIsNotOKBeforeTheFirstLookAtRay(t *testing.T) {
 		t.Errorf("before the first pass: %s; want degraded, saying %q", body, NotLookedYet)
 	}
 }
+
+// TestHealthzSaysHowLongTheFirstLookAtRayHasTaken: while the first look waited on a Ray that did not answer (35 s
+// in the e2e test TestServeAnswersBeforeItsFirstLookAtRay: the probe's 5 s, then the dashboard's 30 s), /healthz
+// kept saying mvp "started moments ago". Past StaleTick it says how long the first look has taken and where to
+// look.
+func TestHealthzSaysHowLongTheFirstLookAtRayHasTaken(t *testing.T) {
+	now := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		started time.Time
+		want    string
+	}{
+		{now.Add(-2 * time.Second), NotLookedYet},
+		{now.Add(-40 * time.Second), "its first look at Ray began 40s ago"},
+	} {
+		s := &Server{Clock: fixedClock{now}, StaleTick: 15 * time.Second, Started: c.started,
+			Logger: slog.New(slog.DiscardHandler), Health: func() scheduler.Health { return scheduler.Health{} }}
+		rec := httptest.NewRecorder()
+		if err := s.healthz(rec, httptest.NewRequest("GET", "/healthz", nil)); err != nil {
+			t.Fatal(err)
+		}
+		body := rec.Body.String()
+		if !strings.Contains(strings.Join(strings.Fields(body), ""), `"status":"degraded"`) || !strings.Contains(body, c.want) {
+			t.Errorf("started %s ago, no pass yet: %s; want degraded, saying %q", now.Sub(c.started), body, c.want)
+		}
+	}
+}

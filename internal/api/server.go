@@ -67,6 +67,8 @@ type Server struct {
 	// StaleTick: a scheduler whose last pass began longer ago than this is degraded in /healthz (a pass waiting on
 	// a Ray that does not answer); 0 never judges it.
 	StaleTick time.Duration
+	// Started is when the service started (zero: not known); /healthz says how long a first look at Ray has taken.
+	Started time.Time
 	// Database, when set, says what is wrong with the database file (removed or replaced under mvp): /healthz is
 	// degraded then.
 	Database func() error
@@ -361,6 +363,11 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 		}
 		if h.LastTick.IsZero() {
 			body["status"], body["scheduler"] = "degraded", NotLookedYet
+			if age := s.Clock.Now().Sub(s.Started); !s.Started.IsZero() && s.StaleTick > 0 && age > s.StaleTick {
+				body["scheduler"] = fmt.Sprintf("mvp has not looked at Ray yet: its first look at Ray began %s ago "+
+					"and Ray has not answered it (the dashboard at dev.yaml's address, the GCS the probe reads; "+
+					"see ray_error and mvp's log)", age.Round(time.Second))
+			}
 		}
 		// While Ray is down the loop backs off (no passes), and ray_error already says why.
 		if s.StaleTick > 0 && h.RayOK && !h.LastTick.IsZero() && s.Clock.Now().Sub(h.LastTick) > s.StaleTick {

@@ -57,14 +57,20 @@ func TestServeAnswersBeforeItsFirstLookAtRay(t *testing.T) {
 		t.Errorf("a submit, a get and a list took %s while Ray was not answering", d)
 	}
 
-	// The first look ends without Ray: /healthz says so, the task waits on.
+	// The first look ends without Ray: /healthz says so, the task waits on. Until then, past its stale bound
+	// (15 s), it says how long the first look has taken (it kept saying "moments ago" for the whole 35 s before).
+	sawAge := false
 	waitFor(t, 90*time.Second, "/healthz to say that Ray is down", func() (bool, string) {
 		h, _ := healthz(t, s)
+		sawAge = sawAge || strings.Contains(h.Scheduler, "its first look at Ray began")
 		return h.Scheduler == "" && h.Status == "degraded" && !h.Ray.RayOK && h.Ray.RayError != "" && h.Ray.RayDownSince != nil,
 			h.Status + " " + h.Scheduler + " " + h.Ray.RayError
 	})
 	h, _ = healthz(t, s)
 	t.Logf("%s after the start, /healthz: %s, ray_error %q", time.Since(began).Round(time.Second), h.Status, h.Ray.RayError)
+	if !sawAge {
+		t.Errorf("/healthz never said how long the first look at Ray had taken while it waited")
+	}
 	if got := s.get(task.ID); got.State.Terminal() || got.LatestAttemptNo != 0 {
 		t.Fatalf("while Ray never answered, the task became %s with %d attempts (%q)", got.State, got.LatestAttemptNo, got.ErrorSummary)
 	}
