@@ -23,7 +23,8 @@ var ErrNewerSchema = errors.New("written by a newer mvp")
 // new process started within a millisecond of the old one being reaped).
 const LockWait = 5 * time.Second
 
-// Lock takes the database's service lock: an exclusive flock on <path>.lock, which holds the pid of its holder.
+// Lock takes the database's service lock: an exclusive flock on <path>.lock (path with its symlinks resolved, so
+// two paths to one database file meet at one lock), which holds the pid of its holder.
 // One mvp serve per database: two would each run a scheduler loop judging and writing the same attempts from their
 // own reads. The lock goes with the process (a crash or a kill releases it), so no stale lock outlives a holder.
 // A lock held by another is waited for up to LockWait. Close releases it.
@@ -46,6 +47,12 @@ func tryLock(path string) (io.Closer, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("lock database %s: %w", path, err)
+	}
+	// The lock belongs to the file the path leads to: a db_path that is a symlink to another serve's database
+	// must meet that serve's lock, not take one of its own beside the symlink. A path not there yet (a new
+	// database) is locked as written.
+	if real, rerr := filepath.EvalSymlinks(abs); rerr == nil {
+		abs = real
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("create database folder: %w", err)

@@ -42,3 +42,45 @@ func TestALockReleasedAMomentLaterIsTaken(t *testing.T) {
 		t.Fatalf("a lock held throughout: %v, want ErrInUse", err)
 	}
 }
+
+// TestADatabaseReachedThroughASymlinkSharesItsLock: a second mvp serve whose v2.sqlite.db_path is a symlink to the
+// first one's database file took a lock of its own (<symlink>.lock) and ran a second scheduler loop on the same
+// database. The lock is taken on the file the path leads to, so both paths meet at one lock.
+func TestADatabaseReachedThroughASymlinkSharesItsLock(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "db", "mvp.sqlite3")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	alias := filepath.Join(dir, "alias.sqlite3")
+	if err := os.Symlink(real, alias); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Lock(real)
+	if err != nil {
+		t.Fatalf("lock %s: %v", real, err)
+	}
+	defer c.Close()
+	if c2, err := lockWaiting(alias, 300*time.Millisecond); !errors.Is(err, ErrInUse) {
+		if c2 != nil {
+			c2.Close()
+		}
+		t.Fatalf("lock through the symlink %s while %s is held: %v, want ErrInUse", alias, real, err)
+	}
+	c.Close()
+	// And the other way round: held through the symlink, the file's own path is refused.
+	c3, err := Lock(alias)
+	if err != nil {
+		t.Fatalf("lock %s: %v", alias, err)
+	}
+	defer c3.Close()
+	if c4, err := lockWaiting(real, 300*time.Millisecond); !errors.Is(err, ErrInUse) {
+		if c4 != nil {
+			c4.Close()
+		}
+		t.Fatalf("lock %s while held through the symlink: %v, want ErrInUse", real, err)
+	}
+}
