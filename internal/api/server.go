@@ -69,8 +69,8 @@ type Server struct {
 	StaleTick time.Duration
 	// Started is when the service started (zero: not known); /healthz says how long a first look at Ray has taken.
 	Started time.Time
-	// Database, when set, says what is wrong with the database file (removed or replaced under mvp): /healthz is
-	// degraded then.
+	// Database, when set, says what is wrong with the database (its file removed or replaced under mvp, or its
+	// writes failing on a full disk): /healthz is degraded then.
 	Database func() error
 	// LogPoll is the period at which a followed log is read again.
 	LogPoll time.Duration

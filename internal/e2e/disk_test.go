@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +39,10 @@ func TestFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reads must keep working on a full disk: %v", err)
 	}
+	// /healthz says so (it said "ok" while every write failed).
+	if status, db := s.databaseHealth(); status != "degraded" || !strings.Contains(db, "disk is full") {
+		t.Errorf("/healthz on a full disk: status %q, database %q; want degraded, naming the full disk", status, db)
+	}
 	if len(page.Tasks) != 1 {
 		t.Errorf("%d tasks after a refused submit, want 1 (nothing half-written)", len(page.Tasks))
 	}
@@ -63,6 +69,9 @@ func TestFullDisk(t *testing.T) {
 		task = &mvp.Task{}
 		return true, string(raw[:min(len(raw), 80)])
 	})
+	if status, db := s.databaseHealth(); db != "" {
+		t.Errorf("/healthz after a write succeeded again: status %q, database %q; want no database sentence", status, db)
+	}
 	page, _, _ = s.c.List(ctxT(t), "", "", 100, "")
 	for _, x := range page.Tasks {
 		if x.ID != first.ID {
@@ -73,6 +82,24 @@ func TestFullDisk(t *testing.T) {
 	if _, _, err := s.c.Cancel(ctxT(t), first.ID); err != nil {
 		t.Errorf("cancel after the disk came back: %v", err)
 	}
+}
+
+// databaseHealth returns /healthz's status and its database sentence.
+func (s *service) databaseHealth() (status, database string) {
+	s.t.Helper()
+	resp, err := http.Get(s.c.Addr + "/healthz")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status   string `json:"status"`
+		Database string `json:"database"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		s.t.Fatal(err)
+	}
+	return body.Status, body.Database
 }
 
 // smallDisk mounts a tmpfs of size (e.g. "4m") in a temporary folder for the test (skipped where it cannot).

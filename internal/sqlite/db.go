@@ -66,8 +66,9 @@ type DB struct {
 	maint   *sql.DB // checkpoints: at most one connection, held only while one runs
 	queue   queueCache
 
-	file                 os.FileInfo // the database file as opened: CheckFile compares what is at path now
-	madeFile, madeFolder bool        // Created
+	file                 os.FileInfo                  // the database file as opened: CheckFile compares what is at path now
+	writeFault           atomic.Pointer[writeFailure] // the last write failed on the storage (CheckHealth); nil once one commits
+	madeFile, madeFolder bool                         // Created
 }
 
 var _ mvp.Store = (*DB)(nil)
@@ -200,6 +201,46 @@ func (db *DB) CheckFile() error {
 	}
 	return mvp.Errorf(mvp.CodeUnavailable, "", "the database file %s was %s while mvp runs, so what it writes "+
 		"now would be lost: put the file back, or restart mvp to open the one at v2.sqlite.db_path", db.path, what)
+}
+
+// CheckHealth is /healthz's word on the database: CheckFile's, else the last write that failed on the storage (a
+// full disk, an I/O error, a read-only or corrupt file) while no write has succeeded since. Reads keep working on
+// a full disk, so nothing else shows that every submit is refused and nothing the scheduler sees is recorded. It
+// clears with the next write that commits (the scheduler's, or a submit).
+func (db *DB) CheckHealth() error {
+	if err := db.CheckFile(); err != nil {
+		return err
+	}
+	if f := db.writeFault.Load(); f != nil {
+		return fmt.Errorf("writes to the database fail (the last at %s, none has succeeded since): %w",
+			f.at.UTC().Format(time.RFC3339), f.err)
+	}
+	return nil
+}
+
+// writeFailure is a write that failed on the database's storage: CheckHealth names it.
+type writeFailure struct {
+	at  time.Time
+	err error
+}
+
+// noteWrite records the outcome of a write for CheckHealth: raw, the error as SQLite gave it, is a storage fault
+// (mapped is what callers were told); nil raw, a commit, clears what was noted.
+func (db *DB) noteWrite(raw, mapped error) {
+	if raw == nil {
+		if db.writeFault.Load() != nil {
+			db.writeFault.Store(nil)
+		}
+		return
+	}
+	var se sqlite3.Error
+	if !errors.As(raw, &se) {
+		return
+	}
+	switch se.Code {
+	case sqlite3.ErrFull, sqlite3.ErrIoErr, sqlite3.ErrCantOpen, sqlite3.ErrReadonly, sqlite3.ErrCorrupt, sqlite3.ErrNotADB:
+		db.writeFault.Store(&writeFailure{at: time.Now(), err: mapped})
+	}
 }
 
 // Path returns the absolute path of the database file.

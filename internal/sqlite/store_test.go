@@ -239,3 +239,42 @@ func TestATasksResubmitsAreItsOwners(t *testing.T) {
 		t.Errorf("resubmits %v of %v, want [%s %s] of [operator alice]", got.Resubmits, got.ResubmitOwners, old.ID, hers.ID)
 	}
 }
+
+// TestAFullDiskIsInTheHealthUntilAWriteSucceeds: with the database's disk full every submit was 503 and every
+// scheduler write failed (a run that ended stayed RUNNING in mvp), yet /healthz said "ok": a monitor of it saw
+// nothing. CheckHealth, /healthz's database sentence, names the failed write until a write succeeds again.
+func TestAFullDiskIsInTheHealthUntilAWriteSucceeds(t *testing.T) {
+	db, path := open(t)
+	ctx := context.Background()
+	create(t, db, t0)
+	if err := db.CheckHealth(); err != nil {
+		t.Fatalf("health of a database that takes writes: %v", err)
+	}
+	must(t, db.exec(ctx, func(w *wtx) error {
+		_, err := w.exec(`PRAGMA max_page_count = 1`) // clamps to the current page count: the next growth fails
+		return err
+	}))
+	big := newTask(t0)
+	big.JobSpecYAML = strings.Repeat("x", 1<<20)
+	if err := db.CreateTask(ctx, big); mvp.ErrorCode(err) != mvp.CodeUnavailable {
+		t.Fatalf("write on a full disk: %v", err)
+	}
+	err := db.CheckHealth()
+	if err == nil || !strings.Contains(err.Error(), "database disk is full: free space on "+filepath.Dir(path)) {
+		t.Fatalf("health after a write failed on a full disk: %v; want the disk-full sentence", err)
+	}
+	if _, err := db.GetTask(ctx, big.ID); !errors.Is(err, mvp.ErrNotFound) {
+		t.Errorf("a read on the full disk: %v", err) // reads keep working, and do not clear it
+	}
+	if err := db.CheckHealth(); err == nil {
+		t.Error("a read cleared the failed write from the health")
+	}
+	must(t, db.exec(ctx, func(w *wtx) error {
+		_, err := w.exec(`PRAGMA max_page_count = 1073741823`) // space again
+		return err
+	}))
+	create(t, db, t0)
+	if err := db.CheckHealth(); err != nil {
+		t.Errorf("health after a write succeeded again: %v", err)
+	}
+}

@@ -255,7 +255,9 @@ func (db *DB) run(batch []*op) {
 	}
 	abort := func(what string, err error) {
 		db.rollback(w)
-		answer(fmt.Errorf("%s: %w", what, db.mapErr(err)))
+		mapped := db.mapErr(err)
+		db.noteWrite(err, mapped)
+		answer(fmt.Errorf("%s: %w", what, mapped))
 	}
 
 	// A file no longer at its path (removed or replaced under mvp) takes writes that no later start will see:
@@ -295,6 +297,7 @@ func (db *DB) run(batch []*op) {
 		abort("commit", err)
 		return
 	}
+	db.noteWrite(nil, nil)
 	db.stats.transactions.Add(1)
 	db.obs.WriteBatch(ok)
 	answer(nil)
@@ -318,6 +321,7 @@ func (db *DB) runEach(w *wtx, live []*op, results []error, savepoints bool) (ok 
 			ok++
 		} else {
 			results[i] = db.mapErr(err)
+			db.noteWrite(err, results[i])
 			switch {
 			case savepoints:
 				// If SQLite already rolled the whole transaction back, this fails, and so does the batch.
