@@ -170,3 +170,52 @@ func TestFullSharedRootHoldsSubmissions(t *testing.T) {
 		t.Errorf("driver log: %q", tail(log, 5))
 	}
 }
+
+// TestAnUnmountedSharedRootHoldsSubmissions: shared_root is a mount point (as /private is) and its filesystem is
+// unmounted under a running mvp, leaving an empty folder on the disk beneath. mvp made its task folder there and
+// sent the job, whose driver, on a node that still had the shared filesystem, wrote its progress, results and log
+// elsewhere than mvp looked. The task waits with a reason saying to mount it back, nothing goes to Ray, and it
+// runs once the filesystem (with mvp's jobs folder) is mounted again.
+func TestAnUnmountedSharedRootHoldsSubmissions(t *testing.T) {
+	mnt := smallDisk(t, "8m")
+	waitIdle(t)
+	s := startService(t, serviceOpts{sharedRoot: mnt})
+	if out, err := exec.Command("umount", "-l", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("umount %s: %v: %s", mnt, err, out)
+	}
+	task := s.submit(spec("ppo", 1, 1, 1))
+	waitFor(t, 30*time.Second, "the task waiting for shared_root to be mounted", func() (bool, string) {
+		got := s.get(task.ID)
+		return got.State == mvp.StatePendingResources && strings.Contains(got.PendingReason, "shared_root") &&
+			strings.Contains(got.PendingReason, "mounted"), fmt.Sprintf("%s %q", got.State, got.PendingReason)
+	})
+	if got := s.get(task.ID); len(got.Attempts) != 0 {
+		t.Fatalf("%d attempts made while shared_root was not mounted", len(got.Attempts))
+	}
+	if _, err := rayc.GetJob(ctxT(t), task.ID+"--a01"); !errors.Is(err, mvp.ErrJobNotFound) {
+		t.Fatalf("Ray's answer for %s--a01, sent while shared_root was not mounted: %v; want no such job", task.ID, err)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "jobs")); err == nil {
+		t.Errorf("mvp made its jobs folder again on the empty mount point %s", mnt)
+	}
+
+	// Mounted back: the shared filesystem, with mvp's jobs folder on it.
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount %s again: %v: %s", mnt, err, out)
+	}
+	if err := os.Mkdir(filepath.Join(mnt, "jobs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := s.waitState(task.ID, mvp.StateSucceeded, 120*time.Second)
+	if len(done.Attempts) != 1 {
+		t.Fatalf("%d attempts, want 1", len(done.Attempts))
+	}
+	// The driver log is kept in the folder after the pass that concluded the run.
+	waitFor(t, 30*time.Second, "the driver log to be kept", func() (bool, string) {
+		a := s.get(task.ID).Attempts[0]
+		return a.LogKept, fmt.Sprintf("log_kept %v", a.LogKept)
+	})
+	if _, err := os.Stat(filepath.Join(mnt, "jobs", task.ID, "jobspec.yaml")); err != nil {
+		t.Errorf("the task folder on the mounted shared_root has no jobspec.yaml: %v", err)
+	}
+}

@@ -96,3 +96,46 @@ func TestUnwritableSharedRootIsNotALogTry(t *testing.T) {
 		t.Fatalf("driver log after the disk came back: %q %v", b, err)
 	}
 }
+
+// TestAnUnmountedSharedRootHoldsTheSubmission: shared_root's filesystem unmounted under mvp leaves an empty mount
+// point on mvp's local disk. mvp made the task folder there (jobs/ too) and sent the job to Ray, whose nodes saw
+// the shared filesystem without that folder: the run's results, progress and kept log were split between two
+// disks (seen in the fault walk-through with the real binary). A missing jobs/ folder, which mvp made when it
+// started, holds the submission with a reason that says to mount it back; once it is back the task goes.
+func TestAnUnmountedSharedRootHoldsTheSubmission(t *testing.T) {
+	h := newHarness(t)
+	files := taskfs.FS{Root: filepath.Join(h.t.TempDir(), "shared"), Mounted: true}
+	if _, err := files.CheckWritable(); err != nil {
+		t.Fatal(err)
+	}
+	h.loop.Files = files
+	jobs := filepath.Join(files.Root, "jobs")
+	if err := os.RemoveAll(jobs); err != nil { // unmounted: the mount point is empty
+		t.Fatal(err)
+	}
+	task := h.task()
+	for i := 0; i < 3; i++ {
+		h.tick()
+	}
+	if n := len(h.ray.jobs); n != 0 {
+		t.Fatalf("%d Ray jobs submitted while shared_root was not mounted", n)
+	}
+	got := h.get(task.ID)
+	if got.State != mvp.StatePendingResources || len(got.Attempts) != 0 {
+		t.Fatalf("state %s with %d attempts; want PENDING_RESOURCES and none", got.State, len(got.Attempts))
+	}
+	if !strings.Contains(got.PendingReason, "shared_root") || !strings.Contains(got.PendingReason, "mounted") {
+		t.Errorf("pending_reason %q does not say that shared_root is not mounted", got.PendingReason)
+	}
+	if _, err := os.Stat(jobs); err == nil {
+		t.Errorf("%s was made again on the empty mount point", jobs)
+	}
+	if err := os.Mkdir(jobs, 0o755); err != nil { // mounted back
+		t.Fatal(err)
+	}
+	h.tick()
+	got = h.get(task.ID)
+	if got.State != mvp.StateSubmitted || len(got.Attempts) != 1 {
+		t.Fatalf("after shared_root was mounted back: %s, %d attempts", got.State, len(got.Attempts))
+	}
+}

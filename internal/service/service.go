@@ -219,7 +219,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		logger.Info("secret storage is off: no key in the variable named by v2.secrets.key_env", "key_env", cfg.V2.Secrets.KeyEnv)
 	}
 
-	files := taskfs.FS{Root: cfg.SharedRoot}
+	files := taskfs.FS{Root: cfg.SharedRoot, Mounted: true} // jobs/ is made here, never again while mvp runs
 	made, err := files.CheckWritable()
 	if made && err == nil {
 		logger.Warn("shared_root did not exist and was made: if it should be a shared filesystem (NFS), mount it there "+

@@ -40,6 +40,10 @@ type FS struct {
 	// Key seals an attempt's end as WriteResult writes it (the database's key): a job can write in its attempt's
 	// folder, so ReadResult trusts only an end with its seal. Without it nothing is sealed or trusted.
 	Key []byte
+	// Mounted says that Root/jobs was there once mvp started (CheckWritable makes it): from then on a write does
+	// not make it again. Its absence says the shared filesystem is no longer mounted at Root (an empty mount point
+	// on the local disk), where a task folder would be seen by mvp and by none of Ray's nodes.
+	Mounted bool
 }
 
 // TaskDir returns <root>/jobs/<id>, refusing ids that are not mvp task ids.
@@ -73,6 +77,24 @@ func (f FS) CheckWritable() (made bool, err error) {
 	name := tmp.Name()
 	tmp.Close()
 	return made, os.Remove(name)
+}
+
+// checkMounted refuses a write while Root/jobs, there when mvp started (Mounted), is not: the shared filesystem is
+// not mounted at Root now.
+func (f FS) checkMounted() error {
+	if !f.Mounted {
+		return nil
+	}
+	jobs := filepath.Join(f.Root, "jobs")
+	fi, err := os.Stat(jobs)
+	if err == nil && !fi.IsDir() {
+		err = fmt.Errorf("%s is not a folder", jobs)
+	}
+	if err != nil {
+		return fmt.Errorf("its jobs folder, there when mvp started, is gone (%w): is the shared filesystem still mounted "+
+			"at shared_root? mount it back (if shared_root was emptied on purpose, restart mvp to make the folder again)", err)
+	}
+	return nil
 }
 
 // AttemptDir returns <task dir>/attempts/aNN.
@@ -423,6 +445,9 @@ func (f FS) writeFrom(id, rel string, fill func(io.Writer) error) error {
 	dir, err := f.TaskDir(id)
 	if err != nil {
 		return err
+	}
+	if err := f.checkMounted(); err != nil {
+		return &DiskError{err}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return &DiskError{fmt.Errorf("create the task folder: %w", err)}
