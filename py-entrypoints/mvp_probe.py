@@ -14,7 +14,8 @@ A node: {"node_id", "alive", "is_head", "total": {res: float}, "available": {res
 used is absent from Ray's availability; it is reported here as 0.0. The head is the node whose resources include
 "node:__internal_head__". A placement group: {"placement_group_id", "creator_job_id" (hex, as the Job API's
 job_id), "state", "scheduling_state", "strategy", "bundles": [{res: float}], "node_id" (the node all its bundles are
-on, "" when not placed or spread)}; removed groups are left out.
+on, "" when not placed or spread), "created_ns" (when the GCS took its creation request, unix ns)}; removed groups
+are left out.
 
 For people and scripts: --once prints one reading; --once --count-alive prints the number of alive nodes.
 Token auth (RAY_AUTH_MODE=token) comes through RAY_AUTH_MODE / RAY_AUTH_TOKEN in the environment.
@@ -91,6 +92,8 @@ def reading(st):
             "strategy": ["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"][pg.strategy] if pg.strategy < 4 else str(pg.strategy),
             "bundles": [{k: float(v) for k, v in b.unit_resources.items()} for b in pg.bundles],
             "node_id": group_node(pg),
+            # When the GCS took its creation request (unix ns, the head's clock): a PENDING group has waited since.
+            "created_ns": int(pg.stats.creation_request_received_ns),
         })
     return {"ok": True, "nodes": nodes, "placement_groups": groups}
 

@@ -287,3 +287,56 @@ func TestCodePathKeepsTheNodesPythonPath(t *testing.T) {
 			done.ErrorSummary, s.logs(task.ID, 1))
 	}
 }
+
+// TestARestartOfMvpDoesNotBeginAStuckGangsWaitAgain: the gang wait was kept in mvp's memory only, so mvp killed and
+// started again while a gang was stuck began it again (seen in the fault walk-through: gang_wait_s 20, restart
+// 12 s into it, stopped 37 s after it began). It counts from when Ray took the group's creation request.
+func TestARestartOfMvpDoesNotBeginAStuckGangsWaitAgain(t *testing.T) {
+	const gangWait = 30 * time.Second
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 600, gangWaitS: gangWait.Seconds()})
+	task, _ := fragmentRunningGang(t, s, 600)
+	var made int64
+	waitFor(t, 60*time.Second, "the gang's placement group PENDING in Ray", func() (bool, string) {
+		made = 0
+		for _, g := range probeGroups(t) {
+			if g.State == "PENDING" && g.CreatedNs > 0 {
+				made = g.CreatedNs
+			}
+		}
+		return made > 0, fmt.Sprint(probeGroups(t))
+	})
+	half := time.Unix(0, made).Add(gangWait / 2)
+	waitFor(t, gangWait, "half the gang wait", func() (bool, string) { return time.Now().After(half), "" })
+	s.kill()
+	s.start()
+	restarted := time.Now()
+	w := s.waitState(task.ID, mvp.StatePendingResources, 2*gangWait)
+	if a := w.Attempts[0]; a.FailureKind != mvp.FailureInsufficientResources || !strings.Contains(a.Message, "could not be placed") {
+		t.Fatalf("attempt %+v; want it stopped as a stuck gang", a)
+	}
+	var judged time.Time
+	for _, e := range s.events(task.ID) {
+		if e.Type == mvp.EventGangStuck {
+			judged = e.TS
+		}
+	}
+	if judged.IsZero() {
+		t.Fatalf("no %s event", mvp.EventGangStuck)
+	}
+	// Begun again, the wait ends gangWait after the restart; counted from the group, about gangWait/2 after it.
+	if d := judged.Sub(restarted); d > gangWait*5/6 {
+		t.Errorf("judged stuck %s after the restart (the group was made %s before it): the gang wait began again",
+			d.Round(time.Second), restarted.Sub(time.Unix(0, made)).Round(time.Second))
+	}
+}
+
+// probeGroups returns the placement groups of a live reading of the cluster.
+func probeGroups(t testing.TB) []mvp.PlacementGroup {
+	t.Helper()
+	v, err := probe.ReadCluster(ctxT(t))
+	if err != nil {
+		return nil
+	}
+	return v.Groups
+}

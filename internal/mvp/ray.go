@@ -105,6 +105,9 @@ type PlacementGroup struct {
 	Bundles         []map[string]float64 `json:"bundles"`
 	// Node is the node all its bundles are on once placed (verl's groups are STRICT_PACK); "" when unknown.
 	Node string `json:"node_id,omitempty"`
+	// CreatedNs is when Ray's GCS took the group's creation request (unix nanoseconds, the head's clock); 0 when
+	// unknown (the dashboard's fallback view). A PENDING group has waited to be placed since then.
+	CreatedNs int64 `json:"created_ns,omitempty"`
 }
 
 // ClusterView is one reading of the cluster: every node with its availability, and the placement groups.

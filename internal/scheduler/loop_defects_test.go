@@ -453,3 +453,63 @@ func TestAGangPlacedBeforeTheProbeReadsIsNotCountedTwice(t *testing.T) {
 		t.Errorf("Q: %s %q; want it waiting for GPUs, not behind an unplaced gang", got.State, got.PendingReason)
 	}
 }
+
+// TestAGangsWaitCountsFromWhenRayMadeItsGroup: the gang wait counted from mvp's first look at a PENDING placement
+// group, kept only in memory, so a restart of mvp began it again (seen in the fault walk-through on the real
+// cluster: gang_wait_s 20, mvp killed and restarted 12 s into the wait, the gang stopped 37 s after it began, its
+// message saying 20 s). Ray says when it took the group's creation request; the wait counts from that (never
+// before the attempt was recorded, nor after now).
+func TestAGangsWaitCountsFromWhenRayMadeItsGroup(t *testing.T) {
+	h := newHarness(t)
+	h.loop.Policy.GangWait = 10 * time.Second
+	stuck := h.task()
+	h.tick()
+	h.ray.set(stuck.ID+"--a01", mvp.RayRunning, "", 0) // job id 01000000
+	made := h.clock.t.Add(time.Second)
+	h.clock.t = h.clock.t.Add(30 * time.Second) // mvp was down meanwhile: this process has not seen the group
+	h.pendingGroup("01000000")
+	h.view.Groups[0].CreatedNs = made.UnixNano()
+	h.tick()
+	a := h.get(stuck.ID).Attempts[0]
+	if a.FailureKind != mvp.FailureInsufficientResources || !strings.Contains(fmt.Sprint(h.events(stuck.ID)), mvp.EventGangStuck) {
+		t.Fatalf("a group Ray has held PENDING for 30 s, with a gang wait of 10 s, is not judged stuck at mvp's first "+
+			"look: %+v %v", a, h.events(stuck.ID))
+	}
+	if !strings.Contains(a.Message, "for 30s") {
+		t.Errorf("message %q; want the wait counted from the group's creation (30s)", a.Message)
+	}
+
+	// The first look after a restart may be the dashboard's fallback view, which does not say when the group was
+	// made: the next live reading that does still counts from it.
+	h3 := newHarness(t)
+	h3.loop.Policy.GangWait = 10 * time.Second
+	third := h3.task()
+	h3.tick()
+	h3.ray.set(third.ID+"--a01", mvp.RayRunning, "", 0)
+	made = h3.clock.t.Add(time.Second)
+	h3.clock.t = h3.clock.t.Add(30 * time.Second)
+	h3.pendingGroup("01000000")
+	h3.tick() // no creation time: the wait counts from now
+	if a := h3.get(third.ID).Attempts[0]; a.FailureKind != mvp.FailureNone {
+		t.Fatalf("judged at the first look without a creation time: %+v", a)
+	}
+	h3.view.Groups[0].CreatedNs = made.UnixNano()
+	h3.tick()
+	if a := h3.get(third.ID).Attempts[0]; a.FailureKind != mvp.FailureInsufficientResources {
+		t.Errorf("a live reading saying the group has been PENDING for 30 s did not judge it (after a first look "+
+			"without a creation time): %+v", a)
+	}
+
+	// A creation time from before the attempt was recorded (a clock ahead on mvp's host) counts from the attempt.
+	h2 := newHarness(t)
+	h2.loop.Policy.GangWait = 10 * time.Second
+	other := h2.task()
+	h2.tick()
+	h2.ray.set(other.ID+"--a01", mvp.RayRunning, "", 0)
+	h2.pendingGroup("01000000")
+	h2.view.Groups[0].CreatedNs = h2.clock.t.Add(-time.Hour).UnixNano()
+	h2.tick()
+	if a := h2.get(other.ID).Attempts[0]; a.FailureKind != mvp.FailureNone {
+		t.Errorf("a group whose creation time is an hour before its attempt was judged at once: %+v", a)
+	}
+}
