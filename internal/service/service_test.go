@@ -394,19 +394,9 @@ func TestAnEndedAttemptsLogIsNotTheRunningCopy(t *testing.T) {
 	cfg.V2.Scheduler.TickS = 3600 // no pass of the loop keeps the log meanwhile
 	ray := servicetest.NewRay()
 	m := servicetest.Start(t, &service.Main{Config: cfg, Ray: ray})
-	// The loop's first pass, which runs at the start, must be over before the attempt below exists: a pass that
-	// saw it ended would keep its log meanwhile (and its clean-up of a cut copy's temporary files removed the one
-	// the running copy below is written through, a flake seen once).
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		_, got := servicetest.Scrape(t, m.URL(), m.APIToken())
-		if n, ok := got.Value(t, "mvp_scheduler_pass_duration_seconds"); ok && n >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the loop's first pass did not end within 30 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The loop's first pass, which runs at the start, must be over before the attempt below exists (submitting
+	// waits for it): a pass that saw it ended would keep its log meanwhile (and its clean-up of a cut copy's
+	// temporary files removed the one the running copy below is written through, a flake seen once).
 	ctx := context.Background()
 	db := m.Store()
 	id := "mvp2-ppo-20251223-143201-0b1c"
@@ -669,9 +659,11 @@ func runningInRay(t *testing.T, ray *servicetest.Ray, id string) (*service.Main,
 }
 
 // submitting stores task id as a QUEUED PPO task moved to SUBMITTING with attempt 1, as the loop leaves it before
-// it calls Ray, and returns the time it used and the attempt.
+// it calls Ray, and returns the time it used and the attempt. It first waits for the loop's first pass (the
+// service's loop does not tick again in these tests, so nothing but the test moves the task after it).
 func submitting(t *testing.T, m *service.Main, id string) (time.Time, *mvp.Attempt) {
 	t.Helper()
+	servicetest.WaitFirstPass(t, m.URL(), m.APIToken()) // the loop's first pass must not see the task half made
 	ctx, db, at := context.Background(), m.Store(), time.Now()
 	task := &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 1,
 		JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: at, UpdatedAt: at}

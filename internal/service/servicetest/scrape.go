@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -113,4 +114,22 @@ func hasLabels(s *dto.Metric, labels []string) bool {
 		}
 	}
 	return true
+}
+
+// WaitFirstPass waits (up to 30 s, failing t then) until the scheduler loop of the service at base has ended its
+// first pass, which runs at the start. A test that moves a task's states itself, under a loop that does not tick
+// again, stores its task after it: a first pass that came late (under load) synced or admitted the task meanwhile,
+// and the test's compare-and-set write lost.
+func WaitFirstPass(t testing.TB, base, token string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, got := Scrape(t, base, token)
+		if n, ok := got.Value(t, "mvp_scheduler_pass_duration_seconds"); ok && n >= 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the scheduler loop's first pass did not end within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
