@@ -350,6 +350,15 @@ type Store interface {
 	Close() error
 }
 
+// NodeMemory keeps how many GPU nodes were alive at the last healthy look at Ray across restarts of mvp, so that a
+// restarted mvp holds admissions until as many have joined, as after an outage it lived through.
+type NodeMemory interface {
+	// GPUNodesSeen returns the count last recorded, 0 when none was.
+	GPUNodesSeen(ctx context.Context) (int, error)
+	// RecordGPUNodesSeen records that n GPU nodes were alive at a healthy look at Ray at at.
+	RecordGPUNodesSeen(ctx context.Context, n int, at time.Time) error
+}
+
 // LogoutStore keeps the web page's logged-out sessions, so that a logout outlives a restart of mvp.
 type LogoutStore interface {
 	// AddLogout records that the session with this key was logged out; the store may forget it after until

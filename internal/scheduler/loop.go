@@ -21,7 +21,10 @@ type Builder func(t *mvp.Task, attemptNo int) (*mvp.JobSubmission, error)
 
 // Loop applies Decide's actions and follows every live attempt in Ray, once per tick.
 type Loop struct {
-	Store   mvp.Store
+	Store mvp.Store
+	// Nodes, when set, keeps the count of GPU nodes of the last healthy pass across restarts: a restarted mvp
+	// holds admissions until as many are back, as after an outage (rejoining).
+	Nodes   mvp.NodeMemory
 	Ray     mvp.RayClient
 	Cluster mvp.ClusterReader
 	Build   Builder
@@ -74,6 +77,9 @@ type Loop struct {
 	// admissions until as many are back (backAt: when Ray answered again; expect: the count before the outage).
 	gpuNodes, expect int
 	backAt           time.Time
+	// nodesLoaded: the count of an earlier process was read from Nodes; nodesSaved: the count Nodes holds.
+	nodesLoaded bool
+	nodesSaved  int
 	// lastUnfollowed is when checkUnfollowed last listed Ray's jobs; unfollowedWarned the jobs it has logged.
 	lastUnfollowed   time.Time
 	unfollowedWarned map[string]bool
@@ -262,6 +268,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		l.started = now
 	}
 	l.mu.Unlock()
+	l.loadGPUNodes(ctx)
 	obs := mvp.ObserverOr(l.Observer)
 	start := time.Now() // the pass's own duration, for the metrics; decisions use l.Clock
 	defer func() { obs.SchedulerPass(time.Since(start)) }()
@@ -302,6 +309,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	if why := l.rejoining(now, view, rayErr, true); why != nil {
 		view, cerr = nil, why // nothing is admitted on a cluster still coming back
 	}
+	l.saveGPUNodes(ctx, now)
 	if view != nil {
 		l.mu.Lock()
 		l.seen = view
@@ -420,6 +428,46 @@ func (l *Loop) rejoining(now time.Time, view *mvp.ClusterView, rayErr error, rec
 		}
 	}
 	return why
+}
+
+// loadGPUNodes takes, once per process, the count of GPU nodes an earlier process last saw healthy as the count
+// before an outage: mvp's start is a return to Ray, which may still be coming back (both start together in the
+// head container), so nothing is admitted until as many nodes are alive, for at most rejoinWait.
+func (l *Loop) loadGPUNodes(ctx context.Context) {
+	if l.Nodes == nil || l.nodesLoaded {
+		return
+	}
+	n, err := l.Nodes.GPUNodesSeen(ctx)
+	if err != nil {
+		l.Logger.Error("read the GPU nodes last seen", "err", err)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.nodesLoaded, l.nodesSaved = true, n
+	if n > 0 && l.gpuNodes == 0 && l.expect == 0 {
+		l.gpuNodes, l.expect = n, n
+	}
+}
+
+// saveGPUNodes records the count of GPU nodes of the last healthy pass when it changed.
+func (l *Loop) saveGPUNodes(ctx context.Context, now time.Time) {
+	if l.Nodes == nil {
+		return
+	}
+	l.mu.Lock()
+	n, expect, loaded, saved := l.gpuNodes, l.expect, l.nodesLoaded, l.nodesSaved
+	l.mu.Unlock()
+	if !loaded || expect > 0 || n == 0 || n == saved {
+		return
+	}
+	if err := l.Nodes.RecordGPUNodesSeen(ctx, n, now); err != nil {
+		l.Logger.Error("record the GPU nodes seen", "gpu_nodes", n, "err", err)
+		return
+	}
+	l.mu.Lock()
+	l.nodesSaved = n
+	l.mu.Unlock()
 }
 
 // unfollowedEvery is how often the loop lists Ray's jobs (a list reads every job Ray keeps) for jobs of its own

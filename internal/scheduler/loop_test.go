@@ -176,7 +176,7 @@ func newHarness(t *testing.T) *harness {
 // newLoop is a loop over the harness's store, Ray and cluster, as a (re)started mvp makes it.
 func (h *harness) newLoop() *scheduler.Loop {
 	view, db := h.view, h.db
-	return &scheduler.Loop{Store: db, Ray: h.ray, Cluster: fixedCluster{view, h.ray}, Files: taskfs.FS{Root: h.root},
+	return &scheduler.Loop{Store: db, Nodes: db, Ray: h.ray, Cluster: fixedCluster{view, h.ray}, Files: taskfs.FS{Root: h.root},
 		Clock: h.clock, Logger: slog.New(slog.DiscardHandler), Tick: time.Second,
 		Retry:            scheduler.RetryPolicy{RetryInterval: time.Minute, MaxInfraRetries: 2, MaxResourceRetries: 3, SubmitGrace: time.Minute},
 		KeepFinishedJobs: 1,
@@ -482,6 +482,7 @@ func TestOutageEventsNameNoOtherTask(t *testing.T) {
 // waitsPerWrite in one request (ApplyAll), written in one transaction.
 func TestLoopWritesAPassOfWaitsInFewCommits(t *testing.T) {
 	h := newHarness(t)
+	h.tick() // the first healthy pass also records the count of GPU nodes, once
 	const n = 200
 	var ids []string
 	for i := 0; i < n; i++ {
@@ -959,4 +960,48 @@ func TestASubmitReadsTheSpecTheQueueDoesNotHold(t *testing.T) {
 	if err != nil || string(b) != task.JobSpecYAML {
 		t.Fatalf("task folder's jobspec.yaml %q (%v), want %q", b, err, task.JobSpecYAML)
 	}
+}
+
+// TestARestartedMvpWaitsForTheNodesItSawBefore: mvp started while Ray was down (the usual case in the Ray head
+// container, where both start together), a 2 × 4 gang and then a 1 × 4 task submitted, and Ray came back with one
+// of its two workers first: the newer 1 × 4 took it and the gang waited for it to end. The hold after an outage
+// knew the count of GPU nodes only from a pass of the same process. The count of the last healthy pass is kept in
+// the database, and a restarted mvp holds admissions as after an outage it lived through. Found in the fault
+// walk-through with the real binary.
+func TestARestartedMvpWaitsForTheNodesItSawBefore(t *testing.T) {
+	h := newHarness(t)
+	node := func(id string) mvp.Node {
+		return mvp.Node{ID: id, Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100},
+			Available: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100}}
+	}
+	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	h.tick() // a healthy pass of the first process sees both workers
+
+	// mvp restarts while Ray is down; a gang, then a newer 1 × 4 task, are submitted meanwhile.
+	h.ray.down = true
+	h.loop = h.newLoop()
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	n++
+	gang := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 2, GPUsPerNode: 4, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
+	if err := h.db.CreateTask(context.Background(), gang); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.t = h.clock.t.Add(time.Second)
+	newer := h.taskOf(4)
+	// Ray comes back with one of the two workers.
+	h.ray.down = false
+	h.view.Nodes = []mvp.Node{node("w1")}
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	if s := h.get(newer.ID).State; s == mvp.StateSubmitted || s == mvp.StateSubmitting {
+		t.Fatalf("the newer 1 × 4 task was admitted on a cluster with 1 of the 2 GPU nodes mvp saw before its restart: %s", s)
+	}
+	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	h.tick()
+	if s := h.get(gang.ID).State; s != mvp.StateSubmitted {
+		t.Errorf("the gang once both workers are back: %s %q; want it submitted first", s, h.get(gang.ID).PendingReason)
+	}
+
 }

@@ -247,7 +247,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 
 	// The loop submits through the Uploader: a ray_job's packages kept by the door go to Ray right before each
 	// of its submissions.
-	m.loop = &scheduler.Loop{Store: m.store, Ray: raycompat.Uploader{RayClient: rayClient, Packages: packages},
+	m.loop = &scheduler.Loop{Nodes: m.store, Store: m.store, Ray: raycompat.Uploader{RayClient: rayClient, Packages: packages},
 		Cluster: cluster, Build: build, Files: files, Clock: clock, Instance: settings.Instance, Jobs: lister,
 		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
 		Retry: scheduler.RetryPolicy{RetryInterval: cfg.V2.Scheduler.RetryInterval(),
