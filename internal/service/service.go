@@ -147,8 +147,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	dbErr := func(err error) error {
-		return fmt.Errorf("open database %s: %w (set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to a file in "+
-			"a folder mvp can write)", cfg.V2.SQLite.DBPath, err)
+		// sqlite.Open's and sqlite.Lock's errors name the file already.
+		return fmt.Errorf("%w (set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to a file in "+
+			"a folder mvp can write)", err)
 	}
 	if m.dbLock, err = sqlite.Lock(cfg.V2.SQLite.DBPath); err != nil {
 		if errors.Is(err, sqlite.ErrInUse) {

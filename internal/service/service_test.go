@@ -743,3 +743,24 @@ func TestAFollowerReadsARunningLogInOneStream(t *testing.T) {
 		t.Errorf("followed %q, want %q", got.String(), want)
 	}
 }
+
+// TestADatabaseThatCannotBeOpenedIsNamedOnce: a file that is not a database said "open database X: open database
+// X: database X cannot be used: file is not a database (set v2.sqlite.db_path …)". It says it once, with the
+// setting to change (found in the fault walk-through).
+func TestADatabaseThatCannotBeOpenedIsNamedOnce(t *testing.T) {
+	cfg := servicetest.Config(t)
+	if err := os.WriteFile(cfg.V2.SQLite.DBPath, bytes.Repeat([]byte("not a database "), 600), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(4),
+		Logger: slog.New(slog.DiscardHandler)}
+	err := m.Open(context.Background())
+	if err == nil {
+		m.Close()
+		t.Fatal("mvp opened a file that is not a database")
+	}
+	if msg := err.Error(); strings.Count(msg, "open database") != 1 || strings.Count(msg, cfg.V2.SQLite.DBPath) != 1 ||
+		!strings.Contains(msg, "v2.sqlite.db_path") {
+		t.Errorf("the error: %s; want the database named once, and the setting to change", msg)
+	}
+}

@@ -153,7 +153,7 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 	}
 	var mode string
 	if err := w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
-		return fail(fmt.Errorf("open database %s: %w", abs, db.mapErr(err)))
+		return fail(fmt.Errorf("open database %s: %w", abs, err)) // SQLite's words: the path is said once, here
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fail(fmt.Errorf("open database %s: journal mode is %q, not WAL (is the file on a network filesystem?)", abs, mode))
@@ -169,7 +169,7 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 			"file and its folder, or set v2.sqlite.db_path to a file it may write", abs, db.mapErr(err), os.Getuid()))
 	}
 	if db.wconn, err = w.Conn(ctx); err != nil {
-		return fail(fmt.Errorf("open database %s: take the write connection: %w", abs, db.mapErr(err)))
+		return fail(fmt.Errorf("open database %s: take the write connection: %w", abs, err))
 	}
 	if db.file, err = os.Stat(abs); err != nil {
 		return fail(fmt.Errorf("open database %s: %w", abs, err))
