@@ -192,14 +192,23 @@ var n int
 func (h *harness) task() *mvp.Task { return h.taskOf(2) }
 
 // taskOf queues a 1 × gpus task.
-func (h *harness) taskOf(gpus int) *mvp.Task {
+func (h *harness) taskOf(gpus int) *mvp.Task { return h.gangOf(1, gpus) }
+
+// gangOf queues an nnodes × gpus task.
+func (h *harness) gangOf(nnodes, gpus int) *mvp.Task {
 	n++
 	t := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
-		NNodes: 1, GPUsPerNode: gpus, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
+		NNodes: nnodes, GPUsPerNode: gpus, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
 	if err := h.db.CreateTask(context.Background(), t); err != nil {
 		h.t.Fatal(err)
 	}
 	return t
+}
+
+// worker4 is an idle worker node with 4 GPUs.
+func worker4(id string) mvp.Node {
+	return mvp.Node{ID: id, Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100},
+		Available: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100}}
 }
 
 func (h *harness) tick() {
@@ -786,11 +795,7 @@ func TestAJobThisMvpDoesNotFollowIsLogged(t *testing.T) {
 // review). Found in a walk-through.
 func TestAfterAnOutageNothingIsAdmittedUntilTheNodesRejoin(t *testing.T) {
 	h := newHarness(t)
-	node := func(id string) mvp.Node {
-		return mvp.Node{ID: id, Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100},
-			Available: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100}}
-	}
-	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	h.view.Nodes = []mvp.Node{worker4("w1"), worker4("w2")}
 	// A driver-only job (no gang) runs throughout: the loop follows it, so a pass asks Ray's job server.
 	n++
 	driver := &mvp.Task{ID: fmt.Sprintf("mvp2-ray_job-20251223-143201-%04x", n), Workload: mvp.WorkloadRayJob,
@@ -808,17 +813,12 @@ func TestAfterAnOutageNothingIsAdmittedUntilTheNodesRejoin(t *testing.T) {
 	h.ray.down = true
 	h.clock.t = h.clock.t.Add(time.Minute)
 	h.tick()
-	n++
-	gang := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
-		NNodes: 2, GPUsPerNode: 4, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
-	if err := h.db.CreateTask(context.Background(), gang); err != nil {
-		t.Fatal(err)
-	}
+	gang := h.gangOf(2, 4)
 	h.clock.t = h.clock.t.Add(time.Second)
 	newer := h.taskOf(4)
 	// Ray comes back with one of the two workers; its job server does not answer yet.
 	h.ray.down, h.ray.jobsDown = false, true
-	h.view.Nodes = []mvp.Node{node("w1")}
+	h.view.Nodes = []mvp.Node{worker4("w1")}
 	h.clock.t = h.clock.t.Add(time.Minute)
 	h.tick()
 	h.ray.jobsDown = false
@@ -836,7 +836,7 @@ func TestAfterAnOutageNothingIsAdmittedUntilTheNodesRejoin(t *testing.T) {
 		!strings.Contains(v.Queue[0].Reason, "1 of the 2 GPU nodes") {
 		t.Errorf("the queue's view during the hold: starting %v, %+v; want nothing starting and the hold's reason", v.Starting, v.Queue)
 	}
-	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	h.view.Nodes = []mvp.Node{worker4("w1"), worker4("w2")}
 	h.tick()
 	if s := h.get(gang.ID).State; s != mvp.StateSubmitted {
 		t.Errorf("the gang once both workers are back: %s %q; want it submitted first", s, h.get(gang.ID).PendingReason)
@@ -862,17 +862,8 @@ func (r slowJobs) GetJob(ctx context.Context, id string) (*mvp.JobInfo, error) {
 // decides at the time its snapshot is read.
 func TestARequeuedGangIsDecidedInTheSamePass(t *testing.T) {
 	h := newHarness(t)
-	node := func(id string) mvp.Node {
-		return mvp.Node{ID: id, Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100},
-			Available: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100}}
-	}
-	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
-	n++
-	gang := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
-		NNodes: 2, GPUsPerNode: 4, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
-	if err := h.db.CreateTask(context.Background(), gang); err != nil {
-		t.Fatal(err)
-	}
+	h.view.Nodes = []mvp.Node{worker4("w1"), worker4("w2")}
+	gang := h.gangOf(2, 4)
 	h.tick()
 	sid := gang.ID + "--a01"
 	h.ray.set(sid, mvp.RayRunning, "", 0)
@@ -889,7 +880,7 @@ func TestARequeuedGangIsDecidedInTheSamePass(t *testing.T) {
 	h.ray.mu.Lock()
 	delete(h.ray.jobs, sid)
 	h.ray.mu.Unlock()
-	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	h.view.Nodes = []mvp.Node{worker4("w1"), worker4("w2")}
 	h.loop.Ray = slowJobs{h.ray, h.clock, 2 * time.Second}
 	h.clock.t = h.clock.t.Add(time.Minute)
 	h.tick()
@@ -970,11 +961,7 @@ func TestASubmitReadsTheSpecTheQueueDoesNotHold(t *testing.T) {
 // walk-through with the real binary.
 func TestARestartedMvpWaitsForTheNodesItSawBefore(t *testing.T) {
 	h := newHarness(t)
-	node := func(id string) mvp.Node {
-		return mvp.Node{ID: id, Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100},
-			Available: map[string]float64{"GPU": 4, "CPU": 96, "worker_node": 100}}
-	}
-	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	h.view.Nodes = []mvp.Node{worker4("w1"), worker4("w2")}
 	h.tick() // a healthy pass of the first process sees both workers
 
 	// mvp restarts while Ray is down; a gang, then a newer 1 × 4 task, are submitted meanwhile.
@@ -982,23 +969,18 @@ func TestARestartedMvpWaitsForTheNodesItSawBefore(t *testing.T) {
 	h.loop = h.newLoop()
 	h.clock.t = h.clock.t.Add(time.Minute)
 	h.tick()
-	n++
-	gang := &mvp.Task{ID: fmt.Sprintf("mvp2-ppo-20251223-143201-%04x", n), Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
-		NNodes: 2, GPUsPerNode: 4, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
-	if err := h.db.CreateTask(context.Background(), gang); err != nil {
-		t.Fatal(err)
-	}
+	gang := h.gangOf(2, 4)
 	h.clock.t = h.clock.t.Add(time.Second)
 	newer := h.taskOf(4)
 	// Ray comes back with one of the two workers.
 	h.ray.down = false
-	h.view.Nodes = []mvp.Node{node("w1")}
+	h.view.Nodes = []mvp.Node{worker4("w1")}
 	h.clock.t = h.clock.t.Add(time.Minute)
 	h.tick()
 	if s := h.get(newer.ID).State; s == mvp.StateSubmitted || s == mvp.StateSubmitting {
 		t.Fatalf("the newer 1 × 4 task was admitted on a cluster with 1 of the 2 GPU nodes mvp saw before its restart: %s", s)
 	}
-	h.view.Nodes = []mvp.Node{node("w1"), node("w2")}
+	h.view.Nodes = []mvp.Node{worker4("w1"), worker4("w2")}
 	h.tick()
 	if s := h.get(gang.ID).State; s != mvp.StateSubmitted {
 		t.Errorf("the gang once both workers are back: %s %q; want it submitted first", s, h.get(gang.ID).PendingReason)
