@@ -3,10 +3,8 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,19 +85,8 @@ func TestFullDisk(t *testing.T) {
 // databaseHealth returns /healthz's status and its database sentence.
 func (s *service) databaseHealth() (status, database string) {
 	s.t.Helper()
-	resp, err := http.Get(s.c.Addr + "/healthz")
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status   string `json:"status"`
-		Database string `json:"database"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		s.t.Fatal(err)
-	}
-	return body.Status, body.Database
+	h, _ := healthz(s.t, s)
+	return h.Status, h.Database
 }
 
 // smallDisk mounts a tmpfs of size (e.g. "4m") in a temporary folder for the test (skipped where it cannot).

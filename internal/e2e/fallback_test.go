@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,24 +33,11 @@ func pythonWithoutRay(t *testing.T) string {
 	return w
 }
 
-// healthz returns /healthz's view of Ray.
-func (s *service) healthz() (source, probeError string) {
+// rayHealth returns /healthz's view of Ray: where the cluster view came from, and why the probe failed.
+func (s *service) rayHealth() (source, probeError string) {
 	s.t.Helper()
-	resp, err := http.Get(s.c.Addr + "/healthz")
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Ray struct {
-			ClusterSource string `json:"cluster_source"`
-			ProbeError    string `json:"probe_error"`
-		} `json:"ray"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		s.t.Fatal(err)
-	}
-	return body.Ray.ClusterSource, body.Ray.ProbeError
+	h, _ := healthz(s.t, s)
+	return h.Ray.ClusterSource, h.Ray.ProbeError
 }
 
 // TestFallbackViewReservesOnceAndCatchesStuckGangs: with the probe's Python lacking Ray, mvp serve runs on the
@@ -67,7 +52,7 @@ func TestFallbackViewReservesOnceAndCatchesStuckGangs(t *testing.T) {
 	want := noRay + " (v2.ray.python) cannot import ray (ModuleNotFoundError: No module named 'ray'); " +
 		"set v2.ray.python to the Python that has Ray"
 	waitFor(t, 60*time.Second, "/healthz to show the dashboard's view and why", func() (bool, string) {
-		src, why := s.healthz()
+		src, why := s.rayHealth()
 		return src == "dashboard" && strings.Contains(why, want), src + ": " + why
 	})
 
@@ -124,7 +109,7 @@ func TestFallbackViewReservesOnceAndCatchesStuckGangs(t *testing.T) {
 	}
 
 	// Still the fallback, and its cause logged once, not every tick.
-	if src, why := s.healthz(); src != "dashboard" || !strings.Contains(why, want) {
+	if src, why := s.rayHealth(); src != "dashboard" || !strings.Contains(why, want) {
 		t.Errorf("/healthz at the end: %s: %s", src, why)
 	}
 	if n := strings.Count(readFile(t, s.logPath), "the live probe cannot answer"); n != 1 {

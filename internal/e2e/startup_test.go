@@ -91,6 +91,7 @@ func TestServeAnswersBeforeItsFirstLookAtRay(t *testing.T) {
 type healthBody struct {
 	Status    string           `json:"status"`
 	Scheduler string           `json:"scheduler"`
+	Database  string           `json:"database"`
 	Ray       scheduler.Health `json:"ray"`
 }
 

@@ -738,20 +738,21 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 		}
 		live[a.RaySubmissionID] = true
 		aa := ActiveAttempt{Task: t, Attempt: a, Nodes: placedNodes(view, a.RayJobID)}
-		if view != nil && a.RayJobID != "" && a.FailureKind == mvp.FailureNone && t.State != mvp.StateCanceled &&
-			hasUnplaceableGroup(view, a.RayJobID) {
-			// A reading that says when Ray made the group (the live probe's; the first after a restart may be the
-			// dashboard's, which does not) moves the start back to it.
-			since, ok := l.stuck[a.RaySubmissionID]
-			if ray := pendingSince(view, a.RayJobID, a.CreatedAt, now); !ok || ray.Before(since) {
-				since = ray
-				if record {
-					l.stuck[a.RaySubmissionID] = since
+		if view != nil && a.RayJobID != "" && a.FailureKind == mvp.FailureNone && t.State != mvp.StateCanceled {
+			if ray, pending := pendingSince(view, a.RayJobID, a.CreatedAt, now); pending {
+				// A reading that says when Ray made the group (the live probe's; the first after a restart may be
+				// the dashboard's, which does not) moves the start back to it.
+				since, ok := l.stuck[a.RaySubmissionID]
+				if !ok || ray.Before(since) {
+					since = ray
+					if record {
+						l.stuck[a.RaySubmissionID] = since
+					}
 				}
+				aa.StuckSince = since
+				aa.Infeasible = hasInfeasibleGroup(view, a.RayJobID)
+				seen[a.RaySubmissionID] = true
 			}
-			aa.StuckSince = since
-			aa.Infeasible = hasInfeasibleGroup(view, a.RayJobID)
-			seen[a.RaySubmissionID] = true
 		}
 		out = append(out, aa)
 	}
@@ -776,37 +777,32 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 	return out
 }
 
-// pendingSince is since when the job's gang has waited to be placed, at mvp's first look at it: when Ray took the
-// creation request of its earliest PENDING group, so that a restart of mvp does not begin the gang wait again. It
-// is never before floor (the attempt's record: the head's clock may differ from mvp's) nor after now, and now when
-// the view does not say (the dashboard's fallback view).
-func pendingSince(v *mvp.ClusterView, jobID string, floor, now time.Time) time.Time {
+// pendingSince reports whether the job has a PENDING placement group (its gang waits to be placed) and since
+// when, at mvp's first look at it: when Ray took the creation request of its earliest PENDING group, so that a
+// restart of mvp does not begin the gang wait again. It is never before floor (the attempt's record: the head's
+// clock may differ from mvp's) nor after now, and now when the view does not say (the dashboard's fallback view).
+func pendingSince(v *mvp.ClusterView, jobID string, floor, now time.Time) (since time.Time, pending bool) {
 	var first int64
 	for _, g := range v.Groups {
-		if g.CreatorJobID == jobID && g.State == "PENDING" && g.CreatedNs > 0 && (first == 0 || g.CreatedNs < first) {
+		if g.CreatorJobID != jobID || g.State != "PENDING" {
+			continue
+		}
+		pending = true
+		if g.CreatedNs > 0 && (first == 0 || g.CreatedNs < first) {
 			first = g.CreatedNs
 		}
 	}
-	if first == 0 {
-		return now
+	if !pending || first == 0 {
+		return now, pending
 	}
-	since := time.Unix(0, first)
+	since = time.Unix(0, first)
 	if since.Before(floor) {
 		since = floor
 	}
 	if since.After(now) {
 		since = now
 	}
-	return since
-}
-
-func hasUnplaceableGroup(v *mvp.ClusterView, jobID string) bool {
-	for _, g := range v.Groups {
-		if g.CreatorJobID == jobID && g.State == "PENDING" {
-			return true
-		}
-	}
-	return false
+	return since, true
 }
 
 // placedNodes lists the node of each of the job's placed groups, when the view knows them all; nil otherwise.
