@@ -162,7 +162,8 @@ func TestFullSharedRootHoldsSubmissions(t *testing.T) {
 // unmounted under a running mvp, leaving an empty folder on the disk beneath. mvp made its task folder there and
 // sent the job, whose driver, on a node that still had the shared filesystem, wrote its progress, results and log
 // elsewhere than mvp looked. The task waits with a reason saying to mount it back, nothing goes to Ray, and it
-// runs once the filesystem (with mvp's jobs folder) is mounted again.
+// runs once the filesystem (with mvp's jobs folder) is mounted again. Ray's own client through the door likewise:
+// its working_dir package is refused while the share is not mounted and kept on it once it is back.
 func TestAnUnmountedSharedRootHoldsSubmissions(t *testing.T) {
 	mnt := smallDisk(t, "8m")
 	waitIdle(t)
@@ -185,6 +186,19 @@ func TestAnUnmountedSharedRootHoldsSubmissions(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(mnt, "jobs")); err == nil {
 		t.Errorf("mvp made its jobs folder again on the empty mount point %s", mnt)
 	}
+	// Ray's own client through the door: its working_dir package is not kept on the empty mount point (where no
+	// node sees it and the share, mounted back, hides it); the upload is refused saying why.
+	d := newRayDoor(t, s)
+	dir := workingDir(t)
+	doorID := uniq("unmounted")
+	out, code := d.run(2*time.Minute, nil, "job", "submit", "--no-wait", "--working-dir", dir, "--submission-id", doorID,
+		"--", "python", "script.py", "0", "1", "0")
+	if code == 0 || !strings.Contains(out, "not mounted") {
+		t.Errorf("ray job submit --working-dir while shared_root was not mounted: exit %d, want a failure saying shared_root is not mounted:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "ray_packages")); err == nil {
+		t.Errorf("mvp kept a Ray package on the empty mount point %s", mnt)
+	}
 
 	// Mounted back: the shared filesystem, with mvp's jobs folder on it.
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt).CombinedOutput(); err != nil {
@@ -196,6 +210,11 @@ func TestAnUnmountedSharedRootHoldsSubmissions(t *testing.T) {
 	done := s.waitState(task.ID, mvp.StateSucceeded, 120*time.Second)
 	if len(done.Attempts) != 1 {
 		t.Fatalf("%d attempts, want 1", len(done.Attempts))
+	}
+	// The door keeps the package on the share again, and its job runs with it.
+	if out, code := d.run(3*time.Minute, nil, "job", "submit", "--working-dir", dir, "--submission-id", doorID,
+		"--", "python", "script.py", "0", "1", "0"); code != 0 || !strings.Contains(out, "data: from-the-working-dir") {
+		t.Errorf("ray job submit --working-dir once shared_root was mounted back: exit %d:\n%s", code, out)
 	}
 	// The driver log is kept in the folder after the pass that concluded the run.
 	waitFor(t, 30*time.Second, "the driver log to be kept", func() (bool, string) {

@@ -25,7 +25,24 @@ const PackageProtocol = "gcs"
 // Packages keeps the runtime_env packages users upload through the door, one file per package under Dir
 // (<shared_root>/ray_packages), so that a task still queued in mvp never depends on Ray's temporary reference:
 // the package is uploaded to Ray right before each of the task's submissions (Uploader).
-type Packages struct{ Dir string }
+type Packages struct {
+	Dir string
+	// Mounted, when set, says whether shared_root is still the filesystem mvp started on (taskfs.FS.CheckMounted):
+	// while it is not, nothing is kept or read, so that no package lands on an empty mount point, where no node
+	// sees it and the share, mounted back, hides it.
+	Mounted func() error
+}
+
+// mounted returns Mounted's refusal as a 503 that names shared_root, or nil.
+func (p Packages) mounted() error {
+	if p.Mounted == nil {
+		return nil
+	}
+	if err := p.Mounted(); err != nil {
+		return mvp.Errorf(mvp.CodeUnavailable, "", "mvp keeps Ray packages in %s on shared_root, which is not mounted now: %v", p.Dir, err)
+	}
+	return nil
+}
 
 // path returns the file of a package, or a CodeInvalid error for a protocol or name the door does not keep.
 func (p Packages) path(protocol, name string) (string, error) {
@@ -44,6 +61,9 @@ func (p Packages) Has(protocol, name string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if err := p.mounted(); err != nil {
+		return false, err
+	}
 	switch _, err := os.Stat(path); {
 	case err == nil:
 		return true, nil
@@ -58,6 +78,9 @@ func (p Packages) Has(protocol, name string) (bool, error) {
 func (p Packages) Put(protocol, name string, data []byte) error {
 	path, err := p.path(protocol, name)
 	if err != nil {
+		return err
+	}
+	if err := p.mounted(); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
@@ -94,6 +117,9 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 	path, err := p.path(protocol, name)
 	if err != nil {
 		return nil, false, nil // not a package of the door's: passed on to Ray as it is
+	}
+	if err := p.mounted(); err != nil {
+		return nil, false, fmt.Errorf("%w: %w", mvp.ErrSubmitInfra, err)
 	}
 	data, err = os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {

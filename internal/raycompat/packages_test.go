@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/taskfs"
 )
 
 type recordingRay struct {
@@ -44,5 +45,44 @@ func TestUploaderReportsAnUnreadablePackageAsInfra(t *testing.T) {
 	if err := u.SubmitJob(context.Background(), &mvp.JobSubmission{SubmissionID: "y--a01",
 		RuntimeEnv: map[string]any{"working_dir": "gcs://_ray_pkg_fedcba9876543210.zip"}}); err != nil || ray.submits != 1 {
 		t.Fatalf("a package not kept: err %v, submits %d", err, ray.submits)
+	}
+}
+
+// With shared_root no longer mounted (its jobs folder, there when mvp started, gone), the door keeps no package
+// on the empty mount point, where no node would see it and the remounted share would hide it: Has and Put answer
+// 503 naming shared_root, and a submission that would read one is mvp's side failing (mvp.ErrSubmitInfra).
+func TestAnUnmountedSharedRootKeepsNoPackage(t *testing.T) {
+	root := t.TempDir()
+	jobs := filepath.Join(root, "jobs")
+	if err := os.Mkdir(jobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := Packages{Dir: filepath.Join(root, "ray_packages"), Mounted: taskfs.FS{Root: root, Mounted: true}.CheckMounted}
+	name := "_ray_pkg_0123456789abcdef.zip"
+	if err := p.Put(PackageProtocol, name, []byte("zip")); err != nil {
+		t.Fatalf("put while mounted: %v", err)
+	}
+	if err := os.RemoveAll(root); err != nil { // unmounted: an empty mount point
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := "_ray_pkg_fedcba9876543210.zip"
+	err := p.Put(PackageProtocol, other, []byte("zip"))
+	if mvp.ErrorCode(err) != mvp.CodeUnavailable || !strings.Contains(err.Error(), "shared_root") || !strings.Contains(err.Error(), "mount") {
+		t.Errorf("put while unmounted: %v (code %q); want 503 saying shared_root is not mounted", err, mvp.ErrorCode(err))
+	}
+	if _, err := os.Stat(p.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the packages folder was made on the empty mount point (stat: %v)", err)
+	}
+	if ok, err := p.Has(PackageProtocol, other); ok || mvp.ErrorCode(err) != mvp.CodeUnavailable {
+		t.Errorf("has while unmounted: %v, %v; want 503", ok, err)
+	}
+	ray := &recordingRay{}
+	err = Uploader{RayClient: ray, Packages: p}.SubmitJob(context.Background(), &mvp.JobSubmission{SubmissionID: "x--a01",
+		RuntimeEnv: map[string]any{"working_dir": "gcs://" + name}})
+	if !errors.Is(err, mvp.ErrSubmitInfra) || ray.uploads+ray.submits != 0 {
+		t.Errorf("submit while unmounted: %v (%d uploads, %d submits); want mvp.ErrSubmitInfra and nothing sent", err, ray.uploads, ray.submits)
 	}
 }

@@ -244,7 +244,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	prepare := func(body []byte) (*mvp.Task, error) { return workload.Prepare(body, settings) }
 	policy := PolicyOf(&cfg)
 	policy.OnlyKnownOwners = true // a user removed from v2.auth.users: her waiting tasks are held (mvp sim's trace users are not named)
-	packages := raycompat.Packages{Dir: filepath.Join(cfg.SharedRoot, "ray_packages")}
+	packages := raycompat.Packages{Dir: filepath.Join(cfg.SharedRoot, "ray_packages"), Mounted: files.CheckMounted}
 
 	// The loop submits through the Uploader: a ray_job's packages kept by the door go to Ray right before each
 	// of its submissions.

@@ -79,9 +79,9 @@ func (f FS) CheckWritable() (made bool, err error) {
 	return made, os.Remove(name)
 }
 
-// checkMounted refuses a write while Root/jobs, there when mvp started (Mounted), is not: the shared filesystem is
-// not mounted at Root now.
-func (f FS) checkMounted() error {
+// CheckMounted refuses a write while Root/jobs, there when mvp started (Mounted), is not: the shared filesystem is
+// not mounted at Root now. Anything else mvp keeps on shared_root (the Ray door's packages) asks it too.
+func (f FS) CheckMounted() error {
 	if !f.Mounted {
 		return nil
 	}
@@ -446,7 +446,7 @@ func (f FS) writeFrom(id, rel string, fill func(io.Writer) error) error {
 	if err != nil {
 		return err
 	}
-	if err := f.checkMounted(); err != nil {
+	if err := f.CheckMounted(); err != nil {
 		return &DiskError{err}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
