@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -223,5 +224,48 @@ func TestAnUnmountedSharedRootHoldsSubmissions(t *testing.T) {
 	})
 	if _, err := os.Stat(filepath.Join(mnt, "jobs", task.ID, "jobspec.yaml")); err != nil {
 		t.Errorf("the task folder on the mounted shared_root has no jobspec.yaml: %v", err)
+	}
+}
+
+// TestARunThatEndsOnAFullSharedRootKeepsItsEnd: a run that ends while shared_root is full (the database elsewhere
+// has room) cannot have its end (status.json) or its driver log written in its task folder then. The log was kept
+// once space returned; status.json never was. Both are there once the disk has room again.
+func TestARunThatEndsOnAFullSharedRootKeepsItsEnd(t *testing.T) {
+	small := smallDisk(t, "4m")
+	waitIdle(t)
+	s := startService(t, serviceOpts{sharedRoot: filepath.Join(small, "shared")})
+	task := s.submit(spec("ppo", 1, 1, 4))
+	s.waitState(task.ID, mvp.StateRunning, 60*time.Second)
+	filler := fill(t, small)
+	var ended *mvp.Task
+	waitFor(t, 90*time.Second, "the run to end on the full disk", func() (bool, string) {
+		ended = s.get(task.ID)
+		return ended.State.Terminal(), string(ended.State)
+	})
+	t.Logf("the run ended %s on the full disk (%s)", ended.State, ended.ErrorSummary)
+	status := filepath.Join(s.sharedRoot, "jobs", task.ID, "attempts", "a01", "status.json")
+	if _, err := os.Stat(status); err == nil {
+		t.Logf("status.json was written although the disk was full (the filesystem had room for it)")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the attempt's status.json and driver log once the disk has room", func() (bool, string) {
+		a := s.get(task.ID).Attempts[0]
+		_, err := os.Stat(status)
+		return a.LogKept && err == nil, fmt.Sprintf("log_kept %v, status.json: %v", a.LogKept, err)
+	})
+	var got struct {
+		SubmissionID string        `json:"submission_id"`
+		Status       mvp.RayStatus `json:"status"`
+		FailureKind  string        `json:"failure_kind"`
+		Seal         string        `json:"mvp_seal"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, status)), &got); err != nil {
+		t.Fatalf("status.json: %v", err)
+	}
+	a := s.get(task.ID).Attempts[0]
+	if got.SubmissionID != a.RaySubmissionID || got.Status != a.RayStatus || got.FailureKind != string(a.FailureKind) || got.Seal == "" {
+		t.Errorf("status.json %+v; want the attempt's end as recorded: %s %s kind %q, sealed", got, a.RaySubmissionID, a.RayStatus, a.FailureKind)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -1339,6 +1340,7 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 				"task_id", a.TaskID, "submission_id", a.RaySubmissionID, "err", err)
 			continue
 		}
+		l.keepResult(a)
 		if errors.Is(err, mvp.ErrJobNotFound) {
 			// Ray has no such job (it refused the submission, or lost the job): there is no log to keep and no job
 			// to delete; the attempt's message already says what happened to it.
@@ -1364,6 +1366,28 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 			return
 		}
 	}
+}
+
+// keepResult writes an ended attempt's status.json from what the database recorded of its end, when the folder
+// has none: writeResult could not write it when the attempt was concluded (shared_root full or not writable then),
+// and its log, kept later, is what brings it here again.
+func (l *Loop) keepResult(a *mvp.Attempt) {
+	if _, _, err := l.Files.ReadResult(a.TaskID, a.No); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	info := &mvp.JobInfo{SubmissionID: a.RaySubmissionID, JobID: a.RayJobID, Status: a.RayStatus, Message: a.Message,
+		DriverExitCode: a.ExitCode, DriverNodeID: a.DriverNodeID}
+	if a.StartTime != nil {
+		info.StartTime = a.StartTime.UnixMilli()
+	}
+	if a.EndTime != nil {
+		info.EndTime = a.EndTime.UnixMilli()
+	}
+	if err := l.Files.WriteResult(a.TaskID, a.No, info, a.FailureKind); err != nil {
+		l.Logger.Warn("write attempt status; will try again with its log", "task_id", a.TaskID, "attempt_no", a.No, "err", err)
+		return
+	}
+	l.Logger.Info("attempt status written once its task folder could be", "task_id", a.TaskID, "attempt_no", a.No)
 }
 
 func (l *Loop) maxLogTries() int {

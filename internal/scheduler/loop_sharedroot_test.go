@@ -139,3 +139,38 @@ func TestAnUnmountedSharedRootHoldsTheSubmission(t *testing.T) {
 		t.Fatalf("after shared_root was mounted back: %s, %d attempts", got.State, len(got.Attempts))
 	}
 }
+
+// TestAnAttemptsEndIsWrittenOnceTheDiskIsBack: an attempt that ended while shared_root could not be written had
+// its status.json (Ray's last word on it and the failure kind, what people, tools and a restored database read)
+// logged as not written and never written after; its driver log was kept once the disk came back. The end is
+// now written with the log, from what the database recorded.
+func TestAnAttemptsEndIsWrittenOnceTheDiskIsBack(t *testing.T) {
+	h := newHarness(t)
+	key := []byte("0123456789abcdef0123456789abcdef")
+	h.loop.Files.Key = key
+	task := h.task()
+	h.tick()
+	heal := h.breakRoot()
+	h.loop.Files.Key = key
+	h.ray.set(task.ID+"--a01", mvp.RayFailed, "Job entrypoint command failed with exit code 3", 3)
+	h.tick()
+	a := h.get(task.ID).Attempts[0]
+	if a.RayStatus != mvp.RayFailed || a.FailureKind == "" {
+		t.Fatalf("attempt %s %q; want FAILED with a failure kind", a.RayStatus, a.FailureKind)
+	}
+	heal()
+	for i := 0; i < 10; i++ {
+		h.tick()
+	}
+	if a := h.get(task.ID).Attempts[0]; !a.LogKept {
+		t.Fatal("the driver log was not kept once the disk came back")
+	}
+	info, kind, err := h.loop.Files.ReadResult(task.ID, 1)
+	if err != nil {
+		t.Fatalf("status.json once the disk came back: %v", err)
+	}
+	if info.SubmissionID != task.ID+"--a01" || info.Status != mvp.RayFailed || kind != a.FailureKind ||
+		info.DriverExitCode == nil || *info.DriverExitCode != 3 || !strings.Contains(info.Message, "exit code 3") {
+		t.Errorf("status.json holds %+v, kind %q; want the attempt's end (FAILED, exit 3, kind %q)", info, kind, a.FailureKind)
+	}
+}
