@@ -301,3 +301,62 @@ func childOf(t *testing.T, parent int, word string) int {
 	})
 	return child
 }
+
+// TestARestartedMvpWaitsForTheNodesItSawBefore: mvp and one of its two workers go down together (the head
+// container and a node restarted) and mvp comes back first. It knew how many GPU nodes the cluster had only from
+// passes of the same process, so it judged the half cluster as the whole: of a 2 × 4 gang and a newer 1 × 4 task
+// submitted then, the 1 × 4 took the worker that was up and the older gang waited for its run (found in a fault
+// walk-through). mvp keeps the count of its last healthy pass in its database: after a restart nothing is admitted
+// while fewer GPU nodes are alive (at most 2 min; the queue says why), and once the worker is back the gang goes
+// first.
+func TestARestartedMvpWaitsForTheNodesItSawBefore(t *testing.T) {
+	ws := workers(t)
+	if len(ws) != 2 {
+		t.Skipf("needs exactly two workers (the first phase of scripts/e2e.sh); %d", len(ws))
+	}
+	dir := os.Getenv("MVP_CLUSTER_DIR")
+	if dir == "" {
+		t.Skip("MVP_CLUSTER_DIR (the cluster's folder of process groups) is not set")
+	}
+	gpus := int(ws[0].Total["GPU"])
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	warm := s.submit(spec("ppo", 1, 1, 0)) // its run ends after passes that saw both workers
+	s.waitState(warm.ID, mvp.StateSucceeded, 120*time.Second)
+	s.stop()
+
+	heal := healer(t)
+	killNode(t, dir, ws[1].ID)
+	waitFor(t, 120*time.Second, "Ray to see one GPU worker alive", func() (bool, string) {
+		n := len(workers(t))
+		return n == 1, fmt.Sprintf("%d alive", n)
+	})
+	s.start()
+	gang := s.submit(spec("ppo", 2, gpus, 1))
+	small := s.submit(spec("ppo", 1, gpus, 1))
+	waitFor(t, 60*time.Second, "the queue to say that the workers are rejoining", func() (bool, string) {
+		if got := s.get(small.ID); got.LatestAttemptNo != 0 {
+			t.Fatalf("the newer 1 × %d task was admitted (%s) on a cluster with one of its two workers", gpus, got.State)
+		}
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range v.Queue {
+			if e.TaskID == small.ID {
+				return e.Code == "cluster_unknown" && strings.Contains(e.Reason, "1 of the 2 GPU nodes"), string(e.Code) + " " + e.Reason
+			}
+		}
+		return false, fmt.Sprintf("%s not in the queue", small.ID)
+	})
+	heal()
+	g := s.waitState(gang.ID, mvp.StateSucceeded, 180*time.Second)
+	sm := s.waitState(small.ID, mvp.StateSucceeded, 180*time.Second)
+	if len(g.Attempts) != 1 || len(sm.Attempts) != 1 {
+		t.Fatalf("attempts: gang %d, small %d; want one each", len(g.Attempts), len(sm.Attempts))
+	}
+	if !g.Attempts[0].CreatedAt.Before(sm.Attempts[0].CreatedAt) {
+		t.Errorf("the newer 1 × %d was admitted at %s, before the older 2 × %d gang (%s)", gpus,
+			sm.Attempts[0].CreatedAt.Format(time.RFC3339Nano), gpus, g.Attempts[0].CreatedAt.Format(time.RFC3339Nano))
+	}
+}
