@@ -75,8 +75,10 @@ type Loop struct {
 	// unseenWarned: submission ids whose missing folder was logged (loop_progress.go).
 	unseenWarned map[string]bool
 	// gpuNodes is how many GPU nodes were alive at the last healthy pass; after an outage, rejoin holds the
-	// admissions until as many are back (backAt: when Ray answered again; expect: the count before the outage).
+	// admissions until as many are back (backAt: when Ray answered again; expect: the count before the outage,
+	// or, fromStart, the count an earlier process saw last).
 	gpuNodes, expect int
+	fromStart        bool
 	backAt           time.Time
 	// nodesLoaded: the count of an earlier process was read from Nodes; nodesSaved: the count Nodes holds.
 	nodesLoaded bool
@@ -378,11 +380,17 @@ const rejoinWait = 2 * time.Minute
 type ErrRejoining struct {
 	Alive, Before int
 	Since         time.Time
+	// Started: Before is the count mvp's last run saw (mvp started since), not one from before an outage.
+	Started bool
 }
 
 func (e *ErrRejoining) Error() string {
-	return fmt.Sprintf("Ray answers again since %s with %d of the %d GPU nodes it had before the outage: nothing is "+
-		"admitted until they rejoin (at most %s), so that a gang is not judged on a cluster still coming back",
+	const rest = ": nothing is admitted until they rejoin (at most %s), so that a gang is not judged on a cluster still coming back"
+	if e.Started {
+		return fmt.Sprintf("mvp started; Ray answers since %s with %d of the %d GPU nodes its last run saw"+rest,
+			e.Since.UTC().Format(time.RFC3339), e.Alive, e.Before, rejoinWait)
+	}
+	return fmt.Sprintf("Ray answers again since %s with %d of the %d GPU nodes it had before the outage"+rest,
 		e.Since.UTC().Format(time.RFC3339), e.Alive, e.Before, rejoinWait)
 }
 
@@ -394,13 +402,13 @@ func (e *ErrRejoining) Error() string {
 func (l *Loop) rejoining(now time.Time, view *mvp.ClusterView, rayErr error, record bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	expect, backAt := l.expect, l.backAt
+	expect, backAt, fromStart := l.expect, l.backAt, l.fromStart
 	if rayErr != nil && expect == 0 {
-		expect = l.gpuNodes // the count before this outage
+		expect, fromStart = l.gpuNodes, false // the count before this outage
 	}
 	if view == nil { // nothing is admitted without a reading anyway
 		if record {
-			l.expect, l.backAt = expect, time.Time{}
+			l.expect, l.backAt, l.fromStart = expect, time.Time{}, fromStart
 		}
 		return nil
 	}
@@ -417,13 +425,13 @@ func (l *Loop) rejoining(now time.Time, view *mvp.ClusterView, rayErr error, rec
 		}
 		switch {
 		case alive < expect && now.Sub(backAt) < rejoinWait:
-			why = &ErrRejoining{Alive: alive, Before: expect, Since: backAt}
+			why = &ErrRejoining{Alive: alive, Before: expect, Since: backAt, Started: fromStart}
 		case rayErr == nil:
-			expect, backAt = 0, time.Time{} // back, or waited long enough
+			expect, backAt, fromStart = 0, time.Time{}, false // back, or waited long enough
 		}
 	}
 	if record {
-		l.expect, l.backAt = expect, backAt
+		l.expect, l.backAt, l.fromStart = expect, backAt, fromStart
 		if expect == 0 && rayErr == nil {
 			l.gpuNodes = alive
 		}
@@ -447,7 +455,7 @@ func (l *Loop) loadGPUNodes(ctx context.Context) {
 	defer l.mu.Unlock()
 	l.nodesLoaded, l.nodesSaved = true, n
 	if n > 0 && l.gpuNodes == 0 && l.expect == 0 {
-		l.gpuNodes, l.expect = n, n
+		l.gpuNodes, l.expect, l.fromStart = n, n, true
 	}
 }
 

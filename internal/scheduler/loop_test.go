@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -979,6 +980,16 @@ func TestARestartedMvpWaitsForTheNodesItSawBefore(t *testing.T) {
 	h.tick()
 	if s := h.get(newer.ID).State; s == mvp.StateSubmitted || s == mvp.StateSubmitting {
 		t.Fatalf("the newer 1 × 4 task was admitted on a cluster with 1 of the 2 GPU nodes mvp saw before its restart: %s", s)
+	}
+	// The queue says why in the words of a restart: there was no outage that this process saw.
+	snap, err := h.loop.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rj *scheduler.ErrRejoining
+	if !errors.As(snap.ClusterErr, &rj) || !strings.Contains(rj.Error(), "1 of the 2 GPU nodes its last run saw") ||
+		strings.Contains(rj.Error(), "outage") {
+		t.Errorf("why nothing is admitted after the restart: %v; want it to name the nodes mvp's last run saw, not an outage", snap.ClusterErr)
 	}
 	h.view.Nodes = []mvp.Node{worker4("w1"), worker4("w2")}
 	h.tick()
