@@ -334,7 +334,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
-		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, fs.Arg(0), p) })
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, fs.Arg(0), *limit, p) })
 	case "logs":
 		followed, err := c.LogsOf(ctx, fs.Arg(0), *attempt, *follow, env.Stdout)
 		if err != nil {
@@ -877,7 +877,9 @@ func queueReason(e scheduler.QueueEntry) string {
 	return "behind " + e.YieldsTo + ": " + e.Reason
 }
 
-func printEvents(w io.Writer, id string, p *api.EventPage) error {
+// printEvents prints a page of events and, when there are more, the command for the next page with the page
+// size it was given (limit, 0 when not given).
+func printEvents(w io.Writer, id string, limit int, p *api.EventPage) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTIME\tTYPE\tDETAIL")
 	for _, e := range p.Events {
@@ -892,7 +894,12 @@ func printEvents(w io.Writer, id string, p *api.EventPage) error {
 		return err
 	}
 	if p.NextCursor != "" {
-		fmt.Fprintf(w, "\nmore: mvp events %s --cursor %s\n", id, p.NextCursor) // the whole command, as mvp list gives
+		size := ""
+		if limit > 0 {
+			size = fmt.Sprintf(" --limit %d", limit)
+		}
+		// the whole command, as mvp list gives
+		fmt.Fprintf(w, "\nmore: mvp events %s%s --cursor %s\n", shellWord(id), size, shellWord(p.NextCursor))
 	}
 	return nil
 }

@@ -321,7 +321,7 @@ func TestJobTextCannotDriveTheTerminal(t *testing.T) {
 	if err := printResults(&out, &api.ResultList{Files: []mvp.ResultFile{{Path: "a01/" + bad + ".txt"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := printEvents(&out, task.ID, &api.EventPage{Events: []*mvp.Event{{ID: 1, Type: "X",
+	if err := printEvents(&out, task.ID, 0, &api.EventPage{Events: []*mvp.Event{{ID: 1, Type: "X",
 		Payload: []byte("{\"message\":\"\u009b31m \u007f\"}")}}}); err != nil { // JSON may hold these raw
 		t.Fatal(err)
 	}

@@ -75,3 +75,30 @@ func TestListStateIsNotCaseSensitive(t *testing.T) {
 		t.Errorf("exit %d, state asked %q; want RUNNING (stderr %s)", code, asked, errb.String())
 	}
 }
+
+// TestEventsMoreHintKeepsThePageSize: `mvp events ID --limit 2` ended its page with "more: mvp events ID --cursor
+// C", without --limit: the printed command's page held the API's default 100 events, not 2, where `mvp list`'s
+// hint repeats its page size (seen on the local cluster).
+func TestEventsMoreHintKeepsThePageSize(t *testing.T) {
+	const id = "mvp2-ppo-20251223-143201-7f3a"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"events": [{"id": 1, "type": "CREATED", "payload": {}}], "next_cursor": "CUR"}`)
+	}))
+	defer srv.Close()
+	out, errb, env := serverEnv(srv.URL)
+	if code := Run(context.Background(), []string{"events", id, "--limit", "2"}, env); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want := "more: mvp events " + id + " --limit 2 --cursor CUR"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("the next page's command is not %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"events", id}, env); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "more: mvp events " + id + " --cursor CUR"; !strings.Contains(out.String(), want) {
+		t.Errorf("without --limit the next page's command is not %q:\n%s", want, out.String())
+	}
+}
