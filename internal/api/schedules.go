@@ -170,11 +170,22 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if sc.TaskIDs, err = s.Schedules.ScheduleTasks(r.Context(), sc.Owner, sc.Name, 100); err != nil {
+	ids, err := s.Schedules.ScheduleTasks(r.Context(), sc.Owner, sc.Name, 100)
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, withNext(sc))
+	if ids == nil {
+		ids = []string{}
+	}
+	writeJSON(w, http.StatusOK, scheduleDetail{Schedule: withNext(sc), TaskIDs: ids})
 	return nil
+}
+
+// scheduleDetail is the answer to GET of one schedule: the schedule with task_ids always present, [] before its
+// first task (mvp.Schedule leaves the key out, as the list of schedules does).
+type scheduleDetail struct {
+	*mvp.Schedule
+	TaskIDs []string `json:"task_ids"`
 }
 
 func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request) error {

@@ -151,3 +151,26 @@ func isStatus(err error, code int) bool {
 	var se *api.StatusError
 	return errors.As(err, &se) && se.Status == code
 }
+
+// TestGetScheduleAlwaysHasTaskIDs: specs/api.md gives GET of one schedule "with task_ids: the tasks it made"; a
+// schedule that had made none answered without the key (`jq '.task_ids[]'` failed: cannot iterate over null;
+// Python's d["task_ids"] a KeyError). It is an empty list then; the list of schedules still leaves it out.
+func TestGetScheduleAlwaysHasTaskIDs(t *testing.T) {
+	base, _ := newServer(t)
+	body := `{"name":"nightly","cron":"0 2 * * *","jobspec":` + scheduleJobspec + `}`
+	if resp, b := do(t, base, "POST", "/api/v2/schedules", "application/json", body, nil); resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	resp, b := do(t, base, "GET", "/api/v2/schedules/nightly", "", "", nil)
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal(b, &got); resp.StatusCode != 200 || err != nil {
+		t.Fatalf("get: %d %s %v", resp.StatusCode, b, err)
+	}
+	if ids, ok := got["task_ids"]; !ok || string(ids) != "[]" {
+		t.Errorf("task_ids of a schedule that made no task = %s (present %v), want []: %s", ids, ok, b)
+	}
+	_, b = do(t, base, "GET", "/api/v2/schedules", "", "", nil)
+	if strings.Contains(string(b), "task_ids") {
+		t.Errorf("the list names task_ids, which only GET of one schedule gives: %s", b)
+	}
+}
