@@ -115,7 +115,14 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var eb ErrorBody
 	if json.Unmarshal(b, &eb) != nil || eb.Error.Message == "" {
-		eb.Error = ErrorDetail{Code: "http", Message: strings.TrimSpace(string(b))}
+		// Not mvp's answer (its errors all have the shape): another server, such as Ray's dashboard, or a proxy.
+		text := strings.TrimSpace(string(b))
+		if r := []rune(text); len(r) > 200 {
+			text = string(r[:200]) + "…"
+		}
+		eb.Error = ErrorDetail{Code: "http", Message: fmt.Sprintf("%s %s: the server at %s answered %q, not as mvp's "+
+			"API answers: is MVP_ADDR mvp's address (the URL mvp serve printed, not Ray's dashboard)?", method, path,
+			c.Addr, text)}
 	}
 	return nil, &StatusError{Status: resp.StatusCode, Detail: eb.Error}
 }

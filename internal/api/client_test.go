@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -112,6 +113,32 @@ func TestClientErrorsWithoutTheErrorShape(t *testing.T) {
 		if got := mvp.ErrorCode(err); got != want || !strings.Contains(err.Error(), "proxy says no") {
 			t.Errorf("HTTP %d: code %q (want %q): %v", status, got, want, err)
 		}
+	}
+}
+
+// TestClientNamesMVPADDRWhenTheAnswerIsNotMvps: with MVP_ADDR at Ray's dashboard (a plausible mistake: both are
+// "the address"), `mvp list` said only "404: Not Found (HTTP 404 http)", which does not say what to fix. An answer
+// without mvp's error shape now names the server that gave it and MVP_ADDR, and a long page is cut short.
+func TestClientNamesMVPADDRWhenTheAnswerIsNotMvps(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, "404: Not Found") // what Ray's dashboard (aiohttp) answers for /api/v2/tasks
+	}))
+	defer hs.Close()
+	_, _, err := (&api.Client{Addr: hs.URL, Token: "x"}).List(context.Background(), "", "", 0, "")
+	for _, want := range []string{"404: Not Found", hs.URL, "MVP_ADDR"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %q: %v", want, err)
+		}
+	}
+	long := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "<html>"+strings.Repeat("x", 100000)+"</html>", http.StatusBadGateway)
+	}))
+	defer long.Close()
+	_, _, err = (&api.Client{Addr: long.URL, Token: "x"}).List(context.Background(), "", "", 0, "")
+	if err == nil || len(err.Error()) > 1000 {
+		t.Errorf("a proxy's long page is printed whole (%d bytes)", len(fmt.Sprint(err)))
 	}
 }
 
