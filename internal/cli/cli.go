@@ -679,6 +679,13 @@ func printTask(w io.Writer, t *mvp.Task) error {
 	owner := mvp.OwnerName(t.Owner)
 	fmt.Fprintf(tw, "task_id:\t%s\nworkload:\t%s\nname:\t%s\nstate:\t%s\nowner:\t%s\npriority:\t%d\ngang:\t%d × %d GPU\ncreated_at:\t%s\n",
 		t.ID, t.Workload, safe(t.Name), t.State, owner, t.Priority, t.NNodes, t.GPUsPerNode, ts(&created))
+	if t.SubmissionID != "" { // a task of the Ray door: the id Ray's client knows it by
+		door := "Ray door"
+		if t.DoorDeleted {
+			door += "; deleted there"
+		}
+		fmt.Fprintf(tw, "submission_id:\t%s (%s)\n", safe(t.SubmissionID), door)
+	}
 	if t.PendingReason != "" {
 		fmt.Fprintf(tw, "pending_reason:\t%s\n", safe(t.PendingReason))
 	}

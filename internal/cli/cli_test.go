@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -656,5 +657,24 @@ func TestQueueSaysWhenAReservationsHolderIsEstimatedLater(t *testing.T) {
 	if !strings.HasPrefix(line, "reserved: mvp2-ppo-20251223-143201-7f3a on n1 from ") ||
 		!strings.Contains(line, "estimated to start later, at ") {
 		t.Errorf("reserved line: %q", line)
+	}
+}
+
+// TestGetShowsTheDoorSubmissionID: a job sent through the Ray door with its own submission_id (JobSubmissionClient's
+// submission_id="my-gang-job-1") is an mvp task with another id; `mvp get` showed nothing that tied the two,
+// though `-o json` has submission_id (the walk-through: `mvp get my-gang-job-1` is 404, and the task's table did not
+// say which Ray job it was).
+func TestGetShowsTheDoorSubmissionID(t *testing.T) {
+	var b bytes.Buffer
+	task := &mvp.Task{ID: "mvp2-ray_job-20261129-201642-be38", Workload: "ray_job", SubmissionID: "my-gang-job-1", DoorDeleted: true}
+	if err := printTask(&b, task); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^submission_id:\s+my-gang-job-1 \(Ray door; deleted there\)$`).MatchString(b.String()) {
+		t.Errorf("no submission_id row:\n%s", b.String())
+	}
+	b.Reset()
+	if err := printTask(&b, &mvp.Task{ID: "mvp2-ppo-20251223-143201-7f3a", Workload: "ppo"}); err != nil || strings.Contains(b.String(), "submission_id") {
+		t.Errorf("a jobspec task shows a submission_id row (%v):\n%s", err, b.String())
 	}
 }
