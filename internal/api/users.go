@@ -10,9 +10,9 @@ import (
 // UserView is one user as GET /api/v2/users shows it: limits, share, and what fair share and quotas see now.
 type UserView struct {
 	Name     string `json:"name"`
-	Operator bool   `json:"operator,omitempty"`
+	Operator bool   `json:"operator"`
 	// Removed: the owner of tasks mvp holds is not in v2.auth.users any more; its waiting tasks are held.
-	Removed bool `json:"removed,omitempty"`
+	Removed bool `json:"removed"`
 	// MaxGPUs, MaxQueued: 0 means no limit.
 	MaxGPUs     int     `json:"max_gpus"`
 	MaxQueued   int     `json:"max_queued"`

@@ -593,3 +593,25 @@ func TestTheEffectiveSpecHoldsTheDefaultedPriority(t *testing.T) {
 		}
 	}
 }
+
+// TestUsersAnswerHasEveryDocumentedKey: specs/api.md gives each user of GET /api/v2/users as {name, operator,
+// removed, max_gpus, …}; `operator` and `removed` were left out when false (alice's entry had no `operator`, none
+// had `removed`), so a script reading u["removed"] failed with a KeyError. Both are always there now.
+func TestUsersAnswerHasEveryDocumentedKey(t *testing.T) {
+	base := usersServer(t)
+	resp, b := do(t, base, "GET", "/api/v2/users", "", "", nil)
+	var got struct {
+		Users []map[string]json.RawMessage `json:"users"`
+	}
+	if err := json.Unmarshal(b, &got); resp.StatusCode != 200 || err != nil || len(got.Users) != 3 {
+		t.Fatalf("users: %d %s %v", resp.StatusCode, b, err)
+	}
+	for _, u := range got.Users {
+		for _, k := range []string{"name", "operator", "removed", "max_gpus", "max_queued", "max_priority", "share",
+			"usage_gpu_seconds", "normalized_usage", "gpus_in_use", "waiting"} {
+			if _, ok := u[k]; !ok {
+				t.Errorf("user %s has no %q: %s", u["name"], k, b)
+			}
+		}
+	}
+}
