@@ -710,6 +710,11 @@ func (s *Spec) Effective(d Defaults) *Spec {
 func SetPath(doc map[string]any, key, value string) error {
 	head, rest, nested := strings.Cut(key, ".")
 	if _, ok := fields[head]; !ok {
+		if hint := suggest(head); nested && !strings.HasPrefix(hint, "; did you mean") {
+			// A dotted key that is no field's path is most likely one of verl's (Hydra) settings.
+			return fmt.Errorf("unknown field %q: the jobspec has no such field; a verl setting is passed as an "+
+				"override: overrides=%s=%s", head, clip(key), clip(value))
+		}
 		return fmt.Errorf("unknown field %q%s", head, suggest(head))
 	}
 	switch {

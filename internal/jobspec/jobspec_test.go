@@ -457,3 +457,16 @@ func TestATabInTheJobspecIsNamed(t *testing.T) {
 		t.Errorf("a tab-indented jobspec: %v; want a message naming the tab", err)
 	}
 }
+
+// TestSetPathPointsAHydraKeyAtOverrides: `mvp submit -e trainer.total_epochs=2` (a verl setting written as a
+// field) was refused with 'unknown field "trainer"; known fields: …', which does not say that verl's settings go
+// in overrides. The error now gives the change that does it.
+func TestSetPathPointsAHydraKeyAtOverrides(t *testing.T) {
+	err := SetPath(map[string]any{}, "trainer.total_epochs", "2")
+	if err == nil || !strings.Contains(err.Error(), "overrides=trainer.total_epochs=2") {
+		t.Errorf("trainer.total_epochs=2: %v", err)
+	}
+	if err := SetPath(map[string]any{}, "nnode", "1"); err == nil || strings.Contains(err.Error(), "overrides=") {
+		t.Errorf("a mistyped field is pointed at overrides: %v", err)
+	}
+}
