@@ -841,7 +841,11 @@ func printQueue(w io.Writer, q *scheduler.QueueView) error {
 		fmt.Fprintln(w)
 	}
 	for _, r := range q.Reservations {
-		fmt.Fprintf(w, "reserved: %s on %s from %s", r.TaskID, strings.Join(r.Nodes, ", "), ts(r.Start))
+		from := "from " + ts(r.Start)
+		if r.Start == nil { // the API's null: nothing declared says when those GPUs are free
+			from = "(start unknown: no declared run time says when those GPUs are free)"
+		}
+		fmt.Fprintf(w, "reserved: %s on %s %s", r.TaskID, strings.Join(r.Nodes, ", "), from)
 		// The reserved start is what backfill keeps free for it now; the forecast can start it later, when a task
 		// ahead of it becomes startable first (its owner's quota frees, a dependency ends).
 		for _, e := range q.Queue {

@@ -678,3 +678,17 @@ func TestGetShowsTheDoorSubmissionID(t *testing.T) {
 		t.Errorf("a jobspec task shows a submission_id row (%v):\n%s", err, b.String())
 	}
 }
+
+// TestQueueSaysWhenAReservationsStartIsUnknown: with a job Ray runs outside mvp holding a node's GPUs, `mvp queue`
+// printed "reserved: mvp2-grpo-… on A, B from -": a reservation "from -" does not say that its start is unknown
+// (the API's start is null: nothing declared says when those GPUs are free).
+func TestQueueSaysWhenAReservationsStartIsUnknown(t *testing.T) {
+	var b bytes.Buffer
+	q := &scheduler.QueueView{Reservations: []scheduler.Reservation{{TaskID: "mvp2-grpo-20261129-203056-7f35", Nodes: []string{"a", "b"}}}}
+	if err := printQueue(&b, q); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "from -") || !strings.Contains(b.String(), "start unknown") {
+		t.Errorf("a reservation without a start:\n%s", b.String())
+	}
+}
