@@ -817,6 +817,12 @@ type TaskDetail struct {
 func (s *Server) task(r *http.Request) (*mvp.Task, error) {
 	id := r.PathValue("task_id")
 	if !taskfs.TaskIDPattern.MatchString(id) {
+		// A Ray door job is known to its Ray user by its submission id: name the task id (as the web page leads
+		// to the task), to a caller who may see the task.
+		if t, err := s.Store.TaskBySubmissionID(r.Context(), id); err == nil && mvp.CallerOf(r.Context()).Owns(t.Owner) {
+			return nil, mvp.Errorf(mvp.CodeNotFound, "task_id", "no task %q: that is the Ray submission id of a "+
+				"job sent through the Ray door, whose task id is %s: use that", clip(id), t.ID)
+		}
 		return nil, mvp.Errorf(mvp.CodeNotFound, "task_id", "no task %q (task ids look like mvp2-ppo-20251223-143201-7f3a)", clip(id))
 	}
 	t, err := s.Store.GetTask(r.Context(), id)
