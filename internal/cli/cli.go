@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -934,38 +933,12 @@ func printDryRun(w io.Writer, raw json.RawMessage) error {
 	return nil
 }
 
-// progressText renders a task's progress: "42% step 17/40", with its name and metrics when long.
+// progressText renders a task's progress: "42% step 17/40", with its name and metrics when long; "-" for none.
 func progressText(p *mvp.Progress, long bool) string {
-	if p == nil {
-		return "-"
+	if text := p.Text(long); text != "" {
+		return safe(text)
 	}
-	var parts []string
-	if p.PercentComplete != nil {
-		parts = append(parts, fmt.Sprintf("%.0f%%", *p.PercentComplete))
-	}
-	switch {
-	case p.Step != nil && p.TotalSteps != nil:
-		parts = append(parts, fmt.Sprintf("step %d/%d", *p.Step, *p.TotalSteps))
-	case p.Step != nil:
-		parts = append(parts, fmt.Sprintf("step %d", *p.Step))
-	}
-	if long {
-		if p.Name != "" {
-			parts = append(parts, p.Name)
-		}
-		names := make([]string, 0, len(p.Metrics))
-		for k := range p.Metrics {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			parts = append(parts, fmt.Sprintf("%s=%g", k, p.Metrics[k]))
-		}
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return safe(strings.Join(parts, " "))
+	return "-"
 }
 
 func dash(s string) string {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -161,4 +163,36 @@ func nonFiniteToMarker(b []byte) []byte {
 
 func isWordByte(c byte) bool {
 	return c == '_' || c == '.' || c == '+' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// Text is the progress in words, as `mvp get` and the web page show it: "42% step 17/40", then, when long, the name
+// the workload gave and its metrics by name ("42% step 17/40 training loss=1.25"); "" when it said none of these.
+func (p *Progress) Text(long bool) string {
+	if p == nil {
+		return ""
+	}
+	var parts []string
+	if p.PercentComplete != nil {
+		parts = append(parts, fmt.Sprintf("%.0f%%", *p.PercentComplete))
+	}
+	switch {
+	case p.Step != nil && p.TotalSteps != nil:
+		parts = append(parts, fmt.Sprintf("step %d/%d", *p.Step, *p.TotalSteps))
+	case p.Step != nil:
+		parts = append(parts, fmt.Sprintf("step %d", *p.Step))
+	}
+	if long {
+		if p.Name != "" {
+			parts = append(parts, p.Name)
+		}
+		names := make([]string, 0, len(p.Metrics))
+		for k := range p.Metrics {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			parts = append(parts, fmt.Sprintf("%s=%g", k, p.Metrics[k]))
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -70,7 +70,9 @@ type Server struct {
 var pages = map[string]*template.Template{}
 
 func init() {
-	funcs := template.FuncMap{"ts": formatTime, "ago": ago, "deref": func(p *int) int { return *p }, "owner": mvp.OwnerName}
+	funcs := template.FuncMap{"ts": formatTime, "ago": ago, "deref": func(p *int) int { return *p }, "owner": mvp.OwnerName,
+		// secs is a count of seconds as `mvp get` shows it (71h59m51s).
+		"secs": func(s int) string { return (time.Duration(s) * time.Second).String() }}
 	for _, p := range []string{"login", "dashboard", "task"} {
 		pages[p] = template.Must(template.New(p).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html"))
 	}

@@ -1,0 +1,35 @@
+package web
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// TestTheTaskPageShowsWhatMvpGetShows: `mvp get` of a running task showed its owner, priority, progress ("20% step
+// 8/40 training loss=0.125 (attempt 1, …)") and "71h59m51s left"; the task's page showed none of the first three
+// and "runtime left 259189 s of 259200 s" (the local cluster's walk-through).
+func TestTheTaskPageShowsWhatMvpGetShows(t *testing.T) {
+	at := time.Date(2026, 11, 29, 20, 35, 5, 0, time.UTC)
+	pct, step, total := 20.0, int64(8), int64(40)
+	left := 259189
+	task := &mvp.Task{ID: "mvp2-ppo-20251223-143201-0e3a", Workload: mvp.WorkloadPPO, State: mvp.StateRunning,
+		Owner: "alice", Priority: 70, NNodes: 1, GPUsPerNode: 4, MaxRuntimeS: 259200, RuntimeLeftS: &left,
+		CreatedAt: at, UpdatedAt: at, Progress: &mvp.Progress{AttemptNo: 1, UpdatedAt: at, PercentComplete: &pct,
+			Step: &step, TotalSteps: &total, Name: "training", Metrics: map[string]float64{"loss": 0.125}}}
+	var b strings.Builder
+	if err := pages["task"].ExecuteTemplate(&b, "live", taskView{Now: at.Add(5 * time.Second), Task: task}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{">alice<", ">70<", "20% step 8/40 training loss=0.125", "attempt 1", "runtime left</dt><dd>71h59m49s of 72h0m0s"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the task's page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "259189 s") {
+		t.Errorf("the page counts the time left in seconds:\n%s", page)
+	}
+}
