@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // TestTheTaskPageShowsWhatMvpGetShows: `mvp get` of a running task showed its owner, priority, progress ("20% step
@@ -31,5 +32,27 @@ func TestTheTaskPageShowsWhatMvpGetShows(t *testing.T) {
 	}
 	if strings.Contains(page, "259189 s") {
 		t.Errorf("the page counts the time left in seconds:\n%s", page)
+	}
+}
+
+// TestTheRunningTableShowsProgress: mvp list has a PROGRESS column ("30% step 9/30"); the page's running table
+// had none, so a run's progress was on no page but its own.
+func TestTheRunningTableShowsProgress(t *testing.T) {
+	at := time.Date(2026, 11, 29, 20, 35, 5, 0, time.UTC)
+	pct, step, total := 30.0, int64(9), int64(30)
+	run := func(p *mvp.Progress) string {
+		task := &mvp.Task{ID: "mvp2-ppo-20251223-143201-0e3a", State: mvp.StateRunning, Progress: p}
+		var b strings.Builder
+		v := dashboardView{Now: at, Running: []scheduler.ActiveAttempt{{Task: task, Attempt: &mvp.Attempt{No: 1, CreatedAt: at}}}}
+		if err := pages["dashboard"].ExecuteTemplate(&b, "live", v); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	if page := run(&mvp.Progress{AttemptNo: 1, PercentComplete: &pct, Step: &step, TotalSteps: &total}); !strings.Contains(page, "30% step 9/30") {
+		t.Errorf("the running table lacks the progress:\n%s", page)
+	}
+	if page := run(nil); !strings.Contains(page, "<th>progress</th>") {
+		t.Errorf("a run without progress:\n%s", page)
 	}
 }
