@@ -1258,14 +1258,17 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 	return sw.written, ended, nil
 }
 
+// boolParam reads a true/false query parameter: absent is false; given without a value (?dry_run, ?dry_run=) is
+// refused, since it was meant as true and read as false (a dry run queued the task).
 func boolParam(r *http.Request, name string) (bool, error) {
 	v := r.URL.Query().Get(name)
-	if v == "" {
+	if v == "" && !r.URL.Query().Has(name) {
 		return false, nil
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, mvp.Errorf(mvp.CodeInvalid, name, "%s must be true or false, got %q", name, clip(v))
+		return false, mvp.Errorf(mvp.CodeInvalid, name, "%s must be true or false, got %q: write %s=true or %s=false",
+			name, clip(v), name, name)
 	}
 	return b, nil
 }
