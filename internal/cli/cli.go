@@ -124,6 +124,10 @@ func Run(ctx context.Context, args []string, env Env) int {
 		var se *api.StatusError
 		if errors.As(err, &se) && se.Status == http.StatusUnauthorized && strings.TrimSpace(env.Getenv("MVP_TOKEN")) == "" {
 			err = fmt.Errorf("%w: no token was sent; set MVP_TOKEN to your API token", err)
+		} else if errors.As(err, &se) && se.Status == http.StatusForbidden && se.Detail.Field == "" &&
+			strings.HasPrefix(se.Detail.Message, "the token is not valid") {
+			err = fmt.Errorf("%w: the server at MVP_ADDR takes no such token; set MVP_TOKEN to yours (make run, "+
+				"without MVP_INTERNAL_TOKEN set, prints a new token at each start)", err)
 		}
 		fmt.Fprintf(env.Stderr, "mvp %s: %v\n", verb, err)
 		var ue usageError
