@@ -141,14 +141,23 @@ func Run(ctx context.Context, o Options) *Report {
 		return r
 	}
 	var mine []mvp.Node
+	var ips []string // the alive nodes' addresses, which --node-ip takes
 	for _, node := range view.Nodes {
 		if node.Alive && slices.Contains(o.NodeIPs, node.IP) {
 			mine = append(mine, node)
 		}
+		if node.Alive && !slices.Contains(ips, node.IP) {
+			ips = append(ips, node.IP)
+		}
 	}
 	if len(mine) == 0 {
-		r.add("ray_node", false, "no alive Ray node has this machine's address (%s): start the worker (v2/scripts/worker.sh start), or pass --node-ip",
-			strings.Join(o.NodeIPs, ", "))
+		slices.Sort(ips)
+		if len(ips) == 0 {
+			ips = []string{"none (no node is alive)"}
+		}
+		r.add("ray_node", false, "no alive Ray node has this machine's address (%s); Ray's alive nodes have %s: start "+
+			"the worker (v2/scripts/worker.sh start), or pass --node-ip with the one that is this node's",
+			strings.Join(o.NodeIPs, ", "), strings.Join(ips, ", "))
 		return r
 	}
 	for _, node := range mine {

@@ -149,3 +149,17 @@ func TestDoctorSeesTheSharedRoot(t *testing.T) {
 		t.Errorf("with mvp's jobs folder: checks %s", got)
 	}
 }
+
+// TestNoNodeHereNamesTheAddressesRayHas: `mvp doctor --node-ip 10.9.9.9` (or a machine whose Ray node registered
+// another of its addresses) said "no alive Ray node has this machine's address (10.9.9.9): … or pass --node-ip",
+// without the addresses Ray's nodes do have, which are what --node-ip takes.
+func TestNoNodeHereNamesTheAddressesRayHas(t *testing.T) {
+	r := Run(context.Background(), Options{NVML: dgxh100.New(), NodeIPs: []string{"10.9.9.9"}, Ray: fakeRay{version: "2.60.0",
+		nodes: []mvp.Node{{ID: "head", IP: "10.0.0.1", Alive: true, IsHead: true}, node("w1", "10.0.0.2", 8, 100),
+			node("w2", "10.0.0.2", 8, 100), {ID: "gone", IP: "10.0.0.7"}}}})
+	var b bytes.Buffer
+	r.Write(&b)
+	if !strings.Contains(b.String(), "Ray's alive nodes have 10.0.0.1, 10.0.0.2") {
+		t.Errorf("the report does not name the nodes' addresses:\n%s", b.String())
+	}
+}
