@@ -15,6 +15,17 @@ import (
 // ErrInUse is Lock's error when another process holds the database's service lock.
 var ErrInUse = errors.New("the database is in use by another mvp serve")
 
+// inUseError is ErrInUse with the database and its holder, said in one sentence.
+type inUseError struct{ who, path string }
+
+func (e inUseError) Error() string {
+	return fmt.Sprintf("the database %s is in use by another mvp serve (%s): stop it first, or give this one its own "+
+		"database (v2.sqlite.db_path, or serve's --db-path)", e.path, e.who)
+}
+
+// Is makes errors.Is(err, ErrInUse) true.
+func (e inUseError) Is(target error) bool { return target == ErrInUse }
+
 // ErrNewerSchema is a database whose migrations a newer mvp applied: this binary does not open it.
 var ErrNewerSchema = errors.New("written by a newer mvp")
 
@@ -69,8 +80,7 @@ func tryLock(path string) (io.Closer, error) {
 			if pid, perr := strconv.Atoi(strings.TrimSpace(string(holder))); perr == nil && pid > 0 {
 				who = "pid " + strconv.Itoa(pid)
 			}
-			return nil, fmt.Errorf("%w: another mvp serve (%s) is using the database %s: stop it first, or give this one "+
-				"its own database (v2.sqlite.db_path, or serve's --db-path)", ErrInUse, who, abs)
+			return nil, inUseError{who: who, path: abs}
 		}
 		return nil, fmt.Errorf("lock database %s: %w", path, err)
 	}

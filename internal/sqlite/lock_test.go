@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -82,5 +83,21 @@ func TestADatabaseReachedThroughASymlinkSharesItsLock(t *testing.T) {
 			c4.Close()
 		}
 		t.Fatalf("lock %s while held through the symlink: %v, want ErrInUse", real, err)
+	}
+}
+
+// TestADatabaseInUseIsSaidOnce: a second mvp serve on the same database said "the database is in use by another mvp
+// serve: another mvp serve (pid 12036) is using the database /…/mvp_v2.sqlite3: stop it first, …" (the walk-through):
+// one sentence now names the database, the holder and what to do, and is still ErrInUse.
+func TestADatabaseInUseIsSaidOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mvp.sqlite3")
+	defer holdLock(t, path)()
+	_, err := lockWaiting(path, 100*time.Millisecond)
+	if !errors.Is(err, ErrInUse) {
+		t.Fatalf("%v, want ErrInUse", err)
+	}
+	if n := strings.Count(err.Error(), "mvp serve"); n != 1 || !strings.Contains(err.Error(), path) ||
+		!strings.Contains(err.Error(), "stop it first") {
+		t.Errorf("the error names the other mvp serve %d times, or not the database and what to do: %v", n, err)
 	}
 }
