@@ -331,7 +331,11 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
-		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printQueue(w, q) })
+		var why struct {
+			ClusterError string `json:"cluster_error"` // the API's, beside the scheduler's picture
+		}
+		_ = json.Unmarshal(raw, &why)
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printQueue(w, q, why.ClusterError) })
 	case "events":
 		p, raw, err := c.Events(ctx, fs.Arg(0), *cursor, *limit)
 		if err != nil {
@@ -826,11 +830,15 @@ func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView, next listAr
 	return nil
 }
 
-// printQueue renders the queue's picture: nodes, the reservation, then the waiting tasks in policy order.
-func printQueue(w io.Writer, q *scheduler.QueueView) error {
+// printQueue renders the queue's picture: nodes, the reservation, then the waiting tasks in policy order;
+// clusterErr is the API's cluster_error, why the cluster could not be read ("" when it could, or is not known).
+func printQueue(w io.Writer, q *scheduler.QueueView, clusterErr string) error {
 	fmt.Fprintf(w, "policy %s at %s\n", q.Policy, ts(&q.At))
 	if !q.ClusterKnown {
 		fmt.Fprintln(w, "the cluster could not be read: nothing is admitted until it can")
+		if clusterErr != "" {
+			fmt.Fprintf(w, "  why: %s\n", safe(clusterErr))
+		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	if len(q.Nodes) > 0 {

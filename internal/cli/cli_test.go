@@ -316,7 +316,7 @@ func TestJobTextCannotDriveTheTerminal(t *testing.T) {
 	if err := printList(&out, &api.TaskPage{Tasks: []*mvp.Task{task}}, nil, listArgs{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := printQueue(&out, &scheduler.QueueView{Queue: []scheduler.QueueEntry{{TaskID: task.ID, Reason: bad}}}); err != nil {
+	if err := printQueue(&out, &scheduler.QueueView{Queue: []scheduler.QueueEntry{{TaskID: task.ID, Reason: bad}}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := printResults(&out, &api.ResultList{Files: []mvp.ResultFile{{Path: "a01/" + bad + ".txt"}}}); err != nil {
@@ -412,7 +412,7 @@ func TestTheTaskYieldedToIsShown(t *testing.T) {
 	e := scheduler.QueueEntry{TaskID: "mvp2-ppo-20251223-143201-5a5a", Code: "behind_reservation", Position: 2,
 		Reason: "waiting behind the task that holds a reservation", YieldsTo: big}
 	var q, l bytes.Buffer
-	if err := printQueue(&q, &scheduler.QueueView{Queue: []scheduler.QueueEntry{e}}); err != nil {
+	if err := printQueue(&q, &scheduler.QueueView{Queue: []scheduler.QueueEntry{e}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	task := &mvp.Task{ID: e.TaskID, State: mvp.StatePendingResources}
@@ -685,10 +685,29 @@ func TestGetShowsTheDoorSubmissionID(t *testing.T) {
 func TestQueueSaysWhenAReservationsStartIsUnknown(t *testing.T) {
 	var b bytes.Buffer
 	q := &scheduler.QueueView{Reservations: []scheduler.Reservation{{TaskID: "mvp2-grpo-20261129-203056-7f35", Nodes: []string{"a", "b"}}}}
-	if err := printQueue(&b, q); err != nil {
+	if err := printQueue(&b, q, ""); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "from -") || !strings.Contains(b.String(), "start unknown") {
 		t.Errorf("a reservation without a start:\n%s", b.String())
+	}
+}
+
+// TestQueueSaysWhyTheClusterCannotBeRead: with Ray down, `mvp queue` said "the cluster could not be read: nothing
+// is admitted until it can" without the reason the API gives in cluster_error (which address did not answer, which
+// setting names it); `mvp queue -o json` had it.
+func TestQueueSaysWhyTheClusterCannotBeRead(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"at":"2026-11-29T20:48:55Z","policy":"xfchain","cluster_known":false,"nodes":[],"queue":[],`+
+			`"reservations":[],"starting":[],"cluster_error":"ray is unavailable (dial tcp 127.0.0.1:8465: connection refused)"}`)
+	}))
+	defer srv.Close()
+	out, errb, env := serverEnv(srv.URL)
+	if code := Run(context.Background(), []string{"queue"}, env); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "dial tcp 127.0.0.1:8465") {
+		t.Errorf("mvp queue does not say why the cluster cannot be read:\n%s", out.String())
 	}
 }
