@@ -295,7 +295,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
 	}
 	now := s.Clock.Now()
 	v := dashboardView{CSRF: ss.csrf, Now: now, Running: snap.Active}
-	extra := s.queueExtras(r)
+	extra, free := s.queueExtras(r)
 	for i, t := range snap.Queue {
 		row := queueRow{Position: i + 1, Task: t, Reason: t.PendingReason}
 		if t.NextRunAt != nil && t.NextRunAt.After(now) {
@@ -320,7 +320,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
 	}
 	if snap.Cluster != nil {
 		v.ClusterSource, v.ClusterAt = snap.Cluster.Source, snap.Cluster.At
-		v.Nodes = nodeViews(snap.Cluster)
+		v.Nodes = nodeViews(snap.Cluster, free)
 	} else if snap.ClusterErr != nil {
 		v.ClusterErr = snap.ClusterErr.Error()
 	} else {
@@ -345,10 +345,16 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
 }
 
 // nodeViews draws the GPU map: workers first, then by id; a GPU counts as busy for every whole GPU not available.
-func nodeViews(c *mvp.ClusterView) []nodeView {
+// schedFree is what the scheduler can give on each node (GET /api/v2/queue's free_gpus: an admitted attempt whose
+// placement groups Ray has not made yet holds its GPUs), used where it names the node, as `mvp queue` shows it;
+// elsewhere Ray's own figure, which lags a submission by seconds.
+func nodeViews(c *mvp.ClusterView, schedFree map[string]float64) []nodeView {
 	var out []nodeView
 	for _, n := range c.Nodes {
 		total, free := n.Total[scheduler.ResGPU], n.Available[scheduler.ResGPU]
+		if f, ok := schedFree[n.ID]; ok {
+			free = f
+		}
 		nv := nodeView{ID: n.ID, Short: shortID(n.ID), Alive: n.Alive, IsHead: n.IsHead, GPUTotal: total,
 			GPUFree: free, CPUTotal: n.Total[scheduler.ResCPU], CPUFree: n.Available[scheduler.ResCPU]}
 		busy := int(math.Ceil(total - free))
@@ -382,14 +388,20 @@ type queueExtra struct {
 // queueExtras asks the API for its queue view (positions, reason codes, estimated starts, the task yielded to),
 // in the API's own type. An answer that is not one gives nothing: the page then shows the tasks' own pending
 // reasons.
-func (s *Server) queueExtras(r *http.Request) map[string]queueExtra {
+// queueExtras reads GET /api/v2/queue: what it says of each waiting task, and the GPUs the scheduler can give on
+// each node (nil, nil when the API does not answer).
+func (s *Server) queueExtras(r *http.Request) (map[string]queueExtra, map[string]float64) {
 	rec := s.callAPI(r, http.MethodGet, "/api/v2/queue", nil)
 	if rec.code != http.StatusOK {
-		return nil
+		return nil, nil
 	}
 	var v scheduler.QueueView
 	if json.Unmarshal(rec.body.Bytes(), &v) != nil {
-		return nil
+		return nil, nil
+	}
+	free := make(map[string]float64, len(v.Nodes))
+	for _, n := range v.Nodes {
+		free[n.NodeID] = n.FreeGPUs
 	}
 	out := make(map[string]queueExtra, len(v.Queue))
 	for _, e := range v.Queue {
@@ -402,7 +414,7 @@ func (s *Server) queueExtras(r *http.Request) map[string]queueExtra {
 		}
 		out[e.TaskID] = x
 	}
-	return out
+	return out, free
 }
 
 type taskView struct {

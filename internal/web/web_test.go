@@ -475,3 +475,32 @@ func TestSchedulesOnThePageNameTheirOwners(t *testing.T) {
 		}
 	}
 }
+
+// TestTheGPUMapShowsWhatTheSchedulerCanGive: right after a 1×4 task was admitted, `mvp queue` showed its node with
+// FREE GPU 0 (RAY FREE 4: Ray had not made its placement groups yet), while the page's GPU map drew the same node
+// "4 / 4 GPU free", Ray's lagging figure, beside tasks waiting with gpus_busy (the local cluster's walk-through).
+// The map counts what the scheduler can give, as GET /api/v2/queue's free_gpus.
+func TestTheGPUMapShowsWhatTheSchedulerCanGive(t *testing.T) {
+	m := servicetest.Start(t, nil) // one node of 4 GPUs whose reading never changes: Ray's figure stays 4 free
+	ctx := context.Background()
+	if _, err := m.Client().Submit(ctx, []byte("workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /d/t.parquet\nval_file: /d/v.parquet\n"), false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		q, _, err := m.Client().Queue(ctx)
+		if err == nil && len(q.Nodes) == 1 && q.Nodes[0].FreeGPUs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task was not admitted: %+v %v", q, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c := login(t, m.URL(), servicetest.Token)
+	_, body := get(t, m.URL()+"/ui/", c)
+	if !strings.Contains(body, "0 / 4 GPU free") {
+		i := strings.Index(body, "GPU free")
+		t.Errorf("the GPU map does not show the node's GPUs as given (mvp queue: FREE GPU 0): %q", body[max(0, i-80):min(len(body), i+20)])
+	}
+}
