@@ -93,7 +93,8 @@ type Server struct {
 	RayDoor *raycompat.Door
 }
 
-// RayPrefix is where the Ray Jobs door is mounted: Ray's clients take http://<mvp>/ray as their address.
+// RayPrefix is where the Ray Jobs door is mounted: Ray's clients take http://<mvp>/ray as their address (the
+// door answers Ray's paths at mvp's root too).
 const RayPrefix = "/ray"
 
 func (s *Server) crash(point string) {
@@ -150,7 +151,11 @@ func (s *Server) routes() []route {
 				return mvp.Errorf(mvp.CodeNotFound, "", "the Ray Jobs door is not served here")
 			}
 		}
-		out = append(out, route{method: rt.Method, pattern: RayPrefix + rt.Pattern, auth: true, h: h, text: true})
+		// Under /ray, and at the root too: Ray's paths are none of mvp's own (/api/v2/…), and a Ray user points
+		// Ray's client at the URL mvp printed (answered 404 there, it says only that the cluster is older than
+		// Ray 1.9).
+		out = append(out, route{method: rt.Method, pattern: RayPrefix + rt.Pattern, auth: true, h: h, text: true},
+			route{method: rt.Method, pattern: rt.Pattern, auth: true, h: h, text: true})
 	}
 	return out
 }

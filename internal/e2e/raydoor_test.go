@@ -526,3 +526,26 @@ func TestRayDoorLabelSelector(t *testing.T) {
 		t.Errorf("a selector with an empty value was not refused (exit %d):\n%s", code, out)
 	}
 }
+
+// TestRayDoorAtMvpsRoot: Ray's own CLI given mvp's URL as printed (no /ray), as a Ray user first tries it. It said
+// "Jobs API is not supported on the Ray cluster. Please ensure the cluster is running Ray 1.9 or higher" (its
+// version check was answered 404); the door answers Ray's paths at the root too.
+func TestRayDoorAtMvpsRoot(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	d := newRayDoor(t, s)
+	root := []string{"RAY_API_SERVER_ADDRESS=" + s.c.Addr}
+	id := uniq("root")
+	out, code := d.run(3*time.Minute, root, "job", "submit", "--working-dir", workingDir(t), "--submission-id", id,
+		"--", "python", "script.py", "0", "1", "0")
+	if code != 0 || !strings.Contains(out, "data: from-the-working-dir task: mvp2-ray_job-") {
+		t.Fatalf("ray job submit with mvp's root URL: exit %d:\n%s", code, out)
+	}
+	if out, code := d.run(time.Minute, root, "job", "status", id); code != 0 || !strings.Contains(out, "succeeded") {
+		t.Errorf("ray job status with mvp's root URL: exit %d:\n%s", code, out)
+	}
+	// The same job through /ray.
+	if st, msg := d.status(id); st != "SUCCEEDED" {
+		t.Errorf("%s under /ray: %s %s", id, st, msg)
+	}
+}

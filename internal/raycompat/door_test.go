@@ -481,3 +481,34 @@ func TestADoorMetadataValueThatIsNotAStringIsNamed(t *testing.T) {
 		t.Errorf("%d %s; want 400 naming metadata.a", code, b)
 	}
 }
+
+// TestDoorAnswersAtMvpsRootToo: a Ray user points Ray's client at mvp's URL as printed (`ray job submit --address
+// http://<mvp>:8080`), not at …/ray. Ray's client checks /api/version first and, answered 404, said only "Jobs API
+// is not supported on the Ray cluster. Please ensure the cluster is running Ray 1.9 or higher" (found in a new
+// user's walk-through). Ray's paths (/api/version, /api/jobs/, /api/packages/) are none of mvp's own (/api/v2/…):
+// the door answers them at the root as under /ray.
+func TestDoorAnswersAtMvpsRootToo(t *testing.T) {
+	ray := servicetest.NewRay()
+	d, m := startDoor(t, ray, 4)
+	d.base = m.URL()
+	var version map[string]string
+	d.ok("GET", "/api/version", nil, &version)
+	if version["version"] != "4" {
+		t.Errorf("version at the root: %v", version)
+	}
+	d.ok("PUT", "/api/packages/gcs/"+pkg, []byte("PK\x03\x04 the archive"), nil)
+	body := `{"entrypoint":"python script.py","submission_id":"root-1","runtime_env":{"working_dir":"gcs://` + pkg + `"}}`
+	d.ok("POST", "/api/jobs/", []byte(body), nil)
+	waitSubmissions(t, ray, 1)
+	d.waitStatus("root-1", "PENDING", "")
+	// The same job under /ray.
+	d.base = m.URL() + "/ray"
+	if j := d.job("root-1"); j.SubmissionID != "root-1" {
+		t.Errorf("root-1 under /ray: %+v", j)
+	}
+	// Without the token, as under /ray.
+	d.base, d.token = m.URL(), ""
+	if code, _ := d.do("GET", "/api/jobs/", nil); code != http.StatusUnauthorized {
+		t.Errorf("GET /api/jobs/ at the root without a token: %d, want 401", code)
+	}
+}
