@@ -266,7 +266,7 @@ func TestUserLimitsAtSubmit(t *testing.T) {
 	resp, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken))
 	// It names the cap, not only the count (it read "alice has 3 tasks waiting, its max_queued", as if that were 3
 	// by chance; with a lowered cap the count is above it). Found in a walk-through.
-	if resp.StatusCode != 429 || !strings.Contains(string(b), "alice has 3 tasks waiting; its max_queued is 3") {
+	if resp.StatusCode != 429 || !strings.Contains(string(b), "alice has 3 tasks waiting and may have at most 3 (max_queued)") {
 		t.Errorf("past max_queued: %d %s, want 429 naming the count and the cap", resp.StatusCode, b)
 	}
 	if resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"priority: 100\n", nil); resp.StatusCode != 201 {

@@ -60,6 +60,6 @@ var ErrTaskIDTaken = &Error{Code: CodeConflict, Message: "the task id is taken"}
 
 // TooManyWaiting is the refusal of a submit past the owner's max_queued: n of their tasks wait already.
 func TooManyWaiting(owner string, n, maxQueued int) error {
-	return Errorf(CodeTooMany, "", "%s has %d tasks waiting; its max_queued is %d: wait for some to start or cancel some",
+	return Errorf(CodeTooMany, "", "%s has %d tasks waiting and may have at most %d (max_queued): wait for some to start or cancel some",
 		owner, n, maxQueued)
 }
