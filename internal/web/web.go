@@ -385,11 +385,10 @@ type queueExtra struct {
 	code, reason, estimate, yieldsTo string
 }
 
-// queueExtras asks the API for its queue view (positions, reason codes, estimated starts, the task yielded to),
-// in the API's own type. An answer that is not one gives nothing: the page then shows the tasks' own pending
-// reasons.
-// queueExtras reads GET /api/v2/queue: what it says of each waiting task, and the GPUs the scheduler can give on
-// each node (nil, nil when the API does not answer).
+// queueExtras asks the API for its queue view (GET /api/v2/queue, in the API's own type): what it says of each
+// waiting task (position, reason code, estimated start, the task yielded to) and the GPUs the scheduler can give
+// on each node. An answer that is not one gives nil, nil: the page then shows the tasks' own pending reasons and
+// Ray's free GPUs.
 func (s *Server) queueExtras(r *http.Request) (map[string]queueExtra, map[string]float64) {
 	rec := s.callAPI(r, http.MethodGet, "/api/v2/queue", nil)
 	if rec.code != http.StatusOK {
