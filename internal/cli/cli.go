@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -832,6 +833,29 @@ func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView, next listAr
 
 // printQueue renders the queue's picture: nodes, the reservation, then the waiting tasks in policy order;
 // clusterErr is the API's cluster_error, why the cluster could not be read ("" when it could, or is not known).
+// startedBefore says which of the listed tasks the forecast starts before e (at most three by id, earliest first).
+func startedBefore(queue []scheduler.QueueEntry, e scheduler.QueueEntry) string {
+	var first []scheduler.QueueEntry
+	for _, o := range queue {
+		if o.TaskID != e.TaskID && o.TaskID != "" && o.EstStart != nil && o.EstStart.Before(*e.EstStart) {
+			first = append(first, o)
+		}
+	}
+	if len(first) == 0 {
+		return "after tasks the forecast starts first"
+	}
+	sort.SliceStable(first, func(i, j int) bool { return first[i].EstStart.Before(*first[j].EstStart) })
+	ids := make([]string, 0, 3)
+	for _, o := range first[:min(3, len(first))] {
+		ids = append(ids, safe(o.TaskID))
+	}
+	more := ""
+	if len(first) > 3 {
+		more = fmt.Sprintf(" and %d more", len(first)-3)
+	}
+	return "after " + strings.Join(ids, ", ") + more + ", which the forecast starts first"
+}
+
 func printQueue(w io.Writer, q *scheduler.QueueView, clusterErr string) error {
 	fmt.Fprintf(w, "policy %s at %s\n", q.Policy, ts(&q.At))
 	if !q.ClusterKnown {
@@ -857,12 +881,14 @@ func printQueue(w io.Writer, q *scheduler.QueueView, clusterErr string) error {
 			from = "(start unknown: no declared run time says when those GPUs are free)"
 		}
 		fmt.Fprintf(w, "reserved: %s on %s %s", r.TaskID, strings.Join(r.Nodes, ", "), from)
-		// The reserved start is what backfill keeps free for it now; the forecast can start it later, when a task
-		// ahead of it becomes startable first (its owner's quota frees, a dependency ends).
+		// The reserved start is what backfill keeps free for it now; the forecast can start it later, when other
+		// tasks become startable first: one ahead of it whose owner's quota frees or whose dependency ends, or, under
+		// fair share, one ranked behind it now whose owner's charge drops once its running tasks end. The line
+		// names those the reader can see (a user sees their own tasks only), rather than guessing which case it is.
 		for _, e := range q.Queue {
 			if e.TaskID == r.TaskID && r.Start != nil && e.EstStart != nil && e.EstStart.Sub(*r.Start) > time.Second {
-				fmt.Fprintf(w, " (backfill keeps these GPUs for it; estimated to start later, at %s, after a task "+
-					"ahead of it)", ts(e.EstStart))
+				fmt.Fprintf(w, " (backfill keeps these GPUs for it; estimated to start later, at %s, %s)",
+					ts(e.EstStart), startedBefore(q.Queue, e))
 			}
 		}
 		fmt.Fprintln(w)

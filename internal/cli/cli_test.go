@@ -711,3 +711,38 @@ func TestQueueSaysWhyTheClusterCannotBeRead(t *testing.T) {
 		t.Errorf("mvp queue does not say why the cluster cannot be read:\n%s", out.String())
 	}
 }
+
+// TestQueueNamesWhatTheForecastStartsBeforeAReservationsHolder: on the real cluster (fair share on, two users
+// flooding), the reservation's holder was first in line (position 1, rank 1) and `mvp queue` said it was "estimated
+// to start later, at 21:10:16, after a task ahead of it": nothing was ahead of it. The tasks the forecast started
+// first were ranked behind it now (their owners' charge drops once their running tasks end), and that is what then
+// happened. The line names the tasks estimated to start before it instead of asserting one is ahead of it.
+func TestQueueNamesWhatTheForecastStartsBeforeAReservationsHolder(t *testing.T) {
+	at := func(s string) *time.Time { v, _ := time.Parse(time.RFC3339, s); return &v }
+	q := &scheduler.QueueView{
+		Reservations: []scheduler.Reservation{{TaskID: "mvp2-ppo-20261129-210627-7e8c", Nodes: []string{"n1", "n2"}, Start: at("2026-11-29T21:07:36Z")}},
+		Queue: []scheduler.QueueEntry{
+			{TaskID: "mvp2-ppo-20261129-210627-7e8c", Owner: "operator", Position: 1, Rank: 1, Code: "gpus_busy", EstStart: at("2026-11-29T21:10:16Z")},
+			{TaskID: "mvp2-ppo-20261129-210640-2a33", Owner: "alice", Position: 2, Rank: 2, Code: "gpus_busy", EstStart: at("2026-11-29T21:08:16Z")},
+			{TaskID: "mvp2-ppo-20261129-210640-7f68", Owner: "bob", Position: 5, Rank: 5, Code: "gpus_busy", EstStart: at("2026-11-29T21:07:36Z")},
+			{TaskID: "mvp2-ppo-20261129-210640-f3ef", Owner: "bob", Position: 6, Rank: 6, Code: "gpus_busy", EstStart: at("2026-11-29T21:12:00Z")},
+		},
+	}
+	var b bytes.Buffer
+	if err := printQueue(&b, q, ""); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "reserved: ") {
+			line = l
+		}
+	}
+	if strings.Contains(line, "ahead of it") {
+		t.Errorf("the holder is first in line, yet the line says a task is ahead of it: %q", line)
+	}
+	if !strings.Contains(line, "mvp2-ppo-20261129-210640-7f68") || !strings.Contains(line, "mvp2-ppo-20261129-210640-2a33") ||
+		strings.Contains(line, "mvp2-ppo-20261129-210640-f3ef") {
+		t.Errorf("the line does not name the tasks estimated to start before the holder (7f68, 2a33; not f3ef): %q", line)
+	}
+}
