@@ -359,9 +359,10 @@ func (pl *plan) markFairShare(ranked []int32) {
 func (pl *plan) fairReason(u int32) string {
 	us := &pl.users[u]
 	if us.fair == "" {
-		us.fair = fmt.Sprintf("fair share: tasks of other users go first, whose charge is lower than %s's; the "+
-			"charge is GPU time used lately, GPUs held now and the user's own tasks ahead in line, relative to its "+
-			"share (%g)", us.name, us.share)
+		// "lower" would be wrong at equal charges (two new users), which go in arrival order.
+		us.fair = fmt.Sprintf("fair share: tasks of other users go first, whose charge is lower than %s's or equal "+
+			"to it and submitted earlier; the charge is GPU time used lately, GPUs held now and the user's own tasks "+
+			"ahead in line, relative to its share (%g)", us.name, us.share)
 	}
 	return us.fair
 }

@@ -388,3 +388,29 @@ func TestNoFairShareReasonBehindATaskThatCannotGoFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestTheFairShareSentenceIsTrueAtEqualCharges: on the real cluster two new users (no usage, nothing running)
+// submitted together; alice's task of priority 70, submitted last, waited with code fair_share and the sentence
+// "tasks of other users go first, whose charge is lower than alice's", while bob's charge was alice's (both 0):
+// equal charges go in arrival order. The sentence must not claim a lower charge it cannot know.
+func TestTheFairShareSentenceIsTrueAtEqualCharges(t *testing.T) {
+	b := newBench("w1")
+	bob := owned("bob", 50, 4, 2*time.Minute)
+	alice := owned("alice", 70, 4, time.Minute)
+	p := named(PolicyXFChain)
+	p.FairShare = true
+	acts := Decide(t0, b.snap(bob, alice), p)
+	if sub := submitted(acts); len(sub) != 1 || sub[0] != bob {
+		t.Fatalf("submitted %v, want bob's older task (equal charges go in arrival order)", sub)
+	}
+	w := waitOf(acts, alice)
+	if w == nil || w.Code() != CodeFairShare {
+		t.Fatalf("alice's task: %+v, want a fair_share wait", w)
+	}
+	if strings.Contains(w.Reason, "whose charge is lower than alice's;") {
+		t.Errorf("sentence %q claims bob's charge is lower; both are 0", w.Reason)
+	}
+	if !strings.Contains(w.Reason, "arrival") && !strings.Contains(w.Reason, "submitted") {
+		t.Errorf("sentence %q does not say how equal charges are ordered", w.Reason)
+	}
+}
