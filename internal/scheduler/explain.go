@@ -136,6 +136,25 @@ func ExplainFor(now time.Time, s Snapshot, p Policy, wanted func(*mvp.Task) bool
 		}
 		v.Reservations = append(v.Reservations, res)
 	}
+	if wanted != nil {
+		// A wanted task held by its dependencies that expires first is estimated from their ends (depsEnd): the
+		// forecast goes on until they have started or ended too, so that the reader's view says what the whole does.
+		deps := map[string]bool{}
+		for _, t := range all {
+			if wanted(t) {
+				for _, id := range t.AfterOK {
+					deps[id] = true
+				}
+				for _, id := range t.AfterAny {
+					deps[id] = true
+				}
+			}
+		}
+		if len(deps) > 0 {
+			own := wanted
+			wanted = func(t *mvp.Task) bool { return own(t) || deps[t.ID] }
+		}
+	}
 	est := pl.forecastEstimates(all, wanted)
 	entries := make([]QueueEntry, 0, len(s.Queue))
 	// bound notes a task's max_queued_s end on its entry, and whether its estimated start comes after it.
@@ -278,8 +297,70 @@ func (pl *plan) forecastEstimates(all []*mvp.Task, wanted func(*mvp.Task) bool) 
 				out[t] = &late
 			}
 		}
+		// A task held by its dependencies has no in-order estimate (it is not in the queue): one the forecast ends
+		// MAX_QUEUED_EXCEEDED was shown with no estimate and nothing said it would expire. It is estimated no
+		// earlier than its dependencies' declared ends, after its bound, so that its entry says it expires first.
+		queued := make(map[*mvp.Task]bool, len(pl.s.Queue))
+		for _, t := range pl.s.Queue {
+			queued[t] = true
+		}
+		goneTask := make(map[*mvp.Task]bool)
+		for i, g := range gone {
+			if g {
+				goneTask[all[i]] = true
+			}
+		}
+		for i, g := range gone {
+			t := all[i]
+			if !g || queued[t] || out[t] != nil {
+				continue
+			}
+			// Only a task that expires waiting for dependencies that end after its bound (not one canceled in the
+			// forecast because a dependency of its own expired).
+			until, bounded := t.QueuedUntil()
+			if end, ok := pl.depsEnd(t, all, out, goneTask); ok && bounded && end > until.UnixNano() {
+				late := time.Unix(0, end).UTC()
+				out[t] = &late
+			}
+		}
 	}
 	return out
+}
+
+// depsEnd is when t's dependencies end as declared (unix ns): a live one at its declared end, a waiting one at its
+// estimate (est) plus its declared run, an ended one already; false when one of them has no known end or is gone in
+// the forecast (expired, or canceled: then t does not wait for it).
+func (pl *plan) depsEnd(t *mvp.Task, all []*mvp.Task, est map[*mvp.Task]*time.Time, gone map[*mvp.Task]bool) (int64, bool) {
+	end := pl.now.UnixNano()
+	for _, ids := range [][]string{t.AfterOK, t.AfterAny} {
+	next:
+		for _, id := range ids {
+			for _, a := range pl.s.Active {
+				if a.Task.ID == id {
+					e := pl.endOf(a)
+					if e == never {
+						return 0, false
+					}
+					end = max(end, e)
+					continue next
+				}
+			}
+			for _, d := range all {
+				if d.ID == id {
+					rt := runtimeOf(d, pl.p)
+					if est[d] == nil || rt <= 0 || gone[d] {
+						return 0, false
+					}
+					end = max(end, est[d].Add(rt).UnixNano())
+					continue next
+				}
+			}
+			if st, ok := pl.s.Deps[id]; !ok || !st.Terminal() {
+				return 0, false
+			}
+		}
+	}
+	return end, true
 }
 
 // estimates places the waiting tasks, in policy order, each at the earliest time at or after the previous one's

@@ -133,3 +133,41 @@ func explainBackingOff(t *testing.T, b *bench, x *mvp.Task, next time.Time) Queu
 	}
 	return v
 }
+
+// TestAHeldTaskThatExpiresFirstSaysSo: on the real cluster, D waited for GPUs (estimated start +1h) and K, after_ok
+// D with a max_queued_s that ends before D can end, was listed with code dependency, est_start null, no
+// expires_before_start and nothing in its sentence; the same task without max_queued_s was estimated. A task held by
+// its dependencies that the forecast ends MAX_QUEUED_EXCEEDED is told so, as a task in the queue is: estimated no
+// earlier than its dependencies' declared ends (and after its bound), flagged.
+func TestAHeldTaskThatExpiresFirstSaysSo(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1")
+	b.run(4, 2*h, h, true, "n1") // n1 is full until +1h
+	d := timed(1, 4, 2*h, 40*time.Minute)
+	k := timed(1, 1, h, 10*time.Minute)
+	k.AfterOK = []string{d.ID}
+	k.MaxQueuedS = 1800 // ends at +20 min; D is estimated to end at +3h
+	free := timed(1, 1, h, 10*time.Minute)
+	free.AfterOK = []string{d.ID}
+	snap := b.snap(d, k, free)
+	snap.Deps = map[string]mvp.State{d.ID: mvp.StatePendingResources}
+	v := Explain(t0, snap, named(PolicyXFChain))
+	var got *QueueEntry
+	for i := range v.Queue {
+		if v.Queue[i].TaskID == k.ID {
+			got = &v.Queue[i]
+		}
+		if v.Queue[i].TaskID == free.ID && (v.Queue[i].EstStart == nil || !v.Queue[i].EstStart.Equal(t0.Add(3*h))) {
+			t.Errorf("the same task without max_queued_s: estimated at %v, want +3h", v.Queue[i].EstStart)
+		}
+	}
+	if got == nil {
+		t.Fatalf("K is not listed: %+v", v.Queue)
+	}
+	if got.Code != CodeDependency || !got.ExpiresBeforeStart || got.EstStart == nil || got.EstStart.Before(t0.Add(3*h)) ||
+		!strings.Contains(got.Reason, "MAX_QUEUED_EXCEEDED") {
+		t.Errorf("K: code %s, est %v, expires_before_start %v, reason %q; want dependency, no earlier than +3h, "+
+			"flagged, and the sentence saying it would end MAX_QUEUED_EXCEEDED first", got.Code, got.EstStart,
+			got.ExpiresBeforeStart, got.Reason)
+	}
+}
