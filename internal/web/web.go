@@ -284,6 +284,8 @@ type dashboardView struct {
 	ClusterAt     time.Time
 	Recent        []*mvp.Task
 	Schedules     []*mvp.Schedule
+	// Reservations are GET /api/v2/queue's: the task each is held for, its nodes and start (nil: unknown).
+	Reservations []scheduler.Reservation
 }
 
 func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
@@ -295,7 +297,8 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
 	}
 	now := s.Clock.Now()
 	v := dashboardView{CSRF: ss.csrf, Now: now, Running: snap.Active}
-	extra, free := s.queueExtras(r)
+	extra, free, resv := s.queueExtras(r)
+	v.Reservations = resv
 	for i, t := range snap.Queue {
 		row := queueRow{Position: i + 1, Task: t, Reason: t.PendingReason}
 		if t.NextRunAt != nil && t.NextRunAt.After(now) {
@@ -386,17 +389,17 @@ type queueExtra struct {
 }
 
 // queueExtras asks the API for its queue view (GET /api/v2/queue, in the API's own type): what it says of each
-// waiting task (position, reason code, estimated start, the task yielded to) and the GPUs the scheduler can give
-// on each node. An answer that is not one gives nil, nil: the page then shows the tasks' own pending reasons and
-// Ray's free GPUs.
-func (s *Server) queueExtras(r *http.Request) (map[string]queueExtra, map[string]float64) {
+// waiting task (position, reason code, estimated start, the task yielded to), the GPUs the scheduler can give on
+// each node and the reservations. An answer that is not one gives nil, nil, nil: the page then shows the tasks'
+// own pending reasons and Ray's free GPUs.
+func (s *Server) queueExtras(r *http.Request) (map[string]queueExtra, map[string]float64, []scheduler.Reservation) {
 	rec := s.callAPI(r, http.MethodGet, "/api/v2/queue", nil)
 	if rec.code != http.StatusOK {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var v scheduler.QueueView
 	if json.Unmarshal(rec.body.Bytes(), &v) != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	free := make(map[string]float64, len(v.Nodes))
 	for _, n := range v.Nodes {
@@ -413,7 +416,7 @@ func (s *Server) queueExtras(r *http.Request) (map[string]queueExtra, map[string
 		}
 		out[e.TaskID] = x
 	}
-	return out, free
+	return out, free, v.Reservations
 }
 
 type taskView struct {

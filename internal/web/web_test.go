@@ -504,3 +504,52 @@ func TestTheGPUMapShowsWhatTheSchedulerCanGive(t *testing.T) {
 		t.Errorf("the GPU map does not show the node's GPUs as given (mvp queue: FREE GPU 0): %q", body[max(0, i-80):min(len(body), i+20)])
 	}
 }
+
+// TestTheQueueSaysWhoseEachTaskIsAndWhatIsReserved: on the shared cluster (alice and bob flooding, fair share on),
+// `mvp queue` showed each waiting task's owner, priority and rank and the reservation, while the page's queue showed
+// none of them: its positions, reordered by fair share and priority, could not be told apart from arrival order, and
+// the task "behind_reservation" yielded to a reservation the page never showed.
+func TestTheQueueSaysWhoseEachTaskIsAndWhatIsReserved(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "mvp.sqlite3"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := &mvp.Task{ID: "mvp2-ppo-20260102-030405-aaaa", Owner: "alice", Priority: 70, Workload: mvp.WorkloadPPO, Name: "a",
+		State: mvp.StatePendingResources, NNodes: 2, GPUsPerNode: 4, JobSpecYAML: "x", CreatedAt: now}
+	b := &mvp.Task{ID: "mvp2-ppo-20260102-030405-bbbb", Owner: "bob", Priority: 50, Workload: mvp.WorkloadPPO, Name: "b",
+		State: mvp.StatePendingResources, NNodes: 1, GPUsPerNode: 1, JobSpecYAML: "x", CreatedAt: now}
+	start := time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC)
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v2/queue" {
+			_ = json.NewEncoder(w).Encode(scheduler.QueueView{
+				Reservations: []scheduler.Reservation{{TaskID: a.ID, Nodes: []string{"n1", "n2"}, Start: &start}},
+				Queue: []scheduler.QueueEntry{
+					{TaskID: a.ID, Owner: "alice", Priority: 70, Rank: 1, Position: 1, Code: "gpus_busy", Reason: "busy", EstStart: &start},
+					{TaskID: b.ID, Owner: "bob", Priority: 50, Rank: 2, Position: 2, Code: "behind_reservation", Reason: "behind", YieldsTo: a.ID},
+				}})
+			return
+		}
+		http.NotFound(w, r)
+	})
+	srv := &web.Server{Store: db, API: api, Token: "tok-0123456789abcdef", Clock: fixed{now},
+		Snapshot: func(context.Context) (scheduler.Snapshot, error) {
+			return scheduler.Snapshot{Queue: []*mvp.Task{a, b}}, nil
+		}}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	c := login(t, ts.URL, "tok-0123456789abcdef")
+	_, body := get(t, ts.URL+"/ui/", c)
+	for _, want := range []string{
+		`<tr data-task="` + a.ID + `" data-state="PENDING_RESOURCES" data-owner="alice">`,
+		`<tr data-task="` + b.ID + `" data-state="PENDING_RESOURCES" data-owner="bob">`,
+		"<td>alice</td>", "<td>bob</td>", "<td>70</td>",
+		`id="reservation"`, "2026-01-02 04:00:00 UTC",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the queue lacks %q:\n%s", want, body)
+		}
+	}
+}
