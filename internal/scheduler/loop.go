@@ -1156,7 +1156,16 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		l.syncProgress(ctx, t, a, false) // loop_progress.go
 	}
 	if attemptChanged(a, &up) {
-		return l.Store.UpdateAttempt(ctx, a.RayStatus, &up, mvp.EventRayStatusSync, map[string]any{"ray_status": info.Status})
+		// The event names what changed beside the status: Ray reports a job RUNNING before it gives its job id, and a
+		// second "ray_status RUNNING" with nothing else read as a repeated step.
+		payload := map[string]any{"ray_status": info.Status}
+		if up.RayJobID != a.RayJobID {
+			payload["ray_job_id"] = up.RayJobID
+		}
+		if up.DriverNodeID != a.DriverNodeID {
+			payload["driver_node_id"] = up.DriverNodeID
+		}
+		return l.Store.UpdateAttempt(ctx, a.RayStatus, &up, mvp.EventRayStatusSync, payload)
 	}
 	return nil
 }

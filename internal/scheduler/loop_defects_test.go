@@ -513,3 +513,34 @@ func TestAGangsWaitCountsFromWhenRayMadeItsGroup(t *testing.T) {
 		t.Errorf("a group whose creation time is an hour before its attempt was judged at once: %+v", a)
 	}
 }
+
+// TestASyncThatLearnsTheJobIDSaysSo: Ray 2.60 first reports a job RUNNING with job_id null, then a moment later with
+// its id. On the cluster every task's history read "STATE_TRANSITION … ray_status RUNNING" and, a second later,
+// "RAY_STATUS_SYNC {ray_status: RUNNING}": a step that looked repeated, since the event named nothing that changed.
+// The sync's event names what it learned.
+func TestASyncThatLearnsTheJobIDSaysSo(t *testing.T) {
+	h := newHarness(t)
+	task := h.task()
+	h.tick()
+	sub := task.ID + "--a01"
+	h.ray.mu.Lock()
+	j := h.ray.jobs[sub]
+	j.Status, j.DriverNodeID = mvp.RayRunning, "w1" // RUNNING, job_id not given yet
+	h.ray.mu.Unlock()
+	h.tick()
+	if got := h.get(task.ID); got.State != mvp.StateRunning {
+		t.Fatalf("state %s, want RUNNING", got.State)
+	}
+	h.ray.mu.Lock()
+	j.JobID = "35000000"
+	h.ray.mu.Unlock()
+	h.tick()
+	evs, _, err := h.db.Events(context.Background(), task.ID, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	if last.Type != mvp.EventRayStatusSync || !strings.Contains(string(last.Payload), `"ray_job_id":"35000000"`) {
+		t.Errorf("last event %s %s: want a RAY_STATUS_SYNC naming the job id it learned", last.Type, last.Payload)
+	}
+}
