@@ -310,6 +310,7 @@ func (pl *plan) forecastEstimates(all []*mvp.Task, wanted func(*mvp.Task) bool) 
 				goneTask[all[i]] = true
 			}
 		}
+		var ix *depIndex // made at the first task that needs it: most forecasts have none
 		for i, g := range gone {
 			t := all[i]
 			if !g || queued[t] || out[t] != nil {
@@ -318,7 +319,13 @@ func (pl *plan) forecastEstimates(all []*mvp.Task, wanted func(*mvp.Task) bool) 
 			// Only a task that expires waiting for dependencies that end after its bound (not one canceled in the
 			// forecast because a dependency of its own expired).
 			until, bounded := t.QueuedUntil()
-			if end, ok := pl.depsEnd(t, all, out, goneTask); ok && bounded && end > until.UnixNano() {
+			if !bounded {
+				continue
+			}
+			if ix == nil {
+				ix = pl.newDepIndex(all)
+			}
+			if end, ok := pl.depsEnd(t, ix, out, goneTask); ok && end > until.UnixNano() {
 				late := time.Unix(0, end).UTC()
 				out[t] = &late
 			}
@@ -327,33 +334,45 @@ func (pl *plan) forecastEstimates(all []*mvp.Task, wanted func(*mvp.Task) bool) 
 	return out
 }
 
+// depIndex finds a dependency by id among the live attempts and the tasks of a forecast.
+type depIndex struct {
+	active map[string]ActiveAttempt
+	tasks  map[string]*mvp.Task
+}
+
+func (pl *plan) newDepIndex(all []*mvp.Task) *depIndex {
+	ix := &depIndex{active: make(map[string]ActiveAttempt, len(pl.s.Active)), tasks: make(map[string]*mvp.Task, len(all))}
+	for _, a := range pl.s.Active {
+		ix.active[a.Task.ID] = a
+	}
+	for _, t := range all {
+		ix.tasks[t.ID] = t
+	}
+	return ix
+}
+
 // depsEnd is when t's dependencies end as declared (unix ns): a live one at its declared end, a waiting one at its
 // estimate (est) plus its declared run, an ended one already; false when one of them has no known end or is gone in
 // the forecast (expired, or canceled: then t does not wait for it).
-func (pl *plan) depsEnd(t *mvp.Task, all []*mvp.Task, est map[*mvp.Task]*time.Time, gone map[*mvp.Task]bool) (int64, bool) {
+func (pl *plan) depsEnd(t *mvp.Task, ix *depIndex, est map[*mvp.Task]*time.Time, gone map[*mvp.Task]bool) (int64, bool) {
 	end := pl.now.UnixNano()
 	for _, ids := range [][]string{t.AfterOK, t.AfterAny} {
-	next:
 		for _, id := range ids {
-			for _, a := range pl.s.Active {
-				if a.Task.ID == id {
-					e := pl.endOf(a)
-					if e == never {
-						return 0, false
-					}
-					end = max(end, e)
-					continue next
+			if a, ok := ix.active[id]; ok {
+				e := pl.endOf(a)
+				if e == never {
+					return 0, false
 				}
+				end = max(end, e)
+				continue
 			}
-			for _, d := range all {
-				if d.ID == id {
-					rt := runtimeOf(d, pl.p)
-					if est[d] == nil || rt <= 0 || gone[d] {
-						return 0, false
-					}
-					end = max(end, est[d].Add(rt).UnixNano())
-					continue next
+			if d, ok := ix.tasks[id]; ok {
+				rt := runtimeOf(d, pl.p)
+				if est[d] == nil || rt <= 0 || gone[d] {
+					return 0, false
 				}
+				end = max(end, est[d].Add(rt).UnixNano())
+				continue
 			}
 			if st, ok := pl.s.Deps[id]; !ok || !st.Terminal() {
 				return 0, false
