@@ -115,10 +115,21 @@ fi
 for i in "${missing[@]}"; do
   echo "ray-up: starting worker $i ($gpus GPUs, $cpus CPUs)"
   base=$(( agent_base + 3 * i ))
-  start_node "worker$i" --address="127.0.0.1:$gcs_port" --node-ip-address=127.0.0.1 --num-cpus="$cpus" \
-    --num-gpus="$gpus" --resources='{"worker_node": 100}' --labels="{\"mvp-dev/worker\": \"$i\"}" \
-    --object-store-memory=80000000 --disable-usage-stats \
-    --dashboard-agent-listen-port="$base" --dashboard-agent-grpc-port="$(( base + 1 ))" --metrics-export-port="$(( base + 2 ))"
+  # A worker's `ray start` gives up when the GCS does not answer within its connect timeout, as on a machine whose
+  # cores are all busy (seen in CI beside a fuzz run: "Failed to connect to GCS"): tried up to 3 times, what is
+  # left of a failed try stopped first.
+  for try in 1 2 3; do
+    start_node "worker$i" --address="127.0.0.1:$gcs_port" --node-ip-address=127.0.0.1 --num-cpus="$cpus" \
+      --num-gpus="$gpus" --resources='{"worker_node": 100}' --labels="{\"mvp-dev/worker\": \"$i\"}" \
+      --object-store-memory=80000000 --disable-usage-stats \
+      --dashboard-agent-listen-port="$base" --dashboard-agent-grpc-port="$(( base + 1 ))" \
+      --metrics-export-port="$(( base + 2 ))" && break
+    (( try == 3 )) && exit 1
+    pg="$(cat "$dir/worker$i.pgid" 2>/dev/null || true)"
+    [[ -n "$pg" ]] && { kill -KILL -- "-$pg" 2>/dev/null || true; }
+    echo "ray-up: trying worker $i again ($(( try + 1 )) of 3)" >&2
+    sleep 2
+  done
 done
 
 want=$(( workers + 1 ))
