@@ -831,8 +831,6 @@ func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView, next listAr
 	return nil
 }
 
-// printQueue renders the queue's picture: nodes, the reservation, then the waiting tasks in policy order;
-// clusterErr is the API's cluster_error, why the cluster could not be read ("" when it could, or is not known).
 // startedBefore says which of the listed tasks the forecast starts before e (at most three by id, earliest first).
 func startedBefore(queue []scheduler.QueueEntry, e scheduler.QueueEntry) string {
 	var first []scheduler.QueueEntry
@@ -856,6 +854,8 @@ func startedBefore(queue []scheduler.QueueEntry, e scheduler.QueueEntry) string 
 	return "after " + strings.Join(ids, ", ") + more + ", which the forecast starts first"
 }
 
+// printQueue renders the queue's picture: nodes, the reservation, then the waiting tasks in policy order;
+// clusterErr is the API's cluster_error, why the cluster could not be read ("" when it could, or is not known).
 func printQueue(w io.Writer, q *scheduler.QueueView, clusterErr string) error {
 	fmt.Fprintf(w, "policy %s at %s\n", q.Policy, ts(&q.At))
 	if !q.ClusterKnown {
