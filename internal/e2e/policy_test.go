@@ -97,6 +97,29 @@ func TestBackfillRunsASmallTaskBehindABlockedGang(t *testing.T) {
 	s.waitState(r, mvp.StateSucceeded, 60*time.Second)
 }
 
+// TestAGangThatFreedItsGPUsLetsTheNextTaskStart: a driver that removes its placement groups and goes on (uploading,
+// evaluating on CPU) has freed its GPUs; the next gang starts then, not when the driver exits. Before, mvp counted
+// the removed groups as a gang still to be placed and reserved the GPUs for it until the Ray job ended (and, while
+// the nodes' reports of the freed GPUs lagged the groups' removal, held the whole queue behind it).
+func TestAGangThatFreedItsGPUsLetsTheNextTaskStart(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	a := s.submit(spec("ppo", 2, 4, 3, "mvp_test.linger_s=150")).ID
+	s.waitState(a, mvp.StateRunning, 90*time.Second)
+	b := s.submit(spec("ppo", 2, 4, 2)).ID
+	s.waitState(b, mvp.StateSucceeded, 100*time.Second) // A lingers 150 s after it freed its GPUs
+	if got := s.get(a); got.State != mvp.StateRunning {
+		t.Errorf("A is %s: the scene needs it still running (lingering) when B has run", got.State)
+	}
+	if !strings.Contains(s.logs(a, 1), "placement groups removed") {
+		t.Errorf("A's log does not say it removed its groups:\n%s", tail(s.logs(a, 1), 20))
+	}
+	if _, _, code := s.cli("cancel", a); code != 0 {
+		t.Errorf("cancel %s: exit %d", a, code)
+	}
+	s.waitState(a, mvp.StateCanceled, 60*time.Second)
+}
+
 // TestFIFOKeepsTheSmallTaskBehind (issue 13): under fifo the same small task waits until the gang ahead of it has
 // started.
 func TestFIFOKeepsTheSmallTaskBehind(t *testing.T) {

@@ -536,10 +536,11 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 		return nil, err
 	}
 	// The state API answers from the GCS at once; the usage lags it by a few seconds. A group counted as placed
-	// has its gang's reservation dropped, so it is listed CREATED only once the usage shows it on its nodes.
+	// (CREATED, or PREPARED: its bundles held on their nodes) has its gang's reservation dropped, so it is listed
+	// only once the usage shows it on its nodes.
 	usage := st.Data.ClusterStatus.LoadMetricsReport.UsageByNode
 	for _, g := range groups {
-		if g.State != "CREATED" || inUsage(usage, g) {
+		if g.State != "CREATED" && g.State != "PREPARED" || inUsage(usage, g) {
 			v.Groups = append(v.Groups, g.PlacementGroup)
 		}
 	}

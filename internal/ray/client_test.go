@@ -288,6 +288,26 @@ func TestClusterStatusCarriesPlacementGroups(t *testing.T) {
 	}
 }
 
+// A PREPARED group (Ray's first step of placing it: its bundles held on its node) counts as placed too, so it is
+// left out until the usage shows it, as a CREATED one is; once the usage shows it, it is listed.
+func TestClusterStatusListsAPreparedGroupOnceTheUsageShowsIt(t *testing.T) {
+	srv, _ := fakeDashboard(t, `{"result":true,"msg":"","data":{"result":{"total":2,"num_after_truncation":2,
+		"num_filtered":2,"partial_failure_warning":"","warnings":null,"result":[
+		{"placement_group_id":"3a24aaaa","creator_job_id":"02000000","state":"PREPARED",
+		 "bundles":[{"unit_resources":{"GPU":4.0},"node_id":"a32aee9f9a35a1b56e0cfbc3490f2044ebfd71ab8ec83b719f3e5d02"}],
+		 "stats":{"scheduling_state":"QUEUED"}},
+		{"placement_group_id":"f8587169bbc8a91103ab787c51f601000000","creator_job_id":"01000000","state":"PREPARED",
+		 "bundles":[{"unit_resources":{"GPU":4.0},"node_id":"a4b653a1b1456487a0d7e4bdd4e119e70e17b5168dd965b79c3c7e68"}],
+		 "stats":{"scheduling_state":"QUEUED"}}]}}}`)
+	v, err := New(Options{DashboardURL: srv.URL}).ClusterStatus(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Groups) != 1 || v.Groups[0].ID != "f8587169bbc8a91103ab787c51f601000000" {
+		t.Errorf("groups %+v, want only the PREPARED group the usage shows", v.Groups)
+	}
+}
+
 func TestClusterStatusWarnsOnceOfACutShortGroupList(t *testing.T) {
 	srv, _ := fakeDashboard(t, `{"result":true,"msg":"","data":{"result":{"total":10002,"num_after_truncation":10002,
 		"num_filtered":10001,"partial_failure_warning":"","warnings":null,"result":[{"placement_group_id":"p1",

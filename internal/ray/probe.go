@@ -53,7 +53,24 @@ type Probe struct {
 	startErr error
 	// logged is the last cause of failure logged, so that each distinct cause is logged once, not every tick.
 	logged string
+	// seen are the live groups of the last reading; removed the groups read before and not since (see withRemoved).
+	seen    []mvp.PlacementGroup
+	removed []removedGroup
 }
+
+// removedGroup is a placement group the probe read and then no longer read, and when it was first missed.
+type removedGroup struct {
+	g  mvp.PlacementGroup
+	at time.Time
+}
+
+// How long and how many removed groups a Probe keeps in its readings: long enough for mvp to learn that the job
+// that had them ended (seconds), or for a driver that freed its gang to finish; at most removedMax, the oldest
+// dropped first.
+const (
+	removedKeep = time.Hour
+	removedMax  = 1024
+)
 
 // StartError says why the live probe could not start and which setting to change. It is an
 // mvp.ErrRayUnavailable.
@@ -190,7 +207,45 @@ func (p *Probe) read(ctx context.Context) (*mvp.ClusterView, error) {
 	if !a.OK {
 		return nil, fmt.Errorf("probe: %w (%s)", mvp.ErrRayUnavailable, a.Error)
 	}
-	return &mvp.ClusterView{At: p.o.Now(), Nodes: a.Nodes, Groups: a.Groups, Source: "probe"}, nil
+	now := p.o.Now()
+	return &mvp.ClusterView{At: now, Nodes: a.Nodes, Groups: p.withRemoved(a.Groups, now), Source: "probe"}, nil
+}
+
+// withRemoved adds to a reading's groups, as REMOVED, those an earlier reading had and this one has not, for
+// removedKeep. The probe reads only live groups (Ray keeps removed ones in its table for a while, with no time of
+// removal), and Ray drops a group from them before the nodes report its GPUs free (60–110 ms on Ray 2.60) and
+// before the job's end is known: without this the scheduler took an ended gang for one still to be placed.
+// Called with p.mu held.
+func (p *Probe) withRemoved(groups []mvp.PlacementGroup, now time.Time) []mvp.PlacementGroup {
+	live := make(map[string]bool, len(groups))
+	for _, g := range groups {
+		live[g.ID] = true
+	}
+	for _, g := range p.seen {
+		if !live[g.ID] {
+			g.State, g.SchedulingState = "REMOVED", "REMOVED"
+			p.removed = append(p.removed, removedGroup{g: g, at: now})
+		}
+	}
+	p.seen = append(p.seen[:0], groups...)
+	keep := p.removed[:0]
+	for i, r := range p.removed {
+		if now.Sub(r.at) > removedKeep || len(p.removed)-i > removedMax || live[r.g.ID] {
+			continue
+		}
+		keep = append(keep, r)
+	}
+	clear(p.removed[len(keep):])
+	p.removed = keep
+	if len(p.removed) == 0 {
+		return groups
+	}
+	out := make([]mvp.PlacementGroup, 0, len(groups)+len(p.removed))
+	out = append(out, groups...)
+	for _, r := range p.removed {
+		out = append(out, r.g)
+	}
+	return out
 }
 
 // errProbeExited: the child's stdout ended.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -122,5 +123,60 @@ func TestNeitherProbeNorFallback(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "using the dashboard") {
 		t.Errorf("the log claims the dashboard's view is used:\n%s", logs.String())
+	}
+}
+
+// TestAGroupRayRemovedIsReadAsRemoved: Ray's table drops a removed placement group from its live ones at once,
+// before the nodes report its GPUs free and before its job's end is known. The probe keeps a group it read and
+// then no longer reads as REMOVED (for removedKeep), so that the scheduler does not take an ended gang for one
+// still to be placed.
+func TestAGroupRayRemovedIsReadAsRemoved(t *testing.T) {
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	p := NewProbe(ProbeOptions{Python: python(t), Script: "testdata/fakeprobe.py", Address: "x",
+		Env: []string{"FAKE_PROBE_REMOVE_AFTER=1"}, Now: func() time.Time { return now }})
+	defer p.Close()
+	ctx := context.Background()
+	read := func() []mvp.PlacementGroup {
+		t.Helper()
+		v, err := p.ReadCluster(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Groups
+	}
+	if g := read(); len(g) != 1 || g[0].State != "CREATED" {
+		t.Fatalf("first reading %+v, want p1 CREATED", g)
+	}
+	missed := now
+	for _, after := range []time.Duration{0, time.Minute, removedKeep} {
+		now = missed.Add(after)
+		g := read()
+		if len(g) != 1 || g[0].ID != "p1" || g[0].State != "REMOVED" || g[0].CreatorJobID != "01000000" ||
+			g[0].Node != "aa" || len(g[0].Bundles) != 1 {
+			t.Fatalf("after %v: %+v, want p1 REMOVED with its job, node and bundles", after, g)
+		}
+	}
+	now = missed.Add(removedKeep + time.Second)
+	if g := read(); len(g) != 0 {
+		t.Errorf("past removedKeep: %+v, want none", g)
+	}
+}
+
+// TestRemovedGroupsAreBounded: a cluster that removes many groups at once does not grow the readings without end.
+func TestRemovedGroupsAreBounded(t *testing.T) {
+	p := NewProbe(ProbeOptions{})
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	var many []mvp.PlacementGroup
+	for i := range removedMax + 10 {
+		many = append(many, mvp.PlacementGroup{ID: fmt.Sprintf("g%04d", i), State: "CREATED"})
+	}
+	p.withRemoved(many, now)
+	got := p.withRemoved(nil, now)
+	if len(got) != removedMax || got[0].ID != "g0010" || got[len(got)-1].State != "REMOVED" {
+		t.Errorf("%d removed groups kept (first %s), want the last %d", len(got), got[0].ID, removedMax)
+	}
+	if got := p.withRemoved(many[10:11], now); len(got) != removedMax || got[0].ID != "g0010" || got[0].State != "CREATED" ||
+		got[1].ID != "g0011" {
+		t.Errorf("a group read again is live again: %d groups, first %+v", len(got), got[0])
 	}
 }

@@ -435,13 +435,18 @@ func (w *waits) appendTo(out []Action, pl *plan, i int32) []Action {
 	return append(out, wt)
 }
 
-// freeNodes returns the alive nodes with their availability, in a stable order. What the placed (CREATED)
-// placement groups on a node hold is taken off it whatever its report says: Ray marks a group CREATED before the
-// node's available resources catch up, and for that moment the node shows the group's GPUs free.
+// isPlaced reports whether Ray has placed a group: CREATED, or PREPARED (the first of Ray's two steps: its node is
+// chosen and its bundles are held there; it becomes CREATED once every node has committed them).
+func isPlaced(g *mvp.PlacementGroup) bool { return g.State == "CREATED" || g.State == "PREPARED" }
+
+// freeNodes returns the alive nodes with their availability, in a stable order. What the placed (CREATED or
+// PREPARED) placement groups on a node hold is taken off it whatever its report says: Ray marks a group placed
+// before the node's available resources catch up, and for that moment the node shows the group's GPUs free.
 func freeNodes(c *mvp.ClusterView) []*node {
 	var held map[string]map[string]float64
-	for _, g := range c.Groups {
-		if g.State != "CREATED" || g.Node == "" {
+	for i := range c.Groups {
+		g := &c.Groups[i]
+		if !isPlaced(g) || g.Node == "" {
 			continue
 		}
 		if held == nil {
@@ -478,20 +483,6 @@ func freeNodes(c *mvp.ClusterView) []*node {
 	}
 	sort.Slice(ns, func(i, j int) bool { return ns[i].id < ns[j].id })
 	return ns
-}
-
-// createdGroups counts the attempt's placement groups that Ray has placed (their resources already show as used).
-func createdGroups(c *mvp.ClusterView, a *mvp.Attempt) int {
-	if a == nil || a.RayJobID == "" {
-		return 0
-	}
-	n := 0
-	for _, g := range c.Groups {
-		if g.CreatorJobID == a.RayJobID && g.State == "CREATED" {
-			n++
-		}
-	}
-	return n
 }
 
 // fit places d.Groups groups on distinct nodes, best fit first (the node with the fewest free GPUs that holds a

@@ -820,8 +820,9 @@ func placedNodes(v *mvp.ClusterView, jobID string) []string {
 		return nil
 	}
 	var out []string
-	for _, g := range v.Groups {
-		if g.CreatorJobID != jobID || g.State != "CREATED" {
+	for i := range v.Groups {
+		g := &v.Groups[i]
+		if g.CreatorJobID != jobID || !isPlaced(g) {
 			continue
 		}
 		if g.Node == "" {

@@ -313,14 +313,22 @@ func (pl *plan) reserveLive() {
 			claimed[a.Attempt.RayJobID] = true
 		}
 	}
-	created := map[string]int{} // CREATED groups per creator job: one walk of the groups, not one per attempt
-	var pool []int              // CREATED groups of a job no live attempt claims (indexes into Groups)
-	for k, g := range pl.s.Cluster.Groups {
-		if g.State == "CREATED" {
+	created := map[string]int{} // placed groups per creator job: one walk of the groups, not one per attempt
+	var removed map[string]int  // REMOVED groups per creator job
+	var pool []int              // placed groups of a job no live attempt claims (indexes into Groups)
+	for k := range pl.s.Cluster.Groups {
+		g := &pl.s.Cluster.Groups[k]
+		switch {
+		case isPlaced(g):
 			created[g.CreatorJobID]++
 			if !claimed[g.CreatorJobID] {
 				pool = append(pool, k)
 			}
+		case g.State == "REMOVED":
+			if removed == nil {
+				removed = map[string]int{}
+			}
+			removed[g.CreatorJobID]++
 		}
 	}
 	for _, a := range pl.s.Active {
@@ -331,10 +339,15 @@ func (pl *plan) reserveLive() {
 		u := &pl.users[pl.userOf(a.Task.Owner)]
 		u.used += d.gangGPUs()
 		u.charge += d.gangGPUs() * RankHorizon.Seconds() / u.share // what it holds now counts for fair share at once
-		placed := 0
+		placed, gone := 0, 0
 		switch {
 		case a.Attempt != nil && a.Attempt.RayJobID != "":
 			placed = created[a.Attempt.RayJobID]
+			// Groups its job had and removed (its run ended, or its driver freed them) hold nothing and are not
+			// placed again: Ray drops them before the nodes report their GPUs free and before the job's end is
+			// known, and counted as unplaced they were reserved again, held the queue while the reports lagged and
+			// then took the freed GPUs back until mvp followed the job to its end.
+			gone = removed[a.Attempt.RayJobID]
 		case a.Attempt != nil && len(pool) > 0:
 			// Its Ray job id is not known yet (mvp learns it when it next follows the attempt), but its driver may
 			// have placed its gang already: groups of its shape that no live attempt claims are taken as its own.
@@ -342,13 +355,13 @@ func (pl *plan) reserveLive() {
 			// (walk-through 14: the API's view reads the cluster after the loop last followed its attempts).
 			placed, pool = claimGroups(pl.s.Cluster.Groups, pool, d)
 		}
-		unplaced := max(d.Groups-placed, 0)
-		driver := placed == 0 && // a driver that placed groups runs
+		unplaced := max(d.Groups-placed-gone, 0)
+		driver := placed == 0 && gone == 0 && // a driver that placed groups runs
 			(a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending)
 		drvRes := driverOf(a.Task, pl.p)
 		use := liveUse{end: pl.endOf(a), gpu: d.GPUs, cpu: d.CPUs, driver: -1, drv: drvRes}
 		known := len(a.Nodes) >= d.Groups && d.Groups > 0
-		for g := 0; g < d.Groups-unplaced; g++ {
+		for g := 0; g < min(placed, d.Groups); g++ { // the groups it holds (not those it removed)
 			n := -1
 			if known {
 				n = lookup(idx, a.Nodes[g])
@@ -374,7 +387,7 @@ func (pl *plan) reserveLive() {
 			if driver && ok && len(drvRes) > 0 {
 				use.driver = drv
 			}
-			if !driver && placed == 0 {
+			if !driver && placed == 0 && gone == 0 {
 				// The driver runs, but the actor it starts before asking for its gang (verl's TaskRunner, started
 				// once verl is imported and Ray initialised: seconds to tens of seconds) may not yet: its CPU is
 				// kept until a group of the gang is placed. Once the actor runs, Ray counts that CPU too: one CPU

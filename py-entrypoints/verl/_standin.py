@@ -16,6 +16,9 @@ Keys read from the Hydra overrides (a leading "+" or "++" is accepted, the last 
                          ActorDiedError "… because its node has died" once Ray marks the node dead); default 0
   mvp_test.ignore_sigterm 1: print a line and carry on when SIGTERM comes (a run that does not stop when asked, so
                          that only the SIGKILL after Ray's stop wait ends it); default 0
+  mvp_test.linger_s      after the run, remove its placement groups (freeing its GPUs) and go on this many
+                         seconds before exiting, as a driver that uploads or evaluates on CPU after training would;
+                         default 0 (the groups go when the driver exits, as in verl)
 Checkpoints, as verl keeps them: with trainer.save_freq=K (verl's default -1 saves none) every K-th step writes
 <trainer.default_local_dir>/global_step_<step>/ and latest_checkpointed_iteration.txt. With
 trainer.resume_mode=auto given explicitly, a run whose default_local_dir holds a checkpoint resumes from it: it
@@ -165,6 +168,7 @@ def run(workload, argv, default_gpus_per_node, cpus_per_bundle, fail_fast_check,
         nnodes = int(cfg.get("trainer.nnodes", 1))
         gpus = int(cfg.get("trainer.n_gpus_per_node", default_gpus_per_node))
         float(cfg.get("mvp_test.hold_s", 5))
+        float(cfg.get("mvp_test.linger_s", 0))
         int(cfg.get("mvp_test.exit_code", 0))
     except ValueError as e:
         print(f"Error: bad override value: {e}", file=sys.stderr)
@@ -267,5 +271,15 @@ def train(workload, cfg, nnodes, gpus, cpus_per_bundle, fail_fast_check):
             metrics["resumed_from_step"] = resumed
         report(max(step, total), max(step, total), metrics, name="done")
     write_results(workload, step)
+    linger_s = float(cfg.get("mvp_test.linger_s", 0))
+    if linger_s > 0:
+        from ray.util.placement_group import remove_placement_group
+
+        for a in actors:
+            ray.kill(a)
+        for pg in pgs:
+            remove_placement_group(pg)
+        print(f"verl-standin: placement groups removed; going on for {linger_s:g} s (mvp_test.linger_s)", flush=True)
+        time.sleep(linger_s)
     print(f"verl-standin: done after {step} step(s), exit code {exit_code}", flush=True)
     return exit_code
