@@ -315,6 +315,7 @@ func (pl *plan) reserveLive() {
 	}
 	created := map[string]int{} // placed groups per creator job: one walk of the groups, not one per attempt
 	var removed map[string]int  // REMOVED groups per creator job
+	var pending map[string]bool // creator jobs with a group not placed (and not removed)
 	var pool []int              // placed groups of a job no live attempt claims (indexes into Groups)
 	for k := range pl.s.Cluster.Groups {
 		g := &pl.s.Cluster.Groups[k]
@@ -329,6 +330,11 @@ func (pl *plan) reserveLive() {
 				removed = map[string]int{}
 			}
 			removed[g.CreatorJobID]++
+		default:
+			if pending == nil {
+				pending = map[string]bool{}
+			}
+			pending[g.CreatorJobID] = true
 		}
 	}
 	for _, a := range pl.s.Active {
@@ -346,8 +352,11 @@ func (pl *plan) reserveLive() {
 			// Groups its job had and removed (its run ended, or its driver freed them) hold nothing and are not
 			// placed again: Ray drops them before the nodes report their GPUs free and before the job's end is
 			// known, and counted as unplaced they were reserved again, held the queue while the reports lagged and
-			// then took the freed GPUs back until mvp followed the job to its end.
-			gone = removed[a.Attempt.RayJobID]
+			// then took the freed GPUs back until mvp followed the job to its end. A job that asks for a group
+			// again (one not placed yet besides those it removed) is a gang to place again.
+			if !pending[a.Attempt.RayJobID] {
+				gone = removed[a.Attempt.RayJobID]
+			}
 		case a.Attempt != nil && len(pool) > 0:
 			// Its Ray job id is not known yet (mvp learns it when it next follows the attempt), but its driver may
 			// have placed its gang already: groups of its shape that no live attempt claims are taken as its own.
