@@ -104,10 +104,10 @@ func TestBackfillRunsASmallTaskBehindABlockedGang(t *testing.T) {
 func TestAGangThatFreedItsGPUsLetsTheNextTaskStart(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
-	a := s.submit(spec("ppo", 2, 4, 3, "mvp_test.linger_s=150")).ID
+	a := s.submit(spec("ppo", 2, 4, 3, "mvp_test.linger_s=300")).ID
 	s.waitState(a, mvp.StateRunning, 90*time.Second)
 	b := s.submit(spec("ppo", 2, 4, 2)).ID
-	s.waitState(b, mvp.StateSucceeded, 100*time.Second) // A lingers 150 s after it freed its GPUs
+	s.waitState(b, mvp.StateSucceeded, 150*time.Second) // A lingers 300 s after it freed its GPUs
 	if got := s.get(a); got.State != mvp.StateRunning {
 		t.Errorf("A is %s: the scene needs it still running (lingering) when B has run", got.State)
 	}
