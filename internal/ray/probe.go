@@ -53,9 +53,11 @@ type Probe struct {
 	startErr error
 	// logged is the last cause of failure logged, so that each distinct cause is logged once, not every tick.
 	logged string
-	// seen are the live groups of the last reading; removed the groups read before and not since (see withRemoved).
+	// seen are the live groups of the last reading; removed the groups read before and not since (see withRemoved);
+	// head is the head node of the reading they belong to.
 	seen    []mvp.PlacementGroup
 	removed []removedGroup
+	head    string
 }
 
 // removedGroup is a placement group the probe read and then no longer read, and when it was first missed.
@@ -208,15 +210,20 @@ func (p *Probe) read(ctx context.Context) (*mvp.ClusterView, error) {
 		return nil, fmt.Errorf("probe: %w (%s)", mvp.ErrRayUnavailable, a.Error)
 	}
 	now := p.o.Now()
-	return &mvp.ClusterView{At: now, Nodes: a.Nodes, Groups: p.withRemoved(a.Groups, now), Source: "probe"}, nil
+	return &mvp.ClusterView{At: now, Nodes: a.Nodes, Groups: p.withRemoved(headOf(a.Nodes), a.Groups, now), Source: "probe"}, nil
 }
 
 // withRemoved adds to a reading's groups, as REMOVED, those an earlier reading had and this one has not, for
 // removedKeep. The probe reads only live groups (Ray keeps removed ones in its table for a while, with no time of
 // removal), and Ray drops a group from them before the nodes report its GPUs free (60–110 ms on Ray 2.60) and
 // before the job's end is known: without this the scheduler took an ended gang for one still to be placed.
-// Called with p.mu held.
-func (p *Probe) withRemoved(groups []mvp.PlacementGroup, now time.Time) []mvp.PlacementGroup {
+// A reading with another head node is another cluster (Ray's head restarted): what the last one had is forgotten,
+// not removed, since a new cluster numbers its jobs from the start again and a job id of the old one would name a
+// new job. Called with p.mu held.
+func (p *Probe) withRemoved(head string, groups []mvp.PlacementGroup, now time.Time) []mvp.PlacementGroup {
+	if head != p.head {
+		p.head, p.seen, p.removed = head, p.seen[:0], p.removed[:0]
+	}
 	live := make(map[string]bool, len(groups))
 	for _, g := range groups {
 		live[g.ID] = true
@@ -449,4 +456,14 @@ func (p *Probe) Close() error {
 	}
 	p.cmd = nil
 	return nil
+}
+
+// headOf is the id of the alive head node of a reading, "" when there is none.
+func headOf(nodes []mvp.Node) string {
+	for _, n := range nodes {
+		if n.IsHead && n.Alive {
+			return n.ID
+		}
+	}
+	return ""
 }

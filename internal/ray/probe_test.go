@@ -170,13 +170,33 @@ func TestRemovedGroupsAreBounded(t *testing.T) {
 	for i := range removedMax + 10 {
 		many = append(many, mvp.PlacementGroup{ID: fmt.Sprintf("g%04d", i), State: "CREATED"})
 	}
-	p.withRemoved(many, now)
-	got := p.withRemoved(nil, now)
+	p.withRemoved("h", many, now)
+	got := p.withRemoved("h", nil, now)
 	if len(got) != removedMax || got[0].ID != "g0010" || got[len(got)-1].State != "REMOVED" {
 		t.Errorf("%d removed groups kept (first %s), want the last %d", len(got), got[0].ID, removedMax)
 	}
-	if got := p.withRemoved(many[10:11], now); len(got) != removedMax || got[0].ID != "g0010" || got[0].State != "CREATED" ||
+	if got := p.withRemoved("h", many[10:11], now); len(got) != removedMax || got[0].ID != "g0010" || got[0].State != "CREATED" ||
 		got[1].ID != "g0011" {
 		t.Errorf("a group read again is live again: %d groups, first %+v", len(got), got[0])
+	}
+}
+
+// TestANewClusterForgetsTheRemovedGroups: a Ray head restarted without its GCS's store is a new cluster, which
+// numbers its jobs from 01000000 again: groups of the old cluster's job 01000000 kept as REMOVED would have counted
+// as the removed gang of the new cluster's first job, which then held no reservation.
+func TestANewClusterForgetsTheRemovedGroups(t *testing.T) {
+	p := NewProbe(ProbeOptions{})
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	old := []mvp.PlacementGroup{{ID: "g1", CreatorJobID: "01000000", State: "CREATED"}}
+	p.withRemoved("head-1", old, now)
+	if got := p.withRemoved("head-1", nil, now); len(got) != 1 || got[0].State != "REMOVED" {
+		t.Fatalf("same cluster: %+v, want g1 REMOVED", got)
+	}
+	if got := p.withRemoved("head-2", nil, now); len(got) != 0 {
+		t.Errorf("new cluster: %+v, want nothing of the old one", got)
+	}
+	p.withRemoved("head-2", old, now)
+	if got := p.withRemoved("", nil, now); len(got) != 0 {
+		t.Errorf("no head read: %+v, want nothing kept", got)
 	}
 }
