@@ -148,11 +148,19 @@ func errorLine(text, marker string) string {
 func lastLine(text string) string {
 	lines := strings.Split(strings.TrimRight(text, "\n "), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return cut(l)
+		if l := cut(lines[i]); l != "" { // a line of colour codes alone is empty
+			return l
 		}
 	}
 	return ""
 }
 
-func cut(s string) string { return mvp.Clip(s, 300) }
+// colourCode is an ANSI escape sequence (CSI: ESC '[' parameters, a final byte). Ray colours the "(TaskRunner
+// pid=…)" prefix of each line an actor prints in the driver's log; kept in a summary, the codes showed as
+// `\x1b[36m` in `mvp list` (which escapes them) and `[36m` on the web page, in place of the error.
+var colourCode = regexp.MustCompile("\x1b\\[[0-9;?]*[ -/]*[@-~]")
+
+// cut makes a log line a summary: without colour codes, and clipped to a readable length.
+func cut(s string) string {
+	return mvp.Clip(strings.TrimSpace(colourCode.ReplaceAllString(s, "")), 300)
+}

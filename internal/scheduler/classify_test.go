@@ -92,3 +92,26 @@ func TestClassify(t *testing.T) {
 		t.Errorf("summary %q", s)
 	}
 }
+
+// TestClassifySummaryHasNoColourCodes: Ray colours the "(TaskRunner pid=…)" prefix of every line a verl actor
+// prints in the driver's log. Those escape codes reached error_summary, where `mvp list` showed
+// `\x1b[36m(TaskRunner p…` in place of the error (the table escapes control characters) and /ui showed `[36m`.
+func TestClassifySummaryHasNoColourCodes(t *testing.T) {
+	code := func(n int) *int { return &n }
+	log := "\x1b[36m(TaskRunner pid=13754)\x1b[0m verl-standin: step 2 progress 0.33\n" +
+		"\x1b[36m(TaskRunner pid=13754)\x1b[0m verl-standin: done after 3 step(s), exit code 1\n"
+	for _, info := range []mvp.JobInfo{
+		{Status: mvp.RayFailed, ErrorType: "JOB_ENTRYPOINT_COMMAND_ERROR", DriverExitCode: code(1)},
+		{Status: mvp.RayFailed, ErrorType: "JOB_ENTRYPOINT_COMMAND_ERROR", DriverExitCode: code(1), Message: "x\n\x1b[31mModuleNotFoundError: No module named 'verl'\x1b[0m"},
+		{Status: mvp.RayFailed, ErrorType: "SOMETHING_NEW", Message: "\x1b[1;31mboom\x1b[0m"},
+	} {
+		_, summary := Classify(&info, log)
+		if strings.Contains(summary, "\x1b") {
+			t.Errorf("summary %q keeps Ray's colour codes", summary)
+		}
+	}
+	_, summary := Classify(&mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: code(1)}, log)
+	if want := "exit code 1: (TaskRunner pid=13754) verl-standin: done after 3 step(s), exit code 1"; summary != want {
+		t.Errorf("summary = %q, want %q", summary, want)
+	}
+}
