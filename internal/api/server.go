@@ -72,6 +72,9 @@ type Server struct {
 	// Database, when set, says what is wrong with the database (its file removed or replaced under mvp, or its
 	// writes failing on a full disk): /healthz is degraded then.
 	Database func() error
+	// SharedRoot, when set, says what is wrong with shared_root (unmounted, or a task folder that could not be
+	// written): every submission waits then, and /healthz is degraded with a shared_root sentence.
+	SharedRoot func() error
 	// LogPoll is the period at which a followed log is read again.
 	LogPoll time.Duration
 	// Crash, when set (tests only), is called at named points and may end the process there.
@@ -386,6 +389,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 		if err := s.Database(); err != nil {
 			body["status"] = "degraded"
 			body["database"] = err.Error()
+		}
+	}
+	if s.SharedRoot != nil {
+		if err := s.SharedRoot(); err != nil {
+			body["status"] = "degraded"
+			body["shared_root"] = err.Error()
 		}
 	}
 	writeJSON(w, status, body)

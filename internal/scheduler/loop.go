@@ -101,6 +101,9 @@ type Loop struct {
 	armed     bool // see Armed
 	// seen is the cluster as the last pass that could admit read it (NeverFits's).
 	seen *mvp.ClusterView
+	// folderErr is why the latest task folder could not be written (nil once one is written again): the held
+	// task's reason said so, /healthz did not (SharedRootError).
+	folderErr error
 }
 
 // Health is what /healthz reports of the scheduler's view of Ray.
@@ -119,6 +122,15 @@ func (l *Loop) Health() Health {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.health
+}
+
+// SharedRootError says why the latest task folder the loop tried to write on shared_root could not be written (a
+// full or read-only disk): the task waits, and /healthz says so until a task folder is written again. nil when
+// the last write succeeded, or none was tried.
+func (l *Loop) SharedRootError() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.folderErr
 }
 
 // Wake asks for a tick as soon as possible (e.g. after a submit or a cancel).
@@ -967,12 +979,21 @@ func (l *Loop) keptEnd(t *mvp.Task, n int, submissionID string) (r Report, ok bo
 // and the effective spec (the database holds both from the moment the task was accepted; the folder is for people
 // and tools on the shared disk); for every attempt, its payload and its results folder.
 func (l *Loop) writeFolder(t *mvp.Task, n int, payload *mvp.JobSubmission) error {
+	var err error
 	if n == 1 {
-		if err := l.Files.WriteTask(t.ID, []byte(t.JobSpecYAML), t.SpecJSON); err != nil {
-			return err
-		}
+		err = l.Files.WriteTask(t.ID, []byte(t.JobSpecYAML), t.SpecJSON)
 	}
-	return l.Files.WriteSubmission(t.ID, n, payload)
+	if err == nil {
+		err = l.Files.WriteSubmission(t.ID, n, payload)
+	}
+	l.mu.Lock()
+	l.folderErr = nil
+	if err != nil {
+		l.folderErr = fmt.Errorf("a task folder cannot be written on shared_root (%s): %w; free space there or make it "+
+			"writable (or set shared_root in dev.yaml); waiting tasks are submitted once it can be", l.Files.Root, err)
+	}
+	l.mu.Unlock()
+	return err
 }
 
 // holdForFolder leaves a task whose folder cannot be written waiting, with a reason that names shared_root; the

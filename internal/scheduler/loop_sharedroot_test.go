@@ -174,3 +174,21 @@ func TestAnAttemptsEndIsWrittenOnceTheDiskIsBack(t *testing.T) {
 		t.Errorf("status.json holds %+v, kind %q; want the attempt's end (FAILED, exit 3, kind %q)", info, kind, a.FailureKind)
 	}
 }
+
+// TestAnUnwritableSharedRootIsInTheHealth: a task folder that cannot be written (a full or read-only shared disk)
+// held the task with a reason on it, and nothing else said so: /healthz was ok. The loop keeps the latest such
+// error, for /healthz, until a task folder is written again.
+func TestAnUnwritableSharedRootIsInTheHealth(t *testing.T) {
+	h := newHarness(t)
+	heal := h.breakRoot()
+	h.task()
+	h.tick()
+	if err := h.loop.SharedRootError(); err == nil || !strings.Contains(err.Error(), "shared_root") {
+		t.Errorf("SharedRootError with the task folder unwritable: %v; want one naming shared_root", err)
+	}
+	heal()
+	h.tick()
+	if err := h.loop.SharedRootError(); err != nil {
+		t.Errorf("SharedRootError once a task folder was written again: %v", err)
+	}
+}

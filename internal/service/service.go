@@ -267,6 +267,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		Policy: policy, Clock: clock, Started: clock.Now(), Logger: logger.With("component", "api"), Token: token, Users: users,
 		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
 		StaleTick: max(15*time.Second, 3*m.loop.Tick), Database: m.store.CheckHealth,
+		SharedRoot: func() error {
+			if err := files.CheckMounted(); err != nil {
+				return fmt.Errorf("shared_root (%s): %w; waiting tasks are held until then", files.Root, err)
+			}
+			return m.loop.SharedRootError()
+		},
 		Secrets: vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public, RayDoor: door}
 	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, Admit: srv.AdmitScheduled, NewID: api.NewTaskID,
 		Ready: m.loop.Synced(), // overlap must see the tasks as Ray left them, not as the last process did

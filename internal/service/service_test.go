@@ -764,3 +764,43 @@ func TestADatabaseThatCannotBeOpenedIsNamedOnce(t *testing.T) {
 		t.Errorf("the error: %s; want the database named once, and the setting to change", msg)
 	}
 }
+
+// shared_root unmounted under mvp (its jobs/ folder, made at start, gone) held every submission with a reason on
+// the task, while /healthz answered "ok" and v2/scripts/status.sh exited 0: the operator learned of it from a user
+// asking why nothing starts. /healthz is now degraded with a shared_root sentence that says what to do, and ok
+// again once the folder is back. Found in the SRE walk-through.
+func TestAnUnmountedSharedRootIsInTheHealth(t *testing.T) {
+	cfg := servicetest.Config(t)
+	m := servicetest.Start(t, &service.Main{Config: cfg})
+	health := func() map[string]any {
+		resp, err := http.Get(m.URL() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	for deadline := time.Now().Add(20 * time.Second); health()["status"] != "ok"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz before: %v", health())
+		}
+	}
+	jobs := filepath.Join(cfg.SharedRoot, "jobs")
+	if err := os.Rename(jobs, jobs+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	h := health()
+	if s := fmt.Sprint(h["shared_root"]); h["status"] != "degraded" || !strings.Contains(s, cfg.SharedRoot) || !strings.Contains(s, "mount") {
+		t.Errorf("healthz with shared_root unmounted: %v; want degraded, naming shared_root and saying to mount it", h)
+	}
+	if err := os.Rename(jobs+".aside", jobs); err != nil {
+		t.Fatal(err)
+	}
+	if h := health(); h["status"] != "ok" || h["shared_root"] != nil {
+		t.Errorf("healthz with shared_root back: %v; want ok", h)
+	}
+}

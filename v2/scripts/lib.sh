@@ -113,8 +113,8 @@ PID_OF='pidfile="$1" bin="$2"; [[ -f "$pidfile" ]] || exit 1; pid="$(cat "$pidfi
 cmd="$(tr "\0" " " <"/proc/$pid/cmdline" 2>/dev/null)" || exit 1
 [[ "$cmd" == "$bin serve "* ]] || exit 1
 echo "$pid"'
-# HEALTH URL prints /healthz's answer. Exit 0: it says "ok"; 3: it answers but is not ok (degraded: Ray or the
-# database; the answer says which); 1: no answer.
+# HEALTH URL prints /healthz's answer. Exit 0: it says "ok"; 3: it answers but is not ok (degraded: Ray, the
+# database or shared_root; the answer says which); 1: no answer.
 # shellcheck disable=SC2016
 HEALTH='python3 - "$1" <<PY
 import json, sys, urllib.error, urllib.request

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # status.sh — is `mvp serve` running, and does /healthz answer? Exit 0: running and healthy; 1: not running (or
 # the container is missing); 2: running but /healthz does not answer; 3: running and answering, but degraded (Ray
-# unreachable, or the database; the answer says which). Settings: see lib.sh or --help.
+# unreachable, the database, or shared_root; the answer says which). Settings: see lib.sh or --help.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
