@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math"
@@ -221,6 +222,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	files := taskfs.FS{Root: cfg.SharedRoot, Mounted: true} // jobs/ is made here, never again while mvp runs
+	if err := checkJobsFolder(ctx, m.store, cfg.SharedRoot); err != nil {
+		return err
+	}
 	made, err := files.CheckWritable()
 	if made && err == nil {
 		logger.Warn("shared_root did not exist and was made: if it should be a shared filesystem (NFS), mount it there "+
@@ -476,3 +480,34 @@ func (m *Main) Store() *sqlite.DB { return m.store }
 
 // Client is an API client of this service, with its token.
 func (m *Main) Client() *api.Client { return &api.Client{Addr: m.url, Token: m.token} }
+
+// checkJobsFolder refuses a start whose <sharedRoot>/jobs is missing while the database holds attempts, whose
+// folders are there: the shared filesystem is not mounted (its mount point is empty). Made again at start, jobs/
+// went onto mvp's own disk and the next submission was sent to Ray with its folder where no node sees it, undoing
+// what holding submissions on an unmounted shared_root is for.
+func checkJobsFolder(ctx context.Context, store mvp.Counter, sharedRoot string) error {
+	jobs := filepath.Join(sharedRoot, "jobs")
+	if _, err := os.Stat(jobs); !errors.Is(err, fs.ErrNotExist) {
+		return nil // there (or unreadable: CheckWritable says why)
+	}
+	c, err := store.Counts(ctx)
+	if err != nil {
+		return fmt.Errorf("count the attempts the database holds: %w", err)
+	}
+	attempts := 0
+	for _, a := range c.EndedAttempts {
+		attempts += a.N
+	}
+	for _, tc := range c.Tasks {
+		if tc.State == mvp.StateSubmitting || tc.State == mvp.StateSubmitted || tc.State == mvp.StateRunning {
+			attempts += tc.N
+		}
+	}
+	if attempts == 0 {
+		return nil // a first start: jobs/ is made now
+	}
+	return fmt.Errorf("shared_root: %s does not exist, but the database holds %d attempt(s) whose task folders were "+
+		"made there: is the shared filesystem mounted at %s? mount it and start again (if shared_root was emptied on "+
+		"purpose, or moved, make the folder with mkdir %s, or set shared_root in dev.yaml to where the folders are)",
+		jobs, attempts, sharedRoot, jobs)
+}

@@ -804,3 +804,70 @@ func TestAnUnmountedSharedRootIsInTheHealth(t *testing.T) {
 		t.Errorf("healthz with shared_root back: %v; want ok", h)
 	}
 }
+
+// mvp restarted while shared_root's filesystem was not mounted (the mount point there, empty) made jobs/ again on
+// the local disk without a word and sent the waiting task to Ray: its folder on mvp's disk, its driver's files on
+// the shared one (seen in the SRE walk-through: a restart undid what holding the submission had kept). A
+// database whose attempts have folders under jobs/ with jobs/ gone is an unmounted filesystem: mvp does not start,
+// and says what to do. Found in the SRE walk-through.
+func TestARestartDoesNotMakeJobsAgainOnAnUnmountedSharedRoot(t *testing.T) {
+	cfg := servicetest.Config(t)
+	open := func() (*service.Main, error) {
+		m := &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(),
+			Cluster: servicetest.OneNode(4), ShutdownGrace: 5 * time.Second}
+		return m, m.Open(context.Background())
+	}
+	m, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	raw, err := m.Client().Submit(context.Background(), []byte(goodPPO(1)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	if err := json.Unmarshal(raw, &task); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, _, err := m.Client().Get(context.Background(), task.ID)
+		if err == nil && got.LatestAttemptNo > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no attempt: %+v %v", got, err)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	jobs := filepath.Join(cfg.SharedRoot, "jobs")
+	if err := os.RemoveAll(jobs); err != nil { // unmounted: the mount point is empty
+		t.Fatal(err)
+	}
+	m, err = open()
+	if err == nil {
+		m.Close()
+		t.Fatal("mvp serve started on an unmounted shared_root")
+	}
+	if !strings.Contains(err.Error(), jobs) || !strings.Contains(err.Error(), "mount") {
+		t.Errorf("the refusal %q does not name %s and say to mount it", err, jobs)
+	}
+	if _, err := os.Stat(jobs); err == nil {
+		t.Errorf("%s was made again on the empty mount point", jobs)
+	}
+	if err := os.Mkdir(jobs, 0o755); err != nil { // the refusal's advice when it was emptied on purpose
+		t.Fatal(err)
+	}
+	if m, err = open(); err != nil {
+		t.Fatalf("with jobs/ made again by hand: %v", err)
+	}
+	m.Close()
+}

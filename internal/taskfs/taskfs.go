@@ -92,7 +92,7 @@ func (f FS) CheckMounted() error {
 	}
 	if err != nil {
 		return fmt.Errorf("its jobs folder, there when mvp started, is gone (%w): is the shared filesystem still mounted "+
-			"at shared_root? mount it back (if shared_root was emptied on purpose, restart mvp to make the folder again)", err)
+			"at shared_root? mount it back (if shared_root was emptied on purpose, make the folder again: mkdir %s)", err, jobs)
 	}
 	return nil
 }
