@@ -499,6 +499,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 		return fmt.Errorf("create task: %w", err)
 	}
 	s.crash("api_after_insert")
+	s.Logger.Info("task submitted", "task_id", t.ID, "owner", t.Owner, "workload", t.Workload, "nnodes", t.NNodes,
+		"n_gpus_per_node", t.GPUsPerNode, "priority", t.Priority)
 	mvp.ObserverOr(s.Observer).TaskSubmitted(t.Workload)
 	if s.Wake != nil {
 		s.Wake()
@@ -945,6 +947,12 @@ func (s *Server) cancel(ctx context.Context, t *mvp.Task, by string) (*mvp.Task,
 	if err != nil {
 		return nil, err
 	}
+	// by is the way in (api, web, ray door, a schedule); the caller, when a request made it, is who.
+	args := []any{"task_id", t.ID, "by", by, "was", t.State}
+	if c := mvp.CallerOf(ctx); c.Name != "" {
+		args = append(args, "caller", c.Name)
+	}
+	s.Logger.Info("task canceled", args...)
 	s.crash("cancel_before_stop")
 	if t.LatestAttemptNo > 0 && t.State.Active() {
 		sid := mvp.SubmissionID(t.ID, t.LatestAttemptNo)

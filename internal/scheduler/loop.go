@@ -1063,8 +1063,12 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 		msg := "Ray refused the submission: " + text
 		up, now := *att, l.Clock.Now()
 		up.RayStatus, up.FailureKind, up.Message, up.EndTime = mvp.RayFailed, mvp.FailureUserError, cut(text), &now
-		return l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: mvp.StateSubmitting, To: mvp.StateFailed,
-			At: now, AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}})
+		if err := l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: mvp.StateSubmitting, To: mvp.StateFailed,
+			At: now, AttemptUpdate: &up, ErrorSummary: &msg, EventPayload: map[string]any{"error": msg}}); err != nil {
+			return err
+		}
+		l.logEnd(t, &up, mvp.StateFailed)
+		return nil
 	}
 }
 
@@ -1082,6 +1086,10 @@ func (l *Loop) markSubmitted(ctx context.Context, t *mvp.Task, att *mvp.Attempt)
 	up.RayStatus = mvp.RayPending
 	err := l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: mvp.StateSubmitting, To: mvp.StateSubmitted,
 		At: l.Clock.Now(), AttemptUpdate: &up, EventPayload: map[string]any{"submission_id": att.RaySubmissionID}})
+	if err == nil {
+		l.Logger.Info("attempt submitted to Ray", "task_id", t.ID, "submission_id", att.RaySubmissionID,
+			"attempt_no", att.No, "workload", t.Workload, "nnodes", t.NNodes, "n_gpus_per_node", t.GPUsPerNode)
+	}
 	if errors.Is(err, mvp.ErrConflict) {
 		// Canceled while the call was in flight: the job must not run.
 		if serr := l.Ray.StopJob(ctx, att.RaySubmissionID); serr != nil && !errors.Is(serr, mvp.ErrJobNotFound) {
@@ -1237,7 +1245,11 @@ func (l *Loop) applyOutcome(ctx context.Context, t *mvp.Task, from mvp.RayStatus
 	now := l.Clock.Now()
 	l.writeResult(t, &o.Attempt, info)
 	if o.Verdict == Close {
-		return l.Store.UpdateAttempt(ctx, from, &o.Attempt, o.EventType, o.EventPayload)
+		if err := l.Store.UpdateAttempt(ctx, from, &o.Attempt, o.EventType, o.EventPayload); err != nil {
+			return err
+		}
+		l.logEnd(t, &o.Attempt, t.State)
+		return nil
 	}
 	c := mvp.Change{TaskID: t.ID, From: t.State, To: o.To, At: now, AttemptUpdate: &o.Attempt,
 		EventType: o.EventType, EventPayload: o.EventPayload}
@@ -1248,7 +1260,22 @@ func (l *Loop) applyOutcome(ctx context.Context, t *mvp.Task, from mvp.RayStatus
 		c.NextRunAt, c.PendingReason = &o.NextRunAt, &o.PendingReason
 		l.crash("requeue")
 	}
-	return l.Store.Apply(ctx, c)
+	if err := l.Store.Apply(ctx, c); err != nil {
+		return err
+	}
+	l.logEnd(t, &o.Attempt, o.To)
+	return nil
+}
+
+// logEnd logs an attempt's end once it is recorded, so that the service's log holds, for a task id, when each of
+// its attempts went to Ray and how it ended (the events hold the rest); state is the task's state after it.
+func (l *Loop) logEnd(t *mvp.Task, a *mvp.Attempt, state mvp.State) {
+	kind := string(a.FailureKind)
+	if a.FailureKind == mvp.FailureNone {
+		kind = "none" // as mvp_attempts_ended_total names it
+	}
+	l.Logger.Info("attempt ended", "task_id", t.ID, "submission_id", a.RaySubmissionID, "attempt_no", a.No,
+		"ray_status", a.RayStatus, "failure_kind", kind, "state", state)
 }
 
 func (l *Loop) writeResult(t *mvp.Task, a *mvp.Attempt, info *mvp.JobInfo) {

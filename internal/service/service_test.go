@@ -871,3 +871,31 @@ func TestARestartDoesNotMakeJobsAgainOnAnUnmountedSharedRoot(t *testing.T) {
 	}
 	m.Close()
 }
+
+// A task submitted and canceled through the API left no line in mvp's log (the Ray door logged its submissions,
+// the API did not; a cancel was logged only when its stop failed): who submitted or canceled a task, and when,
+// was only in `mvp events`. Found in the SRE walk-through.
+func TestSubmitAndCancelAreLogged(t *testing.T) {
+	var log servicetest.Buffer
+	m := servicetest.Start(t, &service.Main{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	raw, err := m.Client().Submit(context.Background(), []byte(goodPPO(1)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	if err := json.Unmarshal(raw, &task); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.Client().Cancel(context.Background(), task.ID); err != nil {
+		t.Fatal(err)
+	}
+	out := log.String()
+	for _, want := range []string{
+		`msg="task submitted" component=api task_id=` + task.ID + ` owner=operator workload=ppo`,
+		`msg="task canceled" component=api task_id=` + task.ID + ` by=api was=QUEUED caller=operator`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log has no %q:\n%s", want, out)
+		}
+	}
+}
