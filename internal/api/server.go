@@ -757,6 +757,11 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
 	} else { // the forecast runs until the user's own tasks are placed: the others' estimates are not shown
 		v = ownView(scheduler.ExplainFor(s.Clock.Now(), snap, s.Policy, func(t *mvp.Task) bool { return c.Owns(t.Owner) }), snap, c)
 	}
+	if s.SharedRoot != nil {
+		if why := s.SharedRoot(); why != nil {
+			v = scheduler.HoldForSharedRoot(v, snap, why)
+		}
+	}
 	if snap.ClusterErr != nil {
 		writeJSON(w, http.StatusOK, struct {
 			scheduler.QueueView

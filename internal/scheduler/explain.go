@@ -76,8 +76,40 @@ type QueueEntry struct {
 // (ErrRejoining), so nothing is admitted (only in Explain).
 const CodeClusterUnknown WaitCode = "cluster_unknown"
 
+// CodeSharedRoot: the policy would start the task now, but its task folder cannot be written on shared_root
+// (unmounted, full or read-only): the loop holds it until it can (HoldForSharedRoot).
+const CodeSharedRoot WaitCode = "shared_root"
+
 // WaitCodes lists every code a waiting task can be given, by Decide or by Explain (the API documents them all).
-var WaitCodes = append(slices.Clone(waitCodes[1:]), CodeBackingOff, CodeClusterUnknown)
+var WaitCodes = append(slices.Clone(waitCodes[1:]), CodeBackingOff, CodeClusterUnknown, CodeSharedRoot)
+
+// HoldForSharedRoot moves the tasks v would start now into its queue, first, with code shared_root and why: while
+// shared_root cannot be written the loop writes no task folder and so sends nothing to Ray. Listed as starting, a
+// held task read "starting now" in `mvp queue` and had no place in `mvp list`, while it could not start.
+func HoldForSharedRoot(v QueueView, snap Snapshot, why error) QueueView {
+	if len(v.Starting) == 0 {
+		return v
+	}
+	tasks := map[string]*mvp.Task{}
+	for _, t := range snap.Queue {
+		tasks[t.ID] = t
+	}
+	held := make([]QueueEntry, 0, len(v.Starting)+len(v.Queue))
+	for i, id := range v.Starting {
+		e := QueueEntry{TaskID: id, Position: i + 1, Code: CodeSharedRoot,
+			Reason: "held until shared_root can be written: " + why.Error()}
+		if t := tasks[id]; t != nil {
+			e.Owner, e.Priority = ownerName(t), t.Priority
+		}
+		held = append(held, e)
+	}
+	for _, e := range v.Queue {
+		e.Position += len(v.Starting)
+		held = append(held, e)
+	}
+	v.Queue, v.Starting = held, []string{}
+	return v
+}
 
 // Explain runs the policy over s as Decide does and describes the outcome: per-node free GPUs, the reservation,
 // and every waiting task with its position, reason code and sentence, and estimated start. It is pure, like

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/service"
 	"github.com/mvp2/mvp/internal/service/servicetest"
 	"github.com/mvp2/mvp/internal/sqlite"
@@ -897,5 +899,47 @@ func TestSubmitAndCancelAreLogged(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("log has no %q:\n%s", want, out)
 		}
+	}
+}
+
+// With shared_root unmounted, a task held for it (PENDING_RESOURCES, its reason naming shared_root) was listed by
+// GET /api/v2/queue under "starting" (`mvp queue`: "starting now"; `mvp list`: no queue position) while nothing
+// could start. It is now a waiting entry with code shared_root and the sentence that says what to do. Found in the
+// SRE walk-through.
+func TestTheQueueSaysATaskWaitsForSharedRoot(t *testing.T) {
+	cfg := servicetest.Config(t)
+	m := servicetest.Start(t, &service.Main{Config: cfg})
+	jobs := filepath.Join(cfg.SharedRoot, "jobs")
+	if err := os.Rename(jobs, jobs+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(jobs+".aside", jobs)
+	raw, err := m.Client().Submit(context.Background(), []byte(goodPPO(1)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	if err := json.Unmarshal(raw, &task); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, _, err := m.Client().Get(context.Background(), task.ID)
+		if err == nil && got.State == mvp.StatePendingResources {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task was not held: %+v %v", got, err)
+		}
+	}
+	v, _, err := m.Client().Queue(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(v.Starting, task.ID) {
+		t.Errorf("the queue lists %s as starting while shared_root is unmounted", task.ID)
+	}
+	if len(v.Queue) != 1 || v.Queue[0].TaskID != task.ID || v.Queue[0].Code != scheduler.CodeSharedRoot ||
+		v.Queue[0].Position != 1 || !strings.Contains(v.Queue[0].Reason, "mount") {
+		t.Errorf("queue %+v; want %s first, code shared_root, saying to mount it", v.Queue, task.ID)
 	}
 }
