@@ -361,13 +361,38 @@ func operatorOnly(r *http.Request) error {
 const NotLookedYet = "mvp has not looked at Ray yet: it started moments ago"
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	body, _ := s.health()
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// HealthComponents are the parts of mvp /healthz judges, each degraded with a sentence (ray_error for ray) under
+// its name; the metric mvp_health_degraded has one series per component.
+var HealthComponents = []string{"ray", "scheduler", "database", "shared_root"}
+
+// Degraded reports, for each of HealthComponents, whether /healthz would say it is degraded now (for the metrics).
+func (s *Server) Degraded() map[string]bool {
+	_, degraded := s.health()
+	return degraded
+}
+
+// health is /healthz's answer, and which components it finds degraded.
+func (s *Server) health() (map[string]any, map[string]bool) {
 	body := map[string]any{"status": "ok"}
-	status := http.StatusOK
+	degraded := map[string]bool{}
+	defer func() {
+		for _, c := range HealthComponents {
+			if c != "ray" {
+				degraded[c] = body[c] != nil
+			}
+		}
+	}()
 	if s.Health != nil {
 		h := s.Health()
 		body["ray"] = h
 		if !h.RayOK && !h.LastTick.IsZero() {
 			body["status"] = "degraded"
+			degraded["ray"] = true
 		}
 		if h.LastTick.IsZero() {
 			body["status"], body["scheduler"] = "degraded", NotLookedYet
@@ -397,8 +422,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 			body["shared_root"] = err.Error()
 		}
 	}
-	writeJSON(w, status, body)
-	return nil
+	return body, degraded
 }
 
 // metrics serves the Prometheus exposition, when the metrics are on.

@@ -84,6 +84,38 @@ func (m *Metrics) CollectStore(c mvp.Counter, timeout time.Duration) error {
 	return nil
 }
 
+// CollectHealth registers the collector of mvp_health_degraded: at each scrape, 1 for each of components that
+// degraded (what /healthz says now) reports degraded, 0 for the others. /healthz's sentences had no metric: a full
+// database disk or an unmounted shared_root held every task with nothing for an alert to fire on.
+func (m *Metrics) CollectHealth(components []string, degraded func() map[string]bool) error {
+	c := healthCollector{components: components, degraded: degraded,
+		desc: prometheus.NewDesc("mvp_health_degraded",
+			"1 while /healthz reports this component degraded (its sentence says why), else 0.", []string{"component"}, nil)}
+	if err := m.reg.Register(c); err != nil {
+		return fmt.Errorf("register health metrics: %w", err)
+	}
+	return nil
+}
+
+type healthCollector struct {
+	components []string
+	degraded   func() map[string]bool
+	desc       *prometheus.Desc
+}
+
+func (c healthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c healthCollector) Collect(ch chan<- prometheus.Metric) {
+	d := c.degraded()
+	for _, comp := range c.components {
+		v := 0.0
+		if d[comp] {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, comp)
+	}
+}
+
 // Handler serves the registry in the Prometheus exposition formats. A collector that fails is logged and left
 // out; the rest is served.
 func (m *Metrics) Handler(logger *slog.Logger) http.Handler {

@@ -36,6 +36,9 @@ func newMetrics(t *testing.T, c mvp.Counter) (*prometheus.Registry, *Metrics) {
 	if err := m.CollectStore(c, time.Second); err != nil {
 		t.Fatal(err)
 	}
+	if err := m.CollectHealth([]string{"ray", "shared_root"}, func() map[string]bool { return map[string]bool{"shared_root": true} }); err != nil {
+		t.Fatal(err)
+	}
 	return reg, m
 }
 
@@ -185,5 +188,18 @@ func TestStoreErrorServesTheRest(t *testing.T) {
 	body, _ := io.ReadAll(rec.Body)
 	if rec.Code != 200 || !strings.Contains(string(body), "mvp_tasks_submitted_total") || strings.Contains(string(body), "mvp_tasks{") {
 		t.Errorf("status %d, body:\n%s", rec.Code, body)
+	}
+}
+
+// TestHealthDegraded: one series per component, 1 for a degraded one, 0 for the others.
+func TestHealthDegraded(t *testing.T) {
+	reg, _ := newMetrics(t, counts{c: sample()})
+	want := `# HELP mvp_health_degraded 1 while /healthz reports this component degraded (its sentence says why), else 0.
+# TYPE mvp_health_degraded gauge
+mvp_health_degraded{component="ray"} 0
+mvp_health_degraded{component="shared_root"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "mvp_health_degraded"); err != nil {
+		t.Error(err)
 	}
 }

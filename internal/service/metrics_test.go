@@ -3,6 +3,9 @@ package service_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -164,5 +167,47 @@ func TestMetricsCountEverySubmission(t *testing.T) {
 		if v, _ := fams.Value(t, "mvp_tasks_submitted_total", "workload", w); v != stored[w] {
 			t.Errorf("mvp_tasks_submitted_total{workload=%q} = %v; %v such tasks are stored", w, v, stored[w])
 		}
+	}
+}
+
+// /healthz's degraded sentences (ray, scheduler, database, shared_root) had no metric: a full database disk or an
+// unmounted shared_root held every task while /metrics showed nothing an alert could fire on but a queue that
+// grew (and no HTTP error counter). mvp_health_degraded{component} is 1 exactly while /healthz has that sentence.
+// Found in the SRE walk-through.
+func TestHealthIsInTheMetrics(t *testing.T) {
+	cfg := servicetest.Config(t)
+	m := servicetest.Start(t, &service.Main{Config: cfg})
+	degraded := func() map[string]float64 {
+		code, fams := servicetest.Scrape(t, m.URL(), m.APIToken())
+		if code != 200 {
+			t.Fatalf("/metrics: %d", code)
+		}
+		out := map[string]float64{}
+		for _, c := range []string{"ray", "scheduler", "database", "shared_root"} {
+			v, ok := fams.Value(t, "mvp_health_degraded", "component", c)
+			if !ok {
+				v = -1 // absent
+			}
+			out[c] = v
+		}
+		return out
+	}
+	all0 := map[string]float64{"ray": 0, "scheduler": 0, "database": 0, "shared_root": 0}
+	var got map[string]float64
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got = degraded(); maps.Equal(got, all0) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mvp_health_degraded on a healthy service: %v, want every component present and 0", got)
+		}
+	}
+	jobs := filepath.Join(cfg.SharedRoot, "jobs")
+	if err := os.Rename(jobs, jobs+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(jobs+".aside", jobs)
+	if got := degraded(); got["shared_root"] != 1 || got["database"] != 0 {
+		t.Errorf("mvp_health_degraded with shared_root unmounted: %v, want shared_root 1", got)
 	}
 }

@@ -278,6 +278,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return m.loop.SharedRootError()
 		},
 		Secrets: vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public, RayDoor: door}
+	if met != nil {
+		if err := met.CollectHealth(api.HealthComponents, srv.Degraded); err != nil {
+			return err
+		}
+	}
 	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, Admit: srv.AdmitScheduled, NewID: api.NewTaskID,
 		Ready: m.loop.Synced(), // overlap must see the tasks as Ray left them, not as the last process did
 		Cancel: func(ctx context.Context, id, by string) error {
