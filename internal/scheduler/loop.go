@@ -101,6 +101,8 @@ type Loop struct {
 	armed     bool // see Armed
 	// seen is the cluster as the last pass that could admit read it (NeverFits's).
 	seen *mvp.ClusterView
+	// lastDownSince is when the latest outage of Ray began (Health's RayDownSince, cleared when it ends).
+	lastDownSince time.Time
 	// folderErr is why the latest task folder could not be written (nil once one is written again): the held
 	// task's reason said so, /healthz did not (SharedRootError).
 	folderErr error
@@ -690,6 +692,9 @@ func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) boo
 	h.LastTick = now
 	wasOK := h.RayOK || h.RayDownSince == nil
 	if rayErr == nil {
+		if h.RayDownSince != nil {
+			l.lastDownSince = *h.RayDownSince // for the log line of Ray's return (recordOutage)
+		}
 		h.RayOK, h.RayError, h.RayDownSince = true, "", nil
 		l.backoff, l.skipUntil = 0, time.Time{}
 	} else {
@@ -731,7 +736,14 @@ func (l *Loop) recordOutage(ctx context.Context, now time.Time, active []*mvp.Ta
 		typ, payload = mvp.EventRayUnavailable, map[string]any{"error": outageCause(rayErr)}
 		l.Logger.Warn("Ray is unavailable; backing off", "err", rayErr)
 	} else {
-		l.Logger.Info("Ray is available again")
+		l.mu.Lock()
+		since := l.lastDownSince
+		l.mu.Unlock()
+		if since.IsZero() {
+			l.Logger.Info("Ray is available again")
+		} else {
+			l.Logger.Info("Ray is available again", "down_since", since, "down_for", now.Sub(since).Round(time.Second))
+		}
 	}
 	b, _ := json.Marshal(payload)
 	for _, t := range active {

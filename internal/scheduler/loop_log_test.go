@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -39,5 +40,37 @@ func TestTheLogSaysWhatHappenedToATask(t *testing.T) {
 		if !strings.Contains(lines[i], w) {
 			t.Errorf("log line %d %q does not say %q", i, lines[i], w)
 		}
+	}
+}
+
+// TestAnOutageIsLoggedOnceWithItsLength: the log said "Ray is unavailable; backing off" when Ray went away and
+// "Ray is available again" when it came back, without how long it was away: the operator had to find and subtract
+// the two timestamps (in a log with other lines between) to say how long nothing was admitted. The line of the
+// return says since when and for how long.
+func TestAnOutageIsLoggedOnceWithItsLength(t *testing.T) {
+	h := newHarness(t)
+	var log lockedLog
+	h.loop.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	h.task()
+	h.tick()
+	h.ray.down = true
+	for i := 0; i < 90; i++ {
+		h.tick() // one second each
+	}
+	h.ray.down = false
+	h.clock.t = h.clock.t.Add(time.Minute)
+	h.tick()
+	out := log.String()
+	if n := strings.Count(out, "Ray is unavailable"); n != 1 {
+		t.Errorf("%d lines say Ray is unavailable in 90 s of outage, want 1:\n%s", n, out)
+	}
+	var back string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "Ray is available again") {
+			back = l
+		}
+	}
+	if !strings.Contains(back, "down_for=2m30s") || !strings.Contains(back, "down_since=") {
+		t.Errorf("the line of Ray's return %q does not say since when and for how long (2m30s) it was down", back)
 	}
 }
