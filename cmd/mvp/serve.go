@@ -36,7 +36,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return cli.Usage(fmt.Errorf("--log-level: %w", err))
+		return cli.Usage(fmt.Errorf("--log-level %q: want debug, info, warn or error (%w)", *logLevel, err))
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	// SIGHUP (a log rotation's postrotate, a closed terminal) would end the process without the orderly stop that
