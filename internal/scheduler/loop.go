@@ -127,8 +127,8 @@ func (l *Loop) Health() Health {
 }
 
 // SharedRootError says why the latest task folder the loop tried to write on shared_root could not be written (a
-// full or read-only disk): the task waits, and /healthz says so until a task folder is written again. nil when
-// the last write succeeded, or none was tried.
+// full or read-only disk): the task waits, and /healthz says so until a task folder is written again or no waiting
+// task is held for its folder. nil when the last write succeeded, or none was tried.
 func (l *Loop) SharedRootError() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -375,6 +375,9 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		}
 	}
 	<-done
+	if submits == 0 {
+		l.endFolderErr(snap.Queue)
+	}
 	// Keeping logs and deleting old jobs from Ray come after the decisions, which do not depend on them.
 	if rayErr == nil {
 		l.prune(ctx, now)
@@ -1008,10 +1011,26 @@ func (l *Loop) writeFolder(t *mvp.Task, n int, payload *mvp.JobSubmission) error
 	return err
 }
 
+// folderHold begins the reason of a task held because its folder cannot be written.
+const folderHold = "its task folder cannot be written on shared_root"
+
+// endFolderErr forgets the latest task folder's write error once no waiting task is held for its folder (in a pass
+// that wrote none): kept until the next write, it left /healthz degraded after the held task was canceled.
+func (l *Loop) endFolderErr(queue []*mvp.Task) {
+	for _, t := range queue {
+		if strings.HasPrefix(t.PendingReason, folderHold) {
+			return
+		}
+	}
+	l.mu.Lock()
+	l.folderErr = nil
+	l.mu.Unlock()
+}
+
 // holdForFolder leaves a task whose folder cannot be written waiting, with a reason that names shared_root; the
 // next pass that admits it tries again. The reason is written only when it changes.
 func (l *Loop) holdForFolder(ctx context.Context, now time.Time, t *mvp.Task, err error) error {
-	reason := fmt.Sprintf("its task folder cannot be written on shared_root (%s): %v; free space there or make it "+
+	reason := fmt.Sprintf(folderHold+" (%s): %v; free space there or make it "+
 		"writable (or set shared_root in dev.yaml); it is submitted once the folder can be written", l.Files.Root, err)
 	if t.State == mvp.StatePendingResources && t.PendingReason == reason {
 		return nil

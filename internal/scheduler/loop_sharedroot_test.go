@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,5 +191,32 @@ func TestAnUnwritableSharedRootIsInTheHealth(t *testing.T) {
 	h.tick()
 	if err := h.loop.SharedRootError(); err != nil {
 		t.Errorf("SharedRootError once a task folder was written again: %v", err)
+	}
+}
+
+// TestASharedRootErrorEndsWithTheLastHeldTask: the error was kept until a task folder was written again, so a
+// held task canceled (the disk freed meanwhile, or not) left /healthz degraded, naming shared_root, until the
+// next submission: status.sh exited 3 on a service with nothing to write.
+func TestASharedRootErrorEndsWithTheLastHeldTask(t *testing.T) {
+	h := newHarness(t)
+	h.breakRoot()
+	task := h.task()
+	h.tick()
+	if h.loop.SharedRootError() == nil {
+		t.Fatal("no SharedRootError while the task folder cannot be written")
+	}
+	h.view.Nodes[0].Available["GPU"] = 0 // a pass that submits nothing: the held task still waits for its folder
+	h.tick()
+	if h.loop.SharedRootError() == nil {
+		t.Error("SharedRootError forgotten while a task still waits for its folder")
+	}
+	got := h.get(task.ID)
+	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: got.State, To: mvp.StateCanceled,
+		At: h.clock.t}); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	if err := h.loop.SharedRootError(); err != nil {
+		t.Errorf("SharedRootError with no task left waiting for its folder: %v", err)
 	}
 }
