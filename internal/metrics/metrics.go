@@ -260,11 +260,17 @@ func (s storeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(oldestWaitDesc, prometheus.GaugeValue, wait, string(w))
 	}
+	// Every kind, 0 until it happens: a series born at 1 is not counted by increase(), so the first INFRA failure
+	// of a database went unalerted.
+	ended := map[mvp.FailureKind]int{}
 	for _, ac := range counts.EndedAttempts {
-		kind := string(ac.FailureKind)
-		if ac.FailureKind == mvp.FailureNone {
+		ended[ac.FailureKind] += ac.N
+	}
+	for _, k := range mvp.FailureKinds {
+		kind := string(k)
+		if k == mvp.FailureNone {
 			kind = "none"
 		}
-		ch <- prometheus.MustNewConstMetric(attemptsDesc, prometheus.CounterValue, float64(ac.N), kind)
+		ch <- prometheus.MustNewConstMetric(attemptsDesc, prometheus.CounterValue, float64(ended[k]), kind)
 	}
 }

@@ -105,7 +105,14 @@ mvp_queue_oldest_wait_seconds{workload="ray_job"} 0
 mvp_queue_oldest_wait_seconds{workload="sft"} 0
 # HELP mvp_attempts_ended_total Attempts whose Ray job ended, by failure kind (none: succeeded, or stopped on a cancel).
 # TYPE mvp_attempts_ended_total counter
+mvp_attempts_ended_total{failure_kind="HEARTBEAT_LOST"} 0
 mvp_attempts_ended_total{failure_kind="INFRA"} 2
+mvp_attempts_ended_total{failure_kind="INSUFFICIENT_RESOURCES"} 0
+mvp_attempts_ended_total{failure_kind="MAX_QUEUED_EXCEEDED"} 0
+mvp_attempts_ended_total{failure_kind="MAX_RUNTIME_EXCEEDED"} 0
+mvp_attempts_ended_total{failure_kind="RUNTIME_ERROR"} 0
+mvp_attempts_ended_total{failure_kind="UNKNOWN"} 0
+mvp_attempts_ended_total{failure_kind="USER_ERROR"} 0
 mvp_attempts_ended_total{failure_kind="none"} 7
 # HELP mvp_tasks_submitted_total Tasks the API accepted and stored, by workload.
 # TYPE mvp_tasks_submitted_total counter
@@ -201,5 +208,36 @@ mvp_health_degraded{component="shared_root"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "mvp_health_degraded"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestEveryFailureKindIsPresent: a failure kind's series appeared only with its first ended attempt, at 1, and
+// Prometheus' increase() does not count a series' first sample: specs/metrics.md's alert,
+// increase(mvp_attempts_ended_total{failure_kind="INFRA"}[1h]), stayed 0 for the first INFRA failure a
+// database ever had (and for the first after each new kind). Every kind is present, 0 until it happens, as
+// mvp_tasks has every state. Found in the SRE walk-through (a fresh database showed only the kinds seen).
+func TestEveryFailureKindIsPresent(t *testing.T) {
+	reg, _ := newMetrics(t, counts{c: &mvp.Counts{EndedAttempts: []mvp.AttemptCount{{FailureKind: mvp.FailureNone, N: 3}}}})
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != "mvp_attempts_ended_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	for _, k := range mvp.FailureKinds {
+		name, want := string(k), 0.0
+		if k == mvp.FailureNone {
+			name, want = "none", 3
+		}
+		if v, ok := got[name]; !ok || v != want {
+			t.Errorf("mvp_attempts_ended_total{failure_kind=%q}: %v (present %v), want %v", name, v, ok, want)
+		}
 	}
 }
