@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -117,13 +118,29 @@ func sendLines(ctx context.Context, c *websocket.Conn, text string, whole bool) 
 		if chunk == "" {
 			break
 		}
-		if err := c.Write(ctx, websocket.MessageText, []byte(chunk)); err != nil {
+		if err := c.Write(ctx, websocket.MessageText, validUTF8(chunk)); err != nil {
 			return sent, false
 		}
-		sent += int64(len(chunk))
+		sent += int64(len(chunk)) // bytes of the log, which the next read skips, not of the frame
 		text = text[len(chunk):]
 	}
 	return sent, true
+}
+
+// validUTF8 returns s as a text frame may carry it: each byte that is not part of a UTF-8 character becomes
+// U+FFFD, as encoding/json writes it in the logs answer. A text frame that is not UTF-8 makes Ray's client (aiohttp)
+// fail the whole tail, so one such byte in a driver's output cost every line of the log.
+func validUTF8(s string) []byte {
+	if utf8.ValidString(s) {
+		return []byte(s)
+	}
+	// Ranging over a string yields U+FFFD for each byte that does not begin a valid character, one byte at a
+	// time: the same replacement encoding/json makes (strings.ToValidUTF8 would fold a run of them into one).
+	b := make([]byte, 0, len(s)+8)
+	for _, r := range s {
+		b = utf8.AppendRune(b, r)
+	}
+	return b
 }
 
 // frameWriter sends what is written to it as text frames of whole lines (at most maxFrame each); sent counts

@@ -422,3 +422,54 @@ func readTail(t *testing.T, srv *httptest.Server, sid string) []string {
 		frames = append(frames, string(b))
 	}
 }
+
+// TestTailSendsInvalidUTF8AsTheLogsDo: a driver that printed a byte that is not UTF-8 (a binary dump, a latin-1
+// file name) broke the whole tail: the door sent the line as it was in a text frame, Ray's client (aiohttp)
+// refuses a text frame that is not UTF-8 and raised "WebSocket error for job X: None", so `ray job submit` and
+// `ray job logs -f` printed none of the log and exited 1 while the job succeeded; `ray job logs` of the same job
+// showed every line, the bad byte as U+FFFD (encoding/json's replacement). The tail now sends what the logs
+// answer does. Found in a walk-through against Ray (a driver writing b"\xff\xfe" to stdout).
+func TestTailSendsInvalidUTF8AsTheLogsDo(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	now := time.Now().UTC()
+	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-0005", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
+		SubmissionID: "binary", Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`), CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	att := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: task.ID + "--a01", CreatedAt: now}
+	for _, c := range []mvp.Change{
+		{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: now, NewAttempt: att},
+		{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateSucceeded, At: now,
+			AttemptUpdate: &mvp.Attempt{TaskID: task.ID, No: 1, RayStatus: mvp.RaySucceeded}},
+	} {
+		if err := db.Apply(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const log = "a\nbad byte: \xff\xfe end\ncut \xe2\x82\neuro \xe2\x82\xac\nlast \xc3"
+	read := func(context.Context, string, int) (string, bool, error) { return log, true, nil }
+	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond, ReadLog: read}
+	srv := serveDoor(t, d)
+	frames := readTail(t, srv, "binary")
+	for _, f := range frames {
+		if !utf8.ValidString(f) {
+			t.Errorf("frame %q is not UTF-8: Ray's client fails the whole tail on it", f)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/api/jobs/binary/logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var logs struct {
+		Logs string `json:"logs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&logs); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(frames, ""); got != logs.Logs {
+		t.Errorf("the tail sent %q, the logs answer %q: want the same text", got, logs.Logs)
+	}
+}
