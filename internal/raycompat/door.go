@@ -544,10 +544,12 @@ func (d *Door) tail(w http.ResponseWriter, r *http.Request) error {
 }
 
 // lines returns the longest prefix of s made of whole lines, at most max bytes unless a single line is longer:
-// then as much of it as fits, cut between characters (a text frame must be valid UTF-8).
+// then as much of it as fits, cut between characters (a text frame must be valid UTF-8). A line ends with '\n' or
+// with '\r': a progress bar (tqdm) redraws its line with '\r' and writes '\n' only when it is done, and Ray's own
+// tail shows each redraw as it comes (it reads the file with Python's universal newlines).
 func lines(s string, max int) string {
 	if len(s) > max {
-		if i := strings.LastIndexByte(s[:max], '\n'); i >= 0 {
+		if i := strings.LastIndexAny(s[:max], "\n\r"); i >= 0 {
 			return s[:i+1]
 		}
 		if p := mvp.PrefixUTF8(s, max); p != "" {
@@ -556,7 +558,7 @@ func lines(s string, max int) string {
 		_, n := utf8.DecodeRuneInString(s) // one character longer than max
 		return s[:n]
 	}
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+	if i := strings.LastIndexAny(s, "\n\r"); i >= 0 {
 		return s[:i+1]
 	}
 	return ""

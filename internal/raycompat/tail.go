@@ -106,8 +106,8 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 	}
 }
 
-// sendLines sends text as text frames of whole lines (at most maxFrame each), and with whole its last line
-// without its newline too; it returns the bytes sent, and false when the client went away.
+// sendLines sends text as text frames of whole lines (ended by '\n' or '\r': lines), at most maxFrame each, and
+// with whole its last line without its newline too; it returns the bytes sent, and false when the client went away.
 func sendLines(ctx context.Context, c *websocket.Conn, text string, whole bool) (int64, bool) {
 	var sent int64
 	for text != "" {

@@ -473,3 +473,82 @@ func TestTailSendsInvalidUTF8AsTheLogsDo(t *testing.T) {
 		t.Errorf("the tail sent %q, the logs answer %q: want the same text", got, logs.Logs)
 	}
 }
+
+// TestTailSendsAProgressBarAsItGoes: a progress bar (tqdm, which verl's trainers and most training loops print)
+// redraws one line with '\r' and writes '\n' only when it is done. The tail sent only lines ended by '\n', so
+// `ray job logs -f` and `ray job submit` through mvp printed nothing for a whole epoch and the job looked hung,
+// where Ray's own tail shows each redraw as it comes. A '\r' now ends a frame too; the bytes are sent as they are
+// (the terminal redraws the line, and the tail's text stays the logs answer's).
+func TestTailSendsAProgressBarAsItGoes(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	now := time.Now().UTC()
+	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-0006", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
+		SubmissionID: "progress", Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`), CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	att := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: task.ID + "--a01", CreatedAt: now}
+	for _, c := range []mvp.Change{
+		{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: now, NewAttempt: att},
+		{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateRunning, At: now},
+	} {
+		if err := db.Apply(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const whole = "start\n\repoch: 0/8\repoch: 1/8\repoch: 8/8\ndone\n"
+	seen := make(chan struct{}) // closed when the client has received "epoch: 0/8"
+	follow := func(_ context.Context, _ string, _ int, skip int64, w io.Writer) (int64, bool, bool, error) {
+		if skip > 0 { // the first stream has ended the task; nothing more
+			return 0, true, true, nil
+		}
+		n, err := io.WriteString(w, whole[:len("start\n\repoch: 0/8\repoch: 1/8")])
+		if err != nil {
+			return int64(n), false, true, err
+		}
+		select {
+		case <-seen:
+		case <-time.After(3 * time.Second):
+			t.Errorf("the client had not received the redrawn line \"epoch: 0/8\" 3 s after it was written")
+		}
+		m, err := io.WriteString(w, whole[n:])
+		if err := db.Apply(ctx, mvp.Change{TaskID: task.ID, From: mvp.StateRunning, To: mvp.StateSucceeded,
+			At: time.Now(), AttemptUpdate: &mvp.Attempt{TaskID: task.ID, No: 1, RayStatus: mvp.RaySucceeded}}); err != nil {
+			t.Error(err)
+		}
+		return int64(n + m), true, true, err
+	}
+	read := func(context.Context, string, int) (string, bool, error) { return whole, true, nil }
+	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond, ReadLog: read,
+		FollowLogFrom: follow}
+	srv := serveDoor(t, d)
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(rctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/progress/logs/tail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	var got strings.Builder
+	for {
+		_, b, err := c.Read(rctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Fatalf("the tail ended with %v", err)
+			}
+			break
+		}
+		got.Write(b)
+		if strings.Contains(got.String(), "epoch: 0/8") {
+			select {
+			case <-seen:
+			default:
+				close(seen)
+			}
+		}
+	}
+	if got.String() != whole {
+		t.Errorf("the client got %q, want %q", got.String(), whole)
+	}
+}
