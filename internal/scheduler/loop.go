@@ -21,6 +21,11 @@ import (
 type Builder func(t *mvp.Task, attemptNo int) (*mvp.JobSubmission, error)
 
 // Loop applies Decide's actions and follows every live attempt in Ray, once per tick.
+// StopResend is how often the loop asks Ray again to stop a job it asked to stop and Ray still reports live (its
+// stop wait runs: SIGTERM, then SIGKILL after runtime_grace_s): often enough that a lost request is soon made
+// good, not at every pass.
+const StopResend = 10 * time.Second
+
 type Loop struct {
 	Store mvp.Store
 	// Nodes, when set, keeps the count of GPU nodes of the last healthy pass across restarts: a restarted mvp
@@ -67,6 +72,8 @@ type Loop struct {
 	// first pass (a POST of an earlier process may land up to then). See Report.LastPost.
 	posted  map[string]time.Time
 	started time.Time
+	// stopAsked: submission id → when this process last asked Ray to stop its job (askStop); only live attempts.
+	stopAsked map[string]time.Time
 	// progressRead: submission id → what was last seen of its progress file (loop_progress.go).
 	progressRead map[string]string
 	// progressSeen: submission id → the progress file's modification time as last seen, and when (mvp's clock)
@@ -810,7 +817,36 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 			delete(l.posted, id)
 		}
 	}
+	for id := range l.stopAsked {
+		if !live[id] {
+			delete(l.stopAsked, id)
+		}
+	}
 	return out
+}
+
+// askStop asks Ray to stop job id. Asked again while Ray still reports the job live (its stop wait runs), it asks
+// at most once per StopResend; now asks at once (a new judgement, a cancel that landed during the submit). A
+// failed ask is made again at the next pass. A job Ray does not know is stopped.
+func (l *Loop) askStop(ctx context.Context, id string, now bool) error {
+	at := l.Clock.Now()
+	l.mu.Lock()
+	if last, ok := l.stopAsked[id]; ok && !now && at.Sub(last) < StopResend {
+		l.mu.Unlock()
+		return nil
+	}
+	if l.stopAsked == nil {
+		l.stopAsked = map[string]time.Time{}
+	}
+	l.stopAsked[id] = at
+	l.mu.Unlock()
+	if err := l.Ray.StopJob(ctx, id); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+		l.mu.Lock()
+		delete(l.stopAsked, id)
+		l.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // pendingSince reports whether the job has a PENDING placement group (its gang waits to be placed) and since
@@ -905,7 +941,7 @@ func (l *Loop) stop(ctx context.Context, a Stop) error {
 			"failure_kind", a.Kind, "reason", a.Reason)
 		l.crash("judged_before_stop")
 	}
-	if err := l.Ray.StopJob(ctx, att.RaySubmissionID); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+	if err := l.askStop(ctx, att.RaySubmissionID, !a.Retry); err != nil {
 		return fmt.Errorf("stop attempt %s: %w", att.RaySubmissionID, err)
 	}
 	return nil
@@ -1123,7 +1159,7 @@ func (l *Loop) markSubmitted(ctx context.Context, t *mvp.Task, att *mvp.Attempt)
 	}
 	if errors.Is(err, mvp.ErrConflict) {
 		// Canceled while the call was in flight: the job must not run.
-		if serr := l.Ray.StopJob(ctx, att.RaySubmissionID); serr != nil && !errors.Is(serr, mvp.ErrJobNotFound) {
+		if serr := l.askStop(ctx, att.RaySubmissionID, true); serr != nil {
 			return fmt.Errorf("stop canceled attempt %s: %w", att.RaySubmissionID, serr)
 		}
 		return nil
@@ -1194,7 +1230,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 	}
 	if t.State == mvp.StateCanceled {
 		// Canceled, and the job is (still, or late) alive: stop it, whenever it appeared.
-		if err := l.Ray.StopJob(ctx, a.RaySubmissionID); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+		if err := l.askStop(ctx, a.RaySubmissionID, false); err != nil {
 			return fmt.Errorf("stop canceled attempt %s: %w", a.RaySubmissionID, err)
 		}
 	}

@@ -32,6 +32,7 @@ type fakeRay struct {
 	jobsDown  bool // GetJob fails as if Ray's job server were unreachable (the cluster still reads)
 	gets      int
 	stopErr   error                 // returned by StopJob (the job is not stopped)
+	stopSlow  bool                  // StopJob is taken but the job runs on (Ray's stop wait: SIGTERM, then SIGKILL)
 	logsErr   func(id string) error // when set and non-nil for id, returned by JobLogs
 	hang      chan struct{}         // when set, GetJob signals it, then waits for its context (Ray not answering)
 }
@@ -87,7 +88,7 @@ func (f *fakeRay) StopJob(_ context.Context, id string) error {
 	if f.stopErr != nil {
 		return f.stopErr
 	}
-	if j, ok := f.jobs[id]; ok && !j.Status.Terminal() {
+	if j, ok := f.jobs[id]; ok && !j.Status.Terminal() && !f.stopSlow {
 		j.Status = mvp.RayStopped
 	}
 	return nil
