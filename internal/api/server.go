@@ -739,8 +739,17 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 			}
 		}
 	}
+	held := false
+	if verdict == VerdictFitsNow && s.SharedRoot != nil {
+		// The loop writes a task's folder before it sends it to Ray, and holds it while shared_root cannot be
+		// written (as GET /api/v2/queue says, HoldForSharedRoot): it would not be submitted now, nor at a time
+		// the forecast can tell.
+		if why := s.SharedRoot(); why != nil {
+			verdict, reason, held = VerdictWaits, "held until shared_root can be written: "+why.Error(), true
+		}
+	}
 	admission := map[string]any{"verdict": verdict, "reason": reason}
-	if snap.Cluster != nil && verdict != VerdictNeverFits && verdict != VerdictDepFailed {
+	if snap.Cluster != nil && !held && verdict != VerdictNeverFits && verdict != VerdictDepFailed {
 		v := scheduler.ExplainFor(s.Clock.Now(), snap, s.Policy, func(x *mvp.Task) bool { return x == t })
 		admission["est_start"] = estStart(v, t)
 	}

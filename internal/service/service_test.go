@@ -943,3 +943,31 @@ func TestTheQueueSaysATaskWaitsForSharedRoot(t *testing.T) {
 		t.Errorf("queue %+v; want %s first, code shared_root, saying to mount it", v.Queue, task.ID)
 	}
 }
+
+// TestADryRunSaysATaskWouldBeHeldForSharedRoot: with shared_root unmounted a dry run said "fits_now, would be
+// submitted now" while the loop holds every task it would start until the folders can be written.
+func TestADryRunSaysATaskWouldBeHeldForSharedRoot(t *testing.T) {
+	cfg := servicetest.Config(t)
+	m := servicetest.Start(t, &service.Main{Config: cfg})
+	jobs := filepath.Join(cfg.SharedRoot, "jobs")
+	if err := os.Rename(jobs, jobs+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(jobs+".aside", jobs)
+	raw, err := m.Client().Submit(context.Background(), []byte(goodPPO(1)), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dry struct {
+		Admission struct {
+			Verdict, Reason string
+		} `json:"admission"`
+	}
+	if err := json.Unmarshal(raw, &dry); err != nil {
+		t.Fatal(err)
+	}
+	if dry.Admission.Verdict != api.VerdictWaits || !strings.Contains(dry.Admission.Reason, "shared_root") ||
+		!strings.Contains(dry.Admission.Reason, "mount") {
+		t.Errorf("dry run with shared_root unmounted: %s; want %s, held until shared_root can be written", raw, api.VerdictWaits)
+	}
+}
