@@ -447,20 +447,10 @@ func TestAWaitIsSmall(t *testing.T) {
 // its end. A group the probe saw and then no longer sees is REMOVED (ray.Probe keeps it so for a while): it
 // holds nothing.
 func TestRemovedGroupsAreNotAGangToPlace(t *testing.T) {
-	bundles := []map[string]float64{{"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}}
-	start := t0.Add(-time.Minute)
-	node := func(id string, gpu float64) mvp.Node {
-		return mvp.Node{ID: id, Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100},
-			Available: map[string]float64{"GPU": gpu, "CPU": 48 - 3*(4-gpu), "worker_node": 99}}
-	}
+	bundles, node, active, p := gangScene()
 	removed := []mvp.PlacementGroup{
 		{ID: "g1", CreatorJobID: "01000000", State: "REMOVED", Strategy: "STRICT_PACK", Bundles: bundles, Node: "w1"},
 		{ID: "g2", CreatorJobID: "01000000", State: "REMOVED", Strategy: "STRICT_PACK", Bundles: bundles, Node: "w2"}}
-	running := &mvp.Task{ID: "running", Workload: mvp.WorkloadPPO, State: mvp.StateRunning, NNodes: 2, GPUsPerNode: 4, CreatedAt: start}
-	active := []ActiveAttempt{{Task: running, Attempt: &mvp.Attempt{No: 1, RaySubmissionID: "running--a01",
-		RayJobID: "01000000", RayStatus: mvp.RayRunning, StartTime: &start, DriverNodeID: "w1"}}}
-	p := Policy{Name: DefaultPolicy, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3, mvp.WorkloadGRPO: 3},
-		Driver: map[string]float64{"CPU": 1, "worker_node": 1}}
 	for _, tc := range []struct {
 		name  string
 		nodes []mvp.Node
@@ -511,20 +501,10 @@ func TestRemovedGroupsAreNotAGangToPlace(t *testing.T) {
 // 2.60). Counted as a group still to place, it was reserved a second time on other GPUs, which the next task then
 // could not have; it is placed, and its GPUs are taken off its node whatever the report says.
 func TestAPreparedGroupIsPlaced(t *testing.T) {
-	bundles := []map[string]float64{{"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}}
-	start := t0.Add(-time.Minute)
-	node := func(id string, gpu float64) mvp.Node {
-		return mvp.Node{ID: id, Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100},
-			Available: map[string]float64{"GPU": gpu, "CPU": 48 - 3*(4-gpu), "worker_node": 99}}
-	}
+	bundles, node, active, p := gangScene()
 	groups := []mvp.PlacementGroup{
 		{ID: "g1", CreatorJobID: "01000000", State: "CREATED", Strategy: "STRICT_PACK", Bundles: bundles, Node: "w1"},
 		{ID: "g2", CreatorJobID: "01000000", State: "PREPARED", Strategy: "STRICT_PACK", Bundles: bundles, Node: "w2"}}
-	running := &mvp.Task{ID: "running", Workload: mvp.WorkloadPPO, State: mvp.StateRunning, NNodes: 2, GPUsPerNode: 4, CreatedAt: start}
-	active := []ActiveAttempt{{Task: running, Attempt: &mvp.Attempt{No: 1, RaySubmissionID: "running--a01",
-		RayJobID: "01000000", RayStatus: mvp.RayRunning, StartTime: &start, DriverNodeID: "w1"}}}
-	p := Policy{Name: DefaultPolicy, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3, mvp.WorkloadGRPO: 3},
-		Driver: map[string]float64{"CPU": 1, "worker_node": 1}}
 	for _, lag := range []bool{false, true} {
 		w2 := 0.0
 		if lag {
@@ -546,4 +526,21 @@ func TestAPreparedGroupIsPlaced(t *testing.T) {
 			t.Errorf("report lags %v: admitted onto %v, want [w3]", lag, got)
 		}
 	}
+}
+
+// gangScene is a 2 × 4 PPO gang running as Ray job 01000000 (its groups' bundles: 4 × {GPU 1, CPU 3}), a 4-GPU
+// worker node with gpu GPUs available, and the policy the gang tests decide with.
+func gangScene() (bundles []map[string]float64, node func(id string, gpu float64) mvp.Node, active []ActiveAttempt, p Policy) {
+	bundles = []map[string]float64{{"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}}
+	start := t0.Add(-time.Minute)
+	node = func(id string, gpu float64) mvp.Node {
+		return mvp.Node{ID: id, Alive: true, Total: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100},
+			Available: map[string]float64{"GPU": gpu, "CPU": 48 - 3*(4-gpu), "worker_node": 99}}
+	}
+	running := &mvp.Task{ID: "running", Workload: mvp.WorkloadPPO, State: mvp.StateRunning, NNodes: 2, GPUsPerNode: 4, CreatedAt: start}
+	active = []ActiveAttempt{{Task: running, Attempt: &mvp.Attempt{No: 1, RaySubmissionID: "running--a01",
+		RayJobID: "01000000", RayStatus: mvp.RayRunning, StartTime: &start, DriverNodeID: "w1"}}}
+	p = Policy{Name: DefaultPolicy, CPUsPerGPU: map[mvp.Workload]float64{mvp.WorkloadPPO: 3, mvp.WorkloadGRPO: 3},
+		Driver: map[string]float64{"CPU": 1, "worker_node": 1}}
+	return bundles, node, active, p
 }
