@@ -60,6 +60,14 @@ def group_node(pg):
     return ""
 
 
+def state_name(state):
+    """The name of a placement group state the probe does not list (its number if protobuf knows no name)."""
+    try:
+        return gcs_pb2.PlacementGroupTableData.PlacementGroupState.Name(state)
+    except ValueError:
+        return f"STATE_{state}"
+
+
 def reading(st):
     available = st.available_resources_per_node()
     nodes = []
@@ -81,9 +89,11 @@ def reading(st):
     groups = []
     for raw in st._connect_and_get_accessor().get_placement_group_table():
         pg = gcs_pb2.PlacementGroupTableData.FromString(raw)
-        s = PG_STATES.get(pg.state)
-        if s is None:
-            continue  # REMOVED
+        if pg.state == gcs_pb2.PlacementGroupTableData.REMOVED:
+            continue  # mvp keeps a group it read and no longer reads as REMOVED (ray.Probe)
+        # A state this probe does not know is passed on by its name: mvp takes it as not placed (it reserves the
+        # group), never as removed (which it would take as freed).
+        s = PG_STATES.get(pg.state) or state_name(pg.state)
         groups.append({
             "placement_group_id": binary_to_hex(pg.placement_group_id),
             "creator_job_id": binary_to_hex(pg.creator_job_id),

@@ -740,12 +740,15 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 		}
 	}
 	held := false
-	if verdict == VerdictFitsNow && s.SharedRoot != nil {
-		// The loop writes a task's folder before it sends it to Ray, and holds it while shared_root cannot be
-		// written (as GET /api/v2/queue says, HoldForSharedRoot): it would not be submitted now, nor at a time
-		// the forecast can tell.
+	if s.SharedRoot != nil {
+		// The loop writes a task's folder before it sends it to Ray, and holds every task it would start while
+		// shared_root cannot be written (as GET /api/v2/queue says, HoldForSharedRoot): this one would not be
+		// submitted now, and no start can be estimated while the tasks ahead of it are held too.
 		if why := s.SharedRoot(); why != nil {
-			verdict, reason, held = VerdictWaits, "held until shared_root can be written: "+why.Error(), true
+			held = true
+			if verdict == VerdictFitsNow {
+				verdict, reason = VerdictWaits, "held until shared_root can be written: "+why.Error()
+			}
 		}
 	}
 	admission := map[string]any{"verdict": verdict, "reason": reason}

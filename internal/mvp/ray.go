@@ -97,7 +97,8 @@ type PlacementGroup struct {
 	ID string `json:"placement_group_id"`
 	// CreatorJobID is the hex Ray job id (JobInfo.JobID) that made the group.
 	CreatorJobID string `json:"creator_job_id"`
-	// State is PENDING, CREATED, REMOVED or RESCHEDULING.
+	// State is Ray's: PENDING, PREPARED (placed on its node, not yet committed), CREATED or RESCHEDULING; or
+	// REMOVED, which the live probe (ray.Probe) gives a group it read before and no longer reads.
 	State string `json:"state"`
 	// SchedulingState is e.g. NO_RESOURCES while a PENDING group cannot be placed.
 	SchedulingState string               `json:"scheduling_state"`

@@ -169,7 +169,8 @@ func (w *Wait) EstStart() *time.Time {
 // Stop stops a live attempt that mvp has judged: a gang unplaceable for longer than Policy.GangWait
 // (Kind INSUFFICIENT_RESOURCES, Event GANG_STUCK). The loop records the judgement on the attempt first (Retry
 // false), then asks Ray to stop the job; an attempt already judged gets Stop again on every pass (Retry true)
-// until Ray reports its job ended, so a failed stop call, or a crash between the note and the call, is retried.
+// until Ray reports its job ended, so a failed stop call, or a crash between the note and the call, is retried
+// (the loop sends such a repeated ask at most every StopResend).
 type Stop struct {
 	Task    *mvp.Task
 	Attempt *mvp.Attempt

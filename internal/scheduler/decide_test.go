@@ -544,3 +544,46 @@ func gangScene() (bundles []map[string]float64, node func(id string, gpu float64
 		Driver: map[string]float64{"CPU": 1, "worker_node": 1}}
 	return bundles, node, active, p
 }
+
+// A job that made and removed a small CPU-only group before asking for its gang: counted as one of its gang's
+// groups, only one of the two 4-GPU groups it was about to ask for was reserved (a review's case). Only groups of
+// the gang's shape (its GPUs) count.
+func TestARemovedGroupOfAnotherShapeIsNotTheGangsOwn(t *testing.T) {
+	_, node, active, p := gangScene()
+	groups := []mvp.PlacementGroup{{ID: "cpu", CreatorJobID: "01000000", State: "REMOVED", Strategy: "PACK",
+		Bundles: []map[string]float64{{"CPU": 1}}, Node: "w1"}}
+	snap := Snapshot{Cluster: &mvp.ClusterView{Nodes: []mvp.Node{node("w1", 4), node("w2", 4)}, Groups: groups},
+		Active: active,
+		Queue:  []*mvp.Task{{ID: "next", Workload: mvp.WorkloadGRPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 4, CreatedAt: t0}}}
+	for _, a := range Decide(t0, snap, p) {
+		if s, ok := a.(Submit); ok {
+			t.Errorf("next admitted onto %v while job 01000000 (2×4, no group placed yet) still needs both nodes", s.Nodes)
+		}
+	}
+}
+
+// After its gang is removed, a lingering driver that asks for a small CPU-only group had its whole gang reserved
+// again, and the queue waited behind it (a review's case).
+func TestAPendingGroupOfAnotherShapeDoesNotBringTheGangBack(t *testing.T) {
+	bundles, node, active, p := gangScene()
+	groups := []mvp.PlacementGroup{
+		{ID: "g1", CreatorJobID: "01000000", State: "REMOVED", Strategy: "STRICT_PACK", Bundles: bundles, Node: "w1"},
+		{ID: "g2", CreatorJobID: "01000000", State: "REMOVED", Strategy: "STRICT_PACK", Bundles: bundles, Node: "w2"},
+		{ID: "cpu", CreatorJobID: "01000000", State: "PENDING", SchedulingState: "QUEUED", Strategy: "PACK",
+			Bundles: []map[string]float64{{"CPU": 1}}}}
+	snap := Snapshot{Cluster: &mvp.ClusterView{Nodes: []mvp.Node{node("w1", 0), node("w2", 0), node("w3", 4)}, Groups: groups},
+		Active: active,
+		Queue:  []*mvp.Task{{ID: "next", Workload: mvp.WorkloadGRPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 4, CreatedAt: t0}}}
+	admitted := false
+	for _, a := range Decide(t0, snap, p) {
+		switch a := a.(type) {
+		case Submit:
+			admitted = true
+		case *Wait:
+			t.Logf("next waits: %s %q", a.Code(), a.Reason)
+		}
+	}
+	if !admitted {
+		t.Errorf("next not admitted on w3: the removed gang's job asked for a 1-CPU group and its whole gang was reserved again")
+	}
+}

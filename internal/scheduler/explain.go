@@ -32,7 +32,8 @@ type NodeFree struct {
 	// FreeGPUs are the GPUs no live attempt holds or will hold (an admitted attempt whose placement groups Ray
 	// has not made yet counts as holding its GPUs), before this pass's admissions: what the scheduler can give.
 	FreeGPUs float64 `json:"free_gpus"`
-	// RayFreeGPUs is Ray's own figure (its available resources), which lags a submission by seconds.
+	// RayFreeGPUs is Ray's figure (its available resources, less what placed groups hold where its report lags
+	// their placement by milliseconds), which lags a submission by seconds.
 	RayFreeGPUs float64 `json:"ray_free_gpus"`
 	TotalGPUs   float64 `json:"total_gpus"`
 }

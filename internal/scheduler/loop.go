@@ -20,12 +20,12 @@ import (
 // Builder makes the Ray submission of attempt n of a task from its effective spec.
 type Builder func(t *mvp.Task, attemptNo int) (*mvp.JobSubmission, error)
 
-// Loop applies Decide's actions and follows every live attempt in Ray, once per tick.
 // StopResend is how often the loop asks Ray again to stop a job it asked to stop and Ray still reports live (its
 // stop wait runs: SIGTERM, then SIGKILL after runtime_grace_s): often enough that a lost request is soon made
 // good, not at every pass.
 const StopResend = 10 * time.Second
 
+// Loop applies Decide's actions and follows every live attempt in Ray, once per tick.
 type Loop struct {
 	Store mvp.Store
 	// Nodes, when set, keeps the count of GPU nodes of the last healthy pass across restarts: a restarted mvp
@@ -827,7 +827,8 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 
 // askStop asks Ray to stop job id. Asked again while Ray still reports the job live (its stop wait runs), it asks
 // at most once per StopResend; now asks at once (a new judgement, a cancel that landed during the submit). A
-// failed ask is made again at the next pass. A job Ray does not know is stopped.
+// failed ask, and one Ray answered "no such job" (it may still appear), is made again at the next pass; the
+// latter is not an error.
 func (l *Loop) askStop(ctx context.Context, id string, now bool) error {
 	at := l.Clock.Now()
 	l.mu.Lock()
@@ -840,10 +841,14 @@ func (l *Loop) askStop(ctx context.Context, id string, now bool) error {
 	}
 	l.stopAsked[id] = at
 	l.mu.Unlock()
-	if err := l.Ray.StopJob(ctx, id); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+	err := l.Ray.StopJob(ctx, id)
+	if err != nil {
+		// Asked again at the next pass: a failed ask, or a job Ray does not know yet (a POST that may still land).
 		l.mu.Lock()
 		delete(l.stopAsked, id)
 		l.mu.Unlock()
+	}
+	if err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
 		return err
 	}
 	return nil

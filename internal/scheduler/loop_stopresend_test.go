@@ -58,3 +58,24 @@ func TestAStopIsNotSentEveryPass(t *testing.T) {
 		})
 	}
 }
+
+// TestAStopRayDidNotKnowIsAskedAgain: a stop Ray answers "no such job" (a POST that has not landed yet) is not
+// held back for StopResend: the job may appear at the next pass and must be stopped then.
+func TestAStopRayDidNotKnowIsAskedAgain(t *testing.T) {
+	h := newHarness(t)
+	h.ray.stopSlow = true
+	task := h.task()
+	h.tick()
+	h.ray.set(task.ID+"--a01", mvp.RayRunning, "", 0)
+	h.tick()
+	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateRunning,
+		To: mvp.StateCanceled, At: h.clock.t}); err != nil {
+		t.Fatal(err)
+	}
+	h.ray.stopErr = mvp.ErrJobNotFound
+	h.tick()
+	h.tick()
+	if n := len(h.ray.stopped); n != 2 {
+		t.Errorf("%d stop requests in 2 passes after Ray said it had no such job, want 2: %v", n, h.ray.stopped)
+	}
+}

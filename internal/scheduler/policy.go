@@ -314,8 +314,7 @@ func (pl *plan) reserveLive() {
 		}
 	}
 	created := map[string]int{} // placed groups per creator job: one walk of the groups, not one per attempt
-	var removed map[string]int  // REMOVED groups per creator job
-	var pending map[string]bool // creator jobs with a group not placed (and not removed)
+	var others map[string][]int // removed or not yet placed groups of the live attempts' jobs (indexes into Groups)
 	var pool []int              // placed groups of a job no live attempt claims (indexes into Groups)
 	for k := range pl.s.Cluster.Groups {
 		g := &pl.s.Cluster.Groups[k]
@@ -325,16 +324,11 @@ func (pl *plan) reserveLive() {
 			if !claimed[g.CreatorJobID] {
 				pool = append(pool, k)
 			}
-		case g.State == "REMOVED":
-			if removed == nil {
-				removed = map[string]int{}
+		case claimed[g.CreatorJobID]:
+			if others == nil {
+				others = map[string][]int{}
 			}
-			removed[g.CreatorJobID]++
-		default:
-			if pending == nil {
-				pending = map[string]bool{}
-			}
-			pending[g.CreatorJobID] = true
+			others[g.CreatorJobID] = append(others[g.CreatorJobID], k)
 		}
 	}
 	for _, a := range pl.s.Active {
@@ -349,14 +343,13 @@ func (pl *plan) reserveLive() {
 		switch {
 		case a.Attempt != nil && a.Attempt.RayJobID != "":
 			placed = created[a.Attempt.RayJobID]
-			// Groups its job had and removed (its run ended, or its driver freed them) hold nothing and are not
-			// placed again: Ray drops them before the nodes report their GPUs free and before the job's end is
-			// known, and counted as unplaced they were reserved again, held the queue while the reports lagged and
-			// then took the freed GPUs back until mvp followed the job to its end. A job that asks for a group
-			// again (one not placed yet besides those it removed) is a gang to place again.
-			if !pending[a.Attempt.RayJobID] {
-				gone = removed[a.Attempt.RayJobID]
-			}
+			// Groups of its gang's shape that its job had and removed (its run ended, or its driver freed them)
+			// hold nothing and are not placed again: Ray drops them before the nodes report their GPUs free and
+			// before the job's end is known, and counted as unplaced they were reserved again, held the queue while
+			// the reports lagged and then took the freed GPUs back until mvp followed the job to its end. A job
+			// that asks for such a group again (one not placed yet besides those it removed) is a gang to place
+			// again. Left: between a removal and the job's next ask nothing is reserved (specs/design.md).
+			gone = removedOfShape(pl.s.Cluster.Groups, others[a.Attempt.RayJobID], d)
 		case a.Attempt != nil && len(pool) > 0:
 			// Its Ray job id is not known yet (mvp learns it when it next follows the attempt), but its driver may
 			// have placed its gang already: groups of its shape that no live attempt claims are taken as its own.
@@ -409,6 +402,35 @@ func (pl *plan) reserveLive() {
 		}
 		pl.live = append(pl.live, use)
 	}
+}
+
+// removedOfShape counts the REMOVED groups among ks (indexes into groups) that hold d's GPUs (ofShape), or 0 when
+// one of ks of that shape is still to be placed.
+func removedOfShape(groups []mvp.PlacementGroup, ks []int, d Demand) int {
+	n := 0
+	for _, k := range ks {
+		g := &groups[k]
+		if !ofShape(g, d) {
+			continue
+		}
+		if g.State != "REMOVED" {
+			return 0
+		}
+		n++
+	}
+	return n
+}
+
+// ofShape reports whether g's bundles hold one of d's groups' GPUs (true when they are not known).
+func ofShape(g *mvp.PlacementGroup, d Demand) bool {
+	if len(g.Bundles) == 0 {
+		return true
+	}
+	var gpu float64
+	for _, b := range g.Bundles {
+		gpu += b[ResGPU]
+	}
+	return gpu == d.GPUs
 }
 
 // claimGroups takes from pool (indexes into groups) up to d.Groups groups of d's shape (their bundles sum to d's

@@ -961,13 +961,14 @@ func TestADryRunSaysATaskWouldBeHeldForSharedRoot(t *testing.T) {
 	var dry struct {
 		Admission struct {
 			Verdict, Reason string
+			EstStart        *time.Time `json:"est_start"`
 		} `json:"admission"`
 	}
 	if err := json.Unmarshal(raw, &dry); err != nil {
 		t.Fatal(err)
 	}
 	if dry.Admission.Verdict != api.VerdictWaits || !strings.Contains(dry.Admission.Reason, "shared_root") ||
-		!strings.Contains(dry.Admission.Reason, "mount") {
+		!strings.Contains(dry.Admission.Reason, "mount") || dry.Admission.EstStart != nil {
 		t.Errorf("dry run with shared_root unmounted: %s; want %s, held until shared_root can be written", raw, api.VerdictWaits)
 	}
 }
