@@ -747,7 +747,7 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 		if why := s.SharedRoot(); why != nil {
 			held = true
 			if verdict == VerdictFitsNow {
-				verdict, reason = VerdictWaits, "held until shared_root can be written: "+why.Error()
+				verdict, reason = VerdictWaits, scheduler.SharedRootHold(why)
 			}
 		}
 	}

@@ -111,6 +111,10 @@ type PlacementGroup struct {
 	CreatedNs int64 `json:"created_ns,omitempty"`
 }
 
+// Placed reports whether Ray has placed the group: CREATED, or PREPARED (the first of Ray's two steps: its node is
+// chosen and its bundles are held there; it becomes CREATED once every node has committed them).
+func (g *PlacementGroup) Placed() bool { return g.State == "CREATED" || g.State == "PREPARED" }
+
 // ClusterView is one reading of the cluster: every node with its availability, and the placement groups.
 type ClusterView struct {
 	At     time.Time        `json:"at"`

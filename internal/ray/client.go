@@ -540,7 +540,7 @@ func (c *Client) ClusterStatus(ctx context.Context) (*mvp.ClusterView, error) {
 	// only once the usage shows it on its nodes.
 	usage := st.Data.ClusterStatus.LoadMetricsReport.UsageByNode
 	for _, g := range groups {
-		if g.State != "CREATED" && g.State != "PREPARED" || inUsage(usage, g) {
+		if !g.Placed() || inUsage(usage, g) {
 			v.Groups = append(v.Groups, g.PlacementGroup)
 		}
 	}

@@ -301,21 +301,7 @@ func TestAnExpiredJobSaysSo(t *testing.T) {
 func TestTailFollowsTheStreamLineByLine(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	now := time.Now().UTC()
-	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-0003", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
-		SubmissionID: "streams", Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`), CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateTask(ctx, task); err != nil {
-		t.Fatal(err)
-	}
-	att := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: task.ID + "--a01", CreatedAt: now}
-	for _, c := range []mvp.Change{
-		{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: now, NewAttempt: att},
-		{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateRunning, At: now},
-	} {
-		if err := db.Apply(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	task := doorTaskAt(t, db, "0003", "streams", mvp.StateRunning, nil)
 	const whole = "a\nb\nc\nd"
 	var skips []int64
 	follow := func(_ context.Context, _ string, _ int, skip int64, w io.Writer) (int64, bool, bool, error) {
@@ -430,24 +416,8 @@ func readTail(t *testing.T, srv *httptest.Server, sid string) []string {
 // showed every line, the bad byte as U+FFFD (encoding/json's replacement). The tail now sends what the logs
 // answer does. Found in a walk-through against Ray (a driver writing b"\xff\xfe" to stdout).
 func TestTailSendsInvalidUTF8AsTheLogsDo(t *testing.T) {
-	ctx := context.Background()
 	db := openDB(t)
-	now := time.Now().UTC()
-	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-0005", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
-		SubmissionID: "binary", Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`), CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateTask(ctx, task); err != nil {
-		t.Fatal(err)
-	}
-	att := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: task.ID + "--a01", CreatedAt: now}
-	for _, c := range []mvp.Change{
-		{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: now, NewAttempt: att},
-		{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateSucceeded, At: now,
-			AttemptUpdate: &mvp.Attempt{TaskID: task.ID, No: 1, RayStatus: mvp.RaySucceeded}},
-	} {
-		if err := db.Apply(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	doorTaskAt(t, db, "0005", "binary", mvp.StateSucceeded, &mvp.Attempt{No: 1, RayStatus: mvp.RaySucceeded})
 	const log = "a\nbad byte: \xff\xfe end\ncut \xe2\x82\neuro \xe2\x82\xac\nlast \xc3"
 	read := func(context.Context, string, int) (string, bool, error) { return log, true, nil }
 	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond, ReadLog: read}
@@ -482,21 +452,7 @@ func TestTailSendsInvalidUTF8AsTheLogsDo(t *testing.T) {
 func TestTailSendsAProgressBarAsItGoes(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	now := time.Now().UTC()
-	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-0006", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
-		SubmissionID: "progress", Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`), CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateTask(ctx, task); err != nil {
-		t.Fatal(err)
-	}
-	att := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: task.ID + "--a01", CreatedAt: now}
-	for _, c := range []mvp.Change{
-		{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: now, NewAttempt: att},
-		{TaskID: task.ID, From: mvp.StateSubmitting, To: mvp.StateRunning, At: now},
-	} {
-		if err := db.Apply(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	task := doorTaskAt(t, db, "0006", "progress", mvp.StateRunning, nil)
 	const whole = "start\n\repoch: 0/8\repoch: 1/8\repoch: 8/8\ndone\n"
 	seen := make(chan struct{}) // closed when the client has received "epoch: 0/8"
 	follow := func(_ context.Context, _ string, _ int, skip int64, w io.Writer) (int64, bool, bool, error) {
@@ -551,4 +507,30 @@ func TestTailSendsAProgressBarAsItGoes(t *testing.T) {
 	if got.String() != whole {
 		t.Errorf("the client got %q, want %q", got.String(), whole)
 	}
+}
+
+// doorTaskAt stores a Ray door task (mvp2-ray_job-20251223-143201-<suffix>, submission id sid) whose first attempt
+// went to Ray, moved on to state with the attempt update up (nil for none).
+func doorTaskAt(t *testing.T, db *sqlite.DB, suffix, sid string, state mvp.State, up *mvp.Attempt) *mvp.Task {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-" + suffix, Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
+		SubmissionID: sid, Driver: map[string]float64{}, SpecJSON: []byte(`{"entrypoint":"x"}`), CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	att := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: task.ID + "--a01", CreatedAt: now}
+	if up != nil {
+		up.TaskID = task.ID
+	}
+	for _, c := range []mvp.Change{
+		{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting, At: now, NewAttempt: att},
+		{TaskID: task.ID, From: mvp.StateSubmitting, To: state, At: now, AttemptUpdate: up},
+	} {
+		if err := db.Apply(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return task
 }

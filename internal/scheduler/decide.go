@@ -436,10 +436,6 @@ func (w *waits) appendTo(out []Action, pl *plan, i int32) []Action {
 	return append(out, wt)
 }
 
-// isPlaced reports whether Ray has placed a group: CREATED, or PREPARED (the first of Ray's two steps: its node is
-// chosen and its bundles are held there; it becomes CREATED once every node has committed them).
-func isPlaced(g *mvp.PlacementGroup) bool { return g.State == "CREATED" || g.State == "PREPARED" }
-
 // freeNodes returns the alive nodes with their availability, in a stable order. What the placed (CREATED or
 // PREPARED) placement groups on a node hold is taken off it whatever its report says: Ray marks a group placed
 // before the node's available resources catch up, and for that moment the node shows the group's GPUs free.
@@ -447,7 +443,7 @@ func freeNodes(c *mvp.ClusterView) []*node {
 	var held map[string]map[string]float64
 	for i := range c.Groups {
 		g := &c.Groups[i]
-		if !isPlaced(g) || g.Node == "" {
+		if !g.Placed() || g.Node == "" {
 			continue
 		}
 		if held == nil {

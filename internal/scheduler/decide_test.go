@@ -477,15 +477,10 @@ func TestRemovedGroupsAreNotAGangToPlace(t *testing.T) {
 					State: "PENDING", SchedulingState: "QUEUED", Strategy: "STRICT_PACK", Bundles: bundles})
 			}
 			snap := Snapshot{Cluster: &mvp.ClusterView{Nodes: tc.nodes, Groups: groups}, Active: active, Queue: []*mvp.Task{tc.next}}
-			var got []string
-			for _, a := range Decide(t0, snap, p) {
-				switch a := a.(type) {
-				case Submit:
-					got = append(got, a.Nodes...)
-				case *Wait:
-					if tc.want != nil {
-						t.Errorf("%s waits: %s %q", a.Task.ID, a.Code(), a.Reason)
-					}
+			got, waits := admittedOnto(t0, snap, p)
+			for _, w := range waits {
+				if tc.want != nil {
+					t.Errorf("%s waits: %s %q", w.Task.ID, w.Code(), w.Reason)
 				}
 			}
 			slices.Sort(got)
@@ -513,14 +508,9 @@ func TestAPreparedGroupIsPlaced(t *testing.T) {
 		snap := Snapshot{Cluster: &mvp.ClusterView{Nodes: []mvp.Node{node("w1", 0), node("w2", w2), node("w3", 4)}, Groups: groups},
 			Active: active,
 			Queue:  []*mvp.Task{{ID: "next", Workload: mvp.WorkloadGRPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 4, CreatedAt: t0}}}
-		var got []string
-		for _, a := range Decide(t0, snap, p) {
-			switch a := a.(type) {
-			case Submit:
-				got = append(got, a.Nodes...)
-			case *Wait:
-				t.Errorf("report lags %v: %s waits: %s %q", lag, a.Task.ID, a.Code(), a.Reason)
-			}
+		got, waits := admittedOnto(t0, snap, p)
+		for _, w := range waits {
+			t.Errorf("report lags %v: %s waits: %s %q", lag, w.Task.ID, w.Code(), w.Reason)
 		}
 		if !slices.Equal(got, []string{"w3"}) {
 			t.Errorf("report lags %v: admitted onto %v, want [w3]", lag, got)
@@ -586,4 +576,17 @@ func TestAPendingGroupOfAnotherShapeDoesNotBringTheGangBack(t *testing.T) {
 	if !admitted {
 		t.Errorf("next not admitted on w3: the removed gang's job asked for a 1-CPU group and its whole gang was reserved again")
 	}
+}
+
+// admittedOnto runs Decide and returns the nodes its Submits chose, in order, and its Waits.
+func admittedOnto(now time.Time, s Snapshot, p Policy) (nodes []string, waits []*Wait) {
+	for _, a := range Decide(now, s, p) {
+		switch a := a.(type) {
+		case Submit:
+			nodes = append(nodes, a.Nodes...)
+		case *Wait:
+			waits = append(waits, a)
+		}
+	}
+	return nodes, waits
 }

@@ -84,6 +84,10 @@ const CodeSharedRoot WaitCode = "shared_root"
 // WaitCodes lists every code a waiting task can be given, by Decide or by Explain (the API documents them all).
 var WaitCodes = append(slices.Clone(waitCodes[1:]), CodeBackingOff, CodeClusterUnknown, CodeSharedRoot)
 
+// SharedRootHold is the sentence of a task the policy would start now that is held because shared_root cannot be
+// written (why).
+func SharedRootHold(why error) string { return "held until shared_root can be written: " + why.Error() }
+
 // HoldForSharedRoot moves the tasks v would start now into its queue, first, with code shared_root and why: while
 // shared_root cannot be written the loop writes no task folder and so sends nothing to Ray. Listed as starting, a
 // held task read "starting now" in `mvp queue` and had no place in `mvp list`, while it could not start.
@@ -97,8 +101,7 @@ func HoldForSharedRoot(v QueueView, snap Snapshot, why error) QueueView {
 	}
 	held := make([]QueueEntry, 0, len(v.Starting)+len(v.Queue))
 	for i, id := range v.Starting {
-		e := QueueEntry{TaskID: id, Position: i + 1, Code: CodeSharedRoot,
-			Reason: "held until shared_root can be written: " + why.Error()}
+		e := QueueEntry{TaskID: id, Position: i + 1, Code: CodeSharedRoot, Reason: SharedRootHold(why)}
 		if t := tasks[id]; t != nil {
 			e.Owner, e.Priority = ownerName(t), t.Priority
 		}

@@ -890,7 +890,7 @@ func placedNodes(v *mvp.ClusterView, jobID string) []string {
 	var out []string
 	for i := range v.Groups {
 		g := &v.Groups[i]
-		if g.CreatorJobID != jobID || !isPlaced(g) {
+		if g.CreatorJobID != jobID || !g.Placed() {
 			continue
 		}
 		if g.Node == "" {

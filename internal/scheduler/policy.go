@@ -319,7 +319,7 @@ func (pl *plan) reserveLive() {
 	for k := range pl.s.Cluster.Groups {
 		g := &pl.s.Cluster.Groups[k]
 		switch {
-		case isPlaced(g):
+		case g.Placed():
 			created[g.CreatorJobID]++
 			if !claimed[g.CreatorJobID] {
 				pool = append(pool, k)
@@ -423,14 +423,16 @@ func removedOfShape(groups []mvp.PlacementGroup, ks []int, d Demand) int {
 
 // ofShape reports whether g's bundles hold one of d's groups' GPUs (true when they are not known).
 func ofShape(g *mvp.PlacementGroup, d Demand) bool {
-	if len(g.Bundles) == 0 {
-		return true
-	}
-	var gpu float64
+	gpu, _ := bundleSum(g)
+	return len(g.Bundles) == 0 || gpu == d.GPUs
+}
+
+// bundleSum is the GPUs and CPUs of g's bundles.
+func bundleSum(g *mvp.PlacementGroup) (gpu, cpu float64) {
 	for _, b := range g.Bundles {
-		gpu += b[ResGPU]
+		gpu, cpu = gpu+b[ResGPU], cpu+b[ResCPU]
 	}
-	return gpu == d.GPUs
+	return gpu, cpu
 }
 
 // claimGroups takes from pool (indexes into groups) up to d.Groups groups of d's shape (their bundles sum to d's
@@ -439,10 +441,7 @@ func claimGroups(groups []mvp.PlacementGroup, pool []int, d Demand) (int, []int)
 	took := 0
 	rest := pool[:0:0]
 	for _, k := range pool {
-		var gpu, cpu float64
-		for _, b := range groups[k].Bundles {
-			gpu, cpu = gpu+b[ResGPU], cpu+b[ResCPU]
-		}
+		gpu, cpu := bundleSum(&groups[k])
 		if took < d.Groups && (len(groups[k].Bundles) == 0 || gpu == d.GPUs && cpu == d.CPUs) {
 			took++
 			continue
