@@ -117,11 +117,13 @@ type Loop struct {
 
 // Health is what /healthz reports of the scheduler's view of Ray.
 type Health struct {
-	RayOK         bool       `json:"ray_ok"`
-	RayError      string     `json:"ray_error,omitempty"`
-	RayDownSince  *time.Time `json:"ray_down_since,omitempty"`
-	ClusterSource string     `json:"cluster_source,omitempty"`
-	LastTick      time.Time  `json:"last_tick"`
+	RayOK        bool       `json:"ray_ok"`
+	RayError     string     `json:"ray_error,omitempty"`
+	RayDownSince *time.Time `json:"ray_down_since,omitempty"`
+	// ClusterSource is where the pass's view of the cluster came from: "probe", "dashboard" (the fallback), or
+	// "none" when the cluster could not be read.
+	ClusterSource string    `json:"cluster_source,omitempty"`
+	LastTick      time.Time `json:"last_tick"`
 	// ProbeError says why the live probe did not answer while the view is the dashboard's fallback.
 	ProbeError string `json:"probe_error,omitempty"`
 }
@@ -723,6 +725,8 @@ func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) boo
 	}
 	if view != nil {
 		h.ClusterSource, h.ProbeError = view.Source, view.ProbeError
+	} else {
+		h.ClusterSource, h.ProbeError = "none", "" // nothing read: the last reading's source is not this one's
 	}
 	return wasOK != h.RayOK
 }
