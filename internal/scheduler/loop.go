@@ -858,18 +858,20 @@ func (l *Loop) askStop(ctx context.Context, id string, now bool) error {
 	return nil
 }
 
-// pendingSince reports whether the job has a PENDING placement group (its gang waits to be placed) and since
-// when, at mvp's first look at it: when Ray took the creation request of its earliest PENDING group, so that a
-// restart of mvp does not begin the gang wait again. It is never before floor (the attempt's record: the head's
-// clock may differ from mvp's) nor after now, and now when the view does not say (the dashboard's fallback view).
+// pendingSince reports whether the job has a placement group waiting to be placed, PENDING or RESCHEDULING (its node
+// died), and since when, at mvp's first look at it: when Ray took the creation request of its earliest PENDING group,
+// so that a restart of mvp does not begin the gang wait again (a RESCHEDULING group's creation was its first
+// placement: alone, it waits from now, and the caller keeps the first look's time). It is never before floor (the
+// attempt's record: the head's clock may differ from mvp's) nor after now, and now when the view does not say (the
+// dashboard's fallback view).
 func pendingSince(v *mvp.ClusterView, jobID string, floor, now time.Time) (since time.Time, pending bool) {
 	var first int64
 	for _, g := range v.Groups {
-		if g.CreatorJobID != jobID || g.State != "PENDING" {
+		if g.CreatorJobID != jobID || (g.State != "PENDING" && g.State != "RESCHEDULING") {
 			continue
 		}
 		pending = true
-		if g.CreatedNs > 0 && (first == 0 || g.CreatedNs < first) {
+		if g.State == "PENDING" && g.CreatedNs > 0 && (first == 0 || g.CreatedNs < first) {
 			first = g.CreatedNs
 		}
 	}

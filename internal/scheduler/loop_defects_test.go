@@ -544,3 +544,28 @@ func TestASyncThatLearnsTheJobIDSaysSo(t *testing.T) {
 		t.Errorf("last event %s %s: want a RAY_STATUS_SYNC naming the job id it learned", last.Type, last.Payload)
 	}
 }
+
+// A gang whose node died is RESCHEDULING: not placed, so the queue waits behind it as behind a PENDING gang, and
+// the gang wait must bound that too. It counts from mvp's first look at the group rescheduling, not from when Ray
+// made the group (hours before, when it was first placed). Before, only PENDING groups were judged: a driver
+// that outlived its gang's node held the queue for as long as it ran (found by a review, 2026-11-30).
+func TestAReschedulingGangIsJudgedByTheGangWait(t *testing.T) {
+	h := newHarness(t)
+	h.loop.Policy.GangWait = 10 * time.Second
+	gang := h.task()
+	h.tick()
+	h.ray.set(gang.ID+"--a01", mvp.RayRunning, "", 0) // job id 01000000
+	h.view.Groups = []mvp.PlacementGroup{{ID: "pg-1", CreatorJobID: "01000000", State: "RESCHEDULING",
+		SchedulingState: "NO_RESOURCES", Strategy: "STRICT_PACK", Bundles: []map[string]float64{{"GPU": 2}},
+		CreatedNs: h.clock.t.Add(-time.Hour).UnixNano()}}
+	h.tick() // RUNNING, its group seen rescheduling: the gang wait starts now
+	if a := h.get(gang.ID).Attempts[0]; a.FailureKind != mvp.FailureNone {
+		t.Fatalf("judged at its first look, from the group's creation an hour ago: %+v", a)
+	}
+	h.clock.t = h.clock.t.Add(11 * time.Second)
+	h.tick()
+	a := h.get(gang.ID).Attempts[0]
+	if a.FailureKind != mvp.FailureInsufficientResources || !strings.Contains(fmt.Sprint(h.events(gang.ID)), mvp.EventGangStuck) {
+		t.Fatalf("a gang rescheduling past the gang wait was not judged: %+v %v", a, h.events(gang.ID))
+	}
+}
