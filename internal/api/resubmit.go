@@ -83,6 +83,9 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 			return mvp.Errorf(mvp.CodeConflict, "resume", "task %s is %s: a run can resume only from a task that ended "+
 				"(its checkpoints must not be written meanwhile); cancel it first or wait", origin.ID, origin.State)
 		}
+		if err := stillStopping(origin, "resume"); err != nil {
+			return err
+		}
 		owner := origin.ResumeFrom
 		if owner == "" {
 			owner = origin.ID
@@ -140,10 +143,27 @@ func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s is %s: a run can resume only from a task that ended",
 			from.ID, from.State)
 	}
+	if err := stillStopping(from, "resume_from"); err != nil {
+		return err
+	}
 	if from.LatestAttemptNo == 0 {
 		// Its folder holds no checkpoints: verl would start from scratch while the user believes it resumes.
 		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s never ran (it ended %s before any attempt was sent "+
 			"to Ray), so it left no checkpoints to resume from: submit or resubmit it without resuming", from.ID, from.State)
 	}
 	return nil
+}
+
+// stillStopping refuses a resume from a task that ended (CANCELED is recorded at once) while its latest attempt's
+// Ray job may still run: Ray's stop wait (SIGTERM, then SIGKILL after runtime_grace_s), a stop call that failed, or
+// a submit whose answer was lost. Its run may still write the checkpoints the new run would start from, in the same
+// folder: the two would run at once. It has ended once the loop recorded the attempt's end.
+func stillStopping(t *mvp.Task, field string) error {
+	a := t.Latest()
+	if a == nil || a.RayStatus.Terminal() || a.EndTime != nil {
+		return nil
+	}
+	return mvp.Errorf(mvp.CodeConflict, field, "task %s is %s but its Ray job %s has not stopped yet: a run can resume "+
+		"only once the run it resumes from stopped (its checkpoints must not be written meanwhile); wait for it to stop",
+		t.ID, t.State, a.RaySubmissionID)
 }

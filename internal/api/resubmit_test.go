@@ -54,9 +54,16 @@ func TestResubmit(t *testing.T) {
 	if _, _, err := c.Cancel(ctx, origin.ID); err != nil {
 		t.Fatal(err)
 	}
-	resumed, _, err := c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true})
-	if err != nil {
-		t.Fatal(err)
+	// Taken once the loop recorded the canceled job's stop (TestAResumeWaitsForTheCanceledRunToStop).
+	var resumed *mvp.Task
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if resumed, _, err = c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true}); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if resumed.ResumeFrom != origin.ID || resumed.OriginID != origin.ID {
 		t.Errorf("resumed: resume_from %q origin %q", resumed.ResumeFrom, resumed.OriginID)
@@ -77,9 +84,15 @@ func TestResubmit(t *testing.T) {
 	if _, _, err := c.Cancel(ctx, resumed.ID); err != nil {
 		t.Fatal(err)
 	}
-	dry, err := c.ResubmitDryRun(ctx, resumed.ID, api.ResubmitRequest{Resume: true})
-	if err != nil {
-		t.Fatal(err)
+	var dry json.RawMessage
+	for deadline := time.Now().Add(10 * time.Second); ; { // its job, if it was sent one, must have stopped
+		if dry, err = c.ResubmitDryRun(ctx, resumed.ID, api.ResubmitRequest{Resume: true}); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	var d struct {
 		Spec map[string]any    `json:"effective_spec"`

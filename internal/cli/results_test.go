@@ -88,6 +88,16 @@ func TestResubmitVerb(t *testing.T) {
 	if _, _, err := m.Client().Cancel(context.Background(), task.ID); err != nil {
 		t.Fatal(err)
 	}
+	for deadline := time.Now().Add(10 * time.Second); ; { // a resume waits for the canceled job to stop
+		got, _, err := m.Client().Get(context.Background(), task.ID)
+		if err == nil && got.Latest() != nil && got.Latest().RayStatus.Terminal() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the canceled task's job was not recorded stopped within 10 s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	var out, errb bytes.Buffer
 	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
 		return map[string]string{"MVP_ADDR": m.URL(), "MVP_TOKEN": m.APIToken()}[k]

@@ -1,0 +1,73 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/service"
+	"github.com/mvp2/mvp/internal/service/servicetest"
+)
+
+// slowStopRay is Ray during its stop wait: a job asked to stop goes on running (SIGTERM, then SIGKILL after
+// runtime_grace_s), as a driver that saves a checkpoint on SIGTERM does.
+type slowStopRay struct{ *servicetest.Ray }
+
+func (slowStopRay) StopJob(context.Context, string) error { return nil }
+
+// TestAResumeWaitsForTheCanceledRunToStop: a cancel records CANCELED at once and then asks Ray to stop the job,
+// which runs on for its stop wait (or longer, while the stop call fails). A resume taken meanwhile started a second
+// run in the same checkpoint folder while the first still wrote there: two runs of one training at once. The
+// origin has not ended until its attempt has; the door says so too (raycompat's ended).
+func TestAResumeWaitsForTheCanceledRunToStop(t *testing.T) {
+	ray := servicetest.NewRay()
+	m := servicetest.Start(t, &service.Main{Ray: slowStopRay{ray}})
+	c := m.Client()
+	ctx := context.Background()
+	raw, err := c.Submit(ctx, []byte(goodSpec), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var origin mvp.Task
+	_ = json.Unmarshal(raw, &origin)
+	sid := mvp.SubmissionID(origin.ID, 1)
+	ray.WaitJob(t, sid)
+	ray.Set(sid, mvp.RayRunning)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		got, _, err := c.Get(ctx, origin.ID)
+		if err == nil && got.State == mvp.StateRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the origin did not run within 10 s: %+v %v", got, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, _, err := c.Cancel(ctx, origin.ID); err != nil {
+		t.Fatal(err)
+	}
+	var e *mvp.Error
+	if _, _, err := c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true}); !errors.As(err, &e) || e.Code != mvp.CodeConflict {
+		t.Errorf("--resume of a canceled task whose job still runs: %v, want 409", err)
+	}
+	if resp, body := do(t, m.URL(), "POST", "/api/v2/tasks", "application/yaml", goodSpec+"resume_from: "+origin.ID+"\n", nil); resp.StatusCode != 409 {
+		t.Errorf("resume_from a canceled task whose job still runs: %d %s, want 409", resp.StatusCode, body)
+	}
+	// Once Ray reports the job stopped (and the loop recorded it), the resume is taken.
+	ray.Set(sid, mvp.RayStopped)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, _, err := c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || !strings.Contains(err.Error(), "stop") {
+			t.Fatalf("--resume once the job stopped: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
