@@ -63,3 +63,22 @@ func TestUnreachableNamesTheAddressSetting(t *testing.T) {
 		}
 	}
 }
+
+// A 429 (Too Many Requests) or 408 (Request Timeout) from Ray's dashboard or a proxy in front of it says the request
+// was not taken now, not that the submission is wrong. Read as Ray's refusal, the loop failed the task as USER_ERROR
+// at its first submit (a task lost to a passing overload); as Ray unavailable, the loop looks the job up and, not
+// finding it, submits it again with the same id at the next pass.
+func TestA429Or408IsNoRefusal(t *testing.T) {
+	for _, code := range []int{http.StatusTooManyRequests, http.StatusRequestTimeout} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(code)
+			io.WriteString(w, http.StatusText(code))
+		}))
+		c := New(Options{DashboardURL: srv.URL})
+		err := c.SubmitJob(context.Background(), &mvp.JobSubmission{Entrypoint: "x", SubmissionID: "t--a01"})
+		srv.Close()
+		if !errors.Is(err, mvp.ErrRayUnavailable) || mvp.ErrorCode(err) == mvp.CodeInvalid {
+			t.Errorf("a submit answered %d: %v, want ErrRayUnavailable (no verdict on the job)", code, err)
+		}
+	}
+}

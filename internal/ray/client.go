@@ -150,6 +150,11 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 		return resp, mvp.OutcomeServerError, fmt.Errorf("%s %s: %w (HTTP 404 that is not Ray's job server's: %s; "+
 			"check `address` in dev.yaml, and what answers in front of the dashboard)", method, path, mvp.ErrRayUnavailable,
 			lastLine(resp.Body()))
+	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
+		// Not taken now (an overloaded dashboard, or a proxy in front of it): no verdict on the request. A submit
+		// so answered is looked up and sent again with the same id, not failed as the user's error.
+		return resp, mvp.OutcomeServerError, fmt.Errorf("%s %s: %w (HTTP %d: %s)", method, path, mvp.ErrRayUnavailable, code,
+			lastLine(resp.Body()))
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return resp, mvp.OutcomeAuth, fmt.Errorf("%s %s: %w (Ray answered %d: check the Ray token in v2.ray.token_env)", method, path,
 			mvp.ErrRayUnavailable, code)
