@@ -1096,6 +1096,13 @@ func (l *Loop) holdForFolder(ctx context.Context, now time.Time, t *mvp.Task, er
 func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, payload *mvp.JobSubmission, inGrace bool) error {
 	sent, secretValues, err := l.withSecrets(ctx, t, payload) // only what goes to Ray holds them (loop_secrets.go)
 	if err != nil {
+		if !secretsVerdict(err) {
+			// The database could not be read (or the pass was cut): nothing is wrong with the task, and Ray was not
+			// called. The attempt stays SUBMITTING and is sent at a later pass, with the same id.
+			l.Logger.Warn("the task's secrets could not be read; will try again", "task_id", t.ID,
+				"submission_id", att.RaySubmissionID, "err", err)
+			return fmt.Errorf("read the secrets of attempt %s: %w", att.RaySubmissionID, err)
+		}
 		if inGrace {
 			return l.holdInGrace(t, att, "attempt cannot be submitted again", err.Error())
 		}

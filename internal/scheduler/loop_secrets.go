@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -24,7 +25,7 @@ func (l *Loop) withSecrets(ctx context.Context, t *mvp.Task, payload *mvp.JobSub
 		Secrets map[string]string `json:"secrets"`
 	}
 	if err := json.Unmarshal(t.SpecJSON, &spec); err != nil {
-		return nil, nil, fmt.Errorf("decode the secrets of %s: %w", t.ID, err)
+		return nil, nil, mvp.Errorf(mvp.CodeInvalid, "secrets", "decode the secrets of %s: %v", t.ID, err)
 	}
 	if len(spec.Secrets) == 0 {
 		return payload, nil, nil
@@ -58,6 +59,14 @@ func (l *Loop) withSecrets(ctx context.Context, t *mvp.Task, payload *mvp.JobSub
 	}
 	sent.RuntimeEnv["env_vars"] = env
 	return &sent, values, nil
+}
+
+// secretsVerdict reports whether withSecrets's error is a verdict on the task's secrets (one is gone, does not open
+// with the key, or secret storage is off: every such error names the field "secrets"), which fails the attempt, rather
+// than a failure to read them now (the database's I/O error, a cut pass), which is tried again.
+func secretsVerdict(err error) bool {
+	var e *mvp.Error
+	return errors.As(err, &e) && e.Field == "secrets"
 }
 
 // rayAnswer finds where the Ray client's error text quotes Ray's answer: after "(HTTP <status>".
