@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -46,6 +47,10 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 	body, err := s.readAll(w, r)
 	if err != nil {
 		return err
+	}
+	if !utf8.Valid(body) {
+		// Go's decoder would turn each such byte into U+FFFD: the new task would run with a value not sent.
+		return mvp.Errorf(mvp.CodeInvalid, "", "the body is not valid UTF-8")
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := decodeJSON(body, &req); err != nil {
