@@ -132,6 +132,10 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 		}
 		return mvp.Errorf(mvp.CodeInvalid, "", "reading the body failed: %v", err)
 	}
+	if !utf8.Valid(body) {
+		// Go's decoder would turn each such byte into U+FFFD: the job would run an entrypoint not sent.
+		return mvp.Errorf(mvp.CodeInvalid, "", "the job submission is not valid UTF-8 JSON")
+	}
 	var req submitRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
