@@ -147,6 +147,10 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 		}
 		return mvp.Errorf(mvp.CodeInvalid, "", "the job submission is not a JobSubmitRequest: %v", mvp.JSONError(err))
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		// The rest would be dropped unread; Ray's job server refuses it (Python's json: "Extra data").
+		return mvp.Errorf(mvp.CodeInvalid, "", "the job submission holds more than one JSON value; send one object")
+	}
 	if err := exactKeys(body); err != nil {
 		return err
 	}

@@ -26,3 +26,21 @@ func TestDoorRefusesASubmissionNotUTF8(t *testing.T) {
 		t.Errorf("%d tasks made from bodies that are not UTF-8", n)
 	}
 }
+
+// TestDoorRefusesASecondValueAfterTheSubmission: a body with more after its JSON object (a second object, a stray
+// word) was taken and the rest silently dropped; Ray's job server refuses it (Python's json: "Extra data").
+func TestDoorRefusesASecondValueAfterTheSubmission(t *testing.T) {
+	d, m := startDoor(t, servicetest.NewRay(), 4)
+	for _, body := range []string{
+		`{"entrypoint": "echo a"} {"entrypoint": "echo b"}`,
+		`{"entrypoint": "echo a"} x`,
+	} {
+		code, b := d.do("POST", "/api/jobs/", []byte(body))
+		if code != 400 {
+			t.Errorf("%q: %d %s", body, code, b)
+		}
+	}
+	if n, _ := m.Store().CountTasks(context.Background()); n != 0 {
+		t.Errorf("%d tasks made from bodies with more than one value", n)
+	}
+}
