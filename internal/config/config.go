@@ -21,6 +21,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 
+	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/recurring"
 	"github.com/mvp2/mvp/internal/scheduler"
@@ -555,6 +556,13 @@ func (c *Config) Validate() error {
 	if strings.ContainsAny(c.SharedRoot, "'\"\\") || strings.IndexFunc(c.SharedRoot, unicode.IsControl) >= 0 {
 		// Jobs get paths under it as Hydra arguments, quoted where Hydra needs it (workload.hydraPath).
 		return fmt.Errorf("shared_root: %q must not contain quotes, backslashes or control characters", c.SharedRoot)
+	}
+	if c.UserCodePath != "" {
+		// It is every task's code_path when the jobspec gives none, and is kept in the task's effective spec as
+		// such: a value a jobspec's code_path may not be would be refused at each resubmit of those tasks.
+		if err := jobspec.CheckPath("user_code_path", c.UserCodePath); err != nil {
+			return err // "user_code_path: …"
+		}
 	}
 	if ev, ok := c.RuntimeEnv["env_vars"]; ok {
 		m, isMap := ev.(map[string]any)

@@ -626,6 +626,10 @@ func (s *Spec) validateSecrets() error {
 	return nil
 }
 
+// CheckPath checks a path as a jobspec's path fields are checked (absolute, clean, of the characters that need no
+// quoting), the error naming field: dev.yaml's user_code_path, which becomes a task's code_path, is checked so.
+func CheckPath(field, p string) error { return checkPath(field, p) }
+
 func checkPath(field, p string) error {
 	switch {
 	case len(p) > maxValue:

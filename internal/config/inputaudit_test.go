@@ -1,0 +1,24 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestUserCodePathIsCheckedAtStart: user_code_path is the default code_path of every jobspec, and goes into the
+// task's effective spec as its code_path. A value that a jobspec's code_path may not be (relative, ~/…, with a
+// space) was taken at start: every job got a PYTHONPATH entry that finds nothing, and every resubmit of such a task
+// was refused (400 naming code_path, a field the user never wrote). Refused at start, naming the key.
+func TestUserCodePathIsCheckedAtStart(t *testing.T) {
+	for _, v := range []string{"relative/code", "~/code", "\"/my code\"", "/a/../b", "\"/a;b\""} {
+		_, err := Parse([]byte("user_code_path: " + v + "\n"))
+		if err == nil || !strings.Contains(err.Error(), "user_code_path") {
+			t.Errorf("user_code_path: %s: %v", v, err)
+		}
+	}
+	for _, v := range []string{"", "\"\"", "/private/user/code", "/private/user/code/"} {
+		if _, err := Parse([]byte("user_code_path: " + v + "\n")); err != nil {
+			t.Errorf("user_code_path: %s: %v", v, err)
+		}
+	}
+}
