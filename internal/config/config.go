@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -578,6 +580,12 @@ func (c *Config) Validate() error {
 	}
 	if c.EntrypointNumCPUs < 0 {
 		return fmt.Errorf("entrypoint_num_cpus: %s must not be negative", number(c.EntrypointNumCPUs))
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.EntrypointResources)) {
+		if r := c.EntrypointResources[k]; r < 0 {
+			// Every jobspec task's driver asks Ray for it (the Ray door refuses a negative one in a request).
+			return fmt.Errorf("entrypoint_resources.%s: %s must not be negative", mvpClip(k), number(r))
+		}
 	}
 	v := c.V2
 	if v.API.Port < 0 || v.API.Port > 65535 {

@@ -22,3 +22,16 @@ func TestUserCodePathIsCheckedAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestANegativeEntrypointResourceIsRefused: entrypoint_num_cpus below 0 is refused at start, but a negative
+// entrypoint_resources value (worker_node: -1) was taken: every jobspec task's driver asks Ray for it. The Ray door
+// refuses the same in a request (400); dev.yaml's is refused at start, naming the key.
+func TestANegativeEntrypointResourceIsRefused(t *testing.T) {
+	_, err := Parse([]byte("entrypoint_resources: {worker_node: -1}\n"))
+	if err == nil || !strings.Contains(err.Error(), "entrypoint_resources.worker_node") {
+		t.Errorf("worker_node: -1: %v", err)
+	}
+	if _, err := Parse([]byte("entrypoint_resources: {worker_node: 0.5}\n")); err != nil {
+		t.Errorf("worker_node: 0.5: %v", err)
+	}
+}
