@@ -65,8 +65,23 @@ func (c *Client) http() *http.Client {
 	return noRedirects
 }
 
-// Do sends one request and returns the response when its status is 2xx, else a *StatusError.
+// NameError is a task id, schedule or secret name that cannot stand in a URL path: "." or "..", which
+// url.PathEscape leaves as they are and a URL reads as its own folders (the request would go elsewhere). Do
+// returns it before any request is made.
+type NameError struct{ Name string }
+
+func (e *NameError) Error() string {
+	return fmt.Sprintf("%q is not a task id or a name: \".\" and \"..\" cannot stand in a URL path", e.Name)
+}
+
+// Do sends one request and returns the response when its status is 2xx, else a *StatusError; a *NameError, with
+// nothing sent, when path has a "." or ".." segment.
 func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body []byte, contentType string) (*http.Response, error) {
+	for _, seg := range strings.Split(path, "/") {
+		if seg == "." || seg == ".." {
+			return nil, fmt.Errorf("%s %s: %w", method, path, &NameError{Name: seg})
+		}
+	}
 	u := strings.TrimRight(c.Addr, "/") + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()

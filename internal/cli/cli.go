@@ -132,8 +132,9 @@ func Run(ctx context.Context, args []string, env Env) int {
 		}
 		fmt.Fprintf(env.Stderr, "mvp %s: %v\n", verb, err)
 		var ue usageError
-		if errors.As(err, &ue) {
-			return 2
+		var ne *api.NameError
+		if errors.As(err, &ue) || errors.As(err, &ne) {
+			return 2 // a name that cannot be asked for, found before any request
 		}
 		return 1
 	}
