@@ -35,3 +35,25 @@ func TestANegativeEntrypointResourceIsRefused(t *testing.T) {
 		t.Errorf("worker_node: 0.5: %v", err)
 	}
 }
+
+// TestACheckpointScheduleWithATimeZoneOnlyDoesNotPanic: robfig/cron v3.0.1 slices past the end of a spec that is a
+// TZ= or CRON_TZ= prefix with nothing after it (no space), so checkpoint_schedule: "TZ=UTC" made mvp serve panic
+// while reading dev.yaml instead of naming the key. It is refused, naming v2.sqlite.checkpoint_schedule.
+func TestACheckpointScheduleWithATimeZoneOnlyDoesNotPanic(t *testing.T) {
+	for _, cs := range []string{"TZ=UTC", "CRON_TZ=Europe/Berlin", "TZ="} {
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					t.Errorf("checkpoint_schedule %q: panic: %v", cs, v)
+				}
+			}()
+			_, err := Parse([]byte("v2: {sqlite: {checkpoint_schedule: \"" + cs + "\"}}\n"))
+			if err == nil || !strings.Contains(err.Error(), "v2.sqlite.checkpoint_schedule") {
+				t.Errorf("checkpoint_schedule %q: %v", cs, err)
+			}
+		}()
+	}
+	if _, err := Parse([]byte("v2: {sqlite: {checkpoint_schedule: \"TZ=UTC */10 * * * *\"}}\n")); err != nil {
+		t.Errorf("a time zone then a schedule: %v", err)
+	}
+}
