@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -346,4 +347,38 @@ func TestSecretsReachOnlyTheJob(t *testing.T) {
 		leaks("the task "+id, string(raw))
 	}
 	leaks("mvp's log", readFile(t, s.logPath))
+}
+
+// TestAResumeOfACanceledRunWaitsForItsStop: a cancel records CANCELED at once, and Ray stops the job after its stop
+// wait; a run that saves on SIGTERM (here: ignores it) goes on writing its checkpoints meanwhile. A resume from it
+// then would start a second run in the same checkpoint folder: 409 until the attempt has ended, taken after.
+func TestAResumeOfACanceledRunWaitsForItsStop(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{schedExtra: ", runtime_grace_s: 10"})
+	origin := s.submit(spec("ppo", 1, 1, 300, "trainer.save_freq=1", "mvp_test.ignore_sigterm=1"))
+	waitFor(t, 90*time.Second, "the origin running past its first step (its SIGTERM handler set)", func() (bool, string) {
+		got := s.get(origin.ID)
+		stepped := got.Progress != nil && got.Progress.Step != nil && *got.Progress.Step >= 1
+		return got.State == mvp.StateRunning && stepped, string(got.State)
+	})
+	if out, errs, code := s.cli("cancel", origin.ID); code != 0 {
+		t.Fatalf("cancel %s: %d %s %s", origin.ID, code, out, errs)
+	}
+	_, _, err := s.c.Resubmit(ctxT(t), origin.ID, api.ResubmitRequest{Resume: true})
+	var e *mvp.Error
+	if !errors.As(err, &e) || e.Code != mvp.CodeConflict || !strings.Contains(err.Error(), "has not stopped yet") {
+		t.Fatalf("--resume of a canceled run that is still stopping: %v, want 409 saying it has not stopped yet", err)
+	}
+	waitFor(t, 90*time.Second, "the canceled run's attempt to end", func() (bool, string) {
+		a := s.get(origin.ID).Attempts[0]
+		return a.EndTime != nil, fmt.Sprintf("%s %s", a.RayStatus, a.FailureKind)
+	})
+	resumed, _, err := s.c.Resubmit(ctxT(t), origin.ID, api.ResubmitRequest{Set: []string{"overrides=mvp_test.hold_s=1"}, Resume: true})
+	if err != nil {
+		t.Fatalf("--resume once the canceled run stopped: %v", err)
+	}
+	if resumed.ResumeFrom != origin.ID {
+		t.Errorf("resume_from %q, want %s", resumed.ResumeFrom, origin.ID)
+	}
+	s.waitState(resumed.ID, mvp.StateSucceeded, 90*time.Second)
 }

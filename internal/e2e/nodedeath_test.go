@@ -360,3 +360,61 @@ func TestARestartedMvpWaitsForTheNodesItSawBefore(t *testing.T) {
 			sm.Attempts[0].CreatedAt.Format(time.RFC3339Nano), gpus, g.Attempts[0].CreatedAt.Format(time.RFC3339Nano))
 	}
 }
+
+// TestAGangThatLostANodeIsJudgedByTheGangWait: a 2-node gang runs; the worker that holds only one of its groups
+// (not the driver's) dies. Ray marks that group RESCHEDULING and, with no other node free for it, it stays so;
+// the driver lives on (the stand-in without worker actors does not notice, as a driver that does not call its
+// workers for a while would not). Such a gang is not placed and the queue waits behind it as behind a PENDING
+// one: the gang wait must judge it (INSUFFICIENT_RESOURCES, requeued). Before, only PENDING groups were judged
+// and the attempt held its node's GPUs and the queue for as long as its driver lived.
+func TestAGangThatLostANodeIsJudgedByTheGangWait(t *testing.T) {
+	ws := workers(t)
+	if len(ws) < 2 {
+		t.Skip("needs two workers (the first phase of scripts/e2e.sh)")
+	}
+	dir := os.Getenv("MVP_CLUSTER_DIR")
+	if dir == "" {
+		t.Skip("MVP_CLUSTER_DIR (the cluster's folder of process groups) is not set")
+	}
+	gpus := int(ws[0].Total["GPU"])
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 1, gangWaitS: 5})
+	task := s.submit(spec("ppo", 2, gpus, 600))
+	var driver string
+	waitFor(t, 120*time.Second, "attempt 1 running with its gang placed (progress step 1)", func() (bool, string) {
+		got := s.get(task.ID)
+		if len(got.Attempts) > 0 {
+			driver = got.Attempts[0].DriverNodeID
+		}
+		stepped := got.Progress != nil && got.Progress.Step != nil && *got.Progress.Step >= 1
+		return got.State == mvp.StateRunning && driver != "" && stepped, string(got.State)
+	})
+	var victim string
+	for _, n := range workers(t) {
+		if n.ID != driver {
+			victim = n.ID
+		}
+	}
+	if victim == "" {
+		t.Fatalf("no worker other than the driver's %s", driver)
+	}
+	heal := healer(t)
+	killNode(t, dir, victim)
+	got := s.waitJudged(task.ID, 150*time.Second)
+	a := got.Attempts[0]
+	if a.FailureKind != mvp.FailureInsufficientResources || !strings.Contains(a.Message, "could not be placed") {
+		t.Fatalf("attempt 1, whose gang lost a node: %s %q, want INSUFFICIENT_RESOURCES, could not be placed", a.FailureKind, a.Message)
+	}
+	if got.State.Terminal() {
+		t.Fatalf("the task ended (%s: %q); want it requeued", got.State, got.ErrorSummary)
+	}
+	heal()
+	waitFor(t, 180*time.Second, "attempt 2 running on the healed cluster", func() (bool, string) {
+		got := s.get(task.ID)
+		return got.State == mvp.StateRunning && len(got.Attempts) == 2, fmt.Sprintf("%s %d attempts %s", got.State, len(got.Attempts), got.PendingReason)
+	})
+	if out, errs, code := s.cli("cancel", task.ID); code != 0 {
+		t.Errorf("cancel %s: %d %s %s", task.ID, code, out, errs)
+	}
+	s.waitState(task.ID, mvp.StateCanceled, 60*time.Second)
+}
