@@ -402,8 +402,8 @@ func TestAGangThatLostANodeIsJudgedByTheGangWait(t *testing.T) {
 	killNode(t, dir, victim)
 	got := s.waitJudged(task.ID, 150*time.Second)
 	a := got.Attempts[0]
-	if a.FailureKind != mvp.FailureInsufficientResources || !strings.Contains(a.Message, "could not be placed") {
-		t.Fatalf("attempt 1, whose gang lost a node: %s %q, want INSUFFICIENT_RESOURCES, could not be placed", a.FailureKind, a.Message)
+	if a.FailureKind != mvp.FailureInsufficientResources || !strings.Contains(a.Message, "lost a node and could not be placed again") {
+		t.Fatalf("attempt 1, whose gang lost a node: %s %q, want INSUFFICIENT_RESOURCES, lost a node and could not be placed again", a.FailureKind, a.Message)
 	}
 	if got.State.Terminal() {
 		t.Fatalf("the task ended (%s: %q); want it requeued", got.State, got.ErrorSummary)

@@ -83,11 +83,13 @@ type Snapshot struct {
 type ActiveAttempt struct {
 	Task    *mvp.Task
 	Attempt *mvp.Attempt
-	// StuckSince is when the attempt's placement groups were first seen PENDING (not placeable yet); zero if
-	// they are not.
+	// StuckSince is when the attempt's placement groups were first seen PENDING (not placeable yet) or
+	// RESCHEDULING (a node they were on died); zero if they are not.
 	StuckSince time.Time
 	// Infeasible is true when Ray says one of its placement groups can never be placed on this cluster.
 	Infeasible bool
+	// Rescheduling is true when one of its placement groups lost its node and waits to be placed again.
+	Rescheduling bool
 	// ProgressAt is when the loop last saw the attempt's progress file change, on mvp's clock; zero when it has
 	// none (see heartbeats and fillProgressAt).
 	ProgressAt time.Time
@@ -242,6 +244,10 @@ func stops(now time.Time, s Snapshot, p Policy, out []Action) []Action {
 			d := DemandOf(a.Task, p)
 			why := fmt.Sprintf("could not be placed for %s: no node had room for its placement groups",
 				now.Sub(a.StuckSince).Round(time.Second))
+			if a.Rescheduling {
+				why = fmt.Sprintf("lost a node and could not be placed again for %s: no node had room for its "+
+					"placement groups", now.Sub(a.StuckSince).Round(time.Second))
+			}
 			if a.Infeasible {
 				why = "can never be placed: Ray reports its placement group infeasible on this cluster"
 			}

@@ -798,6 +798,7 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 				}
 				aa.StuckSince = since
 				aa.Infeasible = hasInfeasibleGroup(view, a.RayJobID)
+				aa.Rescheduling = hasGroupIn(view, a.RayJobID, "RESCHEDULING")
 				seen[a.RaySubmissionID] = true
 			}
 		}
@@ -905,6 +906,16 @@ func placedNodes(v *mvp.ClusterView, jobID string) []string {
 		out = append(out, g.Node)
 	}
 	return out
+}
+
+// hasGroupIn reports whether one of the job's placement groups is in state.
+func hasGroupIn(v *mvp.ClusterView, jobID, state string) bool {
+	for _, g := range v.Groups {
+		if g.CreatorJobID == jobID && g.State == state {
+			return true
+		}
+	}
+	return false
 }
 
 // hasInfeasibleGroup reports whether Ray says one of the job's pending groups can never be placed.

@@ -568,4 +568,7 @@ func TestAReschedulingGangIsJudgedByTheGangWait(t *testing.T) {
 	if a.FailureKind != mvp.FailureInsufficientResources || !strings.Contains(fmt.Sprint(h.events(gang.ID)), mvp.EventGangStuck) {
 		t.Fatalf("a gang rescheduling past the gang wait was not judged: %+v %v", a, h.events(gang.ID))
 	}
+	if !strings.Contains(a.Message, "lost a node and could not be placed again") {
+		t.Errorf("the judgement does not say the gang lost a node: %q", a.Message)
+	}
 }
