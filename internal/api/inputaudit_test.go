@@ -32,3 +32,31 @@ func TestResubmitRefusesABodyNotUTF8(t *testing.T) {
 		t.Errorf("%d tasks; the resubmit stored one", n)
 	}
 }
+
+// TestResubmitRefusesABodyOfAnotherType: a resubmit's body is JSON (or nothing); another Content-Type is 415, as
+// for every other body the API reads, and nothing is stored.
+func TestResubmitRefusesABodyOfAnotherType(t *testing.T) {
+	base, db := newServer(t)
+	resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, nil)
+	var tk struct {
+		ID string `json:"task_id"`
+	}
+	if err := json.Unmarshal(b, &tk); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("submit: %d %s", resp.StatusCode, b)
+	}
+	for _, ct := range []string{"text/html", "application/x-www-form-urlencoded", "application/json; charset"} {
+		resp, b = do(t, base, "POST", "/api/v2/tasks/"+tk.ID+"/resubmit", ct, `{"set": ["name=x"]}`, nil)
+		if resp.StatusCode != 415 || !strings.Contains(string(b), "application/json") {
+			t.Errorf("a resubmit sent as %s: %d %s, want 415 naming application/json", ct, resp.StatusCode, b)
+		}
+	}
+	if n, _ := db.CountTasks(t.Context()); n != 1 {
+		t.Errorf("%d tasks; a refused resubmit stored one", n)
+	}
+	// JSON, text/plain (curl -d's default is a form, but a script may say text/plain) and no type are taken.
+	for _, ct := range []string{"application/json", "text/plain", ""} {
+		if resp, b = do(t, base, "POST", "/api/v2/tasks/"+tk.ID+"/resubmit?dry_run=true", ct, `{"set": ["name=x"]}`, nil); resp.StatusCode != 200 && resp.StatusCode != 201 {
+			t.Errorf("a resubmit sent as %q: %d %s", ct, resp.StatusCode, b)
+		}
+	}
+}

@@ -44,6 +44,9 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req ResubmitRequest
+	if err := checkContentType(r, jsonOnly); err != nil {
+		return err
+	}
 	body, err := s.readAll(w, r)
 	if err != nil {
 		return err

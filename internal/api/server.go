@@ -446,21 +446,31 @@ const (
 	jsonOnly   = "application/json"
 )
 
+// checkContentType refuses (415) a request whose Content-Type is not one that send names; none is taken.
+func checkContentType(r *http.Request, send string) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return mvp.Errorf(mvp.CodeUnsupported, "", "Content-Type %q cannot be parsed; send %s", ct, send)
+	}
+	ok := mt == "application/json" || mt == "text/plain"
+	if send != jsonOnly {
+		ok = ok || mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml"
+	}
+	if !ok {
+		return mvp.Errorf(mvp.CodeUnsupported, "", "Content-Type %q is not accepted; send %s", mt, send)
+	}
+	return nil
+}
+
 // readBody reads a request's body; send names what the endpoint takes, for the 415 of another Content-Type
 // ("application/yaml or application/json" for a jobspec, "application/json" for a JSON-only body).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, send string) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil {
-			return nil, mvp.Errorf(mvp.CodeUnsupported, "", "Content-Type %q cannot be parsed; send %s", ct, send)
-		}
-		ok := mt == "application/json" || mt == "text/plain"
-		if send != jsonOnly {
-			ok = ok || mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml"
-		}
-		if !ok {
-			return nil, mvp.Errorf(mvp.CodeUnsupported, "", "Content-Type %q is not accepted; send %s", mt, send)
-		}
+	if err := checkContentType(r, send); err != nil {
+		return nil, err
 	}
 	body, err := s.readAll(w, r)
 	if err != nil {
