@@ -73,6 +73,28 @@ func TestNodeDeathIsRetried(t *testing.T) {
 	}
 }
 
+// notTheDriversNode waits until attempt 1 of task id runs past its first progress step (its gang placed, its
+// worker actors started if it has any) and returns a worker that is not its driver's node.
+func notTheDriversNode(t *testing.T, s *service, id string) string {
+	t.Helper()
+	var driver string
+	waitFor(t, 120*time.Second, "attempt 1 running with its gang placed (progress step 1)", func() (bool, string) {
+		got := s.get(id)
+		if len(got.Attempts) > 0 {
+			driver = got.Attempts[0].DriverNodeID
+		}
+		stepped := got.Progress != nil && got.Progress.Step != nil && *got.Progress.Step >= 1
+		return got.State == mvp.StateRunning && driver != "" && stepped, string(got.State)
+	})
+	for _, n := range workers(t) {
+		if n.ID != driver {
+			return n.ID
+		}
+	}
+	t.Fatalf("no worker other than the driver's %s", driver)
+	return ""
+}
+
 // healer returns what starts a killed worker again (ray-up.sh), run at the test's end if the test did not.
 func healer(t *testing.T) func() {
 	healed := false
@@ -156,24 +178,7 @@ func TestWorkerNodeDeathIsRetried(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 1})
 	task := s.submit(spec("ppo", 2, gpus, 45, "mvp_test.actors=1")) // the kill comes seconds after step 1
-	var driver string
-	waitFor(t, 120*time.Second, "attempt 1 running its worker actors (progress step 1)", func() (bool, string) {
-		got := s.get(task.ID)
-		if len(got.Attempts) > 0 {
-			driver = got.Attempts[0].DriverNodeID
-		}
-		stepped := got.Progress != nil && got.Progress.Step != nil && *got.Progress.Step >= 1
-		return got.State == mvp.StateRunning && driver != "" && stepped, string(got.State)
-	})
-	var victim string
-	for _, n := range workers(t) {
-		if n.ID != driver {
-			victim = n.ID
-		}
-	}
-	if victim == "" {
-		t.Fatalf("no worker other than the driver's %s", driver)
-	}
+	victim := notTheDriversNode(t, s, task.ID)
 	heal := healer(t)
 	killNode(t, dir, victim)
 	waitFor(t, 180*time.Second, "attempt 1 to end", func() (bool, string) {
@@ -380,24 +385,7 @@ func TestAGangThatLostANodeIsJudgedByTheGangWait(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 1, gangWaitS: 5})
 	task := s.submit(spec("ppo", 2, gpus, 600))
-	var driver string
-	waitFor(t, 120*time.Second, "attempt 1 running with its gang placed (progress step 1)", func() (bool, string) {
-		got := s.get(task.ID)
-		if len(got.Attempts) > 0 {
-			driver = got.Attempts[0].DriverNodeID
-		}
-		stepped := got.Progress != nil && got.Progress.Step != nil && *got.Progress.Step >= 1
-		return got.State == mvp.StateRunning && driver != "" && stepped, string(got.State)
-	})
-	var victim string
-	for _, n := range workers(t) {
-		if n.ID != driver {
-			victim = n.ID
-		}
-	}
-	if victim == "" {
-		t.Fatalf("no worker other than the driver's %s", driver)
-	}
+	victim := notTheDriversNode(t, s, task.ID)
 	heal := healer(t)
 	killNode(t, dir, victim)
 	got := s.waitJudged(task.ID, 150*time.Second)
