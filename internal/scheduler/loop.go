@@ -546,12 +546,59 @@ func (l *Loop) checkUnfollowed(ctx context.Context, now time.Time) {
 		if j == nil || j.Metadata[mvp.MetaInstance] != l.Instance || j.Status.Terminal() || followed[j.SubmissionID] {
 			continue
 		}
+		if l.stopClosed(ctx, now, j) {
+			continue
+		}
 		if l.firstTime(&l.unfollowedWarned, j.SubmissionID) {
 			l.Logger.Warn("a Ray job submitted by this mvp runs, but its database does not follow it (restored from an "+
 				"older copy?): it holds its GPUs outside mvp's admission; stop it with `ray job stop` if it should not run",
 				"submission_id", j.SubmissionID, "task_id", j.Metadata["task_id"], "ray_status", j.Status)
 		}
 	}
+}
+
+// stopClosed stops job j, which this mvp submitted and does not follow, when its database holds j's attempt as
+// closed: a POST whose answer was lost reached Ray only after mvp had given the attempt up (a cancel landed and the
+// submit grace passed with no job in Ray). The job runs what its user canceled, on GPUs mvp counts free. It reports
+// whether j was such a job. A job whose task or attempt the database does not know (restored from an older copy)
+// is not stopped: mvp cannot tell what it is for.
+func (l *Loop) stopClosed(ctx context.Context, now time.Time, j *mvp.JobInfo) bool {
+	id := j.Metadata["task_id"]
+	if id == "" {
+		return false
+	}
+	t, err := l.Store.GetTask(ctx, id)
+	if err != nil {
+		return false // not known (or not readable now: the next listing looks again)
+	}
+	var a *mvp.Attempt
+	for _, x := range t.Attempts {
+		if x.RaySubmissionID == j.SubmissionID {
+			a = x
+		}
+	}
+	if a == nil || (!a.RayStatus.Terminal() && a.EndTime == nil) {
+		return false
+	}
+	if info, err := l.Ray.GetJob(ctx, j.SubmissionID); err != nil || info.Status.Terminal() {
+		return err == nil // ended since the listing: nothing to stop
+	}
+	why := fmt.Sprintf("the Ray job of attempt %d appeared after mvp had closed the attempt (%s): a submission "+
+		"whose answer was lost reached Ray late; stopped by mvp", a.No, a.RayStatus)
+	l.Logger.Warn("stopping a Ray job of an attempt mvp had closed", "task_id", t.ID, "submission_id", j.SubmissionID,
+		"task_state", t.State)
+	if err := l.askStop(ctx, j.SubmissionID, true); err != nil {
+		l.Logger.Warn("stop a job of a closed attempt; will try again at the next listing", "task_id", t.ID,
+			"submission_id", j.SubmissionID, "err", err)
+		return true
+	}
+	if l.firstTime(&l.unfollowedWarned, j.SubmissionID) {
+		b, _ := json.Marshal(map[string]any{"submission_id": j.SubmissionID, "attempt_no": a.No, "reason": why})
+		if err := l.Store.AddEvent(ctx, &mvp.Event{TaskID: t.ID, TS: now, Type: mvp.EventStopRequested, Payload: b}); err != nil {
+			l.Logger.Error("record the stop of a job of a closed attempt", "task_id", t.ID, "err", err)
+		}
+	}
+	return true
 }
 
 // firstTime reports whether key is new to the set *m (made on first use), and adds it: what is logged once per

@@ -572,3 +572,50 @@ func TestAReschedulingGangIsJudgedByTheGangWait(t *testing.T) {
 		t.Errorf("the judgement does not say the gang lost a node: %q", a.Message)
 	}
 }
+
+// A cancel landed while a submit's answer was lost; the grace passed with no job in Ray, so mvp closed the attempt
+// ("canceled before it reached Ray"). Then the lost POST reached Ray after all (a dashboard that took minutes to
+// answer): the job ran what the user had canceled, on GPUs mvp counted free, and mvp only logged that it did not
+// follow it. mvp knows the attempt and that it closed it: the job is stopped, and the task's history says so. A
+// job of a task the database does not know (a restored older copy) is still only named (found by an audit,
+// 2026-11-30).
+func TestAJobThatAppearsAfterTheGraceOfACanceledTaskIsStopped(t *testing.T) {
+	h := newHarness(t) // SubmitGrace: 1 min
+	lr := listingRay{fakeRay: h.ray, meta: map[string]map[string]string{}}
+	h.loop.Jobs, h.loop.Instance = lr, "db1"
+	h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable } // the answer is lost; no job yet
+	task := h.task()
+	h.tick()
+	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting,
+		To: mvp.StateCanceled, At: h.clock.t}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.t = h.clock.t.Add(2 * time.Minute)
+	h.tick() // past the grace: the attempt is closed
+	if a := h.get(task.ID).Attempts[0]; !a.RayStatus.Terminal() {
+		t.Fatalf("attempt not closed after the grace: %+v", a)
+	}
+	sid := task.ID + "--a01"
+	h.ray.mu.Lock()
+	h.ray.jobs[sid] = &mvp.JobInfo{SubmissionID: sid, Status: mvp.RayRunning, JobID: "02000000"}
+	lr.meta[sid] = map[string]string{mvp.MetaInstance: "db1", "task_id": task.ID}
+	unknown := "mvp2-ppo-20251223-000000-dead--a01"
+	h.ray.jobs[unknown] = &mvp.JobInfo{SubmissionID: unknown, Status: mvp.RayRunning}
+	lr.meta[unknown] = map[string]string{mvp.MetaInstance: "db1", "task_id": unknown[:len(unknown)-5]}
+	h.ray.submitErr = nil
+	h.ray.mu.Unlock()
+	h.clock.t = h.clock.t.Add(11 * time.Minute) // the next listing of Ray's jobs
+	h.tick()
+	h.ray.mu.Lock()
+	stopped := fmt.Sprint(h.ray.stopped)
+	h.ray.mu.Unlock()
+	if !strings.Contains(stopped, sid) {
+		t.Fatalf("the late job of the canceled task was not stopped: %v", stopped)
+	}
+	if strings.Contains(stopped, unknown) {
+		t.Errorf("a job of a task the database does not know was stopped: %v", stopped)
+	}
+	if !strings.Contains(fmt.Sprint(h.events(task.ID)), mvp.EventStopRequested) {
+		t.Errorf("the task's history does not say its late job was stopped: %v", h.events(task.ID))
+	}
+}
