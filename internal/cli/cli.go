@@ -65,6 +65,7 @@ Usage:
   mvp backup [--config dev.yaml] [--db-path P] FILE            a consistent copy of mvp's database, safe while it runs
   mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--policy NAME|all] [-o json]   replay a trace (no Ray)
   mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv     make a trace
+  mvp version                                   the git commit this binary was built from
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN (the
 operator's, or a named user's: a user sees and acts on their own tasks, schedules and secrets only).
@@ -111,6 +112,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = runUsers(ctx, rest, env)
 	case "backup":
 		err = runBackup(ctx, rest, env)
+	case "version":
+		err = runVersion(rest, env)
 	default:
 		fmt.Fprintf(env.Stderr, "mvp: unknown command %q\n\n%s", verb, usage)
 		return 2

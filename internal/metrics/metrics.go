@@ -67,7 +67,12 @@ func New(reg *prometheus.Registry, o Options) (*Metrics, error) {
 		m.submitted.WithLabelValues(string(w))
 		m.admitted.WithLabelValues(string(w))
 	}
-	for _, c := range []prometheus.Collector{m.submitted, m.admitted, m.rayCalls, m.pass, m.batch, viewCollector{m}} {
+	b := mvp.Build()
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mvp_build_info",
+		Help: "1, labelled with the build that runs: the git commit (revision, \"unknown\" when not recorded), whether the clone had uncommitted changes, the Go version."},
+		[]string{"revision", "modified", "go_version"})
+	build.WithLabelValues(b.Revision, fmt.Sprint(b.Modified), b.GoVersion).Set(1)
+	for _, c := range []prometheus.Collector{m.submitted, m.admitted, m.rayCalls, m.pass, m.batch, viewCollector{m}, build} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -239,5 +240,18 @@ func TestEveryFailureKindIsPresent(t *testing.T) {
 		if v, ok := got[name]; !ok || v != want {
 			t.Errorf("mvp_attempts_ended_total{failure_kind=%q}: %v (present %v), want %v", name, v, ok, want)
 		}
+	}
+}
+
+// TestBuildInfo: one series, 1, labelled with the build that runs (an SRE asks which commit serves).
+func TestBuildInfo(t *testing.T) {
+	reg, _ := newMetrics(t, counts{c: sample()})
+	b := mvp.Build()
+	want := fmt.Sprintf(`# HELP mvp_build_info 1, labelled with the build that runs: the git commit (revision, "unknown" when not recorded), whether the clone had uncommitted changes, the Go version.
+# TYPE mvp_build_info gauge
+mvp_build_info{go_version=%q,modified="%t",revision=%q} 1
+`, b.GoVersion, b.Modified, b.Revision)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "mvp_build_info"); err != nil {
+		t.Error(err)
 	}
 }

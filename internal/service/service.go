@@ -324,7 +324,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 		fmt.Fprintf(stdout, "mvp: Prometheus metrics at %s/metrics (%s; see specs/metrics.md)\n", m.url, access)
 	}
-	logger.Info("mvp serving", "url", m.url, "ray", cfg.Address, "db", cfg.V2.SQLite.DBPath, "shared_root", cfg.SharedRoot)
+	logger.Info("mvp serving", "build", mvp.Build().Short(), "url", m.url, "ray", cfg.Address, "db", cfg.V2.SQLite.DBPath, "shared_root", cfg.SharedRoot)
 	return nil
 }
 
