@@ -11,7 +11,7 @@ export RAY_WORKERS RAY_GPUS_PER_WORKER
 all: build
 
 build: ## build bin/mvp
-	$(GO) build -o $(BIN) ./cmd/mvp
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/mvp  # records the commit (mvp version) even where GOFLAGS says -buildvcs=false
 
 ray-up: ## start (or find) the local Ray cluster in $$MVP_CLUSTER_DIR (default /tmp/mvp-ray-local)
 	@bash scripts/ray-up.sh
