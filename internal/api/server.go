@@ -233,6 +233,9 @@ func errorWriter(rt route) func(http.ResponseWriter, *slog.Logger, *http.Request
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	start, sw := time.Now(), &statusWriter{ResponseWriter: w}
+	defer func() { mvp.ObserverOr(s.Observer).HTTPRequest(rt.pattern, r.Method, sw.Status(), time.Since(start)) }()
+	w = sw
 	writeError := errorWriter(rt)
 	defer func() {
 		if v := recover(); v != nil {
@@ -270,6 +273,46 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	if err := rt.h(w, r); err != nil {
 		writeError(w, s.Logger, r, err)
 	}
+}
+
+// statusWriter records the status an answer was given (for the metrics). It passes Flush on, and Unwrap lets
+// http.ResponseController and the WebSocket upgrade reach the connection beneath.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code // not an informational 1xx (103 Early Hints), which another status follows
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush sends what is buffered (a followed log line by line).
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap returns the ResponseWriter beneath.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Status is the answer's status: 200 when the handler wrote none; 101 for a WebSocket upgrade (the tail).
+func (w *statusWriter) Status() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
 }
 
 // checkParams refuses a query parameter the route does not read, and one given more than once.

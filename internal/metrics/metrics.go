@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ type Metrics struct {
 	rayCalls  *prometheus.HistogramVec
 	pass      prometheus.Histogram
 	batch     prometheus.Histogram
+	http      *prometheus.HistogramVec
 
 	mu   sync.Mutex
 	view *mvp.ClusterView
@@ -62,6 +64,9 @@ func New(reg *prometheus.Registry, o Options) (*Metrics, error) {
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "mvp_sqlite_writes_per_commit",
 			Help:    "Writes committed together in one SQLite transaction (one fsync) by the group-commit writer.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 9)}), // 1 … 256, the writer's largest batch
+		http: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mvp_http_request_duration_seconds",
+			Help:    "Duration of the API's and the Ray door's answers, by route pattern, method and status code.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"route", "method", "code"}),
 	}
 	for _, w := range mvp.Workloads {
 		m.submitted.WithLabelValues(string(w))
@@ -72,7 +77,7 @@ func New(reg *prometheus.Registry, o Options) (*Metrics, error) {
 		Help: "1, labelled with the build that runs: the git commit (revision, \"unknown\" when not recorded), whether the clone had uncommitted changes, the Go version."},
 		[]string{"revision", "modified", "go_version"})
 	build.WithLabelValues(b.Revision, fmt.Sprint(b.Modified), b.GoVersion).Set(1)
-	for _, c := range []prometheus.Collector{m.submitted, m.admitted, m.rayCalls, m.pass, m.batch, viewCollector{m}, build} {
+	for _, c := range []prometheus.Collector{m.submitted, m.admitted, m.rayCalls, m.pass, m.batch, m.http, viewCollector{m}, build} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
@@ -145,6 +150,11 @@ func (m *Metrics) RayCall(endpoint, outcome string, d time.Duration) {
 
 // SchedulerPass observes one scheduler pass.
 func (m *Metrics) SchedulerPass(d time.Duration) { m.pass.Observe(d.Seconds()) }
+
+// HTTPRequest times one answer of the API.
+func (m *Metrics) HTTPRequest(route, method string, status int, d time.Duration) {
+	m.http.WithLabelValues(route, method, strconv.Itoa(status)).Observe(d.Seconds())
+}
 
 // WriteBatch observes one group commit.
 func (m *Metrics) WriteBatch(n int) { m.batch.Observe(float64(n)) }

@@ -62,6 +62,9 @@ type Observer interface {
 	ClusterRead(v *ClusterView)
 	// WriteBatch: the store committed n writes in one transaction.
 	WriteBatch(n int)
+	// HTTPRequest: the API answered one request of route (its pattern, e.g. "/api/v2/tasks/{task_id}", never the
+	// path) with status, in d (a followed log or a tail: for as long as it was followed).
+	HTTPRequest(route, method string, status int, d time.Duration)
 }
 
 // NopObserver is an Observer that ignores everything.
@@ -84,6 +87,9 @@ func (NopObserver) ClusterRead(*ClusterView) {}
 
 // WriteBatch does nothing.
 func (NopObserver) WriteBatch(int) {}
+
+// HTTPRequest does nothing.
+func (NopObserver) HTTPRequest(string, string, int, time.Duration) {}
 
 // ObserverOr returns o, or NopObserver when o is nil.
 func ObserverOr(o Observer) Observer {

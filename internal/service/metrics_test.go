@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,5 +210,40 @@ func TestHealthIsInTheMetrics(t *testing.T) {
 	defer os.Rename(jobs+".aside", jobs)
 	if got := degraded(); got["shared_root"] != 1 || got["database"] != 0 {
 		t.Errorf("mvp_health_degraded with shared_root unmounted: %v, want shared_root 1", got)
+	}
+}
+
+// TestHTTPRequestsAreCounted: every request to the API's and the Ray door's routes is timed by route pattern (never
+// the path, which holds task ids), method and status, so that an SRE sees the rate of submits, of 4xx and 5xx, and
+// how long answers take.
+func TestHTTPRequestsAreCounted(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	ctx := context.Background()
+	c := m.Client()
+	if _, err := c.Submit(ctx, []byte(ppo1x4), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Get(ctx, "mvp2-ppo-20251223-143201-ffff"); err == nil {
+		t.Fatal("a task that does not exist was found")
+	}
+	_, fams := servicetest.Scrape(t, m.URL(), m.APIToken())
+	for _, want := range []struct {
+		route, method, code string
+	}{
+		{"/api/v2/tasks", "POST", "201"},
+		{"/api/v2/tasks/{task_id}", "GET", "404"},
+	} {
+		if n, ok := fams.Value(t, "mvp_http_request_duration_seconds", "route", want.route, "method", want.method,
+			"code", want.code); !ok || n != 1 {
+			t.Errorf("mvp_http_request_duration_seconds{route=%q,method=%q,code=%q}: %v requests (present %v), want 1",
+				want.route, want.method, want.code, n, ok)
+		}
+	}
+	for _, s := range fams.Series("mvp_http_request_duration_seconds") {
+		for _, l := range s.GetLabel() {
+			if l.GetName() == "route" && strings.Contains(l.GetValue(), "mvp2-") {
+				t.Errorf("a route label holds a task id: %q", l.GetValue())
+			}
+		}
 	}
 }
