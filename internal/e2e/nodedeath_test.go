@@ -73,6 +73,21 @@ func TestNodeDeathIsRetried(t *testing.T) {
 	}
 }
 
+// twoWorkers skips the test unless the cluster has two workers and MVP_CLUSTER_DIR names its folder of process
+// groups (killNode needs it); it returns the first worker's GPUs and that folder.
+func twoWorkers(t *testing.T) (gpus int, dir string) {
+	t.Helper()
+	ws := workers(t)
+	if len(ws) < 2 {
+		t.Skip("needs two workers (the first phase of scripts/e2e.sh)")
+	}
+	dir = os.Getenv("MVP_CLUSTER_DIR")
+	if dir == "" {
+		t.Skip("MVP_CLUSTER_DIR (the cluster's folder of process groups) is not set")
+	}
+	return int(ws[0].Total["GPU"]), dir
+}
+
 // notTheDriversNode waits until attempt 1 of task id runs past its first progress step (its gang placed, its
 // worker actors started if it has any) and returns a worker that is not its driver's node.
 func notTheDriversNode(t *testing.T, s *service, id string) string {
@@ -166,15 +181,7 @@ func killNode(t *testing.T, dir, id string) string {
 // ActorDiedError ("… because its node has died"), as verl's worker group does; the job fails with exit code 1. That
 // is INFRA, not the run's RUNTIME_ERROR: requeued at once, it waits until the node is back, then runs again.
 func TestWorkerNodeDeathIsRetried(t *testing.T) {
-	ws := workers(t)
-	if len(ws) < 2 {
-		t.Skip("needs two workers (the first phase of scripts/e2e.sh)")
-	}
-	dir := os.Getenv("MVP_CLUSTER_DIR")
-	if dir == "" {
-		t.Skip("MVP_CLUSTER_DIR (the cluster's folder of process groups) is not set")
-	}
-	gpus := int(ws[0].Total["GPU"])
+	gpus, dir := twoWorkers(t)
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 1})
 	task := s.submit(spec("ppo", 2, gpus, 45, "mvp_test.actors=1")) // the kill comes seconds after step 1
@@ -373,15 +380,7 @@ func TestARestartedMvpWaitsForTheNodesItSawBefore(t *testing.T) {
 // one: the gang wait must judge it (INSUFFICIENT_RESOURCES, requeued). Before, only PENDING groups were judged
 // and the attempt held its node's GPUs and the queue for as long as its driver lived.
 func TestAGangThatLostANodeIsJudgedByTheGangWait(t *testing.T) {
-	ws := workers(t)
-	if len(ws) < 2 {
-		t.Skip("needs two workers (the first phase of scripts/e2e.sh)")
-	}
-	dir := os.Getenv("MVP_CLUSTER_DIR")
-	if dir == "" {
-		t.Skip("MVP_CLUSTER_DIR (the cluster's folder of process groups) is not set")
-	}
-	gpus := int(ws[0].Total["GPU"])
+	gpus, dir := twoWorkers(t)
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 1, gangWaitS: 5})
 	task := s.submit(spec("ppo", 2, gpus, 600))
