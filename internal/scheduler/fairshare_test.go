@@ -414,3 +414,36 @@ func TestTheFairShareSentenceIsTrueAtEqualCharges(t *testing.T) {
 		t.Errorf("sentence %q does not say how equal charges are ordered", w.Reason)
 	}
 }
+
+// TestAnEndedGangDoesNotChargeItsOwner: a gang's placement groups are removed when its run ends, before mvp
+// learns that the Ray job ended; the ClusterWatch wakes the loop at exactly that moment, when the freed GPUs are
+// handed out. The gang's attempt is still live in mvp's view, and fair share charged its owner its 8 GPUs × 1 h
+// as if he held them: in a walk-through bob's 2 × 4 gang ended and, in that one pass, alice's whole waiting
+// sweep (six 1-GPU tasks) took the freed GPUs, spread over both nodes, ahead of bob's 1 × 4 task that the queue
+// had just forecast to start then (and which fair share, with bob the lighter user, ranks first). Groups it
+// removed hold nothing, and charge nothing either.
+func TestAnEndedGangDoesNotChargeItsOwner(t *testing.T) {
+	bundles, node, active, p := gangScene()
+	active[0].Task.Owner = "bob"
+	removed := []mvp.PlacementGroup{
+		{ID: "g1", CreatorJobID: "01000000", State: "REMOVED", Strategy: "STRICT_PACK", Bundles: bundles, Node: "w1"},
+		{ID: "g2", CreatorJobID: "01000000", State: "REMOVED", Strategy: "STRICT_PACK", Bundles: bundles, Node: "w2"}}
+	var queue []*mvp.Task
+	for i := range 6 {
+		q := &mvp.Task{ID: fmt.Sprintf("alice-%d", i), Owner: "alice", Priority: 50, Workload: mvp.WorkloadPPO,
+			State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 1, MaxRuntimeS: 120, CreatedAt: t0.Add(-3 * time.Minute)}
+		queue = append(queue, q)
+	}
+	bob4 := &mvp.Task{ID: "bob-4", Owner: "bob", Priority: 50, Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 4, MaxRuntimeS: 60, CreatedAt: t0.Add(-time.Minute)}
+	queue = append(queue, bob4)
+	p.FairShare = true
+	snap := Snapshot{Cluster: &mvp.ClusterView{Nodes: []mvp.Node{node("w1", 4), node("w2", 4)}, Groups: removed},
+		Active: active, Queue: queue, Usage: map[string]float64{"alice": 612, "bob": 108}}
+	acts := Decide(t0, snap, p)
+	if !slices.Contains(submitted(acts), bob4) {
+		w := waitOf(acts, bob4)
+		t.Fatalf("bob's 1 × 4 task (bob the lighter user, his gang ended) was not admitted: %s %q; submitted %d of alice's",
+			w.Code(), w.Reason, len(submitted(acts)))
+	}
+}

@@ -337,8 +337,6 @@ func (pl *plan) reserveLive() {
 		}
 		d := DemandOf(a.Task, pl.p)
 		u := &pl.users[pl.userOf(a.Task.Owner)]
-		u.used += d.gangGPUs()
-		u.charge += d.gangGPUs() * RankHorizon.Seconds() / u.share // what it holds now counts for fair share at once
 		placed, gone := 0, 0
 		switch {
 		case a.Attempt != nil && a.Attempt.RayJobID != "":
@@ -358,6 +356,13 @@ func (pl *plan) reserveLive() {
 			placed, pool = claimGroups(pl.s.Cluster.Groups, pool, d)
 		}
 		unplaced := max(d.Groups-placed-gone, 0)
+		if placed > 0 || gone < d.Groups || d.Groups == 0 {
+			u.used += d.gangGPUs()
+			u.charge += d.gangGPUs() * RankHorizon.Seconds() / u.share // what it holds now counts for fair share at once
+		}
+		// else its gang's groups were all removed (its run ended; mvp has not followed the job to its end yet): it
+		// holds nothing, and charged to its owner as held it handed the GPUs it freed to the other users' tasks in
+		// the very pass the ClusterWatch wakes for (TestAnEndedGangDoesNotChargeItsOwner).
 		driver := placed == 0 && gone == 0 && // a driver that placed groups runs
 			(a.Attempt == nil || a.Attempt.RayStatus == mvp.RayUnknown || a.Attempt.RayStatus == mvp.RayPending)
 		drvRes := driverOf(a.Task, pl.p)
