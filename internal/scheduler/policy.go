@@ -733,17 +733,45 @@ func (pl *plan) backfill(i int32) {
 	}
 	if !endsBefore {
 		// Would the reserved gang still fit at its start with this task still running?
+		hs := &pl.shapes[pl.ents[r.holder].shape]
 		atT := cloneNodes(r.atT)
 		take(atT, chosen, drv, sh.d, sh.driver)
-		if hs := &pl.shapes[pl.ents[r.holder].shape]; !fits(atT, hs.d, hs.driver) {
-			sh.delays = true
-			pl.wait(i, cBehindReservation, r.holder)
-			return
+		if !fits(atT, hs.d, hs.driver) {
+			// Its best fit is on the reservation's nodes; elsewhere it may use only what the reservation does not
+			// need (TestBackfillUsesANodeTheReservationDoesNotNeed).
+			ok = false
+			if len(r.nodes) > 0 {
+				if c2, d2, ok2 := fitCheck(pl.withoutNodes(r.nodes), sh.d, sh.driver); ok2 {
+					atT = cloneNodes(r.atT)
+					take(atT, c2, d2, sh.d, sh.driver)
+					if fits(atT, hs.d, hs.driver) {
+						chosen, drv, ok = c2, d2, true
+					}
+				}
+			}
+			if !ok {
+				sh.delays = true
+				pl.wait(i, cBehindReservation, r.holder)
+				return
+			}
 		}
 		r.atT = atT
 	}
 	take(pl.nodes, chosen, drv, sh.d, sh.driver)
 	pl.admit(i, chosen, drv)
+}
+
+// withoutNodes is the free view with nothing free on the nodes named ids (the same indexes as pl.nodes).
+func (pl *plan) withoutNodes(ids []string) []*node {
+	out := cloneNodes(pl.nodes)
+	for _, n := range out {
+		if slices.Contains(ids, n.id) {
+			for r := range n.free {
+				n.free[r] = 0
+			}
+		}
+	}
+	return out
 }
 
 // full reports whether max_running_tasks is reached.

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -275,7 +276,7 @@ func TestWaitCodes(t *testing.T) {
 	b.run(2, 4*h, h, true, "n2")                // n2: 2 free, free again at +3h
 	frag := timed(1, 4, h, time.Hour)           // 4 free in all, on two nodes: fragmented
 	busy := timed(2, 4, 10*h, 50*time.Minute)   // 8 GPUs: more than are free in all
-	behind := timed(1, 2, 10*h, 40*time.Minute) // fits now, but on n1 it outlives the reservation
+	behind := timed(2, 2, 10*h, 40*time.Minute) // fits now, but needs n1 too, and outlives the reservation there
 	never := timed(3, 1, h, 30*time.Minute)     // three nodes: never
 	backing := timed(1, 1, h, 20*time.Minute)   // backing off: left alone
 	backing.State = mvp.StatePendingResources
@@ -549,4 +550,32 @@ func TestABackingOffTaskIsNeverStartedEarly(t *testing.T) {
 			t.Errorf("submitted %v, want bob's task: alice's, over her quota, holds no line", ids(sub))
 		}
 	})
+}
+
+// TestBackfillUsesANodeTheReservationDoesNotNeed: a walk-through's queue said of a 1-GPU task "waiting behind
+// the task that holds a reservation for the GPUs this task would take" while 3 GPUs stood free on a node the
+// reserved 1 × 4 gang was not planned on: backfill tried the task on its best-fit node only (the reserved node,
+// with 1 GPU free), found that it would delay the reservation there, and held it, though on the other node it
+// uses only capacity the reservation does not need (specs/design.md, "Backfill").
+func TestBackfillUsesANodeTheReservationDoesNotNeed(t *testing.T) {
+	for _, name := range []string{PolicyEASY, PolicyXFBF, PolicyXFChain} {
+		b := newBench("w1", "w2")
+		b.run(1, 10*time.Minute, 0, true, "w1")
+		for range 3 {
+			b.run(1, time.Minute, 0, true, "w2")
+		}
+		gang := timed(1, 4, time.Hour, time.Hour)
+		small := timed(1, 1, time.Hour, time.Minute)
+		acts := Decide(t0, b.snap(gang, small), named(name))
+		var onto []string
+		for _, a := range acts {
+			if s, ok := a.(Submit); ok && s.Task == small {
+				onto = s.Nodes
+			}
+		}
+		if !slices.Equal(onto, []string{"w1"}) {
+			w := waitOf(acts, small)
+			t.Errorf("%s: the 1-GPU task was not started on w1 (3 GPUs free, not reserved): %s %q", name, w.Code(), w.Reason)
+		}
+	}
 }
