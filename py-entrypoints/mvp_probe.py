@@ -104,6 +104,10 @@ def reading(st):
             "node_id": group_node(pg),
             # When the GCS took its creation request (unix ns, the head's clock): a PENDING group has waited since.
             "created_ns": int(pg.stats.creation_request_received_ns),
+            # When it was placed (its creation request plus Ray's end-to-end creation latency; 0 while not placed):
+            # a run's max_runtime_s counts from then, not from the minutes its driver waited for it.
+            "placed_ns": (int(pg.stats.creation_request_received_ns) + int(pg.stats.end_to_end_creation_latency_us) * 1000)
+            if pg.stats.end_to_end_creation_latency_us > 0 and pg.stats.creation_request_received_ns > 0 else 0,
         })
     return {"ok": True, "nodes": nodes, "placement_groups": groups}
 

@@ -109,6 +109,9 @@ type PlacementGroup struct {
 	// CreatedNs is when Ray's GCS took the group's creation request (unix nanoseconds, the head's clock); 0 when
 	// unknown (the dashboard's fallback view). A PENDING group has waited to be placed since then.
 	CreatedNs int64 `json:"created_ns,omitempty"`
+	// PlacedNs is when Ray placed it (its creation request plus Ray's end-to-end creation latency, unix
+	// nanoseconds, the head's clock); 0 while it is not placed, or when unknown.
+	PlacedNs int64 `json:"placed_ns,omitempty"`
 }
 
 // Placed reports whether Ray has placed the group: CREATED, or PREPARED (the first of Ray's two steps: its node is

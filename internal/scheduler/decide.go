@@ -86,6 +86,10 @@ type ActiveAttempt struct {
 	// StuckSince is when the attempt's placement groups were first seen PENDING (not placeable yet) or
 	// RESCHEDULING (a node they were on died); zero if they are not.
 	StuckSince time.Time
+	// PlacedAt is when Ray placed the last of its gang's placement groups (the live probe's reading); zero when
+	// unknown. Its max_runtime_s counts from then when that is after it began to run: the time its driver waited for
+	// its gang was not run time.
+	PlacedAt time.Time
 	// Infeasible is true when Ray says one of its placement groups can never be placed on this cluster.
 	Infeasible bool
 	// Rescheduling is true when one of its placement groups lost its node and waits to be placed again.
@@ -211,8 +215,23 @@ func expiredNs(nowNs, createdNs int64, t *mvp.Task) bool {
 // overstayed reports whether a started attempt has run past its task's max_runtime_s, counted from when it began
 // to run (RunningSince: not Ray's start_time, which is the submission's).
 func overstayed(now time.Time, a ActiveAttempt) bool {
-	since := a.Attempt.RunningSince()
+	since := a.runStart()
 	return a.Task.MaxRuntimeS > 0 && since != nil && now.Sub(*since) >= time.Duration(a.Task.MaxRuntimeS)*time.Second
+}
+
+// runStart is when the attempt's max_runtime_s began: when mvp first saw it RUNNING, or when Ray placed its gang
+// if that was later (a driver that waited 27 s of its 30 s for its gang was stopped 2 s into its run, "ran longer
+// than its max_runtime_s"); nil if it has not run.
+func (a ActiveAttempt) runStart() *time.Time {
+	since := a.Attempt.RunningSince()
+	if since == nil || since.IsZero() {
+		return since
+	}
+	if a.PlacedAt.After(*since) {
+		p := a.PlacedAt
+		return &p
+	}
+	return since
 }
 
 // stops returns the Stop actions of one pass: retries for attempts already judged, and new judgements. A canceled

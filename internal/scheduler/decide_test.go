@@ -590,3 +590,54 @@ func admittedOnto(now time.Time, s Snapshot, p Policy) (nodes []string, waits []
 	}
 	return nodes, waits
 }
+
+// TestMaxRuntimeCountsFromThePlacementOfTheGang: in a walk-through a 1 × 2 task declaring max_runtime_s 30 was
+// RUNNING in Ray (its driver up) 27 s before its placement group could be placed (Ray had put other 1-GPU tasks
+// where mvp had planned it), and mvp stopped it 2 s into its run, FAILED MAX_RUNTIME_EXCEEDED ("ran longer than
+// its max_runtime_s (30 s)"), not retried. The gang wait spares a gang still waiting; once placed, its run time
+// counts from the placement, not from the minutes its driver waited for it.
+func TestMaxRuntimeCountsFromThePlacementOfTheGang(t *testing.T) {
+	_, _, active, p := gangScene()
+	a := active[0]
+	a.Task.MaxRuntimeS = 30
+	ran := t0.Add(-30 * time.Second)
+	a.Attempt.RunningAt = &ran
+	a.PlacedAt = t0.Add(-2 * time.Second)
+	p.GangWait = 120 * time.Second
+	snap := Snapshot{Cluster: &mvp.ClusterView{}, Active: []ActiveAttempt{a}}
+	for _, act := range Decide(t0, snap, p) {
+		if s, ok := act.(Stop); ok {
+			t.Fatalf("stopped 2 s after its gang was placed: %s %q", s.Kind, s.Reason)
+		}
+	}
+	a.PlacedAt = t0.Add(-31 * time.Second) // placed before it was seen running: counted from running, as before
+	snap.Active = []ActiveAttempt{a}
+	stopped := false
+	for _, act := range Decide(t0, snap, p) {
+		if s, ok := act.(Stop); ok && s.Kind == mvp.FailureMaxRuntimeExceeded {
+			stopped = true
+		}
+	}
+	if !stopped {
+		t.Fatal("a run 30 s past its running and its placement was not stopped")
+	}
+}
+
+// TestPlacedAtKeepsARemovedGroupsPlacement: at the end of a run its groups are removed before its driver exits;
+// read as never placed, the run was judged from running_at again and stopped as it exited (e2e
+// TestMaxRuntimeCountsFromThePlacementOfTheGang: MAX_RUNTIME_EXCEEDED on a run that had done its work).
+func TestPlacedAtKeepsARemovedGroupsPlacement(t *testing.T) {
+	placed := t0.Add(-5 * time.Second)
+	v := &mvp.ClusterView{Groups: []mvp.PlacementGroup{
+		{CreatorJobID: "01000000", State: "REMOVED", PlacedNs: placed.UnixNano()},
+		{CreatorJobID: "02000000", State: "CREATED", PlacedNs: t0.Add(time.Hour).UnixNano()}}}
+	if got := placedAt(v, "01000000", t0); !got.Equal(placed) {
+		t.Errorf("a removed group's placement: %v, want %v", got, placed)
+	}
+	if got := placedAt(v, "02000000", t0); !got.Equal(t0) {
+		t.Errorf("a placement after now (the head's clock ahead): %v, want now", got)
+	}
+	if got := placedAt(v, "03000000", t0); !got.IsZero() {
+		t.Errorf("no group: %v, want zero", got)
+	}
+}

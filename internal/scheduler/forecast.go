@@ -65,7 +65,7 @@ func forecast(now time.Time, s Snapshot, q []*mvp.Task, p Policy, wanted func(*m
 		}
 		att := *a.Attempt
 		start := now // not running yet: its declared run begins no earlier than now (endOf)
-		if since := att.RunningSince(); since != nil && !since.IsZero() {
+		if since := a.runStart(); since != nil && !since.IsZero() {
 			start = *since
 		}
 		f.add(a.Task, &att, start, u)

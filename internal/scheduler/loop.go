@@ -831,7 +831,7 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 			continue
 		}
 		live[a.RaySubmissionID] = true
-		aa := ActiveAttempt{Task: t, Attempt: a, Nodes: placedNodes(view, a.RayJobID)}
+		aa := ActiveAttempt{Task: t, Attempt: a, Nodes: placedNodes(view, a.RayJobID), PlacedAt: placedAt(view, a.RayJobID, now)}
 		if view != nil && a.RayJobID != "" && a.FailureKind == mvp.FailureNone && t.State != mvp.StateCanceled {
 			if ray, pending := pendingSince(view, a.RayJobID, a.CreatedAt, now); pending {
 				// A reading that says when Ray made the group (the live probe's; the first after a restart may be
@@ -934,6 +934,29 @@ func pendingSince(v *mvp.ClusterView, jobID string, floor, now time.Time) (since
 		since = now
 	}
 	return since, true
+}
+
+// placedAt is when Ray placed the last of the job's placement groups, placed or removed since, as the live probe
+// reads it (no later than now); zero when none was placed or the reading does not say.
+func placedAt(v *mvp.ClusterView, jobID string, now time.Time) time.Time {
+	if v == nil || jobID == "" {
+		return time.Time{}
+	}
+	var last int64
+	for i := range v.Groups {
+		// A REMOVED group keeps its placement (ray.Probe keeps it a while): its run ended, and judged from
+		// running_at again the driver was stopped as it exited (MAX_RUNTIME_EXCEEDED on a finished run; e2e).
+		if g := &v.Groups[i]; g.CreatorJobID == jobID && g.PlacedNs > last {
+			last = g.PlacedNs
+		}
+	}
+	if last == 0 {
+		return time.Time{}
+	}
+	if at := time.Unix(0, last); at.Before(now) {
+		return at
+	}
+	return now
 }
 
 // placedNodes lists the node of each of the job's placed groups, when the view knows them all; nil otherwise.

@@ -467,7 +467,7 @@ func (pl *plan) endOf(a ActiveAttempt) int64 {
 		return never
 	}
 	start := pl.now
-	if since := a.Attempt.RunningSince(); since != nil && !since.IsZero() {
+	if since := a.runStart(); since != nil && !since.IsZero() {
 		start = *since
 	}
 	end := start.Add(rt)
