@@ -17,6 +17,7 @@ import (
 // a 1 × 4 gang, for 25 s: the gang waits (its driver RUNNING), is placed once they are given back, runs its 10 s
 // and succeeds, 35 s or more after mvp saw it RUNNING, since its max_runtime_s counts from its placement.
 func TestMaxRuntimeCountsFromThePlacementOfTheGang(t *testing.T) {
+	waitIdle(t)
 	s := startService(t, serviceOpts{})
 	task := s.submit(spec("ppo", 1, 4, 10) + "max_runtime_s: 30\n")
 	const grab = `import sys, time, ray

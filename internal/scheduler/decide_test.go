@@ -631,13 +631,32 @@ func TestPlacedAtKeepsARemovedGroupsPlacement(t *testing.T) {
 	v := &mvp.ClusterView{Groups: []mvp.PlacementGroup{
 		{CreatorJobID: "01000000", State: "REMOVED", PlacedNs: placed.UnixNano()},
 		{CreatorJobID: "02000000", State: "CREATED", PlacedNs: t0.Add(time.Hour).UnixNano()}}}
-	if got := placedAt(v, "01000000", t0); !got.Equal(placed) {
+	if got := placedAt(v, "01000000", 1, t0); !got.Equal(placed) {
 		t.Errorf("a removed group's placement: %v, want %v", got, placed)
 	}
-	if got := placedAt(v, "02000000", t0); !got.Equal(t0) {
+	if got := placedAt(v, "02000000", 1, t0); !got.Equal(t0) {
 		t.Errorf("a placement after now (the head's clock ahead): %v, want now", got)
 	}
-	if got := placedAt(v, "03000000", t0); !got.IsZero() {
+	if got := placedAt(v, "03000000", 1, t0); !got.IsZero() {
 		t.Errorf("no group: %v, want zero", got)
+	}
+}
+
+// A group a run makes late (an evaluation after hours of training) does not start its max_runtime_s again: the run
+// clock starts when the gang's groups had been placed (the n-th earliest placement for a gang of n), so no group
+// made later extends a run (found in review of the placement clock).
+func TestPlacedAtIsTheFirstPlacement(t *testing.T) {
+	gang := t0.Add(-2 * time.Hour)
+	v := &mvp.ClusterView{Groups: []mvp.PlacementGroup{
+		{CreatorJobID: "01000000", State: "CREATED", PlacedNs: gang.UnixNano()},
+		{CreatorJobID: "01000000", State: "CREATED", PlacedNs: gang.Add(time.Second).UnixNano()},
+		{CreatorJobID: "01000000", State: "CREATED", PlacedNs: t0.Add(-time.Minute).UnixNano()}, // made late
+		{CreatorJobID: "01000000", State: "PENDING"},
+	}}
+	if got := placedAt(v, "01000000", 2, t0); !got.Equal(gang.Add(time.Second)) {
+		t.Errorf("placedAt %v, want when the gang of 2 was placed, %v", got, gang.Add(time.Second))
+	}
+	if got := placedAt(v, "01000000", 4, t0); !got.IsZero() {
+		t.Errorf("a gang of 4 with 3 groups placed: %v, want zero", got)
 	}
 }

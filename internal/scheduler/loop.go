@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -831,7 +832,7 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 			continue
 		}
 		live[a.RaySubmissionID] = true
-		aa := ActiveAttempt{Task: t, Attempt: a, Nodes: placedNodes(view, a.RayJobID), PlacedAt: placedAt(view, a.RayJobID, now)}
+		aa := ActiveAttempt{Task: t, Attempt: a, Nodes: placedNodes(view, a.RayJobID), PlacedAt: placedAt(view, a.RayJobID, DemandOf(t, l.Policy).Groups, now)}
 		if view != nil && a.RayJobID != "" && a.FailureKind == mvp.FailureNone && t.State != mvp.StateCanceled {
 			if ray, pending := pendingSince(view, a.RayJobID, a.CreatedAt, now); pending {
 				// A reading that says when Ray made the group (the live probe's; the first after a restart may be
@@ -936,25 +937,28 @@ func pendingSince(v *mvp.ClusterView, jobID string, floor, now time.Time) (since
 	return since, true
 }
 
-// placedAt is when Ray placed the last of the job's placement groups, placed or removed since, as the live probe
-// reads it (no later than now); zero when none was placed or the reading does not say.
-func placedAt(v *mvp.ClusterView, jobID string, now time.Time) time.Time {
-	if v == nil || jobID == "" {
+// placedAt is when the job's gang of groups placement groups had been placed: the groups-th earliest placement of
+// its groups, placed or removed since, as the live probe reads it (no later than now); zero when fewer were placed,
+// or the reading does not say. A group made later in the run (an evaluation's) is not the gang's: taking the last
+// placement, such a group started the run's max_runtime_s again.
+func placedAt(v *mvp.ClusterView, jobID string, groups int, now time.Time) time.Time {
+	if v == nil || jobID == "" || groups <= 0 {
 		return time.Time{}
 	}
-	var last int64
+	var at []int64
 	for i := range v.Groups {
 		// A REMOVED group keeps its placement (ray.Probe keeps it a while): its run ended, and judged from
 		// running_at again the driver was stopped as it exited (MAX_RUNTIME_EXCEEDED on a finished run; e2e).
-		if g := &v.Groups[i]; g.CreatorJobID == jobID && g.PlacedNs > last {
-			last = g.PlacedNs
+		if g := &v.Groups[i]; g.CreatorJobID == jobID && g.PlacedNs > 0 {
+			at = append(at, g.PlacedNs)
 		}
 	}
-	if last == 0 {
+	if len(at) < groups {
 		return time.Time{}
 	}
-	if at := time.Unix(0, last); at.Before(now) {
-		return at
+	slices.Sort(at)
+	if t := time.Unix(0, at[groups-1]); t.Before(now) {
+		return t
 	}
 	return now
 }
