@@ -20,7 +20,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 
 	"github.com/mvp2/mvp/internal/jobspec"
@@ -635,12 +634,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if cs := v.SQLite.CheckpointSchedule; cs != "off" {
-		if (strings.HasPrefix(cs, "TZ=") || strings.HasPrefix(cs, "CRON_TZ=")) && !strings.Contains(cs, " ") {
-			// robfig/cron slices past the end of such a spec (it panics) instead of saying the schedule is missing.
-			return fmt.Errorf("v2.sqlite.checkpoint_schedule: %q names a time zone but no schedule after it; use a "+
-				"5-field cron line such as \"*/10 * * * *\", a descriptor such as \"@every 10m\", or \"off\"", cs)
-		}
-		if _, err := cron.ParseStandard(cs); err != nil {
+		if _, err := recurring.ParseStandard(cs); err != nil {
 			return fmt.Errorf("v2.sqlite.checkpoint_schedule: %q is not a schedule (%v); use a 5-field cron line such as \"*/10 * * * *\", a descriptor such as \"@every 10m\", or \"off\"", cs, err)
 		}
 		if err := recurring.CheckEvery(cs); err != nil {

@@ -8,6 +8,7 @@
 package recurring
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,6 +30,16 @@ func CheckEvery(expr string) error {
 		}
 	}
 	return nil
+}
+
+// ParseStandard parses a standard cron line or descriptor that may start with its own TZ= or CRON_TZ= zone, as
+// dev.yaml's checkpoint_schedule does (cron.ParseStandard). A zone with nothing after it is refused: robfig/cron
+// slices past the end of such a line and panics instead of saying the schedule is missing.
+func ParseStandard(spec string) (cron.Schedule, error) {
+	if (strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=")) && !strings.Contains(spec, " ") {
+		return nil, errors.New("it names a time zone but no schedule after it")
+	}
+	return cron.ParseStandard(spec)
 }
 
 // Parse checks a schedule's cron expression and time zone (an IANA name such as Europe/Berlin; "" is UTC) and

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/mvp2/mvp/internal/recurring"
 )
 
 // CheckpointResult is what one PRAGMA wal_checkpoint(TRUNCATE) reported.
@@ -53,7 +55,7 @@ func fileSize(path string) int64 {
 // ScheduleCheckpoints runs Checkpoint on a cron schedule (standard 5-field cron or a descriptor such as
 // "@every 10m" or "@hourly") until stop is called; stop waits for a checkpoint under way. Each run is logged.
 func (db *DB) ScheduleCheckpoints(spec string, logger *slog.Logger) (stop func(), err error) {
-	sched, err := cron.ParseStandard(spec)
+	sched, err := recurring.ParseStandard(spec)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint schedule %q: %w", spec, err)
 	}
