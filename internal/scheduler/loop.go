@@ -845,8 +845,7 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 					}
 				}
 				aa.StuckSince = since
-				aa.Infeasible = hasInfeasibleGroup(view, a.RayJobID)
-				aa.Rescheduling = hasGroupIn(view, a.RayJobID, "RESCHEDULING")
+				aa.Infeasible, aa.Rescheduling = unplacedKinds(view, a.RayJobID)
 				seen[a.RaySubmissionID] = true
 			}
 		}
@@ -982,24 +981,17 @@ func placedNodes(v *mvp.ClusterView, jobID string) []string {
 	return out
 }
 
-// hasGroupIn reports whether one of the job's placement groups is in state.
-func hasGroupIn(v *mvp.ClusterView, jobID, state string) bool {
+// unplacedKinds reports whether Ray says one of the job's pending groups can never be placed, and whether one of
+// its groups lost its node and waits to be placed again.
+func unplacedKinds(v *mvp.ClusterView, jobID string) (infeasible, rescheduling bool) {
 	for _, g := range v.Groups {
-		if g.CreatorJobID == jobID && g.State == state {
-			return true
+		if g.CreatorJobID != jobID {
+			continue
 		}
+		infeasible = infeasible || g.State == "PENDING" && g.SchedulingState == "INFEASIBLE"
+		rescheduling = rescheduling || g.State == "RESCHEDULING"
 	}
-	return false
-}
-
-// hasInfeasibleGroup reports whether Ray says one of the job's pending groups can never be placed.
-func hasInfeasibleGroup(v *mvp.ClusterView, jobID string) bool {
-	for _, g := range v.Groups {
-		if g.CreatorJobID == jobID && g.State == "PENDING" && g.SchedulingState == "INFEASIBLE" {
-			return true
-		}
-	}
-	return false
+	return infeasible, rescheduling
 }
 
 func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
