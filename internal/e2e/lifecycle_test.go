@@ -167,7 +167,7 @@ func TestDependencies(t *testing.T) {
 	waitFor(t, 30*time.Second, "b estimated at a's declared end", func() (bool, string) {
 		var since *time.Time
 		for _, at := range s.get(a.ID).Attempts {
-			since = at.RunningSince()
+			since = at.RunStart() // from its gang's placement once recorded, as mvp counts
 		}
 		if since == nil {
 			return false, "a is not running yet"

@@ -166,15 +166,17 @@ func TestQueueSaysATaskWouldExpireBeforeItsEstimatedStart(t *testing.T) {
 	})
 	small := s.submit(spec("ppo", 1, 1, 1) + "max_queued_s: 120\nmax_runtime_s: 60\n")
 	gang := s.submit(spec("ppo", 2, 4, 1) + "max_runtime_s: 600\n")
+	// Its declared end counts from its gang's placement when that is after mvp saw it running (placed_at, recorded
+	// the pass after mvp reads it; mvp.Attempt.RunStart).
 	var bigEnd time.Time
-	for _, a := range s.get(big.ID).Attempts {
-		if since := a.RunningSince(); since != nil {
-			bigEnd = since.Add(600 * time.Second)
+	waitFor(t, 30*time.Second, "the big gang's placement recorded", func() (bool, string) {
+		a := s.get(big.ID).Latest()
+		if a == nil || a.PlacedAt == nil || a.RunStart() == nil {
+			return false, fmt.Sprintf("%+v", a)
 		}
-	}
-	if bigEnd.IsZero() {
-		t.Fatalf("the big gang has no running_at: %+v", s.get(big.ID).Attempts)
-	}
+		bigEnd = a.RunStart().Add(600 * time.Second)
+		return true, ""
+	})
 	waitFor(t, 30*time.Second, "the queue to say the small task would expire first", func() (bool, string) {
 		v, _, err := s.c.Queue(ctxT(t))
 		if err != nil {

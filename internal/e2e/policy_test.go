@@ -266,13 +266,17 @@ func TestTheEstimateIsWhenBackfillStartsATask(t *testing.T) {
 		}
 		return false, fmt.Sprintf("S not estimated yet: %+v", v.Queue)
 	})
-	aRun := s.get(a)
+	// A's max_runtime_s counts from its gang's placement when that is after mvp saw it running (placed_at, recorded
+	// the pass after mvp reads it): computed from running_at, its end was 2.1 s early in a CI run.
 	var aEnd time.Time
-	for _, at := range aRun.Attempts {
-		if since := at.RunningSince(); since != nil {
-			aEnd = since.Add(40 * time.Second)
+	waitFor(t, 30*time.Second, "A's placement recorded", func() (bool, string) {
+		at := s.get(a).Latest()
+		if at == nil || at.PlacedAt == nil || at.RunStart() == nil {
+			return false, fmt.Sprintf("%+v", at)
 		}
-	}
+		aEnd = at.RunStart().Add(40 * time.Second)
+		return true, ""
+	})
 	t.Logf("A declared to end %s; S estimated %s; G reserved %s", aEnd.Format(time.RFC3339Nano),
 		est.Format(time.RFC3339Nano), resv.Format(time.RFC3339Nano))
 	if !est.Before(resv) {

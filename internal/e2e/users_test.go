@@ -69,7 +69,7 @@ func TestUsersShareTheCluster(t *testing.T) {
 	waitFor(t, 30*time.Second, "alice's quota-held task estimated at her first task's declared end", func() (bool, string) {
 		var since *time.Time
 		for _, at := range s.get(a1).Attempts {
-			since = at.RunningSince()
+			since = at.RunStart() // from its gang's placement once recorded, as mvp counts
 		}
 		if since == nil {
 			return false, "a1 has not run yet"

@@ -44,4 +44,9 @@ remove_placement_group(pg)
 	if a.RunningAt == nil || a.EndTime == nil || a.EndTime.Sub(*a.RunningAt) < 30*time.Second {
 		t.Skipf("the gang was not kept waiting (running %v, end %v): the GPUs were taken before mvp admitted it or after Ray placed it", a.RunningAt, a.EndTime)
 	}
+	// The placement is recorded (placed_at), after the driver began, and the run ended within its max_runtime_s of it.
+	if a.PlacedAt == nil || !a.PlacedAt.After(*a.RunningAt) || a.EndTime.Sub(*a.PlacedAt) >= 30*time.Second {
+		t.Errorf("placed_at %v; want it after running_at %v and less than 30 s before the end %v", a.PlacedAt,
+			a.RunningAt, a.EndTime)
+	}
 }

@@ -99,8 +99,8 @@ func (t *Task) FillTimeLeft(now time.Time) {
 		t.QueuedLeftS = left(t.MaxQueuedS, t.CreatedAt)
 	}
 	if t.MaxRuntimeS > 0 && t.State == StateRunning {
-		if a := t.Latest(); a != nil && a.RunningSince() != nil {
-			t.RuntimeLeftS = left(t.MaxRuntimeS, *a.RunningSince())
+		if a := t.Latest(); a != nil && a.RunStart() != nil {
+			t.RuntimeLeftS = left(t.MaxRuntimeS, *a.RunStart())
 		}
 	}
 }
@@ -169,10 +169,14 @@ type Attempt struct {
 	// StartTime is Ray's start_time: when Ray took the submission (its job manager stamps it then), not when the
 	// job began to run.
 	StartTime *time.Time `json:"start_time"`
-	// RunningAt is when mvp first saw Ray report the job RUNNING: max_runtime_s and the heartbeat count from it.
+	// RunningAt is when mvp first saw Ray report the job RUNNING: the heartbeat counts from it, and max_runtime_s
+	// unless PlacedAt is later (RunStart).
 	RunningAt *time.Time `json:"running_at,omitempty"`
-	EndTime   *time.Time `json:"end_time"`
-	ExitCode  *int       `json:"exit_code"`
+	// PlacedAt is when Ray placed the last of the attempt's gang of placement groups, as mvp's live probe read it;
+	// nil until mvp saw the whole gang placed, and for a run that makes no groups. See RunStart.
+	PlacedAt *time.Time `json:"placed_at,omitempty"`
+	EndTime  *time.Time `json:"end_time"`
+	ExitCode *int       `json:"exit_code"`
 	// LogKept is true once the ended job's driver log is in the task folder; until then mvp keeps retrying the
 	// fetch and does not delete the job from Ray (see Store.NoteLog).
 	LogKept bool `json:"log_kept"`
@@ -190,6 +194,16 @@ func (a *Attempt) RunningSince() *time.Time {
 		return a.StartTime
 	}
 	return nil
+}
+
+// RunStart is when the attempt's max_runtime_s began: RunningSince, or PlacedAt when Ray placed the gang later
+// (a driver that waits for its gang has not begun its run); nil while it has not run.
+func (a *Attempt) RunStart() *time.Time {
+	since := a.RunningSince()
+	if since == nil || a.PlacedAt == nil || !a.PlacedAt.After(*since) {
+		return since
+	}
+	return a.PlacedAt
 }
 
 // Event is one line of a task's history.

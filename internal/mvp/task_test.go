@@ -19,6 +19,19 @@ func TestFillTimeLeft(t *testing.T) {
 	if running.RuntimeLeftS == nil || *running.RuntimeLeftS != 70 || running.QueuedLeftS != nil {
 		t.Errorf("running: %v %v", running.RuntimeLeftS, running.QueuedLeftS)
 	}
+	// A driver that waited for its gang: the run counts from the gang's placement (placed_at), as mvp judges it.
+	placed := start.Add(5 * time.Second)
+	running.Attempts[0].PlacedAt = &placed
+	running.FillTimeLeft(t0.Add(40 * time.Second))
+	if running.RuntimeLeftS == nil || *running.RuntimeLeftS != 75 {
+		t.Errorf("running, placed 5 s after it began: %v, want 75", running.RuntimeLeftS)
+	}
+	early := start.Add(-5 * time.Second) // placed before mvp saw it running: counts from running
+	running.Attempts[0].PlacedAt = &early
+	running.FillTimeLeft(t0.Add(40 * time.Second))
+	if running.RuntimeLeftS == nil || *running.RuntimeLeftS != 70 {
+		t.Errorf("running, placed before it began: %v, want 70", running.RuntimeLeftS)
+	}
 	running.FillTimeLeft(t0.Add(time.Hour))
 	if *running.RuntimeLeftS != 0 {
 		t.Errorf("overdue: %d, want 0", *running.RuntimeLeftS)

@@ -221,9 +221,10 @@ func overstayed(now time.Time, a ActiveAttempt) bool {
 
 // runStart is when the attempt's max_runtime_s began: when mvp first saw it RUNNING, or when Ray placed its gang
 // if that was later (a driver that waited 27 s of its 30 s for its gang was stopped 2 s into its run, "ran longer
-// than its max_runtime_s"); nil if it has not run.
+// than its max_runtime_s"), by the placement recorded on the attempt (mvp.Attempt.RunStart) or the live reading,
+// whichever is later; nil if it has not run.
 func (a ActiveAttempt) runStart() *time.Time {
-	since := a.Attempt.RunningSince()
+	since := a.Attempt.RunStart()
 	if since == nil || since.IsZero() {
 		return since
 	}

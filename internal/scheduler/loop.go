@@ -69,6 +69,9 @@ type Loop struct {
 	mu     sync.Mutex
 	stuck  map[string]time.Time // submission id → first seen unplaceable; only live attempts
 	copied map[string]time.Time // submission id → when its running log is next copied; only live attempts
+	// placed: submission id → when Ray placed its whole gang (the live probe's reading), for an attempt whose row
+	// has no placed_at yet: sync writes it. Only live attempts.
+	placed map[string]time.Time
 	// posted: submission id → when this process last sent it to Ray; only live attempts. started: this process's
 	// first pass (a POST of an earlier process may land up to then). See Report.LastPost.
 	posted  map[string]time.Time
@@ -833,6 +836,12 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 		}
 		live[a.RaySubmissionID] = true
 		aa := ActiveAttempt{Task: t, Attempt: a, Nodes: placedNodes(view, a.RayJobID), PlacedAt: placedAt(view, a.RayJobID, DemandOf(t, l.Policy).Groups, now)}
+		if record && a.PlacedAt == nil && !aa.PlacedAt.IsZero() {
+			if l.placed == nil {
+				l.placed = map[string]time.Time{}
+			}
+			l.placed[a.RaySubmissionID] = aa.PlacedAt
+		}
 		if view != nil && a.RayJobID != "" && a.FailureKind == mvp.FailureNone && t.State != mvp.StateCanceled {
 			if ray, pending := pendingSince(view, a.RayJobID, a.CreatedAt, now); pending {
 				// A reading that says when Ray made the group (the live probe's; the first after a restart may be
@@ -862,6 +871,11 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 	for id := range l.copied {
 		if !live[id] {
 			delete(l.copied, id)
+		}
+	}
+	for id := range l.placed {
+		if !live[id] {
+			delete(l.placed, id)
 		}
 	}
 	for id := range l.posted {
@@ -1323,6 +1337,13 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		// Ray's start_time is the submission's: the run's clocks (max_runtime_s, the heartbeat) start here.
 		up.RunningAt = &now
 	}
+	if up.PlacedAt == nil {
+		l.mu.Lock()
+		if p, ok := l.placed[a.RaySubmissionID]; ok {
+			up.PlacedAt = &p
+		}
+		l.mu.Unlock()
+	}
 	if t.State == mvp.StateCanceled {
 		// Canceled, and the job is (still, or late) alive: stop it, whenever it appeared.
 		if err := l.askStop(ctx, a.RaySubmissionID, false); err != nil {
@@ -1356,6 +1377,9 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		}
 		if up.DriverNodeID != a.DriverNodeID {
 			payload["driver_node_id"] = up.DriverNodeID
+		}
+		if up.PlacedAt != nil && a.PlacedAt == nil {
+			payload["placed_at"] = up.PlacedAt
 		}
 		return l.Store.UpdateAttempt(ctx, a.RayStatus, &up, mvp.EventRayStatusSync, payload)
 	}
@@ -1454,7 +1478,7 @@ func (l *Loop) crash(point string) {
 
 func attemptChanged(a, b *mvp.Attempt) bool {
 	return a.RayStatus != b.RayStatus || a.RayJobID != b.RayJobID || a.DriverNodeID != b.DriverNodeID ||
-		(a.StartTime == nil) != (b.StartTime == nil)
+		(a.StartTime == nil) != (b.StartTime == nil) || (a.PlacedAt == nil) != (b.PlacedAt == nil)
 }
 
 func msTime(ms int64) *time.Time {

@@ -619,3 +619,54 @@ func TestAJobThatAppearsAfterTheGraceOfACanceledTaskIsStopped(t *testing.T) {
 		t.Errorf("the task's history does not say its late job was stopped: %v", h.events(task.ID))
 	}
 }
+
+// TestThePlacementOfTheGangIsRecorded: max_runtime_s counts from when Ray placed the gang when that is after mvp
+// saw the driver running, but that time lived only in the scheduler's pass: the API's runtime_left_s (and a user
+// or test reading the task) counted from running_at and said the run ended earlier than mvp would stop it (CI: the
+// queue's estimate of a backfill was 2.1 s after the end computed from running_at). The attempt records it as
+// placed_at, from which RunStart (runtime_left_s; TestFillTimeLeft) counts.
+func TestThePlacementOfTheGangIsRecorded(t *testing.T) {
+	h := newHarness(t)
+	task := h.taskOf(4)
+	h.tick()
+	sid := task.ID + "--a01"
+	h.ray.set(sid, mvp.RayRunning, "", 0) // job id 01000000; its driver waits for its gang
+	h.tick()
+	ran := *h.get(task.ID).Attempts[0].RunningAt
+	h.clock.t = h.clock.t.Add(20 * time.Second)
+	h.tick()
+	if a := h.get(task.ID).Attempts[0]; a.PlacedAt != nil {
+		t.Fatalf("placed_at %v before any group was placed", a.PlacedAt)
+	}
+	placed := h.clock.t.Add(-time.Second)
+	h.view.Groups = []mvp.PlacementGroup{{ID: "pg-1", CreatorJobID: "01000000", State: "CREATED", Node: "w1",
+		PlacedNs: placed.UnixNano(), Bundles: []map[string]float64{{"GPU": 4, "CPU": 12}}}}
+	h.tick()
+	h.clock.t = h.clock.t.Add(time.Second)
+	h.tick()
+	got := h.get(task.ID)
+	a := got.Attempts[0]
+	if a.PlacedAt == nil || !a.PlacedAt.Equal(placed) {
+		t.Fatalf("placed_at %v, want %v (the gang's placement)", a.PlacedAt, placed)
+	}
+	if a.RunningAt == nil || !a.RunningAt.Equal(ran) {
+		t.Errorf("running_at %v changed (want %v)", a.RunningAt, ran)
+	}
+	if s := a.RunStart(); s == nil || !s.Equal(placed) {
+		t.Errorf("RunStart %v, want the placement %v", s, placed)
+	}
+	named := false
+	for _, e := range h.eventsOf(task.ID, mvp.EventRayStatusSync) {
+		named = named || strings.Contains(string(e.Payload), "placed_at")
+	}
+	if !named {
+		t.Errorf("no %s event names the placement", mvp.EventRayStatusSync)
+	}
+	// Once recorded it stays, whatever the view says later (the groups are removed as the run ends).
+	h.view.Groups = nil
+	h.clock.t = h.clock.t.Add(time.Second)
+	h.tick()
+	if a := h.get(task.ID).Attempts[0]; a.PlacedAt == nil || !a.PlacedAt.Equal(placed) {
+		t.Errorf("placed_at %v after the groups went, want %v", a.PlacedAt, placed)
+	}
+}

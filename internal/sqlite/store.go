@@ -38,7 +38,7 @@ const (
 				AND r.message LIKE 'Total available GPUs % is less than total desired GPUs %')) END`
 	attemptCols = `a.task_id, a.attempt_no, a.ray_submission_id, a.ray_job_id, a.ray_status, a.failure_kind,
 		a.message, a.driver_node_id, a.created_at, a.start_time, a.end_time, a.exit_code, a.log_kept, a.log_tries,
-		a.running_at`
+		a.running_at, a.placed_at`
 )
 
 // Page sizes of ListTasks and Events: the default when the caller gives none, and the cap.
@@ -129,12 +129,12 @@ func (r *taskRow) task() *mvp.Task {
 type attemptRow struct {
 	taskID, sid, jobID, status, kind, msg, node sql.NullString
 	no, created, start, end, exit, kept, tries  sql.NullInt64
-	running                                     sql.NullInt64
+	running, placed                             sql.NullInt64
 }
 
 func (r *attemptRow) dest() []any {
 	return []any{&r.taskID, &r.no, &r.sid, &r.jobID, &r.status, &r.kind, &r.msg, &r.node, &r.created, &r.start,
-		&r.end, &r.exit, &r.kept, &r.tries, &r.running}
+		&r.end, &r.exit, &r.kept, &r.tries, &r.running, &r.placed}
 }
 
 // attempt returns nil when the LEFT JOIN found no attempt.
@@ -146,7 +146,7 @@ func (r *attemptRow) attempt() *mvp.Attempt {
 		RayJobID: r.jobID.String, RayStatus: mvp.RayStatus(r.status.String), FailureKind: mvp.FailureKind(r.kind.String),
 		Message: r.msg.String, DriverNodeID: r.node.String, CreatedAt: fromNanos(r.created.Int64),
 		StartTime: fromNull(r.start), EndTime: fromNull(r.end), LogKept: r.kept.Int64 != 0, LogTries: int(r.tries.Int64),
-		RunningAt: fromNull(r.running)}
+		RunningAt: fromNull(r.running), PlacedAt: fromNull(r.placed)}
 	if r.exit.Valid {
 		c := int(r.exit.Int64)
 		a.ExitCode = &c
@@ -310,16 +310,16 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 }
 
 const insertAttemptSQL = `INSERT INTO attempts (task_id, attempt_no, ray_submission_id, ray_job_id, ray_status,
-	failure_kind, message, driver_node_id, created_at, start_time, end_time, exit_code, log_kept, log_tries, running_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	failure_kind, message, driver_node_id, created_at, start_time, end_time, exit_code, log_kept, log_tries, running_at,
+	placed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const updateAttemptSQL = `UPDATE attempts SET ray_job_id = ?, ray_status = ?, failure_kind = ?, message = ?,
-	driver_node_id = ?, start_time = ?, end_time = ?, exit_code = ?, log_kept = ?, log_tries = ?, running_at = ?
-	WHERE task_id = ? AND attempt_no = ?`
+	driver_node_id = ?, start_time = ?, end_time = ?, exit_code = ?, log_kept = ?, log_tries = ?, running_at = ?,
+	placed_at = ? WHERE task_id = ? AND attempt_no = ?`
 
 func attemptUpdateArgs(taskID string, a *mvp.Attempt) []any {
 	return []any{a.RayJobID, a.RayStatus, a.FailureKind, a.Message, a.DriverNodeID, nullNanos(a.StartTime),
-		nullNanos(a.EndTime), nullInt(a.ExitCode), a.LogKept, a.LogTries, nullNanos(a.RunningAt), taskID, a.No}
+		nullNanos(a.EndTime), nullInt(a.ExitCode), a.LogKept, a.LogTries, nullNanos(a.RunningAt), nullNanos(a.PlacedAt), taskID, a.No}
 }
 
 // updateAttempt overwrites the Ray-side fields of attempt (taskID, no); an unknown attempt is mvp.ErrNotFound.
@@ -456,7 +456,7 @@ func prepareChange(c mvp.Change) (*change, error) {
 		args = append(args, a.No)
 		newArgs = []any{c.TaskID, a.No, a.RaySubmissionID, a.RayJobID, a.RayStatus, a.FailureKind, a.Message,
 			a.DriverNodeID, nanos(orNow(a.CreatedAt)), nullNanos(a.StartTime), nullNanos(a.EndTime), nullInt(a.ExitCode),
-			a.LogKept, a.LogTries, nullNanos(a.RunningAt)}
+			a.LogKept, a.LogTries, nullNanos(a.RunningAt), nullNanos(a.PlacedAt)}
 	}
 	if a := c.AttemptUpdate; a != nil {
 		upArgs = attemptUpdateArgs(c.TaskID, a)
