@@ -143,7 +143,7 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 		if key := notStringMetadata(body); key != "" {
 			// Go's decoder names the map, not the key: the user needs the key.
 			return mvp.Errorf(mvp.CodeInvalid, "metadata", "metadata.%s must be a string (Ray's metadata maps names to "+
-				"strings)", clip(key))
+				"strings)", shown(key))
 		}
 		return mvp.Errorf(mvp.CodeInvalid, "", "the job submission is not a JobSubmitRequest: %v", mvp.JSONError(err))
 	}
@@ -255,7 +255,7 @@ func (d *Door) find(r *http.Request) (*mvp.Task, error) {
 	}
 	t, err = d.Store.GetTask(r.Context(), id)
 	if mvp.ErrorCode(err) == mvp.CodeNotFound || (err == nil && t.DoorDeleted) {
-		return nil, mvp.Errorf(mvp.CodeNotFound, "", "Job %s does not exist", clip(id))
+		return nil, mvp.Errorf(mvp.CodeNotFound, "", "Job %s does not exist", shown(id))
 	}
 	return t, err
 }
@@ -363,7 +363,8 @@ func (d *Door) getPackage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !ok {
-		return mvp.Errorf(mvp.CodeNotFound, "", "Package %s://%s does not exist", r.PathValue("protocol"), r.PathValue("name"))
+		return mvp.Errorf(mvp.CodeNotFound, "", "Package %s://%s does not exist", shown(r.PathValue("protocol")),
+			shown(r.PathValue("name")))
 	}
 	w.WriteHeader(http.StatusOK)
 	return nil

@@ -44,3 +44,27 @@ func TestDoorRefusesASecondValueAfterTheSubmission(t *testing.T) {
 		t.Errorf("%d tasks made from bodies with more than one value", n)
 	}
 }
+
+// TestDoorEchoesNoControlCharacterOfAPath: the plain-text 404 of a job or package the door does not know echoed the
+// path's id as sent, so a URL with %1b[…m or %0a put a terminal escape or a forged line into the answer (and into
+// any log or terminal that shows it). Such an id is echoed quoted, its control characters escaped.
+func TestDoorEchoesNoControlCharacterOfAPath(t *testing.T) {
+	d, _ := startDoor(t, servicetest.NewRay(), 4)
+	for _, path := range []string{
+		"/api/jobs/x%1b%5b31mred",
+		"/api/jobs/x%0aforged%20line/logs",
+		"/api/packages/gcs/_ray_pkg_x%1b.zip",
+	} {
+		code, b := d.do("GET", path, nil)
+		if code != 404 && code != 400 {
+			t.Errorf("%s: %d %s", path, code, b)
+		}
+		if strings.ContainsAny(strings.TrimSuffix(string(b), "\n"), "\x1b\n\r") {
+			t.Errorf("%s: the answer carries a control character: %q", path, b)
+		}
+	}
+	// An ordinary id is echoed as Ray echoes it.
+	if code, b := d.do("GET", "/api/jobs/no-such-job", nil); code != 404 || !strings.Contains(string(b), "Job no-such-job does not exist") {
+		t.Errorf("ordinary id: %d %q", code, b)
+	}
+}

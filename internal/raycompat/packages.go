@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -176,3 +178,14 @@ func packageURIs(env map[string]any) []string {
 
 // clip shortens user text echoed in an error.
 func clip(s string) string { return mvp.Clip(s, 80) }
+
+// shown is user text echoed bare in an error (as Ray words it, "Job <id> does not exist"): clipped, and quoted
+// with its control characters escaped when it holds any, so that an id from a URL (%1b[…m, %0a) puts no terminal
+// escape or forged line into the answer or a log that shows it.
+func shown(s string) string {
+	s = clip(s)
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		return strconv.Quote(s)
+	}
+	return s
+}
