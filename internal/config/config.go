@@ -570,10 +570,21 @@ func (c *Config) Validate() error {
 		if !isMap {
 			return fmt.Errorf("runtime_env.env_vars: must be a mapping of variable names to strings")
 		}
-		for k, v := range m {
-			if _, isString := v.(string); !isString {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			v := m[k]
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				// No process environment can hold it: every driver would fail to start in Ray.
+				return fmt.Errorf("runtime_env.env_vars: %q is not a variable name a process can have (it must not be "+
+					"empty or hold '=' or a NUL)", mvpClip(k))
+			}
+			s, isString := v.(string)
+			if !isString {
 				return fmt.Errorf("runtime_env.env_vars.%s: must be a string (got %v; quote it, e.g. %s: \"1\"): Ray "+
 					"takes strings only", mvpClip(k), v, mvpClip(k))
+			}
+			if strings.ContainsRune(s, 0) {
+				return fmt.Errorf("runtime_env.env_vars.%s: the value holds a NUL, which no process environment can "+
+					"hold (every driver would fail to start)", mvpClip(k))
 			}
 		}
 	}

@@ -329,6 +329,27 @@ func TestRuntimeEnvVarsAreStrings(t *testing.T) {
 	}
 }
 
+// TestRuntimeEnvVarsThatNoProcessCanTakeAreRefused: a NUL in a value (or a name that is empty or holds '=' or a
+// NUL) of dev.yaml's runtime_env.env_vars was taken, and every task's driver then failed to start in Ray (no
+// process environment can hold it: Python's "embedded null byte", "illegal environment variable name"). Refused
+// at start, naming the variable (the bad-input audit's left item).
+func TestRuntimeEnvVarsThatNoProcessCanTakeAreRefused(t *testing.T) {
+	for _, doc := range []string{
+		"runtime_env: {env_vars: {HF_HOME: \"/hf\\0x\"}}\n",
+		"runtime_env: {env_vars: {\"A=B\": x}}\n",
+		"runtime_env: {env_vars: {\"\": x}}\n",
+		"runtime_env: {env_vars: {\"A\\0\": x}}\n",
+	} {
+		_, err := Parse([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), "runtime_env.env_vars") {
+			t.Errorf("%q: %v", doc, err)
+		}
+	}
+	if _, err := Parse([]byte("runtime_env: {env_vars: {lower.case-name: \"a=b\"}}\n")); err != nil {
+		t.Errorf("a name a process environment can hold: %v", err)
+	}
+}
+
 // TestAnUnknownKeyInAListEntryIsAnError: a typo inside a v2.auth.users entry (maxgpus for max_gpus) was ignored,
 // and that user ran with no limits at all. List entries are checked as every other mapping is.
 func TestAnUnknownKeyInAListEntryIsAnError(t *testing.T) {
