@@ -323,21 +323,28 @@ func (pl *plan) expectedCost(i int32) float64 {
 	return pl.shapes[pl.ents[i].shape].d.gangGPUs() * rt
 }
 
-// markFairShare relabels the waits that fair share caused: a task waiting for GPUs (busy, fragmented or behind
-// a reservation) while a task of another user that it was ahead of by arrival and priority was ranked before it
-// and can go first (one its quota holds cannot). ranked is pl.order as rank left it.
+// markFairShare relabels the waits that fair share caused: a task waiting for GPUs (busy or fragmented) while a
+// task of another user that it was ahead of by arrival and priority was ranked before it and can go first (one its
+// quota holds cannot); and a task behind a reservation whose holder is such a task. A reservation held by a task
+// that was ahead of it anyway (or by a live gang not placed yet) stays its reason: without fair share it would
+// wait behind the same one. ranked is pl.order as rank left it.
 func (pl *plan) markFairShare(ranked []int32) {
 	// The highest orig among the tasks ranked so far, and the highest among users other than that one's.
 	best1, best2 := int32(0), int32(0)
 	user1 := int32(-1)
 	for _, i := range ranked {
 		e := &pl.ents[i]
-		if e.kind == entWait && (e.code == cGPUsBusy || e.code == cFragmented || e.code == cCPUsBusy || e.code == cBehindReservation) {
+		if e.kind == entWait && (e.code == cGPUsBusy || e.code == cFragmented || e.code == cCPUsBusy) {
 			other := best1
 			if user1 == e.user {
 				other = best2
 			}
 			if other > e.orig {
+				e.code, e.yields = cFairShare, 0
+			}
+		}
+		if e.kind == entWait && e.code == cBehindReservation && e.yields >= 0 {
+			if h := &pl.ents[e.yields]; h.user != e.user && h.orig > e.orig {
 				e.code, e.yields = cFairShare, 0
 			}
 		}

@@ -447,3 +447,47 @@ func TestAnEndedGangDoesNotChargeItsOwner(t *testing.T) {
 			w.Code(), w.Reason, len(submitted(acts)))
 	}
 }
+
+// TestFairShareDoesNotHideAReservationItDidNotCause: bob's task waits behind alice's gang's reservation, which was
+// ahead of it by arrival anyway; carol's later task was ranked ahead of bob's by fair share. The wait was
+// relabelled fair_share (and lost its yields_to), though without fair share bob's task would wait behind the same
+// reservation: the reservation is its reason (the walk-through's left item). Behind a reservation held by a task
+// that fair share put ahead of it, fair_share stays the reason.
+func TestFairShareDoesNotHideAReservationItDidNotCause(t *testing.T) {
+	for _, name := range []string{PolicyXFChain, PolicyXFBF, PolicyEASY} {
+		b := newBench("n1", "n2")
+		b.run(4, time.Hour, 0, true, "n1").Owner = "dave"
+		gang := timed(2, 4, time.Hour, 30*time.Minute)
+		gang.Owner, gang.Priority = "alice", 50
+		bob := owned("bob", 50, 4, 20*time.Minute) // fits n2 now, but its 2 h would delay the gang's start
+		carol := owned("carol", 50, 4, 10*time.Minute)
+		bob.MaxRuntimeS, carol.MaxRuntimeS = 7200, 7200
+		s := b.snap(gang, bob, carol)
+		s.Usage = map[string]float64{"bob": 1e6}
+		p := named(name)
+		p.FairShare = true
+		acts := Decide(t0, s, p)
+		if len(submitted(acts)) != 0 {
+			t.Fatalf("%s: submitted %v, want none (the gang's reservation holds n2)", name, submitted(acts))
+		}
+		w := waitOf(acts, bob)
+		if w == nil || w.Code() != CodeBehindReservation || w.YieldsTo != gang.ID {
+			t.Errorf("%s: bob's task waits %+v, want behind_reservation yielding to the gang (ahead of it by arrival)", name, w)
+		}
+		v := Explain(t0, s, p)
+		for _, e := range v.Queue {
+			if e.TaskID == bob.ID && (e.Code != CodeBehindReservation || e.YieldsTo != gang.ID) {
+				t.Errorf("%s: explained %+v, want behind_reservation yielding to %s", name, e, gang.ID)
+			}
+		}
+
+		// The gang submitted after bob's task: fair share put it ahead, and is the reason.
+		gang.CreatedAt = t0.Add(-15 * time.Minute)
+		s = b.snap(bob, gang, carol)
+		s.Usage = map[string]float64{"bob": 1e6}
+		acts = Decide(t0, s, p)
+		if w := waitOf(acts, bob); w == nil || w.Code() != CodeFairShare {
+			t.Errorf("%s: bob's task behind a gang fair share put ahead of it waits %+v, want fair_share", name, w)
+		}
+	}
+}
