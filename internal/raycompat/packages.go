@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -57,7 +59,9 @@ func (p Packages) path(protocol, name string) (string, error) {
 	return filepath.Join(p.Dir, name), nil
 }
 
-// Has reports whether the package is kept.
+// Has reports whether the package is kept: a regular file of its name. A job can write on shared_root, so what
+// it put there in the package's place (a symlink, to a file on mvp's host) is not a kept package: Ray's client
+// then uploads it again, and Put's rename replaces the link itself.
 func (p Packages) Has(protocol, name string) (bool, error) {
 	path, err := p.path(protocol, name)
 	if err != nil {
@@ -66,9 +70,9 @@ func (p Packages) Has(protocol, name string) (bool, error) {
 	if err := p.mounted(); err != nil {
 		return false, err
 	}
-	switch _, err := os.Stat(path); {
+	switch fi, err := os.Lstat(path); {
 	case err == nil:
-		return true, nil
+		return fi.Mode().IsRegular(), nil
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
 	default:
@@ -123,7 +127,7 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 	if err := p.mounted(); err != nil {
 		return nil, false, fmt.Errorf("%w: %w", mvp.ErrSubmitInfra, err)
 	}
-	data, err = os.ReadFile(path)
+	data, err = readRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -132,6 +136,31 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 			mvp.ErrSubmitInfra, path, err)
 	}
 	return data, true, nil
+}
+
+// readRegular reads the file at path if it is a regular file of at most MaxPackageBytes, never following a
+// symlink at its name (a job can write on shared_root: a link there to a file on mvp's host, read and uploaded to
+// Ray, would hand that file to every job of the cluster) and without blocking on a FIFO.
+func readRegular(path string) ([]byte, error) {
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, errors.New("it is a symbolic link, not a file mvp kept")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("it is not a regular file (%s)", fi.Mode().Type())
+	}
+	if fi.Size() > MaxPackageBytes {
+		return nil, fmt.Errorf("it holds %d bytes, more than a package may (%d)", fi.Size(), MaxPackageBytes)
+	}
+	return io.ReadAll(io.LimitReader(fh, MaxPackageBytes+1))
 }
 
 // Uploader is the Ray client the scheduler submits with: before each submission it uploads to Ray the packages

@@ -86,3 +86,47 @@ func TestAnUnmountedSharedRootKeepsNoPackage(t *testing.T) {
 		t.Errorf("submit while unmounted: %v (%d uploads, %d submits); want mvp.ErrSubmitInfra and nothing sent", err, ray.uploads, ray.submits)
 	}
 }
+
+// A job can write on shared_root (it writes in its task folder there), so it can put a symlink in ray_packages
+// under the name of a package the operator kept, pointing at a file on mvp's host (/proc/self/environ holds every
+// token and the secrets key). mvp never follows it: Has says the package is not kept (Ray's client uploads it
+// again, and the upload replaces the link), and a submission naming it is mvp's side failing (mvp.ErrSubmitInfra,
+// naming the file) with nothing read through the link uploaded to Ray.
+func TestAKeptPackageThatIsASymlinkIsNotFollowed(t *testing.T) {
+	p := Packages{Dir: t.TempDir()}
+	secret := filepath.Join(t.TempDir(), "environ")
+	if err := os.WriteFile(secret, []byte("MVP_SECRETS_KEY=not-for-ray"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	name := "_ray_pkg_0123456789abcdef.zip"
+	if err := os.Symlink(secret, filepath.Join(p.Dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p.Has(PackageProtocol, name); ok || err != nil {
+		t.Errorf("Has = %v, %v; want false, nil: a symlink is not a kept package", ok, err)
+	}
+	data, ok, err := p.Get(PackageProtocol + "://" + name)
+	if ok || len(data) > 0 {
+		t.Errorf("Get read %q through the symlink (ok %v)", data, ok)
+	}
+	if !errors.Is(err, mvp.ErrSubmitInfra) || !strings.Contains(err.Error(), filepath.Join(p.Dir, name)) {
+		t.Errorf("Get err = %v; want mvp.ErrSubmitInfra naming the file", err)
+	}
+	ray := &recordingRay{}
+	u := Uploader{RayClient: ray, Packages: p}
+	if err := u.SubmitJob(context.Background(), &mvp.JobSubmission{SubmissionID: "x--a01",
+		RuntimeEnv: map[string]any{"working_dir": "gcs://" + name}}); err == nil || ray.uploads+ray.submits != 0 {
+		t.Errorf("submit through the symlink: err %v, %d uploads, %d submits; want an error and no Ray call", err,
+			ray.uploads, ray.submits)
+	}
+	// Ray's client, told the package is not kept, uploads it: the upload replaces the link, not its target.
+	if err := p.Put(PackageProtocol, name, []byte("zip")); err != nil {
+		t.Fatal(err)
+	}
+	if data, ok, err := p.Get(PackageProtocol + "://" + name); string(data) != "zip" || !ok || err != nil {
+		t.Errorf("after the upload: Get = %q, %v, %v; want the upload", data, ok, err)
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "MVP_SECRETS_KEY=not-for-ray" {
+		t.Errorf("the link's target was changed: %q", b)
+	}
+}
