@@ -40,6 +40,8 @@ type Preparer func(body []byte) (*mvp.Task, error)
 type Server struct {
 	stopOnce, closeOnce sync.Once
 	stopped             chan struct{}
+	followsMu           sync.Mutex
+	follows             map[string]int // named user → logs followed now (MaxFollowsPerUser)
 
 	Store   mvp.Store
 	Files   taskfs.FS
@@ -1060,6 +1062,11 @@ func (s *Server) cancel(ctx context.Context, t *mvp.Task, by string) (*mvp.Task,
 	return s.Store.GetTask(ctx, t.ID)
 }
 
+// MaxFollowsPerUser is how many logs one named user may follow at once (GET …/logs?follow=true): each follow
+// holds a goroutine that reads the database every poll, and a stream from Ray's node agent while its attempt runs,
+// for as long as its connection stays open. One more is refused (429); the operator's follows are not counted.
+const MaxFollowsPerUser = 32
+
 // LogEndTrailer is the trailer that says why a followed log's stream ended: LogEndEnded (the attempt ended) or
 // LogEndStopping (the server is stopping; follow again once it is back).
 const (
@@ -1072,6 +1079,31 @@ const (
 	// one it followed (its successor may already be submitted when the stream ends).
 	LogAttemptHeader = "X-Mvp-Log-Attempt"
 )
+
+// beginFollow counts a follow of a named user's, refusing one past MaxFollowsPerUser (CodeTooMany); done ends it.
+// The operator's follows (the web page's among them) are not counted.
+func (s *Server) beginFollow(c mvp.Caller) (done func(), err error) {
+	if c.Operator {
+		return func() {}, nil
+	}
+	s.followsMu.Lock()
+	defer s.followsMu.Unlock()
+	if s.follows[c.Name] >= MaxFollowsPerUser {
+		return nil, mvp.Errorf(mvp.CodeTooMany, "follow", "%s follows %d logs already, as many as a user may at once; "+
+			"end one (mvp logs -f) and follow again", c.Name, MaxFollowsPerUser)
+	}
+	if s.follows == nil {
+		s.follows = map[string]int{}
+	}
+	s.follows[c.Name]++
+	return func() {
+		s.followsMu.Lock()
+		defer s.followsMu.Unlock()
+		if s.follows[c.Name]--; s.follows[c.Name] <= 0 {
+			delete(s.follows, c.Name)
+		}
+	}, nil
+}
 
 // stopping returns the channel Shutdown closes.
 func (s *Server) stopping() chan struct{} {
@@ -1095,6 +1127,11 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if follow {
+		done, err := s.beginFollow(mvp.CallerOf(r.Context()))
+		if err != nil {
+			return err
+		}
+		defer done()
 		s.Logger.Debug("log follow begins", "task_id", t.ID)
 	}
 	n := t.LatestAttemptNo
