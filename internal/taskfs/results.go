@@ -50,24 +50,41 @@ func (f FS) AttemptResultsDir(id string, n int) (string, error) {
 	return filepath.Join(dir, fmt.Sprintf("a%02d", n)), nil
 }
 
-// openResults opens the task's results folder as an os.Root; ok is false when the task has none yet. A results
-// folder that is itself a symlink is refused, and so is one the job swaps for a symlink while it is opened (the
-// folder opened must be the one checked).
+// openResults opens the task's results folder as an os.Root; ok is false when the task has none yet. It is opened
+// inside the task folder (openTask: a task folder the job swapped for a symlink, to another task's folder or one on
+// mvp's host, is refused); a results folder that is itself a symlink is refused, and so is one the job swaps for a
+// symlink while it is opened (the folder opened must be the one checked).
 func (f FS) openResults(id string) (*os.Root, bool, error) {
-	dir, err := f.ResultsDir(id)
-	if err != nil {
-		return nil, false, err
+	notFolder := mvp.Errorf(mvp.CodeNotFound, "path", "the task's results folder is not a folder")
+	task, err := f.openTask(id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
 	}
-	r, err := openDir(dir)
+	var e *mvp.Error
+	if errors.As(err, &e) {
+		return nil, false, err // 404: the task folder is not a folder (a symlink), or changed while it was opened
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("open the task folder of %s: %w", id, err)
+	}
+	defer task.Close()
+	fi, err := task.Lstat("results")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
-		var e *mvp.Error
-		if errors.As(err, &e) {
-			return nil, false, mvp.Errorf(mvp.CodeNotFound, "path", "the task's results folder is not a folder")
-		}
 		return nil, false, fmt.Errorf("open results folder: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, false, notFolder
+	}
+	r, err := task.OpenRoot("results")
+	if err != nil {
+		return nil, false, fmt.Errorf("open results folder: %w", err)
+	}
+	if st, err := r.Stat("."); err != nil || !os.SameFile(fi, st) {
+		r.Close()
+		return nil, false, notFolder
 	}
 	return r, true, nil
 }

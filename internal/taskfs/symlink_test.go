@@ -110,3 +110,28 @@ func TestAttemptWritesStayInTheTaskFolder(t *testing.T) {
 		t.Errorf("attempt 1's log: %q %v, want it written in the task folder in place of the symlink", got, err)
 	}
 }
+
+// A job can write in shared_root's jobs folder (it writes in its task folder there, which mvp made), so it can
+// swap its whole task folder for a symlink: to another user's task folder, or to a folder on mvp's host. The
+// results listing and GET …/results/{path} must not follow it, as the log and progress reads (openTask) do not.
+func TestResultsOfATaskFolderThatIsASymlinkAreNotServed(t *testing.T) {
+	root := t.TempDir()
+	f := FS{Root: root}
+	id := "mvp2-ppo-20251223-143201-7f3c"
+	taskDir, _ := f.TaskDir(id)
+	outside := t.TempDir() // another task's folder, or one on mvp's host
+	os.MkdirAll(filepath.Join(outside, "results", "a01"), 0o755)
+	os.WriteFile(filepath.Join(outside, "results", "a01", "x.txt"), []byte("OUTSIDE-SECRET"), 0o644)
+	os.MkdirAll(filepath.Dir(taskDir), 0o755)
+	if err := os.Symlink(outside, taskDir); err != nil {
+		t.Fatal(err)
+	}
+	if files, _, _, err := f.ListResults(id); len(files) > 0 {
+		t.Errorf("ListResults through a symlinked task folder listed %v (err %v)", files, err)
+	}
+	if fh, _, err := f.OpenResult(id, "a01/x.txt"); err == nil {
+		b, _ := io.ReadAll(fh)
+		fh.Close()
+		t.Errorf("OpenResult through a symlinked task folder served %q", b)
+	}
+}
