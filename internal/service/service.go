@@ -174,6 +174,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 				"submitted now stays here"
 		}
 		logger.Warn(msg, "db", m.store.Path())
+	} else if from, to, applied := m.store.Migrated(); len(applied) > 0 {
+		// An upgrade: the file is no longer one an mvp before these migrations opens (it refuses a newer schema).
+		logger.Info("database migrated", "db", m.store.Path(), "from_version", from,
+			"to_version", to, "applied", strings.Join(applied, ","))
 	}
 	if cs := cfg.V2.SQLite.CheckpointSchedule; cs != "off" {
 		if m.stopCheckpoints, err = m.store.ScheduleCheckpoints(cs, logger.With("component", "sqlite")); err != nil {

@@ -972,3 +972,37 @@ func TestADryRunSaysATaskWouldBeHeldForSharedRoot(t *testing.T) {
 		t.Errorf("dry run with shared_root unmounted: %s; want %s, held until shared_root can be written", raw, api.VerdictWaits)
 	}
 }
+
+// An upgrade applies the new binary's migrations at start without a word: the walk-through's upgrade from c660345
+// applied 0011…0019 to a database with tasks in flight and the log said nothing of it, so an operator could not
+// tell from the log that the schema had changed (and that an older mvp would no longer open the file). The start
+// now logs the migrations it applied to an existing database, from which version to which.
+func TestMigrationsAppliedToAnExistingDatabaseAreLogged(t *testing.T) {
+	cfg := servicetest.Config(t)
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, cfg.V2.SQLite.DBPath, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The database as the mvp before migration 0019 left it.
+	raw, err := sql.Open("sqlite3", cfg.V2.SQLite.DBPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DELETE FROM schema_migrations WHERE version = 19`, `ALTER TABLE attempts DROP COLUMN placed_at`} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var log servicetest.Buffer
+	servicetest.Start(t, &service.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if !regexp.MustCompile(`msg="database migrated".* from_version=18 to_version=19 applied=0019_placed_at.sql`).MatchString(log.String()) {
+		t.Errorf("no log line of the migration applied at start:\n%s", log.String())
+	}
+}

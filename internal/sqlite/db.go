@@ -69,6 +69,10 @@ type DB struct {
 	file                 os.FileInfo                  // the database file as opened: CheckFile compares what is at path now
 	writeFault           atomic.Pointer[writeFailure] // the last write failed on the storage (CheckHealth); nil once one commits
 	madeFile, madeFolder bool                         // Created
+	// migratedFrom, migratedTo and migrated: the schema version before and after this Open and the migrations
+	// it applied (Migrated).
+	migratedFrom, migratedTo int
+	migrated                 []string
 }
 
 var _ mvp.Store = (*DB)(nil)
@@ -187,6 +191,13 @@ func dsn(path string, q url.Values) string {
 
 // Created reports what Open had to make: the database file (so the queue it serves starts empty) and its folder.
 func (db *DB) Created() (file, folder bool) { return db.madeFile, db.madeFolder }
+
+// Migrated returns the schema version the database had before this Open (0 for a new one), the version after it,
+// and the names of the migrations Open applied, in order (none when it was up to date), so that a start that
+// changed the schema can say so.
+func (db *DB) Migrated() (from, to int, applied []string) {
+	return db.migratedFrom, db.migratedTo, db.migrated
+}
 
 // CheckFile returns an error (mvp.CodeUnavailable) when the file at the database's path is no longer the one
 // opened: removed, or replaced, with its folder perhaps. What would be written then is lost at the next start.
@@ -309,9 +320,14 @@ func (db *DB) migrate(ctx context.Context) error {
 	if _, err := db.write.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
 		return fmt.Errorf("foreign keys off for migrations: %w", db.mapErr(err))
 	}
+	db.migratedFrom, db.migratedTo = int(newest.Int64), int(newest.Int64)
 	for _, m := range ms {
-		if err := db.applyMigration(ctx, m); err != nil {
+		applied, err := db.applyMigration(ctx, m)
+		if err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if applied {
+			db.migrated, db.migratedTo = append(db.migrated, m.name), m.version
 		}
 	}
 	if _, err := db.write.ExecContext(ctx, `PRAGMA foreign_keys = ON`); err != nil {
@@ -324,37 +340,39 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (db *DB) applyMigration(ctx context.Context, m migration) error {
+// applyMigration applies m in its own transaction unless schema_migrations records it; applied says whether it
+// did.
+func (db *DB) applyMigration(ctx context.Context, m migration) (applied bool, err error) {
 	tx, err := db.write.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
-		return db.mapErr(err)
+		return false, db.mapErr(err)
 	}
 	defer tx.Rollback()
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
-		return fmt.Errorf("read schema_migrations: %w", db.mapErr(err))
+		return false, fmt.Errorf("read schema_migrations: %w", db.mapErr(err))
 	}
 	if n > 0 {
-		return nil
+		return false, nil
 	}
 	if _, err := tx.ExecContext(ctx, m.body); err != nil {
-		return db.mapErr(err)
+		return false, db.mapErr(err)
 	}
 	var child string
 	switch err := tx.QueryRowContext(ctx, `PRAGMA foreign_key_check`).Scan(&child, new(any), new(any), new(any)); {
 	case err == nil:
-		return fmt.Errorf("a row of %s refers to a row that is not there", child)
+		return false, fmt.Errorf("a row of %s refers to a row that is not there", child)
 	case !errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("check foreign keys: %w", db.mapErr(err))
+		return false, fmt.Errorf("check foreign keys: %w", db.mapErr(err))
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.version, m.name, time.Now().UTC().UnixNano()); err != nil {
-		return fmt.Errorf("record: %w", db.mapErr(err))
+		return false, fmt.Errorf("record: %w", db.mapErr(err))
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", db.mapErr(err))
+		return false, fmt.Errorf("commit: %w", db.mapErr(err))
 	}
-	return nil
+	return true, nil
 }
 
 // Close refuses new writes, lets the writer commit everything already queued, stops it and closes the database.
