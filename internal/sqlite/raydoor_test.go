@@ -70,7 +70,7 @@ func TestMigration0009KeepsAnOldDatabase(t *testing.T) {
 	mustExec(`INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml, spec_json,
 		created_at, updated_at, next_run_at, pending_reason, error_summary, latest_attempt_no, max_runtime_s, max_queued_s,
 		heartbeat_timeout_s, after_ok, after_any, origin_id, resume_from)
-		VALUES (?, 'ppo', 'old', 'RUNNING', 2, 4, 'workload: ppo', '{}', 5, 6, 7, 'why', 'err', 1, 100, 200,
+		VALUES (?, 'ppo', 'old', 'PENDING_RESOURCES', 2, 4, 'workload: ppo', '{}', 5, 6, 7, 'why', 'err', 1, 100, 200,
 		30, '["mvp2-ppo-20251223-143201-0001"]', '["mvp2-ppo-20251223-143201-0002"]', 'mvp2-ppo-20251223-143201-0003',
 		'mvp2-ppo-20251223-143201-0004')`, id)
 	mustExec(`INSERT INTO schedules (name, cron, timezone, overlap, jobspec_json, created_at, updated_at, last_fire_at)
@@ -86,7 +86,9 @@ func TestMigration0009KeepsAnOldDatabase(t *testing.T) {
 	db, got := openOld(t, old, path, id)
 	defer db.Close()
 	next := fromNanos(7)
-	want := &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, Name: "old", State: mvp.StateRunning, NNodes: 2, GPUsPerNode: 4,
+	// A waiting task (backing off after its attempt): migration 0020 clears the pending reason of one that no
+	// longer waits.
+	want := &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, Name: "old", State: mvp.StatePendingResources, NNodes: 2, GPUsPerNode: 4,
 		JobSpecYAML: "workload: ppo", SpecJSON: []byte("{}"), CreatedAt: fromNanos(5), UpdatedAt: fromNanos(6),
 		NextRunAt: &next, PendingReason: "why", ErrorSummary: "err", LatestAttemptNo: 1, MaxRuntimeS: 100, MaxQueuedS: 200,
 		HeartbeatTimeoutS: 30, AfterOK: []string{"mvp2-ppo-20251223-143201-0001"}, AfterAny: []string{"mvp2-ppo-20251223-143201-0002"},
@@ -165,5 +167,32 @@ func TestMigration0015GivesOldAttemptsTheirRun(t *testing.T) {
 		if (a.RunningAt == nil) != (want[i] == nil) || a.RunningAt != nil && !a.RunningAt.Equal(*want[i]) {
 			t.Errorf("attempt %d: running_at %v, want %v", a.No, a.RunningAt, want[i])
 		}
+	}
+}
+
+// TestMigration0020ClearsTheReasonOfTasksThatNoLongerWait: since 78a8313 a task that leaves QUEUED or
+// PENDING_RESOURCES loses its pending reason, but a task canceled (or ended) under an mvp before it kept it: after
+// the walk-through's upgrade from c660345 a task canceled while it waited still said "fragmented: needs 1 node(s)
+// with 2 GPU …" in mvp list, GET and the web page, forever. The migration clears those; a waiting task keeps its.
+func TestMigration0020ClearsTheReasonOfTasksThatNoLongerWait(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.sqlite3")
+	old, mustExec := oldDatabase(t, path, 20, 1000)
+	canceled, waiting := "mvp2-ppo-20251223-143201-0a0d", "mvp2-ppo-20251223-143201-0a0e"
+	for _, r := range []struct{ id, state string }{{canceled, "CANCELED"}, {waiting, "PENDING_RESOURCES"}} {
+		mustExec(`INSERT INTO tasks (task_id, workload, name, state, nnodes, n_gpus_per_node, jobspec_yaml, spec_json,
+			created_at, updated_at, pending_reason) VALUES (?, 'ppo', '', ?, 1, 2, '', '{}', 5, 6, 'fragmented: needs 1 node(s)')`,
+			r.id, r.state)
+	}
+	db, got := openOld(t, old, path, canceled)
+	defer db.Close()
+	if got.PendingReason != "" {
+		t.Errorf("a task canceled while it waited still has pending reason %q after the upgrade", got.PendingReason)
+	}
+	w, err := db.GetTask(context.Background(), waiting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.PendingReason == "" {
+		t.Errorf("the waiting task lost its pending reason")
 	}
 }
