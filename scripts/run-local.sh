@@ -23,6 +23,16 @@ port="${MVP_API_PORT:-8080}"
 data="${MVP_DATA_DIR:-/tmp/mvp-dev}"
 [[ "$port" =~ ^[0-9]{1,5}$ ]] || { echo "run-local: MVP_API_PORT must be a port number, got '${port:0:40}'" >&2; exit 1; }
 [[ "$data" == /* && "$data" != *$'\n'* ]] || { echo "run-local: MVP_DATA_DIR must be an absolute path, got '${data:0:80}'" >&2; exit 1; }
+# A port already taken fails mvp serve only after the banner and a new database, with advice (v2.api.port in
+# dev.yaml) that does not apply to the copy written below: say which setting to change instead. SO_REUSEADDR as
+# Go's listener sets it, so a port with connections left in TIME_WAIT counts as free, as it is for mvp serve.
+if ! python3 -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))' "$port" 2>/dev/null; then
+  echo "run-local: port $port on 127.0.0.1 is taken (another mvp serve, or another service): set MVP_API_PORT to a free port" >&2
+  exit 1
+fi
 mkdir -p "$data/shared" "$data/db"
 config="$cluster_dir/mvp-dev.yaml"
 RUN_DASHBOARD="$RAY_DASHBOARD_URL" RUN_GCS="$RAY_GCS_ADDRESS" RUN_PORT="$port" RUN_DATA="$data" python3 - configs/dev.yaml "$config" <<'PY'
