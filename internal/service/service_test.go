@@ -892,11 +892,13 @@ func TestSubmitAndCancelAreLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := log.String()
+	// The submit wakes the scheduler, which may send the task to the fake Ray before the cancel arrives (was=
+	// SUBMITTED: 4 runs in 40 on a busy machine), so the state it was canceled in is either.
 	for _, want := range []string{
 		`msg="task submitted" component=api task_id=` + task.ID + ` owner=operator workload=ppo`,
-		`msg="task canceled" component=api task_id=` + task.ID + ` by=api was=QUEUED caller=operator`,
+		`msg="task canceled" component=api task_id=` + task.ID + ` by=api was=(QUEUED|SUBMITTING|SUBMITTED) caller=operator`,
 	} {
-		if !strings.Contains(out, want) {
+		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("log has no %q:\n%s", want, out)
 		}
 	}
