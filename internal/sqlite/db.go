@@ -98,8 +98,9 @@ func Open(ctx context.Context, path string, o Options) (*DB, error) {
 	}
 	_, ferr := os.Stat(filepath.Dir(abs))
 	madeFolder := errors.Is(ferr, fs.ErrNotExist)
-	_, ferr = os.Stat(abs)
-	madeFile := errors.Is(ferr, fs.ErrNotExist)
+	// A zero-length file holds no queue either: SQLite makes a new database in it.
+	fi, ferr := os.Stat(abs)
+	madeFile := errors.Is(ferr, fs.ErrNotExist) || (ferr == nil && fi.Mode().IsRegular() && fi.Size() == 0)
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("create database folder: %w", err)
 	}

@@ -33,6 +33,22 @@ func TestOpenSaysWhatItMade(t *testing.T) {
 	}
 }
 
+// A zero-length file at db_path (a `touch`, a copy that failed before its first byte, a file truncated on a full
+// disk) holds no queue: SQLite takes it for a new database and mvp served an empty queue without the warning that a
+// file it made gets. Open reports it as made. Found by running mvp serve against such a file.
+func TestOpenSaysAnEmptyFileWasMadeIntoANewDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mvp.sqlite3")
+	must(t, os.WriteFile(path, nil, 0o644))
+	db, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if file, folder := db.Created(); !file || folder {
+		t.Errorf("open of a zero-length file: created file %v, folder %v; want the file only", file, folder)
+	}
+}
+
 // The database's folder removed under a running mvp: submits were acknowledged into a file no one could open
 // again, and /healthz said ok; after the restart they were gone. A write to a database file that is no longer at
 // its path is refused as unavailable, and CheckFile says why; once the file is back, writes go on. Found in a
