@@ -252,6 +252,8 @@ func Parse(b []byte) (*Config, error) {
 				if err := checkKnown(doc.Content[i+1], reflect.TypeOf(V2{}), "v2", present); err != nil {
 					return nil, err
 				}
+			} else if err := checkShared(doc.Content[i], doc.Content[i+1], present); err != nil {
+				return nil, err
 			}
 		}
 		if err := doc.Decode(&c); err != nil {
@@ -268,15 +270,34 @@ func Parse(b []byte) (*Config, error) {
 	return &c, nil
 }
 
+// checkShared refuses a value of the wrong kind for a top-level key mvp reads, naming the key; a key it does not
+// know is another tool's and is left alone.
+func checkShared(k, v *yaml.Node, present map[string]bool) error {
+	t := reflect.TypeOf(Config{})
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != k.Value {
+			continue
+		}
+		if !isNull(v) {
+			if err := checkScalar(v, t.Field(i).Type, k.Value); err != nil {
+				return err
+			}
+		}
+		return checkKnown(v, t.Field(i).Type, k.Value, present)
+	}
+	return nil
+}
+
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
 
-// checkScalar refuses a value of the wrong kind for a number or a switch, naming the key (the decoder's own error
-// names only the line).
+// checkScalar refuses a value of the wrong kind for a number, a switch, a text, a mapping or a list, naming the
+// key (the decoder's own error names only the line).
 func checkScalar(n *yaml.Node, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	var want, tag string
+	var ok bool
 	switch t.Kind() {
 	case reflect.Int, reflect.Int64:
 		want, tag = "a whole number", "!!int"
@@ -284,10 +305,18 @@ func checkScalar(n *yaml.Node, t reflect.Type, path string) error {
 		want, tag = "a number", "!!float"
 	case reflect.Bool:
 		want, tag = "true or false", "!!bool"
+	case reflect.String:
+		want, ok = "text", n.Kind == yaml.ScalarNode
+	case reflect.Map, reflect.Struct:
+		want, ok = "a mapping", n.Kind == yaml.MappingNode
+	case reflect.Slice:
+		want, ok = "a list", n.Kind == yaml.SequenceNode
 	default:
 		return nil
 	}
-	ok := n.Kind == yaml.ScalarNode && (n.Tag == tag || (tag == "!!float" && n.Tag == "!!int"))
+	if tag != "" {
+		ok = n.Kind == yaml.ScalarNode && (n.Tag == tag || (tag == "!!float" && n.Tag == "!!int"))
+	}
 	if !ok {
 		got := n.Value
 		if n.Kind != yaml.ScalarNode {
@@ -398,7 +427,13 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, present map[string]bo
 			return nil
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := checkKnown(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value, present); err != nil {
+			key := path + "." + n.Content[i].Value
+			if !isNull(n.Content[i+1]) {
+				if err := checkScalar(n.Content[i+1], t.Elem(), key); err != nil {
+					return err
+				}
+			}
+			if err := checkKnown(n.Content[i+1], t.Elem(), key, present); err != nil {
 				return err
 			}
 		}

@@ -312,6 +312,32 @@ func TestWrongKindNamesTheKey(t *testing.T) {
 	}
 }
 
+// TestWrongKindOfASharedOrTextKeyNamesTheKey: a value of the wrong kind for a top-level key, a text key or a list
+// under v2 came out as the YAML decoder's "line 1: cannot unmarshal !!seq into string", naming no key. Found by
+// running mvp serve on such files.
+func TestWrongKindOfASharedOrTextKeyNamesTheKey(t *testing.T) {
+	for doc, want := range map[string]string{
+		"address: [1]\n":                   "address (line 1): must be text",
+		"shared_root: {a: 1}\n":            "shared_root (line 1): must be text",
+		"user_code_path: [x]\n":            "user_code_path (line 1): must be text",
+		"entrypoint_num_cpus: abc\n":       "entrypoint_num_cpus (line 1): must be a number",
+		"entrypoint_resources: 5\n":        "entrypoint_resources (line 1): must be a mapping",
+		"entrypoint_resources: {gpu: x}\n": "entrypoint_resources.gpu (line 1): must be a number",
+		"runtime_env: x\n":                 "runtime_env (line 1): must be a mapping",
+		"v2: {api: {host: [1]}}\n":         "v2.api.host (line 1): must be text",
+		"v2: {auth: {users: 5}}\n":         "v2.auth.users (line 1): must be a list",
+		"v2: {workloads: {ppo: 3}}\n":      "v2.workloads.ppo (line 1): must be a mapping",
+		"other_tool: [1]\naddress: [1]\n":  "address (line 2): must be text",
+	} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", doc, err, want)
+		}
+	}
+	if _, err := Parse([]byte("other_tool: [1]\naddress: http://h:1\nentrypoint_num_cpus: 2\nuser_code_path:\nruntime_env: {env_vars: {A: b}}\n")); err != nil {
+		t.Errorf("good kinds: %v", err)
+	}
+}
+
 // TestRuntimeEnvVarsAreStrings: dev.yaml's runtime_env.env_vars took any value and printed it with fmt.Sprint into
 // every job (FOO: with no value became "<nil>", 1.5e6 became "1.5e+06", a null PYTHONPATH "/code:<nil>"). Ray
 // takes strings only: anything else is refused, naming the variable.
