@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -82,7 +83,13 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 			return nil, fmt.Errorf("%s %s: %w", method, path, &NameError{Name: seg})
 		}
 	}
-	u := strings.TrimRight(c.Addr, "/") + path
+	base := strings.TrimRight(c.Addr, "/")
+	if strings.HasSuffix(base, "/api/v2") {
+		// The API's own path pasted into the address: every request would go to /api/v2/api/v2/….
+		return nil, fmt.Errorf("%s %s: MVP_ADDR %s ends in /api/v2: set it to mvp's address without /api/v2 (%s, "+
+			"as mvp serve printed it)", method, path, c.Addr, strings.TrimSuffix(base, "/api/v2"))
+	}
+	u := base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
@@ -103,6 +110,9 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 	resp, err := c.http().Do(req)
 	if err != nil {
 		switch {
+		case errors.As(err, new(*net.DNSError)):
+			return nil, fmt.Errorf("%s %s: the host of %s cannot be found (%w): set MVP_ADDR to the address mvp serve "+
+				"printed", method, path, c.Addr, err)
 		case errors.Is(err, syscall.ECONNREFUSED):
 			return nil, fmt.Errorf("%s %s: nothing answers at %s (%w): is mvp serve running there? (MVP_ADDR)", method, path, c.Addr, err)
 		case method != http.MethodGet && method != http.MethodHead &&

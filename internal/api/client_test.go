@@ -165,6 +165,25 @@ func TestClientSaysWhenAnAnswerWasLost(t *testing.T) {
 	}
 }
 
+// TestClientNamesMVPADDRForAWrongAddress: with MVP_ADDR naming a host that does not resolve, the CLI printed Go's
+// "dial tcp: lookup …: no such host" and named no setting; with MVP_ADDR ending in /api/v2 (the API's path pasted
+// in), it printed "no such endpoint /api/v2/api/v2/tasks". Both now name MVP_ADDR. Found by running the CLI so.
+func TestClientNamesMVPADDRForAWrongAddress(t *testing.T) {
+	_, _, err := (&api.Client{Addr: "http://nosuch.invalid:1", Token: "t"}).List(context.Background(), "", "", 0, "")
+	if err == nil || !strings.Contains(err.Error(), "MVP_ADDR") || !strings.Contains(err.Error(), "nosuch.invalid") {
+		t.Errorf("a host that does not resolve: %v", err)
+	}
+	m := servicetest.Start(t, nil)
+	for _, suffix := range []string{"/api/v2", "/api/v2/"} {
+		c := m.Client()
+		c.Addr = strings.TrimRight(c.Addr, "/") + suffix
+		_, _, err = c.List(context.Background(), "", "", 0, "")
+		if err == nil || !strings.Contains(err.Error(), "MVP_ADDR") || !strings.Contains(err.Error(), "without /api/v2") {
+			t.Errorf("MVP_ADDR ending in %s: %v", suffix, err)
+		}
+	}
+}
+
 // TestLogsFollowCutSaysToFollowAgain: a follow whose server died mid-stream (kill -9) said only "unexpected EOF";
 // it says, as for an orderly stop, to run the same command again once the server is back.
 func TestLogsFollowCutSaysToFollowAgain(t *testing.T) {
