@@ -163,6 +163,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			// Not a path to change: the message says which mvp to run, or which backup to restore.
 			return fmt.Errorf("open database %s: %w", cfg.V2.SQLite.DBPath, err)
 		}
+		if sqlite.NotADatabase(err) {
+			// sqlite.Open's error names the file already.
+			return fmt.Errorf("%w: the file is not an SQLite database (another file, or a damaged one; mvp left it as it "+
+				"is): set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to mvp's database, or restore a backup there "+
+				"(specs/deploy.md, Backups)", err)
+		}
 		return dbErr(err)
 	}
 	if file, folder := m.store.Created(); file {

@@ -191,6 +191,29 @@ func TestOpenNamesTheSettingToChange(t *testing.T) {
 	}
 }
 
+// TestOpenSaysADatabaseFileIsNotOne: a db_path holding something that is not an SQLite database (another file, a
+// damaged one) failed with "file is not a database (set v2.sqlite.db_path … to a file in a folder mvp can write)":
+// the advice fit a folder mvp cannot write, not this. It now says what the file is not and what to do, and leaves
+// the file as it was. Found by running mvp serve on such a file.
+func TestOpenSaysADatabaseFileIsNotOne(t *testing.T) {
+	cfg := servicetest.Config(t)
+	junk := bytes.Repeat([]byte("not sqlite\n"), 500)
+	if err := os.WriteFile(cfg.V2.SQLite.DBPath, junk, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(1)}
+	err := m.Open(context.Background())
+	m.Close()
+	for _, w := range []string{cfg.V2.SQLite.DBPath, "not an SQLite database", "v2.sqlite.db_path", "backup"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("open of a file that is not a database: %v; want it to name %q", err, w)
+		}
+	}
+	if b, _ := os.ReadFile(cfg.V2.SQLite.DBPath); !bytes.Equal(b, junk) {
+		t.Errorf("the file was changed (%d bytes, was %d)", len(b), len(junk))
+	}
+}
+
 // TestFollowingTheLogOfAWaitingTaskWaitsForItsFirstAttempt: `mvp logs -f` right after `mvp submit` (as README shows
 // it) failed at once with 404 "no attempt yet" while the task waited. Following now waits for the first attempt
 // and streams its log; a task that ends without one still gets the 404.

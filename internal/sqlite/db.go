@@ -190,6 +190,13 @@ func dsn(path string, q url.Values) string {
 	return "file:" + strings.ReplaceAll(path, "%", "%25") + "?" + q.Encode()
 }
 
+// NotADatabase reports whether err is SQLite's answer for a file that is not an SQLite database (another file at
+// the path, or one damaged in its header).
+func NotADatabase(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrNotADB
+}
+
 // Created reports what Open had to make: the database file (so the queue it serves starts empty) and its folder.
 func (db *DB) Created() (file, folder bool) { return db.madeFile, db.madeFolder }
 
