@@ -214,7 +214,7 @@ const (
 func Load(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, fmt.Errorf("read config: %w (name the cluster's dev.yaml with --config FILE)", err)
 	}
 	c, err := Parse(b)
 	if err != nil {

@@ -338,6 +338,18 @@ func TestWrongKindOfASharedOrTextKeyNamesTheKey(t *testing.T) {
 	}
 }
 
+// TestAConfigThatCannotBeReadNamesTheFlag: `mvp serve` run from another folder than the one holding
+// configs/dev.yaml (its default) said only "read config: open configs/dev.yaml: no such file or directory", naming
+// neither the flag that names the file nor what it should be. Found by running mvp serve so.
+func TestAConfigThatCannotBeReadNamesTheFlag(t *testing.T) {
+	for _, path := range []string{filepath.Join(t.TempDir(), "nope.yaml"), t.TempDir()} {
+		_, err := Load(path)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "--config") {
+			t.Errorf("Load(%s): %v; want the path and --config named", path, err)
+		}
+	}
+}
+
 // TestRuntimeEnvVarsAreStrings: dev.yaml's runtime_env.env_vars took any value and printed it with fmt.Sprint into
 // every job (FOO: with no value became "<nil>", 1.5e6 became "1.5e+06", a null PYTHONPATH "/code:<nil>"). Ray
 // takes strings only: anything else is refused, naming the variable.
