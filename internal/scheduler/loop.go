@@ -253,6 +253,9 @@ func (l *Loop) Run(ctx context.Context) error {
 				}
 			}
 		}
+		if ctx.Err() != nil {
+			return nil // the select may pick a tick or a wake that came with the stop: no tick starts after it
+		}
 		start := time.Now()
 		// The tick runs on its own context so that a shutdown lets it finish its writes; but not for longer than
 		// StopGrace, or a tick waiting on Ray (each call until its timeout) holds the stop for minutes. Past it the
@@ -260,7 +263,12 @@ func (l *Loop) Run(ctx context.Context) error {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		cut := context.AfterFunc(ctx, func() { time.AfterFunc(l.stopGrace(), cancel) })
 		if err := l.RunOnce(tctx); err != nil {
-			l.Logger.Error("scheduler tick", "err", err)
+			if ctx.Err() != nil && tctx.Err() != nil && errors.Is(err, context.Canceled) {
+				// Cut by the stop past StopGrace, as designed: no failure.
+				l.Logger.Info("the tick in progress was cut by the stop", "stop_grace", l.stopGrace(), "err", err)
+			} else {
+				l.Logger.Error("scheduler tick", "err", err)
+			}
 		}
 		cut()
 		cancel()
