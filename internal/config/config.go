@@ -586,6 +586,11 @@ func (c *Config) Validate() error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("address: %q is not an http(s) URL of Ray's Job server, e.g. http://127.0.0.1:8265", c.Address)
 	}
+	if h, p, err := net.SplitHostPort(c.V2.Ray.GCSAddress); err != nil || h == "" || strings.Contains(h, "/") ||
+		!validPort(p) {
+		return fmt.Errorf("v2.ray.gcs_address: %q is not host:port of Ray's GCS, e.g. 127.0.0.1:6379 (leave it out for "+
+			"address's host and port 6379)", c.V2.Ray.GCSAddress)
+	}
 	if !strings.HasPrefix(c.SharedRoot, "/") {
 		return fmt.Errorf("shared_root: %q must be an absolute path", c.SharedRoot)
 	}
@@ -838,3 +843,9 @@ func (r Ray) LogCopyInterval() time.Duration { return seconds(r.LogCopyS) }
 func (r Ray) RequestTimeout() time.Duration { return seconds(r.RequestTimeoutS) }
 
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+// validPort reports whether p is a port number, 1..65535.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
+}

@@ -350,6 +350,23 @@ func TestAConfigThatCannotBeReadNamesTheFlag(t *testing.T) {
 	}
 }
 
+// TestAGCSAddressThatIsNotHostPortIsRefused: v2.ray.gcs_address "notaport", "host:99999" or a URL was taken as
+// given; the probe then failed at every tick, in the log only, while mvp served. It is refused at start, naming the
+// key.
+func TestAGCSAddressThatIsNotHostPortIsRefused(t *testing.T) {
+	for _, bad := range []string{"notaport", "'h:99999'", "'http://10.0.0.1:6379'", "':6379'", "'h:'"} {
+		_, err := Parse([]byte("v2: {ray: {gcs_address: " + bad + "}}\n"))
+		if err == nil || !strings.Contains(err.Error(), "v2.ray.gcs_address") || !strings.Contains(err.Error(), "host:port") {
+			t.Errorf("gcs_address %s: %v; want it refused as not host:port", bad, err)
+		}
+	}
+	for _, good := range []string{"10.0.0.1:6379", "head.example:6379", "'[::1]:6379'"} {
+		if _, err := Parse([]byte("v2: {ray: {gcs_address: " + good + "}}\n")); err != nil {
+			t.Errorf("gcs_address %s: %v", good, err)
+		}
+	}
+}
+
 // TestRuntimeEnvVarsAreStrings: dev.yaml's runtime_env.env_vars took any value and printed it with fmt.Sprint into
 // every job (FOO: with no value became "<nil>", 1.5e6 became "1.5e+06", a null PYTHONPATH "/code:<nil>"). Ray
 // takes strings only: anything else is refused, naming the variable.
