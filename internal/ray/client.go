@@ -137,7 +137,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 	case code < 300:
 		if out != nil {
 			if err := json.Unmarshal(resp.Body(), out); err != nil {
-				return resp, mvp.OutcomeServerError, fmt.Errorf("%s %s: %w (undecodable answer: %v)", method, path, mvp.ErrRayUnavailable, err)
+				return resp, mvp.OutcomeServerError, fmt.Errorf("%s %s: %w (undecodable answer: %v; it began %q: is "+
+					"`address` in dev.yaml Ray's dashboard, or does a proxy or login page answer there?)", method, path,
+					mvp.ErrRayUnavailable, err, clipBody(resp.Body()))
 			}
 		}
 		return resp, mvp.OutcomeOK, nil
@@ -684,3 +686,6 @@ func snake(s string) string {
 	}
 	return b.String()
 }
+
+// clipBody is the start of an answer, for a message.
+func clipBody(b []byte) string { return mvp.Clip(strings.TrimSpace(string(b)), 120) }

@@ -123,6 +123,23 @@ func TestClientTokenAndUnavailable(t *testing.T) {
 	}
 }
 
+// TestAnAnswerThatIsNotRaysNamesTheAddress: an address where something else answers 200 with a page (a login
+// page, a proxy's portal) made mvp serve log "ray is unavailable (undecodable answer: invalid character '<' looking
+// for beginning of value)", naming no setting. It names `address` and what answered. Found by running mvp serve
+// against such a server.
+func TestAnAnswerThatIsNotRaysNamesTheAddress(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><body>Login required</body></html>")
+	}))
+	defer srv.Close()
+	_, err := New(Options{DashboardURL: srv.URL}).ClusterStatus(context.Background())
+	if !errors.Is(err, mvp.ErrRayUnavailable) || !strings.Contains(err.Error(), "`address`") ||
+		!strings.Contains(err.Error(), "Login required") {
+		t.Errorf("a page where Ray's answer should be: %v", err)
+	}
+}
+
 func python(t *testing.T) string {
 	for _, p := range []string{"python3"} {
 		if _, err := os.Stat("/usr/bin/" + p); err == nil {
