@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
@@ -25,6 +26,29 @@ type Client struct {
 	Addr  string
 	Token string
 	HTTP  *http.Client
+	// HeaderWait bounds the wait for an answer's status and headers, a followed log's excepted (its headers wait
+	// for its first bytes); 0 means DefaultHeaderWait. A server that takes the connection and never answers (a
+	// wrong MVP_ADDR on another service's port, a stuck proxy) would otherwise hold a command for ever.
+	HeaderWait time.Duration
+}
+
+// DefaultHeaderWait is Client.HeaderWait's default: far above what any answer of mvp takes (a submit waits for
+// its commit, a queue view for its forecast: milliseconds to a second).
+const DefaultHeaderWait = 2 * time.Minute
+
+// errNoAnswer is the cause of a request cut by HeaderWait.
+var errNoAnswer = errors.New("no answer within the client's wait")
+
+// cancelOnClose releases a request's context once its answer's body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // StatusError is an error answer of the API: its HTTP status and its body. It unwraps to the *mvp.Error the server
@@ -97,8 +121,18 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	wait := c.HeaderWait
+	if wait <= 0 {
+		wait = DefaultHeaderWait
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	if q.Get("follow") != "true" {
+		timer := time.AfterFunc(wait, func() { cancel(errNoAnswer) })
+		defer timer.Stop() // once Do returns, the headers are in: the body is read at the caller's pace
+	}
+	req, err := http.NewRequestWithContext(rctx, method, u, rd)
 	if err != nil {
+		cancel(nil)
 		return nil, err
 	}
 	if contentType != "" {
@@ -108,8 +142,21 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	resp, err := c.http().Do(req)
+	if err == nil {
+		resp.Body = cancelOnClose{resp.Body, func() { cancel(nil) }}
+	} else {
+		cancel(nil)
+	}
 	if err != nil {
 		switch {
+		case errors.Is(context.Cause(rctx), errNoAnswer) && ctx.Err() == nil:
+			what := "nothing was changed"
+			if method != http.MethodGet && method != http.MethodHead {
+				what = "the request may have been carried out; look before repeating it (after a submit: mvp list)"
+			}
+			return nil, fmt.Errorf("%s %s: the server at %s took the connection but has not answered in %s: is MVP_ADDR "+
+				"mvp's address (the URL mvp serve printed), and is mvp serve running well there (its log)? %s", method,
+				path, c.Addr, wait, what)
 		case errors.As(err, new(*net.DNSError)):
 			return nil, fmt.Errorf("%s %s: the host of %s cannot be found (%w): set MVP_ADDR to the address mvp serve "+
 				"printed", method, path, c.Addr, err)

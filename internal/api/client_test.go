@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
@@ -223,5 +224,42 @@ func TestAReadWhoseAnswerWasLostSaysTheServerWentAway(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "closed the connection without answering") ||
 		strings.Contains(err.Error(), "may have been carried out") {
 		t.Errorf("a read whose answer was lost: %v", err)
+	}
+}
+
+// TestAServerThatNeverAnswersIsNotWaitedForForEver: a server that takes the connection and never answers (a wrong
+// MVP_ADDR on another service's port, a stuck proxy) held `mvp list` until it was killed (the messages audit:
+// `timeout 20 mvp list` ended by the signal). An answer's status and headers are waited for HeaderWait at most,
+// and the error says what to check; a followed log, whose headers wait for its first bytes, is not bounded.
+func TestAServerThatNeverAnswersIsNotWaitedForForEver(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("follow") == "true" {
+			select {
+			case <-time.After(300 * time.Millisecond): // a quiet driver: its first line comes late
+			case <-release:
+				return
+			}
+			io.WriteString(w, "step 1\n")
+			return
+		}
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	c := &api.Client{Addr: srv.URL, Token: "t", HeaderWait: 100 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err := c.List(ctx, "", "", 0, "")
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "MVP_ADDR") || !strings.Contains(err.Error(), "not answered") {
+		t.Errorf("list against a server that never answers: %v (the test's own deadline passed: %v)", err, ctx.Err() != nil)
+	}
+	_, err = c.Submit(ctx, []byte("workload: ppo\n"), false)
+	if err == nil || !strings.Contains(err.Error(), "may have been carried out") {
+		t.Errorf("submit against a server that never answers: %v", err)
+	}
+	var out strings.Builder
+	if err := c.Logs(ctx, "mvp2-ppo-20251223-143201-7f3a", 0, true, &out); err != nil || out.String() != "step 1\n" {
+		t.Errorf("a follow whose first line comes after HeaderWait: %v %q", err, out.String())
 	}
 }
