@@ -5,9 +5,11 @@ package ray
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -130,8 +132,13 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 		if ctx.Err() != nil {
 			return nil, mvp.OutcomeCanceled, ctx.Err()
 		}
-		return nil, mvp.OutcomeUnreachable, fmt.Errorf("%s %s: %w (%s; is Ray's dashboard running at %s? `address` in dev.yaml)",
-			method, path, mvp.ErrRayUnavailable, scrub(err.Error()), redacted(c.r.BaseURL))
+		hint := ""
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			// Running but slow (a head under load) is the other reading of a timeout.
+			hint = fmt.Sprintf(", or is it slower than v2.ray.request_timeout_s (%s)?", c.r.GetClient().Timeout)
+		}
+		return nil, mvp.OutcomeUnreachable, fmt.Errorf("%s %s: %w (%s; is Ray's dashboard running at %s? `address` in dev.yaml%s)",
+			method, path, mvp.ErrRayUnavailable, scrub(err.Error()), redacted(c.r.BaseURL), hint)
 	}
 	switch code := resp.StatusCode(); {
 	case code < 300:

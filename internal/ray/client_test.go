@@ -140,6 +140,22 @@ func TestAnAnswerThatIsNotRaysNamesTheAddress(t *testing.T) {
 	}
 }
 
+// TestADashboardSlowerThanTheTimeoutNamesTheTimeout: a dashboard that answers after request_timeout_s was
+// reported as "is Ray's dashboard running at …? `address` in dev.yaml", which names the wrong setting when it
+// runs but is slow (a head under load): the message names v2.ray.request_timeout_s too (the messages audit).
+func TestADashboardSlowerThanTheTimeoutNamesTheTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	c := New(Options{DashboardURL: srv.URL, Timeout: 100 * time.Millisecond})
+	_, err := c.ClusterStatus(context.Background())
+	if !errors.Is(err, mvp.ErrRayUnavailable) || !strings.Contains(err.Error(), "v2.ray.request_timeout_s") ||
+		!strings.Contains(err.Error(), "`address`") {
+		t.Errorf("a dashboard slower than the timeout: %v", err)
+	}
+}
+
 func python(t *testing.T) string {
 	for _, p := range []string{"python3"} {
 		if _, err := os.Stat("/usr/bin/" + p); err == nil {
