@@ -263,6 +263,9 @@ func Parse(b []byte) (*Config, error) {
 	if err := finite(reflect.ValueOf(c), ""); err != nil {
 		return nil, err
 	}
+	if err := c.noEmptyPaths(present); err != nil {
+		return nil, err
+	}
 	c.applyDefaults(present)
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -452,6 +455,23 @@ func sortedKeys(m map[string]reflect.Type) []string {
 		}
 	}
 	return keys
+}
+
+// noEmptyPaths refuses a path or address the file gives as empty text: taken for the default, it made mvp's
+// folders and database where the operator did not mean them (/private/…). Left out, or null, a key takes its
+// default.
+func (c *Config) noEmptyPaths(present map[string]bool) error {
+	for _, k := range []struct {
+		path, value string
+	}{
+		{"address", c.Address}, {"shared_root", c.SharedRoot}, {"v2.sqlite.db_path", c.V2.SQLite.DBPath},
+		{"v2.ray.python", c.V2.Ray.Python}, {"v2.ray.probe_script", c.V2.Ray.ProbeScript},
+	} {
+		if present[k.path] && strings.TrimSpace(k.value) == "" {
+			return fmt.Errorf("%s: is empty; give it a value, or leave the key out for its default (specs/config.md)", k.path)
+		}
+	}
+	return nil
 }
 
 // applyDefaults fills in what the file leaves out (present: the keys it gives, as Parse noted them). A number the

@@ -405,6 +405,29 @@ func TestRuntimeEnvVarsThatNoProcessCanTakeAreRefused(t *testing.T) {
 	}
 }
 
+// TestAnEmptyPathIsNotTakenForTheDefault: `shared_root: ''` and `v2.sqlite.db_path: ''` silently took the
+// defaults, and serve made /private/jobs and /private/common/db/mvp_v2.sqlite3 on a machine whose operator had
+// meant something else (the messages audit). A path or address written empty is refused naming the key; left out
+// (or null) it takes the default.
+func TestAnEmptyPathIsNotTakenForTheDefault(t *testing.T) {
+	for _, tc := range []struct{ doc, key string }{
+		{"shared_root: ''\n", "shared_root"},
+		{"address: \"\"\n", "address"},
+		{"v2:\n  sqlite:\n    db_path: ''\n", "v2.sqlite.db_path"},
+		{"v2:\n  ray:\n    python: ''\n", "v2.ray.python"},
+		{"v2:\n  ray:\n    probe_script: ''\n", "v2.ray.probe_script"},
+	} {
+		_, err := Parse([]byte(tc.doc))
+		if err == nil || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), "empty") {
+			t.Errorf("%q: %v", tc.doc, err)
+		}
+	}
+	c, err := Parse([]byte("shared_root:\nv2:\n  sqlite:\n    db_path: ~\n"))
+	if err != nil || c.SharedRoot != DefaultSharedRoot {
+		t.Errorf("null values take the defaults: %v %+v", err, c)
+	}
+}
+
 // TestAnUnknownKeyInAListEntryIsAnError: a typo inside a v2.auth.users entry (maxgpus for max_gpus) was ignored,
 // and that user ran with no limits at all. List entries are checked as every other mapping is.
 func TestAnUnknownKeyInAListEntryIsAnError(t *testing.T) {
