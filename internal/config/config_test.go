@@ -405,7 +405,7 @@ func TestRuntimeEnvVarsThatNoProcessCanTakeAreRefused(t *testing.T) {
 	}
 }
 
-// TestAnEmptyPathIsNotTakenForTheDefault: `shared_root: ''` and `v2.sqlite.db_path: ''` silently took the
+// TestAnEmptyPathIsNotTakenForTheDefault: `shared_root: ""` and `v2.sqlite.db_path: ""` silently took the
 // defaults, and serve made /private/jobs and /private/common/db/mvp_v2.sqlite3 on a machine whose operator had
 // meant something else (the messages audit). A path or address written empty is refused naming the key; left out
 // (or null) it takes the default.
