@@ -96,14 +96,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
 			m.Close()
-			if m.store != nil {
-				if file, _ := m.store.Created(); file {
-					// Left behind, the next start would serve it without the warning that a new database gets.
-					for _, suffix := range []string{"", "-wal", "-shm"} {
-						_ = os.Remove(m.store.Path() + suffix)
-					}
-				}
-			}
 		}
 	}()
 	cfg := *m.Config
