@@ -457,7 +457,8 @@ func sortedKeys(m map[string]reflect.Type) []string {
 	return keys
 }
 
-// noEmptyPaths refuses a path or address the file gives as empty text: taken for the default, it made mvp's
+// noEmptyPaths refuses a path or address the file gives as empty text (v2.api.host too: empty is not "every
+// interface" here, 0.0.0.0 is): taken for the default, it made mvp's
 // folders and database where the operator did not mean them (/private/…). Left out, or null, a key takes its
 // default.
 func (c *Config) noEmptyPaths(present map[string]bool) error {
@@ -466,6 +467,7 @@ func (c *Config) noEmptyPaths(present map[string]bool) error {
 	}{
 		{"address", c.Address}, {"shared_root", c.SharedRoot}, {"v2.sqlite.db_path", c.V2.SQLite.DBPath},
 		{"v2.ray.python", c.V2.Ray.Python}, {"v2.ray.probe_script", c.V2.Ray.ProbeScript},
+		{"v2.ray.gcs_address", c.V2.Ray.GCSAddress}, {"v2.api.host", c.V2.API.Host},
 	} {
 		if present[k.path] && strings.TrimSpace(k.value) == "" {
 			return fmt.Errorf("%s: is empty; give it a value, or leave the key out for its default (specs/config.md)", k.path)

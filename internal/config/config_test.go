@@ -416,6 +416,8 @@ func TestAnEmptyPathIsNotTakenForTheDefault(t *testing.T) {
 		{"v2:\n  sqlite:\n    db_path: ''\n", "v2.sqlite.db_path"},
 		{"v2:\n  ray:\n    python: ''\n", "v2.ray.python"},
 		{"v2:\n  ray:\n    probe_script: ''\n", "v2.ray.probe_script"},
+		{"v2:\n  ray:\n    gcs_address: ''\n", "v2.ray.gcs_address"},
+		{"v2:\n  api:\n    host: ''\n", "v2.api.host"}, // not "every interface": it took 127.0.0.1
 	} {
 		_, err := Parse([]byte(tc.doc))
 		if err == nil || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), "empty") {
