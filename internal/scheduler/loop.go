@@ -318,8 +318,16 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	// older than the reading: a driver that placed its gang between a sync and a later reading showed CREATED
 	// groups of a job id its attempt did not know yet, and the gang was counted twice (walk-through 14).
 	view, cerr := l.Cluster.ReadCluster(ctx)
+	if ctx.Err() != nil {
+		// The tick was cut (the stop, past StopGrace): what follows would fail on the dead context and read as an
+		// outage of Ray (sync errors, "Ray is unavailable", outage events).
+		return fmt.Errorf("read cluster: %w", ctx.Err())
+	}
 	var rayErr, syncErr error
 	for _, t := range active {
+		if ctx.Err() != nil {
+			return fmt.Errorf("sync attempts: %w", ctx.Err())
+		}
 		if err := l.sync(ctx, t); err != nil {
 			if errors.Is(err, mvp.ErrRayUnavailable) {
 				rayErr, syncErr = err, err

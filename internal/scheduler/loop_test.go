@@ -461,6 +461,9 @@ func TestAStopCutsATickHungOnRay(t *testing.T) {
 // line an operator greps for failures. A tick cut by the stop is said so at INFO, and no tick starts after the stop.
 func TestATickCutByTheStopIsNoError(t *testing.T) {
 	h := newHarness(t)
+	running := h.task() // a live task: the rest of a cut tick synced it on the dead context (ERROR "sync attempt",
+	h.tick()            // a false "Ray is unavailable" and an outage event; found in review)
+	h.ray.set(running.ID+"--a01", mvp.RayRunning, "", 0)
 	h.tick()
 	var logs bytes.Buffer
 	hung := &hungCluster{entered: make(chan struct{}, 8)}
@@ -479,8 +482,14 @@ func TestATickCutByTheStopIsNoError(t *testing.T) {
 	h.loop.Wake()
 	cancel()
 	<-done
-	if strings.Contains(logs.String(), "level=ERROR") {
-		t.Errorf("an orderly stop logged an error:\n%s", logs.String())
+	if strings.Contains(logs.String(), "level=ERROR") || strings.Contains(logs.String(), "unavailable") {
+		t.Errorf("an orderly stop logged an error or an outage:\n%s", logs.String())
+	}
+	if evs := h.eventsOf(running.ID, mvp.EventRayUnavailable); len(evs) != 0 {
+		t.Errorf("an orderly stop wrote an outage in the task's history: %+v", evs)
+	}
+	if len(hung.entered) != 0 {
+		t.Errorf("%d ticks began after the stop", len(hung.entered))
 	}
 }
 
