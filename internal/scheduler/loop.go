@@ -1302,12 +1302,12 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 	info, err := l.Ray.GetJob(ctx, a.RaySubmissionID)
 	if errors.Is(err, mvp.ErrJobNotFound) {
 		if r, ok := l.keptEnd(t, a.No, a.RaySubmissionID); ok {
-			return l.conclude(ctx, t, a, r)
+			return l.conclude(ctx, t, l.withPlacement(a), r)
 		}
 		l.mu.Lock()
 		last := laterOf(l.posted[a.RaySubmissionID], l.started)
 		l.mu.Unlock()
-		return l.conclude(ctx, t, a, Report{LastPost: last})
+		return l.conclude(ctx, t, l.withPlacement(a), Report{LastPost: last})
 	}
 	if err != nil {
 		return fmt.Errorf("follow attempt %d: %w", a.No, err) // the client names the job
@@ -1339,7 +1339,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		}
 		l.crash("final_log_fetch")
 		l.syncProgress(ctx, t, a, true) // its last word (loop_progress.go)
-		return l.conclude(ctx, t, a, r)
+		return l.conclude(ctx, t, l.withPlacement(a), r)
 	}
 
 	up := *a
@@ -1400,6 +1400,23 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		return l.Store.UpdateAttempt(ctx, a.RayStatus, &up, mvp.EventRayStatusSync, payload)
 	}
 	return nil
+}
+
+// withPlacement is a with the gang's placement this process read (l.placed) when its row has none yet: an
+// attempt that ends before the sync that would write it keeps it in its end's write. a itself is not changed.
+func (l *Loop) withPlacement(a *mvp.Attempt) *mvp.Attempt {
+	if a.PlacedAt != nil {
+		return a
+	}
+	l.mu.Lock()
+	p, ok := l.placed[a.RaySubmissionID]
+	l.mu.Unlock()
+	if !ok {
+		return a
+	}
+	c := *a
+	c.PlacedAt = &p
+	return &c
 }
 
 // conclude asks Conclude what an ended or vanished attempt means and applies it.

@@ -670,3 +670,26 @@ func TestThePlacementOfTheGangIsRecorded(t *testing.T) {
 		t.Errorf("placed_at %v after the groups went, want %v", a.PlacedAt, placed)
 	}
 }
+
+// TestThePlacementOfARunThatEndsAtOnceIsRecorded: the placement read in one pass is written by the next pass's
+// sync; a run that ended by then went to Conclude without it, and its attempt kept no placed_at though mvp had
+// judged it from its placement (found in review).
+func TestThePlacementOfARunThatEndsAtOnceIsRecorded(t *testing.T) {
+	h := newHarness(t)
+	task := h.taskOf(4)
+	h.tick()
+	sid := task.ID + "--a01"
+	h.ray.set(sid, mvp.RayRunning, "", 0)
+	h.tick()
+	placed := h.clock.t.Add(-time.Second)
+	h.view.Groups = []mvp.PlacementGroup{{ID: "pg-1", CreatorJobID: "01000000", State: "CREATED", Node: "w1",
+		PlacedNs: placed.UnixNano(), Bundles: []map[string]float64{{"GPU": 4, "CPU": 12}}}}
+	h.tick() // read here; written at the next sync
+	h.ray.set(sid, mvp.RaySucceeded, "", 0)
+	h.clock.t = h.clock.t.Add(time.Second)
+	h.tick()
+	got := h.get(task.ID)
+	if a := got.Attempts[0]; got.State != mvp.StateSucceeded || a.PlacedAt == nil || !a.PlacedAt.Equal(placed) {
+		t.Errorf("%s, placed_at %v; want SUCCEEDED with placed_at %v", got.State, a.PlacedAt, placed)
+	}
+}
