@@ -1353,13 +1353,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		// Ray's start_time is the submission's: the run's clocks (max_runtime_s, the heartbeat) start here.
 		up.RunningAt = &now
 	}
-	if up.PlacedAt == nil {
-		l.mu.Lock()
-		if p, ok := l.placed[a.RaySubmissionID]; ok {
-			up.PlacedAt = &p
-		}
-		l.mu.Unlock()
-	}
+	up.PlacedAt = l.withPlacement(a).PlacedAt
 	if t.State == mvp.StateCanceled {
 		// Canceled, and the job is (still, or late) alive: stop it, whenever it appeared.
 		if err := l.askStop(ctx, a.RaySubmissionID, false); err != nil {
