@@ -127,7 +127,7 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 	if err := p.mounted(); err != nil {
 		return nil, false, fmt.Errorf("%w: %w", mvp.ErrSubmitInfra, err)
 	}
-	data, err = readRegular(path)
+	data, err = readRegular(path, MaxPackageBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -138,10 +138,10 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 	return data, true, nil
 }
 
-// readRegular reads the file at path if it is a regular file of at most MaxPackageBytes, never following a
+// readRegular reads the file at path if it is a regular file of at most max bytes, never following a
 // symlink at its name (a job can write on shared_root: a link there to a file on mvp's host, read and uploaded to
 // Ray, would hand that file to every job of the cluster) and without blocking on a FIFO.
-func readRegular(path string) ([]byte, error) {
+func readRegular(path string, max int64) ([]byte, error) {
 	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, errors.New("it is a symbolic link, not a file mvp kept")
@@ -157,10 +157,19 @@ func readRegular(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("it is not a regular file (%s)", fi.Mode().Type())
 	}
-	if fi.Size() > MaxPackageBytes {
-		return nil, fmt.Errorf("it holds %d bytes, more than a package may (%d)", fi.Size(), MaxPackageBytes)
+	if fi.Size() > max {
+		return nil, fmt.Errorf("it holds %d bytes, more than a package may (%d)", fi.Size(), max)
 	}
-	return io.ReadAll(io.LimitReader(fh, MaxPackageBytes+1))
+	// The size read above may be passed by the time the file is read (a job writing it meanwhile): what is read is
+	// checked again.
+	data, err := io.ReadAll(io.LimitReader(fh, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("it grew past the %d bytes a package may hold while it was read", max)
+	}
+	return data, nil
 }
 
 // Uploader is the Ray client the scheduler submits with: before each submission it uploads to Ray the packages

@@ -130,3 +130,19 @@ func TestAKeptPackageThatIsASymlinkIsNotFollowed(t *testing.T) {
 		t.Errorf("the link's target was changed: %q", b)
 	}
 }
+
+// TestAPackageReadIsNeverLongerThanTheCap: the size a file shows when opened may be passed by what is then read
+// (a job on shared_root writing it meanwhile); what readRegular returns is never longer than its cap. A file of
+// /proc shows size 0 and reads longer, as a file growing between the two would.
+func TestAPackageReadIsNeverLongerThanTheCap(t *testing.T) {
+	data, err := readRegular("/proc/self/status", 10)
+	if err == nil {
+		t.Fatalf("read %d bytes of a file capped at 10 without an error", len(data))
+	}
+	if !strings.Contains(err.Error(), "grew past the 10 bytes") {
+		t.Errorf("error %q does not say the file grew past the cap", err)
+	}
+	if data, err := readRegular("/proc/self/status", 1<<20); err != nil || len(data) == 0 {
+		t.Errorf("a file within its cap: %d bytes, %v", len(data), err)
+	}
+}
