@@ -2,6 +2,9 @@ package raycompat
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -29,8 +32,15 @@ const PackageProtocol = "gcs"
 // Packages keeps the runtime_env packages users upload through the door, one file per package under Dir
 // (<shared_root>/ray_packages), so that a task still queued in mvp never depends on Ray's temporary reference:
 // the package is uploaded to Ray right before each of the task's submissions (Uploader).
+//
+// Every job can write on shared_root, so a job could replace a kept package with code of its own, which the next
+// submission of another user's task would then run. With Key set, each package is kept with its seal beside it
+// (<name>.seal: an HMAC of its name and bytes under the database's key, which no job knows), and a package whose
+// seal does not match is not mvp's: Has says it is not kept (Ray's client uploads it again) and Get refuses it.
 type Packages struct {
 	Dir string
+	// Key seals the packages kept (the database's instance key); nil keeps them unsealed (tests).
+	Key []byte
 	// Mounted, when set, says whether shared_root is still the filesystem mvp started on (taskfs.FS.CheckMounted):
 	// while it is not, nothing is kept or read, so that no package lands on an empty mount point, where no node
 	// sees it and the share, mounted back, hides it.
@@ -72,18 +82,95 @@ func (p Packages) Has(protocol, name string) (bool, error) {
 	}
 	switch fi, err := os.Lstat(path); {
 	case err == nil:
-		return fi.Mode().IsRegular(), nil
+		if !fi.Mode().IsRegular() {
+			return false, nil
+		}
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
 	default:
 		return false, fmt.Errorf("look up package %s: %w", name, err)
 	}
+	if len(p.Key) == 0 {
+		return true, nil
+	}
+	data, err := readRegular(path, MaxPackageBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up package %s: %w", name, err)
+	}
+	return p.checkSeal(name, data) == nil, nil
+}
+
+// sealSuffix ends the name of a package's seal file; no name PackagePattern admits ends with it.
+const sealSuffix = ".seal"
+
+// seal is the seal of package name holding data: the hex HMAC-SHA256 of both under p.Key.
+func (p Packages) seal(name string, data []byte) string {
+	m := hmac.New(sha256.New, p.Key)
+	fmt.Fprintf(m, "mvp ray package v1\x00%s\x00", name)
+	m.Write(data)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// checkSeal returns nil when package name, read as data, carries its seal (or p has no key), else why not.
+func (p Packages) checkSeal(name string, data []byte) error {
+	if len(p.Key) == 0 {
+		return nil
+	}
+	got, err := readRegular(filepath.Join(p.Dir, name+sealSuffix), 2*sha256.Size)
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.New("it has no seal (" + name + sealSuffix + "): it was not kept by mvp, or its seal was removed")
+	}
+	if err != nil {
+		return fmt.Errorf("its seal cannot be read: %w", err)
+	}
+	if !hmac.Equal(got, []byte(p.seal(name, data))) {
+		return errors.New("it is not what was uploaded through mvp: it was changed on shared_root since (a job can write there)")
+	}
+	return nil
+}
+
+// SealUnsealed seals every kept package that has no seal yet and returns how many it sealed: a database's first
+// start with sealing, whose packages an earlier mvp kept unsealed (trusted once, as they are then). Only that
+// first start calls it (sqlite's PackagesSealed), or a job could have a package of its own sealed by removing a
+// seal and waiting for a restart.
+func (p Packages) SealUnsealed() (int, error) {
+	if len(p.Key) == 0 {
+		return 0, nil
+	}
+	entries, err := os.ReadDir(p.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("seal the kept packages: %w", err)
+	}
+	n := 0
+	for _, e := range entries {
+		name := e.Name()
+		if !PackagePattern.MatchString(name) || !e.Type().IsRegular() {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(p.Dir, name+sealSuffix)); err == nil {
+			continue
+		}
+		data, err := readRegular(filepath.Join(p.Dir, name), MaxPackageBytes)
+		if err != nil {
+			continue // not a package mvp can keep: left unsealed, so never uploaded
+		}
+		if err := p.writeAtomic(name+sealSuffix, []byte(p.seal(name, data))); err != nil {
+			return n, fmt.Errorf("seal the kept package %s: %w", name, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // Put keeps a package, atomically (a reader never sees half a file).
 func (p Packages) Put(protocol, name string, data []byte) error {
-	path, err := p.path(protocol, name)
-	if err != nil {
+	if _, err := p.path(protocol, name); err != nil {
 		return err
 	}
 	if err := p.mounted(); err != nil {
@@ -92,26 +179,39 @@ func (p Packages) Put(protocol, name string, data []byte) error {
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		return fmt.Errorf("make the packages folder: %w", err)
 	}
+	if err := p.writeAtomic(name, data); err != nil {
+		return fmt.Errorf("keep package %s: %w", name, err)
+	}
+	if len(p.Key) > 0 {
+		// After the package: a crash between the two leaves a package whose seal does not match, which Has says
+		// is not kept, so Ray's client uploads it again.
+		if err := p.writeAtomic(name+sealSuffix, []byte(p.seal(name, data))); err != nil {
+			return fmt.Errorf("seal package %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// writeAtomic writes the file name in p.Dir, atomically (a reader never sees half a file; a symlink in its place
+// is replaced, not followed).
+func (p Packages) writeAtomic(name string, data []byte) error {
 	tmp, err := os.CreateTemp(p.Dir, ".upload-*")
 	if err != nil {
-		return fmt.Errorf("keep package %s: %w", name, err)
+		return err
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return fmt.Errorf("keep package %s: %w", name, err)
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("keep package %s: %w", name, err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("keep package %s: %w", name, err)
+		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("keep package %s: %w", name, err)
-	}
-	return nil
+	return os.Rename(tmp.Name(), filepath.Join(p.Dir, name))
 }
 
 // Get returns a kept package; ok is false when the URI is not one the door keeps or it is not there.
@@ -134,6 +234,10 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: read the package kept at %s: %w (mvp must be able to read <shared_root>/ray_packages; v2.shared_root sets where it is)",
 			mvp.ErrSubmitInfra, path, err)
+	}
+	if err := p.checkSeal(name, data); err != nil {
+		return nil, false, fmt.Errorf("%w: the package kept at %s is refused: %w; submit the job again with Ray's "+
+			"client, which uploads the package again", mvp.ErrSubmitInfra, path, err)
 	}
 	return data, true, nil
 }

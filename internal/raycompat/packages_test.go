@@ -146,3 +146,102 @@ func TestAPackageReadIsNeverLongerThanTheCap(t *testing.T) {
 		t.Errorf("a file within its cap: %d bytes, %v", len(data), err)
 	}
 }
+
+// TestAKeptPackageReplacedByAJobIsRefused: every job can write on shared_root, so one could replace a package the
+// operator kept (a regular file, not a link) with code of its own, which the next submission of the operator's
+// queued task would upload to Ray and run. A package is kept with a seal under the database's key, which no job
+// has: one whose bytes no longer match it is not mvp's. Has says it is not kept (so Ray's client uploads it again),
+// Get refuses it as mvp's side failing (mvp.ErrSubmitInfra, saying why and what to do) and nothing reaches Ray; a
+// new upload is kept and sealed again.
+func TestAKeptPackageReplacedByAJobIsRefused(t *testing.T) {
+	p := Packages{Dir: t.TempDir(), Key: []byte("0123456789abcdef0123456789abcdef")}
+	name := "_ray_pkg_0123456789abcdef.zip"
+	uri := PackageProtocol + "://" + name
+	if err := p.Put(PackageProtocol, name, []byte("the operator's zip")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p.Has(PackageProtocol, name); !ok || err != nil {
+		t.Fatalf("Has of a package just kept = %v, %v", ok, err)
+	}
+	if data, ok, err := p.Get(uri); string(data) != "the operator's zip" || !ok || err != nil {
+		t.Fatalf("Get of a package just kept = %q, %v, %v", data, ok, err)
+	}
+	// A job writes its own bytes in the package's place (a new file renamed over it, as Put does).
+	tmp := filepath.Join(p.Dir, "job-wrote")
+	if err := os.WriteFile(tmp, []byte("a job's zip"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(p.Dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p.Has(PackageProtocol, name); ok || err != nil {
+		t.Errorf("Has of a replaced package = %v, %v; want false, nil (Ray's client uploads it again)", ok, err)
+	}
+	data, ok, err := p.Get(uri)
+	if ok || len(data) > 0 || !errors.Is(err, mvp.ErrSubmitInfra) {
+		t.Fatalf("Get of a replaced package = %q, %v, %v; want it refused as mvp.ErrSubmitInfra", data, ok, err)
+	}
+	for _, want := range []string{filepath.Join(p.Dir, name), "changed on shared_root", "submit the job again"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Get's error %q does not say %q", err, want)
+		}
+	}
+	ray := &recordingRay{}
+	if err := (Uploader{RayClient: ray, Packages: p}).SubmitJob(context.Background(), &mvp.JobSubmission{
+		SubmissionID: "x--a01", RuntimeEnv: map[string]any{"working_dir": uri}}); err == nil || ray.uploads+ray.submits != 0 {
+		t.Errorf("submit with a replaced package: err %v, %d uploads, %d submits; want an error and no Ray call", err,
+			ray.uploads, ray.submits)
+	}
+	// Its seal removed as well: still not mvp's.
+	if err := os.Remove(filepath.Join(p.Dir, name+sealSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := p.Get(uri); ok || !errors.Is(err, mvp.ErrSubmitInfra) || !strings.Contains(err.Error(), "no seal") {
+		t.Errorf("Get of a package without its seal = %v, %v; want it refused, saying it has no seal", ok, err)
+	}
+	if ok, _ := p.Has(PackageProtocol, name); ok {
+		t.Errorf("Has of a package without its seal = true")
+	}
+	// Uploaded again, it is kept.
+	if err := p.Put(PackageProtocol, name, []byte("the operator's zip")); err != nil {
+		t.Fatal(err)
+	}
+	if data, ok, err := p.Get(uri); string(data) != "the operator's zip" || !ok || err != nil {
+		t.Errorf("Get after a new upload = %q, %v, %v", data, ok, err)
+	}
+}
+
+// TestSealUnsealedSealsWhatAnEarlierMvpKept: packages kept before sealing have no seal; SealUnsealed (the first
+// start with sealing) seals them as they are, leaves sealed ones and files that are not packages alone, and Get
+// then serves them.
+func TestSealUnsealedSealsWhatAnEarlierMvpKept(t *testing.T) {
+	old := Packages{Dir: t.TempDir()} // an mvp before sealing
+	a, b := "_ray_pkg_0123456789abcdef.zip", "_ray_pkg_fedcba9876543210.zip"
+	for _, n := range []string{a, b} {
+		if err := old.Put(PackageProtocol, n, []byte("zip "+n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(old.Dir, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := Packages{Dir: old.Dir, Key: []byte("0123456789abcdef0123456789abcdef")}
+	if _, ok, err := p.Get(PackageProtocol + "://" + a); ok || err == nil {
+		t.Fatalf("an unsealed package was served before sealing")
+	}
+	if err := p.Put(PackageProtocol, b, []byte("zip "+b)); err != nil { // sealed already: left as it is
+		t.Fatal(err)
+	}
+	n, err := p.SealUnsealed()
+	if err != nil || n != 1 {
+		t.Fatalf("SealUnsealed = %d, %v; want 1 (a), nil", n, err)
+	}
+	for _, name := range []string{a, b} {
+		if data, ok, err := p.Get(PackageProtocol + "://" + name); string(data) != "zip "+name || !ok || err != nil {
+			t.Errorf("Get %s after sealing = %q, %v, %v", name, data, ok, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(p.Dir, "notes.txt"+sealSuffix)); err == nil {
+		t.Errorf("a file that is not a package was sealed")
+	}
+}

@@ -258,7 +258,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	prepare := func(body []byte) (*mvp.Task, error) { return workload.Prepare(body, settings) }
 	policy := PolicyOf(&cfg)
 	policy.OnlyKnownOwners = true // a user removed from v2.auth.users: her waiting tasks are held (mvp sim's trace users are not named)
-	packages := raycompat.Packages{Dir: filepath.Join(cfg.SharedRoot, "ray_packages"), Mounted: files.CheckMounted}
+	packages := raycompat.Packages{Dir: filepath.Join(cfg.SharedRoot, "ray_packages"), Mounted: files.CheckMounted,
+		Key: files.Key}
+	if err := sealPackages(ctx, m.store, packages, logger); err != nil {
+		return err
+	}
 
 	// The loop submits through the Uploader: a ray_job's packages kept by the door go to Ray right before each
 	// of its submissions.
@@ -525,4 +529,20 @@ func checkJobsFolder(ctx context.Context, store mvp.Counter, sharedRoot string) 
 		"made there: is the shared filesystem mounted at %s? mount it and start again (if shared_root was emptied on "+
 		"purpose, or moved, make the folder with mkdir %s, or set shared_root in dev.yaml to where the folders are)",
 		jobs, attempts, sharedRoot, jobs)
+}
+
+// sealPackages seals, once per database, the Ray packages an mvp before sealing kept (raycompat.Packages).
+func sealPackages(ctx context.Context, store *sqlite.DB, packages raycompat.Packages, logger *slog.Logger) error {
+	sealed, err := store.PackagesSealed(ctx)
+	if err != nil || sealed {
+		return err
+	}
+	n, err := packages.SealUnsealed()
+	if err != nil {
+		return fmt.Errorf("%w (mvp must be able to write <shared_root>/ray_packages; shared_root in dev.yaml sets where it is)", err)
+	}
+	if n > 0 {
+		logger.Info("the Ray packages kept by an earlier mvp were sealed", "dir", packages.Dir, "packages", n)
+	}
+	return store.MarkPackagesSealed(ctx)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/raycompat"
 	"github.com/mvp2/mvp/internal/scheduler"
 	"github.com/mvp2/mvp/internal/service"
 	"github.com/mvp2/mvp/internal/service/servicetest"
@@ -1012,12 +1013,13 @@ func TestMigrationsAppliedToAnExistingDatabaseAreLogged(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// The database as the mvp before migration 0019 left it (the migrations after 0019 change no column).
+	// The database as the mvp before migration 0019 left it (of the migrations after 0019, only 0021 adds a column).
 	raw, err := sql.Open("sqlite3", cfg.V2.SQLite.DBPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 19`, `ALTER TABLE attempts DROP COLUMN placed_at`} {
+	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 19`, `ALTER TABLE attempts DROP COLUMN placed_at`,
+		`ALTER TABLE instance DROP COLUMN packages_sealed`} {
 		if _, err := raw.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -1029,5 +1031,50 @@ func TestMigrationsAppliedToAnExistingDatabaseAreLogged(t *testing.T) {
 	servicetest.Start(t, &service.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if !regexp.MustCompile(`msg="database migrated".* from_version=18 to_version=\d+ applied=0019_placed_at.sql`).MatchString(log.String()) {
 		t.Errorf("no log line of the migration applied at start:\n%s", log.String())
+	}
+}
+
+// TestTheFirstStartWithSealingSealsThePackagesKeptBefore: the Ray door's packages are kept sealed, so that a job
+// cannot replace one (raycompat.Packages). Those an mvp before sealing kept have no seal: the first start with
+// sealing seals them once (and says so), so that the door tasks queued across the upgrade still run; a later start
+// seals nothing, or a job could have a package of its own sealed by removing a seal and waiting for a restart.
+func TestTheFirstStartWithSealingSealsThePackagesKeptBefore(t *testing.T) {
+	cfg := servicetest.Config(t)
+	old := raycompat.Packages{Dir: filepath.Join(cfg.SharedRoot, "ray_packages")} // as an mvp before sealing keeps them
+	a, b := "_ray_pkg_0123456789abcdef.zip", "_ray_pkg_fedcba9876543210.zip"
+	if err := old.Put(raycompat.PackageProtocol, a, []byte("kept before")); err != nil {
+		t.Fatal(err)
+	}
+	start := func() (*service.Main, string) {
+		t.Helper()
+		var log servicetest.Buffer
+		m := &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(4),
+			Logger: slog.New(slog.NewTextHandler(&log, nil))}
+		if err := m.Open(context.Background()); err != nil {
+			t.Fatalf("open the service: %v", err)
+		}
+		return m, log.String()
+	}
+	m, log := start()
+	if !regexp.MustCompile(`msg="the Ray packages kept by an earlier mvp were sealed".* packages=1`).MatchString(log) {
+		t.Errorf("the first start did not say it sealed the package kept before:\n%s", log)
+	}
+	if _, err := os.Stat(filepath.Join(old.Dir, a+".seal")); err != nil {
+		t.Errorf("the package kept before was not sealed: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A job puts a package of its own there, unsealed; the next start does not seal it.
+	if err := os.WriteFile(filepath.Join(old.Dir, b), []byte("a job's zip"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, log = start()
+	defer m.Close()
+	if strings.Contains(log, "were sealed") {
+		t.Errorf("a second start sealed packages:\n%s", log)
+	}
+	if _, err := os.Stat(filepath.Join(old.Dir, b+".seal")); err == nil {
+		t.Errorf("a package put there after the first start was sealed by the second")
 	}
 }

@@ -53,3 +53,24 @@ func (db *DB) Instance(ctx context.Context) (id string, key []byte, err error) {
 	}
 	return id, key, nil
 }
+
+// PackagesSealed reports whether the Ray door's kept packages were sealed once (migration 0021): a database's
+// first start with sealing seals those an earlier mvp kept, then calls MarkPackagesSealed.
+func (db *DB) PackagesSealed(ctx context.Context) (bool, error) {
+	var sealed bool
+	if err := db.read.QueryRowContext(ctx, `SELECT packages_sealed FROM instance`).Scan(&sealed); err != nil {
+		return false, fmt.Errorf("read whether the packages were sealed: %w", db.mapErr(err))
+	}
+	return sealed, nil
+}
+
+// MarkPackagesSealed records that the kept packages were sealed once.
+func (db *DB) MarkPackagesSealed(ctx context.Context) error {
+	if err := db.exec(ctx, func(w *wtx) error {
+		_, err := w.exec(`UPDATE instance SET packages_sealed = 1`)
+		return err
+	}); err != nil {
+		return fmt.Errorf("record that the packages were sealed: %w", err)
+	}
+	return nil
+}
