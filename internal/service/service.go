@@ -152,6 +152,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("%w (set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to a file in "+
 			"a folder mvp can write)", err)
 	}
+	// Whether the database's folder is there is read before Lock, which makes it (its lock file lives there).
+	_, ferr := os.Stat(filepath.Dir(cfg.V2.SQLite.DBPath))
+	newFolder := errors.Is(ferr, fs.ErrNotExist)
 	if m.dbLock, err = sqlite.Lock(cfg.V2.SQLite.DBPath); err != nil {
 		if errors.Is(err, sqlite.ErrInUse) {
 			return err // it says which process holds it
@@ -172,6 +175,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return dbErr(err)
 	}
 	if file, folder := m.store.Created(); file {
+		folder = folder || newFolder
 		msg := "a new, empty database was made: if mvp ran before, its database is elsewhere (v2.sqlite.db_path) " +
 			"or on a filesystem not mounted yet; stop mvp, mount it and restart, or what is submitted now stays here"
 		if folder {

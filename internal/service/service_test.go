@@ -461,8 +461,8 @@ func TestANewOrLostDatabaseIsSaidOutLoud(t *testing.T) {
 	cfg.V2.SQLite.DBPath = filepath.Join(dir, "db", "mvp.sqlite3")
 	var log servicetest.Buffer
 	m := servicetest.Start(t, &service.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	if !strings.Contains(log.String(), "a new, empty database was made") {
-		t.Errorf("no warning that the database is new:\n%s", log.String())
+	if !strings.Contains(log.String(), "a new, empty database was made, and its folder too") {
+		t.Errorf("no warning that the database and its folder are new:\n%s", log.String())
 	}
 	health := func() map[string]any {
 		resp, err := http.Get(m.URL() + "/healthz")
