@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -36,7 +37,9 @@ func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Value *string `json:"value"`
 	}
-	if err := decodeJSON(body, &req); err != nil || req.Value == nil {
+	if err := decodeJSON(body, &req); errors.Is(err, errLoneSurrogate) {
+		return mvp.Errorf(mvp.CodeInvalid, "value", "%v", err)
+	} else if err != nil || req.Value == nil {
 		return mvp.Errorf(mvp.CodeInvalid, "value", "the body must be JSON {\"value\": \"…\"} and nothing else")
 	}
 	info, created, err := s.Secrets.Put(r.Context(), owner, name, *req.Value)
