@@ -1457,7 +1457,7 @@ func decodeJSON(body []byte, v any) error {
 	if k := duplicateKey(body); k != "" {
 		return fmt.Errorf("key %q is given twice", clip(k))
 	}
-	if loneSurrogate(body) {
+	if mvp.LoneSurrogate(body) {
 		return errLoneSurrogate
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -1476,47 +1476,6 @@ func decodeJSON(body []byte, v any) error {
 var errLoneSurrogate = errors.New(`a string escapes half of a UTF-16 surrogate pair alone (\uD800 to \uDFFF ` +
 	`without its other half), which is no character: JSON decoders replace it with U+FFFD, a value that was not sent; ` +
 	`send the character itself, or both halves of its pair`)
-
-// loneSurrogate reports whether a JSON string in body escapes half of a UTF-16 surrogate pair alone: a high half
-// ("\ud800") not followed at once by a low one, or a low half ("\udc00") first. Go's decoder silently makes it
-// U+FFFD, so the value decoded would not be the value sent (the jobspec's YAML parser refuses it instead).
-func loneSurrogate(body []byte) bool {
-	half := func(j int) (rune, bool) { // the \uXXXX escape at body[j:], if there is one
-		if j+6 > len(body) || body[j] != '\\' || body[j+1] != 'u' {
-			return 0, false
-		}
-		n, err := strconv.ParseUint(string(body[j+2:j+6]), 16, 32)
-		return rune(n), err == nil
-	}
-	in := false
-	for i := 0; i < len(body); i++ {
-		switch body[i] {
-		case '"':
-			in = !in
-		case '\\':
-			if !in {
-				continue
-			}
-			r, ok := half(i)
-			if !ok {
-				i++ // another escape (\" \\ \n …), or a malformed one the decoder refuses
-				continue
-			}
-			switch {
-			case r >= 0xDC00 && r <= 0xDFFF:
-				return true
-			case r >= 0xD800 && r <= 0xDBFF:
-				lo, ok := half(i + 6)
-				if !ok || lo < 0xDC00 || lo > 0xDFFF {
-					return true
-				}
-				i += 6 // the pair's low half
-			}
-			i += 5
-		}
-	}
-	return false
-}
 
 // duplicateKey returns a key given twice in one JSON object of body ("" when none, or when body is not JSON:
 // decoding says so). Go's decoder keeps the last of them silently, as the jobspec's YAML does not. At the top level,

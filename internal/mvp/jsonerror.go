@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -51,4 +52,45 @@ func jsonKind(t reflect.Type) string {
 		return jsonKind(t.Elem())
 	}
 	return "a JSON value"
+}
+
+// LoneSurrogate reports whether a JSON string in body escapes half of a UTF-16 surrogate pair alone: a high half
+// ("\ud800") not followed at once by a low one, or a low half ("\udc00") first. Go's decoder silently makes it
+// U+FFFD, so the value decoded would not be the value sent (YAML parsers refuse it instead).
+func LoneSurrogate(body []byte) bool {
+	half := func(j int) (rune, bool) { // the \uXXXX escape at body[j:], if there is one
+		if j+6 > len(body) || body[j] != '\\' || body[j+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(body[j+2:j+6]), 16, 32)
+		return rune(n), err == nil
+	}
+	in := false
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '"':
+			in = !in
+		case '\\':
+			if !in {
+				continue
+			}
+			r, ok := half(i)
+			if !ok {
+				i++ // another escape (\" \\ \n …), or a malformed one the decoder refuses
+				continue
+			}
+			switch {
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return true
+			case r >= 0xD800 && r <= 0xDBFF:
+				lo, ok := half(i + 6)
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return true
+				}
+				i += 6 // the pair's low half
+			}
+			i += 5
+		}
+	}
+	return false
 }

@@ -136,6 +136,12 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 		// Go's decoder would turn each such byte into U+FFFD: the job would run an entrypoint not sent.
 		return mvp.Errorf(mvp.CodeInvalid, "", "the job submission is not valid UTF-8 JSON")
 	}
+	if mvp.LoneSurrogate(body) {
+		// Go's decoder would make it U+FFFD: the job would run an entrypoint not sent.
+		return mvp.Errorf(mvp.CodeInvalid, "", "the job submission escapes half of a UTF-16 surrogate pair alone "+
+			"(\\uD800 to \\uDFFF without its other half), which is no character; send the character itself, or both "+
+			"halves of its pair")
+	}
 	var req submitRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -512,3 +512,34 @@ func TestDoorAnswersAtMvpsRootToo(t *testing.T) {
 		t.Errorf("GET /api/jobs/ at the root without a token: %d, want 401", code)
 	}
 }
+
+// TestDoorRefusesALoneSurrogate: a JSON string escaping half of a UTF-16 surrogate pair alone ("\ud800") is no
+// character; Go's decoder makes it U+FFFD, so the door stored and ran an entrypoint that was not sent (Ray's own
+// server keeps the half, and its job fails when the command is encoded). The door refuses it (400) and keeps
+// nothing, as mvp's own API does; a whole pair (an emoji escaped) is taken as the character it is.
+func TestDoorRefusesALoneSurrogate(t *testing.T) {
+	ray := servicetest.NewRay()
+	d, _ := startDoor(t, ray, 4)
+	code, b := d.do("POST", "/api/jobs/", []byte(`{"entrypoint":"echo a\ud800b","submission_id":"lone-1"}`))
+	if code != http.StatusBadRequest || !strings.Contains(string(b), "surrogate") {
+		t.Fatalf("a lone surrogate: %d %s; want 400 saying so", code, b)
+	}
+	if code, _ := d.do("GET", "/api/jobs/lone-1", nil); code != http.StatusNotFound {
+		t.Errorf("the refused job was kept: GET answered %d", code)
+	}
+	var sub struct {
+		SubmissionID string `json:"submission_id"`
+		JobID        any    `json:"job_id"`
+	}
+	d.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"echo \ud83d\ude00","submission_id":"pair-1"}`), &sub)
+	var j struct {
+		Entrypoint string `json:"entrypoint"`
+	}
+	code, b = d.do("GET", "/api/jobs/pair-1", nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET pair-1: %d %s", code, b)
+	}
+	if err := json.Unmarshal(b, &j); err != nil || j.Entrypoint != "echo 😀" {
+		t.Errorf("an escaped pair: entrypoint %q (%v); want the character", j.Entrypoint, err)
+	}
+}
