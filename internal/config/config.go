@@ -761,6 +761,11 @@ func (c *Config) Validate() error {
 	if !validEnvName(v.Auth.TokenEnv) {
 		return fmt.Errorf("v2.auth.token_env: %q is not an environment variable name", v.Auth.TokenEnv)
 	}
+	if !validEnvName(v.Ray.TokenEnv) {
+		// Read with os.Getenv: a name no variable can have found nothing, and Ray's token was never sent.
+		return fmt.Errorf("v2.ray.token_env: %q is not an environment variable name (name the variable that holds "+
+			"Ray's token, e.g. %s; the token itself never goes in the file)", v.Ray.TokenEnv, DefaultRayTokenEnv)
+	}
 	if s.FairShareHalfLifeS < 0 || s.StarvationS < 0 {
 		return errors.New("v2.scheduler: fair_share_half_life_s and starvation_s must not be negative")
 	}
