@@ -21,3 +21,22 @@ func TestARayTokenEnvThatIsNotAVariableNameIsRefused(t *testing.T) {
 		t.Fatalf("a valid name: %v", err)
 	}
 }
+
+// TestAnEmptyVariableNameOrScheduleIsNotTakenForTheDefault: a token or key variable written empty, or an empty
+// checkpoint schedule, is refused naming the key, as an empty path is: taken for the default, `key_env: ""` (meant
+// as "no secrets") still read $MVP_SECRETS_KEY, and `checkpoint_schedule: ""` (meant as "none") still
+// checkpointed every 10 minutes.
+func TestAnEmptyVariableNameOrScheduleIsNotTakenForTheDefault(t *testing.T) {
+	for _, key := range []string{"v2.auth.token_env", "v2.secrets.key_env", "v2.ray.token_env",
+		"v2.sqlite.checkpoint_schedule"} {
+		parts := strings.Split(key, ".")
+		y := "v2:\n  " + parts[1] + ":\n    " + parts[2] + ": ''\n"
+		_, err := Parse([]byte(y))
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: '': %v, want an error naming %s", key, err, key)
+		}
+		if _, err := Parse([]byte("v2:\n  " + parts[1] + ":\n    " + parts[2] + ":\n")); err != nil {
+			t.Errorf("%s: null must take the default: %v", key, err)
+		}
+	}
+}

@@ -457,10 +457,17 @@ func sortedKeys(m map[string]reflect.Type) []string {
 	return keys
 }
 
+// emptyHint says what an empty value may have been meant as, where that has a way of its own.
+var emptyHint = map[string]string{
+	"v2.secrets.key_env":            "; to keep secret storage off, leave the variable it names unset or empty",
+	"v2.sqlite.checkpoint_schedule": "; to turn the checkpoints off, write \"off\"",
+}
+
 // noEmptyPaths refuses a path or address the file gives as empty text (v2.api.host too: empty is not "every
 // interface" here, 0.0.0.0 is): taken for the default, it made mvp's
-// folders and database where the operator did not mean them (/private/…). Left out, or null, a key takes its
-// default.
+// folders and database where the operator did not mean them (/private/…). So too an empty variable name (an
+// empty v2.secrets.key_env read $MVP_SECRETS_KEY) and an empty checkpoint schedule (it checkpointed every 10
+// minutes; "off" turns them off). Left out, or null, a key takes its default.
 func (c *Config) noEmptyPaths(present map[string]bool) error {
 	for _, k := range []struct {
 		path, value string
@@ -468,9 +475,12 @@ func (c *Config) noEmptyPaths(present map[string]bool) error {
 		{"address", c.Address}, {"shared_root", c.SharedRoot}, {"v2.sqlite.db_path", c.V2.SQLite.DBPath},
 		{"v2.ray.python", c.V2.Ray.Python}, {"v2.ray.probe_script", c.V2.Ray.ProbeScript},
 		{"v2.ray.gcs_address", c.V2.Ray.GCSAddress}, {"v2.api.host", c.V2.API.Host},
+		{"v2.auth.token_env", c.V2.Auth.TokenEnv}, {"v2.ray.token_env", c.V2.Ray.TokenEnv},
+		{"v2.secrets.key_env", c.V2.Secrets.KeyEnv}, {"v2.sqlite.checkpoint_schedule", c.V2.SQLite.CheckpointSchedule},
 	} {
 		if present[k.path] && strings.TrimSpace(k.value) == "" {
-			return fmt.Errorf("%s: is empty; give it a value, or leave the key out for its default (specs/config.md)", k.path)
+			return fmt.Errorf("%s: is empty; give it a value, or leave the key out for its default (specs/config.md)%s",
+				k.path, emptyHint[k.path])
 		}
 	}
 	return nil
