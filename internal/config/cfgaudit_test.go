@@ -40,3 +40,28 @@ func TestAnEmptyVariableNameOrScheduleIsNotTakenForTheDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAddressWithAPortOutOfRangeIsRefused: address's port, when it names one, is 1..65535, as
+// v2.ray.gcs_address's is; before, http://127.0.0.1:99999 was accepted and every Ray call failed after start.
+func TestAnAddressWithAPortOutOfRangeIsRefused(t *testing.T) {
+	for _, a := range []string{"http://127.0.0.1:99999", "http://127.0.0.1:0", "https://ray.example:65536"} {
+		_, err := Parse([]byte("address: " + a + "\n"))
+		if err == nil || !strings.Contains(err.Error(), "address") {
+			t.Errorf("%s: %v, want an error naming address", a, err)
+		}
+	}
+	for _, a := range []string{"http://127.0.0.1:8265", "http://ray.example", "https://[::1]:443"} {
+		if _, err := Parse([]byte("address: " + a + "\n")); err != nil {
+			t.Errorf("%s: %v", a, err)
+		}
+	}
+}
+
+// TestAnAddressWithoutAHostIsRefused: http://:8265 names no host; it is refused as address, not later as the
+// v2.ray.gcs_address derived from it.
+func TestAnAddressWithoutAHostIsRefused(t *testing.T) {
+	_, err := Parse([]byte("address: 'http://:8265'\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "address:") {
+		t.Errorf("%v, want an error naming address", err)
+	}
+}

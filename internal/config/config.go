@@ -615,8 +615,13 @@ func (c *Config) applyDefaults(present map[string]bool) {
 // Validate checks ranges and shapes after defaults.
 func (c *Config) Validate() error {
 	u, err := url.Parse(c.Address)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return fmt.Errorf("address: %q is not an http(s) URL of Ray's Job server, e.g. http://127.0.0.1:8265", c.Address)
+	}
+	if p := u.Port(); p != "" && !validPort(p) {
+		// Accepted, every call to Ray failed after start.
+		return fmt.Errorf("address: %q: port %s is not a port (1..65535); Ray's Job server listens on 8265 unless "+
+			"told otherwise, e.g. http://127.0.0.1:8265", c.Address, p)
 	}
 	if h, p, err := net.SplitHostPort(c.V2.Ray.GCSAddress); err != nil || h == "" || strings.Contains(h, "/") ||
 		!validPort(p) {
