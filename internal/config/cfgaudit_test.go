@@ -65,3 +65,20 @@ func TestAnAddressWithoutAHostIsRefused(t *testing.T) {
 		t.Errorf("%v, want an error naming address", err)
 	}
 }
+
+// TestAnEntrypointResourceNameMvpCannotAdmitIsRefused: entrypoint_resources is every jobspec driver's demand. A
+// name beginning "label:" is how mvp carries a label selector in that demand (mvp.DriverLabelPrefix; the Ray door
+// refuses it in a request), so mvp admitted the driver by node labels while Ray asked for a resource; an empty
+// name is no resource Ray has. Both are refused naming the key.
+func TestAnEntrypointResourceNameMvpCannotAdmitIsRefused(t *testing.T) {
+	for _, y := range []string{"entrypoint_resources: {'label:pool': 1}\n", "entrypoint_resources: {'': 1}\n",
+		"entrypoint_resources: {worker_node: 1, ' ': 1}\n"} {
+		_, err := Parse([]byte(y))
+		if err == nil || !strings.HasPrefix(err.Error(), "entrypoint_resources") {
+			t.Errorf("%q: %v, want an error naming entrypoint_resources", y, err)
+		}
+	}
+	if _, err := Parse([]byte("entrypoint_resources: {worker_node: 1, 'node:10.0.0.1': 0.01}\n")); err != nil {
+		t.Errorf("a custom resource with a colon: %v", err)
+	}
+}

@@ -669,6 +669,15 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("entrypoint_num_cpus: %s must not be negative", number(c.EntrypointNumCPUs))
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.EntrypointResources)) {
+		if strings.TrimSpace(k) == "" {
+			return fmt.Errorf("entrypoint_resources: %q is not a resource name; name a resource the workers offer, "+
+				"e.g. worker_node: 1", k)
+		}
+		if strings.HasPrefix(k, mvp.DriverLabelPrefix) {
+			// mvp would admit the driver by node labels (mvp.DriverLabel) while Ray looked for a resource.
+			return fmt.Errorf("entrypoint_resources.%s: a resource name beginning %q is how mvp carries a label "+
+				"selector in a driver's demand; name the resource otherwise", mvpClip(k), mvp.DriverLabelPrefix)
+		}
 		if r := c.EntrypointResources[k]; r < 0 {
 			// Every jobspec task's driver asks Ray for it (the Ray door refuses a negative one in a request).
 			return fmt.Errorf("entrypoint_resources.%s: %s must not be negative", mvpClip(k), number(r))
