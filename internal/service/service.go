@@ -249,12 +249,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("shared_root %s: mvp cannot write its task folders there: %w (set shared_root in dev.yaml to the "+
 			"shared filesystem that mvp and the Ray nodes mount, writable by mvp)", cfg.SharedRoot, err)
 	}
-	settings := workload.Settings{SharedRoot: cfg.SharedRoot, EntrypointNumCPUs: cfg.EntrypointNumCPUs,
-		EntrypointResources: cfg.EntrypointResources, RuntimeEnv: cfg.RuntimeEnv, UserCodePath: cfg.UserCodePath,
-		TimeLimits: jobspec.Defaults{DefaultMaxRuntimeS: cfg.V2.Scheduler.DefaultMaxRuntimeS,
-			MaxRuntimeCapS: cfg.V2.Scheduler.MaxRuntimeCapS, DefaultMaxQueuedS: cfg.V2.Scheduler.DefaultMaxQueuedS,
-			MaxQueuedCapS: cfg.V2.Scheduler.MaxQueuedCapS},
-		StopGraceS: int(math.Ceil(cfg.V2.Scheduler.RuntimeGraceS))}
+	settings := SettingsOf(&cfg)
 	if settings.Instance, files.Key, err = m.store.Instance(ctx); err != nil { // files.Key seals attempts' ends
 		return err
 	}
@@ -375,6 +370,19 @@ func UsersOf(cfg *config.Config, operatorToken string) ([]mvp.User, error) {
 			MaxPriority: mp, Share: u.Share})
 	}
 	return out, nil
+}
+
+// SettingsOf is what a submission takes from dev.yaml: shared_root, the driver's resources, runtime_env,
+// user_code_path, the time limits and the stop grace (v2.scheduler.runtime_grace_s, rounded up to whole seconds;
+// 0 is sent as 0, since the scheduler plans with it as given).
+func SettingsOf(cfg *config.Config) workload.Settings {
+	grace := int(math.Ceil(cfg.V2.Scheduler.RuntimeGraceS))
+	return workload.Settings{SharedRoot: cfg.SharedRoot, EntrypointNumCPUs: cfg.EntrypointNumCPUs,
+		EntrypointResources: cfg.EntrypointResources, RuntimeEnv: cfg.RuntimeEnv, UserCodePath: cfg.UserCodePath,
+		TimeLimits: jobspec.Defaults{DefaultMaxRuntimeS: cfg.V2.Scheduler.DefaultMaxRuntimeS,
+			MaxRuntimeCapS: cfg.V2.Scheduler.MaxRuntimeCapS, DefaultMaxQueuedS: cfg.V2.Scheduler.DefaultMaxQueuedS,
+			MaxQueuedCapS: cfg.V2.Scheduler.MaxQueuedCapS},
+		StopGraceS: &grace}
 }
 
 // PolicyOf is the scheduler's admission policy from dev.yaml: the policy's name, the declared run time of a task

@@ -200,8 +200,8 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 	if ev, ok := runtimeEnv["env_vars"].(map[string]any); ok {
 		maps.Copy(env, ev)
 	}
-	if _, ok := env["RAY_JOB_STOP_WAIT_TIME_S"]; !ok && s.StopGraceS > 0 {
-		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(s.StopGraceS)
+	if _, ok := env["RAY_JOB_STOP_WAIT_TIME_S"]; !ok && s.StopGraceS != nil {
+		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(*s.StopGraceS)
 	}
 	env["MVP_TASK_ID"], env["MVP_ATTEMPT_NO"], env["MVP_TASK_DIR"] = t.ID, fmt.Sprint(n), taskDir
 	runtimeEnv["env_vars"] = env

@@ -17,7 +17,8 @@ import (
 // metadata and variables added.
 func TestBuildRayJob(t *testing.T) {
 	s := settings()
-	s.StopGraceS = 7
+	grace := 7
+	s.StopGraceS = &grace
 	req := &mvp.RayJobRequest{Entrypoint: "python script.py --x 'a b'", SubmissionID: "my-job",
 		RuntimeEnv:        map[string]any{"working_dir": "gcs://_ray_pkg_0123456789abcdef.zip", "env_vars": map[string]any{"A": "1"}},
 		Metadata:          map[string]string{"owner": "alice", mvp.MetaNNodes: "2", mvp.MetaGPUsPerNode: "4"},

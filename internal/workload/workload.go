@@ -25,8 +25,8 @@ type Settings struct {
 	// TimeLimits are the defaults and caps of max_runtime_s and max_queued_s (v2.scheduler).
 	TimeLimits jobspec.Defaults
 	// StopGraceS is the time Ray gives a stopped job between SIGTERM and SIGKILL (RAY_JOB_STOP_WAIT_TIME_S, read
-	// by Ray's job supervisor from the job's runtime_env); 0 leaves Ray's default (3 s).
-	StopGraceS int
+	// by Ray's job supervisor from the job's runtime_env), 0 included; nil leaves Ray's default (3 s).
+	StopGraceS *int
 	// Limits bound jobspec parsing; zero means jobspec.DefaultLimits.
 	Limits jobspec.Limits
 	// Instance is the database's id (mvp.MetaInstance in every job's metadata); empty leaves it out.
@@ -207,8 +207,8 @@ func Build(taskID string, n int, spec *jobspec.Spec, s Settings) (*mvp.JobSubmis
 	}
 	env["MVP_RESULTS_DIR"] = resultsDir
 	env["TENSORBOARD_DIR"] = filepath.Join(attemptDir, "tensorboard")
-	if s.StopGraceS > 0 {
-		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(s.StopGraceS)
+	if s.StopGraceS != nil {
+		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(*s.StopGraceS)
 	}
 	envAny := make(map[string]any, len(env))
 	for k, v := range env {

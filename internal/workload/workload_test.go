@@ -254,7 +254,8 @@ func TestEveryVariableMvpSetsIsReserved(t *testing.T) {
 		}
 		spec := &jobspec.Spec{Workload: info.Name, NNodes: 1, GPUsPerNode: 2, ModelPath: "/m", TrainFile: "/t", ValFile: "/v"}
 		s := settings()
-		s.RuntimeEnv, s.StopGraceS = nil, 5 // every variable here is the builder's own
+		grace := 5
+		s.RuntimeEnv, s.StopGraceS = nil, &grace // every variable here is the builder's own
 		got, err := Build("mvp2-"+string(info.Name)+"-20251223-143201-7f3a", 1, spec, s)
 		if err != nil {
 			t.Fatal(err)
