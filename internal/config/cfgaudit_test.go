@@ -82,3 +82,21 @@ func TestAnEntrypointResourceNameMvpCannotAdmitIsRefused(t *testing.T) {
 		t.Errorf("a custom resource with a colon: %v", err)
 	}
 }
+
+// TestARayJobRunnerCPUsIsRefused: v2.workloads.ray_job.runner_cpus was parsed and never used: a Ray door job's
+// driver takes what its request names (mvp.RayJobRequest.Driver, never nil), and the scheduler adds a workload's
+// runner_cpus only to a task without a driver of its own. A value other than 0 is refused naming the key and
+// saying where a Ray job's driver CPU goes.
+func TestARayJobRunnerCPUsIsRefused(t *testing.T) {
+	_, err := Parse([]byte("v2: {workloads: {ray_job: {runner_cpus: 2}}}\n"))
+	if err == nil || !strings.Contains(err.Error(), "v2.workloads.ray_job.runner_cpus") ||
+		!strings.Contains(err.Error(), "entrypoint_num_cpus") {
+		t.Errorf("%v, want an error naming v2.workloads.ray_job.runner_cpus and entrypoint_num_cpus", err)
+	}
+	for _, y := range []string{"v2: {workloads: {ray_job: {runner_cpus: 0, cpus_per_gpu: 2}}}\n",
+		"v2: {workloads: {ray_job: {cpus_per_gpu: 2}}}\n"} {
+		if _, err := Parse([]byte(y)); err != nil {
+			t.Errorf("%q: %v", y, err)
+		}
+	}
+}

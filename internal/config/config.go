@@ -778,6 +778,12 @@ func (c *Config) Validate() error {
 		if w.RunnerCPUs < 0 {
 			return fmt.Errorf("v2.workloads.%s.runner_cpus: must not be negative", name)
 		}
+		if info, _ := mvp.Workload(name).Info(); info.RayDoor && w.RunnerCPUs != 0 {
+			// A Ray door job's driver takes what its request names (mvp.RayJobRequest.Driver), never the
+			// workload's: the value was read and then ignored.
+			return fmt.Errorf("v2.workloads.%s.runner_cpus: %s is not used: a Ray job's driver takes what its request "+
+				"names (entrypoint_num_cpus, entrypoint_resources); leave the key out", name, number(w.RunnerCPUs))
+		}
 	}
 	if !validEnvName(v.Secrets.KeyEnv) {
 		return fmt.Errorf("v2.secrets.key_env: %q is not an environment variable name", v.Secrets.KeyEnv)
