@@ -100,3 +100,18 @@ func TestARayJobRunnerCPUsIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestANegativeDurationNamesItsOwnKey: a negative retry_interval_s or starvation_s is refused naming that key
+// and its value; before, the message named two keys ("retry_interval_s and gang_wait_s", "fair_share_half_life_s
+// and starvation_s"), of which the other could not be the wrong one (it is refused earlier, as not above 0).
+func TestANegativeDurationNamesItsOwnKey(t *testing.T) {
+	for key, want := range map[string]string{
+		"retry_interval_s": "v2.scheduler.retry_interval_s: -1 must not be negative",
+		"starvation_s":     "v2.scheduler.starvation_s: -1 must not be negative",
+	} {
+		_, err := Parse([]byte("v2: {scheduler: {" + key + ": -1}}\n"))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v, want %q…", key, err, want)
+		}
+	}
+}

@@ -746,8 +746,9 @@ func (c *Config) Validate() error {
 	if s.TickS < 0.05 || s.TickS > 3600 {
 		return fmt.Errorf("v2.scheduler.tick_s: %s must be between 0.05 and 3600 (leave it out for the default, %s)", number(s.TickS), number(DefaultTickS))
 	}
-	if s.RetryIntervalS < 0 || s.GangWaitS < 0 {
-		return errors.New("v2.scheduler: retry_interval_s and gang_wait_s must not be negative")
+	if s.RetryIntervalS < 0 { // gang_wait_s was refused above unless above 0
+		return fmt.Errorf("v2.scheduler.retry_interval_s: %s must not be negative (0 retries at once; leave it out "+
+			"for the default, %s)", number(s.RetryIntervalS), number(DefaultRetryIntervalS))
 	}
 	if s.MaxRunningTasks < 0 {
 		return fmt.Errorf("v2.scheduler.max_running_tasks: %d must not be negative", s.MaxRunningTasks)
@@ -796,8 +797,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("v2.ray.token_env: %q is not an environment variable name (name the variable that holds "+
 			"Ray's token, e.g. %s; the token itself never goes in the file)", v.Ray.TokenEnv, DefaultRayTokenEnv)
 	}
-	if s.FairShareHalfLifeS < 0 || s.StarvationS < 0 {
-		return errors.New("v2.scheduler: fair_share_half_life_s and starvation_s must not be negative")
+	if s.StarvationS < 0 { // fair_share_half_life_s was refused above unless above 0
+		return fmt.Errorf("v2.scheduler.starvation_s: %s must not be negative (0 turns the starvation bound off; "+
+			"leave it out for the default, %s)", number(s.StarvationS), number(DefaultStarvationS))
 	}
 	return validateUsers(v.Auth)
 }
