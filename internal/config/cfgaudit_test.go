@@ -61,7 +61,7 @@ func TestAnAddressWithAPortOutOfRangeIsRefused(t *testing.T) {
 // v2.ray.gcs_address derived from it.
 func TestAnAddressWithoutAHostIsRefused(t *testing.T) {
 	_, err := Parse([]byte("address: 'http://:8265'\n"))
-	if err == nil || !strings.HasPrefix(err.Error(), "address:") {
+	if err == nil || !strings.HasPrefix(err.Error(), "address (line 1):") {
 		t.Errorf("%v, want an error naming address", err)
 	}
 }
@@ -106,12 +106,36 @@ func TestARayJobRunnerCPUsIsRefused(t *testing.T) {
 // and starvation_s"), of which the other could not be the wrong one (it is refused earlier, as not above 0).
 func TestANegativeDurationNamesItsOwnKey(t *testing.T) {
 	for key, want := range map[string]string{
-		"retry_interval_s": "v2.scheduler.retry_interval_s: -1 must not be negative",
-		"starvation_s":     "v2.scheduler.starvation_s: -1 must not be negative",
+		"retry_interval_s": "v2.scheduler.retry_interval_s (line 1): -1 must not be negative",
+		"starvation_s":     "v2.scheduler.starvation_s (line 1): -1 must not be negative",
 	} {
 		_, err := Parse([]byte("v2: {scheduler: {" + key + ": -1}}\n"))
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s: %v, want %q…", key, err, want)
 		}
+	}
+}
+
+// TestAValueErrorNamesTheLine: a value of the right kind but out of range is refused naming its key and its
+// line, as an unknown key or a value of the wrong kind already was ("key (line N): …"); before, only the key.
+func TestAValueErrorNamesTheLine(t *testing.T) {
+	for doc, want := range map[string]string{
+		"address: http://127.0.0.1:8265\nv2:\n  scheduler:\n    tick_s: 0.01\n":                                 "v2.scheduler.tick_s (line 4): 0.01 must be between",
+		"shared_root: /tmp\nentrypoint_num_cpus: -1\n":                                                          "entrypoint_num_cpus (line 2): -1 must not be negative",
+		"v2:\n  ray:\n    request_timeout_s: .nan\n":                                                            "v2.ray.request_timeout_s (line 3): NaN is not a finite number",
+		"v2:\n  sqlite:\n    db_path: ''\n":                                                                     "v2.sqlite.db_path (line 3): is empty",
+		"v2:\n  auth:\n    users:\n      - name: alice\n        token_env: MVP_TOKEN_ALICE\n        share: 0\n": "v2.auth.users[0].share (line 6): 0 must be above 0",
+		"runtime_env:\n  env_vars:\n    A: 1\n":                                                                 "runtime_env.env_vars.A (line 3): must be a string",
+		"entrypoint_resources:\n  worker_node: 1\n  'label:x': 1\n":                                             "entrypoint_resources.label:x (line 3): a resource name",
+	} {
+		_, err := Parse([]byte(doc))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v; want %q…", doc, err, want)
+		}
+	}
+	// A value the file does not give (a default, or one derived from another key) has no line to name.
+	_, err := Parse([]byte("address: 'http://h:8265'\nv2: {scheduler: {default_max_runtime_s: 2592001}}\n"))
+	if err == nil || strings.Contains(err.Error(), "(line") && !strings.Contains(err.Error(), "default_max_runtime_s (line 2)") {
+		t.Errorf("%v", err)
 	}
 }

@@ -236,7 +236,9 @@ func Parse(b []byte) (*Config, error) {
 	}
 	var c Config
 	present := map[string]bool{} // the keys the file gives a value (dotted paths): a 0 there is not "unset"
+	lines := map[string]int{}    // the line of each key the file gives a value other than a mapping
 	if root.Kind != 0 {
+		noteLines(&root, "", lines)
 		doc := &root
 		if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
 			doc = doc.Content[0]
@@ -261,16 +263,67 @@ func Parse(b []byte) (*Config, error) {
 		}
 	}
 	if err := finite(reflect.ValueOf(c), ""); err != nil {
-		return nil, err
+		return nil, atLine(err, lines)
 	}
 	if err := c.noEmptyPaths(present); err != nil {
-		return nil, err
+		return nil, atLine(err, lines)
 	}
 	c.applyDefaults(present)
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, atLine(err, lines)
 	}
 	return &c, nil
+}
+
+// noteLines records in lines the line of every key under n (dotted paths, list items as [i]) whose value is not a
+// mapping: the keys a value error may name.
+func noteLines(n *yaml.Node, path string, lines map[string]int) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			noteLines(c, path, lines)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			key := k.Value
+			if path != "" {
+				key = path + "." + k.Value
+			}
+			if v.Kind != yaml.MappingNode {
+				lines[key] = k.Line
+			}
+			noteLines(v, key, lines)
+		}
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			noteLines(item, fmt.Sprintf("%s[%d]", path, i), lines)
+		}
+	}
+}
+
+// lineError is a value error with the line of the key it names.
+type lineError struct {
+	msg string
+	err error
+}
+
+func (e *lineError) Error() string { return e.msg }
+func (e *lineError) Unwrap() error { return e.err }
+
+// atLine adds the line to an error that begins with a key the file gives ("key: …" becomes "key (line N): …", as
+// an unknown key's and a wrong kind's errors read); an error about a default or a derived value is left as it is.
+func atLine(err error, lines map[string]int) error {
+	msg, best := err.Error(), ""
+	for k := range lines {
+		if len(k) > len(best) && strings.HasPrefix(msg, k+":") {
+			best = k
+		}
+	}
+	if best == "" {
+		return err
+	}
+	return &lineError{msg: fmt.Sprintf("%s (line %d)%s", best, lines[best], msg[len(best):]), err: err}
 }
 
 // checkShared refuses a value of the wrong kind for a top-level key mvp reads, naming the key; a key it does not

@@ -202,12 +202,12 @@ func TestUsersKeys(t *testing.T) {
 		{`{name: a, token_env: T1}, {name: a, token_env: T2}`, "twice"},
 		{`{name: a, token_env: T1}, {name: b, token_env: T1}`, "already"},
 		{`{name: a, token_env: T1, max_priority: 101}`, "max_priority"},
-		{`{name: a, token_env: T1, max_gpus: -1}`, "v2.auth.users[0].max_gpus: -1 must not be negative"},
-		{`{name: a, token_env: T1, max_queued: -1}`, "v2.auth.users[0].max_queued: -1 must not be negative"},
-		{`{name: a, token_env: T1, share: -1}`, "v2.auth.users[0].share: -1 must be above 0"},
+		{`{name: a, token_env: T1, max_gpus: -1}`, "v2.auth.users[0].max_gpus (line 1): -1 must not be negative"},
+		{`{name: a, token_env: T1, max_queued: -1}`, "v2.auth.users[0].max_queued (line 1): -1 must not be negative"},
+		{`{name: a, token_env: T1, share: -1}`, "v2.auth.users[0].share (line 1): -1 must be above 0"},
 		// A share of 0 was taken as 1 without a word (walk-through 12): given, it is refused like any 0 that means
 		// nothing.
-		{`{name: a, token_env: T1, share: 0}`, "v2.auth.users[0].share: 0 must be above 0"},
+		{`{name: a, token_env: T1, share: 0}`, "v2.auth.users[0].share (line 1): 0 must be above 0"},
 		{`{name: a, token_env: T1, share: .nan}`, "share"},
 		{`{name: a, token_env: T1, share: .inf}`, "share"},
 		{`{name: a, token_env: T1, share: -.inf}`, "finite"},
@@ -489,18 +489,18 @@ func TestACheckpointEveryLessThanASecondIsRefused(t *testing.T) {
 // integer or decimal, in every message that quotes one (walk-through of the config handling).
 func TestNumbersInErrorsArePlain(t *testing.T) {
 	for doc, want := range map[string]string{
-		"v2: {scheduler: {retry_interval_s: 99999999999}}\n":                                  "v2.scheduler.retry_interval_s: 99999999999 s is more than ten years",
-		"v2: {scheduler: {gang_wait_s: 315360000.5}}\n":                                       "v2.scheduler.gang_wait_s: 315360000.5 s is more than ten years",
-		"v2: {scheduler: {starvation_s: 99999999999}}\n":                                      "v2.scheduler.starvation_s: 99999999999 s",
-		"v2: {scheduler: {default_max_runtime_s: 99999999999}}\n":                             "v2.scheduler.default_max_runtime_s: 99999999999 s",
-		"v2: {ray: {log_copy_s: 12345678901}}\n":                                              "v2.ray.log_copy_s: 12345678901 s",
-		"v2: {scheduler: {tick_s: 5000000}}\n":                                                "v2.scheduler.tick_s: 5000000 must be between",
-		"v2: {scheduler: {tick_s: 0.000001}}\n":                                               "v2.scheduler.tick_s: 0.000001 must be between",
-		"v2: {scheduler: {runtime_grace_s: -5000000}}\n":                                      "v2.scheduler.runtime_grace_s: -5000000 must not be negative",
-		"v2: {ray: {request_timeout_s: -5000000}}\n":                                          "v2.ray.request_timeout_s: -5000000 must be above 0",
-		"v2: {api: {max_body_bytes: -5000000}}\n":                                             "v2.api.max_body_bytes: -5000000 must be above 0",
-		"entrypoint_num_cpus: -5000000\n":                                                     "entrypoint_num_cpus: -5000000 must not be negative",
-		"v2: {auth: {users: [{name: alice, token_env: MVP_TOKEN_ALICE, share: -5000000}]}}\n": "v2.auth.users[0].share: -5000000 must be above 0",
+		"v2: {scheduler: {retry_interval_s: 99999999999}}\n":                                  "v2.scheduler.retry_interval_s (line 1): 99999999999 s is more than ten years",
+		"v2: {scheduler: {gang_wait_s: 315360000.5}}\n":                                       "v2.scheduler.gang_wait_s (line 1): 315360000.5 s is more than ten years",
+		"v2: {scheduler: {starvation_s: 99999999999}}\n":                                      "v2.scheduler.starvation_s (line 1): 99999999999 s",
+		"v2: {scheduler: {default_max_runtime_s: 99999999999}}\n":                             "v2.scheduler.default_max_runtime_s (line 1): 99999999999 s",
+		"v2: {ray: {log_copy_s: 12345678901}}\n":                                              "v2.ray.log_copy_s (line 1): 12345678901 s",
+		"v2: {scheduler: {tick_s: 5000000}}\n":                                                "v2.scheduler.tick_s (line 1): 5000000 must be between",
+		"v2: {scheduler: {tick_s: 0.000001}}\n":                                               "v2.scheduler.tick_s (line 1): 0.000001 must be between",
+		"v2: {scheduler: {runtime_grace_s: -5000000}}\n":                                      "v2.scheduler.runtime_grace_s (line 1): -5000000 must not be negative",
+		"v2: {ray: {request_timeout_s: -5000000}}\n":                                          "v2.ray.request_timeout_s (line 1): -5000000 must be above 0",
+		"v2: {api: {max_body_bytes: -5000000}}\n":                                             "v2.api.max_body_bytes (line 1): -5000000 must be above 0",
+		"entrypoint_num_cpus: -5000000\n":                                                     "entrypoint_num_cpus (line 1): -5000000 must not be negative",
+		"v2: {auth: {users: [{name: alice, token_env: MVP_TOKEN_ALICE, share: -5000000}]}}\n": "v2.auth.users[0].share (line 1): -5000000 must be above 0",
 	} {
 		_, err := Parse([]byte(doc))
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "e+") ||
@@ -521,7 +521,7 @@ func TestAnUnknownPolicyIsAConfigError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Load(path)
-	want := "config " + path + `: v2.scheduler.policy: "bogus" is not a policy; use one of ` +
+	want := "config " + path + `: v2.scheduler.policy (line 3): "bogus" is not a policy; use one of ` +
 		strings.Join(scheduler.PolicyNames, ", ")
 	if err == nil || err.Error() != want {
 		t.Errorf("Load: %v; want %s", err, want)
