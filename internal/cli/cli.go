@@ -88,6 +88,9 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return 0
 	}
 	verb, rest := args[0], args[1:]
+	// What mvp says on stderr echoes what the user typed (an -e, a name, a flag) and the fields the server names
+	// from it: shown with control characters escaped, so that an escape sequence pasted in cannot drive the terminal.
+	env.Stderr = terminalSafe{env.Stderr}
 	var err error
 	switch verb {
 	case "serve":
@@ -1077,6 +1080,27 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	return usageError{errors.New(secretsUsage)}
+}
+
+// terminalSafe writes what it is given with control characters escaped as safe does, line breaks and tabs kept:
+// the messages mvp writes on stderr keep their lines, text echoed in them cannot move the cursor or clear the screen.
+type terminalSafe struct{ w io.Writer }
+
+// Write writes p with its control characters (but line breaks and tabs) escaped; it reports len(p) written when
+// all of it was.
+func (t terminalSafe) Write(p []byte) (int, error) {
+	lines := strings.Split(string(p), "\n")
+	for i, l := range lines {
+		parts := strings.Split(l, "\t")
+		for j, part := range parts {
+			parts[j] = safe(part)
+		}
+		lines[i] = strings.Join(parts, "\t")
+	}
+	if _, err := io.WriteString(t.w, strings.Join(lines, "\n")); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // safe shows text that a job controls (its progress file, the error Ray keeps from its output, its files' names)

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeTemp writes body to a file in a test's temporary folder and returns its path.
+func writeTemp(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestErrorsCannotDriveTheTerminal: an error echoed what the user typed as it was, so an -e with an escape
+// sequence (pasted from a coloured log) reached the terminal raw, from the CLI's own message ("-e bogus\x1b=1:")
+// and from the field the server named ("env.X\x1b[2J:"). The error line shows control characters escaped; the
+// usage's own line breaks stay.
+func TestErrorsCannotDriveTheTerminal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"error":{"code":"invalid","field":"env.X\u001b[2J","message":"\"X\\u001b[2J\" is not a name"}}`))
+	}))
+	defer srv.Close()
+	spec := writeTemp(t, "workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\n")
+	for _, args := range [][]string{
+		{"submit", "-f", spec, "-e", "bogus\x1b[2J=1"},
+		{"submit", "-f", spec, "-e", "nnodes=\x1b[2J"},
+		{"submit", "-f", spec, "-e", "env.X\x1b[2J=1"},
+		{"get", "x\x1b[2J", "-o", "x\x1b[2J"},
+	} {
+		_, errb, env := serverEnv(srv.URL)
+		code := Run(context.Background(), args, env)
+		if code == 0 || strings.ContainsRune(errb.String(), 0x1b) || !strings.Contains(errb.String(), `\x1b[2J`) {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errb.String())
+		}
+	}
+	_, errb, env := serverEnv(srv.URL)
+	Run(context.Background(), []string{"get"}, env) // a usage error keeps its lines
+	if !strings.Contains(errb.String(), "\nusage: mvp get TASK_ID\n") {
+		t.Errorf("usage lines lost: %q", errb.String())
+	}
+}
