@@ -1076,8 +1076,16 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 		if err := c.DeleteSecretOf(ctx, *owner, fs.Arg(0)); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(env.Stdout, "%s\tdeleted\n", fs.Arg(0))
-		return err
+		// The API answers 204 without a body: -o json and yaml show what `mvp schedule delete` shows, not a line of
+		// text where a script reads JSON.
+		raw, err := json.Marshal(map[string]string{"deleted": fs.Arg(0)})
+		if err != nil {
+			return fmt.Errorf("secrets delete: %w", err)
+		}
+		return render(env.Stdout, *out, raw, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "%s\tdeleted\n", fs.Arg(0))
+			return err
+		})
 	}
 	return usageError{errors.New(secretsUsage)}
 }

@@ -50,3 +50,21 @@ func TestErrorsCannotDriveTheTerminal(t *testing.T) {
 		t.Errorf("usage lines lost: %q", errb.String())
 	}
 }
+
+// TestSecretsDeleteWithJSONPrintsJSON: `mvp secrets delete NAME -o json` printed "NAME\tdeleted", a line that is
+// not JSON, on stdout, where a script reading -o json expects JSON (the API answers 204 without a body). It prints
+// what `mvp schedule delete -o json` prints, {"deleted": NAME}, and the same in YAML.
+func TestSecretsDeleteWithJSONPrintsJSON(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	for format, want := range map[string]string{"json": "{\n  \"deleted\": \"wandb\"\n}\n", "yaml": "deleted: wandb\n",
+		"table": "wandb\tdeleted\n"} {
+		out, errb, env := serverEnv(srv.URL)
+		if code := Run(context.Background(), []string{"secrets", "delete", "wandb", "-o", format}, env); code != 0 ||
+			out.String() != want {
+			t.Errorf("-o %s: exit %d, stdout %q (want %q), stderr %q", format, code, out.String(), want, errb.String())
+		}
+	}
+}
