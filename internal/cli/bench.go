@@ -54,11 +54,22 @@ func runBenchLoad(ctx context.Context, args []string, env Env) error {
 	if *share <= 0 || *share > 1 {
 		return usageError{fmt.Errorf("--submit-share must be in (0, 1], got %g", *share)}
 	}
+	// Refused before any request: loadgen takes 0 clients for its default of 64, and a run of no time reports zeros.
+	switch {
+	case *clients < 1:
+		return usageError{fmt.Errorf("--clients must be at least 1, got %d", *clients)}
+	case *duration <= 0:
+		return usageError{fmt.Errorf("--duration must be above 0, got %s", *duration)}
+	case *out != "table" && *out != "json":
+		return usageError{fmt.Errorf("-o must be table or json, not %q", *out)}
+	case *pid < 0:
+		return usageError{fmt.Errorf("--server-pid must be a process id, got %d", *pid)}
+	}
 	body := []byte(loadSpec)
 	if *file != "" {
 		b, err := os.ReadFile(*file)
 		if err != nil {
-			return err
+			return usageError{fmt.Errorf("read jobspec: %w", err)} // the command names a file it cannot read
 		}
 		body = b
 	}

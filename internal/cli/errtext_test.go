@@ -68,3 +68,28 @@ func TestSecretsDeleteWithJSONPrintsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchLoadRefusesFlagsItCannotHonour: `mvp bench load --clients 0` ran 64 clients (loadgen's default for 0),
+// thousands of submits the user asked not to send; --duration -1s ran nothing and exited 0 with a report of zeros;
+// -o yaml printed the table; a -f that cannot be read exited 1. Each is a usage error (exit 2) before any request.
+func TestBenchLoadRefusesFlagsItCannotHonour(t *testing.T) {
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests++
+		http.Error(w, "not reached", http.StatusTeapot)
+	}))
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"--clients", "0"}, {"--clients", "-3"}, {"--duration", "0s"}, {"--duration", "-1s"}, {"-o", "yaml"},
+		{"-f", filepath.Join(t.TempDir(), "missing.yaml")}, {"--server-pid", "-1"},
+	} {
+		_, errb, env := serverEnv(srv.URL)
+		if code := Run(context.Background(), append([]string{"bench", "load"}, args...), env); code != 2 ||
+			!strings.Contains(errb.String(), strings.TrimLeft(args[0], "-")) {
+			t.Errorf("%v: exit %d: %s", args, code, errb.String())
+		}
+	}
+	if requests != 0 {
+		t.Errorf("%d requests sent", requests)
+	}
+}
