@@ -822,8 +822,8 @@ func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView, next listAr
 				rank = strconv.Itoa(e.Rank)
 			}
 		}
-		if reason = safe(reason); len(reason) > 60 {
-			reason = reason[:60] + "…"
+		if reason = safe(reason); utf8.RuneCountInString(reason) > 60 {
+			reason = string([]rune(reason)[:60]) + "…" // 60 characters: a cut inside one would leave a byte that is not UTF-8
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d×%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, dash(t.Owner), t.Priority,
 			t.State, t.Workload, t.NNodes, t.GPUsPerNode, t.LatestAttemptNo, progressText(t.Progress, false), ts(&c), pos,

@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // writeTemp writes body to a file in a test's temporary folder and returns its path.
@@ -91,5 +95,20 @@ func TestBenchLoadRefusesFlagsItCannotHonour(t *testing.T) {
 	}
 	if requests != 0 {
 		t.Errorf("%d requests sent", requests)
+	}
+}
+
+// TestListCutsALongReasonBetweenCharacters: `mvp list` cut a reason longer than 60 bytes at byte 60, which could
+// fall inside a character (an error summary from a job's traceback in another script than Latin): the table then
+// held a byte that is not UTF-8, shown as garbage. The cut is after 60 characters.
+func TestListCutsALongReasonBetweenCharacters(t *testing.T) {
+	summary := "x" + strings.Repeat("é", 100) // byte 60 is the middle of an é
+	var b strings.Builder
+	p := &api.TaskPage{Tasks: []*mvp.Task{{ID: "mvp2-ppo-20251223-143201-7f3a", State: mvp.StateFailed, ErrorSummary: summary}}}
+	if err := printList(&b, p, nil, listArgs{}); err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.ValidString(b.String()) || !strings.Contains(b.String(), "x"+strings.Repeat("é", 59)+"…") {
+		t.Errorf("list: %q", b.String())
 	}
 }
