@@ -113,6 +113,14 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 		return nil, fmt.Errorf("%s %s: MVP_ADDR %s ends in /api/v2: set it to mvp's address without /api/v2 (%s, "+
 			"as mvp serve printed it)", method, path, c.Addr, strings.TrimSuffix(base, "/api/v2"))
 	}
+	if a, err := url.Parse(base); err != nil || (a.Scheme != "http" && a.Scheme != "https") || a.Host == "" {
+		why := "its scheme is not http or https"
+		if err != nil {
+			why = err.Error()
+		}
+		return nil, fmt.Errorf("%s %s: MVP_ADDR %q is not an address of mvp serve such as http://127.0.0.1:8080 "+
+			"(%s)", method, path, c.Addr, why)
+	}
 	u := base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()

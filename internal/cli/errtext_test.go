@@ -112,3 +112,15 @@ func TestListCutsALongReasonBetweenCharacters(t *testing.T) {
 		t.Errorf("list: %q", b.String())
 	}
 }
+
+// TestAnAddressThatIsNotAURLNamesMVPADDR: MVP_ADDR=host:: or http://[::1 said only `parse "http://host::/api/v2/tasks":
+// invalid port "::" after host`, which names neither the variable to fix nor what it should look like.
+func TestAnAddressThatIsNotAURLNamesMVPADDR(t *testing.T) {
+	for _, addr := range []string{"notaurl::", "http://[::1", "ftp://127.0.0.1:8080"} {
+		_, errb, env := serverEnv(addr)
+		if code := Run(context.Background(), []string{"list"}, env); code != 1 ||
+			!strings.Contains(errb.String(), "MVP_ADDR") || !strings.Contains(errb.String(), "http://127.0.0.1:8080") {
+			t.Errorf("MVP_ADDR=%s: exit %d: %s", addr, code, errb.String())
+		}
+	}
+}
