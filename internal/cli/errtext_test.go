@@ -124,3 +124,21 @@ func TestAnAddressThatIsNotAURLNamesMVPADDR(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryVerbTakesMVPADDRAlike: MVP_ADDR=host:port (no scheme, as curl takes it) worked for `mvp list` and
+// `mvp secrets`, but `mvp schedule` built its own client from MVP_ADDR as written and failed on it. It reads
+// MVP_ADDR through clientOf, as the other verbs do.
+func TestEveryVerbTakesMVPADDRAlike(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"schedules": [], "secrets": [], "tasks": []}`))
+	}))
+	defer srv.Close()
+	hostPort := " " + strings.TrimPrefix(srv.URL, "http://") + " "
+	for _, args := range [][]string{{"list"}, {"secrets", "list"}, {"schedule", "list"}} {
+		_, errb, env := serverEnv(hostPort)
+		if code := Run(context.Background(), args, env); code != 0 {
+			t.Errorf("%v with MVP_ADDR=%q: exit %d: %s", args, hostPort, code, errb.String())
+		}
+	}
+}

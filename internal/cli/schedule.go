@@ -72,11 +72,7 @@ func runSchedule(ctx context.Context, args []string, env Env) error {
 	if fs.NArg() != wantArgs {
 		return usageError{fmt.Errorf("schedule %s takes %d argument(s), got %d\n%s", sub, wantArgs, fs.NArg(), scheduleUsage)}
 	}
-	addr := env.Getenv("MVP_ADDR")
-	if addr == "" {
-		addr = "http://127.0.0.1:8080"
-	}
-	c := &api.Client{Addr: addr, Token: env.Getenv("MVP_TOKEN")}
+	c := clientOf(env) // MVP_ADDR read as every verb reads it (host:port is http://host:port)
 	one := func(s *mvp.Schedule, raw json.RawMessage, err error) error {
 		if err != nil {
 			return err
