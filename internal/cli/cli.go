@@ -360,6 +360,9 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		return nil
 	case "resubmit":
+		if err := checkSets(sets); err != nil {
+			return err
+		}
 		if *dry {
 			raw, err := c.ResubmitDryRun(ctx, fs.Arg(0), api.ResubmitRequest{Set: sets, Resume: *resume})
 			if err != nil {
@@ -588,16 +591,26 @@ func readSpec(path string, sets []string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a YAML mapping: %w", path, err)
 	}
+	if err := checkSets(sets); err != nil {
+		return nil, err
+	}
 	for _, s := range sets {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok || k == "" {
-			return nil, usageError{fmt.Errorf("-e %q: want key=value, e.g. -e nnodes=1", s)}
-		}
+		k, v, _ := strings.Cut(s, "=")
 		if err := jobspec.SetPath(doc, k, v); err != nil {
 			return nil, usageError{fmt.Errorf("-e %s: %w", s, err)}
 		}
 	}
 	return yaml.Marshal(doc)
+}
+
+// checkSets refuses an -e that is not key=value, a usage error found before any request (submit and resubmit alike).
+func checkSets(sets []string) error {
+	for _, s := range sets {
+		if k, _, ok := strings.Cut(s, "="); !ok || k == "" {
+			return usageError{fmt.Errorf("-e %q: want key=value, e.g. -e nnodes=1", s)}
+		}
+	}
+	return nil
 }
 
 // lineRef is how the server's jobspec errors cite a line: "(line 9)", or "line 9:" at the start.

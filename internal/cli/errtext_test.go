@@ -142,3 +142,29 @@ func TestEveryVerbTakesMVPADDRAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestResubmitRefusesAMalformedSettingAsSubmitDoes: `mvp submit -e nnodes` (no =) is a usage error found before any
+// request (exit 2), but `mvp resubmit ID -e nnodes` sent it and exited 1 on the server's 400: the same mistake in
+// the command, two exit codes. Resubmit checks each -e's key=value shape first, as submit does.
+func TestResubmitRefusesAMalformedSettingAsSubmitDoes(t *testing.T) {
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests++
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"error":{"code":"invalid","field":"set[0]","message":"want key=value"}}`))
+	}))
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"resubmit", "mvp2-ppo-20251223-143201-7f3a", "-e", "nnodes"},
+		{"resubmit", "mvp2-ppo-20251223-143201-7f3a", "--dry-run", "-e", "=1"},
+	} {
+		_, errb, env := serverEnv(srv.URL)
+		if code := Run(context.Background(), args, env); code != 2 || !strings.Contains(errb.String(), "key=value") {
+			t.Errorf("%v: exit %d: %s", args, code, errb.String())
+		}
+	}
+	if requests != 0 {
+		t.Errorf("%d requests sent for settings that are not key=value", requests)
+	}
+}
