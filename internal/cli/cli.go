@@ -69,7 +69,7 @@ Usage:
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN (the
 operator's, or a named user's: a user sees and acts on their own tasks, schedules and secrets only).
-Every client verb takes -o table|json|yaml (json is the API's own answer).
+Every client verb takes -o table|json|yaml (json is the API's own answer); logs prints the log as it is.
 
 Example:
   export MVP_ADDR=http://127.0.0.1:8080 MVP_TOKEN=...
@@ -183,7 +183,14 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() { fmt.Fprintf(env.Stderr, "usage: %s\n\nflags:\n", verbHelp[verb]); fs.PrintDefaults() }
-	out := fs.String("o", "table", "output: table, json or yaml")
+	oHelp := "output: table, json or yaml"
+	switch verb {
+	case "logs":
+		oHelp = "not for logs: the log is printed as it is"
+	case "results":
+		oHelp = "output: table, json or yaml; with --get, the file to write (default standard output)"
+	}
+	out := fs.String("o", "table", oHelp)
 	var (
 		file     = new(string)
 		sets     setFlags

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -166,5 +167,30 @@ func TestResubmitRefusesAMalformedSettingAsSubmitDoes(t *testing.T) {
 	}
 	if requests != 0 {
 		t.Errorf("%d requests sent for settings that are not key=value", requests)
+	}
+}
+
+// TestHelpSaysWhatOTakes: `mvp logs --help` listed "-o output: table, json or yaml" though logs refuses any -o but
+// table (the log is printed as it is), and `mvp results --help` did not say that with --get, -o names the file to
+// write; `mvp help` said every client verb takes -o table|json|yaml.
+func TestHelpSaysWhatOTakes(t *testing.T) {
+	for verb, want := range map[string]string{"logs": "the log is printed as it is", "results": "with --get"} {
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		Run(context.Background(), []string{verb, "--help"}, env)
+		var oHelp string
+		for l := range strings.Lines(errb.String()) {
+			if strings.HasPrefix(strings.TrimSpace(oHelp), "-o string") {
+				oHelp += l
+				break
+			}
+			oHelp = l
+		}
+		if !strings.Contains(oHelp, want) || (verb == "logs" && strings.Contains(oHelp, "json")) {
+			t.Errorf("mvp %s --help says of -o: %q", verb, oHelp)
+		}
+	}
+	if !strings.Contains(usage, "logs prints the log as it is") {
+		t.Error("mvp help says every client verb takes -o json")
 	}
 }
