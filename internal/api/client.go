@@ -216,7 +216,14 @@ func (c *Client) JSON(ctx context.Context, method, path string, q url.Values, bo
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, err
+		// The status came, the body did not: a change the status says was made was made.
+		if method != http.MethodGet && method != http.MethodHead && q.Get("dry_run") != "true" {
+			return nil, fmt.Errorf("%s %s: the server at %s took the request (HTTP %d) but its answer was cut off "+
+				"(%w): it was carried out; look before repeating it (after a submit: mvp list)", method, path, c.Addr,
+				resp.StatusCode, err)
+		}
+		return nil, fmt.Errorf("%s %s: the answer of the server at %s was cut off (%w): it may be stopping or "+
+			"restarting; run the same command again once it is back", method, path, c.Addr, err)
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {

@@ -194,3 +194,35 @@ func TestHelpSaysWhatOTakes(t *testing.T) {
 		t.Error("mvp help says every client verb takes -o json")
 	}
 }
+
+// TestAnAnswerCutOffSaysTheChangeWasMade: a server that went away while it sent a submit's 201 left `mvp submit:
+// unexpected EOF`, naming neither the request nor that the task was created: a user who submits again has two.
+// The message says the server took it (its status came) and to look with mvp list before repeating it; a read cut
+// off says to run it again.
+func TestAnAnswerCutOffSaysTheChangeWasMade(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "500")
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"task_id": "mvp2`))
+		w.(http.Flusher).Flush()
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	}))
+	defer srv.Close()
+	spec := writeTemp(t, "workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\n")
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	for _, c := range []struct{ args, want []string }{
+		{[]string{"submit", "-f", spec}, []string{"POST /api/v2/tasks", "HTTP 201", "mvp list"}},
+		{[]string{"cancel", id}, []string{"POST /api/v2/tasks/" + id + "/cancel", "look before"}},
+		{[]string{"get", id, "-o", "json"}, []string{"GET /api/v2/tasks/" + id, "again"}},
+	} {
+		_, errb, env := serverEnv(srv.URL)
+		code := Run(context.Background(), c.args, env)
+		for _, w := range c.want {
+			if code != 1 || !strings.Contains(errb.String(), w) {
+				t.Errorf("%v: exit %d, stderr %q lacks %q", c.args, code, errb.String(), w)
+			}
+		}
+	}
+}
