@@ -377,13 +377,18 @@ func (c *Client) ResultFile(ctx context.Context, id, path string, w io.Writer) e
 	for i, s := range segs {
 		segs[i] = url.PathEscape(s)
 	}
-	resp, err := c.Do(ctx, "GET", "/api/v2/tasks/"+url.PathEscape(id)+"/results/"+strings.Join(segs, "/"), nil, nil, "")
+	rpath := "/api/v2/tasks/" + url.PathEscape(id) + "/results/" + strings.Join(segs, "/")
+	resp, err := c.Do(ctx, "GET", rpath, nil, nil, "")
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	_, err = io.Copy(w, resp.Body)
-	return err
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return fmt.Errorf("GET %s: result file %s stopped after %d bytes (%w): what was written is incomplete; fetch "+
+			"it again", rpath, path, n, err)
+	}
+	return nil
 }
 
 // Resubmit makes a new task from a task's stored effective spec, with the changes and resume of req.

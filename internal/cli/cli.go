@@ -434,7 +434,7 @@ func getResult(ctx context.Context, c *api.Client, id, path, outFile string, std
 	}
 	if err := c.ResultFile(ctx, id, path, tmp); err != nil {
 		tmp.Close()
-		return err
+		return fmt.Errorf("%w (%s was not written)", err, outFile)
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", outFile, err)

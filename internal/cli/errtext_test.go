@@ -226,3 +226,31 @@ func TestAnAnswerCutOffSaysTheChangeWasMade(t *testing.T) {
 		}
 	}
 }
+
+// TestAResultCutOffSaysSo: a result file whose download was cut off printed part of it and `mvp results: unexpected
+// EOF`, not saying that what was printed is incomplete, nor which file. It says both, and to fetch it again (with -o
+// FILE, that FILE was not written).
+func TestAResultCutOffSaysSo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "500")
+		w.Write([]byte("part"))
+		w.(http.Flusher).Flush()
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	}))
+	defer srv.Close()
+	_, errb, env := serverEnv(srv.URL)
+	code := Run(context.Background(), []string{"results", "mvp2-ppo-20251223-143201-7f3a", "--get", "a01/summary.json"}, env)
+	for _, w := range []string{"a01/summary.json", "incomplete", "again"} {
+		if code != 1 || !strings.Contains(errb.String(), w) {
+			t.Errorf("exit %d, stderr %q lacks %q", code, errb.String(), w)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "summary.json") // with -o FILE, nothing is written: it says so
+	_, errb, env = serverEnv(srv.URL)
+	code = Run(context.Background(), []string{"results", "mvp2-ppo-20251223-143201-7f3a", "--get", "a01/summary.json",
+		"-o", file}, env)
+	if _, err := os.Stat(file); code != 1 || err == nil || !strings.Contains(errb.String(), file+" was not written") {
+		t.Errorf("-o %s: exit %d, stat %v: %s", file, code, err, errb.String())
+	}
+}
