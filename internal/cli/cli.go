@@ -425,7 +425,13 @@ func getResult(ctx context.Context, c *api.Client, id, path, outFile string, std
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(outFile), "."+filepath.Base(outFile)+".*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", outFile, err)
+		// A file the command names that cannot be written, found before any request. The temporary file's name
+		// is not one the user gave: the cause is said without it.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = fmt.Errorf("its folder %s: %w", filepath.Dir(outFile), pe.Err)
+		}
+		return usageError{fmt.Errorf("write %s: %w", outFile, err)}
 	}
 	defer os.Remove(tmp.Name())
 	if err := tmp.Chmod(0o644); err != nil {

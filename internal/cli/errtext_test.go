@@ -254,3 +254,19 @@ func TestAResultCutOffSaysSo(t *testing.T) {
 		t.Errorf("-o %s: exit %d, stat %v: %s", file, code, err, errb.String())
 	}
 }
+
+// TestResultsToAFolderThatCannotBeWrittenIsAUsageError: `mvp results ID --get PATH -o /missing/dir/x` exited 1 (as
+// if the server had said no) with "open /missing/dir/.x.3514447072: no such file or directory", a temporary name
+// the user never gave. It is a mistake in the command, found before any request: exit 2, naming the file given.
+func TestResultsToAFolderThatCannotBeWrittenIsAUsageError(t *testing.T) {
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { requests++ }))
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "missing", "x")
+	_, errb, env := serverEnv(srv.URL)
+	code := Run(context.Background(), []string{"results", "mvp2-ppo-20251223-143201-7f3a", "--get", "a01/x", "-o", file}, env)
+	if code != 2 || !strings.Contains(errb.String(), "write "+file+": ") || strings.Contains(errb.String(), ".x.") ||
+		requests != 0 {
+		t.Errorf("exit %d, %d requests: %s", code, requests, errb.String())
+	}
+}
