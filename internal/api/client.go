@@ -334,9 +334,14 @@ func (c *Client) LogsOf(ctx context.Context, id string, attempt int, follow bool
 	defer resp.Body.Close()
 	n, _ = strconv.Atoi(resp.Header.Get(LogAttemptHeader))
 	if _, err = io.Copy(w, resp.Body); err != nil {
-		if follow && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)) {
+		cut := errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+		if follow && cut {
 			return n, fmt.Errorf("the connection to the server was cut before the attempt of %s ended (%w; the server "+
 				"went away?): run the same command again once it is back to follow on", id, err)
+		}
+		if cut {
+			return n, fmt.Errorf("the log of %s was cut off in transit (%w): what was printed is incomplete; run the "+
+				"same command again", id, err)
 		}
 		return n, err
 	}

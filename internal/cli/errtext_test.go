@@ -270,3 +270,23 @@ func TestResultsToAFolderThatCannotBeWrittenIsAUsageError(t *testing.T) {
 		t.Errorf("exit %d, %d requests: %s", code, requests, errb.String())
 	}
 }
+
+// TestALogCutOffSaysSo: `mvp logs ID` whose answer was cut off printed part of the log and `mvp logs: unexpected
+// EOF` (only a followed log said what happened). It says the log printed is incomplete and to run it again.
+func TestALogCutOffSaysSo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "500")
+		w.Write([]byte("line 1\n"))
+		w.(http.Flusher).Flush()
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	}))
+	defer srv.Close()
+	_, errb, env := serverEnv(srv.URL)
+	code := Run(context.Background(), []string{"logs", "mvp2-ppo-20251223-143201-7f3a"}, env)
+	for _, w := range []string{"mvp2-ppo-20251223-143201-7f3a", "incomplete", "again"} {
+		if code != 1 || !strings.Contains(errb.String(), w) {
+			t.Errorf("exit %d, stderr %q lacks %q", code, errb.String(), w)
+		}
+	}
+}
