@@ -227,6 +227,16 @@ func (c *Client) JSON(ctx context.Context, method, path string, q url.Values, bo
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
+			var syn *json.SyntaxError
+			if errors.As(err, &syn) { // not JSON at all: another service answered
+				text := strings.TrimSpace(string(b))
+				if r := []rune(text); len(r) > 120 {
+					text = string(r[:120]) + "…"
+				}
+				return b, fmt.Errorf("decode %s: the server at %s answered HTTP %d with %q, not JSON as mvp's API "+
+					"answers (%w): is MVP_ADDR mvp's address (the URL mvp serve printed)?", path, c.Addr,
+					resp.StatusCode, text, err)
+			}
 			return b, fmt.Errorf("decode %s: %w", path, err)
 		}
 	}

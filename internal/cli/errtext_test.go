@@ -290,3 +290,24 @@ func TestALogCutOffSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAnswerThatIsNotJSONNamesTheServer: a server at MVP_ADDR that answered 200 with text that is not JSON (another
+// service, a proxy's page) left `mvp get: decode /api/v2/tasks/ID: invalid character 'h' looking for beginning of
+// value`, which says neither what answered nor what to check. It names the address, the start of the answer and
+// MVP_ADDR.
+func TestAnAnswerThatIsNotJSONNamesTheServer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("hello from another service"))
+	}))
+	defer srv.Close()
+	for _, args := range [][]string{{"get", "mvp2-ppo-20251223-143201-7f3a"}, {"cancel", "mvp2-ppo-20251223-143201-7f3a"},
+		{"list"}, {"queue"}} {
+		_, errb, env := serverEnv(srv.URL)
+		code := Run(context.Background(), args, env)
+		for _, w := range []string{srv.URL, "hello from another service", "MVP_ADDR"} {
+			if code != 1 || !strings.Contains(errb.String(), w) {
+				t.Errorf("%v: exit %d, stderr %q lacks %q", args, code, errb.String(), w)
+			}
+		}
+	}
+}
