@@ -23,7 +23,7 @@ func runBackup(ctx context.Context, args []string, env Env) error {
 	}
 	cfgPath := fs.String("config", "configs/dev.yaml", "the cluster's dev.yaml (for v2.sqlite.db_path)")
 	dbPath := fs.String("db-path", "", "the database file (overrides v2.sqlite.db_path)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(interleave(fs, args)); err != nil { // flags after FILE too, as the client verbs take them
 		return flagError{err}
 	}
 	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {

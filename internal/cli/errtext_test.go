@@ -13,6 +13,7 @@ import (
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/sqlite"
 )
 
 // writeTemp writes body to a file in a test's temporary folder and returns its path.
@@ -309,5 +310,24 @@ func TestAnAnswerThatIsNotJSONNamesTheServer(t *testing.T) {
 				t.Errorf("%v: exit %d, stderr %q lacks %q", args, code, errb.String(), w)
 			}
 		}
+	}
+}
+
+// TestBackupTakesFlagsAfterTheFile: `mvp backup FILE --config dev.yaml` (flags after the file, as every client verb
+// takes them) said "name one new file to write the backup to" though one was named: the flags after FILE were
+// taken for more files. Backup reads flags wherever they are, as the client verbs do.
+func TestBackupTakesFlagsAfterTheFile(t *testing.T) {
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "mvp.sqlite3")
+	db, err := sqlite.Open(context.Background(), dbPath, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	to := filepath.Join(dir, "backup.sqlite3")
+	out, errb, env := serverEnv("")
+	if code := Run(context.Background(), []string{"backup", to, "--db-path", dbPath}, env); code != 0 ||
+		!strings.Contains(out.String(), "integrity ok") {
+		t.Errorf("mvp backup FILE --db-path P: exit %d: %s", code, errb.String())
 	}
 }
