@@ -33,6 +33,9 @@ func runDoctor(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return cli.Usage(err)
 	}
+	if *out != "text" && *out != "json" { // before any check asks Ray
+		return cli.Usage(fmt.Errorf("-o %q: use text or json", *out))
+	}
 	o := doctor.Options{NVML: gpu.System()}
 	if *gpus != "" {
 		o.ConfiguredFrom = "--gpus"
@@ -42,7 +45,11 @@ func runDoctor(ctx context.Context, args []string) error {
 	if o.ConfiguredFrom != "" {
 		n, err := strconv.Atoi(*gpus)
 		if err != nil || n < 0 {
-			return fmt.Errorf("%s: %q is not a GPU count (a whole number ≥ 0)", o.ConfiguredFrom, *gpus)
+			err := fmt.Errorf("%s: %q is not a GPU count (a whole number ≥ 0)", o.ConfiguredFrom, *gpus)
+			if o.ConfiguredFrom == "--gpus" {
+				return cli.Usage(err) // a mistake in the command (the variable's is the environment's: exit 1)
+			}
+			return err
 		}
 		o.ConfiguredGPUs = n
 	}
@@ -72,8 +79,6 @@ func runDoctor(ctx context.Context, args []string) error {
 		fmt.Println(string(b))
 	case "text":
 		r.Write(os.Stdout)
-	default:
-		return fmt.Errorf("-o %q: use text or json", *out)
 	}
 	if !r.OK() {
 		return errors.New("some checks failed (see above)")

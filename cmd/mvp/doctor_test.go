@@ -1,0 +1,28 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/cli"
+)
+
+// TestDoctorMistakesInTheCommandExitTwo: `mvp doctor -o xml` ran every check (asking Ray) and then exited 1 with
+// "-o "xml": use text or json", and `mvp doctor --gpus abc` exited 1, as if a check had failed: both are mistakes
+// in the command, found before anything is asked, and exit 2 as the other verbs' usage errors do.
+func TestDoctorMistakesInTheCommandExitTwo(t *testing.T) {
+	for _, args := range [][]string{
+		{"doctor", "-o", "xml", "--config", "/nonexistent/dev.yaml", "--gpus", "4"},
+		{"doctor", "--gpus", "abc", "--config", "/nonexistent/dev.yaml"},
+		{"doctor", "--gpus", "-1", "--num-gpus"},
+	} {
+		var out, errb bytes.Buffer
+		env := cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Doctor: runDoctor}
+		code := cli.Run(context.Background(), args, env)
+		if code != 2 || strings.Contains(errb.String(), "read config") {
+			t.Errorf("mvp %v: exit %d: %s", args, code, errb.String())
+		}
+	}
+}
