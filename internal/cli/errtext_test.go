@@ -331,3 +331,20 @@ func TestBackupTakesFlagsAfterTheFile(t *testing.T) {
 		t.Errorf("mvp backup FILE --db-path P: exit %d: %s", code, errb.String())
 	}
 }
+
+// TestAFileNamedThatCannotBeReadExitsTwo: the spec's exit 2 covers "a file named that cannot be read", as
+// `mvp submit -f missing.yaml` does; `mvp sim --trace missing.csv` and `mvp backup --config missing.yaml FILE`
+// exited 1 ("the server said no or could not be reached"), though neither asks a server.
+func TestAFileNamedThatCannotBeReadExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	for _, args := range [][]string{
+		{"sim", "--trace", missing, "--nodes", "2", "--gpus-per-node", "4"},
+		{"backup", "--config", missing, filepath.Join(dir, "backup.sqlite3")},
+	} {
+		_, errb, env := serverEnv("")
+		if code := Run(context.Background(), args, env); code != 2 || !strings.Contains(errb.String(), missing) {
+			t.Errorf("mvp %v: exit %d: %s", args, code, errb.String())
+		}
+	}
+}

@@ -320,7 +320,7 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 func readTrace(path string) ([]sim.Job, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, usageError{fmt.Errorf("read the trace: %w", err)} // the command names a file it cannot read
 	}
 	defer f.Close()
 	jobs, err := sim.ReadCSV(f)
