@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strconv"
@@ -24,13 +25,13 @@ const gpusEnv = "RAY_GPUS_PER_WORKER"
 // runDoctor parses doctor's flags and runs it; with --num-gpus it prints only the GPU count a worker should start
 // with (for v2/scripts/worker.sh).
 func runDoctor(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	cfgPath := fs.String("config", "configs/dev.yaml", "the cluster's dev.yaml (its address is Ray's Job server)")
-	gpus := fs.String("gpus", "", "GPU count of this node when NVML cannot tell (default $"+gpusEnv+")")
-	nodeIP := fs.String("node-ip", "", "this node's address as Ray knows it (default: every address of this machine)")
-	numGPUs := fs.Bool("num-gpus", false, "print only the GPU count to start a Ray worker with (NVML, else --gpus / $"+gpusEnv+")")
-	out := fs.String("o", "text", "output: text or json")
-	if err := fs.Parse(args); err != nil {
+	flags := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	cfgPath := flags.String("config", "configs/dev.yaml", "the cluster's dev.yaml (its address is Ray's Job server)")
+	gpus := flags.String("gpus", "", "GPU count of this node when NVML cannot tell (default $"+gpusEnv+")")
+	nodeIP := flags.String("node-ip", "", "this node's address as Ray knows it (default: every address of this machine)")
+	numGPUs := flags.Bool("num-gpus", false, "print only the GPU count to start a Ray worker with (NVML, else --gpus / $"+gpusEnv+")")
+	out := flags.String("o", "text", "output: text or json")
+	if err := flags.Parse(args); err != nil {
 		return cli.Usage(err)
 	}
 	if *out != "text" && *out != "json" { // before any check asks Ray
@@ -63,6 +64,9 @@ func runDoctor(ctx context.Context, args []string) error {
 	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return cli.Usage(err) // the command names a file it cannot read
+		}
 		return err
 	}
 	o.Ray = ray.New(ray.Options{DashboardURL: cfg.Address, Token: os.Getenv(cfg.V2.Ray.TokenEnv), Timeout: cfg.V2.Ray.RequestTimeout()})

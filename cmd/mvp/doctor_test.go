@@ -26,3 +26,14 @@ func TestDoctorMistakesInTheCommandExitTwo(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorOfAConfigThatCannotBeReadExitsTwo: `mvp doctor --config missing.yaml` exited 1, as if a check had
+// failed; a file the command names that cannot be read is a usage error (exit 2), as for backup and submit.
+func TestDoctorOfAConfigThatCannotBeReadExitsTwo(t *testing.T) {
+	var out, errb bytes.Buffer
+	env := cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Doctor: runDoctor}
+	if code := cli.Run(context.Background(), []string{"doctor", "--gpus", "4", "--config", "/nonexistent/dev.yaml"},
+		env); code != 2 || !strings.Contains(errb.String(), "/nonexistent/dev.yaml") {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+}
