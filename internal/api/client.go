@@ -165,6 +165,10 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 			return nil, fmt.Errorf("%s %s: the server at %s took the connection but has not answered in %s: is MVP_ADDR "+
 				"mvp's address (the URL mvp serve printed), and is mvp serve running well there (its log)? %s", method,
 				path, c.Addr, wait, what)
+		case ctx.Err() != nil && method != http.MethodGet && method != http.MethodHead && q.Get("dry_run") != "true":
+			// Stopped by the caller (Ctrl-C) while it waited: the request may have reached the server whole.
+			return nil, fmt.Errorf("%s %s: stopped before the server at %s answered (%w): the request may have been "+
+				"carried out; look before repeating it (after a submit: mvp list)", method, path, c.Addr, context.Cause(ctx))
 		case errors.As(err, new(*net.DNSError)):
 			return nil, fmt.Errorf("%s %s: the host of %s cannot be found (%w): set MVP_ADDR to the address mvp serve "+
 				"printed", method, path, c.Addr, err)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mvp2/mvp/internal/api"
@@ -345,6 +346,36 @@ func TestAFileNamedThatCannotBeReadExitsTwo(t *testing.T) {
 		_, errb, env := serverEnv("")
 		if code := Run(context.Background(), args, env); code != 2 || !strings.Contains(errb.String(), missing) {
 			t.Errorf("mvp %v: exit %d: %s", args, code, errb.String())
+		}
+	}
+}
+
+// TestAnInterruptedChangeMayHaveBeenCarriedOut: Ctrl-C on `mvp submit` (or cancel) while it waited for the answer
+// said only `Post "…": interrupt signal received`; the server may have stored the task already, and a user who
+// submits again has two. The message says the change may have been carried out and to look first; an interrupted
+// read says nothing of the kind.
+func TestAnInterruptedChangeMayHaveBeenCarriedOut(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	spec := writeTemp(t, "workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\n")
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	for _, c := range []struct {
+		args []string
+		may  bool
+	}{{[]string{"submit", "-f", spec}, true}, {[]string{"cancel", id}, true}, {[]string{"get", id}, false}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, errb, env := serverEnv(srv.URL)
+		code := Run(ctx, c.args, env)
+		cancel()
+		if code != 1 || strings.Contains(errb.String(), "may have been carried out") != c.may {
+			t.Errorf("%v: exit %d: %s", c.args, code, errb.String())
 		}
 	}
 }
