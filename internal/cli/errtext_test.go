@@ -379,3 +379,21 @@ func TestAnInterruptedChangeMayHaveBeenCarriedOut(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleTableShowsCronEscaped: the server keeps a cron line as written, and one with a carriage return,
+// vertical tab or form feed among its fields parses (they are white space to the cron parser): `mvp schedule list`
+// printed them raw, so a user's schedule broke the rows of the operator's table (the carriage return sent the
+// cursor back over it). Cron, time zone and last outcome are shown with control characters escaped.
+func TestScheduleTableShowsCronEscaped(t *testing.T) {
+	var b strings.Builder
+	outcome := "failed: \x1b[2Jboom"
+	list := []*mvp.Schedule{{Name: "evil", Owner: "alice", Cron: "0 2 * * *\r\v\f", Timezone: "UTC", LastOutcome: outcome},
+		{Name: "tabs", Owner: "alice", Cron: "0\t2 * * *", Timezone: "UTC"}}
+	if err := printSchedules(&b, list, false); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.ContainsAny(out, "\r\v\f\t\x1b") || strings.Count(out, "\n") != 3 || !strings.Contains(out, `0 2 * * *\x0d\x0b\x0c`) {
+		t.Errorf("schedule list: %q", out)
+	}
+}

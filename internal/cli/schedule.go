@@ -143,8 +143,10 @@ func printSchedules(w io.Writer, list []*mvp.Schedule, detail bool) error {
 		if s.Paused {
 			state = "paused"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, mvp.OwnerName(s.Owner), s.Cron, s.Timezone, s.Overlap, state,
-			ts(s.NextRunAt), dash(s.LastTaskID), s.Missed, dash(s.LastOutcome))
+		// The cron line is kept as its user wrote it (a carriage return or form feed among its fields parses), and
+		// the operator's table lists every user's: shown escaped, as text a job controls is.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, mvp.OwnerName(s.Owner), safe(s.Cron),
+			safe(s.Timezone), s.Overlap, state, ts(s.NextRunAt), dash(s.LastTaskID), s.Missed, dash(safe(s.LastOutcome)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
