@@ -996,11 +996,13 @@ func printDryRun(w io.Writer, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "verdict:     %s\nreason:      %s\n", d.Admission.Verdict, d.Admission.Reason)
+	// The entrypoint holds the jobspec's overrides (one line each, but an escape sequence is allowed), and the operator
+	// dry-runs a user's resubmit: both are shown escaped, as text a job controls is.
+	fmt.Fprintf(w, "verdict:     %s\nreason:      %s\n", d.Admission.Verdict, safe(d.Admission.Reason))
 	if bytes.Contains(raw, []byte(`"est_start"`)) { // absent where no start can be: never fits, a failed dependency
 		fmt.Fprintf(w, "est. start:  %s\n", ts(d.Admission.EstStart))
 	}
-	fmt.Fprintf(w, "submission:  %s\nentrypoint:  %s\n", d.Ray.SubmissionID, d.Ray.Entrypoint)
+	fmt.Fprintf(w, "submission:  %s\nentrypoint:  %s\n", safe(d.Ray.SubmissionID), safe(d.Ray.Entrypoint))
 	return nil
 }
 

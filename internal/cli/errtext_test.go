@@ -397,3 +397,18 @@ func TestScheduleTableShowsCronEscaped(t *testing.T) {
 		t.Errorf("schedule list: %q", out)
 	}
 }
+
+// TestDryRunShowsTheEntrypointEscaped: `mvp submit --dry-run` (and `mvp resubmit ID --dry-run`, which the operator
+// runs on a user's task) printed the entrypoint as it was, and an override is one line but may hold an escape
+// sequence: it reached the terminal raw. The entrypoint and the reason are shown with control characters escaped.
+func TestDryRunShowsTheEntrypointEscaped(t *testing.T) {
+	raw := []byte(`{"admission": {"verdict": "fits_now", "reason": "ok\u001b[2J"}, "ray_submission": {"submission_id": "s",` +
+		` "entrypoint": "python3 -m verl 'foo.bar=\u001b[31mred'"}}`)
+	var b strings.Builder
+	if err := printDryRun(&b, raw); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(b.String(), 0x1b) || !strings.Contains(b.String(), `foo.bar=\x1b[31mred`) {
+		t.Errorf("dry run: %q", b.String())
+	}
+}
