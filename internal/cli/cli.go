@@ -404,7 +404,7 @@ func clipAnswer(b []byte) string {
 	return string(b)
 }
 
-// clientOf is the API client of $MVP_ADDR (default http://127.0.0.1:8080) with $MVP_TOKEN. An address given as
+// clientOf is the API client of $MVP_ADDR (default http://127.0.0.1:8080) with $MVP_TOKEN (trimmed). An address given as
 // host:port, without its scheme, is taken as http://host:port, as curl takes it.
 func clientOf(env Env) *api.Client {
 	addr := strings.TrimSpace(env.Getenv("MVP_ADDR"))
@@ -414,7 +414,9 @@ func clientOf(env Env) *api.Client {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
 	}
-	return &api.Client{Addr: addr, Token: env.Getenv("MVP_TOKEN")}
+	// A token read from a file keeps its line end ("$(cat f)" keeps the \r of a CRLF file), which no HTTP header
+	// may hold: the white space around it is no part of it.
+	return &api.Client{Addr: addr, Token: strings.TrimSpace(env.Getenv("MVP_TOKEN"))}
 }
 
 // getResult writes one result file to outFile ("" or "-": standard output). The file is written in full or not

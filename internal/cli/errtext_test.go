@@ -412,3 +412,31 @@ func TestDryRunShowsTheEntrypointEscaped(t *testing.T) {
 		t.Errorf("dry run: %q", b.String())
 	}
 }
+
+// TestATokenWithALineEndWorks: MVP_TOKEN read from a file with its line end (`export MVP_TOKEN="$(cat f)"` keeps a
+// \r of a CRLF file; `read` or an editor's paste can keep a \n) failed before any request with `net/http: invalid
+// header field value for "Authorization"`, naming neither MVP_TOKEN nor the line end. The token is sent without
+// the white space around it (as the server reads the header: trailing spaces already worked).
+func TestATokenWithALineEndWorks(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok-0123456789abcdef" {
+			w.WriteHeader(http.StatusForbidden)
+			w.Write([]byte(`{"error":{"code":"forbidden","message":"the token is not valid"}}`))
+			return
+		}
+		w.Write([]byte(`{"tasks": []}`))
+	}))
+	defer srv.Close()
+	for _, tok := range []string{"tok-0123456789abcdef\n", "tok-0123456789abcdef\r\n", " tok-0123456789abcdef\t"} {
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+			if k == "MVP_ADDR" {
+				return srv.URL
+			}
+			return tok
+		}}
+		if code := Run(context.Background(), []string{"list", "-o", "json"}, env); code != 0 {
+			t.Errorf("MVP_TOKEN=%q: exit %d: %s", tok, code, errb.String())
+		}
+	}
+}
