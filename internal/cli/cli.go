@@ -174,6 +174,29 @@ var verbHelp = map[string]string{
 		"\n  (with --get, -o names the file to write, default standard output)",
 }
 
+// onceFlag is a text flag that may be given once: the flag package keeps the last of two, and a second -f would drop
+// the first jobspec without a word.
+type onceFlag struct {
+	v   *string
+	set bool
+}
+
+func (o *onceFlag) String() string {
+	if o.v == nil {
+		return ""
+	}
+	return *o.v
+}
+
+// Set takes the value, refusing a second one.
+func (o *onceFlag) Set(v string) error {
+	if o.set {
+		return fmt.Errorf("given twice (%q, then %q): it takes one jobspec; run the command once for each", *o.v, v)
+	}
+	*o.v, o.set = v, true
+	return nil
+}
+
 type setFlags []string
 
 func (s *setFlags) String() string     { return strings.Join(*s, ",") }
@@ -207,7 +230,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	)
 	switch verb {
 	case "submit":
-		fs.StringVar(file, "f", "", "the jobspec file (YAML or JSON); - reads standard input")
+		fs.Var(&onceFlag{v: file}, "f", "the jobspec `file` (YAML or JSON); - reads standard input")
 		fs.Var(&sets, "e", "set a jobspec field by its path before sending, e.g. -e nnodes=1 -e env.WANDB_MODE=offline (repeatable)")
 		fs.BoolVar(dry, "dry-run", false, "validate and show the effective spec, the Ray payload, the admission verdict and the estimated start; store nothing")
 	case "logs":

@@ -440,3 +440,30 @@ func TestATokenWithALineEndWorks(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitTakesOneJobspec: `mvp submit -f a.yaml -f b.yaml` submitted b.yaml alone and exited 0, a user who
+// meant two tasks lost one without a word (the flag package keeps the last value). -f given twice is a usage error,
+// for submit and schedule create alike.
+func TestSubmitTakesOneJobspec(t *testing.T) {
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests++
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"task_id": "mvp2-ppo-20251223-143201-7f3a", "state": "QUEUED"}`))
+	}))
+	defer srv.Close()
+	a := writeTemp(t, "workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\n")
+	b := writeTemp(t, "workload: sft\nnnodes: 1\nn_gpus_per_node: 1\n")
+	for _, args := range [][]string{
+		{"submit", "-f", a, "-f", b},
+		{"schedule", "create", "nightly", "--cron", "@daily", "-f", a, "-f", b},
+	} {
+		_, errb, env := serverEnv(srv.URL)
+		if code := Run(context.Background(), args, env); code != 2 || !strings.Contains(errb.String(), "-f") {
+			t.Errorf("%v: exit %d: %s", args, code, errb.String())
+		}
+	}
+	if requests != 0 {
+		t.Errorf("%d requests sent", requests)
+	}
+}

@@ -49,7 +49,7 @@ func runSchedule(ctx context.Context, args []string, env Env) error {
 		fs.StringVar(cron, "cron", "", `when to run: 5-field cron ("0 2 * * *") or @hourly, @daily, @every 6h`)
 		fs.StringVar(tz, "timezone", "UTC", "IANA time zone the cron expression is read in")
 		fs.StringVar(overlap, "overlap", "skip", "when the previous run's task is still live: skip, queue or replace")
-		fs.StringVar(file, "f", "", "the jobspec file (YAML or JSON); - reads standard input")
+		fs.Var(&onceFlag{v: file}, "f", "the jobspec `file` (YAML or JSON); - reads standard input")
 		fs.Var(&sets, "e", "set a jobspec field by its path before sending (repeatable)")
 	}
 	if err := fs.Parse(interleave(fs, rest)); err != nil {
