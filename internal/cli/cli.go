@@ -381,6 +381,18 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printEvents(w, fs.Arg(0), *limit, p) })
 	case "logs":
+		if *follow && *attempt == 0 {
+			// The server holds a followed log until the first attempt starts, which can take days: say so, or the
+			// command looks hung. (A look that fails is left to the log's own request to report.)
+			if t, _, err := c.Get(ctx, fs.Arg(0)); err == nil && t.Latest() == nil && t.State.Waiting() {
+				why := ""
+				if t.PendingReason != "" {
+					why = " (" + t.PendingReason + ")"
+				}
+				fmt.Fprintf(env.Stderr, "mvp logs: %s is %s%s: following its first attempt when it starts (Ctrl-C to "+
+					"stop)\n", fs.Arg(0), t.State, why)
+			}
+		}
 		followed, err := c.LogsOf(ctx, fs.Arg(0), *attempt, *follow, env.Stdout)
 		if err != nil {
 			return err

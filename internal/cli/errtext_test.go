@@ -467,3 +467,28 @@ func TestSubmitTakesOneJobspec(t *testing.T) {
 		t.Errorf("%d requests sent", requests)
 	}
 }
+
+// TestFollowingAWaitingTaskSaysItWaits: `mvp logs -f ID` of a task that has not started (queued behind others or a
+// dependency) printed nothing until its first attempt began, minutes or days later: it looked hung. It says on
+// stderr that the task waits, why, and that it will follow the first attempt when it starts.
+func TestFollowingAWaitingTaskSaysItWaits(t *testing.T) {
+	const id = "mvp2-ppo-20251223-143201-7f3a"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v2/tasks/" + id:
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"task_id": "` + id + `", "state": "QUEUED", "pending_reason": "dependency: waiting for x", "attempts": []}`))
+		case "/api/v2/tasks/" + id + "/logs":
+			<-r.Context().Done() // the server holds a followed log until the first attempt starts
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, errb, env := serverEnv(srv.URL)
+	Run(ctx, []string{"logs", "-f", id}, env)
+	if !strings.Contains(errb.String(), "QUEUED") || !strings.Contains(errb.String(), "dependency: waiting for x") ||
+		!strings.Contains(errb.String(), "first attempt") {
+		t.Errorf("stderr: %q", errb.String())
+	}
+}
