@@ -73,11 +73,8 @@ func runBenchLoad(ctx context.Context, args []string, env Env) error {
 		}
 		body = b
 	}
-	addr := env.Getenv("MVP_ADDR")
-	if addr == "" {
-		addr = "http://127.0.0.1:8080"
-	}
-	res, err := loadgen.Run(ctx, loadgen.Options{Addr: addr, Token: env.Getenv("MVP_TOKEN"), Clients: *clients,
+	c := clientOf(env) // MVP_ADDR and MVP_TOKEN read as every client verb reads them
+	res, err := loadgen.Run(ctx, loadgen.Options{Addr: c.Addr, Token: c.Token, Clients: *clients,
 		Duration: *duration, Spec: body, SubmitShare: *share, ServerPID: *pid, NoVerify: *noVerify})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -490,5 +491,30 @@ func TestFollowingAWaitingTaskSaysItWaits(t *testing.T) {
 	if !strings.Contains(errb.String(), "QUEUED") || !strings.Contains(errb.String(), "dependency: waiting for x") ||
 		!strings.Contains(errb.String(), "first attempt") {
 		t.Errorf("stderr: %q", errb.String())
+	}
+}
+
+// TestBenchLoadTakesMVPADDRAsTheOtherVerbs: `mvp bench load` read MVP_ADDR and MVP_TOKEN as written, so
+// MVP_ADDR=host:port (which every client verb takes as http://host:port) made every operation an error, and the
+// run still exited 0 with a report of errors. It reads them through clientOf, as the other verbs do.
+func TestBenchLoadTakesMVPADDRAsTheOtherVerbs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"task_id": "mvp2-ppo-20251223-143201-7f3a", "state": "QUEUED"}`))
+	}))
+	defer srv.Close()
+	out, errb, env := serverEnv(strings.TrimPrefix(srv.URL, "http://"))
+	code := Run(context.Background(), []string{"bench", "load", "--clients", "1", "--duration", "50ms",
+		"--submit-share", "1", "--no-verify", "-o", "json"}, env)
+	var res struct {
+		Ops map[string]struct{ Count, Errors int } `json:"ops"`
+	}
+	if code != 0 || json.Unmarshal(out.Bytes(), &res) != nil || res.Ops["submit"].Count == 0 || res.Ops["submit"].Errors != 0 {
+		t.Errorf("exit %d, %s: %s", code, out.String(), errb.String())
 	}
 }
