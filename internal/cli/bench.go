@@ -88,6 +88,17 @@ func runBenchLoad(ctx context.Context, args []string, env Env) error {
 	if res.Missing > 0 {
 		return fmt.Errorf("%d acknowledged submits are missing", res.Missing)
 	}
+	ops, failed := 0, 0
+	for _, s := range res.Ops {
+		ops, failed = ops+s.Count, failed+s.Errors
+	}
+	if ops > 0 && failed == ops { // nothing was measured but errors: no success for a script
+		first := ""
+		if len(res.ErrorSample) > 0 {
+			first = ": " + res.ErrorSample[0]
+		}
+		return fmt.Errorf("every operation (%d) failed%s", ops, first)
+	}
 	return nil
 }
 

@@ -518,3 +518,20 @@ func TestBenchLoadTakesMVPADDRAsTheOtherVerbs(t *testing.T) {
 		t.Errorf("exit %d, %s: %s", code, out.String(), errb.String())
 	}
 }
+
+// TestBenchLoadWhereEveryOperationFailedExitsOne: `mvp bench load` with a wrong token (or against a server that
+// refuses everything) reported thousands of operations, all errors, and exited 0, a success to the script that ran
+// it. A run where every operation failed exits 1 saying why (the first error).
+func TestBenchLoadWhereEveryOperationFailedExitsOne(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte(`{"error":{"code":"forbidden","message":"the token is not valid"}}`))
+	}))
+	defer srv.Close()
+	_, errb, env := serverEnv(srv.URL)
+	code := Run(context.Background(), []string{"bench", "load", "--clients", "1", "--duration", "50ms"}, env)
+	if code != 1 || !strings.Contains(errb.String(), "the token is not valid") {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+}
