@@ -1,6 +1,7 @@
 package raycompat
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -34,12 +35,14 @@ const PackageProtocol = "gcs"
 // the package is uploaded to Ray right before each of the task's submissions (Uploader).
 //
 // Every job can write on shared_root, so a job could replace a kept package with code of its own, which the next
-// submission of another user's task would then run. With Key set, each package is kept with its seal beside it
-// (<name>.seal: an HMAC of its name and bytes under the database's key, which no job knows), and a package whose
-// seal does not match is not mvp's: Has says it is not kept (Ray's client uploads it again) and Get refuses it.
+// submission of another user's task would then run. With Key set, each package is kept sealed: its file holds a
+// first line (sealMagic), the seal (an HMAC of its name and bytes under the database's key, which no job knows) on
+// the second, then the package's bytes; one file, written by one rename, so that no reader ever sees a package
+// with another upload's seal. A file whose seal does not match is not mvp's: Has says the package is not kept
+// (Ray's client uploads it again) and Get refuses it.
 type Packages struct {
 	Dir string
-	// Key seals the packages kept (the database's instance key); nil keeps them unsealed (tests).
+	// Key seals the packages kept (the database's instance key); nil keeps them as raw files (tests).
 	Key []byte
 	// Mounted, when set, says whether shared_root is still the filesystem mvp started on (taskfs.FS.CheckMounted):
 	// while it is not, nothing is kept or read, so that no package lands on an empty mount point, where no node
@@ -69,9 +72,10 @@ func (p Packages) path(protocol, name string) (string, error) {
 	return filepath.Join(p.Dir, name), nil
 }
 
-// Has reports whether the package is kept: a regular file of its name. A job can write on shared_root, so what
-// it put there in the package's place (a symlink, to a file on mvp's host) is not a kept package: Ray's client
-// then uploads it again, and Put's rename replaces the link itself.
+// Has reports whether the package is kept: a regular file of its name that carries its seal. A job can write on
+// shared_root, so what it put there in the package's place (a symlink to a file on mvp's host, bytes of its own, a
+// file too large or unreadable) is not a kept package: Ray's client then uploads it again, and Put's rename
+// replaces it. Only a shared_root that is not mounted is an error.
 func (p Packages) Has(protocol, name string) (bool, error) {
 	path, err := p.path(protocol, name)
 	if err != nil {
@@ -80,31 +84,27 @@ func (p Packages) Has(protocol, name string) (bool, error) {
 	if err := p.mounted(); err != nil {
 		return false, err
 	}
-	switch fi, err := os.Lstat(path); {
-	case err == nil:
-		if !fi.Mode().IsRegular() {
-			return false, nil
-		}
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	default:
-		return false, fmt.Errorf("look up package %s: %w", name, err)
-	}
-	if len(p.Key) == 0 {
-		return true, nil
-	}
-	data, err := readRegular(path, MaxPackageBytes)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
+	file, err := readRegular(path, p.maxFile())
 	if err != nil {
-		return false, fmt.Errorf("look up package %s: %w", name, err)
+		return false, nil
 	}
-	return p.checkSeal(name, data) == nil, nil
+	_, err = p.open(name, file)
+	return err == nil, nil
 }
 
-// sealSuffix ends the name of a package's seal file; no name PackagePattern admits ends with it.
-const sealSuffix = ".seal"
+// sealMagic is the first line of a sealed package's file; the seal (hex) is the second.
+const sealMagic = "mvp sealed ray package v1\n"
+
+// sealLen is the length of a seal in hex.
+const sealLen = 2 * sha256.Size
+
+// maxFile is the largest file a kept package may be: MaxPackageBytes, and its seal's lines when sealed.
+func (p Packages) maxFile() int64 {
+	if len(p.Key) == 0 {
+		return MaxPackageBytes
+	}
+	return MaxPackageBytes + int64(len(sealMagic)+sealLen+1)
+}
 
 // seal is the seal of package name holding data: the hex HMAC-SHA256 of both under p.Key.
 func (p Packages) seal(name string, data []byte) string {
@@ -114,28 +114,43 @@ func (p Packages) seal(name string, data []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// checkSeal returns nil when package name, read as data, carries its seal (or p has no key), else why not.
-func (p Packages) checkSeal(name string, data []byte) error {
+// sealed is the file that keeps package name holding data (data itself without a key).
+func (p Packages) sealed(name string, data []byte) []byte {
 	if len(p.Key) == 0 {
-		return nil
+		return data
 	}
-	got, err := readRegular(filepath.Join(p.Dir, name+sealSuffix), 2*sha256.Size)
-	if errors.Is(err, fs.ErrNotExist) {
-		return errors.New("it has no seal (" + name + sealSuffix + "): it was not kept by mvp, or its seal was removed")
-	}
-	if err != nil {
-		return fmt.Errorf("its seal cannot be read: %w", err)
-	}
-	if !hmac.Equal(got, []byte(p.seal(name, data))) {
-		return errors.New("it is not what was uploaded through mvp: it was changed on shared_root since (a job can write there)")
-	}
-	return nil
+	out := make([]byte, 0, len(sealMagic)+sealLen+1+len(data))
+	out = append(out, sealMagic...)
+	out = append(out, p.seal(name, data)...)
+	out = append(out, '\n')
+	return append(out, data...)
 }
 
-// SealUnsealed seals every kept package that has no seal yet and returns how many it sealed: a database's first
-// start with sealing, whose packages an earlier mvp kept unsealed (trusted once, as they are then). Only that
-// first start calls it (sqlite's PackagesSealed), or a job could have a package of its own sealed by removing a
-// seal and waiting for a restart.
+// open returns the package's bytes from its file, or why the file is not package name as mvp kept it.
+func (p Packages) open(name string, file []byte) ([]byte, error) {
+	if len(p.Key) == 0 {
+		return file, nil
+	}
+	rest, ok := bytes.CutPrefix(file, []byte(sealMagic))
+	if !ok {
+		return nil, errors.New("it carries no seal of mvp's: it was not kept by this mvp (an mvp before packages were " +
+			"sealed, or another program, wrote it)")
+	}
+	if len(rest) < sealLen+1 || rest[sealLen] != '\n' {
+		return nil, errors.New("its seal is damaged")
+	}
+	data := rest[sealLen+1:]
+	if !hmac.Equal(rest[:sealLen], []byte(p.seal(name, data))) {
+		return nil, errors.New("it is not what was uploaded through mvp: it was changed on shared_root since (a job can write there)")
+	}
+	return data, nil
+}
+
+// SealUnsealed seals every package kept in a file without a seal and returns how many it sealed: on an upgrade,
+// the packages an mvp before sealing kept, so that the door tasks queued across it still run (trusted once, as
+// they are then). Only the first start of a database made before sealing calls it (sqlite's PackagesSealed), or a
+// job could have a file of its own sealed by removing a seal and waiting for a restart. A file that already
+// begins like a sealed one is left as it is: sealed by mvp, or written by a job (then refused).
 func (p Packages) SealUnsealed() (int, error) {
 	if len(p.Key) == 0 {
 		return 0, nil
@@ -153,14 +168,11 @@ func (p Packages) SealUnsealed() (int, error) {
 		if !PackagePattern.MatchString(name) || !e.Type().IsRegular() {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(p.Dir, name+sealSuffix)); err == nil {
-			continue
-		}
 		data, err := readRegular(filepath.Join(p.Dir, name), MaxPackageBytes)
-		if err != nil {
-			continue // not a package mvp can keep: left unsealed, so never uploaded
+		if err != nil || bytes.HasPrefix(data, []byte(sealMagic)) {
+			continue // not a package mvp can keep (never uploaded: Has says it is not kept), or sealed
 		}
-		if err := p.writeAtomic(name+sealSuffix, []byte(p.seal(name, data))); err != nil {
+		if err := p.writeAtomic(name, p.sealed(name, data)); err != nil {
 			return n, fmt.Errorf("seal the kept package %s: %w", name, err)
 		}
 		n++
@@ -168,7 +180,7 @@ func (p Packages) SealUnsealed() (int, error) {
 	return n, nil
 }
 
-// Put keeps a package, atomically (a reader never sees half a file).
+// Put keeps a package, sealed, atomically (a reader never sees half a file, or a package with another's seal).
 func (p Packages) Put(protocol, name string, data []byte) error {
 	if _, err := p.path(protocol, name); err != nil {
 		return err
@@ -179,15 +191,8 @@ func (p Packages) Put(protocol, name string, data []byte) error {
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		return fmt.Errorf("make the packages folder: %w", err)
 	}
-	if err := p.writeAtomic(name, data); err != nil {
+	if err := p.writeAtomic(name, p.sealed(name, data)); err != nil {
 		return fmt.Errorf("keep package %s: %w", name, err)
-	}
-	if len(p.Key) > 0 {
-		// After the package: a crash between the two leaves a package whose seal does not match, which Has says
-		// is not kept, so Ray's client uploads it again.
-		if err := p.writeAtomic(name+sealSuffix, []byte(p.seal(name, data))); err != nil {
-			return fmt.Errorf("seal package %s: %w", name, err)
-		}
 	}
 	return nil
 }
@@ -227,15 +232,15 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 	if err := p.mounted(); err != nil {
 		return nil, false, fmt.Errorf("%w: %w", mvp.ErrSubmitInfra, err)
 	}
-	data, err = readRegular(path, MaxPackageBytes)
+	file, err := readRegular(path, p.maxFile())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: read the package kept at %s: %w (mvp must be able to read <shared_root>/ray_packages; v2.shared_root sets where it is)",
+		return nil, false, fmt.Errorf("%w: read the package kept at %s: %w (mvp must be able to read <shared_root>/ray_packages; shared_root in dev.yaml sets where it is)",
 			mvp.ErrSubmitInfra, path, err)
 	}
-	if err := p.checkSeal(name, data); err != nil {
+	if data, err = p.open(name, file); err != nil {
 		return nil, false, fmt.Errorf("%w: the package kept at %s is refused: %w; submit the job again with Ray's "+
 			"client, which uploads the package again", mvp.ErrSubmitInfra, path, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -149,78 +150,122 @@ func TestAPackageReadIsNeverLongerThanTheCap(t *testing.T) {
 
 // TestAKeptPackageReplacedByAJobIsRefused: every job can write on shared_root, so one could replace a package the
 // operator kept (a regular file, not a link) with code of its own, which the next submission of the operator's
-// queued task would upload to Ray and run. A package is kept with a seal under the database's key, which no job
-// has: one whose bytes no longer match it is not mvp's. Has says it is not kept (so Ray's client uploads it again),
-// Get refuses it as mvp's side failing (mvp.ErrSubmitInfra, saying why and what to do) and nothing reaches Ray; a
-// new upload is kept and sealed again.
+// queued task would upload to Ray and run. A package is kept sealed under the database's key, which no job has:
+// a file whose bytes no longer match its seal, or that carries none, is not mvp's. Has says it is not kept (so
+// Ray's client uploads it again; a 404, never an error), Get refuses it as mvp's side failing
+// (mvp.ErrSubmitInfra, saying why and what to do) and nothing reaches Ray; a new upload is kept again.
 func TestAKeptPackageReplacedByAJobIsRefused(t *testing.T) {
 	p := Packages{Dir: t.TempDir(), Key: []byte("0123456789abcdef0123456789abcdef")}
 	name := "_ray_pkg_0123456789abcdef.zip"
 	uri := PackageProtocol + "://" + name
-	if err := p.Put(PackageProtocol, name, []byte("the operator's zip")); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := p.Has(PackageProtocol, name); !ok || err != nil {
-		t.Fatalf("Has of a package just kept = %v, %v", ok, err)
-	}
-	if data, ok, err := p.Get(uri); string(data) != "the operator's zip" || !ok || err != nil {
-		t.Fatalf("Get of a package just kept = %q, %v, %v", data, ok, err)
-	}
-	// A job writes its own bytes in the package's place (a new file renamed over it, as Put does).
-	tmp := filepath.Join(p.Dir, "job-wrote")
-	if err := os.WriteFile(tmp, []byte("a job's zip"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(p.Dir, name)); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := p.Has(PackageProtocol, name); ok || err != nil {
-		t.Errorf("Has of a replaced package = %v, %v; want false, nil (Ray's client uploads it again)", ok, err)
-	}
-	data, ok, err := p.Get(uri)
-	if ok || len(data) > 0 || !errors.Is(err, mvp.ErrSubmitInfra) {
-		t.Fatalf("Get of a replaced package = %q, %v, %v; want it refused as mvp.ErrSubmitInfra", data, ok, err)
-	}
-	for _, want := range []string{filepath.Join(p.Dir, name), "changed on shared_root", "submit the job again"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Get's error %q does not say %q", err, want)
+	put := func() {
+		t.Helper()
+		if err := p.Put(PackageProtocol, name, []byte("the operator's zip")); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := p.Has(PackageProtocol, name); !ok || err != nil {
+			t.Fatalf("Has of a package just kept = %v, %v", ok, err)
+		}
+		if data, ok, err := p.Get(uri); string(data) != "the operator's zip" || !ok || err != nil {
+			t.Fatalf("Get of a package just kept = %q, %v, %v", data, ok, err)
 		}
 	}
-	ray := &recordingRay{}
-	if err := (Uploader{RayClient: ray, Packages: p}).SubmitJob(context.Background(), &mvp.JobSubmission{
-		SubmissionID: "x--a01", RuntimeEnv: map[string]any{"working_dir": uri}}); err == nil || ray.uploads+ray.submits != 0 {
-		t.Errorf("submit with a replaced package: err %v, %d uploads, %d submits; want an error and no Ray call", err,
-			ray.uploads, ray.submits)
+	// What a job writes in the package's place (a new file renamed over it, as Put does).
+	replace := func(b []byte) {
+		t.Helper()
+		tmp := filepath.Join(p.Dir, "job-wrote")
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(p.Dir, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// Its seal removed as well: still not mvp's.
-	if err := os.Remove(filepath.Join(p.Dir, name+sealSuffix)); err != nil {
+	put()
+	kept, err := os.ReadFile(filepath.Join(p.Dir, name))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := p.Get(uri); ok || !errors.Is(err, mvp.ErrSubmitInfra) || !strings.Contains(err.Error(), "no seal") {
-		t.Errorf("Get of a package without its seal = %v, %v; want it refused, saying it has no seal", ok, err)
+	for _, c := range []struct {
+		what, why string
+		file      []byte
+	}{
+		{"its bytes changed under its seal", "changed on shared_root",
+			append(kept[:len(kept)-len("the operator's zip"):len(kept)-len("the operator's zip")], "a job's zip!!!!!!!"...)},
+		{"a raw file in its place", "carries no seal", []byte("a job's zip")},
+		{"a damaged seal", "damaged", []byte(sealMagic + "xyz\na job's zip")},
+	} {
+		put()
+		replace(c.file)
+		if ok, err := p.Has(PackageProtocol, name); ok || err != nil {
+			t.Errorf("%s: Has = %v, %v; want false, nil (Ray's client uploads it again)", c.what, ok, err)
+		}
+		data, ok, err := p.Get(uri)
+		if ok || len(data) > 0 || !errors.Is(err, mvp.ErrSubmitInfra) {
+			t.Errorf("%s: Get = %q, %v, %v; want it refused as mvp.ErrSubmitInfra", c.what, data, ok, err)
+			continue
+		}
+		for _, want := range []string{filepath.Join(p.Dir, name), c.why, "submit the job again"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: Get's error %q does not say %q", c.what, err, want)
+			}
+		}
+		ray := &recordingRay{}
+		if err := (Uploader{RayClient: ray, Packages: p}).SubmitJob(context.Background(), &mvp.JobSubmission{
+			SubmissionID: "x--a01", RuntimeEnv: map[string]any{"working_dir": uri}}); err == nil || ray.uploads+ray.submits != 0 {
+			t.Errorf("%s: submit: err %v, %d uploads, %d submits; want an error and no Ray call", c.what, err,
+				ray.uploads, ray.submits)
+		}
 	}
-	if ok, _ := p.Has(PackageProtocol, name); ok {
-		t.Errorf("Has of a package without its seal = true")
-	}
-	// Uploaded again, it is kept.
-	if err := p.Put(PackageProtocol, name, []byte("the operator's zip")); err != nil {
+	// A file no package may be (too large) in its place: not kept, not an error (GET 404, not 500).
+	put()
+	big, err := os.Create(filepath.Join(p.Dir, name))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if data, ok, err := p.Get(uri); string(data) != "the operator's zip" || !ok || err != nil {
-		t.Errorf("Get after a new upload = %q, %v, %v", data, ok, err)
+	if err := big.Truncate(p.maxFile() + 1); err != nil {
+		t.Fatal(err)
+	}
+	big.Close()
+	if ok, err := p.Has(PackageProtocol, name); ok || err != nil {
+		t.Errorf("a file too large in its place: Has = %v, %v; want false, nil", ok, err)
+	}
+	put() // uploaded again, it is kept
+}
+
+// TestConcurrentUploadsOfOnePackageKeepOneWhole: two clients zipping one folder upload under one name (the name is
+// a hash of the files) zips that differ (the files' times); whatever the interleaving, what is kept is one of them
+// with its own seal, never one upload's bytes with the other's seal (a good task refused).
+func TestConcurrentUploadsOfOnePackageKeepOneWhole(t *testing.T) {
+	p := Packages{Dir: t.TempDir(), Key: []byte("0123456789abcdef0123456789abcdef")}
+	name := "_ray_pkg_0123456789abcdef.zip"
+	for i := range 200 {
+		var wg sync.WaitGroup
+		for _, b := range []string{"zip one", "zip two"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := p.Put(PackageProtocol, name, []byte(b)); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		data, ok, err := p.Get(PackageProtocol + "://" + name)
+		if !ok || err != nil || (string(data) != "zip one" && string(data) != "zip two") {
+			t.Fatalf("round %d: Get = %q, %v, %v; want one upload whole", i, data, ok, err)
+		}
 	}
 }
 
-// TestSealUnsealedSealsWhatAnEarlierMvpKept: packages kept before sealing have no seal; SealUnsealed (the first
-// start with sealing) seals them as they are, leaves sealed ones and files that are not packages alone, and Get
-// then serves them.
+// TestSealUnsealedSealsWhatAnEarlierMvpKept: packages kept before sealing are raw files; SealUnsealed (the first
+// start with sealing of a database with door tasks to run) seals them as they are, leaves sealed files (and files
+// that only look sealed) and files that are not packages alone, and Get then serves them.
 func TestSealUnsealedSealsWhatAnEarlierMvpKept(t *testing.T) {
 	old := Packages{Dir: t.TempDir()} // an mvp before sealing
-	a, b := "_ray_pkg_0123456789abcdef.zip", "_ray_pkg_fedcba9876543210.zip"
-	for _, n := range []string{a, b} {
-		if err := old.Put(PackageProtocol, n, []byte("zip "+n)); err != nil {
-			t.Fatal(err)
-		}
+	a, b, c := "_ray_pkg_0123456789abcdef.zip", "_ray_pkg_fedcba9876543210.zip", "_ray_pkg_00112233445566778899.zip"
+	if err := old.Put(PackageProtocol, a, []byte("zip "+a)); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(old.Dir, "notes.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -229,7 +274,11 @@ func TestSealUnsealedSealsWhatAnEarlierMvpKept(t *testing.T) {
 	if _, ok, err := p.Get(PackageProtocol + "://" + a); ok || err == nil {
 		t.Fatalf("an unsealed package was served before sealing")
 	}
-	if err := p.Put(PackageProtocol, b, []byte("zip "+b)); err != nil { // sealed already: left as it is
+	if err := p.Put(PackageProtocol, b, []byte("zip "+b)); err != nil { // sealed already
+		t.Fatal(err)
+	}
+	bogus := sealMagic + strings.Repeat("0", sealLen) + "\nzip"
+	if err := os.WriteFile(filepath.Join(p.Dir, c), []byte(bogus), 0o644); err != nil { // looks sealed: left as it is
 		t.Fatal(err)
 	}
 	n, err := p.SealUnsealed()
@@ -241,7 +290,10 @@ func TestSealUnsealedSealsWhatAnEarlierMvpKept(t *testing.T) {
 			t.Errorf("Get %s after sealing = %q, %v, %v", name, data, ok, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(p.Dir, "notes.txt"+sealSuffix)); err == nil {
-		t.Errorf("a file that is not a package was sealed")
+	if _, ok, err := p.Get(PackageProtocol + "://" + c); ok || err == nil {
+		t.Errorf("a file that only looks sealed was served")
+	}
+	if got, _ := os.ReadFile(filepath.Join(p.Dir, "notes.txt")); string(got) != "x" {
+		t.Errorf("a file that is not a package was changed: %q", got)
 	}
 }

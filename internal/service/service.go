@@ -543,7 +543,8 @@ func checkJobsFolder(ctx context.Context, store mvp.Counter, sharedRoot string) 
 		jobs, attempts, sharedRoot, jobs)
 }
 
-// sealPackages seals, once per database, the Ray packages an mvp before sealing kept (raycompat.Packages).
+// sealPackages seals, once per database, the Ray packages an mvp before sealing kept (raycompat.Packages), when
+// the database has door tasks still to run that may name them (migration 0021 marks any other database sealed).
 func sealPackages(ctx context.Context, store *sqlite.DB, packages raycompat.Packages, logger *slog.Logger) error {
 	sealed, err := store.PackagesSealed(ctx)
 	if err != nil || sealed {

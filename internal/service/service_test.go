@@ -1035,38 +1035,63 @@ func TestMigrationsAppliedToAnExistingDatabaseAreLogged(t *testing.T) {
 }
 
 // TestTheFirstStartWithSealingSealsThePackagesKeptBefore: the Ray door's packages are kept sealed, so that a job
-// cannot replace one (raycompat.Packages). Those an mvp before sealing kept have no seal: the first start with
-// sealing seals them once (and says so), so that the door tasks queued across the upgrade still run; a later start
-// seals nothing, or a job could have a package of its own sealed by removing a seal and waiting for a restart.
+// cannot replace one (raycompat.Packages). Those an mvp before sealing kept have none: on an upgrade of a database
+// with a door task still to run, the first start seals them once (and says so), so that the task runs with its
+// package; a later start seals nothing, or a job could have a file of its own sealed by removing a seal and
+// waiting for a restart.
 func TestTheFirstStartWithSealingSealsThePackagesKeptBefore(t *testing.T) {
 	cfg := servicetest.Config(t)
-	old := raycompat.Packages{Dir: filepath.Join(cfg.SharedRoot, "ray_packages")} // as an mvp before sealing keeps them
+	ctx := context.Background()
+	dir := filepath.Join(cfg.SharedRoot, "ray_packages")
 	a, b := "_ray_pkg_0123456789abcdef.zip", "_ray_pkg_fedcba9876543210.zip"
-	if err := old.Put(raycompat.PackageProtocol, a, []byte("kept before")); err != nil {
-		t.Fatal(err)
-	}
 	start := func() (*service.Main, string) {
 		t.Helper()
 		var log servicetest.Buffer
 		m := &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(4),
 			Logger: slog.New(slog.NewTextHandler(&log, nil))}
-		if err := m.Open(context.Background()); err != nil {
+		if err := m.Open(ctx); err != nil {
 			t.Fatalf("open the service: %v", err)
 		}
 		return m, log.String()
+	}
+	// A door task still to run, in a database as an mvp before sealing left it.
+	m, _ := start()
+	door := &mvp.Task{ID: "raysubmit_door1", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued, JobSpecYAML: "{}",
+		SpecJSON:     []byte(`{"entrypoint":"python x.py","runtime_env":{"working_dir":"gcs://` + a + `"}}`),
+		SubmissionID: "door1"}
+	if err := m.Store().CreateTask(ctx, door); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite3", cfg.V2.SQLite.DBPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 21`, `ALTER TABLE instance DROP COLUMN packages_sealed`} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+	old := raycompat.Packages{Dir: dir} // as an mvp before sealing keeps them
+	if err := old.Put(raycompat.PackageProtocol, a, []byte("kept before")); err != nil {
+		t.Fatal(err)
 	}
 	m, log := start()
 	if !regexp.MustCompile(`msg="the Ray packages kept by an earlier mvp were sealed".* packages=1`).MatchString(log) {
 		t.Errorf("the first start did not say it sealed the package kept before:\n%s", log)
 	}
-	if _, err := os.Stat(filepath.Join(old.Dir, a+".seal")); err != nil {
-		t.Errorf("the package kept before was not sealed: %v", err)
+	sealed := raycompat.Packages{Dir: dir, Key: instanceKey(t, cfg.V2.SQLite.DBPath)}
+	if data, ok, err := sealed.Get("gcs://" + a); string(data) != "kept before" || !ok || err != nil {
+		t.Errorf("the package kept before, after the upgrade: %q, %v, %v; want it served", data, ok, err)
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// A job puts a package of its own there, unsealed; the next start does not seal it.
-	if err := os.WriteFile(filepath.Join(old.Dir, b), []byte("a job's zip"), 0o644); err != nil {
+	// A job puts a file of its own there, unsealed; the next start does not seal it.
+	if err := os.WriteFile(filepath.Join(dir, b), []byte("a job's zip"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m, log = start()
@@ -1074,7 +1099,46 @@ func TestTheFirstStartWithSealingSealsThePackagesKeptBefore(t *testing.T) {
 	if strings.Contains(log, "were sealed") {
 		t.Errorf("a second start sealed packages:\n%s", log)
 	}
-	if _, err := os.Stat(filepath.Join(old.Dir, b+".seal")); err == nil {
-		t.Errorf("a package put there after the first start was sealed by the second")
+	if _, ok, err := sealed.Get("gcs://" + b); ok || err == nil {
+		t.Errorf("a file put there after the first start is served as a kept package")
 	}
+}
+
+// TestANewDatabaseSealsNothingItFindsInRayPackages: a database made by this start (a first start, or one lost or
+// not mounted) has no package kept by an earlier mvp to trust; what a job left in ray_packages (a file of its own
+// under a package's name, its seal removed) is not sealed, and not served.
+func TestANewDatabaseSealsNothingItFindsInRayPackages(t *testing.T) {
+	cfg := servicetest.Config(t)
+	dir := filepath.Join(cfg.SharedRoot, "ray_packages")
+	name := "_ray_pkg_0123456789abcdef.zip"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("a job's zip"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log servicetest.Buffer
+	servicetest.Start(t, &service.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if strings.Contains(log.String(), "were sealed") {
+		t.Errorf("a new database's start sealed what it found:\n%s", log.String())
+	}
+	p := raycompat.Packages{Dir: dir, Key: instanceKey(t, cfg.V2.SQLite.DBPath)}
+	if _, ok, err := p.Get("gcs://" + name); ok || err == nil {
+		t.Errorf("a job's file found by a new database's start is served as a kept package")
+	}
+}
+
+// instanceKey is the database's instance key, read as the service reads it.
+func instanceKey(t *testing.T, path string) []byte {
+	t.Helper()
+	raw, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var key []byte
+	if err := raw.QueryRow(`SELECT key FROM instance`).Scan(&key); err != nil {
+		t.Fatal(err)
+	}
+	return key
 }
