@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,5 +94,23 @@ func TestAUserFollowsBoundedlyManyLogsAtOnce(t *testing.T) {
 	}
 	if !freed {
 		t.Errorf("bob's follows stayed refused after his earlier ones ended")
+	}
+}
+
+// TestAJSONJobspecWithAnEscapedPairIsTaken: a JSON jobspec with a character outside the Basic Multilingual Plane
+// escaped as its UTF-16 surrogate pair (what Python's json.dumps writes by default) holds that character, as
+// resubmit and secrets take it; the YAML parser the jobspec goes through refused the escape ("not valid YAML or
+// JSON"). A lone half is still refused, saying what to send instead.
+func TestAJSONJobspecWithAnEscapedPairIsTaken(t *testing.T) {
+	base := usersServer(t)
+	body := `{"workload":"ppo","nnodes":1,"n_gpus_per_node":4,"model_path":"/m","train_file":"/t","val_file":"/v","env":{"X":"\ud83d\ude00"}}`
+	resp, b := do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/json", body, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "😀") {
+		t.Errorf("a JSON jobspec with an escaped pair: %d %s; want 200 with the character", resp.StatusCode, b)
+	}
+	lone := strings.Replace(body, `\ude00`, ``, 1)
+	resp, b = do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/json", lone, nil)
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "surrogate") {
+		t.Errorf("a JSON jobspec with a lone half: %d %s; want 400 saying so", resp.StatusCode, b)
 	}
 }

@@ -15,6 +15,7 @@ package jobspec
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -180,6 +181,17 @@ func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 			heavyHook(true)
 			defer heavyHook(false)
 		}
+	}
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '{' && bytes.Contains(body, []byte(`\u`)) &&
+		json.Valid(body) {
+		// JSON escapes a character outside the Basic Multilingual Plane as a UTF-16 surrogate pair (Python's
+		// json.dumps does by default), which the YAML parser refuses: the pairs become their characters (the same
+		// JSON value), and a lone half, which is no character, is refused saying so.
+		if mvp.LoneSurrogate(body) {
+			return nil, invalid("", "the jobspec escapes half of a UTF-16 surrogate pair alone (\\uD800 to \\uDFFF "+
+				"without its other half), which is no character; send the character itself, or both halves of its pair")
+		}
+		body = mvp.JoinSurrogatePairs(body)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	var doc yaml.Node

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // JSONError rewrites a JSON decoding error in JSON's words: a value of the wrong type names its key and what it
@@ -93,4 +95,44 @@ func LoneSurrogate(body []byte) bool {
 		}
 	}
 	return false
+}
+
+// JoinSurrogatePairs returns the JSON text body with every escaped UTF-16 surrogate pair ("\ud83d\ude00", what
+// Python's json.dumps writes for a character outside the Basic Multilingual Plane) replaced by the character
+// itself in UTF-8: the same JSON value, which a YAML parser (which refuses such escapes) then reads as JSON does.
+// Everything else, lone halves included, is left as it is. body must be valid JSON (json.Valid): its escapes are
+// then all within strings.
+func JoinSurrogatePairs(body []byte) []byte {
+	hex4 := func(j int) (rune, bool) { // the \uXXXX escape at body[j:], if there is one
+		if j+6 > len(body) || body[j] != '\\' || body[j+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(body[j+2:j+6]), 16, 32)
+		return rune(n), err == nil
+	}
+	var out []byte
+	last := 0
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		hi, ok := hex4(i)
+		if !ok {
+			i++ // \" \\ \n …: its character is not an escape's start
+			continue
+		}
+		lo, ok := hex4(i + 6)
+		if hi < 0xD800 || hi > 0xDBFF || !ok || lo < 0xDC00 || lo > 0xDFFF {
+			i += 5
+			continue
+		}
+		out = append(out, body[last:i]...)
+		out = utf8.AppendRune(out, utf16.DecodeRune(hi, lo))
+		i += 11
+		last = i + 1
+	}
+	if out == nil {
+		return body
+	}
+	return append(out, body[last:]...)
 }
