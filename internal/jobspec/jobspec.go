@@ -520,7 +520,7 @@ func (s *Spec) Validate() error {
 			return invalid(f, "%q is not a Hydra override key=value (e.g. trainer.total_epochs=1)", clip(o))
 		}
 		if len(o) > maxValue || strings.ContainsAny(v, "\x00\n\r") {
-			return invalid(f, "the value must be one line of at most %d characters", maxValue)
+			return invalid(f, "the value must be one line of at most %d bytes", maxValue)
 		}
 		// The key as Hydra applies it: without +, ++ or ~, and without an @package.
 		key, _, _ := strings.Cut(strings.TrimLeft(k, "+~"), "@")
@@ -542,7 +542,7 @@ func (s *Spec) Validate() error {
 			}
 		}
 		if total += len(o); total > maxOverrideBytes {
-			return invalid("overrides", "the overrides come to more than %d characters in all: Ray runs them as one "+
+			return invalid("overrides", "the overrides come to more than %d bytes in all: Ray runs them as one "+
 				"command line, which the operating system limits", maxOverrideBytes)
 		}
 	}
