@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
+	"unicode"
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/recurring"
@@ -40,6 +42,12 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.Cron == "" {
 		return mvp.Errorf(mvp.CodeInvalid, "cron", "cron is required, e.g. \"0 2 * * *\" or \"@every 1h\"")
+	}
+	if strings.ContainsFunc(req.Cron, func(r rune) bool { return r != '\t' && unicode.IsControl(r) }) {
+		// The parser splits the fields on any white space, and the line is kept and shown as written: a line end
+		// or an escape in it would break, or drive, the terminal of whoever lists the schedules.
+		return mvp.Errorf(mvp.CodeInvalid, "cron", "cron %q holds a control character; separate its fields with "+
+			"spaces", clip(req.Cron))
 	}
 	if req.Timezone == "" {
 		req.Timezone = "UTC"

@@ -57,6 +57,9 @@ func TestScheduleBadRequests(t *testing.T) {
 		{with("cron", "every day"), "cron", "5 fields"},
 		{with("cron", "@every 100ms"), "cron", "at least 1s"},
 		{with("cron", "0 0 30 2 *"), "cron", "never"}, // 30 February
+		// Control characters the parser takes as spaces, kept as written and shown (a table's rows broken).
+		{with("cron", "0 2 * * *\r\v\f"), "cron", "control character"},
+		{with("cron", "0\x1b[2J 2 * * *"), "cron", "control character"},
 		{with("timezone", "Nowhere/City"), "timezone", "IANA"},
 		{with("overlap", "parallel"), "overlap", "skip"},
 		{with("jobspec", nil), "jobspec", "required"},
