@@ -854,12 +854,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("v2.scheduler.starvation_s: %s must not be negative (0 turns the starvation bound off; "+
 			"leave it out for the default, %s)", number(s.StarvationS), number(DefaultStarvationS))
 	}
-	return validateUsers(v.Auth)
+	return validateUsers(v.Auth, map[string]string{v.Ray.TokenEnv: "v2.ray.token_env (Ray's token)",
+		v.Secrets.KeyEnv: "v2.secrets.key_env (the key that seals every secret)"})
 }
 
 // validateUsers checks v2.auth.users: names that are valid and unique (and not the operator's), token variables
-// that are names and not shared, limits in range.
-func validateUsers(a Auth) error {
+// that are names and not shared (with each other, the operator's, or reserved: the other variables mvp reads,
+// whose values a user's token would then be), limits in range.
+func validateUsers(a Auth, reserved map[string]string) error {
 	names, envs := map[string]bool{}, map[string]string{a.TokenEnv: "v2.auth.token_env"}
 	for k, u := range a.Users {
 		at := fmt.Sprintf("v2.auth.users[%d]", k)
@@ -876,6 +878,10 @@ func validateUsers(a Auth) error {
 		if !validEnvName(u.TokenEnv) {
 			return fmt.Errorf("%s.token_env: %q is not an environment variable name (the token itself never goes in "+
 				"the file)", at, u.TokenEnv)
+		}
+		if what, ok := reserved[u.TokenEnv]; ok {
+			return fmt.Errorf("%s.token_env: %s is the variable of %s: the user's API token would be that value; "+
+				"give the user a variable of its own", at, u.TokenEnv, what)
 		}
 		if prev, dup := envs[u.TokenEnv]; dup {
 			return fmt.Errorf("%s.token_env: %s is already the token variable of %s; give each user its own", at,

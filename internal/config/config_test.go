@@ -201,6 +201,9 @@ func TestUsersKeys(t *testing.T) {
 		{`{name: a, token_env: MVP_INTERNAL_TOKEN}`, "already"},
 		{`{name: a, token_env: T1}, {name: a, token_env: T2}`, "twice"},
 		{`{name: a, token_env: T1}, {name: b, token_env: T1}`, "already"},
+		// A user's token would be Ray's token, or the key that seals every secret.
+		{`{name: a, token_env: RAY_AUTH_TOKEN}`, "v2.ray.token_env"},
+		{`{name: a, token_env: MVP_SECRETS_KEY}`, "v2.secrets.key_env"},
 		{`{name: a, token_env: T1, max_priority: 101}`, "max_priority"},
 		{`{name: a, token_env: T1, max_gpus: -1}`, "v2.auth.users[0].max_gpus (line 1): -1 must not be negative"},
 		{`{name: a, token_env: T1, max_queued: -1}`, "v2.auth.users[0].max_queued (line 1): -1 must not be negative"},
