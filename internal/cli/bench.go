@@ -44,7 +44,7 @@ func runBenchLoad(ctx context.Context, args []string, env Env) error {
 	clients := fs.Int("clients", 64, "concurrent clients")
 	duration := fs.Duration("duration", 10*time.Second, "how long to run")
 	share := fs.Float64("submit-share", 0.5, "share of operations that are submits (1: submits only)")
-	file := fs.String("f", "", "jobspec to submit (default: a 1×16 PPO spec, which waits in the queue)")
+	file := fs.String("f", "", "jobspec to submit (default: a 1×16 PPO spec, which waits in the queue; the tasks submitted stay on the server: load one of its own, not a shared one)")
 	out := fs.String("o", "table", "output: table or json")
 	pid := fs.Int("server-pid", 0, "the server's process id: report its CPU time during the run (Linux)")
 	noVerify := fs.Bool("no-verify", false, "do not read back the acknowledged submits")

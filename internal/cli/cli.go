@@ -60,11 +60,13 @@ Usage:
   mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]   a new task from the task's stored spec
   mvp secrets list | put NAME [--from-file F] | delete NAME [--owner USER]   write-only secrets (put reads the value from stdin)
   mvp bench load [--clients N] [--duration D] [--submit-share S] [-f job.yaml]   load the API; report throughput and latency
+                                                (its tasks stay queued on that server: use a server of its own)
   mvp bench minimal-server --listen ADDR --db FILE | raw-fsync --db FILE [--n N]   P1's yardsticks (make bench)
   mvp doctor [--config dev.yaml] [--gpus N] [--num-gpus]      this node's GPUs (NVML) and its readiness as a Ray worker
   mvp backup [--config dev.yaml] [--db-path P] FILE            a consistent copy of mvp's database, safe while it runs
   mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--policy NAME|all] [-o json]   replay a trace (no Ray)
   mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] -o FILE.csv     make a trace
+  mvp sim bound --trace FILE.csv --nodes N --gpus-per-node G --max-wait-s W       lower bounds any policy is held to
   mvp version                                   the git commit this binary was built from
 
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN (the
