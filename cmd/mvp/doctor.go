@@ -6,13 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"strconv"
 
 	"github.com/mvp2/mvp/internal/cli"
-	"github.com/mvp2/mvp/internal/config"
 	"github.com/mvp2/mvp/internal/doctor"
 	"github.com/mvp2/mvp/internal/gpu"
 	"github.com/mvp2/mvp/internal/ray"
@@ -62,11 +60,8 @@ func runDoctor(ctx context.Context, args []string) error {
 		fmt.Println(n)
 		return nil
 	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := cli.LoadConfig(*cfgPath)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return cli.Usage(err) // the command names a file it cannot read
-		}
 		return err
 	}
 	o.Ray = ray.New(ray.Options{DashboardURL: cfg.Address, Token: os.Getenv(cfg.V2.Ray.TokenEnv), Timeout: cfg.V2.Ray.RequestTimeout()})

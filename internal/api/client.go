@@ -165,7 +165,7 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 			return nil, fmt.Errorf("%s %s: the server at %s took the connection but has not answered in %s: is MVP_ADDR "+
 				"mvp's address (the URL mvp serve printed), and is mvp serve running well there (its log)? %s", method,
 				path, c.Addr, wait, what)
-		case ctx.Err() != nil && method != http.MethodGet && method != http.MethodHead && q.Get("dry_run") != "true":
+		case ctx.Err() != nil && changes(method, q):
 			// Stopped by the caller (Ctrl-C) while it waited: the request may have reached the server whole.
 			return nil, fmt.Errorf("%s %s: stopped before the server at %s answered (%w): the request may have been "+
 				"carried out; look before repeating it (after a submit: mvp list)", method, path, c.Addr, context.Cause(ctx))
@@ -221,7 +221,7 @@ func (c *Client) JSON(ctx context.Context, method, path string, q url.Values, bo
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		// The status came, the body did not: a change the status says was made was made.
-		if method != http.MethodGet && method != http.MethodHead && q.Get("dry_run") != "true" {
+		if changes(method, q) {
 			return nil, fmt.Errorf("%s %s: the server at %s took the request (HTTP %d) but its answer was cut off "+
 				"(%w): it was carried out; look before repeating it (after a submit: mvp list)", method, path, c.Addr,
 				resp.StatusCode, err)
@@ -499,4 +499,9 @@ func (c *Client) Users(ctx context.Context) (*UserList, json.RawMessage, error) 
 	var l UserList
 	raw, err := c.JSON(ctx, "GET", "/api/v2/users", nil, nil, "", &l)
 	return &l, raw, err
+}
+
+// changes reports whether a request may change what the server holds: not a read, not a dry run.
+func changes(method string, q url.Values) bool {
+	return method != http.MethodGet && method != http.MethodHead && q.Get("dry_run") != "true"
 }

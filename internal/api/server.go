@@ -1473,9 +1473,7 @@ func decodeJSON(body []byte, v any) error {
 
 // errLoneSurrogate is decodeJSON's refusal of a string that escapes half of a UTF-16 surrogate pair alone. It
 // names no part of the value (a secret's).
-var errLoneSurrogate = errors.New(`a string escapes half of a UTF-16 surrogate pair alone (\uD800 to \uDFFF ` +
-	`without its other half), which is no character: JSON decoders replace it with U+FFFD, a value that was not sent; ` +
-	`send the character itself, or both halves of its pair`)
+var errLoneSurrogate = errors.New("a string " + mvp.LoneSurrogateWhy)
 
 // duplicateKey returns a key given twice in one JSON object of body ("" when none, or when body is not JSON:
 // decoding says so). Go's decoder keeps the last of them silently, as the jobspec's YAML does not. At the top level,

@@ -33,11 +33,8 @@ func runBackup(ctx context.Context, args []string, env Env) error {
 	}
 	path := *dbPath
 	if path == "" {
-		cfg, err := config.Load(*cfgPath)
+		cfg, err := LoadConfig(*cfgPath)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-				return usageError{err} // the command names a file it cannot read
-			}
 			return err
 		}
 		path = cfg.V2.SQLite.DBPath
@@ -48,4 +45,13 @@ func runBackup(ctx context.Context, args []string, env Env) error {
 	}
 	fmt.Fprintf(env.Stdout, "backed up %s to %s: %d tasks, integrity ok\n", path, flags.Arg(0), n)
 	return nil
+}
+
+// LoadConfig is config.Load of a file the command names (--config): one it cannot read is a usage error (exit 2).
+func LoadConfig(path string) (*config.Config, error) {
+	cfg, err := config.Load(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return nil, usageError{err}
+	}
+	return cfg, err
 }

@@ -188,8 +188,7 @@ func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 		// json.dumps does by default), which the YAML parser refuses: the pairs become their characters (the same
 		// JSON value), and a lone half, which is no character, is refused saying so.
 		if mvp.LoneSurrogate(body) {
-			return nil, invalid("", "the jobspec escapes half of a UTF-16 surrogate pair alone (\\uD800 to \\uDFFF "+
-				"without its other half), which is no character; send the character itself, or both halves of its pair")
+			return nil, invalid("", "the jobspec %s", mvp.LoneSurrogateWhy)
 		}
 		body = mvp.JoinSurrogatePairs(body)
 	}

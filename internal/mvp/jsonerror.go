@@ -56,17 +56,39 @@ func jsonKind(t reflect.Type) string {
 	return "a JSON value"
 }
 
+// LoneSurrogateWhy says, after what holds one ("the jobspec "), why a lone surrogate escape is refused and what to
+// send instead: the one wording of every refusal of LoneSurrogate's.
+const LoneSurrogateWhy = `escapes half of a UTF-16 surrogate pair alone (\uD800 to \uDFFF without its other half), ` +
+	`which is no character (JSON decoders would make it U+FFFD, a value that was not sent); send the character ` +
+	`itself, or both halves of its pair`
+
+// unicodeEscape returns the code unit of the \uXXXX escape at body[j:], if there is one there.
+func unicodeEscape(body []byte, j int) (rune, bool) {
+	if j+6 > len(body) || body[j] != '\\' || body[j+1] != 'u' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(body[j+2:j+6]), 16, 32)
+	return rune(n), err == nil
+}
+
+// surrogatePair reports whether the escapes at body[i:] and body[i+6:] are a high and a low surrogate, and the
+// character they make.
+func surrogatePair(body []byte, i int) (rune, bool) {
+	hi, ok := unicodeEscape(body, i)
+	if !ok || hi < 0xD800 || hi > 0xDBFF {
+		return 0, false
+	}
+	lo, ok := unicodeEscape(body, i+6)
+	if !ok || lo < 0xDC00 || lo > 0xDFFF {
+		return 0, false
+	}
+	return utf16.DecodeRune(hi, lo), true
+}
+
 // LoneSurrogate reports whether a JSON string in body escapes half of a UTF-16 surrogate pair alone: a high half
 // ("\ud800") not followed at once by a low one, or a low half ("\udc00") first. Go's decoder silently makes it
 // U+FFFD, so the value decoded would not be the value sent (YAML parsers refuse it instead).
 func LoneSurrogate(body []byte) bool {
-	half := func(j int) (rune, bool) { // the \uXXXX escape at body[j:], if there is one
-		if j+6 > len(body) || body[j] != '\\' || body[j+1] != 'u' {
-			return 0, false
-		}
-		n, err := strconv.ParseUint(string(body[j+2:j+6]), 16, 32)
-		return rune(n), err == nil
-	}
 	in := false
 	for i := 0; i < len(body); i++ {
 		switch body[i] {
@@ -76,20 +98,15 @@ func LoneSurrogate(body []byte) bool {
 			if !in {
 				continue
 			}
-			r, ok := half(i)
+			r, ok := unicodeEscape(body, i)
 			if !ok {
 				i++ // another escape (\" \\ \n …), or a malformed one the decoder refuses
 				continue
 			}
-			switch {
-			case r >= 0xDC00 && r <= 0xDFFF:
-				return true
-			case r >= 0xD800 && r <= 0xDBFF:
-				lo, ok := half(i + 6)
-				if !ok || lo < 0xDC00 || lo > 0xDFFF {
-					return true
-				}
+			if _, pair := surrogatePair(body, i); pair {
 				i += 6 // the pair's low half
+			} else if utf16.IsSurrogate(r) {
+				return true
 			}
 			i += 5
 		}
@@ -103,31 +120,23 @@ func LoneSurrogate(body []byte) bool {
 // Everything else, lone halves included, is left as it is. body must be valid JSON (json.Valid): its escapes are
 // then all within strings.
 func JoinSurrogatePairs(body []byte) []byte {
-	hex4 := func(j int) (rune, bool) { // the \uXXXX escape at body[j:], if there is one
-		if j+6 > len(body) || body[j] != '\\' || body[j+1] != 'u' {
-			return 0, false
-		}
-		n, err := strconv.ParseUint(string(body[j+2:j+6]), 16, 32)
-		return rune(n), err == nil
-	}
 	var out []byte
 	last := 0
 	for i := 0; i < len(body); i++ {
 		if body[i] != '\\' {
 			continue
 		}
-		hi, ok := hex4(i)
-		if !ok {
+		if _, ok := unicodeEscape(body, i); !ok {
 			i++ // \" \\ \n …: its character is not an escape's start
 			continue
 		}
-		lo, ok := hex4(i + 6)
-		if hi < 0xD800 || hi > 0xDBFF || !ok || lo < 0xDC00 || lo > 0xDFFF {
+		r, ok := surrogatePair(body, i)
+		if !ok {
 			i += 5
 			continue
 		}
 		out = append(out, body[last:i]...)
-		out = utf8.AppendRune(out, utf16.DecodeRune(hi, lo))
+		out = utf8.AppendRune(out, r)
 		i += 11
 		last = i + 1
 	}

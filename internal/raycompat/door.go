@@ -138,9 +138,7 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 	}
 	if mvp.LoneSurrogate(body) {
 		// Go's decoder would make it U+FFFD: the job would run an entrypoint not sent.
-		return mvp.Errorf(mvp.CodeInvalid, "", "the job submission escapes half of a UTF-16 surrogate pair alone "+
-			"(\\uD800 to \\uDFFF without its other half), which is no character; send the character itself, or both "+
-			"halves of its pair")
+		return mvp.Errorf(mvp.CodeInvalid, "", "the job submission %s", mvp.LoneSurrogateWhy)
 	}
 	var req submitRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
