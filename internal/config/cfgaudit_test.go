@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // TestARayTokenEnvThatIsNotAVariableNameIsRefused: v2.ray.token_env names the variable with Ray's token, as
@@ -137,5 +139,29 @@ func TestAValueErrorNamesTheLine(t *testing.T) {
 	_, err := Parse([]byte("address: 'http://h:8265'\nv2: {scheduler: {default_max_runtime_s: 2592001}}\n"))
 	if err == nil || strings.Contains(err.Error(), "(line") && !strings.Contains(err.Error(), "default_max_runtime_s (line 2)") {
 		t.Errorf("%v", err)
+	}
+}
+
+// TestAnEmptyPolicyIsNotTakenForTheDefault: `v2.scheduler.policy: ""` silently meant the default policy, where an
+// empty token variable, key variable or schedule is refused naming the key. It is refused too, saying to leave the
+// key out for the default and naming every policy (scheduler.PolicyNames); left out or null, it is the default.
+func TestAnEmptyPolicyIsNotTakenForTheDefault(t *testing.T) {
+	for _, y := range []string{"v2:\n  scheduler:\n    policy: ''\n", "v2: {scheduler: {policy: \"\"}}\n"} {
+		_, err := Parse([]byte(y))
+		if err == nil || !strings.HasPrefix(err.Error(), "v2.scheduler.policy (line ") ||
+			!strings.Contains(err.Error(), "leave the key out") {
+			t.Errorf("%q: %v, want an error naming v2.scheduler.policy that says to leave the key out", y, err)
+			continue
+		}
+		for _, name := range scheduler.PolicyNames {
+			if !strings.Contains(err.Error(), name) {
+				t.Errorf("%q: %v, want the policy %s named", y, err, name)
+			}
+		}
+	}
+	for _, y := range []string{"v2:\n  scheduler:\n    policy:\n", "v2: {scheduler: {tick_s: 2}}\n"} {
+		if _, err := Parse([]byte(y)); err != nil {
+			t.Errorf("%q: %v, want the default policy", y, err)
+		}
 	}
 }

@@ -118,7 +118,8 @@ type Scheduler struct {
 	MaxInfraRetries int     `yaml:"max_infra_retries"`
 	// MaxResourceRetries bounds the requeues of a task whose attempts failed for lack of resources.
 	MaxResourceRetries int `yaml:"max_resource_retries"`
-	// Policy names the queue policy (scheduler.PolicyNames lists them; "" is scheduler.DefaultPolicy).
+	// Policy names the queue policy (scheduler.PolicyNames lists them); left out it is "", which is
+	// scheduler.DefaultPolicy (written empty in the file, it is refused).
 	Policy string `yaml:"policy"`
 	// DefaultMaxRuntimeS is a task's max_runtime_s when its jobspec gives none; MaxRuntimeCapS caps what a
 	// jobspec may ask for.
@@ -514,13 +515,16 @@ func sortedKeys(m map[string]reflect.Type) []string {
 var emptyHint = map[string]string{
 	"v2.secrets.key_env":            "; to keep secret storage off, leave the variable it names unset or empty",
 	"v2.sqlite.checkpoint_schedule": "; to turn the checkpoints off, write \"off\"",
+	"v2.scheduler.policy": "; the policies are " + strings.Join(scheduler.PolicyNames, ", ") + " (the default is " +
+		scheduler.DefaultPolicy + ")",
 }
 
 // noEmptyPaths refuses a path or address the file gives as empty text (v2.api.host too: empty is not "every
 // interface" here, 0.0.0.0 is): taken for the default, it made mvp's
 // folders and database where the operator did not mean them (/private/…). So too an empty variable name (an
 // empty v2.secrets.key_env read $MVP_SECRETS_KEY) and an empty checkpoint schedule (it checkpointed every 10
-// minutes; "off" turns them off). Left out, or null, a key takes its default.
+// minutes; "off" turns them off), and an empty policy (it meant the default policy unsaid). Left out, or null, a key
+// takes its default.
 func (c *Config) noEmptyPaths(present map[string]bool) error {
 	for _, k := range []struct {
 		path, value string
@@ -530,6 +534,7 @@ func (c *Config) noEmptyPaths(present map[string]bool) error {
 		{"v2.ray.gcs_address", c.V2.Ray.GCSAddress}, {"v2.api.host", c.V2.API.Host},
 		{"v2.auth.token_env", c.V2.Auth.TokenEnv}, {"v2.ray.token_env", c.V2.Ray.TokenEnv},
 		{"v2.secrets.key_env", c.V2.Secrets.KeyEnv}, {"v2.sqlite.checkpoint_schedule", c.V2.SQLite.CheckpointSchedule},
+		{"v2.scheduler.policy", c.V2.Scheduler.Policy},
 	} {
 		if present[k.path] && strings.TrimSpace(k.value) == "" {
 			return fmt.Errorf("%s: is empty; give it a value, or leave the key out for its default (specs/config.md)%s",

@@ -529,7 +529,8 @@ func TestAnUnknownPolicyIsAConfigError(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("Load: %v; want %s", err, want)
 	}
-	for _, doc := range []string{"{}", "v2: {scheduler: {policy: fifo}}\n", "v2: {scheduler: {policy: \"\"}}\n"} {
+	// An empty policy is refused (TestAnEmptyPolicyIsNotTakenForTheDefault); left out or null, it is the default.
+	for _, doc := range []string{"{}", "v2: {scheduler: {policy: fifo}}\n", "v2: {scheduler: {policy: null}}\n"} {
 		if _, err := Parse([]byte(doc)); err != nil {
 			t.Errorf("%q: %v", doc, err)
 		}
