@@ -64,6 +64,9 @@ func runDoctor(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range cfg.Warnings { // on stderr: -o json's output stays JSON
+		fmt.Fprintf(os.Stderr, "mvp doctor: warning: config %s: %s\n", *cfgPath, w)
+	}
 	o.Ray = ray.New(ray.Options{DashboardURL: cfg.Address, Token: os.Getenv(cfg.V2.Ray.TokenEnv), Timeout: cfg.V2.Ray.RequestTimeout()})
 	o.RayAddress, o.SharedRoot = cfg.Address, cfg.SharedRoot
 	if *nodeIP != "" {

@@ -37,3 +37,15 @@ func TestDoctorOfAConfigThatCannotBeReadExitsTwo(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errb.String())
 	}
 }
+
+// TestDoctorShowsATopLevelKeyNamedAsAV2Section: mvp doctor reads the config too, and says on stderr that a
+// top-level `api:` is not read (mvp reads v2.api).
+func TestDoctorShowsATopLevelKeyNamedAsAV2Section(t *testing.T) {
+	path := writeConfig(t, "address: http://127.0.0.1:1\nshared_root: "+t.TempDir()+"\napi:\n  port: 9000\n")
+	out := stderrOf(t, func() {
+		_ = runDoctor(context.Background(), []string{"--config", path, "--gpus", "4", "--node-ip", "127.0.0.1"})
+	})
+	if !strings.Contains(out, "api (line 3)") || !strings.Contains(out, "v2.api") {
+		t.Errorf("stderr %q, want a warning naming api (line 3) and v2.api", out)
+	}
+}

@@ -69,6 +69,9 @@ func serve(ctx context.Context, args []string) error {
 		_, err := fmt.Println(localURL(cfg.V2.API.Host, cfg.V2.API.Port))
 		return err
 	}
+	for _, w := range cfg.Warnings {
+		logger.Warn("config warning", "config", *cfgPath, "warning", w)
+	}
 	m := &service.Main{Config: cfg, DBPath: *dbPath, DevGenerateToken: *devToken, ShutdownGrace: *grace,
 		Logger: logger, Stdout: os.Stdout, Crash: crashPoint(logger)}
 	if err := m.Open(ctx); err != nil {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,5 +15,51 @@ func TestABadLogLevelSaysWhichAreTaken(t *testing.T) {
 	err := serve(context.Background(), []string{"--log-level", "verbose"})
 	if err == nil || !strings.Contains(err.Error(), `"verbose"`) || !strings.Contains(err.Error(), "debug, info, warn or error") {
 		t.Errorf("serve --log-level verbose: %v; want the value and the levels it takes", err)
+	}
+}
+
+// stderrOf runs f with os.Stderr (where serve's log and doctor's warnings go) read into a string.
+func stderrOf(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = w
+	done := make(chan string)
+	go func() { b, _ := io.ReadAll(r); done <- string(b) }()
+	defer func() { os.Stderr = saved }()
+	f()
+	w.Close()
+	return <-done
+}
+
+// writeConfig writes a dev.yaml of text in a new folder and returns its path.
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "dev.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestServeLogsATopLevelKeyNamedAsAV2Section: a top-level `scheduler:` (meant as v2.scheduler) was silently not
+// read; mvp serve logs a warning at start naming the key and v2.scheduler.
+func TestServeLogsATopLevelKeyNamedAsAV2Section(t *testing.T) {
+	t.Setenv("MVP_INTERNAL_TOKEN", "") // Open stops at the missing token, after the warnings
+	dir := t.TempDir()
+	path := writeConfig(t, "shared_root: "+dir+"\nscheduler:\n  tick_s: 5\n")
+	var err error
+	log := stderrOf(t, func() {
+		err = serve(context.Background(), []string{"--config", path, "--db-path", filepath.Join(dir, "q.sqlite3")})
+	})
+	if err == nil {
+		t.Fatal("serve started without a token")
+	}
+	if !strings.Contains(log, "level=WARN msg=\"config warning\"") || !strings.Contains(log, "scheduler (line 2)") ||
+		!strings.Contains(log, "v2.scheduler") {
+		t.Errorf("log %q, want a warning naming scheduler (line 2) and v2.scheduler", log)
 	}
 }

@@ -165,3 +165,30 @@ func TestAnEmptyPolicyIsNotTakenForTheDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestATopLevelKeyNamedAsAV2SectionIsWarnedOf: a top-level scheduler: or api: (meant as v2.scheduler, v2.api)
+// was silently not read. Top-level keys are shared with the cluster's other tools, so it is not refused; Parse
+// returns a warning naming the key, its line and v2.<name>, for each of v2's sections. Other top-level keys, and
+// the sections under v2:, are not warned of.
+func TestATopLevelKeyNamedAsAV2SectionIsWarnedOf(t *testing.T) {
+	c, err := Parse([]byte("scheduler:\n  tick_s: 5\napi:\n  port: 9000\nsomething_else: 1\nv2:\n  api:\n    port: 9001\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 2 || !strings.HasPrefix(c.Warnings[0], "scheduler (line 1):") ||
+		!strings.Contains(c.Warnings[0], "v2.scheduler") || !strings.HasPrefix(c.Warnings[1], "api (line 3):") ||
+		!strings.Contains(c.Warnings[1], "v2.api") {
+		t.Errorf("warnings %q, want one for scheduler (line 1) naming v2.scheduler and one for api (line 3) naming v2.api",
+			c.Warnings)
+	}
+	for _, name := range []string{"auth", "sqlite", "ray", "workloads", "metrics", "secrets"} {
+		c, err := Parse([]byte(name + ": {}\n"))
+		if err != nil || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "v2."+name) {
+			t.Errorf("top-level %s: %v, warnings %q; want one naming v2.%s", name, err, c.Warnings, name)
+		}
+	}
+	c, err = Parse([]byte("v2:\n  scheduler:\n    tick_s: 5\n"))
+	if err != nil || len(c.Warnings) != 0 {
+		t.Errorf("v2.scheduler: %v, warnings %q; want none", err, c.Warnings)
+	}
+}

@@ -1,6 +1,6 @@
 // Package config reads the cluster's shared dev.yaml: the Ray settings that other tools use too, and the v2:
-// section that belongs to mvp. Keys outside v2: that mvp does not use are ignored; an unknown key under v2: is an
-// error that names the key and its line.
+// section that belongs to mvp. Keys outside v2: that mvp does not use are ignored (one named as a v2 section is
+// warned of, in Config.Warnings); an unknown key under v2: is an error that names the key and its line.
 package config
 
 import (
@@ -40,6 +40,9 @@ type Config struct {
 	RuntimeEnv          map[string]any     `yaml:"runtime_env"`
 	UserCodePath        string             `yaml:"user_code_path"`
 	V2                  V2                 `yaml:"v2"`
+	// Warnings are what Parse found worth saying and not refusing (a top-level key named as one of v2's sections,
+	// which mvp does not read there): mvp serve logs them at start, mvp doctor prints them.
+	Warnings []string `yaml:"-"`
 }
 
 // V2 is mvp's own section.
@@ -257,6 +260,10 @@ func Parse(b []byte) (*Config, error) {
 				}
 			} else if err := checkShared(doc.Content[i], doc.Content[i+1], present); err != nil {
 				return nil, err
+			} else if k := doc.Content[i]; slices.Contains(v2Sections(), k.Value) {
+				// Not refused: the top level is shared with the cluster's other tools, one of which may use the name.
+				c.Warnings = append(c.Warnings, fmt.Sprintf("%s (line %d): not read: mvp reads only v2.%s (move the "+
+					"section under v2: if it is meant for mvp)", k.Value, k.Line, k.Value))
 			}
 		}
 		if err := doc.Decode(&c); err != nil {
@@ -274,6 +281,18 @@ func Parse(b []byte) (*Config, error) {
 		return nil, atLine(err, lines)
 	}
 	return &c, nil
+}
+
+// v2Sections are the names of v2's sections (api, auth, …), from V2's yaml tags.
+func v2Sections() []string {
+	var names []string
+	t := reflect.TypeOf(V2{})
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // noteLines records in lines the line of every key under n (dotted paths, list items as [i]) whose value is not a
@@ -332,8 +351,8 @@ func atLine(err error, lines map[string]int) error {
 func checkShared(k, v *yaml.Node, present map[string]bool) error {
 	t := reflect.TypeOf(Config{})
 	for i := 0; i < t.NumField(); i++ {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != k.Value {
-			continue
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != k.Value || name == "-" {
+			continue // "-": no key (Warnings)
 		}
 		if !isNull(v) {
 			if err := checkScalar(v, t.Field(i).Type, k.Value); err != nil {
