@@ -34,6 +34,13 @@ func serve(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
+	dbPathGiven := false
+	fs.Visit(func(f *flag.Flag) { dbPathGiven = dbPathGiven || f.Name == "db-path" })
+	if dbPathGiven && strings.TrimSpace(*dbPath) == "" {
+		// Taken as given, " " named a database file " " in the folder mvp runs in (and "" meant no flag).
+		return cli.Usage(fmt.Errorf("--db-path %q: name the database file, e.g. --db-path %s, or leave the flag out "+
+			"for the config's v2.sqlite.db_path", *dbPath, config.DefaultDBPath))
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return cli.Usage(fmt.Errorf("--log-level %q: want debug, info, warn or error (%w)", *logLevel, err))

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mvp2/mvp/internal/cli"
 )
 
 // `mvp serve --log-level verbose` answered `slog: level string "verbose": unknown name`: it named neither the
@@ -61,5 +64,21 @@ func TestServeLogsATopLevelKeyNamedAsAV2Section(t *testing.T) {
 	if !strings.Contains(log, "level=WARN msg=\"config warning\"") || !strings.Contains(log, "scheduler (line 2)") ||
 		!strings.Contains(log, "v2.scheduler") {
 		t.Errorf("log %q, want a warning naming scheduler (line 2) and v2.scheduler", log)
+	}
+}
+
+// TestABlankDBPathIsAUsageError: `mvp serve --db-path ' '` was used as given (a database file named " " in the
+// folder mvp runs in), and `--db-path ""` was taken for no flag; both are a mistake in the command (exit 2) that
+// says what to pass, before anything is read or opened.
+func TestABlankDBPathIsAUsageError(t *testing.T) {
+	t.Setenv("MVP_INTERNAL_TOKEN", "")
+	path := writeConfig(t, "shared_root: "+t.TempDir()+"\n")
+	for _, p := range []string{" ", "", "\t \n"} {
+		var out, errb bytes.Buffer
+		env := cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Serve: serve}
+		code := cli.Run(context.Background(), []string{"serve", "--config", path, "--db-path", p}, env)
+		if code != 2 || !strings.Contains(errb.String(), "--db-path") || !strings.Contains(errb.String(), "v2.sqlite.db_path") {
+			t.Errorf("--db-path %q: exit %d: %s; want exit 2 saying what to pass", p, code, errb.String())
+		}
 	}
 }
