@@ -27,7 +27,7 @@ func serve(ctx context.Context, args []string) error {
 	dbPath := fs.String("db-path", "", "override v2.sqlite.db_path")
 	grace := fs.Duration("shutdown-grace", service.DefaultShutdownGrace, "how long in-flight requests may take after SIGTERM")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file (make bench)")
-	printURL := fs.Bool("print-url", false, "print the URL at which the API answers with this config (v2.api; for scripts) and exit")
+	printURL := fs.Bool("print-url", false, "print the URL at which the API answers with this config (v2.api; for scripts) and exit; refused for port 0")
 	if err := fs.Parse(args); err != nil {
 		return cli.Usage(err)
 	}
@@ -73,6 +73,13 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	if *printURL {
+		if cfg.V2.API.Port == 0 {
+			// --print-url does not listen: the port a serving mvp gets is known to it alone (it prints "mvp: API
+			// listening on URL" at start).
+			return fmt.Errorf("--print-url: v2.api.port is 0 in %s: mvp listens on a free port the system picks at "+
+				"each start, so the config names no URL (a running mvp prints it in its log: \"mvp: API listening on "+
+				"…\"); give v2.api.port a port, or set MVP_HEALTH_URL for v2/scripts", *cfgPath)
+		}
 		_, err := fmt.Println(localURL(cfg.V2.API.Host, cfg.V2.API.Port))
 		return err
 	}

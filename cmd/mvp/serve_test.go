@@ -82,3 +82,18 @@ func TestABlankDBPathIsAUsageError(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintURLOfPortZeroIsRefused: `v2.api.port: 0` has mvp listen on a free port the system picks at each start,
+// which --print-url (it reads the config and does not listen) cannot know: it printed a URL ending in ":0", and
+// v2/scripts asked /healthz there. It is refused saying why and what to do; a port it can name is printed.
+func TestPrintURLOfPortZeroIsRefused(t *testing.T) {
+	path := writeConfig(t, "v2:\n  api:\n    port: 0\n")
+	err := serve(context.Background(), []string{"--config", path, "--print-url"})
+	if err == nil || !strings.Contains(err.Error(), "v2.api.port") || !strings.Contains(err.Error(), "MVP_HEALTH_URL") {
+		t.Errorf("--print-url of port 0: %v; want an error naming v2.api.port and MVP_HEALTH_URL", err)
+	}
+	if err := serve(context.Background(), []string{"--config", writeConfig(t, "v2:\n  api:\n    port: 9000\n"),
+		"--print-url"}); err != nil {
+		t.Errorf("--print-url of port 9000: %v", err)
+	}
+}
