@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -84,12 +85,50 @@ func (p Packages) Has(protocol, name string) (bool, error) {
 	if err := p.mounted(); err != nil {
 		return false, err
 	}
-	file, err := readRegular(path, p.maxFile())
+	fh, err := openRegular(path, p.maxFile())
 	if err != nil {
 		return false, nil
 	}
-	_, err = p.open(name, file)
-	return err == nil, nil
+	defer fh.Close()
+	return p.check(name, fh, p.maxFile()) == nil, nil
+}
+
+// check streams a kept package's file through its seal's HMAC (Has: a package may be MaxPackageBytes, and Ray's
+// client asks for it before each upload, so the file is never read whole) and returns why it is not package name
+// as mvp kept it, or nil. Like readRegular, it reads at most max bytes and refuses a file that holds more.
+func (p Packages) check(name string, r io.Reader, max int64) error {
+	if len(p.Key) == 0 {
+		n, err := io.Copy(io.Discard, io.LimitReader(r, max+1))
+		if err != nil {
+			return fmt.Errorf("read it: %w", err)
+		}
+		if n > max {
+			return fmt.Errorf("it grew past the %d bytes a package may hold while it was read", max)
+		}
+		return nil
+	}
+	head := make([]byte, len(sealMagic)+sealLen+1)
+	got, err := io.ReadFull(r, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read its seal: %w", err)
+	}
+	seal, err := sealOf(head[:got])
+	if err != nil {
+		return err
+	}
+	m := p.mac(name)
+	rest := max - int64(len(head))
+	n, err := io.Copy(m, io.LimitReader(r, rest+1))
+	if err != nil {
+		return fmt.Errorf("read it: %w", err)
+	}
+	if n > rest {
+		return fmt.Errorf("it grew past the %d bytes a package may hold while it was read", max)
+	}
+	if !hmac.Equal(seal, []byte(hex.EncodeToString(m.Sum(nil)))) {
+		return errChanged
+	}
+	return nil
 }
 
 // sealMagic is the first line of a sealed package's file; the seal (hex) is the second.
@@ -106,10 +145,17 @@ func (p Packages) maxFile() int64 {
 	return MaxPackageBytes + int64(len(sealMagic)+sealLen+1)
 }
 
-// seal is the seal of package name holding data: the hex HMAC-SHA256 of both under p.Key.
-func (p Packages) seal(name string, data []byte) string {
+// mac is the HMAC-SHA256 under p.Key of package name, to which its bytes are then written: its sum, in hex, is
+// the package's seal.
+func (p Packages) mac(name string) hash.Hash {
 	m := hmac.New(sha256.New, p.Key)
 	fmt.Fprintf(m, "mvp ray package v1\x00%s\x00", name)
+	return m
+}
+
+// seal is the seal of package name holding data: the hex HMAC-SHA256 of both under p.Key.
+func (p Packages) seal(name string, data []byte) string {
+	m := p.mac(name)
 	m.Write(data)
 	return hex.EncodeToString(m.Sum(nil))
 }
@@ -131,7 +177,24 @@ func (p Packages) open(name string, file []byte) ([]byte, error) {
 	if len(p.Key) == 0 {
 		return file, nil
 	}
-	rest, ok := bytes.CutPrefix(file, []byte(sealMagic))
+	seal, err := sealOf(file)
+	if err != nil {
+		return nil, err
+	}
+	data := file[len(sealMagic)+sealLen+1:]
+	if !hmac.Equal(seal, []byte(p.seal(name, data))) {
+		return nil, errChanged
+	}
+	return data, nil
+}
+
+// errChanged is why a file whose bytes do not match its seal is not the package mvp kept.
+var errChanged = errors.New("it is not what was uploaded through mvp: it was changed on shared_root since (a job can write there)")
+
+// sealOf returns the seal (hex) that heads a sealed package's file, given the file's first bytes (its first two
+// lines, or all of it when it is shorter), or why the file carries none.
+func sealOf(head []byte) ([]byte, error) {
+	rest, ok := bytes.CutPrefix(head, []byte(sealMagic))
 	if !ok {
 		return nil, errors.New("it carries no seal of mvp's: it was not kept by this mvp (an mvp before packages were " +
 			"sealed, or another program, wrote it)")
@@ -139,11 +202,7 @@ func (p Packages) open(name string, file []byte) ([]byte, error) {
 	if len(rest) < sealLen+1 || rest[sealLen] != '\n' {
 		return nil, errors.New("its seal is damaged")
 	}
-	data := rest[sealLen+1:]
-	if !hmac.Equal(rest[:sealLen], []byte(p.seal(name, data))) {
-		return nil, errors.New("it is not what was uploaded through mvp: it was changed on shared_root since (a job can write there)")
-	}
-	return data, nil
+	return rest[:sealLen], nil
 }
 
 // SealUnsealed seals every package kept in a file without a seal and returns how many it sealed: on an upgrade,
@@ -251,26 +310,13 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 // symlink at its name (a job can write on shared_root: a link there to a file on mvp's host, read and uploaded to
 // Ray, would hand that file to every job of the cluster) and without blocking on a FIFO.
 func readRegular(path string, max int64) ([]byte, error) {
-	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, errors.New("it is a symbolic link, not a file mvp kept")
-	}
+	fh, err := openRegular(path, max)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("it is not a regular file (%s)", fi.Mode().Type())
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("it holds %d bytes, more than a package may (%d)", fi.Size(), max)
-	}
-	// The size read above may be passed by the time the file is read (a job writing it meanwhile): what is read is
-	// checked again.
+	// The size read when it was opened may be passed by the time the file is read (a job writing it meanwhile):
+	// what is read is checked again.
 	data, err := io.ReadAll(io.LimitReader(fh, max+1))
 	if err != nil {
 		return nil, err
@@ -279,6 +325,32 @@ func readRegular(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("it grew past the %d bytes a package may hold while it was read", max)
 	}
 	return data, nil
+}
+
+// openRegular opens the file at path if it is a regular file of at most max bytes when opened, as readRegular
+// reads it (no symlink followed, no FIFO blocked on); a reader of it must still stop at max bytes.
+func openRegular(path string, max int64) (*os.File, error) {
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, errors.New("it is a symbolic link, not a file mvp kept")
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		fh.Close()
+		return nil, fmt.Errorf("it is not a regular file (%s)", fi.Mode().Type())
+	}
+	if fi.Size() > max {
+		fh.Close()
+		return nil, fmt.Errorf("it holds %d bytes, more than a package may (%d)", fi.Size(), max)
+	}
+	return fh, nil
 }
 
 // Uploader is the Ray client the scheduler submits with: before each submission it uploads to Ray the packages

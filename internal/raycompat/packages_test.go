@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +147,21 @@ func TestAPackageReadIsNeverLongerThanTheCap(t *testing.T) {
 	if data, err := readRegular("/proc/self/status", 1<<20); err != nil || len(data) == 0 {
 		t.Errorf("a file within its cap: %d bytes, %v", len(data), err)
 	}
+	// Has's streamed check stops at its cap as well, sealed or not.
+	for _, p := range []Packages{{}, {Key: []byte("0123456789abcdef0123456789abcdef")}} {
+		fh, err := os.Open("/proc/self/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.check("x", strings.NewReader(sealMagic+strings.Repeat("0", sealLen)+"\n"+strings.Repeat("z", 100)), 150)
+		if err == nil || !strings.Contains(err.Error(), "grew past the 150 bytes") {
+			t.Errorf("key %q: check of a sealed file past its cap: %v", p.Key, err)
+		}
+		if err := p.check("x", fh, 10); err == nil {
+			t.Errorf("key %q: check of a file capped at 10 passed", p.Key)
+		}
+		fh.Close()
+	}
 }
 
 // TestAKeptPackageReplacedByAJobIsRefused: every job can write on shared_root, so one could replace a package the
@@ -231,6 +247,55 @@ func TestAKeptPackageReplacedByAJobIsRefused(t *testing.T) {
 		t.Errorf("a file too large in its place: Has = %v, %v; want false, nil", ok, err)
 	}
 	put() // uploaded again, it is kept
+}
+
+// largeSealedPackage keeps a sealed package of size bytes and returns the Packages that keeps it and its name.
+func largeSealedPackage(tb testing.TB, size int) (Packages, string) {
+	tb.Helper()
+	p := Packages{Dir: tb.TempDir(), Key: []byte("0123456789abcdef0123456789abcdef")}
+	name := "_ray_pkg_0123456789abcdef.zip"
+	if err := p.Put(PackageProtocol, name, []byte(strings.Repeat("z", size))); err != nil {
+		tb.Fatal(err)
+	}
+	return p, name
+}
+
+// TestHasOfALargePackageDoesNotReadItIntoMemory: Ray's client asks whether a package is kept (GET of the door's
+// package endpoint) before each upload, and a package may be up to MaxPackageBytes; Has checks the seal by
+// streaming the file through the HMAC, so what it allocates does not grow with the package. A property of memory,
+// not of time: a 20 MiB package checked with less than 1 MiB allocated.
+func TestHasOfALargePackageDoesNotReadItIntoMemory(t *testing.T) {
+	const size = 20 << 20
+	p, name := largeSealedPackage(t, size)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ok, err := p.Has(PackageProtocol, name)
+	runtime.ReadMemStats(&after)
+	if !ok || err != nil {
+		t.Fatalf("Has of a large package just kept = %v, %v", ok, err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("Has of a %d-byte package allocated %d bytes; want under 1 MiB (the file streamed, not read whole)",
+			size, alloc)
+	}
+	// Get still returns the package whole, as checked.
+	if data, ok, err := p.Get(PackageProtocol + "://" + name); len(data) != size || !ok || err != nil {
+		t.Errorf("Get of a large package = %d bytes, %v, %v", len(data), ok, err)
+	}
+}
+
+// BenchmarkHasOfALargePackage is Has of a 20 MiB sealed package (the door's GET of a package before an upload).
+func BenchmarkHasOfALargePackage(b *testing.B) {
+	const size = 20 << 20
+	p, name := largeSealedPackage(b, size)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, err := p.Has(PackageProtocol, name); !ok || err != nil {
+			b.Fatalf("Has = %v, %v", ok, err)
+		}
+	}
 }
 
 // TestConcurrentUploadsOfOnePackageKeepOneWhole: two clients zipping one folder upload under one name (the name is
