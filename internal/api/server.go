@@ -1186,6 +1186,11 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 			return nil // the client went away
 		}
 		if err != nil && sent == 0 && wrote == 0 {
+			// Nothing was sent: the answer is an error, in the one JSON shape, without the log's headers set above
+			// (a client took the attempt header and the declared trailer for an attempt's empty log).
+			for _, h := range []string{"Content-Type", "X-Content-Type-Options", "Trailer", LogAttemptHeader} {
+				w.Header().Del(h)
+			}
 			return err
 		}
 		if wrote > 0 {
@@ -1331,6 +1336,9 @@ type errWriter struct {
 func (c *errWriter) Write(p []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err
+	}
+	if len(p) == 0 {
+		return 0, nil // an empty write would send the answer's status and headers, before an error is known
 	}
 	n, err := c.w.Write(p)
 	c.err = err
