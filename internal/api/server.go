@@ -1126,6 +1126,7 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	follow = follow && r.Method != http.MethodHead // a HEAD waits for nothing (see below)
 	if follow {
 		done, err := s.beginFollow(mvp.CallerOf(r.Context()))
 		if err != nil {
@@ -1171,6 +1172,11 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Trailer", LogEndTrailer)
 	w.Header().Set(LogAttemptHeader, strconv.Itoa(n))
+	if r.Method == http.MethodHead {
+		// The headers alone: neither the log read (a copy from Ray) nor, with follow, a stream held open to the
+		// attempt's end for a body that is thrown away.
+		return nil
+	}
 	var sent int64
 	for {
 		began := time.Now()
