@@ -973,11 +973,35 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if len(tasks) == 0 && f.Cursor == "" && f.Owner != "" {
+		if err := s.anOwner(r.Context(), f.Owner); err != nil {
+			return err
+		}
+	}
 	if tasks == nil {
 		tasks = []*mvp.Task{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tasks": tasks, "next_cursor": next})
 	return nil
+}
+
+// anOwner refuses a listing's owner= that names no one: not the operator, no user of v2.auth.users, and the owner
+// of no task kept (a user since removed from the config still owns theirs). A typo listed nothing, as if the user
+// had no tasks.
+func (s *Server) anOwner(ctx context.Context, o string) error {
+	if o == mvp.Operator || s.user(mvp.Caller{Name: o}) != nil {
+		return nil
+	}
+	owned, _, err := s.Store.ListTasks(ctx, mvp.TaskFilter{Owner: o, Limit: 1})
+	if err != nil || len(owned) > 0 {
+		return err
+	}
+	names := []string{mvp.Operator}
+	for _, u := range s.Users {
+		names = append(names, u.Name)
+	}
+	return mvp.Errorf(mvp.CodeInvalid, "owner", "owner=%s is no user of v2.auth.users, nor the operator, and owns no "+
+		"task: the users are %s (mvp users)", clip(o), strings.Join(names, ", "))
 }
 
 func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) error {

@@ -615,3 +615,30 @@ func TestUsersAnswerHasEveryDocumentedKey(t *testing.T) {
 		}
 	}
 }
+
+// TestListingTheTasksOfNoOneSaysSo: the operator's `mvp list --owner alcie` (a typo of alice) was an empty table,
+// exit 0, as if alice had no tasks, where PUT /secrets?owner=alcie is 400. A name that is no user of
+// v2.auth.users, nor the operator, nor the owner of any task kept (a user since removed from the config) is 400
+// naming the users; a user with no tasks lists empty.
+func TestListingTheTasksOfNoOneSaysSo(t *testing.T) {
+	m := usersMain(t, servicetest.OneNode(4), nil, 60)
+	base := m.URL()
+	at := time.Now()
+	if err := m.Store().CreateTask(context.Background(), &mvp.Task{ID: "mvp2-ppo-20251223-143201-0c01",
+		Workload: mvp.WorkloadPPO, State: mvp.StateQueued, NNodes: 1, GPUsPerNode: 1, JobSpecYAML: "x",
+		SpecJSON: []byte("{}"), CreatedAt: at, UpdatedAt: at, Owner: "carol"}); err != nil {
+		t.Fatal(err)
+	}
+	resp, b := do(t, base, "GET", "/api/v2/tasks?owner=alcie", "", "", nil)
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "alcie") || !strings.Contains(string(b), "alice, bob") {
+		t.Errorf("the operator listing owner=alcie: %d %s; want 400 naming it and the users", resp.StatusCode, b)
+	}
+	for _, o := range []string{"alice", "operator", "carol"} {
+		if resp, b := do(t, base, "GET", "/api/v2/tasks?owner="+o, "", "", nil); resp.StatusCode != 200 {
+			t.Errorf("the operator listing owner=%s: %d %s; want 200", o, resp.StatusCode, b)
+		}
+	}
+	if _, b := do(t, base, "GET", "/api/v2/tasks?owner=carol", "", "", nil); !strings.Contains(string(b), `"owner":"carol"`) {
+		t.Errorf("carol (removed from the config) has a task: %s", b)
+	}
+}
