@@ -334,9 +334,22 @@ func (c *Client) Logs(ctx context.Context, id string, attempt int, follow bool, 
 // LogsOf is Logs, and returns the attempt whose log it copied, as the server names it (LogAttemptHeader; 0 from a
 // server that does not).
 func (c *Client) LogsOf(ctx context.Context, id string, attempt int, follow bool, w io.Writer) (n int, err error) {
+	return c.LogsFrom(ctx, id, attempt, 0, follow, w)
+}
+
+// ErrFollowCut is in LogsFrom's error when a followed log stopped before its attempt ended, the connection cut or
+// the server stopping (a restart): what was copied to w is the log's first bytes, whole, and asking again from
+// where they end (offset) follows on.
+var ErrFollowCut = errors.New("the follow stopped before the attempt ended")
+
+// LogsFrom is LogsOf from byte offset of the log on.
+func (c *Client) LogsFrom(ctx context.Context, id string, attempt int, offset int64, follow bool, w io.Writer) (n int, err error) {
 	q := url.Values{}
 	if attempt > 0 {
 		q.Set("attempt", strconv.Itoa(attempt))
+	}
+	if offset > 0 {
+		q.Set("offset", strconv.FormatInt(offset, 10))
 	}
 	if follow {
 		q.Set("follow", "true")
@@ -351,7 +364,7 @@ func (c *Client) LogsOf(ctx context.Context, id string, attempt int, follow bool
 		cut := errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 		if follow && cut {
 			return n, fmt.Errorf("the connection to the server was cut before the attempt of %s ended (%w; the server "+
-				"went away?): run the same command again once it is back to follow on", id, err)
+				"went away?): run the same command again once it is back to follow on: %w", id, err, ErrFollowCut)
 		}
 		if cut {
 			return n, fmt.Errorf("the log of %s was cut off in transit (%w): what was printed is incomplete; run the "+
@@ -365,7 +378,7 @@ func (c *Client) LogsOf(ctx context.Context, id string, attempt int, follow bool
 	}
 	if follow && resp.Trailer.Get(LogEndTrailer) == LogEndStopping {
 		return n, fmt.Errorf("the server is stopping (a restart?) before the attempt of %s ended: run the same command "+
-			"again once it is back to follow on", id)
+			"again once it is back to follow on: %w", id, ErrFollowCut)
 	}
 	return n, nil
 }

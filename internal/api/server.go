@@ -129,7 +129,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v2/tasks/{task_id}", true, s.getTask, false, nil},
 		{"POST", "/api/v2/tasks/{task_id}/cancel", true, s.cancelTask, false, nil},
 		{"POST", "/api/v2/tasks/{task_id}/resubmit", true, s.resubmitTask, false, []string{"dry_run"}},
-		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs, false, []string{"attempt", "follow"}},
+		{"GET", "/api/v2/tasks/{task_id}/logs", true, s.taskLogs, false, []string{"attempt", "follow", "offset"}},
 		{"GET", "/api/v2/tasks/{task_id}/events", true, s.taskEvents, false, []string{"limit", "cursor"}},
 		{"POST", "/api/v2/schedules", true, s.createSchedule, false, nil},
 		{"GET", "/api/v2/schedules", true, s.listSchedules, false, []string{"owner"}},
@@ -1151,6 +1151,11 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	follow = follow && r.Method != http.MethodHead // a HEAD waits for nothing (see below)
+	// offset: the log from that byte on (a follower that was cut off asks again from where it stopped).
+	offset, err := offsetParam(r)
+	if err != nil {
+		return err
+	}
 	if follow {
 		done, err := s.beginFollow(mvp.CallerOf(r.Context()))
 		if err != nil {
@@ -1201,16 +1206,16 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 		// attempt's end for a body that is thrown away.
 		return nil
 	}
-	var sent int64
+	var sent int64 // bytes of this answer
 	for {
 		began := time.Now()
 		cw := &errWriter{w: w}
 		var wrote int64
 		var done, streamed bool
 		if follow {
-			wrote, done, streamed, err = s.followLog(r.Context(), t.ID, n, sent, flushWriter{cw, w})
+			wrote, done, streamed, err = s.followLog(r.Context(), t.ID, n, offset+sent, flushWriter{cw, w})
 		} else {
-			wrote, done, err = s.copyLog(r.Context(), t.ID, n, sent, cw)
+			wrote, done, err = s.copyLog(r.Context(), t.ID, n, offset+sent, cw)
 		}
 		if cw.err != nil {
 			return nil // the client went away
@@ -1233,7 +1238,7 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 			// Some of the log was sent, and the rest could not be read (Ray cut its copy short): the answer says
 			// so, rather than end as if the log were whole. A follower of a running attempt reads on at its next
 			// poll instead.
-			s.Logger.Warn("log read cut short", "task_id", t.ID, "attempt_no", n, "bytes_sent", sent, "err", err)
+			s.Logger.Warn("log read cut short", "task_id", t.ID, "attempt_no", n, "offset", offset, "bytes_sent", sent, "err", err)
 			w.Header().Set(LogEndTrailer, LogEndCut)
 			return nil
 		}
@@ -1447,6 +1452,23 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 		return 0, ended, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's log could not be read: %v", err)
 	}
 	return sw.written, ended, nil
+}
+
+// MaxLogOffset bounds a log request's offset (1 TiB: no driver log is longer).
+const MaxLogOffset = 1 << 40
+
+// offsetParam reads a log request's offset, in bytes from the log's start (0 when absent).
+func offsetParam(r *http.Request) (int64, error) {
+	v := r.URL.Query().Get("offset")
+	if v == "" && !r.URL.Query().Has("offset") {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > MaxLogOffset {
+		return 0, mvp.Errorf(mvp.CodeInvalid, "offset", "offset must be a byte count from 0 to %d (where in the log to "+
+			"begin), got %q", int64(MaxLogOffset), clip(v))
+	}
+	return n, nil
 }
 
 // boolParam reads a true/false query parameter: absent is false; given without a value (?dry_run, ?dry_run=) is

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 	"unicode"
@@ -395,11 +396,14 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 					"stop)\n", fs.Arg(0), t.State, why)
 			}
 		}
-		followed, err := c.LogsOf(ctx, fs.Arg(0), *attempt, *follow, env.Stdout)
+		if !*follow {
+			return c.Logs(ctx, fs.Arg(0), *attempt, false, env.Stdout)
+		}
+		followed, err := followAttempt(ctx, c, fs.Arg(0), *attempt, env.Stdout, env.Stderr)
 		if err != nil {
 			return err
 		}
-		if *follow && *attempt == 0 {
+		if *attempt == 0 {
 			return followOn(ctx, c, fs.Arg(0), followed, env.Stdout, env.Stderr)
 		}
 		return nil
@@ -549,6 +553,79 @@ var followPoll = 2 * time.Second
 // followOutage is how long `mvp logs -f` waits for mvp to answer again (a restart) between attempts.
 var followOutage = 2 * time.Minute
 
+// followAttempt copies attempt n's log to w (0: the latest when the answer begins) and follows it until the
+// attempt ends; it returns the attempt followed (0 if the server did not name it). A restart of mvp on the way (the
+// stream cut, or ended by the server's stop; then refused connections or 503 until it is back) is waited out for
+// up to followOutage, said once on w2, and the log asked for again from the byte where it stopped, so that nothing
+// is printed twice or left out. A first answer that fails is returned as it is.
+func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 io.Writer) (int, error) {
+	cw := &countingWriter{w: w}
+	var downSince time.Time
+	for {
+		got, err := c.LogsFrom(ctx, id, n, cw.n, true, cw)
+		if n == 0 {
+			n = got
+		}
+		switch {
+		case err == nil:
+			if !downSince.IsZero() {
+				fmt.Fprintf(w2, "mvp logs: mvp answered again; followed attempt %d of %s to its end\n", n, id)
+			}
+			return n, nil
+		case ctx.Err() != nil || cw.err != nil || n == 0:
+			// Stopped by the user, a reader gone (nothing to follow on for), or an attempt not named by the server.
+			return n, err
+		case errors.Is(err, api.ErrFollowCut):
+			// The server answered until now: an outage begins.
+			downSince = time.Now()
+			why := "mvp is stopping"
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+				why = "the connection was cut"
+			}
+			fmt.Fprintf(w2, "mvp logs: attempt %d of %s had not ended when %s (a restart?): following on from where it "+
+				"stopped once mvp answers again, for up to %s (Ctrl-C to stop)\n", n, id, why, followOutage)
+		case downSince.IsZero() || !serverAway(err):
+			return n, err
+		case time.Since(downSince) > followOutage:
+			return n, fmt.Errorf("%w: mvp did not answer for %s; run mvp logs -f %s --attempt %d again once it does "+
+				"(it prints the log from its start)", err, followOutage, id, n)
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-time.After(followPoll):
+		}
+	}
+}
+
+// serverAway reports whether err says the server went away or is stopping rather than refused the request: a cut
+// or stopped follow, a refused or cut connection, a 503.
+func serverAway(err error) bool {
+	var se *api.StatusError
+	if errors.As(err, &se) {
+		return se.Status == http.StatusServiceUnavailable
+	}
+	return errors.Is(err, api.ErrFollowCut) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// countingWriter counts the bytes written through it and keeps the first write error (the reader's terminal or
+// pipe gone: nothing to follow on for).
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	m, err := c.w.Write(p)
+	c.n += int64(m)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return m, err
+}
+
 // followOn follows a task's next attempts after the one followed ended, until the task ends: an attempt that
 // failed and was requeued (a lost race for GPUs, a lost node) is not the task's end, and a stream that stopped on
 // its traceback read as if it were. followed is the attempt the first stream followed (0: not known). It says on w2
@@ -594,7 +671,7 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, w, w2
 		if last.No != followed { // a newer attempt: its log, even if it has ended meanwhile (then the task's end)
 			followed = last.No
 			fmt.Fprintf(w2, "mvp logs: following attempt %d\n", last.No)
-			if err := c.Logs(ctx, id, last.No, true, w); err != nil {
+			if _, err := followAttempt(ctx, c, id, last.No, w, w2); err != nil {
 				return err
 			}
 			continue

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestLogsFollowOnAfterARestartMidAttempt: `mvp logs -f` of a running attempt, when mvp restarts (its stream is
+// cut, or ended with the server-stopping trailer, then 503 or refused while it starts again), asks again from the
+// byte where the stream stopped and prints the rest: once, whole, exit 0. It gave up ("run the same command
+// again"), and running it again printed the log from its start.
+func TestLogsFollowOnAfterARestartMidAttempt(t *testing.T) {
+	const id = "mvp2-sft-20251223-143201-7f3a"
+	defer func(p time.Duration) { followPoll = p }(followPoll)
+	followPoll = 10 * time.Millisecond
+	for _, how := range []string{"cut", "stopping"} {
+		t.Run(how, func(t *testing.T) {
+			var mu sync.Mutex
+			var asked []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch r.URL.Path {
+				case "/api/v2/tasks/" + id + "/logs":
+					asked = append(asked, r.URL.RawQuery)
+					switch len(asked) {
+					case 1: // the first stream: two lines, then the server goes away
+						w.Header().Set("Trailer", "X-Mvp-Log-End")
+						w.Header().Set("X-Mvp-Log-Attempt", "1")
+						io.WriteString(w, "step 1\nstep 2\n")
+						w.(http.Flusher).Flush()
+						if how == "cut" {
+							conn, _, err := w.(http.Hijacker).Hijack()
+							if err == nil {
+								conn.Close()
+							}
+							return
+						}
+						w.Header().Set("X-Mvp-Log-End", "server-stopping")
+					case 2: // starting again
+						w.Header().Set("Content-Type", "application/json")
+						w.WriteHeader(http.StatusServiceUnavailable)
+						io.WriteString(w, `{"error": {"code": "unavailable", "message": "the server is starting"}}`)
+					default: // back: the log from the offset asked, to the attempt's end
+						w.Header().Set("Trailer", "X-Mvp-Log-End")
+						w.Header().Set("X-Mvp-Log-Attempt", "1")
+						log := "step 1\nstep 2\nstep 3\ndone\n"
+						off := 0
+						if o := r.URL.Query().Get("offset"); o != "" {
+							for _, c := range o {
+								off = off*10 + int(c-'0')
+							}
+						}
+						if off <= len(log) {
+							io.WriteString(w, log[off:])
+						}
+						w.Header().Set("X-Mvp-Log-End", "ended")
+					}
+				case "/api/v2/tasks/" + id:
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, `{"task_id": "`+id+`", "state": "SUCCEEDED", "latest_attempt_no": 1, "attempts": `+
+						`[{"attempt_no": 1, "ray_status": "SUCCEEDED", "end_time": "2025-12-23T14:40:01Z"}]}`)
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			out, errb, env := serverEnv(srv.URL)
+			code := Run(context.Background(), []string{"logs", "-f", id}, env)
+			if want := "step 1\nstep 2\nstep 3\ndone\n"; code != 0 || out.String() != want {
+				t.Fatalf("exit %d, stdout %q (want %q), stderr %q", code, out.String(), want, errb.String())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(asked) != 3 || !strings.Contains(asked[2], "attempt=1") || !strings.Contains(asked[2], "offset=14") {
+				t.Errorf("log requests %q: want the third to ask attempt 1 from offset 14", asked)
+			}
+			if !strings.Contains(errb.String(), "following on from where it stopped") {
+				t.Errorf("stderr %q: want it to say it follows on", errb.String())
+			}
+		})
+	}
+}
