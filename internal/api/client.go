@@ -58,6 +58,9 @@ func (b cancelOnClose) Close() error {
 type StatusError struct {
 	Status int
 	Detail ErrorDetail
+	// RetryAfter is the answer's Retry-After header: the server asks to be asked again later, as mvp does when a
+	// stop ends a request that waited (a follow of a task without an attempt yet).
+	RetryAfter string
 }
 
 // Unwrap returns the answer as an *mvp.Error.
@@ -208,7 +211,7 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 			"API answers: is MVP_ADDR mvp's address (the URL mvp serve printed, not Ray's dashboard)?", method, path,
 			c.Addr, text)}
 	}
-	return nil, &StatusError{Status: resp.StatusCode, Detail: eb.Error}
+	return nil, &StatusError{Status: resp.StatusCode, Detail: eb.Error, RetryAfter: resp.Header.Get("Retry-After")}
 }
 
 // JSON sends a request and decodes a JSON answer into out (when out is not nil); it also returns the raw body.

@@ -1177,6 +1177,7 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 			case <-r.Context().Done():
 				return nil
 			case <-s.stopping():
+				w.Header().Set("Retry-After", "2") // mvp logs -f asks again once mvp is back
 				return mvp.Errorf(mvp.CodeUnavailable, "", "the server is stopping (a restart?) and task %s has no "+
 					"attempt yet: follow it again once the server is back", t.ID)
 			case <-time.After(s.LogPoll):

@@ -555,40 +555,53 @@ var followOutage = 2 * time.Minute
 
 // followAttempt copies attempt n's log to w (0: the latest when the answer begins) and follows it until the
 // attempt ends; it returns the attempt followed (0 if the server did not name it). A restart of mvp on the way (the
-// stream cut, or ended by the server's stop; then refused connections or 503 until it is back) is waited out for
-// up to followOutage, said once on w2, and the log asked for again from the byte where it stopped, so that nothing
-// is printed twice or left out. A first answer that fails is returned as it is.
+// stream cut, or ended by the server's stop, or the server's wait for a first attempt ended so; then refused
+// connections or 503 until it is back) is waited out for up to followOutage, said on w2, and the log asked for
+// again from the byte where it stopped, so that nothing is printed twice or left out. A first answer that is
+// refused or fails otherwise is returned as it is.
 func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 io.Writer) (int, error) {
 	cw := &countingWriter{w: w}
 	var downSince time.Time
 	for {
+		began, from := time.Now(), cw.n
 		got, err := c.LogsFrom(ctx, id, n, cw.n, true, cw)
 		if n == 0 {
 			n = got
 		}
+		// The server fed or held this request (a wait for the first attempt): it was up until it ended.
+		served := cw.n > from || time.Since(began) >= followPoll
 		switch {
 		case err == nil:
 			if !downSince.IsZero() {
 				fmt.Fprintf(w2, "mvp logs: mvp answered again; followed attempt %d of %s to its end\n", n, id)
 			}
 			return n, nil
-		case ctx.Err() != nil || cw.err != nil || n == 0:
-			// Stopped by the user, a reader gone (nothing to follow on for), or an attempt not named by the server.
-			return n, err
-		case errors.Is(err, api.ErrFollowCut):
-			// The server answered until now: an outage begins.
-			downSince = time.Now()
-			why := "mvp is stopping"
-			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		case ctx.Err() != nil || cw.err != nil:
+			return n, err // stopped by the user, or the reader is gone: nothing to follow on for
+		case n == 0 && cw.n > 0:
+			return n, err // the server did not name the attempt printed: there is none to ask for from an offset
+		case wentAway(err) && (downSince.IsZero() || served):
+			downSince = time.Now() // an outage begins
+			why := "mvp stopped"
+			if !errors.Is(err, api.ErrFollowCut) && !stopping(err) {
 				why = "the connection was cut"
 			}
-			fmt.Fprintf(w2, "mvp logs: attempt %d of %s had not ended when %s (a restart?): following on from where it "+
-				"stopped once mvp answers again, for up to %s (Ctrl-C to stop)\n", n, id, why, followOutage)
+			if cw.n > 0 {
+				fmt.Fprintf(w2, "mvp logs: attempt %d of %s had not ended when %s (a restart?): following on from "+
+					"where it stopped once mvp answers again, for up to %s (Ctrl-C to stop)\n", n, id, why, followOutage)
+			} else {
+				fmt.Fprintf(w2, "mvp logs: %s (a restart?) before the log of %s began: following it once mvp answers "+
+					"again, for up to %s (Ctrl-C to stop)\n", why, id, followOutage)
+			}
 		case downSince.IsZero() || !serverAway(err):
 			return n, err
 		case time.Since(downSince) > followOutage:
-			return n, fmt.Errorf("%w: mvp did not answer for %s; run mvp logs -f %s --attempt %d again once it does "+
-				"(it prints the log from its start)", err, followOutage, id, n)
+			again := fmt.Sprintf("mvp logs -f %s", id)
+			if n > 0 {
+				again += fmt.Sprintf(" --attempt %d", n)
+			}
+			return n, fmt.Errorf("%w: mvp did not answer for %s; run %s again once it does (it prints the log from its "+
+				"start)", err, followOutage, again)
 		}
 		select {
 		case <-ctx.Done():
@@ -596,6 +609,14 @@ func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 i
 		case <-time.After(followPoll):
 		}
 	}
+}
+
+// wentAway reports whether err says the server went away in the middle of a request it had taken: a followed log
+// cut or ended by a stop, a wait ended by a stop (a 503 asking to be asked again later), or a connection closed
+// without an answer. A refused connection is not: nothing took the request.
+func wentAway(err error) bool {
+	return errors.Is(err, api.ErrFollowCut) || stopping(err) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // serverAway reports whether err says the server went away or is stopping rather than refused the request: a cut
@@ -607,6 +628,12 @@ func serverAway(err error) bool {
 	}
 	return errors.Is(err, api.ErrFollowCut) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// stopping reports whether err is the server's answer that it is stopping (a 503 asking to be asked again later).
+func stopping(err error) bool {
+	var se *api.StatusError
+	return errors.As(err, &se) && se.Status == http.StatusServiceUnavailable && se.RetryAfter != ""
 }
 
 // countingWriter counts the bytes written through it and keeps the first write error (the reader's terminal or

@@ -87,3 +87,48 @@ func TestLogsFollowOnAfterARestartMidAttempt(t *testing.T) {
 		})
 	}
 }
+
+// TestLogsFollowWaitsOutARestartBeforeTheFirstAttempt: `mvp logs -f` right after a submit waits, through the
+// server, for the task's first attempt, which may take hours; a restart of mvp meanwhile answered 503 ("the server
+// is stopping … follow it again once the server is back") and the command ended, exit 1. That 503 carries
+// Retry-After; the command waits for mvp to answer again and follows on.
+func TestLogsFollowWaitsOutARestartBeforeTheFirstAttempt(t *testing.T) {
+	const id = "mvp2-sft-20251223-143201-7f3b"
+	defer func(p time.Duration) { followPoll = p }(followPoll)
+	followPoll = 10 * time.Millisecond
+	var mu sync.Mutex
+	asked := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/api/v2/tasks/" + id + "/logs":
+			asked++
+			if asked == 1 { // the stop ends the wait for the first attempt
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Retry-After", "2")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error": {"code": "unavailable", "message": "the server is stopping (a restart?) and task `+
+					id+` has no attempt yet: follow it again once the server is back"}}`)
+				return
+			}
+			w.Header().Set("X-Mvp-Log-Attempt", "1")
+			io.WriteString(w, "step 1\ndone\n")
+		case "/api/v2/tasks/" + id:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"task_id": "`+id+`", "state": "SUCCEEDED", "latest_attempt_no": 1, "attempts": `+
+				`[{"attempt_no": 1, "ray_status": "SUCCEEDED", "end_time": "2025-12-23T14:40:01Z"}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	out, errb, env := serverEnv(srv.URL)
+	code := Run(context.Background(), []string{"logs", "-f", id}, env)
+	if code != 0 || out.String() != "step 1\ndone\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want the log once mvp is back", code, out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), "mvp stopped (a restart?) before the log") {
+		t.Errorf("stderr %q: want it to say mvp was stopping and it waits", errb.String())
+	}
+}

@@ -38,7 +38,8 @@ print("four: the last line", flush=True)
 // (its stream ends with the server-stopping trailer) and a kill and start (its stream is cut): each time it waits
 // for mvp to answer again and follows on from the byte where it stopped, so that it prints the whole log, each line
 // once, including the lines the driver printed while mvp was down, and exits 0 at the attempt's end. It gave up at
-// the first restart, and running it again printed the log from its start.
+// the first restart, and running it again printed the log from its start. So does a follow of a task that has no
+// attempt yet (the server holds it until the first attempt): it waits out both restarts and prints that log.
 func TestLogsFollowOnAcrossRestartsOfMvp(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
@@ -78,6 +79,28 @@ func TestLogsFollowOnAcrossRestartsOfMvp(t *testing.T) {
 		})
 	}
 	printed("one: before the restarts")
+	// A second follower, of a task that has no attempt yet (it waits for the door task to succeed): the server
+	// holds its request until the first attempt, through both restarts.
+	next := s.submit(spec("ppo", 1, 1, 1) + "after_ok: [" + id + "]\n")
+	follow2 := exec.Command(env.bin, "logs", "-f", next.ID)
+	follow2.Env = follow.Env
+	out2, errb2 := &servicetest.Buffer{}, &servicetest.Buffer{}
+	follow2.Stdout, follow2.Stderr = out2, errb2
+	if err := follow2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited2 := make(chan error, 1)
+	go func() { exited2 <- follow2.Wait() }()
+	t.Cleanup(func() { _ = follow2.Process.Kill() })
+	waitFor(t, time.Minute, "mvp to hold the second follower's request", func() (bool, string) {
+		b, _ := os.ReadFile(s.logPath)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, `msg="log follow begins"`) && strings.Contains(line, "task_id="+next.ID) {
+				return true, ""
+			}
+		}
+		return false, errb2.String()
+	})
 
 	s.stop()
 	gate("go1")
@@ -110,5 +133,21 @@ func TestLogsFollowOnAcrossRestartsOfMvp(t *testing.T) {
 	}
 	if n := strings.Count(errb.String(), "following on from where it stopped"); n != 2 {
 		t.Errorf("stderr %q: want it to say twice that it follows on", errb.String())
+	}
+
+	select {
+	case err := <-exited2:
+		if err != nil {
+			t.Fatalf("mvp logs -f of the task that waited: %v; stdout %q, stderr %q", err, out2.String(), errb2.String())
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("mvp logs -f of the task that waited did not end; stdout %q, stderr %q", out2.String(), errb2.String())
+	}
+	s.waitState(next.ID, mvp.StateSucceeded, time.Minute)
+	if whole, _, _ := s.cli("logs", next.ID, "--attempt", "1"); out2.String() != whole || whole == "" {
+		t.Errorf("mvp logs -f of the task that waited printed\n%q\nwhere its log is\n%q", out2.String(), whole)
+	}
+	if !strings.Contains(errb2.String(), "before the log of "+next.ID+" began") {
+		t.Errorf("stderr %q: want it to say it waits for mvp before the log began", errb2.String())
 	}
 }
