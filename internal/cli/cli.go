@@ -550,27 +550,44 @@ func interleave(fs *flag.FlagSet, args []string) []string {
 // followPoll is how often `mvp logs -f` looks for a requeued task's next attempt.
 var followPoll = 2 * time.Second
 
-// followOutage is how long `mvp logs -f` waits for mvp to answer again (a restart) between attempts.
+// followOutage is how long `mvp logs -f` waits for mvp to answer again (a restart).
 var followOutage = 2 * time.Minute
+
+// followHeld is how long an answer of a followed log that ends without a byte of the log must have been held for
+// the server to count as back: one that ends at once (a server that stops every follow as it begins) is the same
+// outage going on.
+var followHeld = 2 * time.Second
 
 // followAttempt copies attempt n's log to w (0: the latest when the answer begins) and follows it until the
 // attempt ends; it returns the attempt followed (0 if the server did not name it). A restart of mvp on the way (the
 // stream cut, or ended by the server's stop, or the server's wait for a first attempt ended so; then refused
 // connections or 503 until it is back) is waited out for up to followOutage, said on w2, and the log asked for
-// again from the byte where it stopped, so that nothing is printed twice or left out. A first answer that is
-// refused or fails otherwise is returned as it is.
+// again from the byte where it stopped, so that nothing is printed twice or left out (a server from before offset=
+// sends the log from its start, and the bytes printed are dropped). A first answer that is refused or fails
+// otherwise is returned as it is.
 func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 io.Writer) (int, error) {
 	cw := &countingWriter{w: w}
 	var downSince time.Time
+	noOffset := false // the server refused offset= (it is from before it): the log from its start, less what was printed
 	for {
 		began, from := time.Now(), cw.n
-		got, err := c.LogsFrom(ctx, id, n, cw.n, true, cw)
+		var got int
+		var err error
+		if noOffset {
+			got, err = c.LogsFrom(ctx, id, n, 0, true, &dropWriter{drop: cw.n, w: cw})
+		} else {
+			got, err = c.LogsFrom(ctx, id, n, cw.n, true, cw)
+		}
 		if n == 0 {
 			n = got
 		}
 		// The server fed or held this request (a wait for the first attempt): it was up until it ended.
-		served := cw.n > from || time.Since(began) >= followPoll
+		served := cw.n > from || time.Since(began) >= followHeld
+		var se *api.StatusError
 		switch {
+		case !noOffset && cw.n > 0 && errors.As(err, &se) && se.Status == http.StatusBadRequest && se.Detail.Field == "offset":
+			noOffset = true // a server from before offset= (400 "unknown query parameter"): asked again at once
+			continue
 		case err == nil:
 			if !downSince.IsZero() {
 				fmt.Fprintf(w2, "mvp logs: mvp answered again; followed attempt %d of %s to its end\n", n, id)
@@ -596,12 +613,19 @@ func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 i
 		case downSince.IsZero() || !serverAway(err):
 			return n, err
 		case time.Since(downSince) > followOutage:
+			// Said as it was: mvp back but answering 503 (Ray's log cannot be read) is not mvp gone.
+			why := "mvp did not answer"
+			if errors.As(err, &se) {
+				why = "mvp answered this, not the log,"
+			} else if wentAway(err) {
+				why = "mvp ended each answer as it began"
+			}
 			again := fmt.Sprintf("mvp logs -f %s", id)
 			if n > 0 {
 				again += fmt.Sprintf(" --attempt %d", n)
 			}
-			return n, fmt.Errorf("%w: mvp did not answer for %s; run %s again once it does (it prints the log from its "+
-				"start)", err, followOutage, again)
+			return n, fmt.Errorf("%w: %s for %s; run %s again later (it prints the log from its start)", err, why,
+				followOutage, again)
 		}
 		select {
 		case <-ctx.Done():
@@ -609,6 +633,25 @@ func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 i
 		case <-time.After(followPoll):
 		}
 	}
+}
+
+// dropWriter drops the first drop bytes written to it and passes the rest on (the log's bytes already printed,
+// from a server that sends the log from its start).
+type dropWriter struct {
+	drop int64
+	w    io.Writer
+}
+
+func (d *dropWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if d.drop >= int64(n) {
+		d.drop -= int64(n)
+		return n, nil
+	}
+	p = p[d.drop:]
+	d.drop = 0
+	m, err := d.w.Write(p)
+	return n - len(p) + m, err
 }
 
 // wentAway reports whether err says the server went away in the middle of a request it had taken: a followed log
