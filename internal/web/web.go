@@ -501,7 +501,11 @@ func (s *Server) log(w http.ResponseWriter, r *http.Request, _ session) {
 			q.Set(k, v)
 		}
 	}
-	r2 := s.apiRequest(r, http.MethodGet, "/api/v2/tasks/"+r.PathValue("task_id")+"/logs", q)
+	method := http.MethodGet
+	if r.Method == http.MethodHead {
+		method = http.MethodHead // the API answers a HEAD of a log with its headers, without following it
+	}
+	r2 := s.apiRequest(r, method, "/api/v2/tasks/"+r.PathValue("task_id")+"/logs", q)
 	s.API.ServeHTTP(w, r2)
 }
 
