@@ -77,8 +77,29 @@ func (s sessions) checkCSRF(nonce, got string) bool {
 }
 
 // cookie is the session cookie: HttpOnly (no script reads it), SameSite=Strict (no other site's page sends
-// it), scoped to /ui, Secure when the page is served over TLS.
+// it), scoped to /ui, Secure when the page is served over TLS (overTLS).
 func (s sessions) cookie(r *http.Request, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: CookieName, Value: value, Path: "/ui", MaxAge: maxAge, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"}
+		SameSite: http.SameSiteStrictMode, Secure: overTLS(r)}
+}
+
+// overTLS reports whether the browser reached the page over TLS. mvp serves plain HTTP, so that is a proxy in
+// front of it that ends TLS and says so, as proxies do: X-Forwarded-Proto: https, or RFC 7239's Forwarded with
+// proto=https, in the first (the browser-facing) entry of either, in any case. A client that claims it without
+// a proxy gets a cookie its browser keeps for https only: it harms no one but itself.
+func overTLS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	first := func(h string) string { v, _, _ := strings.Cut(r.Header.Get(h), ","); return strings.TrimSpace(v) }
+	if strings.EqualFold(strings.Trim(first("X-Forwarded-Proto"), `"`), "https") {
+		return true
+	}
+	for _, pair := range strings.Split(first("Forwarded"), ";") {
+		k, v, _ := strings.Cut(strings.TrimSpace(pair), "=")
+		if strings.EqualFold(k, "proto") && strings.EqualFold(strings.Trim(v, `"`), "https") {
+			return true
+		}
+	}
+	return false
 }
