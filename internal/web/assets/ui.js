@@ -20,8 +20,12 @@ function refresh(live) {
 // ansi matches terminal colour codes, which Ray's own log lines carry.
 const ansi = /\u001b\[[0-9;]*[A-Za-z]/g;
 
+// keep is how much of a log the page shows: its last characters. A long run's driver log can be hundreds of MB,
+// all of which the page held (appending each piece by reading the whole text back); `mvp logs ID` prints it whole.
+const keep = 1 << 20;
+
 // follow streams the latest attempt's driver log into the <pre> until the attempt ends, then reads it again
-// while the task may still make another attempt.
+// while the task may still make another attempt. It shows the log's last `keep` characters, from a line's start.
 function follow(pre) {
   const status = document.getElementById("log-status");
   const say = (s) => { if (status) status.textContent = s; };
@@ -39,13 +43,30 @@ function follow(pre) {
         pre.textContent = "";
         const reader = res.body.getReader();
         const dec = new TextDecoder();
+        const h = document.getElementById("task-id");
+        const note = "(earlier lines not shown here: mvp logs " + (h ? h.textContent : "TASK_ID") + " prints the whole log)\n";
+        let text = "", cut = false, drawn = true;
+        const draw = () => {
+          drawn = true;
+          const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+          pre.textContent = (cut ? note : "") + text;
+          if (atEnd) pre.scrollTop = pre.scrollHeight;
+        };
         for (;;) {
           const { done, value } = await reader.read();
           if (done) break;
-          const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-          pre.textContent += dec.decode(value, { stream: true }).replace(ansi, "");
-          if (atEnd) pre.scrollTop = pre.scrollHeight;
+          text += dec.decode(value, { stream: true }).replace(ansi, "");
+          if (text.length > keep) {
+            const nl = text.indexOf("\n", text.length - keep);
+            text = text.slice(nl >= 0 ? nl + 1 : text.length - keep);
+            cut = true;
+          }
+          if (drawn) { // at most one redraw a frame, however fast the pieces come
+            drawn = false;
+            requestAnimationFrame(draw);
+          }
         }
+        draw();
         say("(attempt ended)");
       } else {
         say(res.status === 404 ? "(no log yet)" : "(log unavailable: " + res.status + ")");
