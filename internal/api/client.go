@@ -345,7 +345,8 @@ func (c *Client) LogsOf(ctx context.Context, id string, attempt int, follow bool
 // where they end (offset) follows on.
 var ErrFollowCut = errors.New("the follow stopped before the attempt ended")
 
-// LogsFrom is LogsOf from byte offset of the log on.
+// LogsFrom is LogsOf from byte offset of the log on; from a server from before offset= it reads the log from its
+// start and drops the bytes before offset.
 func (c *Client) LogsFrom(ctx context.Context, id string, attempt int, offset int64, follow bool, w io.Writer) (n int, err error) {
 	q := url.Values{}
 	if attempt > 0 {
@@ -357,7 +358,15 @@ func (c *Client) LogsFrom(ctx context.Context, id string, attempt int, offset in
 	if follow {
 		q.Set("follow", "true")
 	}
-	resp, err := c.Do(ctx, "GET", "/api/v2/tasks/"+url.PathEscape(id)+"/logs", q, nil, "")
+	path := "/api/v2/tasks/" + url.PathEscape(id) + "/logs"
+	resp, err := c.Do(ctx, "GET", path, q, nil, "")
+	var se *StatusError
+	if offset > 0 && errors.As(err, &se) && se.Status == http.StatusBadRequest && se.Detail.Field == "offset" {
+		// A server from before offset= (400 "unknown query parameter"): the log from its start, less its first bytes.
+		q.Del("offset")
+		w = &skipWriter{skip: offset, w: w}
+		resp, err = c.Do(ctx, "GET", path, q, nil, "")
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -562,22 +562,14 @@ var followHeld = 2 * time.Second
 // attempt ends; it returns the attempt followed (0 if the server did not name it). A restart of mvp on the way (the
 // stream cut, or ended by the server's stop, or the server's wait for a first attempt ended so; then refused
 // connections or 503 until it is back) is waited out for up to followOutage, said on w2, and the log asked for
-// again from the byte where it stopped, so that nothing is printed twice or left out (a server from before offset=
-// sends the log from its start, and the bytes printed are dropped). A first answer that is refused or fails
-// otherwise is returned as it is.
+// again from the byte where it stopped, so that nothing is printed twice or left out (LogsFrom: also from a server
+// from before offset=). A first answer that is refused or fails otherwise is returned as it is.
 func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 io.Writer) (int, error) {
 	cw := &countingWriter{w: w}
 	var downSince time.Time
-	noOffset := false // the server refused offset= (it is from before it): the log from its start, less what was printed
 	for {
 		began, from := time.Now(), cw.n
-		var got int
-		var err error
-		if noOffset {
-			got, err = c.LogsFrom(ctx, id, n, 0, true, &dropWriter{drop: cw.n, w: cw})
-		} else {
-			got, err = c.LogsFrom(ctx, id, n, cw.n, true, cw)
-		}
+		got, err := c.LogsFrom(ctx, id, n, cw.n, true, cw)
 		if n == 0 {
 			n = got
 		}
@@ -585,9 +577,6 @@ func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 i
 		served := cw.n > from || time.Since(began) >= followHeld
 		var se *api.StatusError
 		switch {
-		case !noOffset && cw.n > 0 && errors.As(err, &se) && se.Status == http.StatusBadRequest && se.Detail.Field == "offset":
-			noOffset = true // a server from before offset= (400 "unknown query parameter"): asked again at once
-			continue
 		case err == nil:
 			if !downSince.IsZero() {
 				fmt.Fprintf(w2, "mvp logs: mvp answered again; followed attempt %d of %s to its end\n", n, id)
@@ -633,25 +622,6 @@ func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 i
 		case <-time.After(followPoll):
 		}
 	}
-}
-
-// dropWriter drops the first drop bytes written to it and passes the rest on (the log's bytes already printed,
-// from a server that sends the log from its start).
-type dropWriter struct {
-	drop int64
-	w    io.Writer
-}
-
-func (d *dropWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	if d.drop >= int64(n) {
-		d.drop -= int64(n)
-		return n, nil
-	}
-	p = p[d.drop:]
-	d.drop = 0
-	m, err := d.w.Write(p)
-	return n - len(p) + m, err
 }
 
 // wentAway reports whether err says the server went away in the middle of a request it had taken: a followed log
