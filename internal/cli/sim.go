@@ -29,7 +29,7 @@ const simUsage = `usage:
   mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] [--flood-load F] -o FILE.csv
       write a trace shaped like published GPU-cluster traces (specs/sim.md); with --flood-load, a two-team trace:
       team steady at load L, team flood submitting load F's worth in the first tenth of the span
-  mvp sim bound --trace FILE.csv --nodes N --gpus-per-node G --max-wait-s W
+  mvp sim bound --trace FILE.csv --nodes N --gpus-per-node G --max-wait-s W [--config FILE]
       lower bounds every policy is held to: the mean wait if whole-cluster jobs start within W, the makespan`
 
 func runSim(ctx context.Context, args []string, env Env) error {
