@@ -224,8 +224,6 @@ const (
 	EventRetryScheduled  = "RETRY_SCHEDULED"
 	EventCancelRequested = "CANCEL_REQUESTED"
 	EventGangStuck       = "GANG_STUCK"
-	EventLogsFetched     = "LOGS_FETCHED"
-	EventReconciled      = "RECONCILED"
 	EventRayUnavailable  = "RAY_UNAVAILABLE"
 	EventRayAvailable    = "RAY_AVAILABLE"
 	// EventLogNotKept: the ended job's driver log could not be fetched after every try; its Ray job is deleted

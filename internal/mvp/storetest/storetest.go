@@ -1368,7 +1368,7 @@ func testFinishedInRayAndMarkRayDeleted(h *harness) {
 
 func testAddEvent(h *harness) {
 	task := h.create(t0)
-	e := &mvp.Event{TaskID: task.ID, TS: t0.Add(time.Minute), Type: mvp.EventLogsFetched, Payload: json.RawMessage(`{"bytes": 12}`)}
+	e := &mvp.Event{TaskID: task.ID, TS: t0.Add(time.Minute), Type: mvp.EventLogNotKept, Payload: json.RawMessage(`{"bytes": 12}`)}
 	h.must(h.s.AddEvent(h.ctx, e))
 	empty := &mvp.Event{TaskID: task.ID, TS: t0.Add(2 * time.Minute), Type: mvp.EventRayUnavailable}
 	h.must(h.s.AddEvent(h.ctx, empty))
@@ -1380,7 +1380,7 @@ func testAddEvent(h *harness) {
 		h.t.Fatalf("%d events, want CREATED and the 2 added", len(evs))
 	}
 	got := evs[1]
-	if got.ID != e.ID || got.TaskID != task.ID || got.Type != mvp.EventLogsFetched || !got.TS.Equal(e.TS) ||
+	if got.ID != e.ID || got.TaskID != task.ID || got.Type != mvp.EventLogNotKept || !got.TS.Equal(e.TS) ||
 		!sameJSON(got.Payload, []byte(`{"bytes":12}`)) {
 		h.t.Errorf("added event read back as %+v payload %s", got, got.Payload)
 	}
