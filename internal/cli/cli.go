@@ -578,8 +578,8 @@ func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 i
 		var se *api.StatusError
 		switch {
 		case err == nil:
-			if !downSince.IsZero() {
-				fmt.Fprintf(w2, "mvp logs: mvp answered again; followed attempt %d of %s to its end\n", n, id)
+			if cw.before != nil { // back after an outage, with nothing more of the log
+				fmt.Fprintf(w2, "mvp logs: mvp answers again; attempt %d of %s has ended\n", n, id)
 			}
 			return n, nil
 		case ctx.Err() != nil || cw.err != nil:
@@ -588,6 +588,7 @@ func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 i
 			return n, err // the server did not name the attempt printed: there is none to ask for from an offset
 		case wentAway(err) && (downSince.IsZero() || served):
 			downSince = time.Now() // an outage begins
+			cw.before = func() { fmt.Fprintf(w2, "mvp logs: mvp answers again; following on\n") }
 			why := "mvp stopped"
 			if !errors.Is(err, api.ErrFollowCut) && !stopping(err) {
 				why = "the connection was cut"
@@ -650,14 +651,19 @@ func stopping(err error) bool {
 }
 
 // countingWriter counts the bytes written through it and keeps the first write error (the reader's terminal or
-// pipe gone: nothing to follow on for).
+// pipe gone: nothing to follow on for). before, if set, runs once before the next write.
 type countingWriter struct {
-	w   io.Writer
-	n   int64
-	err error
+	w      io.Writer
+	n      int64
+	err    error
+	before func()
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	if f := c.before; f != nil && len(p) > 0 {
+		c.before = nil
+		f()
+	}
 	m, err := c.w.Write(p)
 	c.n += int64(m)
 	if err != nil && c.err == nil {

@@ -81,8 +81,9 @@ func TestLogsFollowOnAfterARestartMidAttempt(t *testing.T) {
 			if len(asked) != 3 || !strings.Contains(asked[2], "attempt=1") || !strings.Contains(asked[2], "offset=14") {
 				t.Errorf("log requests %q: want the third to ask attempt 1 from offset 14", asked)
 			}
-			if !strings.Contains(errb.String(), "following on from where it stopped") {
-				t.Errorf("stderr %q: want it to say it follows on", errb.String())
+			if !strings.Contains(errb.String(), "following on from where it stopped") ||
+				!strings.Contains(errb.String(), "mvp answers again; following on\n") {
+				t.Errorf("stderr %q: want it to say it follows on, and when mvp answers again", errb.String())
 			}
 		})
 	}
