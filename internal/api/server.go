@@ -1152,10 +1152,11 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	}
 	follow = follow && r.Method != http.MethodHead // a HEAD waits for nothing (see below)
 	// offset: the log from that byte on (a follower that was cut off asks again from where it stopped).
-	offset, err := offsetParam(r)
+	off, err := intParam(r, "offset", 0, 0, MaxLogOffset)
 	if err != nil {
 		return err
 	}
+	offset := int64(off)
 	if follow {
 		done, err := s.beginFollow(mvp.CallerOf(r.Context()))
 		if err != nil {
@@ -1457,20 +1458,6 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 
 // MaxLogOffset bounds a log request's offset (1 TiB: no driver log is longer).
 const MaxLogOffset = 1 << 40
-
-// offsetParam reads a log request's offset, in bytes from the log's start (0 when absent).
-func offsetParam(r *http.Request) (int64, error) {
-	v := r.URL.Query().Get("offset")
-	if v == "" && !r.URL.Query().Has("offset") {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > MaxLogOffset {
-		return 0, mvp.Errorf(mvp.CodeInvalid, "offset", "offset must be a byte count from 0 to %d (where in the log to "+
-			"begin), got %q", int64(MaxLogOffset), clip(v))
-	}
-	return n, nil
-}
 
 // boolParam reads a true/false query parameter: absent is false; given without a value (?dry_run, ?dry_run=) is
 // refused, since it was meant as true and read as false (a dry run queued the task).

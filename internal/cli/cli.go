@@ -640,8 +640,7 @@ func serverAway(err error) bool {
 	if errors.As(err, &se) {
 		return se.Status == http.StatusServiceUnavailable
 	}
-	return errors.Is(err, api.ErrFollowCut) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return wentAway(err) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // stopping reports whether err is the server's answer that it is stopping (a 503 asking to be asked again later).
