@@ -561,9 +561,10 @@ var followHeld = 2 * time.Second
 // followAttempt copies attempt n's log to w (0: the latest when the answer begins) and follows it until the
 // attempt ends; it returns the attempt followed (0 if the server did not name it). A restart of mvp on the way (the
 // stream cut, or ended by the server's stop, or the server's wait for a first attempt ended so; then refused
-// connections or 503 until it is back) is waited out for up to followOutage, said on w2, and the log asked for
-// again from the byte where it stopped, so that nothing is printed twice or left out (LogsFrom: also from a server
-// from before offset=). A first answer that is refused or fails otherwise is returned as it is.
+// connections or 503 until it is back; or a 429 while the server still counts a cut follow) is waited out for up to
+// followOutage, said on w2, and the log asked for again from the byte where it stopped, so that nothing is printed
+// twice or left out (LogsFrom: also from a server from before offset=). A first answer that is refused or fails
+// otherwise is returned as it is.
 func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 io.Writer) (int, error) {
 	cw := &countingWriter{w: w}
 	var downSince time.Time
@@ -600,7 +601,7 @@ func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 i
 				fmt.Fprintf(w2, "mvp logs: %s (a restart?) before the log of %s began: following it once mvp answers "+
 					"again, for up to %s (Ctrl-C to stop)\n", why, id, followOutage)
 			}
-		case downSince.IsZero() || !serverAway(err):
+		case downSince.IsZero() || !(serverAway(err) || tooMany(err)):
 			return n, err
 		case time.Since(downSince) > followOutage:
 			// Said as it was: mvp back but answering 503 (Ray's log cannot be read) is not mvp gone.
@@ -641,6 +642,13 @@ func serverAway(err error) bool {
 		return se.Status == http.StatusServiceUnavailable
 	}
 	return wentAway(err) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// tooMany reports whether err is a 429: asked again after a cut, a user at the limit of follows may still have the
+// cut follow counted by a server that has not noticed the cut yet.
+func tooMany(err error) bool {
+	var se *api.StatusError
+	return errors.As(err, &se) && se.Status == http.StatusTooManyRequests
 }
 
 // stopping reports whether err is the server's answer that it is stopping (a 503 asking to be asked again later).

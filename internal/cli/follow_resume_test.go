@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -249,5 +250,59 @@ func TestLogsFollowGiveUpSaysWhatMvpAnswered(t *testing.T) {
 	}
 	if e := errb.String(); strings.Contains(e, "did not answer") || !strings.Contains(e, "Ray's log could not be read") {
 		t.Errorf("stderr %q: want what mvp answered, not that it did not answer", e)
+	}
+}
+
+// TestLogsFollowWaitsOutATooManyAfterACut: a follow cut on the way (the network, not a restart) may still be
+// counted by the server as one of its user's follows until it notices, so asking again from the offset can be
+// refused 429 ("follows … logs already") at a user's limit. That is the same outage: mvp logs -f waits it out as
+// it waits out a 503, and follows on; it ended with the 429.
+func TestLogsFollowWaitsOutATooManyAfterACut(t *testing.T) {
+	const id = "mvp2-sft-20251223-143201-7f3a"
+	defer func(p time.Duration) { followPoll = p }(followPoll)
+	followPoll = 10 * time.Millisecond
+	const log = "step 1\nstep 2\nstep 3\ndone\n"
+	var mu sync.Mutex
+	refused := 0
+	srv, asked := logServer(t, id, log[:14], func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if refused < 2 { // the cut follow still counted
+			refused++
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error": {"code": "too_many", "message": "alice follows 32 logs already, as many as a user may at once"}}`)
+			return
+		}
+		w.Header().Set("Trailer", "X-Mvp-Log-End")
+		w.Header().Set("X-Mvp-Log-Attempt", "1")
+		off := len(log)
+		fmt.Sscan(r.URL.Query().Get("offset"), &off)
+		io.WriteString(w, log[min(off, len(log)):])
+		w.Header().Set("X-Mvp-Log-End", "ended")
+	})
+	out, errb, env := serverEnv(srv.URL)
+	code := Run(context.Background(), []string{"logs", "-f", id}, env)
+	if code != 0 || out.String() != log {
+		t.Fatalf("exit %d, stdout %q (want %q), stderr %q; log requests %q", code, out.String(), log, errb.String(), asked())
+	}
+}
+
+// TestLogsFollowFirstTooManyIsReturned: a 429 on the first request of a follow (no outage going on) is the user's
+// limit, said at once: it is not waited out.
+func TestLogsFollowFirstTooManyIsReturned(t *testing.T) {
+	const id = "mvp2-sft-20251223-143201-7f3a"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error": {"code": "too_many", "message": "alice follows 32 logs already, as many as a user may at once"}}`)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, errb, env := serverEnv(srv.URL)
+	code := Run(ctx, []string{"logs", "-f", id}, env)
+	if ctx.Err() != nil || code != 1 || out.Len() != 0 || !strings.Contains(errb.String(), "follows 32 logs already") {
+		t.Fatalf("exit %d, stdout %q, stderr %q (ctx %v): want exit 1 saying the limit at once", code, out.String(), errb.String(), ctx.Err())
 	}
 }
