@@ -47,13 +47,14 @@ const usage = `mvp — a durable queue with gang GPU admission in front of a Ray
 
 Usage:
   mvp serve --config configs/dev.yaml          run the API and the scheduler
-  mvp submit -f job.yaml [-e key=value …] [--dry-run]
+  mvp submit -f job.yaml [-e key=value …] [--dry-run | --wait]
   mvp get TASK_ID
   mvp list [--state S] [--workload W] [--owner USER] [--limit N] [--cursor C]
   mvp queue                                     the queue in policy order: owner, priority, rank, reason, estimated start
   mvp users                                     (operator) each user's decayed GPU usage, share, limits, GPUs in use
   mvp logs TASK_ID [-f] [--attempt N]
   mvp cancel TASK_ID
+  mvp wait TASK_ID [TASK_ID …] [--timeout D]    until each has ended: exit 0 all SUCCEEDED, 3 one did not, 4 timeout
   mvp events TASK_ID [--limit N] [--cursor C]
   mvp schedule create NAME --cron EXPR -f job.yaml [--timezone TZ] [--overlap skip|queue|replace] [-e key=value …]
   mvp schedule list | get NAME | pause NAME | resume NAME | delete NAME [--owner USER]   recurring tasks
@@ -100,6 +101,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = env.Serve(ctx, rest)
 	case "submit", "get", "list", "queue", "logs", "cancel", "events", "results", "resubmit":
 		err = runClient(ctx, verb, rest, env)
+	case "wait":
+		err = runWait(ctx, rest, env)
 	case "secrets":
 		err = runSecrets(ctx, rest, env)
 	case "bench":
@@ -129,6 +132,10 @@ func Run(ctx context.Context, args []string, env Env) int {
 	}
 	if errors.As(err, new(flagError)) {
 		return 2 // the flag package said what is wrong, with the usage
+	}
+	if code := waitExit(err); code != 0 {
+		fmt.Fprintf(env.Stderr, "mvp %s: %v\n", verb, err) // a wait's end that is not a success: not mvp's refusal
+		return code
 	}
 	if err != nil {
 		var se *api.StatusError
@@ -165,7 +172,9 @@ func Usage(err error) error { return usageError{err} }
 func (e usageError) Unwrap() error { return e.error }
 
 var verbHelp = map[string]string{
-	"submit":   "mvp submit -f job.yaml [-e key=value …] [--dry-run]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
+	"submit": "mvp submit -f job.yaml [-e key=value …] [--dry-run | --wait]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
+	"wait": "mvp wait TASK_ID [TASK_ID …] [--timeout D]\n  e.g. mvp wait mvp2-ppo-20251223-143201-7f3a --timeout 12h" +
+		"\n  (exit 0: every task SUCCEEDED; 3: all ended, at least one FAILED or CANCELED; 4: --timeout passed first)",
 	"get":      "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
 	"list":     "mvp list [--state S] [--workload W] [--owner USER] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
 	"queue":    "mvp queue\n  e.g. mvp queue -o json",
@@ -230,12 +239,14 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		owner    = new(string)
 		getPath  = new(string)
 		resume   = new(bool)
+		wait     = new(bool)
 	)
 	switch verb {
 	case "submit":
 		fs.Var(&onceFlag{v: file}, "f", "the jobspec `file` (YAML or JSON); - reads standard input")
 		fs.Var(&sets, "e", "set a jobspec field by its path before sending, e.g. -e nnodes=1 -e env.WANDB_MODE=offline (repeatable)")
 		fs.BoolVar(dry, "dry-run", false, "validate and show the effective spec, the Ray payload, the admission verdict and the estimated start; store nothing")
+		fs.BoolVar(wait, "wait", false, "then wait until the task ends, as mvp wait does (exit 0 SUCCEEDED, 3 FAILED or CANCELED)")
 	case "logs":
 		fs.BoolVar(follow, "f", false, "follow: stream new lines until the attempt ends")
 		fs.IntVar(attempt, "attempt", 0, "attempt number (default: the latest)")
@@ -318,6 +329,9 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if *file == "" {
 			return usageError{fmt.Errorf("-f job.yaml is required\nusage: %s", verbHelp[verb])}
 		}
+		if *dry && *wait {
+			return usageError{fmt.Errorf("--dry-run stores nothing, so there is nothing to --wait for: give one of them")}
+		}
 		body, err := readSpec(*file, sets)
 		if err != nil {
 			return err
@@ -337,6 +351,9 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 				"MVP_ADDR the address of mvp serve?", c.Addr, clipAnswer(raw))
 		}
 		warnCreated(env.Stderr, raw)
+		if *wait {
+			return submitAndWait(ctx, c, raw, &t, *out, env.Stdout, env.Stderr)
+		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s\t%s\n", t.ID, t.State)
 			return err

@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// Exit codes of mvp wait (and mvp submit --wait) beyond the CLI's 0, 1 and 2: a script tells a task that ran and
+// failed from a wait that ran out, and both from mvp's own refusal (1).
+const (
+	// ExitNotSucceeded: every task named ended, at least one of them FAILED or CANCELED.
+	ExitNotSucceeded = 3
+	// ExitWaitTimeout: --timeout passed before every task named had ended.
+	ExitWaitTimeout = 4
+)
+
+// exitCode is an error that carries the exit status Run returns for it (after printing it, when it says anything).
+type exitCode struct {
+	code int
+	msg  string
+}
+
+func (e exitCode) Error() string { return e.msg }
+
+// waitPoll is how often mvp wait asks after the tasks that have not ended (at least; a round over many tasks
+// spaces the next one by ten times its own length, so that a wait on a sweep does not load the server).
+var waitPoll = 2 * time.Second
+
+func runWait(ctx context.Context, args []string, env Env) error {
+	fs := flag.NewFlagSet("wait", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() { fmt.Fprintf(env.Stderr, "usage: %s\n\nflags:\n", verbHelp["wait"]); fs.PrintDefaults() }
+	out := fs.String("o", "table", "output: table, or json or yaml (each task's answer as it ends, one document each)")
+	timeout := fs.Duration("timeout", 0, "give up after this long (e.g. 90m, 12h; exit 4); 0 waits as long as it takes")
+	if err := fs.Parse(interleave(fs, args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return flagError{err}
+	}
+	if err := checkOutput(*out); err != nil {
+		return err
+	}
+	if *timeout < 0 {
+		return usageError{fmt.Errorf("--timeout must be 0 (no limit) or more, got %s", *timeout)}
+	}
+	if fs.NArg() == 0 {
+		return usageError{fmt.Errorf("name at least one TASK_ID\nusage: %s", verbHelp["wait"])}
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, id := range fs.Args() {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return waitTasks(ctx, clientOf(env), ids, *timeout, *out, env.Stdout, env.Stderr)
+}
+
+// waitTasks waits until every task of ids has ended (SUCCEEDED, FAILED or CANCELED: an attempt that failed and was
+// put back in the queue is not an end), printing each as it ends. It returns nil when all succeeded, an exitCode
+// of ExitNotSucceeded when one did not, and of ExitWaitTimeout when timeout (0: none) passed first. A task mvp does
+// not know, or will not show, is mvp's refusal (exit 1) at once. A restart of mvp on the way (refused or cut
+// connections, 503) is waited out for up to followOutage, said on w2.
+func waitTasks(ctx context.Context, c *api.Client, ids []string, timeout time.Duration, format string, w, w2 io.Writer) error {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	left := append([]string(nil), ids...)
+	var failed []string
+	var downSince time.Time
+	printed := 0
+	for {
+		began := time.Now()
+		var still []string
+		var outage error
+		for i, id := range left {
+			t, raw, err := c.Get(ctx, id)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if !serverAway(err) {
+					return fmt.Errorf("%s: %w", id, err)
+				}
+				outage = err
+				still = append(still, left[i:]...) // asked again once mvp answers
+				break
+			}
+			if !t.State.Terminal() {
+				still = append(still, id)
+				continue
+			}
+			if t.State != mvp.StateSucceeded {
+				failed = append(failed, id)
+			}
+			if format == "yaml" && printed > 0 {
+				fmt.Fprintln(w, "---") // one YAML document a task
+			}
+			printed++
+			if err := render(w, format, raw, func(w io.Writer) error { return printEnd(w, t) }); err != nil {
+				return err
+			}
+		}
+		left = still
+		if outage == nil {
+			downSince = time.Time{}
+		} else if downSince.IsZero() {
+			downSince = time.Now()
+			fmt.Fprintf(w2, "mvp wait: mvp at %s does not answer (%v): restarting? Waiting for it, for up to %s "+
+				"(Ctrl-C to stop)\n", c.Addr, outage, followOutage)
+		} else if time.Since(downSince) > followOutage {
+			return fmt.Errorf("%w: mvp did not answer for %s; %d task(s) had not ended: %s", outage, followOutage,
+				len(left), strings.Join(left, " "))
+		}
+		if len(left) == 0 {
+			if len(failed) > 0 {
+				return exitCode{ExitNotSucceeded, fmt.Sprintf("%d of %d task(s) did not succeed: %s", len(failed),
+					len(ids), strings.Join(failed, " "))}
+			}
+			return nil
+		}
+		pause := max(waitPoll, 10*time.Since(began))
+		if !deadline.IsZero() {
+			if now := time.Now(); !now.Before(deadline) {
+				return exitCode{ExitWaitTimeout, fmt.Sprintf("%s passed; %d of %d task(s) had not ended: %s",
+					timeout, len(left), len(ids), strings.Join(left, " "))}
+			} else if d := deadline.Sub(now); d < pause {
+				pause = d
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+	}
+}
+
+// printEnd is a task's end in a line: its id and state, and for one that did not succeed, why (the latest
+// attempt's failure kind and the task's error summary), with control characters escaped.
+func printEnd(w io.Writer, t *mvp.Task) error {
+	line := t.ID + "\t" + string(t.State)
+	if t.State != mvp.StateSucceeded {
+		var why []string
+		if a := t.Latest(); a != nil && a.FailureKind != "" {
+			why = append(why, string(a.FailureKind))
+		}
+		if t.ErrorSummary != "" {
+			why = append(why, safe(t.ErrorSummary))
+		}
+		if len(why) > 0 {
+			line += "\t" + strings.Join(why, ": ")
+		}
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+// submitAndWait is mvp submit --wait after the submit: the task's id and state as submit prints them, on stderr
+// with -o json or yaml (whose standard output is the end's answer alone), then the wait.
+func submitAndWait(ctx context.Context, c *api.Client, raw json.RawMessage, t *mvp.Task, format string, w, w2 io.Writer) error {
+	if format == "table" {
+		fmt.Fprintf(w, "%s\t%s\n", t.ID, t.State)
+	} else {
+		fmt.Fprintf(w2, "mvp submit: %s %s; waiting for it to end\n", t.ID, t.State)
+	}
+	return waitTasks(ctx, c, []string{t.ID}, 0, format, w, w2)
+}
+
+// waitExit is the exit status of an error of mvp wait's (0 if it carries none).
+func waitExit(err error) int {
+	var ec exitCode
+	if errors.As(err, &ec) {
+		return ec.code
+	}
+	return 0
+}
