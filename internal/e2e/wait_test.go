@@ -1,0 +1,55 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mvp2/mvp/internal/cli"
+)
+
+// TestWaitExitsByHowTheTasksEnded: on the real cluster, mvp wait of a task that runs to its end and one whose
+// workload exits 3 exits 3, printing each end (the failure's kind and summary); mvp submit --wait of a task that
+// succeeds prints its id, then its end, and exits 0; mvp wait --timeout of a task that cannot start yet exits 4.
+func TestWaitExitsByHowTheTasksEnded(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 1})
+	ok := s.submit(spec("ppo", 1, 1, 1))
+	bad := s.submit(spec("ppo", 1, 1, 1, "mvp_test.exit_code=3"))
+	out, errs, code := s.cli("wait", ok.ID, bad.ID)
+	if code != cli.ExitNotSucceeded {
+		t.Fatalf("mvp wait: exit %d, stdout %q, stderr %q; want %d", code, out, errs, cli.ExitNotSucceeded)
+	}
+	if !strings.Contains(out, ok.ID+"\tSUCCEEDED\n") || !strings.Contains(out, bad.ID+"\tFAILED\tRUNTIME_ERROR") {
+		t.Errorf("mvp wait printed %q: want each task's end", out)
+	}
+	if !strings.Contains(errs, "did not succeed: "+bad.ID) {
+		t.Errorf("mvp wait said %q: want the task that failed named", errs)
+	}
+	if st := s.get(ok.ID).State; st != "SUCCEEDED" {
+		t.Errorf("%s is %s after the wait", ok.ID, st)
+	}
+
+	file := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(file, []byte(spec("sft", 1, 1, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code = s.cli("submit", "-f", file, "--wait")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.HasSuffix(lines[0], "\tQUEUED") || !strings.HasSuffix(lines[1], "\tSUCCEEDED") {
+		t.Fatalf("mvp submit --wait: exit %d, stdout %q, stderr %q; want the id, then its end, exit 0", code, out, errs)
+	}
+
+	// A gang of more nodes than the cluster has waits (never_fits): the wait runs out.
+	big := s.submit(spec("ppo", 8, 1, 1))
+	out, errs, code = s.cli("wait", "--timeout", "3s", big.ID)
+	if code != cli.ExitWaitTimeout || out != "" || !strings.Contains(errs, "had not ended: "+big.ID) {
+		t.Errorf("mvp wait --timeout: exit %d, stdout %q, stderr %q; want %d naming the task", code, out, errs, cli.ExitWaitTimeout)
+	}
+	if _, _, err := s.c.Cancel(ctxT(t), big.ID); err != nil {
+		t.Fatal(err)
+	}
+}
