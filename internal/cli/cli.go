@@ -53,7 +53,7 @@ Usage:
   mvp queue                                     the queue in policy order: owner, priority, rank, reason, estimated start
   mvp users                                     (operator) each user's decayed GPU usage, share, limits, GPUs in use
   mvp logs TASK_ID [-f] [--attempt N]
-  mvp cancel TASK_ID
+  mvp cancel TASK_ID [TASK_ID …]
   mvp wait TASK_ID [TASK_ID …] [--timeout D]    until each has ended: exit 0 all SUCCEEDED, 3 one did not, 4 timeout
   mvp events TASK_ID [--limit N] [--cursor C]
   mvp schedule create NAME --cron EXPR -f job.yaml [--timezone TZ] [--overlap skip|queue|replace] [-e key=value …]
@@ -179,7 +179,7 @@ var verbHelp = map[string]string{
 	"list":     "mvp list [--state S] [--workload W] [--owner USER] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
 	"queue":    "mvp queue\n  e.g. mvp queue -o json",
 	"logs":     "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
-	"cancel":   "mvp cancel TASK_ID\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
+	"cancel":   "mvp cancel TASK_ID [TASK_ID …]\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
 	"events":   "mvp events TASK_ID [--limit N] [--cursor C]\n  e.g. mvp events mvp2-ppo-20251223-143201-7f3a -o yaml",
 	"resubmit": "mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]\n  e.g. mvp resubmit mvp2-ppo-20251223-143201-7f3a --resume -e overrides=trainer.total_epochs=2",
 	"results": "mvp results TASK_ID [--get PATH [-o FILE]]\n  e.g. mvp results mvp2-ppo-20251223-143201-7f3a --get a01/summary.json -o summary.json" +
@@ -317,6 +317,10 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if fs.NArg() != 0 {
 			return usageError{fmt.Errorf("unexpected argument %q\nusage: %s", fs.Arg(0), verbHelp[verb])}
 		}
+	case "cancel":
+		if fs.NArg() == 0 {
+			return usageError{fmt.Errorf("name at least one TASK_ID\nusage: %s", verbHelp[verb])}
+		}
 	default:
 		if fs.NArg() != 1 {
 			return usageError{fmt.Errorf("need exactly one TASK_ID\nusage: %s", verbHelp[verb])}
@@ -365,6 +369,9 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printTask(w, t) })
 	case "cancel":
+		if fs.NArg() > 1 {
+			return cancelMany(ctx, c, fs.Args(), *out, env.Stdout, env.Stderr)
+		}
 		t, raw, err := c.Cancel(ctx, fs.Arg(0))
 		if err != nil {
 			return err

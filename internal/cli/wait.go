@@ -187,3 +187,42 @@ func waitExit(err error) int {
 	}
 	return 0
 }
+
+// cancelMany cancels each task of ids in turn (mvp cancel with several: a sweep submitted by mistake), printing a
+// line per task canceled (`ID  STATE`; with -o json or yaml its answer, one document each). A task mvp refuses
+// to cancel, or a request that fails, is said on w2 with its id and the others are still canceled; the error
+// then counts them (exit 1). A task id that cannot stand in a URL path is refused before any request (exit 2).
+func cancelMany(ctx context.Context, c *api.Client, ids []string, format string, w, w2 io.Writer) error {
+	for _, id := range ids {
+		if id == "." || id == ".." {
+			return fmt.Errorf("nothing canceled: %w", &api.NameError{Name: id})
+		}
+	}
+	var failed []string
+	printed := 0
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return fmt.Errorf("stopped before %s: %w", id, ctx.Err())
+		}
+		t, raw, err := c.Cancel(ctx, id)
+		if err != nil {
+			failed = append(failed, id)
+			fmt.Fprintf(w2, "mvp cancel: %s: %v\n", id, err)
+			continue
+		}
+		if format == "yaml" && printed > 0 {
+			fmt.Fprintln(w, "---")
+		}
+		printed++
+		if err := render(w, format, raw, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "%s\t%s\n", t.ID, t.State)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d task(s) not canceled (said above): %s", len(failed), len(ids), strings.Join(failed, " "))
+	}
+	return nil
+}

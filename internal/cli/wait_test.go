@@ -190,3 +190,43 @@ func TestSubmitWait(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }
+
+// TestCancelSeveral: mvp cancel with several ids cancels each (a sweep submitted by mistake), a line each; one mvp
+// refuses is said with its id, the others are still canceled, and the exit is 1. A name that cannot stand in a URL
+// path is a usage error before any request.
+func TestCancelSeveral(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, r.Method+" "+r.URL.Path)
+		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/v2/tasks/"), "/cancel")
+		w.Header().Set("Content-Type", "application/json")
+		if id == "t-2" {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error": {"code": "not_found", "message": "no task t-2"}}`)
+			return
+		}
+		fmt.Fprintf(w, `{"task_id": %q, "state": "CANCELED"}`, id)
+	}))
+	defer srv.Close()
+	out, errb, env := serverEnv(srv.URL)
+	code := Run(context.Background(), []string{"cancel", "t-1", "t-2", "t-3"}, env)
+	if code != 1 || out.String() != "t-1\tCANCELED\nt-3\tCANCELED\n" || !strings.Contains(errb.String(), "t-2: no task t-2") ||
+		!strings.Contains(errb.String(), "1 of 3 task(s) not canceled") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	mu.Lock()
+	n := len(asked)
+	mu.Unlock()
+	out, errb, env = serverEnv(srv.URL)
+	if code := Run(context.Background(), []string{"cancel", "t-1", ".."}, env); code != 2 || out.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 2, nothing canceled", code, out.String(), errb.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != n {
+		t.Errorf("requests %q after a refused name: want none", asked[n:])
+	}
+}
