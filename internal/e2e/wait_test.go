@@ -13,7 +13,8 @@ import (
 
 // TestWaitExitsByHowTheTasksEnded: on the real cluster, mvp wait of a task that runs to its end and one whose
 // workload exits 3 exits 3, printing each end (the failure's kind and summary); mvp submit --wait of a task that
-// succeeds prints its id, then its end, and exits 0; mvp wait --timeout of a task that cannot start yet exits 4.
+// succeeds prints its id, then its end, and exits 0; mvp wait --timeout of a task that cannot start yet exits 4;
+// mvp cancel of two tasks cancels both.
 func TestWaitExitsByHowTheTasksEnded(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 1})
@@ -49,7 +50,16 @@ func TestWaitExitsByHowTheTasksEnded(t *testing.T) {
 	if code != cli.ExitWaitTimeout || out != "" || !strings.Contains(errs, "had not ended: "+big.ID) {
 		t.Errorf("mvp wait --timeout: exit %d, stdout %q, stderr %q; want %d naming the task", code, out, errs, cli.ExitWaitTimeout)
 	}
-	if _, _, err := s.c.Cancel(ctxT(t), big.ID); err != nil {
-		t.Fatal(err)
+
+	// mvp cancel of several: both waiting gangs canceled, a line each.
+	big2 := s.submit(spec("ppo", 8, 1, 1))
+	out, errs, code = s.cli("cancel", big.ID, big2.ID)
+	if code != 0 || out != big.ID+"\tCANCELED\n"+big2.ID+"\tCANCELED\n" {
+		t.Errorf("mvp cancel of two: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	for _, id := range []string{big.ID, big2.ID} {
+		if st := s.get(id).State; st != "CANCELED" {
+			t.Errorf("%s is %s after mvp cancel", id, st)
+		}
 	}
 }
