@@ -35,15 +35,7 @@ func TestWebPageShowsTheEndOfAHugeLog(t *testing.T) {
 	id := submitThroughDoor(t, s, "python3 "+script)
 	s.waitState(id, mvp.StateSucceeded, 2*time.Minute)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1400, 1000))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("start Chromium (%s): %v", bin, err)
-	}
+	bctx := startBrowser(t, bin)
 	ctx, cancel := context.WithTimeout(bctx, time.Minute)
 	defer cancel()
 	if err := chromedp.Do(ctx, chromedp.Navigate(s.c.Addr+"/ui/"), chromedp.WaitVisible(chromedp.ID("token")),

@@ -31,6 +31,24 @@ func browser(t *testing.T) string {
 	return ""
 }
 
+// startBrowser starts headless Chromium (bin, from browser) for the test, closed when it ends, and returns the
+// browser's context: derive each step's timeout from it.
+func startBrowser(t *testing.T, bin string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1400, 1000))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser) // runs before cancelAlloc
+	// The first action starts the browser on bctx itself: a browser started on a derived context with a timeout
+	// would close when that context ends.
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start Chromium (%s): %v", bin, err)
+	}
+	return bctx
+}
+
 // artifacts is where the test's screenshots go: $MVP_E2E_ARTIFACTS/<test>, or a folder of its own in the system's
 // temp folder that is kept after the test (its path is printed).
 func artifacts(t *testing.T) string {
@@ -57,17 +75,7 @@ func TestWebPageInBrowser(t *testing.T) {
 	s := startService(t, serviceOpts{})
 	shots := artifacts(t)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1400, 1000))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	// The first action starts the browser on bctx itself: a browser started on a derived context with a timeout
-	// would close when that context ends.
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("start Chromium (%s): %v", bin, err)
-	}
+	bctx := startBrowser(t, bin)
 	dump := func() string {
 		ctx, cancel := context.WithTimeout(bctx, 5*time.Second)
 		defer cancel()
