@@ -103,7 +103,7 @@ func (p Packages) check(name string, r io.Reader, max int64) error {
 			return fmt.Errorf("read it: %w", err)
 		}
 		if n > max {
-			return fmt.Errorf("it grew past the %d bytes a package may hold while it was read", max)
+			return grewPast(max)
 		}
 		return nil
 	}
@@ -123,7 +123,7 @@ func (p Packages) check(name string, r io.Reader, max int64) error {
 		return fmt.Errorf("read it: %w", err)
 	}
 	if n > rest {
-		return fmt.Errorf("it grew past the %d bytes a package may hold while it was read", max)
+		return grewPast(max)
 	}
 	if !hmac.Equal(seal, []byte(hex.EncodeToString(m.Sum(nil)))) {
 		return errChanged
@@ -322,9 +322,15 @@ func readRegular(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("it grew past the %d bytes a package may hold while it was read", max)
+		return nil, grewPast(max)
 	}
 	return data, nil
+}
+
+// grewPast is the error of a package file found to hold more than max bytes as it was read, when it held at most
+// max as it was opened (a job writing it meanwhile).
+func grewPast(max int64) error {
+	return fmt.Errorf("it grew past the %d bytes a package may hold while it was read", max)
 }
 
 // openRegular opens the file at path if it is a regular file of at most max bytes when opened, as readRegular
