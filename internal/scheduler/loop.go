@@ -1561,12 +1561,29 @@ const LogTail = 8 << 20
 // v2.ray.request_timeout_s, is too short for a log of hundreds of MB).
 const LogCopyTimeout = 5 * time.Minute
 
+// passReserve is the time a log copy leaves the pass it runs in, at most (copyTime).
+const passReserve = 10 * time.Second
+
+// copyTime is how long a log copy that starts at now may take in a pass whose context ends at deadline (ok false:
+// it has none): LogCopyTimeout, and never so long that the pass has no time left once the copy is cut: it keeps
+// passReserve, or a quarter of what is left when that is less. Run bounds a pass (2 min) more tightly than
+// LogCopyTimeout: a copy cut by the pass's own end failed the pass with it, before the attempt's end was recorded
+// or anything decided, and the next pass began with the same copy again.
+func copyTime(now, deadline time.Time, ok bool) time.Duration {
+	if !ok {
+		return LogCopyTimeout
+	}
+	left := deadline.Sub(now)
+	return min(LogCopyTimeout, left-min(passReserve, left/4))
+}
+
 // keepLog streams the driver log of attempt no (Ray job id, its driver on node, "" if not known) into the task
 // folder, replacing the copy there only once it is whole, and returns its last tail bytes (0: none kept, for a
 // caller that does not classify the run). A failure to write the task folder is a *taskfs.DiskError; any other
-// error is Ray's.
+// error is Ray's. The copy ends in time for the pass to go on (copyTime): one cut short is an error like any other.
 func (l *Loop) keepLog(ctx context.Context, taskID string, no int, id, node string, tail int) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, LogCopyTimeout)
+	deadline, ok := ctx.Deadline()
+	ctx, cancel := context.WithTimeout(ctx, copyTime(time.Now(), deadline, ok))
 	defer cancel()
 	return l.Files.KeepLog(taskID, no, tail, func(w io.Writer) error {
 		_, err := l.Ray.CopyJobLog(ctx, id, node, w)

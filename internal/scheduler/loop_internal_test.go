@@ -69,3 +69,22 @@ func TestWakeDelay(t *testing.T) {
 		}
 	}
 }
+
+// A log copy ends in time for its pass to go on: it keeps passReserve of the pass, or a quarter of what is left.
+func TestCopyTime(t *testing.T) {
+	for _, c := range []struct {
+		left time.Duration
+		ok   bool
+		want time.Duration
+	}{
+		{0, false, LogCopyTimeout},                 // no bound on the pass
+		{time.Hour, true, LogCopyTimeout},          // the copy's own bound first
+		{2 * time.Minute, true, 110 * time.Second}, // Run's bound on a pass: 10 s kept
+		{2 * time.Second, true, 1500 * time.Millisecond},
+		{0, true, 0}, // the pass is over: no copy
+	} {
+		if got := copyTime(t0, t0.Add(c.left), c.ok); got != c.want {
+			t.Errorf("copyTime with %s left (bounded %v) = %s, want %s", c.left, c.ok, got, c.want)
+		}
+	}
+}
