@@ -59,3 +59,25 @@ func TestALongLogCopyLeavesThePassItsTime(t *testing.T) {
 		t.Errorf("the copies cut short counted no try: %+v", a)
 	}
 }
+
+// TestALongLogCopyOfASuccessCountsItsTries: a success's log is kept after the pass's decisions (keepLogs). Its copy,
+// cut by the pass's own end, left no time to count the try: every pass copied it until the pass's end, for ever,
+// and the job was never pruned. A copy cut short is now a try, and the tries are bounded (MaxLogTries).
+func TestALongLogCopyOfASuccessCountsItsTries(t *testing.T) {
+	h := newHarness(t)
+	done := h.task()
+	h.tick()
+	sid := done.ID + "--a01"
+	h.ray.set(sid, mvp.RaySucceeded, "", 0)
+	h.loop.Ray = slowLog{h.ray, sid}
+	h.clock.t = h.clock.t.Add(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // as Run bounds a pass, scaled down
+	defer cancel()
+	if err := h.loop.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := h.get(done.ID)
+	if a := got.Attempts[0]; got.State != mvp.StateSucceeded || a.LogKept || a.LogTries != 1 {
+		t.Errorf("%s, attempt %+v; want SUCCEEDED, its log not kept, its try counted", got.State, a)
+	}
+}
