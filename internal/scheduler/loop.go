@@ -399,11 +399,17 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	// What is written is stamped when it is written, not when the pass began: reading the cluster and Ray, and
 	// the submissions before it, can take seconds.
 	for _, a := range acts {
+		if ctx.Err() != nil {
+			break // mvp is stopping: what is left is decided again at its next start
+		}
 		if _, ok := a.(*Wait); !ok {
 			l.applied(a, l.apply(ctx, l.Clock.Now(), a))
 		}
 	}
 	<-done
+	if ctx.Err() != nil {
+		return nil
+	}
 	if submits == 0 {
 		l.endFolderErr(snap.Queue)
 	}
@@ -679,8 +685,13 @@ func waitChange(now time.Time, a *Wait) mvp.Change {
 		PendingReason: &reason, EventPayload: map[string]any{"reason": reason, "never_fits": a.Never()}}
 }
 
-// applied logs an action that failed, unless the task moved meanwhile (e.g. canceled): then there is nothing to do.
+// applied logs an action that failed, unless the task moved meanwhile (e.g. canceled): then there is nothing to do;
+// one cut by mvp's stop is said at INFO.
 func (l *Loop) applied(a Action, err error) {
+	if errors.Is(err, context.Canceled) {
+		l.Logger.Info("action cut by the stop; decided again at the next start", "action", fmt.Sprintf("%T", a), "err", err)
+		return
+	}
 	if err != nil && !errors.Is(err, mvp.ErrConflict) {
 		l.Logger.Error("apply action", "action", fmt.Sprintf("%T", a), "err", err)
 	}
@@ -1226,6 +1237,10 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 	switch {
 	case err == nil || errors.Is(err, mvp.ErrJobExists):
 		return l.markSubmitted(ctx, t, att)
+	case ctx.Err() != nil:
+		// mvp is stopping (or the pass ran out of time) with the answer not read: no verdict of Ray's. The attempt
+		// stays SUBMITTING; the next pass, or start, looks its job up before it sends it again with the same id.
+		return fmt.Errorf("submit attempt %s: %w", att.RaySubmissionID, ctx.Err())
 	case errors.Is(err, mvp.ErrRayUnavailable):
 		if _, gerr := l.Ray.GetJob(ctx, att.RaySubmissionID); gerr == nil {
 			return l.markSubmitted(ctx, t, att)

@@ -1048,3 +1048,48 @@ func TestARestartedMvpWaitsForTheNodesItSawBefore(t *testing.T) {
 	}
 
 }
+
+// TestAStopDuringASubmitIsNoRefusal: mvp stopped while a submit waits for Ray's answer. The call ends with the
+// stop's context error, which callRay took as Ray refusing the submission (only the store's refusal of a dead
+// context kept the task from FAILED), and each action left in the pass logged ERROR "apply action … context
+// canceled". The attempt stays SUBMITTING (the next start looks it up, with the same id), quietly.
+func TestAStopDuringASubmitIsNoRefusal(t *testing.T) {
+	h := newHarness(t)
+	first, second := h.task(), h.task()
+	entered := make(chan struct{}, 4)
+	release := make(chan struct{})
+	h.ray.submitErr = func(id string) error {
+		if id != first.ID+"--a01" {
+			return nil
+		}
+		entered <- struct{}{}
+		<-release
+		return fmt.Errorf("submit job %s: %w", id, context.Canceled)
+	}
+	var logs bytes.Buffer
+	h.loop.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.loop.RunOnce(ctx) }()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pass never submitted")
+	}
+	cancel()
+	close(release)
+	<-done
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("an orderly stop logged an error:\n%s", logs.String())
+	}
+	got, err := h.db.GetTask(context.Background(), first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != mvp.StateSubmitting || got.ErrorSummary != "" {
+		t.Errorf("after a stop mid-submit: %s %q, want SUBMITTING with no error", got.State, got.ErrorSummary)
+	}
+	if got2, _ := h.db.GetTask(context.Background(), second.ID); got2.State == mvp.StateSubmitted {
+		t.Errorf("the pass went on submitting %s after the stop", second.ID)
+	}
+}
