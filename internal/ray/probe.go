@@ -329,6 +329,11 @@ func (p *Probe) ensure(ctx context.Context) error {
 			break
 		}
 		if a.Error != "" {
+			if len(p.lines) > 0 {
+				// Written while nobody read (mvp backing off during an outage): a later line says more, perhaps
+				// that it is ready; only the last line written says how the child is now.
+				continue
+			}
 			// The child keeps trying (once a second); the next reading waits for its next line.
 			p.startErr = &StartError{Reason: fmt.Sprintf(
 				"it cannot connect to the GCS at %s (v2.ray.gcs_address): %s; set v2.ray.gcs_address to the cluster's GCS host:port (on a token cluster, check v2.ray.token_env too)",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -198,5 +199,41 @@ func TestANewClusterForgetsTheRemovedGroups(t *testing.T) {
 	p.withRemoved("head-2", old, now)
 	if got := p.withRemoved("", nil, now); len(got) != 0 {
 		t.Errorf("no head read: %+v, want nothing kept", got)
+	}
+}
+
+// TestAProbeThatConnectedWhileUnreadIsReadyAtOnce: the child says it cannot connect once a second while the GCS is
+// away, and mvp reads one line a reading (fewer while it backs off during the outage): when the GCS came back, its
+// ready line waited behind every error line written meanwhile, one reading each, and the dashboard's lagging view
+// stood in for as long again. A reading takes every line already written, the last one saying.
+func TestAProbeThatConnectedWhileUnreadIsReadyAtOnce(t *testing.T) {
+	p := NewProbe(ProbeOptions{Python: python(t), Script: "testdata/fakeprobe.py", Address: "127.0.0.1:1",
+		Env: []string{"FAKE_PROBE_LATE_GCS=10"}, ReadTimeout: 10 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer p.Close()
+	// The child writes its lines at once; wait until all are there to be read, as after an outage.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p.mu.Lock()
+		var err error
+		if p.cmd == nil {
+			err = p.start()
+		}
+		n := len(p.lines)
+		p.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= 11 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	v, err := p.ReadCluster(context.Background())
+	if err != nil {
+		t.Fatalf("first reading with the ready line written: %v", err)
+	}
+	if v.Source != "probe" {
+		t.Errorf("first reading from %q, want the probe", v.Source)
 	}
 }

@@ -1,7 +1,8 @@
 """Speaks mvp_probe.py's protocol with a fixed cluster. FAKE_PROBE_DIE_AFTER=n exits after n answers;
 FAKE_PROBE_HANG=1 never answers a request; FAKE_PROBE_NO_GCS=1 never connects (says why each second, as
 mvp_probe.py does when the GCS is not there); FAKE_PROBE_EXIT=n writes a line on stderr and exits n at once; FAKE_PROBE_REMOVE_AFTER=n answers without
-the placement group after n answers (Ray removed it: its table no longer shows it as live)."""
+the placement group after n answers (Ray removed it: its table no longer shows it as live); FAKE_PROBE_LATE_GCS=n
+says n times at once that it cannot connect, then is ready (lines written while mvp did not read them)."""
 import json
 import os
 import sys
@@ -14,6 +15,10 @@ if os.environ.get("FAKE_PROBE_NO_GCS") == "1":
     while True:
         print(json.dumps({"ready": False, "error": "RuntimeError: Failed to connect to GCS at 127.0.0.1:1"}), flush=True)
         time.sleep(1)
+
+late = int(os.environ.get("FAKE_PROBE_LATE_GCS", "0"))
+for _ in range(late):  # the GCS came back while mvp was not reading: n error lines wait ahead of the ready one
+    print(json.dumps({"ready": False, "error": "RuntimeError: Failed to connect to GCS at 127.0.0.1:1"}), flush=True)
 
 die_after = int(os.environ.get("FAKE_PROBE_DIE_AFTER", "0"))
 hang = os.environ.get("FAKE_PROBE_HANG") == "1"
