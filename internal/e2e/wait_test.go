@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/cli"
 )
@@ -17,7 +18,9 @@ import (
 // mvp cancel of two tasks cancels both.
 func TestWaitExitsByHowTheTasksEnded(t *testing.T) {
 	waitIdle(t)
+	began := time.Now()
 	s := startService(t, serviceOpts{retryS: 1})
+	t.Logf("%s: service started", time.Since(began))
 	ok := s.submit(spec("ppo", 1, 1, 1))
 	bad := s.submit(spec("ppo", 1, 1, 1, "mvp_test.exit_code=3"))
 	out, errs, code := s.cli("wait", ok.ID, bad.ID)
@@ -30,6 +33,7 @@ func TestWaitExitsByHowTheTasksEnded(t *testing.T) {
 	if !strings.Contains(errs, "did not succeed: "+bad.ID) {
 		t.Errorf("mvp wait said %q: want the task that failed named", errs)
 	}
+	t.Logf("%s: mvp wait of two ended", time.Since(began))
 	if st := s.get(ok.ID).State; st != "SUCCEEDED" {
 		t.Errorf("%s is %s after the wait", ok.ID, st)
 	}
@@ -44,6 +48,7 @@ func TestWaitExitsByHowTheTasksEnded(t *testing.T) {
 		t.Fatalf("mvp submit --wait: exit %d, stdout %q, stderr %q; want the id, then its end, exit 0", code, out, errs)
 	}
 
+	t.Logf("%s: mvp submit --wait ended", time.Since(began))
 	// A gang of more nodes than the cluster has waits (never_fits): the wait runs out.
 	big := s.submit(spec("ppo", 8, 1, 1))
 	out, errs, code = s.cli("wait", "--timeout", "3s", big.ID)
