@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strings"
@@ -61,8 +62,9 @@ func ParseProgress(b []byte) (*Progress, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("%s is not a JSON object of the expected fields: %v", ProgressFile, err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("%s holds more than one JSON value", ProgressFile)
+	if _, err := dec.Token(); err != io.EOF {
+		// Not dec.More(), which says false before a stray '}' or ']': "{}}" was taken.
+		return nil, fmt.Errorf("%s holds more than one JSON value (or stray characters after its object); write one object", ProgressFile)
 	}
 	p := &Progress{PercentComplete: raw.PercentComplete, Step: raw.Step, TotalSteps: raw.TotalSteps}
 	if v := p.PercentComplete; v != nil && (math.IsNaN(*v) || *v < 0 || *v > 100) {

@@ -24,6 +24,8 @@ func TestParseProgress(t *testing.T) {
 		{`[1]`, "one JSON object"},
 		{`{"step": `, "not a JSON object"},
 		{`{"step": 1} {"step": 2}`, "more than one"},
+		{`{"step": 1}}`, "more than one"}, // json.Decoder.More says false before a '}' or ']' (found by FuzzParseProgress)
+		{`{"step": 1}]`, "more than one"},
 		{`{"step": "ten"}`, "not a JSON object"},
 		{`{"step": 1.5}`, "not a JSON object"},
 		{`{"step": -1}`, "step must be ≥ 0"},
