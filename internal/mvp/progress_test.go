@@ -74,9 +74,21 @@ func TestParseProgressLeavesOutNonFiniteMetrics(t *testing.T) {
 		{`{"name": NaN}`, "name must be a string"},
 		{`{"metrics": {"loss": NaNx}}`, "not a JSON object"},
 		{`{"metrics": {"loss": null}}`, "must be a number"},
+		// A bare NaN where a key goes is no number a JSON writer puts there: it was made the marker string, which
+		// made '{NaN: 1}' a JSON object taken, and gave '{"metrics": {NaN: 1}}' a metric named by the marker (NUL
+		// bytes and all). Found while writing FuzzParseProgress's property.
+		{`{NaN: 1}`, "not a JSON object"},
+		{`{"metrics": {NaN: 1}}`, "not a JSON object"},
+		{`{"metrics": {"a": 1, Infinity: 2}}`, "not a JSON object"},
+		{`{"step": 1, -Infinity: 2}`, "not a JSON object"},
 	} {
 		if _, err := ParseProgress([]byte(c.body)); err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%.60q: error %v, want one saying %q", c.body, err, c.says)
 		}
+	}
+	// Where a value goes, a bare non-finite number is still read: after ':', after '[', and after ',' in a list.
+	if p, err := ParseProgress([]byte(`{"metrics": {"a": NaN, "b": 1}, "x": [NaN, Infinity], "step": 2}`)); err != nil ||
+		len(p.Metrics) != 1 || *p.Step != 2 {
+		t.Errorf("values: %+v %v", p, err)
 	}
 }
