@@ -115,10 +115,11 @@ func ParseProgress(b []byte) (*Progress, error) {
 // nonFinite stands for a bare NaN, Infinity or -Infinity of a progress file once nonFiniteToMarker has read it.
 const nonFinite = "\x00mvp:non-finite\x00"
 
-// nonFiniteToMarker returns b with each bare NaN, Infinity and -Infinity (outside strings) replaced by the JSON
-// string nonFinite. Python's json.dump writes them for float('nan') and float('inf') unless told not to, and
-// Go's decoder refuses the whole file for one of them: a run whose loss became NaN had its progress frozen at
-// the last finite step, with a PROGRESS_INVALID event at every change of the file.
+// nonFiniteToMarker returns b with each bare NaN, Infinity and -Infinity (outside strings) that stands where a value
+// goes replaced by the JSON string nonFinite. Python's json.dump writes them for float('nan') and float('inf')
+// unless told not to, and Go's decoder refuses the whole file for one of them: a run whose loss became NaN had its
+// progress frozen at the last finite step, with a PROGRESS_INVALID event at every change of the file. One where a
+// key goes is left for the decoder to refuse: made a string, it made '{NaN: 1}' an object.
 func nonFiniteToMarker(b []byte) []byte {
 	if !bytes.Contains(b, []byte("NaN")) && !bytes.Contains(b, []byte("Infinity")) {
 		return b
@@ -126,6 +127,8 @@ func nonFiniteToMarker(b []byte) []byte {
 	marker, _ := json.Marshal(nonFinite)
 	out := make([]byte, 0, len(b)+32)
 	inString, escaped := false, false
+	var open []byte   // the containers open at i: '{' or '['
+	var last byte // the last byte outside strings that is not white space
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if inString {
@@ -140,15 +143,22 @@ func nonFiniteToMarker(b []byte) []byte {
 			}
 			continue
 		}
-		if c == '"' {
+		switch c {
+		case '"':
 			inString = true
-			out = append(out, c)
-			continue
+		case '{', '[':
+			open = append(open, c)
+		case '}', ']':
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
 		}
+		inList := len(open) > 0 && open[len(open)-1] == '['
+		atValue := last == ':' || last == '[' || (last == ',' && inList)
 		matched := false
 		for _, tok := range []string{"NaN", "Infinity", "-Infinity"} {
 			end := i + len(tok)
-			if bytes.HasPrefix(b[i:], []byte(tok)) && (end == len(b) || !isWordByte(b[end])) &&
+			if atValue && bytes.HasPrefix(b[i:], []byte(tok)) && (end == len(b) || !isWordByte(b[end])) &&
 				(i == 0 || !isWordByte(b[i-1])) {
 				out = append(out, marker...)
 				i = end - 1
@@ -158,6 +168,9 @@ func nonFiniteToMarker(b []byte) []byte {
 		}
 		if !matched {
 			out = append(out, c)
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			last = c
 		}
 	}
 	return out
