@@ -127,8 +127,8 @@ func nonFiniteToMarker(b []byte) []byte {
 	marker, _ := json.Marshal(nonFinite)
 	out := make([]byte, 0, len(b)+32)
 	inString, escaped := false, false
-	var open []byte   // the containers open at i: '{' or '['
-	var last byte // the last byte outside strings that is not white space
+	var open []byte // the containers open at i: '{' or '['
+	var last byte   // the last byte outside strings that is not white space
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if inString {
