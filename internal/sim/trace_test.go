@@ -35,3 +35,21 @@ func TestReadCSVRefusesWhatWouldWrap(t *testing.T) {
 		t.Errorf("a header with a byte-order mark: %v %+v", err, jobs)
 	}
 }
+
+// TestWriteCSVOfATraceWithoutMaxRuntime: a trace read without max_runtime_s (0: the configured default) was
+// written with max_runtime_s 0, which ReadCSV refuses (≥ 1): WriteCSV's copy of a trace ReadCSV took did not read
+// back. Found by FuzzReadCSV. An unset max_runtime_s is written empty.
+func TestWriteCSVOfATraceWithoutMaxRuntime(t *testing.T) {
+	jobs, err := ReadCSV(strings.NewReader("arrival_s,nnodes,n_gpus_per_node,duration_s\n0,1,1,10\n5,1,2,20\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := WriteCSV(&buf, jobs); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadCSV(strings.NewReader(buf.String()))
+	if err != nil || len(back) != 2 || back[0].MaxRuntimeS != 0 || back[1].GPUsPerNode != 2 {
+		t.Errorf("%q read back as %+v, %v", buf.String(), back, err)
+	}
+}
