@@ -196,8 +196,12 @@ func WriteCSV(w io.Writer, jobs []Job) error {
 		return err
 	}
 	for _, j := range jobs {
+		maxRuntime := "" // 0 is unset (the configured default), which ReadCSV reads from an empty value only
+		if j.MaxRuntimeS != 0 {
+			maxRuntime = strconv.Itoa(j.MaxRuntimeS)
+		}
 		rec := []string{strconv.FormatFloat(j.ArrivalS, 'f', 1, 64), strconv.Itoa(j.NNodes),
-			strconv.Itoa(j.GPUsPerNode), strconv.FormatFloat(j.DurationS, 'f', 1, 64), strconv.Itoa(j.MaxRuntimeS)}
+			strconv.Itoa(j.GPUsPerNode), strconv.FormatFloat(j.DurationS, 'f', 1, 64), maxRuntime}
 		if users {
 			p := j.Priority
 			if p == 0 {
