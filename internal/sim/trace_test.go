@@ -53,3 +53,20 @@ func TestWriteCSVOfATraceWithoutMaxRuntime(t *testing.T) {
 		t.Errorf("%q read back as %+v, %v", buf.String(), back, err)
 	}
 }
+
+// TestWriteCSVKeepsPriorityZero: a job of priority 0 (the lowest, as a trace may give it) was written with priority
+// 50, WriteCSV taking 0 for "none given": its copy ranked the job as any other. Found by FuzzReadCSV.
+func TestWriteCSVKeepsPriorityZero(t *testing.T) {
+	jobs, err := ReadCSV(strings.NewReader("arrival_s,nnodes,n_gpus_per_node,duration_s,priority\n0,1,1,10,0\n5,1,1,10,\n"))
+	if err != nil || jobs[0].Priority != 0 || jobs[1].Priority != 50 {
+		t.Fatalf("%+v %v", jobs, err)
+	}
+	var buf strings.Builder
+	if err := WriteCSV(&buf, jobs); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadCSV(strings.NewReader(buf.String()))
+	if err != nil || len(back) != 2 || back[0].Priority != 0 || back[1].Priority != 50 {
+		t.Errorf("%q read back as %+v, %v", buf.String(), back, err)
+	}
+}
