@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // GenConfig is what a generated trace is made for.
@@ -83,6 +85,7 @@ func Generate(ctx context.Context, cfg GenConfig) ([]Job, error) {
 		}
 		gpus := pickGPUs(rng.Float64()*mixTotal, capacity)
 		j := &jobs[i]
+		j.Priority = mvp.DefaultPriority // the operator's jobs at the priority a trace without one gives
 		if gpus <= cfg.GPUsPerNode {
 			j.NNodes, j.GPUsPerNode = 1, gpus
 		} else {

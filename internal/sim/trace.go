@@ -181,12 +181,12 @@ func ReadCSV(r io.Reader) ([]Job, error) {
 	return jobs, nil
 }
 
-// WriteCSV writes jobs as a trace ReadCSV reads.
+// WriteCSV writes jobs as a trace ReadCSV reads back as the same jobs (times to a tenth of a second).
 func WriteCSV(w io.Writer, jobs []Job) error {
 	cw := csv.NewWriter(w)
-	users := false
+	users := false // the user and priority columns, left out when every job is the operator's at the default priority
 	for _, j := range jobs {
-		users = users || j.User != "" || (j.Priority != 0 && j.Priority != mvp.DefaultPriority)
+		users = users || j.User != "" || j.Priority != mvp.DefaultPriority
 	}
 	header := []string{ColArrival, ColNNodes, ColGPUsPerNode, ColDuration, ColMaxRuntime}
 	if users {
@@ -203,11 +203,7 @@ func WriteCSV(w io.Writer, jobs []Job) error {
 		rec := []string{strconv.FormatFloat(j.ArrivalS, 'f', 1, 64), strconv.Itoa(j.NNodes),
 			strconv.Itoa(j.GPUsPerNode), strconv.FormatFloat(j.DurationS, 'f', 1, 64), maxRuntime}
 		if users {
-			p := j.Priority
-			if p == 0 {
-				p = mvp.DefaultPriority
-			}
-			rec = append(rec, j.User, strconv.Itoa(p))
+			rec = append(rec, j.User, strconv.Itoa(j.Priority)) // 0 is priority 0, as ReadCSV reads it
 		}
 		if err := cw.Write(rec); err != nil {
 			return err
