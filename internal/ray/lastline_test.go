@@ -1,6 +1,10 @@
 package ray
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 // Ray 2.60's head relays its job agent's failure as a RuntimeError whose message is the agent's traceback and
 // ends with a line holding only "." (measured: the logs of a job whose driver printed a byte that is not UTF-8).
@@ -22,6 +26,18 @@ func TestLastLineSkipsALineThatSaysNothing(t *testing.T) {
 	} {
 		if got := lastLine([]byte(body)); got != want {
 			t.Errorf("lastLine(%q) = %q, want %q", body, got, want)
+		}
+	}
+}
+
+// TestLastLineCutsBetweenCharacters: a long last line was cut at byte 300 whatever stood there, so an error answer
+// in a language beyond ASCII ended in half a character: the error text (an event, an API answer, a log line) was
+// not UTF-8. Found by FuzzAnswers's property; it is cut between characters now.
+func TestLastLineCutsBetweenCharacters(t *testing.T) {
+	for _, body := range []string{"a" + strings.Repeat("é", 200), strings.Repeat("€", 150), "ab" + strings.Repeat("😀", 90)} {
+		got := lastLine([]byte(body))
+		if !utf8.ValidString(got) || len(got) > 300+len("…") || !strings.HasSuffix(got, "…") {
+			t.Errorf("lastLine(%.20q…) = %q (%d bytes)", body, got, len(got))
 		}
 	}
 }
