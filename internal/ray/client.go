@@ -220,10 +220,7 @@ func lastLine(b []byte) string {
 	if i := strings.LastIndex(s, "\n"); i >= 0 {
 		s = s[i+1:]
 	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
+	return mvp.Clip(s, 300) // between characters: a cut inside one made the error text not UTF-8
 }
 
 // SubmitJob posts a job. Ray's "already exists" answer is mvp.ErrJobExists.
