@@ -41,3 +41,12 @@ func TestLastLineCutsBetweenCharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestLastLineOfCutsBetweenCharacters: the probe's last line of stderr (the reason a probe that never became ready
+// gives) was cut at byte 300 as lastLine was, inside a character of a traceback beyond ASCII.
+func TestLastLineOfCutsBetweenCharacters(t *testing.T) {
+	got := lastLineOf("Traceback:\nOSError: "+strings.Repeat("é", 200), "probe: ")
+	if !utf8.ValidString(got) || !strings.HasPrefix(got, "probe: OSError") || len(got) > len("probe: ")+300+len("…") {
+		t.Errorf("lastLineOf = %q (%d bytes)", got, len(got))
+	}
+}
