@@ -376,10 +376,7 @@ func lastLineOf(s, prefix string) string {
 	if l == "" {
 		return ""
 	}
-	if len(l) > 300 {
-		l = l[:300] + "…"
-	}
-	return prefix + l
+	return prefix + mvp.Clip(l, 300) // between characters, as lastLine
 }
 
 func (p *Probe) fail() {
