@@ -470,3 +470,15 @@ func TestSetPathPointsAHydraKeyAtOverrides(t *testing.T) {
 		t.Errorf("a mistyped field is pointed at overrides: %v", err)
 	}
 }
+
+// TestSetPathClipsAnUnknownKey: an unknown key came back whole in the refusal ("unknown field %q"), so a resubmit's
+// set of a 1 MB key (or a key of bytes that are not UTF-8) was answered with a message of 1 MB. Found by
+// FuzzSetPath. The key is clipped, as Parse clips an unknown key.
+func TestSetPathClipsAnUnknownKey(t *testing.T) {
+	for _, key := range []string{strings.Repeat("k", 5000), "x" + strings.Repeat("é", 2000), strings.Repeat("k", 5000) + ".x"} {
+		err := SetPath(map[string]any{}, key, "1")
+		if err == nil || len(err.Error()) > 1000 || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "unknown field") {
+			t.Errorf("a key of %d bytes: a message of %d bytes: %.120q", len(key), len(fmt.Sprint(err)), fmt.Sprint(err))
+		}
+	}
+}
