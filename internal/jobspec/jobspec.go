@@ -728,9 +728,9 @@ func SetPath(doc map[string]any, key, value string) error {
 		if hint := suggest(head); nested && !strings.HasPrefix(hint, "; did you mean") {
 			// A dotted key that is no field's path is most likely one of verl's (Hydra) settings.
 			return fmt.Errorf("unknown field %q: the jobspec has no such field; a verl setting is passed as an "+
-				"override: overrides=%s=%s", head, clip(key), clip(value))
+				"override: overrides=%s=%s", clip(head), clip(key), clip(value))
 		}
-		return fmt.Errorf("unknown field %q%s", head, suggest(head))
+		return fmt.Errorf("unknown field %q%s", clip(head), suggest(head))
 	}
 	switch {
 	case (head == "env" || head == "secrets") && nested:
