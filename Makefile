@@ -6,7 +6,7 @@ RAY_WORKERS ?= 2
 RAY_GPUS_PER_WORKER ?= 4
 export RAY_WORKERS RAY_GPUS_PER_WORKER
 
-.PHONY: all build ray-up ray-down run test test-unit test-e2e vet fuzz bench sim stress clean
+.PHONY: all build ray-up ray-down run test test-unit test-e2e vet fuzz fuzz-all bench sim stress clean
 
 all: build
 
@@ -38,6 +38,19 @@ test: test-unit test-e2e ## everything CI runs
 
 fuzz: ## the jobspec parser's fuzz target (FUZZTIME=60s by default)
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$${FUZZTIME:-60s} ./internal/jobspec/
+
+# Every fuzz target of a parser of input from users, clients, files or Ray, as package:target. `go test ./...`
+# replays their seeds and testdata/fuzz corpus files; fuzz-all fuzzes them.
+FUZZ_TARGETS := ./internal/jobspec:FuzzParse ./internal/jobspec:FuzzSetPath ./internal/config:FuzzParse \
+	./internal/mvp:FuzzParseProgress ./internal/recurring:FuzzParse ./internal/recurring:FuzzParseStandard \
+	./internal/sim:FuzzReadCSV ./internal/raycompat:FuzzSubmit ./internal/ray:FuzzAnswers ./internal/api:FuzzReadQuery \
+	./internal/taskfs:FuzzCheckResultPath ./internal/secrets:FuzzKeyFromEnv ./internal/secrets:FuzzPut
+
+fuzz-all: ## every parser's fuzz target, one after another, FUZZTIME each (30s by default); stops at the first failure
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz: $${t##*:} in $${t%%:*} for $${FUZZTIME:-30s}"; \
+		$(GO) test -run='^$$' -fuzz="^$${t##*:}\$$" -fuzztime=$${FUZZTIME:-30s} -fuzzminimizetime=$${FUZZMINIMIZETIME:-200x} $${t%%:*}; \
+	done
 
 bench: build ## benchmarks; figures go to BENCHMARKS.md
 	@bash scripts/bench.sh
