@@ -1,7 +1,9 @@
 package jobspec
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -238,6 +240,18 @@ func FuzzParse(f *testing.F) {
 		}
 		if err := s.Validate(); err != nil {
 			t.Fatalf("Parse accepted what Validate refuses: %v", err)
+		}
+		// A spec taken is stored as JSON and parsed again by a resubmit: it must read back as itself.
+		stored, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("a spec taken does not encode: %v", err)
+		}
+		back, err := Parse(stored, DefaultLimits)
+		if err != nil {
+			t.Fatalf("a spec taken, stored as %s, is refused: %v", stored, err)
+		}
+		if !reflect.DeepEqual(s, back) {
+			t.Fatalf("a spec taken, stored as %s, reads back as %+v, not %+v", stored, back, s)
 		}
 	})
 }
