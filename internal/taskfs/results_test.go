@@ -144,3 +144,22 @@ func TestListedResultsCanBeFetched(t *testing.T) {
 		fh.Close()
 	}
 }
+
+// TestListResultsCountsFilesUnderAFolderNotUTF8: a file under a folder whose name is not UTF-8 cannot be asked for,
+// and is to be counted in skipped; the walk could not read such a folder (io/fs paths are UTF-8) and passed over
+// its files without a count: a job's results vanished from the listing without a word. Found by FuzzListResults.
+func TestListResultsCountsFilesUnderAFolderNotUTF8(t *testing.T) {
+	f := FS{Root: t.TempDir()}
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	dir, _ := f.AttemptResultsDir(id, 1)
+	for _, p := range []string{"ok.txt", "caf\xe9/a.txt", "caf\xe9/sub/b.txt", "back\\slash/c.txt"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, _, skipped, err := f.ListResults(id)
+	if err != nil || len(files) != 1 || files[0].Path != "a01/ok.txt" || skipped != 3 {
+		t.Errorf("listed %+v, skipped %d, %v; want a01/ok.txt and 3 skipped", files, skipped, err)
+	}
+}
