@@ -104,6 +104,12 @@ func (f FS) ListResults(id string) (files []mvp.ResultFile, truncated bool, skip
 		if err != nil {
 			return nil // unreadable: skipped
 		}
+		if d.IsDir() && p != "." && CheckResultPath(p) != nil {
+			// No file under it can be asked for; one whose name is not UTF-8 cannot even be walked (io/fs paths are
+			// UTF-8), and its files went uncounted.
+			skipped += countRegular(root, p)
+			return fs.SkipDir
+		}
 		if d.Type()&fs.ModeSymlink != 0 || !d.Type().IsRegular() {
 			return nil // folders are walked (WalkDir does not follow symlinks); nothing else is listed
 		}
@@ -132,6 +138,30 @@ func (f FS) ListResults(id string) (files []mvp.ResultFile, truncated bool, skip
 		return nil, false, 0, fmt.Errorf("list results of %s: %w", id, err)
 	}
 	return files, truncated, skipped, nil
+}
+
+// countRegular counts the regular files under the folder dir of root, at any depth, without following symlinks;
+// what cannot be read counts nothing.
+func countRegular(root *os.Root, dir string) int {
+	fh, err := root.Open(dir)
+	if err != nil {
+		return 0
+	}
+	entries, err := fh.ReadDir(-1)
+	fh.Close()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		switch {
+		case e.Type().IsRegular():
+			n++
+		case e.IsDir():
+			n += countRegular(root, dir+"/"+e.Name())
+		}
+	}
+	return n
 }
 
 // CheckResultPath refuses a requested result path that is not a plain relative path of clean segments: empty,
