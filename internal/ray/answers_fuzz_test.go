@@ -20,10 +20,10 @@ type answerFunc func(*http.Request) *http.Response
 func (f answerFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r), nil }
 
 // FuzzAnswers feeds the client what Ray's dashboard (or whatever answers at its address) may answer: a status and
-// a body for the job endpoints, and one body each for the three reads of ClusterStatus. Every call ends in an
+// a body for the job endpoints (and the driver log's), and one body each for the three reads of ClusterStatus. Every call ends in an
 // answer or in an error mvp sorts (Ray unavailable, job not found, job exists, or a coded *mvp.Error), whose message
 // is valid UTF-8 when the answer is and stays short whatever the answer's size; a view read has a node for each
-// node listed, each with its map of available resources.
+// node listed, each with its map of available resources; a driver log answered whole is copied whole.
 func FuzzAnswers(f *testing.F) {
 	groups, _ := os.ReadFile("testdata/placement_groups.json")
 	usage := `{"result":true,"data":{"clusterStatus":{"loadMetricsReport":{"usageByNode":{"n1":{"GPU":[1.0,4.0],"workerNode":[0.0,1.0]}}}}}}`
@@ -87,6 +87,12 @@ func FuzzAnswers(f *testing.F) {
 		check("Version", err, body)
 		check("SubmitJob", c.SubmitJob(ctx, &mvp.JobSubmission{Entrypoint: "x", SubmissionID: "t--a01"}), body)
 		check("StopJob", c.StopJob(ctx, "t--a01"), body)
+		var log bytes.Buffer
+		n, err := c.CopyJobLog(ctx, "t--a01", "node-1", &log)
+		check("CopyJobLog", err, body)
+		if err == nil && code == 200 && len(body) > 0 && (n != int64(len(body)) || !bytes.Equal(log.Bytes(), body)) {
+			t.Fatalf("CopyJobLog: %d bytes of the %d answered: %q", n, len(body), log.Bytes())
+		}
 		v, err := c.ClusterStatus(ctx)
 		check("ClusterStatus", err, append(append(append([]byte{}, usage...), nodes...), groups...))
 		if err == nil {
