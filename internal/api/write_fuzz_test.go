@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +40,29 @@ func FuzzWriteBody(f *testing.F) {
 		{4, 1, `{"name":"x","cronn":"@daily"}`}, {4, 1, `{"name":"x","cron":"@every 100ms","jobspec":` + specJSON + `}`},
 	} {
 		f.Add(c.path, c.ctype, []byte(c.body))
+	}
+	// The bad-input corpus's task and schedule bodies (TestBadInputCorpus replays them whole).
+	corpus, _ := filepath.Glob(filepath.Join("testdata", "corpus", "*.http"))
+	for _, name := range corpus {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		head, body, _ := bytes.Cut(bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n")), []byte("\n\n"))
+		lines := strings.Split(string(head), "\n")
+		which := slices.Index(writePaths, strings.TrimPrefix(lines[0], "POST "))
+		if which < 0 || strings.Contains(lines[0], "{id}") {
+			continue
+		}
+		ctype := len(writeTypes) - 1
+		for _, l := range lines[1:] {
+			if v, ok := strings.CutPrefix(l, "Content-Type: "); ok {
+				if i := slices.Index(writeTypes, v); i >= 0 {
+					ctype = i
+				}
+			}
+		}
+		f.Add(uint8(which), uint8(ctype), body)
 	}
 	m := servicetest.Start(f, nil)
 	hc := &http.Client{Timeout: 20 * time.Second}
