@@ -42,7 +42,7 @@ fuzz: ## the jobspec parser's fuzz target (FUZZTIME=60s by default)
 # Every fuzz target of a parser of input from users, clients, files or Ray, as package:target. `go test ./...`
 # replays their seeds and testdata/fuzz corpus files; fuzz-all fuzzes them.
 FUZZ_TARGETS := ./internal/jobspec:FuzzParse ./internal/jobspec:FuzzSetPath ./internal/config:FuzzParse \
-	./internal/mvp:FuzzParseProgress ./internal/recurring:FuzzParse ./internal/recurring:FuzzParseStandard \
+	./internal/mvp:FuzzParseProgress ./internal/mvp:FuzzJSONEscapes ./internal/recurring:FuzzParse ./internal/recurring:FuzzParseStandard \
 	./internal/sim:FuzzReadCSV ./internal/raycompat:FuzzSubmit ./internal/raycompat:FuzzPackageFile ./internal/ray:FuzzAnswers ./internal/api:FuzzReadQuery ./internal/api:FuzzWriteBody \
 	./internal/taskfs:FuzzCheckResultPath ./internal/taskfs:FuzzListResults ./internal/secrets:FuzzKeyFromEnv ./internal/secrets:FuzzPut
 
