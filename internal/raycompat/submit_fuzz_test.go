@@ -23,7 +23,7 @@ import (
 // FuzzSubmit feeds the door's POST /api/jobs/ a body as Ray's client (or anyone holding the token) may send it,
 // through the real decoding and workload.PrepareRayJob into a SQLite store. A refusal is an *mvp.Error of a 4xx code
 // with a message; a submission taken is a task whose Ray view (GET /api/jobs/{id}) shows the entrypoint, metadata
-// and runtime_env sent, and whose first attempt builds.
+// and runtime_env sent, and whose first attempt builds into a Ray submission that carries them.
 func FuzzSubmit(f *testing.F) {
 	for _, s := range []string{
 		`{"entrypoint": "python train.py"}`,
@@ -91,8 +91,30 @@ func FuzzSubmit(f *testing.F) {
 				t.Fatalf("%q taken, metadata %q shown as %q", body, k, got)
 			}
 		}
-		if _, err := d.Build(task, 1); err != nil {
+		sub, err := d.Build(task, 1)
+		if err != nil {
 			t.Fatalf("%q taken, but its first attempt does not build: %v", body, err)
+		}
+		// What Ray is sent is what was sent, with mvp's own keys and variables added.
+		if sub.Entrypoint != sent.Entrypoint || !reflect.DeepEqual(sub.EntrypointLabelSelector, sent.EntrypointLabelSelector) {
+			t.Fatalf("%q taken, sent to Ray as entrypoint %q, label selector %v", body, sub.Entrypoint, sub.EntrypointLabelSelector)
+		}
+		for k, v := range sent.Metadata {
+			if sub.Metadata[k] != v {
+				t.Fatalf("%q taken, metadata %q sent to Ray as %q", body, k, sub.Metadata[k])
+			}
+		}
+		for k, v := range sent.RuntimeEnv {
+			if k != "env_vars" && !reflect.DeepEqual(sub.RuntimeEnv[k], v) {
+				t.Fatalf("%q taken, runtime_env.%s sent to Ray as %v", body, k, sub.RuntimeEnv[k])
+			}
+		}
+		env, _ := sub.RuntimeEnv["env_vars"].(map[string]any)
+		sentEnv, _ := sent.RuntimeEnv["env_vars"].(map[string]any)
+		for k, v := range sentEnv {
+			if k != "MVP_TASK_ID" && k != "MVP_ATTEMPT_NO" && k != "MVP_TASK_DIR" && env[k] != v {
+				t.Fatalf("%q taken, env_vars.%s sent to Ray as %v", body, k, env[k])
+			}
 		}
 	})
 }
