@@ -25,7 +25,7 @@ var writeTypes = []string{"application/yaml", "application/json", "text/plain", 
 
 // FuzzWriteBody sends the API's write endpoints a body and a content type as a client may write them. Bad input
 // gets a clear error and loses nothing: every answer is a 2xx or a 4xx in the one error shape with a message, never
-// a 5xx; a refusal stores no task and no schedule; a task made is found by its id.
+// a 5xx; a refusal stores no task and no schedule; a task made is found by its id, with the jobspec as sent.
 func FuzzWriteBody(f *testing.F) {
 	spec := "workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
 	specJSON := `{"workload":"sft","nnodes":1,"n_gpus_per_node":2,"model_path":"/m","train_file":"/t"}`
@@ -126,8 +126,13 @@ func FuzzWriteBody(f *testing.F) {
 			TaskID string `json:"task_id"`
 		}
 		if json.Unmarshal(b, &got) == nil && got.TaskID != "" && !strings.Contains(path, "dry_run") {
-			if code, b := send(t, "GET", "/api/v2/tasks/"+got.TaskID, "", nil); code != 200 {
+			code, b := send(t, "GET", "/api/v2/tasks/"+got.TaskID, "", nil)
+			var detail api.TaskDetail
+			if err := json.Unmarshal(b, &detail); code != 200 || err != nil {
 				t.Fatalf("POST %s %q made %s, which answers %d %s", path, body, got.TaskID, code, b)
+			}
+			if path == "/api/v2/tasks" && detail.JobSpec != string(body) {
+				t.Fatalf("POST %s %q made %s, whose jobspec is kept as %q", path, body, got.TaskID, detail.JobSpec)
 			}
 		}
 	})
