@@ -86,6 +86,16 @@ func TestParseProgressLeavesOutNonFiniteMetrics(t *testing.T) {
 			t.Errorf("%.60q: error %v, want one saying %q", c.body, err, c.says)
 		}
 	}
+	// The string mvp put in a bare NaN's place could be written by a workload too (it is JSON text like any other):
+	// a metric of that text was left out as non-finite, though a string, and a name of that text was refused as
+	// "not a string". Seen while writing FuzzParseProgress's property.
+	if _, err := ParseProgress([]byte(`{"metrics": {"a": "\u0000mvp:non-finite\u0000"}}`)); err == nil ||
+		!strings.Contains(err.Error(), "metrics.a must be a number") {
+		t.Errorf("a metric of the marker's text: %v", err)
+	}
+	if p, err := ParseProgress([]byte(`{"name": "\u0000mvp:non-finite\u0000"}`)); err != nil || p.Name != "\x00mvp:non-finite\x00" {
+		t.Errorf("a name of the marker's text: %+v %v", p, err)
+	}
 	// Where a value goes, a bare non-finite number is still read: after ':', after '[', and after ',' in a list.
 	if p, err := ParseProgress([]byte(`{"metrics": {"a": NaN, "b": 1}, "x": [NaN, Infinity], "step": 2}`)); err != nil ||
 		len(p.Metrics) != 1 || *p.Step != 2 {
