@@ -52,11 +52,11 @@ func ParseProgress(b []byte) (*Progress, error) {
 	}
 	b = nonFiniteToMarker(b)
 	var raw struct {
-		PercentComplete *float64       `json:"percent_complete"`
-		Step            *int64         `json:"step"`
-		TotalSteps      *int64         `json:"total_steps"`
-		Name            *string        `json:"name"`
-		Metrics         map[string]any `json:"metrics"`
+		PercentComplete *float64                   `json:"percent_complete"`
+		Step            *int64                     `json:"step"`
+		TotalSteps      *int64                     `json:"total_steps"`
+		Name            json.RawMessage            `json:"name"`
+		Metrics         map[string]json.RawMessage `json:"metrics"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&raw); err != nil {
@@ -76,20 +76,19 @@ func ParseProgress(b []byte) (*Progress, error) {
 	if p.TotalSteps != nil && *p.TotalSteps < 0 {
 		return nil, fmt.Errorf("total_steps must be ≥ 0, got %d", *p.TotalSteps)
 	}
-	if raw.Name != nil && *raw.Name == nonFinite {
-		return nil, fmt.Errorf("name must be a string")
-	}
-	if raw.Name != nil {
-		if len(*raw.Name) > maxProgressName {
+	if raw.Name != nil && string(raw.Name) != "null" {
+		if string(raw.Name) == nonFinite || json.Unmarshal(raw.Name, &p.Name) != nil {
+			return nil, fmt.Errorf("name must be a string")
+		}
+		if len(p.Name) > maxProgressName {
 			return nil, fmt.Errorf("name is longer than %d bytes", maxProgressName)
 		}
-		p.Name = *raw.Name
 	}
 	if len(raw.Metrics) > maxProgressMetrics {
 		return nil, fmt.Errorf("metrics has %d entries; at most %d", len(raw.Metrics), maxProgressMetrics)
 	}
 	for k, v := range raw.Metrics {
-		if v == nonFinite {
+		if string(v) == nonFinite {
 			// NaN, Infinity or -Infinity, as Python's json writes them: a loss that diverged. The metric is left
 			// out (JSON holds no such number), and the step and the other metrics are still shown.
 			if len(k) > maxProgressName {
@@ -97,8 +96,8 @@ func ParseProgress(b []byte) (*Progress, error) {
 			}
 			continue
 		}
-		f, ok := v.(float64)
-		if !ok || math.IsInf(f, 0) || math.IsNaN(f) {
+		var f float64
+		if string(v) == "null" || json.Unmarshal(v, &f) != nil {
 			return nil, fmt.Errorf("metrics.%.40s must be a number", k)
 		}
 		if len(k) > maxProgressName {
@@ -112,11 +111,14 @@ func ParseProgress(b []byte) (*Progress, error) {
 	return p, nil
 }
 
-// nonFinite stands for a bare NaN, Infinity or -Infinity of a progress file once nonFiniteToMarker has read it.
-const nonFinite = "\x00mvp:non-finite\x00"
+// nonFinite is the JSON text that stands for a bare NaN, Infinity or -Infinity of a progress file once
+// nonFiniteToMarker has read it: a string holding a byte that is not UTF-8, which no progress file holds (one that
+// does is refused first), so that no value a workload writes reads as it (a string "\u0000mvp:non-finite\u0000"
+// did).
+const nonFinite = "\"\xffnon-finite\""
 
 // nonFiniteToMarker returns b with each bare NaN, Infinity and -Infinity (outside strings) that stands where a value
-// goes replaced by the JSON string nonFinite. Python's json.dump writes them for float('nan') and float('inf')
+// goes replaced by nonFinite. Python's json.dump writes them for float('nan') and float('inf')
 // unless told not to, and Go's decoder refuses the whole file for one of them: a run whose loss became NaN had its
 // progress frozen at the last finite step, with a PROGRESS_INVALID event at every change of the file. One where a
 // key goes is left for the decoder to refuse: made a string, it made '{NaN: 1}' an object.
@@ -124,7 +126,7 @@ func nonFiniteToMarker(b []byte) []byte {
 	if !bytes.Contains(b, []byte("NaN")) && !bytes.Contains(b, []byte("Infinity")) {
 		return b
 	}
-	marker, _ := json.Marshal(nonFinite)
+	marker := []byte(nonFinite)
 	out := make([]byte, 0, len(b)+32)
 	inString, escaped := false, false
 	var open []byte // the containers open at i: '{' or '['
