@@ -115,3 +115,25 @@ func TestClassifySummaryHasNoColourCodes(t *testing.T) {
 		t.Errorf("summary = %q, want %q", summary, want)
 	}
 }
+
+// TestClassifyAFailureThatSaysNothing: a run that failed with no message from Ray and no log (the driver killed
+// before it printed, the log not read) made Classify panic (lastLines sliced past the end of an empty text), in
+// the scheduler's loop. Found by FuzzClassify. It is UNKNOWN, with an empty summary.
+func TestClassifyAFailureThatSaysNothing(t *testing.T) {
+	for _, c := range []struct{ message, log string }{{"", ""}, {" ", ""}, {"", "\n\n"}, {" \n", " "}} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("message %q, log %q: panic %v", c.message, c.log, r)
+				}
+			}()
+			kind, summary := Classify(&mvp.JobInfo{Status: mvp.RayFailed, Message: c.message}, c.log)
+			if kind != mvp.FailureUnknown || summary != "" {
+				t.Errorf("message %q, log %q: %s %q", c.message, c.log, kind, summary)
+			}
+		}()
+	}
+	if got := lastLines("", 40); got != "" {
+		t.Errorf("lastLines of nothing: %q", got)
+	}
+}
