@@ -121,9 +121,12 @@ func withoutCommandLine(s string) string {
 	return strings.Join(kept, "\n")
 }
 
-// lastLines returns the last n lines of s.
+// lastLines returns the last n lines of s ("" when s holds nothing but blank lines).
 func lastLines(s string, n int) string {
 	s = strings.TrimRight(s, "\n ")
+	if s == "" || n <= 0 {
+		return "" // s[i+1:] below would slice past the end: a failure that said nothing panicked in the loop
+	}
 	i := len(s)
 	for ; n > 0 && i > 0; n-- {
 		i = strings.LastIndexByte(s[:i], '\n')
