@@ -43,7 +43,7 @@ fuzz: ## the jobspec parser's fuzz target (FUZZTIME=60s by default)
 # replays their seeds and testdata/fuzz corpus files; fuzz-all fuzzes them.
 FUZZ_TARGETS := ./internal/jobspec:FuzzParse ./internal/jobspec:FuzzSetPath ./internal/config:FuzzParse \
 	./internal/mvp:FuzzParseProgress ./internal/mvp:FuzzJSONEscapes ./internal/recurring:FuzzParse ./internal/recurring:FuzzParseStandard \
-	./internal/sim:FuzzReadCSV ./internal/raycompat:FuzzSubmit ./internal/raycompat:FuzzPackageFile ./internal/ray:FuzzAnswers ./internal/api:FuzzReadQuery ./internal/api:FuzzWriteBody \
+	./internal/sim:FuzzReadCSV ./internal/raycompat:FuzzSubmit ./internal/raycompat:FuzzPackageFile ./internal/ray:FuzzAnswers ./internal/api:FuzzReadQuery ./internal/api:FuzzWriteBody ./internal/scheduler:FuzzClassify \
 	./internal/taskfs:FuzzCheckResultPath ./internal/taskfs:FuzzListResults ./internal/secrets:FuzzKeyFromEnv ./internal/secrets:FuzzPut
 
 fuzz-all: ## every parser's fuzz target, one after another, FUZZTIME each (30s by default); stops at the first failure
