@@ -215,6 +215,12 @@ func (f FS) OpenResult(id, rel string) (*os.File, fs.FileInfo, error) {
 	for i := range segs {
 		fi, err := root.Lstat(strings.Join(segs[:i+1], "/"))
 		if err != nil {
+			if i == 0 {
+				if hint := inAttemptFolders(root, rel); hint != "" {
+					return nil, nil, mvp.Errorf(mvp.CodeNotFound, "path", "task %s has no result file %q; result paths "+
+						"begin with the attempt's folder, as mvp results %s lists them: give %s", id, clipPath(rel), id, hint)
+				}
+			}
 			return nil, nil, notFound
 		}
 		last := i == len(segs)-1
@@ -234,6 +240,32 @@ func (f FS) OpenResult(id, rel string) (*os.File, fs.FileInfo, error) {
 		return nil, nil, notFound
 	}
 	return fh, fi, nil
+}
+
+// inAttemptFolders names, quoted and joined by "or", the paths aNN/rel under root that are regular files (at most
+// three, the latest attempts first), for a path asked for without its attempt's folder; "" when rel begins with an
+// attempt's folder or no attempt holds it. It only names paths: nothing is opened.
+func inAttemptFolders(root *os.Root, rel string) string {
+	head, _, _ := strings.Cut(rel, "/")
+	if attemptFolderRE.MatchString(head) {
+		return ""
+	}
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return ""
+	}
+	var found []string
+	for i := len(entries) - 1; i >= 0 && len(found) < 3; i-- {
+		e := entries[i]
+		if !e.IsDir() || !attemptFolderRE.MatchString(e.Name()) {
+			continue
+		}
+		p := e.Name() + "/" + rel
+		if fi, err := root.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			found = append(found, strconv.Quote(clipPath(p)))
+		}
+	}
+	return strings.Join(found, " or ")
 }
 
 // openLeaf opens rel under root if it is a regular file. The Root refuses anything that would leave the folder,

@@ -163,3 +163,34 @@ func TestListResultsCountsFilesUnderAFolderNotUTF8(t *testing.T) {
 		t.Errorf("listed %+v, skipped %d, %v; want a01/ok.txt and 3 skipped", files, skipped, err)
 	}
 }
+
+// TestAResultPathWithoutItsAttemptFolderSaysWhichToGive: `mvp results ID` lists a01/summary.json; asked for
+// summary.json (the name the job wrote in MVP_RESULTS_DIR), the 404 named only the path asked for, so the user did
+// not learn that paths begin with the attempt's folder. It names the listed path to give instead.
+func TestAResultPathWithoutItsAttemptFolderSaysWhichToGive(t *testing.T) {
+	f := FS{Root: t.TempDir()}
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	for _, n := range []int{1, 2} {
+		dir, _ := f.AttemptResultsDir(id, n)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "summary.json"), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := f.OpenResult(id, "summary.json")
+	if mvp.ErrorCode(err) != mvp.CodeNotFound {
+		t.Fatalf("summary.json: %v, want not found", err)
+	}
+	for _, want := range []string{`"a01/summary.json"`, `"a02/summary.json"`, "attempt's folder"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not name %s", err, want)
+		}
+	}
+	// A path that is nowhere says only that it is not there.
+	_, _, err = f.OpenResult(id, "nothing.json")
+	if mvp.ErrorCode(err) != mvp.CodeNotFound || strings.Contains(err.Error(), "a01/") {
+		t.Errorf("nothing.json: %v", err)
+	}
+}
