@@ -202,6 +202,13 @@ func (p *Probe) read(ctx context.Context) (*mvp.ClusterView, error) {
 		return nil, fmt.Errorf("probe: %w (%v)", mvp.ErrRayUnavailable, err)
 	}
 	a, err := p.next(ctx)
+	if err != nil && ctxErr(err) {
+		// Abandoned, not failed (mvp stopping, or a caller that gave up): the child's late answer would be taken
+		// for the next reading's, so it is ended all the same, but this is no restart to warn of.
+		p.o.Logger.Debug("probe stopped: a reading was abandoned", "reason", err.Error())
+		p.stopChild()
+		return nil, err
+	}
 	if err != nil {
 		p.kill(err.Error())
 		return nil, err
@@ -425,7 +432,7 @@ func (p *Probe) start() error {
 	return nil
 }
 
-// kill ends the child and its process group.
+// kill ends the child and its process group, said at WARN when it was ready (a restart) and at DEBUG before.
 func (p *Probe) kill(why string) {
 	if p.cmd == nil {
 		return
@@ -434,6 +441,14 @@ func (p *Probe) kill(why string) {
 		p.o.Logger.Warn("probe restarted", "reason", why)
 	} else {
 		p.o.Logger.Debug("probe stopped before it was ready", "reason", why)
+	}
+	p.stopChild()
+}
+
+// stopChild ends the child and its process group at once, without a word; the next reading starts another.
+func (p *Probe) stopChild() {
+	if p.cmd == nil {
+		return
 	}
 	_ = p.stdin.Close()
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)

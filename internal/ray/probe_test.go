@@ -237,3 +237,33 @@ func TestAProbeThatConnectedWhileUnreadIsReadyAtOnce(t *testing.T) {
 		t.Errorf("first reading from %q, want the probe", v.Source)
 	}
 }
+
+// TestAnAbandonedReadingIsNoProbeRestartWarning: a reading whose context ends while the child has not answered
+// (mvp stopping: SIGTERM during a tick; or a caller that gave up) ends the child, since its late answer would be
+// taken for the next reading's. That logged WARN "probe restarted" reason="context canceled" at every clean stop
+// of mvp serve, as if the probe had failed: it is said at DEBUG, and a child that stops answering is still a WARN.
+func TestAnAbandonedReadingIsNoProbeRestartWarning(t *testing.T) {
+	var logs bytes.Buffer
+	p := NewProbe(ProbeOptions{Python: python(t), Script: "testdata/fakeprobe.py", Address: "127.0.0.1:1",
+		Env: []string{"FAKE_PROBE_HANG=1"}, ReadTimeout: 10 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	defer p.Close()
+	// Ready first (the child answers the ready line at once), so that its end would be a restart.
+	p.mu.Lock()
+	err := p.ensure(context.Background())
+	p.mu.Unlock()
+	if err != nil {
+		t.Fatalf("start the fake probe: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := p.Live(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("reading: %v, want the context's end", err)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("an abandoned reading logged a warning:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "level=DEBUG") {
+		t.Errorf("the child's end was not logged at debug:\n%s", logs.String())
+	}
+}
