@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # run-local.sh — `make run`: mvp serve in the foreground against the local cluster that `make ray-up` started.
 # Runs on a copy of configs/dev.yaml for that cluster (MVP_CLUSTER_DIR), with the API on $MVP_API_PORT [8080] and
-# task folders and the database under $MVP_DATA_DIR [/tmp/mvp-dev]. The API token comes from $MVP_INTERNAL_TOKEN,
-# or is generated and printed once.
+# task folders and the database under $MVP_DATA_DIR [/tmp/mvp-dev]. The API token comes from $MVP_INTERNAL_TOKEN
+# (the banner says so), or, when it is empty, is generated and printed once.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -48,14 +48,24 @@ for old, new in [("address: http://127.0.0.1:8265\n", "address: %s\n" % os.envir
 open(sys.argv[2], "w").write("# Written by scripts/run-local.sh from configs/dev.yaml for this cluster; do not edit.\n" + text)
 PY
 
+# mvp serve --dev-generate-token generates (and prints) a token only when dev.yaml's v2.auth.token_env,
+# MVP_INTERNAL_TOKEN, is empty; when it is set, its value is the token and nothing is printed.
+if [[ -n "${MVP_INTERNAL_TOKEN:-}" ]]; then
+  token_where="the token is the value of \$MVP_INTERNAL_TOKEN"
+  token_arg="\"\$MVP_INTERNAL_TOKEN\""
+else
+  token_where='the token is printed below, once'
+  token_arg='<token>'
+fi
+
 cat <<TXT
 
 mvp: Ray dashboard  $RAY_DASHBOARD_URL
-mvp: API            http://127.0.0.1:$port   (the token is printed below, once)
+mvp: API            http://127.0.0.1:$port   ($token_where)
 mvp: web page       http://127.0.0.1:$port/ui   (log in with that token)
 
 Try it from another shell:
-  export MVP_ADDR=http://127.0.0.1:$port MVP_TOKEN=<token>
+  export MVP_ADDR=http://127.0.0.1:$port MVP_TOKEN=$token_arg
   bin/mvp submit -f configs/examples/ppo.yaml
   bin/mvp list
   bin/mvp logs -f <task_id>

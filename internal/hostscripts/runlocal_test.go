@@ -41,3 +41,66 @@ func TestRunLocalSaysWhichSettingFreesATakenPort(t *testing.T) {
 		t.Errorf("a database was made in %s for a service that cannot start", data)
 	}
 }
+
+// TestRunLocalSaysWhereTheTokenIsWhenItIsSet: with MVP_INTERNAL_TOKEN set (as specs/deploy.md has operators do,
+// and as anyone restarting `make run` with the same token does), mvp serve --dev-generate-token generates and
+// prints nothing, but the banner said "(the token is printed below, once)" and "MVP_TOKEN=<token>": the user
+// waited for a token that never came. Found in a walk-through. It says the token is that variable's value.
+func TestRunLocalSaysWhereTheTokenIsWhenItIsSet(t *testing.T) {
+	root, repo := repoRoot(t), t.TempDir()
+	for _, f := range []string{"scripts/run-local.sh", "configs/dev.yaml", "configs/examples/ppo.yaml"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, f), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A stand-in for bin/mvp: the banner is all this test reads.
+	if err := os.MkdirAll(filepath.Join(repo, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "bin", "mvp"), []byte("#!/bin/sh\necho fake-mvp \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cluster := t.TempDir()
+	env := "RAY_GCS_ADDRESS=127.0.0.1:6779\nRAY_DASHBOARD_URL=http://127.0.0.1:8665\nRAY_VENV=" + t.TempDir() + "\n"
+	if err := os.WriteFile(filepath.Join(cluster, "cluster.env"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	for _, tc := range []struct {
+		token     string
+		want, not []string
+	}{
+		{"", []string{"the token is printed below, once", "MVP_TOKEN=<token>"}, []string{"$MVP_INTERNAL_TOKEN"}},
+		{"a-token-of-sixteen-or-more", []string{"$MVP_INTERNAL_TOKEN"}, []string{"printed below", "<token>", "a-token-of-sixteen"}},
+	} {
+		cmd := exec.Command("bash", filepath.Join(repo, "scripts", "run-local.sh"))
+		cmd.Env = append(os.Environ(), "MVP_CLUSTER_DIR="+cluster, "MVP_API_PORT="+strconv.Itoa(port),
+			"MVP_DATA_DIR="+filepath.Join(t.TempDir(), "data"), "MVP_INTERNAL_TOKEN="+tc.token)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "fake-mvp serve") {
+			t.Fatalf("run-local.sh with MVP_INTERNAL_TOKEN=%q: %v\n%s", tc.token, err, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("MVP_INTERNAL_TOKEN=%q: the banner lacks %q:\n%s", tc.token, w, out)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(string(out), n) {
+				t.Errorf("MVP_INTERNAL_TOKEN=%q: the banner says %q:\n%s", tc.token, n, out)
+			}
+		}
+	}
+}
