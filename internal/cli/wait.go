@@ -149,12 +149,14 @@ func waitTasks(ctx context.Context, c *api.Client, ids []string, timeout time.Du
 }
 
 // printEnd is a task's end in a line: its id and state, and for one that did not succeed, why (the latest
-// attempt's failure kind and the task's error summary), with control characters escaped.
+// attempt's failure kind, unless the summary names it already, and the task's error summary), with control
+// characters escaped.
 func printEnd(w io.Writer, t *mvp.Task) error {
 	line := t.ID + "\t" + string(t.State)
 	if t.State != mvp.StateSucceeded {
 		var why []string
-		if a := t.Latest(); a != nil && a.FailureKind != "" {
+		// The scheduler's summary of a failed attempt names its kind already ("attempt 1: RUNTIME_ERROR: …").
+		if a := t.Latest(); a != nil && a.FailureKind != "" && !strings.Contains(t.ErrorSummary, string(a.FailureKind)) {
 			why = append(why, string(a.FailureKind))
 		}
 		if t.ErrorSummary != "" {

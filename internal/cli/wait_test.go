@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // taskServer answers GET /api/v2/tasks/{id} for the tasks of states: each request of a task takes its next state
@@ -228,5 +230,32 @@ func TestCancelSeveral(t *testing.T) {
 	defer mu.Unlock()
 	if len(asked) != n {
 		t.Errorf("requests %q after a refused name: want none", asked[n:])
+	}
+}
+
+// TestAWaitLineNamesTheFailureKindOnce: the scheduler's error summary of a failed attempt already names its kind
+// ("attempt 1: RUNTIME_ERROR: exit code 3: …", internal/scheduler/conclude.go), and mvp wait put the kind before it
+// again: "FAILED\tRUNTIME_ERROR: attempt 1: RUNTIME_ERROR: exit code 3: …" (seen in a new user's walk-through).
+// The kind is added only when the summary does not say it.
+func TestAWaitLineNamesTheFailureKindOnce(t *testing.T) {
+	failed := func(summary string) *mvp.Task {
+		return &mvp.Task{ID: "t", State: mvp.StateFailed, ErrorSummary: summary, LatestAttemptNo: 1,
+			Attempts: []*mvp.Attempt{{No: 1, FailureKind: "RUNTIME_ERROR"}}}
+	}
+	for _, tc := range []struct {
+		t    *mvp.Task
+		want string
+	}{
+		{failed("attempt 1: RUNTIME_ERROR: exit code 3: verl-standin: done"), "t\tFAILED\tattempt 1: RUNTIME_ERROR: exit code 3: verl-standin: done\n"},
+		{failed("exit code 3"), "t\tFAILED\tRUNTIME_ERROR: exit code 3\n"},
+		{failed(""), "t\tFAILED\tRUNTIME_ERROR\n"},
+	} {
+		var b strings.Builder
+		if err := printEnd(&b, tc.t); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("summary %q: printed %q, want %q", tc.t.ErrorSummary, b.String(), tc.want)
+		}
 	}
 }
