@@ -1051,6 +1051,12 @@ func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView, next listAr
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, t := range p.Tasks {
+		if e, ok := entries[t.ID]; ok && t.State.Waiting() && e.EstStart != nil {
+			fmt.Fprintln(w, estimateNote)
+			break
+		}
+	}
 	if p.NextCursor != "" {
 		fmt.Fprintf(w, "\nmore: %s\n", next.command(p.NextCursor))
 	}
@@ -1132,8 +1138,22 @@ func printQueue(w io.Writer, q *scheduler.QueueView, clusterErr string) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.Position, e.TaskID, e.Owner, e.Priority, rank, e.Code,
 			estText(e), safe(queueReason(e)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range q.Queue {
+		if e.EstStart != nil {
+			_, err := fmt.Fprintln(w, estimateNote)
+			return err
+		}
+	}
+	return nil
 }
+
+// estimateNote says under a table with estimated starts what they assume: each running task counted for its
+// declared run (3 days by default) reads as broken beside runs of minutes, unless said.
+const estimateNote = "EST START: as if every run lasts its declared max_runtime_s (v2.scheduler.default_max_runtime_s " +
+	"when its jobspec gives none); runs that end sooner bring it forward."
 
 // estText is a waiting task's estimated start, marked when its max_queued_s would end it first.
 func estText(e scheduler.QueueEntry) string {

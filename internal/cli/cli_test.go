@@ -746,3 +746,37 @@ func TestQueueNamesWhatTheForecastStartsBeforeAReservationsHolder(t *testing.T) 
 		t.Errorf("the line does not name the tasks estimated to start before the holder (7f68, 2a33; not f3ef): %q", line)
 	}
 }
+
+// TestEstimatesSayWhatTheyAssume: a task waiting behind 20-second runs was shown EST START three days away (each
+// running task counted for its declared max_runtime_s, default v2.scheduler.default_max_runtime_s, 3 days), which
+// a new user read as broken (walk-through). mvp queue and mvp list say under the table what the estimates assume,
+// when they show one; without an estimate there is nothing to say.
+func TestEstimatesSayWhatTheyAssume(t *testing.T) {
+	at, _ := time.Parse(time.RFC3339, "2026-12-03T10:00:00Z")
+	q := &scheduler.QueueView{Queue: []scheduler.QueueEntry{{TaskID: "mvp2-ppo-20261130-180000-7f3a", Position: 1,
+		Code: "gpus_busy", EstStart: &at}}}
+	const note = "every run lasts its declared max_runtime_s"
+	var b bytes.Buffer
+	if err := printQueue(&b, q, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), note) || !strings.Contains(b.String(), "default_max_runtime_s") {
+		t.Errorf("mvp queue:\n%s\nwant a line saying what the estimates assume", b.String())
+	}
+	b.Reset()
+	page := &api.TaskPage{Tasks: []*mvp.Task{{ID: "mvp2-ppo-20261130-180000-7f3a", State: mvp.StatePendingResources}}}
+	if err := printList(&b, page, q, listArgs{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), note) {
+		t.Errorf("mvp list:\n%s\nwant a line saying what the estimates assume", b.String())
+	}
+	b.Reset()
+	q.Queue[0].EstStart = nil
+	if err := printList(&b, page, q, listArgs{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), note) {
+		t.Errorf("mvp list without an estimate:\n%s\nsays what estimates assume", b.String())
+	}
+}
