@@ -137,3 +137,14 @@ func TestClassifyAFailureThatSaysNothing(t *testing.T) {
 		t.Errorf("lastLines of nothing: %q", got)
 	}
 }
+
+// TestClassifySummaryHasNoColourCodeMadeByRemovingOne: colour codes were removed in one pass, so a code that
+// stood inside another ("\x1b[" + "\x1b[31m" + "36m") made a whole one once removed, and it stayed in the summary.
+// Seen while writing FuzzClassify's property.
+func TestClassifySummaryHasNoColourCodeMadeByRemovingOne(t *testing.T) {
+	code := 1
+	_, summary := Classify(&mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: &code}, "\x1b[\x1b[31m36mValueError: boom\n")
+	if colourCode.MatchString(summary) || !strings.Contains(summary, "ValueError: boom") {
+		t.Errorf("summary %q", summary)
+	}
+}
