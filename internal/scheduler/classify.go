@@ -163,7 +163,13 @@ func lastLine(text string) string {
 // `\x1b[36m` in `mvp list` (which escapes them) and `[36m` on the web page, in place of the error.
 var colourCode = regexp.MustCompile("\x1b\\[[0-9;?]*[ -/]*[@-~]")
 
-// cut makes a log line a summary: without colour codes, and clipped to a readable length.
+// cut makes a log line a summary: without colour codes, and clipped to a readable length. One pass left the code
+// that removing another inside it made ("\x1b[" "\x1b[31m" "36m"): a few passes are made, and the ESC of a code
+// nested deeper still (a job's log can hold anything) is dropped, so that the work stays linear in the line.
 func cut(s string) string {
-	return mvp.Clip(strings.TrimSpace(colourCode.ReplaceAllString(s, "")), 300)
+	for i := 0; i < 4 && colourCode.MatchString(s); i++ {
+		s = colourCode.ReplaceAllString(s, "")
+	}
+	s = strings.ReplaceAll(s, "\x1b", "")
+	return mvp.Clip(strings.TrimSpace(s), 300)
 }
