@@ -27,8 +27,15 @@ func TestWaitExitsByHowTheTasksEnded(t *testing.T) {
 	if code != cli.ExitNotSucceeded {
 		t.Fatalf("mvp wait: exit %d, stdout %q, stderr %q; want %d", code, out, errs, cli.ExitNotSucceeded)
 	}
-	if !strings.Contains(out, ok.ID+"\tSUCCEEDED\n") || !strings.Contains(out, bad.ID+"\tFAILED\tRUNTIME_ERROR") {
-		t.Errorf("mvp wait printed %q: want each task's end", out)
+	failed := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, bad.ID+"\tFAILED\t") {
+			failed = l
+		}
+	}
+	if !strings.Contains(out, ok.ID+"\tSUCCEEDED\n") || !strings.Contains(failed, "RUNTIME_ERROR") ||
+		strings.Count(failed, "RUNTIME_ERROR") != 1 {
+		t.Errorf("mvp wait printed %q: want each task's end, the failure's kind named once", out)
 	}
 	if !strings.Contains(errs, "did not succeed: "+bad.ID) {
 		t.Errorf("mvp wait said %q: want the task that failed named", errs)
