@@ -98,6 +98,15 @@ func (c *Client) http() *http.Client {
 // returns it before any request is made.
 type NameError struct{ Name string }
 
+// CheckName returns a *NameError for a task id or name that cannot stand in a URL path ("." or ".."), else nil:
+// what Do refuses before any request, for a caller that checks several names before it sends the first.
+func CheckName(name string) error {
+	if name == "." || name == ".." {
+		return &NameError{Name: name}
+	}
+	return nil
+}
+
 func (e *NameError) Error() string {
 	return fmt.Sprintf("%q is not a task id or a name: \".\" and \"..\" cannot stand in a URL path", e.Name)
 }
@@ -106,8 +115,8 @@ func (e *NameError) Error() string {
 // nothing sent, when path has a "." or ".." segment.
 func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body []byte, contentType string) (*http.Response, error) {
 	for _, seg := range strings.Split(path, "/") {
-		if seg == "." || seg == ".." {
-			return nil, fmt.Errorf("%s %s: %w", method, path, &NameError{Name: seg})
+		if err := CheckName(seg); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, err)
 		}
 	}
 	base := strings.TrimRight(c.Addr, "/")

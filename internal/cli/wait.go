@@ -80,7 +80,7 @@ func waitTasks(ctx context.Context, c *api.Client, ids []string, timeout time.Du
 	left := append([]string(nil), ids...)
 	var failed []string
 	var downSince time.Time
-	printed := 0
+	docs := documents{format: format}
 	for {
 		began := time.Now()
 		var still []string
@@ -105,11 +105,7 @@ func waitTasks(ctx context.Context, c *api.Client, ids []string, timeout time.Du
 			if t.State != mvp.StateSucceeded {
 				failed = append(failed, id)
 			}
-			if format == "yaml" && printed > 0 {
-				fmt.Fprintln(w, "---") // one YAML document a task
-			}
-			printed++
-			if err := render(w, format, raw, func(w io.Writer) error { return printEnd(w, t) }); err != nil {
+			if err := docs.render(w, raw, func(w io.Writer) error { return printEnd(w, t) }); err != nil {
 				return err
 			}
 		}
@@ -196,12 +192,12 @@ func waitExit(err error) int {
 // then counts them (exit 1). A task id that cannot stand in a URL path is refused before any request (exit 2).
 func cancelMany(ctx context.Context, c *api.Client, ids []string, format string, w, w2 io.Writer) error {
 	for _, id := range ids {
-		if id == "." || id == ".." {
-			return fmt.Errorf("nothing canceled: %w", &api.NameError{Name: id})
+		if err := api.CheckName(id); err != nil {
+			return fmt.Errorf("nothing canceled: %w", err)
 		}
 	}
 	var failed []string
-	printed := 0
+	docs := documents{format: format}
 	for _, id := range ids {
 		if ctx.Err() != nil {
 			return fmt.Errorf("stopped before %s: %w", id, ctx.Err())
@@ -212,11 +208,7 @@ func cancelMany(ctx context.Context, c *api.Client, ids []string, format string,
 			fmt.Fprintf(w2, "mvp cancel: %s: %v\n", id, err)
 			continue
 		}
-		if format == "yaml" && printed > 0 {
-			fmt.Fprintln(w, "---")
-		}
-		printed++
-		if err := render(w, format, raw, func(w io.Writer) error {
+		if err := docs.render(w, raw, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s\t%s\n", t.ID, t.State)
 			return err
 		}); err != nil {
@@ -227,4 +219,19 @@ func cancelMany(ctx context.Context, c *api.Client, ids []string, format string,
 		return fmt.Errorf("%d of %d task(s) not canceled (said above): %s", len(failed), len(ids), strings.Join(failed, " "))
 	}
 	return nil
+}
+
+// documents renders one answer after another in format, as render does one: a line each in a table, one JSON
+// document each, and YAML documents separated by "---".
+type documents struct {
+	format string
+	n      int
+}
+
+func (d *documents) render(w io.Writer, raw json.RawMessage, table func(io.Writer) error) error {
+	if d.format == "yaml" && d.n > 0 {
+		fmt.Fprintln(w, "---")
+	}
+	d.n++
+	return render(w, d.format, raw, table)
 }
