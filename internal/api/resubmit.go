@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/taskfs"
 )
 
 // ResubmitRequest is the body of POST /api/v2/tasks/{task_id}/resubmit; an empty body resubmits the task as it
@@ -128,7 +130,10 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 
 // checkResumeFrom refuses a task that resumes from a task that does not exist, is of another workload (its
 // checkpoints are another trainer's), has not ended (a live run may still write the checkpoints the new one
-// would start from) or never ran (it has none).
+// would start from) or never ran (it has none). A task that resumed keeps its checkpoints in the folder of the task
+// it resumed from, so a resume from it is a resume from that folder: t.ResumeFrom becomes the chain's first task,
+// in the effective spec too. A folder another run writes, or may still, is refused (mvp.CheckpointsInUse; CreateTask
+// refuses it again in the transaction that inserts t).
 func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 	if t.ResumeFrom == "" {
 		return nil
@@ -154,12 +159,63 @@ func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 	if err := stillStopping(from, "resume_from"); err != nil {
 		return err
 	}
-	if from.LatestAttemptNo == 0 {
+	folder := from
+	if from.ResumeFrom != "" {
+		// Its run wrote into the chain's folder; its own holds no checkpoints.
+		if folder, err = s.Store.GetTask(ctx, from.ResumeFrom); err != nil {
+			return fmt.Errorf("read %s, whose checkpoints %s resumed from: %w", from.ResumeFrom, from.ID, err)
+		}
+		if err := resumeFromFolder(t, folder.ID); err != nil {
+			return err
+		}
+	}
+	if folder.LatestAttemptNo == 0 {
 		// Its folder holds no checkpoints: verl would start from scratch while the user believes it resumes.
 		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s never ran (it ended %s before any attempt was sent "+
-			"to Ray), so it left no checkpoints to resume from: submit or resubmit it without resuming", from.ID, from.State)
+			"to Ray), so it left no checkpoints to resume from: submit or resubmit it without resuming", folder.ID, folder.State)
+	}
+	id, state, err := s.Store.CheckpointWriter(ctx, folder.ID)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		return mvp.CheckpointsInUse(folder.ID, id, state)
 	}
 	return nil
+}
+
+// resumeFromFolder makes t resume from the checkpoint folder of task folder, in its effective spec too (what the
+// Ray job is built from).
+func resumeFromFolder(t *mvp.Task, folder string) error {
+	var spec jobspec.Spec
+	if err := json.Unmarshal(t.SpecJSON, &spec); err != nil {
+		return fmt.Errorf("decode the effective spec: %w", err)
+	}
+	spec.ResumeFrom = folder
+	b, err := json.Marshal(&spec)
+	if err != nil {
+		return fmt.Errorf("encode the effective spec: %w", err)
+	}
+	t.ResumeFrom, t.SpecJSON = folder, b
+	return nil
+}
+
+// resumeWarning is the warning of a task that resumes from a checkpoint folder with no checkpoint in it: verl's
+// resume_mode=auto then starts from step 0, which the user did not ask for by resuming. "" otherwise, and when the
+// folder cannot be read here (shared_root's trouble is said by /healthz).
+func (s *Server) resumeWarning(t *mvp.Task) string {
+	if t.ResumeFrom == "" || s.Files.Root == "" {
+		return ""
+	}
+	step, err := s.Files.LatestCheckpoint(t.ResumeFrom)
+	if err != nil || step > 0 {
+		return ""
+	}
+	dir, _ := s.Files.TaskDir(t.ResumeFrom)
+	return fmt.Sprintf("it resumes from %s's checkpoints, but there is no checkpoint in %s (no %s naming a "+
+		"global_step_N folder there), so its run starts from step 0: verl saves one every trainer.save_freq steps, "+
+		"and a run that ends before its first save leaves none", t.ResumeFrom,
+		filepath.Join(dir, taskfs.CheckpointFolder), taskfs.CheckpointTracker)
 }
 
 // stillStopping refuses a resume from a task that ended (CANCELED is recorded at once) while its latest attempt's

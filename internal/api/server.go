@@ -590,23 +590,34 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 }
 
 // Created is the answer to a submit or a resubmit: the new task, and a warning when it cannot start on the
-// cluster as it is (it is queued all the same: nodes may join).
+// cluster as it is (it is queued all the same: nodes may join) or resumes from a folder with no checkpoint.
 type Created struct {
 	*mvp.Task
 	Warning string `json:"warning,omitempty"`
 }
 
 func (s *Server) created(t *mvp.Task) any {
-	if s.NeverFits == nil {
-		return t
+	if w := s.warning(t); w != "" {
+		return Created{Task: t, Warning: w}
 	}
-	why, never := s.NeverFits(t)
-	if !never {
-		return t
+	return t
+}
+
+// warning is what a submit's answer warns of (the task is taken all the same): a gang that cannot start on the
+// cluster as the scheduler last saw it, and a resume from a folder with no checkpoint; "" for none.
+func (s *Server) warning(t *mvp.Task) string {
+	var ws []string
+	if s.NeverFits != nil {
+		if why, never := s.NeverFits(t); never {
+			detail := strings.TrimPrefix(why, "can never fit on this cluster: ")
+			ws = append(ws, fmt.Sprintf("queued, but it cannot start on the cluster as it is now: %s. It "+
+				"starts if such nodes join; mvp cancel %s drops it", detail, t.ID))
+		}
 	}
-	detail := strings.TrimPrefix(why, "can never fit on this cluster: ")
-	return Created{Task: t, Warning: fmt.Sprintf("queued, but it cannot start on the cluster as it is now: %s. It "+
-		"starts if such nodes join; mvp cancel %s drops it", detail, t.ID)}
+	if w := s.resumeWarning(t); w != "" {
+		ws = append(ws, w)
+	}
+	return strings.Join(ws, ". Also, ")
 }
 
 // checkNames checks what a task names as its caller may: its dependencies (whose states it returns), the task it
@@ -811,12 +822,16 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 		v := scheduler.ExplainFor(s.Clock.Now(), snap, s.Policy, func(x *mvp.Task) bool { return x == t })
 		admission["est_start"] = estStart(v, t)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	answer := map[string]any{
 		"dry_run":        true,
 		"effective_spec": t.SpecJSON,
 		"ray_submission": payload,
 		"admission":      admission,
-	})
+	}
+	if w := s.resumeWarning(t); w != "" {
+		answer["warning"] = w
+	}
+	writeJSON(w, http.StatusOK, answer)
 	return nil
 }
 

@@ -251,6 +251,7 @@ func TestResubmitResume(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
 	origin := s.submit(spec("ppo", 1, 1, 3, "trainer.save_freq=1", "mvp_test.exit_code=1"))
+	unsaved := s.submit(spec("ppo", 1, 1, 1, "mvp_test.exit_code=1")) // verl's default save_freq saves nothing
 	s.waitState(origin.ID, mvp.StateFailed, 90*time.Second)
 	latest := strings.TrimSpace(readFile(t, filepath.Join(s.sharedRoot, "jobs", origin.ID, "checkpoints", "latest_checkpointed_iteration.txt")))
 	if latest == "" || latest == "0" {
@@ -262,6 +263,11 @@ func TestResubmitResume(t *testing.T) {
 	}
 	if resumed.OriginID != origin.ID || resumed.ResumeFrom != origin.ID {
 		t.Errorf("links: origin %q resume_from %q", resumed.OriginID, resumed.ResumeFrom)
+	}
+	// One run writes a checkpoint folder at a time: a second resume while the first waits or runs is refused,
+	// naming it (its run takes seconds to start and 3 s to run; the refusal is asked at once).
+	if _, stderr, code := s.cli("resubmit", origin.ID, "--resume"); code == 0 || !strings.Contains(stderr, resumed.ID) {
+		t.Errorf("a second mvp resubmit --resume while %s resumes: exit %d, %s; want a refusal naming it", resumed.ID, code, stderr)
 	}
 	done := s.waitState(resumed.ID, mvp.StateSucceeded, 90*time.Second)
 	if log := s.logs(resumed.ID, 1); !strings.Contains(log, "verl-standin: resumed from step "+latest) {
@@ -283,6 +289,19 @@ func TestResubmitResume(t *testing.T) {
 	}
 	if _, _, err := s.c.Cancel(ctxT(t), plain.ID); err != nil {
 		t.Errorf("cancel: %v", err)
+	}
+	// A run that saved no checkpoint leaves nothing to resume from: the resume is taken, with a warning that it
+	// starts from step 0.
+	s.waitState(unsaved.ID, mvp.StateFailed, 90*time.Second)
+	stdout, stderr, code = s.cli("resubmit", unsaved.ID, "--resume")
+	if code != 0 || !strings.Contains(stderr, "warning: ") || !strings.Contains(stderr, "step 0") {
+		t.Errorf("mvp resubmit --resume of a run that saved nothing: exit %d, %s %s; want a warning that it starts from step 0",
+			code, stdout, stderr)
+	}
+	if f := strings.Fields(stdout); len(f) > 0 {
+		if _, _, err := s.c.Cancel(ctxT(t), f[0]); err != nil {
+			t.Errorf("cancel: %v", err)
+		}
 	}
 }
 

@@ -48,6 +48,20 @@ func ErrorCode(err error) string {
 	return CodeInternal
 }
 
+// CheckpointsInUse is the refusal of a new task that would resume from the checkpoint folder of task folder while
+// task writer (in state) writes there, or may still: two runs would write one folder's checkpoints at once.
+func CheckpointsInUse(folder, writer string, state State) error {
+	who := fmt.Sprintf("task %s (%s) resumes from %s's checkpoints and writes them", writer, state, folder)
+	if writer == folder {
+		who = fmt.Sprintf("task %s (%s) writes its checkpoints", writer, state)
+	}
+	if state.Terminal() {
+		who += ", and its Ray job has not stopped yet"
+	}
+	return Errorf(CodeConflict, "resume_from", "%s: one checkpoint folder takes one run at a time; wait until %s "+
+		"has ended (its Ray job stopped), or cancel it", who, writer)
+}
+
 // ErrNotFound is returned by stores for an unknown task or attempt.
 var ErrNotFound = &Error{Code: CodeNotFound, Message: "not found"}
 

@@ -70,7 +70,8 @@ func TestRunnableFollowsEveryWrite(t *testing.T) {
 	next := t0.Add(time.Hour)
 	full.Name, full.Owner, full.Priority, full.MaxRuntimeS, full.MaxQueuedS = "full", "alice", 70, 3600, 7200
 	full.HeartbeatTimeoutS, full.AfterOK, full.AfterAny = 600, []string{a.ID}, []string{b.ID, a.ID}
-	full.ResumeFrom, full.OriginID, full.SubmissionID = a.ID, b.ID, "raysubmit_full"
+	// resume_from names a task the store does not have: one it has, waiting, would write that folder itself.
+	full.ResumeFrom, full.OriginID, full.SubmissionID = "mvp2-ppo-20251223-143201-dead", b.ID, "raysubmit_full"
 	full.Driver, full.NextRunAt, full.PendingReason, full.MaxWaiting = map[string]float64{"CPU": 2}, &next, "r", 5
 	full.UpdatedAt = full.CreatedAt.Add(time.Second)
 	must(t, db.CreateTask(ctx, full))

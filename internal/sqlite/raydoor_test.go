@@ -114,7 +114,7 @@ func TestMigration0009KeepsAnOldDatabase(t *testing.T) {
 		indexes = append(indexes, n)
 	}
 	rows.Close()
-	if w := []string{"tasks_by_created", "tasks_by_origin", "tasks_by_owner", "tasks_by_state",
+	if w := []string{"tasks_by_created", "tasks_by_origin", "tasks_by_owner", "tasks_by_resume_from", "tasks_by_state",
 		"tasks_by_submission_id", "tasks_by_workload"}; !reflect.DeepEqual(indexes, w) {
 		t.Errorf("indexes of tasks: %v, want %v", indexes, w)
 	}

@@ -188,6 +188,9 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 		if err := w.withinMaxWaiting(r.Task); err != nil {
 			return err
 		}
+		if err := w.soleCheckpointWriter(r.Task); err != nil {
+			return err
+		}
 		w.touch(r.Task.ID)
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
 			if isUnique(err) {

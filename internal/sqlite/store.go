@@ -290,6 +290,9 @@ func (db *DB) CreateTask(ctx context.Context, t *mvp.Task) error {
 		if err := w.withinMaxWaiting(t); err != nil {
 			return err
 		}
+		if err := w.soleCheckpointWriter(t); err != nil {
+			return err
+		}
 		w.touch(t.ID)
 		if _, err := w.exec(insertTaskSQL, taskArgs...); err != nil {
 			if isUnique(err) {
@@ -986,6 +989,56 @@ func (w *wtx) withinMaxWaiting(t *mvp.Task) error {
 		return mvp.TooManyWaiting(ownerOf(t), n, t.MaxWaiting)
 	}
 	return nil
+}
+
+// checkpointWriterSQL finds a task that writes, or may still write, the checkpoint folder of task ?1: the task
+// itself or one that resumes from it (resume_from), while it has not ended or an attempt of it has a Ray job that
+// has not been seen to end (a canceled run in its stop wait).
+const checkpointWriterSQL = `SELECT task_id, state FROM (
+	SELECT task_id, state FROM tasks WHERE task_id = ?1
+	UNION ALL
+	SELECT task_id, state FROM tasks WHERE resume_from = ?1 AND resume_from != ''
+) AS w WHERE w.state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
+	OR EXISTS (SELECT 1 FROM attempts a WHERE a.task_id = w.task_id AND a.end_time IS NULL
+		AND a.ray_status NOT IN ('SUCCEEDED', 'FAILED', 'STOPPED'))
+LIMIT 1`
+
+// CheckpointWriter returns the id and state of a task that writes, or may still write, the checkpoint folder of
+// task folder (the task itself, or one that resumes from it, that has not ended or whose Ray job is still
+// stopping); "" when none does.
+func (db *DB) CheckpointWriter(ctx context.Context, folder string) (string, mvp.State, error) {
+	var id string
+	var st mvp.State
+	err := db.read.QueryRowContext(ctx, checkpointWriterSQL, folder).Scan(&id, &st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("look up the writers of %s's checkpoints: %w", folder, db.mapErr(err))
+	}
+	return id, st, nil
+}
+
+// soleCheckpointWriter refuses a new task that resumes from a folder another task writes (CheckpointWriter); it
+// runs in the transaction that inserts t, so two resumes submitted together cannot both be taken.
+func (w *wtx) soleCheckpointWriter(t *mvp.Task) error {
+	if t.ResumeFrom == "" {
+		return nil
+	}
+	st, err := w.stmt(checkpointWriterSQL)
+	if err != nil {
+		return err
+	}
+	var id string
+	var state mvp.State
+	err = st.QueryRowContext(context.Background(), t.ResumeFrom).Scan(&id, &state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("look up the writers of %s's checkpoints: %w", t.ResumeFrom, err)
+	}
+	return mvp.CheckpointsInUse(t.ResumeFrom, id, state)
 }
 
 // CountWaiting returns how many of owner's tasks are QUEUED or PENDING_RESOURCES.

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -553,3 +554,48 @@ func (f FS) ReadProgress(id string, n int, max int) ([]byte, time.Time, error) {
 
 // syscallNoFollow makes an open fail on a symlink at the last segment.
 const syscallNoFollow = syscall.O_NOFOLLOW
+
+// CheckpointFolder is the name of a task's checkpoint folder inside its task folder (verl's trainer.default_local_dir).
+const CheckpointFolder = "checkpoints"
+
+// CheckpointTracker is the file in which verl records the step of its latest complete checkpoint
+// (global_step_<step>/ beside it); its trainer's resume_mode=auto resumes from that step, or from step 0 without it.
+const CheckpointTracker = "latest_checkpointed_iteration.txt"
+
+// LatestCheckpoint returns the step verl's resume_mode=auto would resume from in the task's checkpoint folder, as
+// verl's find_latest_ckpt_path finds it: the step its tracker file names, if that step's global_step_<step> folder
+// exists; 0 when there is none (no folder, no tracker, a tracker that names no step or a missing folder).
+func (f FS) LatestCheckpoint(id string) (int, error) {
+	root, err := f.openTask(id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	fh, err := root.Open(filepath.Join(CheckpointFolder, CheckpointTracker))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, 64))
+	if err != nil {
+		return 0, err
+	}
+	step, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || step <= 0 {
+		return 0, nil
+	}
+	fi, err := root.Stat(filepath.Join(CheckpointFolder, fmt.Sprintf("global_step_%d", step)))
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return step, nil
+}

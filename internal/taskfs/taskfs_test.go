@@ -80,3 +80,56 @@ func TestCheckWritableSaysWhenItMadeTheRoot(t *testing.T) {
 		t.Errorf("existing root: made %v, %v; want not made", made, err)
 	}
 }
+
+// TestLatestCheckpointIsVerlsRule: the step verl's resume_mode=auto would resume from, as its find_latest_ckpt_path
+// finds it: the tracker's step, if that step's folder exists; 0 otherwise, whatever the tracker holds.
+func TestLatestCheckpointIsVerlsRule(t *testing.T) {
+	f := FS{Root: t.TempDir()}
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	dir, _ := f.TaskDir(id)
+	ckpt := filepath.Join(dir, CheckpointFolder)
+	check := func(what string, want int) {
+		t.Helper()
+		if got, err := f.LatestCheckpoint(id); err != nil || got != want {
+			t.Errorf("%s: %d, %v; want %d", what, got, err, want)
+		}
+	}
+	check("no task folder", 0)
+	if err := os.MkdirAll(ckpt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	check("an empty checkpoint folder", 0)
+	for _, c := range []struct {
+		tracker string
+		want    int
+	}{{"2\n", 0}, {"two", 0}, {"-2", 0}, {"", 0}} {
+		if err := os.WriteFile(filepath.Join(ckpt, CheckpointTracker), []byte(c.tracker), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check("tracker "+c.tracker+" and no step folder", c.want)
+	}
+	if err := os.MkdirAll(filepath.Join(ckpt, "global_step_2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ckpt, CheckpointTracker), []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("tracker 2 and global_step_2/", 2)
+	// A checkpoint folder that a job made a link to somewhere else is not read through.
+	if err := os.RemoveAll(ckpt); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(outside, "global_step_5"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, CheckpointTracker), []byte("5"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, ckpt); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.LatestCheckpoint(id); err == nil && got != 0 {
+		t.Errorf("a checkpoint folder linked outside the task folder: step %d read through it", got)
+	}
+}

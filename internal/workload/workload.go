@@ -246,7 +246,7 @@ func CheckpointDir(fs taskfs.FS, taskID string, spec *jobspec.Spec) (string, err
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, "checkpoints"), nil
+	return filepath.Join(dir, taskfs.CheckpointFolder), nil
 }
 
 // workloadArgs gives each workload of mvp.WorkloadTable its Hydra arguments before the user's overrides, from the

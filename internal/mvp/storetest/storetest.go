@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"NoteProgress", testNoteProgress},
 		{"DependenciesAndTaskStates", testDependenciesAndTaskStates},
 		{"ResubmitLinks", testResubmitLinks},
+		{"OneCheckpointWriter", testOneCheckpointWriter},
 		{"Secrets", testSecrets},
 		{"RayDoorSubmissionIDs", testRayDoorSubmissionIDs},
 	}
@@ -1620,6 +1621,87 @@ func testResubmitLinks(h *harness) {
 	if len(page) != 1 || page[0].OriginID != origin.ID {
 		h.t.Errorf("ListTasks does not show the origin: %+v", page)
 	}
+}
+
+// testOneCheckpointWriter: a checkpoint folder (a task's own, which the tasks that resume from it write too) takes
+// one run at a time. A task that resumes from a folder whose task, or another task resuming from it, has not
+// ended, or has a Ray job not seen to end, is refused in the transaction that would insert it, naming that task;
+// of resumes created together one is taken.
+func testOneCheckpointWriter(h *harness) {
+	refused := func(what string, err error, writer string) {
+		h.t.Helper()
+		var e *mvp.Error
+		if !errors.As(err, &e) || e.Code != mvp.CodeConflict || e.Field != "resume_from" || !strings.Contains(e.Message, writer) ||
+			errors.Is(err, mvp.ErrConflict) {
+			h.t.Errorf("%s: %v, want a conflict on resume_from naming %s (not a lost compare-and-set)", what, err, writer)
+		}
+	}
+	writer := func(folder, want string) {
+		h.t.Helper()
+		if id, _, err := h.s.CheckpointWriter(h.ctx, folder); err != nil || id != want {
+			h.t.Errorf("CheckpointWriter(%s) = %q, %v; want %q", folder, id, err, want)
+		}
+	}
+	folder := h.create(t0)
+	writer(folder.ID, folder.ID)
+	resume := h.newTask(t0.Add(time.Minute))
+	resume.ResumeFrom = folder.ID
+	refused("a resume from a task that waits", h.s.CreateTask(h.ctx, resume), folder.ID)
+
+	// Its run was canceled; its Ray job is still stopping.
+	h.submit(folder.ID, mvp.StateQueued, 1, t0.Add(time.Second))
+	h.apply(mvp.Change{TaskID: folder.ID, From: mvp.StateSubmitting, To: mvp.StateCanceled, At: t0.Add(2 * time.Second)})
+	writer(folder.ID, folder.ID)
+	refused("a resume from a task whose Ray job is still stopping", h.s.CreateTask(h.ctx, resume), folder.ID)
+	a := h.get(folder.ID).Latest()
+	stopped := *a
+	end := t0.Add(3 * time.Second)
+	stopped.RayStatus, stopped.EndTime = mvp.RayStopped, &end
+	h.must(h.s.UpdateAttempt(h.ctx, a.RayStatus, &stopped, mvp.EventRayStatusSync, nil))
+	writer(folder.ID, "")
+
+	// Resumes created together: one is taken.
+	racers := make([]*mvp.Task, 6)
+	errs := make([]error, len(racers))
+	var wg sync.WaitGroup
+	for i := range racers {
+		racers[i] = h.newTask(t0.Add(time.Minute))
+		racers[i].ResumeFrom = folder.ID
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = h.s.CreateTask(h.ctx, racers[i])
+		}()
+	}
+	wg.Wait()
+	var taken *mvp.Task
+	for i, err := range errs {
+		if err == nil {
+			if taken != nil {
+				h.t.Fatalf("two resumes of %s taken: %s and %s", folder.ID, taken.ID, racers[i].ID)
+			}
+			taken = racers[i]
+		}
+	}
+	if taken == nil {
+		h.t.Fatalf("no resume of %s taken: %v", folder.ID, errs)
+	}
+	for i, err := range errs {
+		if err != nil {
+			refused("a resume created beside "+taken.ID, err, taken.ID)
+			if _, gerr := h.s.GetTask(h.ctx, racers[i].ID); !errors.Is(gerr, mvp.ErrNotFound) {
+				h.t.Errorf("a refused resume was stored: %v", gerr)
+			}
+		}
+	}
+	writer(folder.ID, taken.ID)
+	other := h.create(t0.Add(time.Minute)) // a task resuming from nothing is not held
+	writer(other.ID, other.ID)
+	h.apply(mvp.Change{TaskID: taken.ID, From: mvp.StateQueued, To: mvp.StateCanceled, At: t0.Add(4 * time.Second)})
+	writer(folder.ID, "")
+	again := h.newTask(t0.Add(2 * time.Minute))
+	again.ResumeFrom = folder.ID
+	h.must(h.s.CreateTask(h.ctx, again))
 }
 
 // testSecrets: sealed secrets round-trip as given; a put of an existing name replaces it and keeps its creation
