@@ -187,16 +187,10 @@ func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 // resumeFromFolder makes t resume from the checkpoint folder of task folder, in its effective spec too (what the
 // Ray job is built from).
 func resumeFromFolder(t *mvp.Task, folder string) error {
-	var spec jobspec.Spec
-	if err := json.Unmarshal(t.SpecJSON, &spec); err != nil {
-		return fmt.Errorf("decode the effective spec: %w", err)
+	if err := editSpec(t, func(spec *jobspec.Spec) { spec.ResumeFrom = folder }); err != nil {
+		return err
 	}
-	spec.ResumeFrom = folder
-	b, err := json.Marshal(&spec)
-	if err != nil {
-		return fmt.Errorf("encode the effective spec: %w", err)
-	}
-	t.ResumeFrom, t.SpecJSON = folder, b
+	t.ResumeFrom = folder
 	return nil
 }
 

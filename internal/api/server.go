@@ -721,11 +721,16 @@ func lowerSpecPriority(t *mvp.Task) error {
 	if info, ok := t.Workload.Info(); ok && info.RayDoor {
 		return nil
 	}
+	return editSpec(t, func(spec *jobspec.Spec) { spec.Priority = &t.Priority })
+}
+
+// editSpec changes t's effective spec (what its Ray job is built from) by edit.
+func editSpec(t *mvp.Task, edit func(*jobspec.Spec)) error {
 	var spec jobspec.Spec
 	if err := json.Unmarshal(t.SpecJSON, &spec); err != nil {
 		return fmt.Errorf("decode the effective spec: %w", err)
 	}
-	spec.Priority = &t.Priority
+	edit(&spec)
 	b, err := json.Marshal(&spec)
 	if err != nil {
 		return fmt.Errorf("encode the effective spec: %w", err)
