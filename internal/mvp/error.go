@@ -56,7 +56,9 @@ func CheckpointsInUse(folder, writer string, state State) error {
 		who = fmt.Sprintf("task %s (%s) writes its checkpoints", writer, state)
 	}
 	if state.Terminal() {
-		who += ", and its Ray job has not stopped yet"
+		// It has ended: only its job's stop is to be waited for (a cancel of it is refused, as it ended).
+		return Errorf(CodeConflict, "resume_from", "%s, and its Ray job has not stopped yet: one checkpoint folder "+
+			"takes one run at a time; wait until that job has stopped", who)
 	}
 	return Errorf(CodeConflict, "resume_from", "%s: one checkpoint folder takes one run at a time; wait until %s "+
 		"has ended (its Ray job stopped), or cancel it", who, writer)
