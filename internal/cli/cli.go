@@ -345,6 +345,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 			return relined(err, *file, sets, len(sets) > 0)
 		}
 		if *dry {
+			warnCreated(env.Stderr, raw) // what the submit would be warned of
 			return render(env.Stdout, *out, raw, func(w io.Writer) error { return printDryRun(w, raw) })
 		}
 		var t mvp.Task
@@ -440,6 +441,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 			if err != nil {
 				return err
 			}
+			warnCreated(env.Stderr, raw) // what the resubmit would be warned of
 			return render(env.Stdout, *out, raw, func(w io.Writer) error { return printDryRun(w, raw) })
 		}
 		t, raw, err := c.Resubmit(ctx, fs.Arg(0), api.ResubmitRequest{Set: sets, Resume: *resume})
@@ -1386,8 +1388,9 @@ func safe(s string) string {
 	return b.String()
 }
 
-// warnCreated prints the warning of a submit's or resubmit's answer (api.Created: the task cannot start on the
-// cluster as it is), on stderr so that the task id on stdout stays what scripts read.
+// warnCreated prints the warning of a submit's or resubmit's answer, or of its dry run's (api.Created: the task
+// cannot start on the cluster as it is, or resumes from a folder with no checkpoint), on stderr so that the task id
+// on stdout stays what scripts read.
 func warnCreated(w io.Writer, raw []byte) {
 	var c struct {
 		Warning string `json:"warning"`
