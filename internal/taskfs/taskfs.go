@@ -564,7 +564,8 @@ const CheckpointTracker = "latest_checkpointed_iteration.txt"
 
 // LatestCheckpoint returns the step verl's resume_mode=auto would resume from in the task's checkpoint folder, as
 // verl's find_latest_ckpt_path finds it: the step its tracker file names, if that step's global_step_<step> folder
-// exists; 0 when there is none (no folder, no tracker, a tracker that names no step or a missing folder).
+// exists; 0 when there is none (no folder, no tracker, a tracker that names no step or a missing folder). A tracker
+// that is not a regular file (a named pipe the job made) is an error, read without waiting for a writer.
 func (f FS) LatestCheckpoint(id string) (int, error) {
 	root, err := f.openTask(id)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -574,7 +575,8 @@ func (f FS) LatestCheckpoint(id string) (int, error) {
 		return 0, err
 	}
 	defer root.Close()
-	fh, err := root.Open(filepath.Join(CheckpointFolder, CheckpointTracker))
+	// The job writes this folder: a tracker it made a named pipe must not hold the open until some writer comes.
+	fh, err := root.OpenFile(filepath.Join(CheckpointFolder, CheckpointTracker), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -582,6 +584,13 @@ func (f FS) LatestCheckpoint(id string) (int, error) {
 		return 0, err
 	}
 	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s of %s is not a regular file", CheckpointTracker, id)
+	}
 	b, err := io.ReadAll(io.LimitReader(fh, 64))
 	if err != nil {
 		return 0, err
@@ -590,7 +599,7 @@ func (f FS) LatestCheckpoint(id string) (int, error) {
 	if err != nil || step <= 0 {
 		return 0, nil
 	}
-	fi, err := root.Stat(filepath.Join(CheckpointFolder, fmt.Sprintf("global_step_%d", step)))
+	fi, err = root.Stat(filepath.Join(CheckpointFolder, fmt.Sprintf("global_step_%d", step)))
 	if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
 		return 0, nil
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -131,5 +133,39 @@ func TestLatestCheckpointIsVerlsRule(t *testing.T) {
 	}
 	if got, err := f.LatestCheckpoint(id); err == nil && got != 0 {
 		t.Errorf("a checkpoint folder linked outside the task folder: step %d read through it", got)
+	}
+}
+
+// TestLatestCheckpointDoesNotBlockOnAFIFO: the checkpoint folder is the job's to write, and a tracker file it made
+// a named pipe held the open for ever, waiting for a writer: the submit (or dry run) of a resume, which reads it for
+// its warning, never answered, after its task was stored. A tracker that is not a regular file is an error (no
+// warning), as openAttemptFile and openLeaf refuse one.
+func TestLatestCheckpointDoesNotBlockOnAFIFO(t *testing.T) {
+	f := FS{Root: t.TempDir()}
+	id := "mvp2-ppo-20251223-143201-7f3a"
+	dir, _ := f.TaskDir(id)
+	ckpt := filepath.Join(dir, CheckpointFolder)
+	if err := os.MkdirAll(ckpt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pipe := filepath.Join(ckpt, CheckpointTracker)
+	if err := syscall.Mkfifo(pipe, 0o644); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.LatestCheckpoint(id)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a named pipe read as the tracker, without an error")
+		}
+	case <-time.After(5 * time.Second):
+		if w, err := os.OpenFile(pipe, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close() // the open ends, and with it the goroutine
+		}
+		t.Fatal("reading a tracker that is a named pipe blocked waiting for a writer")
 	}
 }
