@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -129,11 +130,13 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 // checkResumeFrom refuses a task that resumes from a task that does not exist, is of another workload (its
-// checkpoints are another trainer's), has not ended (a live run may still write the checkpoints the new one
-// would start from) or never ran (it has none). A task that resumed keeps its checkpoints in the folder of the task
-// it resumed from, so a resume from it is a resume from that folder: t.ResumeFrom becomes the chain's first task,
-// in the effective spec too. A folder another run writes, or may still, is refused (mvp.CheckpointsInUse; CreateTask
-// refuses it again in the transaction that inserts t).
+// checkpoints are another trainer's), has not ended and is not waited for (a live run may still write the
+// checkpoints the new one would start from) or never ran (it has none). A task that resumed keeps its checkpoints
+// in the folder of the task it resumed from, so a resume from it is a resume from that folder: t.ResumeFrom becomes
+// the chain's first task, in the effective spec too. A folder another run writes, or may still, is refused unless
+// t starts after that run (after_ok or after_any: mvp.UnawaitedWriter, mvp.CheckpointsInUse; CreateTask refuses it
+// again in the transaction that inserts t): so segments of one training chained by dependencies each resume where
+// the one before stopped, and no two write at once.
 func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 	if t.ResumeFrom == "" {
 		return nil
@@ -152,12 +155,14 @@ func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 		return mvp.Errorf(mvp.CodeInvalid, "resume_from", "task %s is a %s task: a %s run resumes only from the "+
 			"checkpoints of a %s task", from.ID, from.Workload, t.Workload, t.Workload)
 	}
-	if !from.State.Terminal() {
-		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s is %s: a run can resume only from a task that ended",
-			from.ID, from.State)
-	}
-	if err := stillStopping(from, "resume_from"); err != nil {
-		return err
+	if from.State.Terminal() {
+		if err := stillStopping(from, "resume_from"); err != nil {
+			return err
+		}
+	} else if !slices.Contains(t.AfterOK, from.ID) && !slices.Contains(t.AfterAny, from.ID) {
+		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s is %s: a run can resume only from a task that "+
+			"ended, or from one it starts after (after_any: [%s], or after_ok to run only if it succeeds)",
+			from.ID, from.State, from.ID)
 	}
 	folder := from
 	if from.ResumeFrom != "" {
@@ -169,16 +174,16 @@ func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 			return err
 		}
 	}
-	if folder.LatestAttemptNo == 0 {
+	if folder.State.Terminal() && folder.LatestAttemptNo == 0 {
 		// Its folder holds no checkpoints: verl would start from scratch while the user believes it resumes.
 		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s never ran (it ended %s before any attempt was sent "+
 			"to Ray), so it left no checkpoints to resume from: submit or resubmit it without resuming", folder.ID, folder.State)
 	}
-	id, state, err := s.Store.CheckpointWriter(ctx, folder.ID)
+	writers, err := s.Store.CheckpointWriters(ctx, folder.ID)
 	if err != nil {
 		return err
 	}
-	if id != "" {
+	if id, state := mvp.UnawaitedWriter(t, writers); id != "" {
 		return mvp.CheckpointsInUse(folder.ID, id, state)
 	}
 	return nil
@@ -194,16 +199,25 @@ func resumeFromFolder(t *mvp.Task, folder string) error {
 	return nil
 }
 
-// resumeWarning is the warning of a task that resumes from a checkpoint folder with no checkpoint in it: verl's
-// resume_mode=auto then starts from step 0, which the user did not ask for by resuming. "" otherwise, and when the
-// folder cannot be read here (shared_root's trouble is said by /healthz).
-func (s *Server) resumeWarning(t *mvp.Task) string {
+// resumeWarning is the warning of a task that resumes from a checkpoint folder with no checkpoint in it and no run
+// it waits for that may still write one: verl's resume_mode=auto then starts from step 0, which the user did not
+// ask for by resuming. "" otherwise, and when the folder cannot be read here (shared_root's trouble is said by
+// /healthz).
+func (s *Server) resumeWarning(ctx context.Context, t *mvp.Task) string {
 	if t.ResumeFrom == "" || s.Files.Root == "" {
 		return ""
 	}
 	step, err := s.Files.LatestCheckpoint(t.ResumeFrom)
 	if err != nil || step > 0 {
 		return ""
+	}
+	writers, err := s.Store.CheckpointWriters(ctx, t.ResumeFrom)
+	if err != nil {
+		return ""
+	}
+	delete(writers, t.ID) // stored already, it is one
+	if len(writers) > 0 {
+		return "" // one that t waits for (any other refused it) may save one before t starts
 	}
 	dir, _ := s.Files.TaskDir(t.ResumeFrom)
 	return fmt.Sprintf("it resumes from %s's checkpoints, but there is no checkpoint in %s (no %s naming a "+

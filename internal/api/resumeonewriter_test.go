@@ -129,3 +129,55 @@ func TestOneRunWritesACheckpointFolderAtATime(t *testing.T) {
 		t.Errorf("--resume of %s while %s resumes in the same folder: %v, want 409 naming it", first.ID, chained.ID, err)
 	}
 }
+
+// TestAResumeMayWaitForTheRunsThatWriteItsFolder: segments of a long training chained by dependencies (each resumes
+// from the folder the one before it writes, and starts once it has ended: how a run longer than max_runtime_s
+// goes on, as with Slurm's --dependency=afterany) never run two writers at once, since each waits for the writers
+// it names. 79138dc refused them as a second writer. A writer that the new task does not wait for is still
+// refused, and so is a resume from a live task without waiting for it.
+func TestAResumeMayWaitForTheRunsThatWriteItsFolder(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	c := m.Client()
+	ctx := context.Background()
+	raw, err := c.Submit(ctx, []byte(goodSpec), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var origin mvp.Task
+	_ = json.Unmarshal(raw, &origin)
+	eventually(t, "the origin is submitted", func() error {
+		got, _, err := c.Get(ctx, origin.ID)
+		if err == nil && got.LatestAttemptNo == 0 {
+			err = errors.New("not yet")
+		}
+		return err
+	})
+	if _, _, err := c.Cancel(ctx, origin.ID); err != nil {
+		t.Fatal(err)
+	}
+	var seg2 *mvp.Task
+	eventually(t, "a resume once the origin's job stopped", func() (err error) {
+		seg2, _, err = c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true})
+		return err
+	})
+	submit := func(extra string) (int, mvp.Task, string) {
+		resp, body := do(t, m.URL(), "POST", "/api/v2/tasks", "application/yaml", goodSpec+extra, nil)
+		var got mvp.Task
+		_ = json.Unmarshal(body, &got)
+		return resp.StatusCode, got, string(body)
+	}
+	code, seg3, body := submit("resume_from: " + seg2.ID + "\nafter_any: [" + seg2.ID + "]\n")
+	if code != 201 || seg3.ResumeFrom != origin.ID {
+		t.Fatalf("a resume from %s after it ends: %d %s; want 201 resuming from the chain's folder %s", seg2.ID, code, body, origin.ID)
+	}
+	if code, _, body := submit("resume_from: " + origin.ID + "\nafter_ok: [" + seg2.ID + "]\n"); code != 409 || !strings.Contains(body, seg3.ID) {
+		t.Errorf("a resume after %s but not after %s, which writes the folder too: %d %s; want 409 naming %s", seg2.ID, seg3.ID, code, body, seg3.ID)
+	}
+	code, seg4, body := submit("resume_from: " + seg3.ID + "\nafter_any: [" + seg3.ID + ", " + seg2.ID + "]\n")
+	if code != 201 || seg4.ResumeFrom != origin.ID {
+		t.Errorf("a resume after every writer of the folder: %d %s; want 201", code, body)
+	}
+	if code, _, body := submit("resume_from: " + seg4.ID + "\n"); code != 409 || !strings.Contains(body, "after_any") {
+		t.Errorf("a resume from a task that waits, without waiting for it: %d %s; want 409 saying to name it in after_any", code, body)
+	}
+}

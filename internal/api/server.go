@@ -585,7 +585,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 		s.Wake()
 	}
 	w.Header().Set("Location", "/api/v2/tasks/"+t.ID)
-	writeJSON(w, http.StatusCreated, s.created(t))
+	writeJSON(w, http.StatusCreated, s.created(r.Context(), t))
 	return nil
 }
 
@@ -596,8 +596,8 @@ type Created struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-func (s *Server) created(t *mvp.Task) any {
-	if w := s.warning(t); w != "" {
+func (s *Server) created(ctx context.Context, t *mvp.Task) any {
+	if w := s.warning(ctx, t); w != "" {
 		return Created{Task: t, Warning: w}
 	}
 	return t
@@ -605,7 +605,7 @@ func (s *Server) created(t *mvp.Task) any {
 
 // warning is what a submit's answer warns of (the task is taken all the same): a gang that cannot start on the
 // cluster as the scheduler last saw it, and a resume from a folder with no checkpoint; "" for none.
-func (s *Server) warning(t *mvp.Task) string {
+func (s *Server) warning(ctx context.Context, t *mvp.Task) string {
 	var ws []string
 	if s.NeverFits != nil {
 		if why, never := s.NeverFits(t); never {
@@ -614,7 +614,7 @@ func (s *Server) warning(t *mvp.Task) string {
 				"starts if such nodes join; mvp cancel %s drops it", detail, t.ID))
 		}
 	}
-	if w := s.resumeWarning(t); w != "" {
+	if w := s.resumeWarning(ctx, t); w != "" {
 		ws = append(ws, w)
 	}
 	return strings.Join(ws, ". Also, ")
@@ -833,7 +833,7 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 		"ray_submission": payload,
 		"admission":      admission,
 	}
-	if w := s.resumeWarning(t); w != "" {
+	if w := s.resumeWarning(r.Context(), t); w != "" {
 		answer["warning"] = w
 	}
 	writeJSON(w, http.StatusOK, answer)

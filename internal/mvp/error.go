@@ -3,6 +3,7 @@ package mvp
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Error codes. The HTTP layer maps each to one status in one place.
@@ -61,7 +62,21 @@ func CheckpointsInUse(folder, writer string, state State) error {
 			"takes one run at a time; wait until that job has stopped", who)
 	}
 	return Errorf(CodeConflict, "resume_from", "%s: one checkpoint folder takes one run at a time; wait until %s "+
-		"has ended (its Ray job stopped), or cancel it", who, writer)
+		"has ended (its Ray job stopped), cancel it, or have this task start after it (after_any: [%s], or after_ok "+
+		"to run only if it succeeds)", who, writer, writer)
+}
+
+// UnawaitedWriter returns a writer of a checkpoint folder (of writers, by id: Store.CheckpointWriters) that t, which
+// resumes from that folder, does not wait for (after_ok or after_any), the smallest id first; "" when t waits for
+// all of them: then no two runs write the folder at once, each starting once the one before it has ended.
+func UnawaitedWriter(t *Task, writers map[string]State) (string, State) {
+	best := ""
+	for id := range writers {
+		if !slices.Contains(t.AfterOK, id) && !slices.Contains(t.AfterAny, id) && (best == "" || id < best) {
+			best = id
+		}
+	}
+	return best, writers[best]
 }
 
 // ErrNotFound is returned by stores for an unknown task or attempt.

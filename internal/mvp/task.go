@@ -297,7 +297,7 @@ type TaskFilter struct {
 // Store keeps tasks, attempts and events. Every write of a task's state is a compare-and-set.
 type Store interface {
 	// CreateTask inserts a QUEUED task and its CREATED event. It refuses (CheckpointsInUse) a task that resumes from
-	// a checkpoint folder another task writes (CheckpointWriter).
+	// a checkpoint folder another task writes and that it does not wait for (CheckpointWriters).
 	CreateTask(ctx context.Context, t *Task) error
 	// GetTask returns a task with all its attempts, or ErrNotFound.
 	GetTask(ctx context.Context, id string) (*Task, error)
@@ -315,11 +315,11 @@ type Store interface {
 	UpdateAttempt(ctx context.Context, from RayStatus, a *Attempt, eventType string, payload map[string]any) error
 	// CountWaiting returns how many of owner's tasks wait (QUEUED or PENDING_RESOURCES): max_queued.
 	CountWaiting(ctx context.Context, owner string) (int, error)
-	// CheckpointWriter returns the id and state of a task that writes, or may still write, the checkpoint folder of
-	// task folder: the task itself or one that resumes from it (resume_from), while it has not ended or its Ray job
-	// is still stopping; "" when none does. CreateTask refuses a task that resumes from such a folder in the same
-	// transaction (CheckpointsInUse).
-	CheckpointWriter(ctx context.Context, folder string) (id string, state State, err error)
+	// CheckpointWriters returns the tasks, with their states, that write or may still write the checkpoint folder
+	// of task folder: the task itself and those that resume from it (resume_from), while they have not ended or
+	// their Ray job is still stopping. CreateTask refuses, in the same transaction, a task that resumes from a
+	// folder one of them writes unless it waits for each (UnawaitedWriter, CheckpointsInUse).
+	CheckpointWriters(ctx context.Context, folder string) (map[string]State, error)
 	// UsageSpans returns the attempts that ran at some time after since (started, and not ended before since),
 	// with their owner and gang size: fair share's decayed usage is computed from them.
 	UsageSpans(ctx context.Context, since time.Time) ([]UsageSpan, error)

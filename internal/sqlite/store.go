@@ -991,54 +991,69 @@ func (w *wtx) withinMaxWaiting(t *mvp.Task) error {
 	return nil
 }
 
-// checkpointWriterSQL finds a task that writes, or may still write, the checkpoint folder of task ?1: the task
-// itself or one that resumes from it (resume_from), while it has not ended or an attempt of it has a Ray job that
-// has not been seen to end (a canceled run in its stop wait).
-const checkpointWriterSQL = `SELECT task_id, state FROM (
+// checkpointWritersSQL finds the tasks that write, or may still write, the checkpoint folder of task ?1: the task
+// itself and those that resume from it (resume_from), while they have not ended or an attempt of theirs has a Ray
+// job that has not been seen to end (a canceled run in its stop wait).
+const checkpointWritersSQL = `SELECT task_id, state FROM (
 	SELECT task_id, state FROM tasks WHERE task_id = ?1
 	UNION ALL
 	SELECT task_id, state FROM tasks WHERE resume_from = ?1 AND resume_from != ''
 ) AS w WHERE w.state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
 	OR EXISTS (SELECT 1 FROM attempts a WHERE a.task_id = w.task_id AND a.end_time IS NULL
-		AND a.ray_status NOT IN ('SUCCEEDED', 'FAILED', 'STOPPED'))
-LIMIT 1`
+		AND a.ray_status NOT IN ('SUCCEEDED', 'FAILED', 'STOPPED'))`
 
-// CheckpointWriter returns the id and state of a task that writes, or may still write, the checkpoint folder of
-// task folder (the task itself, or one that resumes from it, that has not ended or whose Ray job is still
-// stopping); "" when none does.
-func (db *DB) CheckpointWriter(ctx context.Context, folder string) (string, mvp.State, error) {
-	var id string
-	var st mvp.State
-	err := db.read.QueryRowContext(ctx, checkpointWriterSQL, folder).Scan(&id, &st)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", nil
-	}
+// CheckpointWriters returns the tasks, with their states, that write or may still write the checkpoint folder of
+// task folder: the task itself and those that resume from it, that have not ended or whose Ray job is still
+// stopping.
+func (db *DB) CheckpointWriters(ctx context.Context, folder string) (map[string]mvp.State, error) {
+	rows, err := db.read.QueryContext(ctx, checkpointWritersSQL, folder)
 	if err != nil {
-		return "", "", fmt.Errorf("look up the writers of %s's checkpoints: %w", folder, db.mapErr(err))
+		return nil, fmt.Errorf("look up the writers of %s's checkpoints: %w", folder, db.mapErr(err))
 	}
-	return id, st, nil
+	out, err := scanWriters(rows)
+	if err != nil {
+		return nil, fmt.Errorf("look up the writers of %s's checkpoints: %w", folder, db.mapErr(err))
+	}
+	return out, nil
 }
 
-// soleCheckpointWriter refuses a new task that resumes from a folder another task writes (CheckpointWriter); it
-// runs in the transaction that inserts t, so two resumes submitted together cannot both be taken.
+func scanWriters(rows *sql.Rows) (map[string]mvp.State, error) {
+	defer rows.Close()
+	out := map[string]mvp.State{}
+	for rows.Next() {
+		var id string
+		var st mvp.State
+		if err := rows.Scan(&id, &st); err != nil {
+			return nil, err
+		}
+		out[id] = st
+	}
+	return out, rows.Err()
+}
+
+// soleCheckpointWriter refuses a new task that resumes from a folder another task writes and that it does not wait
+// for (mvp.UnawaitedWriter); it runs in the transaction that inserts t, so two resumes submitted together cannot
+// both be taken.
 func (w *wtx) soleCheckpointWriter(t *mvp.Task) error {
 	if t.ResumeFrom == "" {
 		return nil
 	}
-	st, err := w.stmt(checkpointWriterSQL)
+	st, err := w.stmt(checkpointWritersSQL)
 	if err != nil {
 		return err
 	}
-	var id string
-	var state mvp.State
-	err = st.QueryRowContext(context.Background(), t.ResumeFrom).Scan(&id, &state)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
+	rows, err := st.QueryContext(context.Background(), t.ResumeFrom)
 	if err != nil {
 		return fmt.Errorf("look up the writers of %s's checkpoints: %w", t.ResumeFrom, err)
 	}
-	return mvp.CheckpointsInUse(t.ResumeFrom, id, state)
+	writers, err := scanWriters(rows)
+	if err != nil {
+		return fmt.Errorf("look up the writers of %s's checkpoints: %w", t.ResumeFrom, err)
+	}
+	if id, state := mvp.UnawaitedWriter(t, writers); id != "" {
+		return mvp.CheckpointsInUse(t.ResumeFrom, id, state)
+	}
+	return nil
 }
 
 // CountWaiting returns how many of owner's tasks are QUEUED or PENDING_RESOURCES.

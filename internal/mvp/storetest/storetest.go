@@ -1636,10 +1636,17 @@ func testOneCheckpointWriter(h *harness) {
 			h.t.Errorf("%s: %v, want a conflict on resume_from naming %s (not a lost compare-and-set)", what, err, writer)
 		}
 	}
-	writer := func(folder, want string) {
+	writer := func(folder string, want ...string) {
 		h.t.Helper()
-		if id, _, err := h.s.CheckpointWriter(h.ctx, folder); err != nil || id != want {
-			h.t.Errorf("CheckpointWriter(%s) = %q, %v; want %q", folder, id, err, want)
+		got, err := h.s.CheckpointWriters(h.ctx, folder)
+		var ids []string
+		for id := range got {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		sort.Strings(want)
+		if err != nil || strings.Join(ids, " ") != strings.Join(want, " ") {
+			h.t.Errorf("CheckpointWriters(%s) = %v, %v; want %v", folder, got, err, want)
 		}
 	}
 	folder := h.create(t0)
@@ -1658,7 +1665,7 @@ func testOneCheckpointWriter(h *harness) {
 	end := t0.Add(3 * time.Second)
 	stopped.RayStatus, stopped.EndTime = mvp.RayStopped, &end
 	h.must(h.s.UpdateAttempt(h.ctx, a.RayStatus, &stopped, mvp.EventRayStatusSync, nil))
-	writer(folder.ID, "")
+	writer(folder.ID)
 
 	// Resumes created together: one is taken.
 	racers := make([]*mvp.Task, 6)
@@ -1697,9 +1704,24 @@ func testOneCheckpointWriter(h *harness) {
 	writer(folder.ID, taken.ID)
 	other := h.create(t0.Add(time.Minute)) // a task resuming from nothing is not held
 	writer(other.ID, other.ID)
-	h.apply(mvp.Change{TaskID: taken.ID, From: mvp.StateQueued, To: mvp.StateCanceled, At: t0.Add(4 * time.Second)})
-	writer(folder.ID, "")
-	again := h.newTask(t0.Add(2 * time.Minute))
+
+	// A resume that starts after every writer of the folder is taken (segments chained by dependencies); one
+	// that starts after some of them is refused, naming one it does not wait for.
+	next := h.newTask(t0.Add(2 * time.Minute))
+	next.ResumeFrom, next.AfterAny = folder.ID, []string{taken.ID}
+	h.must(h.s.CreateTask(h.ctx, next))
+	writer(folder.ID, taken.ID, next.ID)
+	partly := h.newTask(t0.Add(3 * time.Minute))
+	partly.ResumeFrom, partly.AfterOK = folder.ID, []string{next.ID}
+	refused("a resume that waits for one writer of two", h.s.CreateTask(h.ctx, partly), taken.ID)
+	partly.AfterAny = []string{taken.ID}
+	h.must(h.s.CreateTask(h.ctx, partly))
+
+	for _, id := range []string{taken.ID, next.ID, partly.ID} {
+		h.apply(mvp.Change{TaskID: id, From: mvp.StateQueued, To: mvp.StateCanceled, At: t0.Add(4 * time.Second)})
+	}
+	writer(folder.ID)
+	again := h.newTask(t0.Add(4 * time.Minute))
 	again.ResumeFrom = folder.ID
 	h.must(h.s.CreateTask(h.ctx, again))
 }
