@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,15 @@ import (
 func TestMaxRuntimeStopsAnOverstayingRun(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{schedExtra: ", runtime_grace_s: 2"})
-	task := s.submit(spec("ppo", 1, 1, 300) + "max_runtime_s: 6\n")
+	task := s.submit(spec("ppo", 1, 1, 300, "trainer.save_freq=1") + "max_runtime_s: 6\n")
+	// The next segment of the training: it starts once this one has ended, however, and resumes where it stopped
+	// (as sbatch --dependency=afterany chains). A resume that does not wait for it is refused: two runs would
+	// write one checkpoint folder.
+	next := s.submit(spec("ppo", 1, 1, 1) + "resume_from: " + task.ID + "\nafter_any: [" + task.ID + "]\n")
+	if _, err := s.c.Submit(ctxT(t), []byte(spec("ppo", 1, 1, 1)+"resume_from: "+task.ID+"\n"), false); err == nil ||
+		!strings.Contains(err.Error(), "HTTP 409") || !strings.Contains(err.Error(), "after_any") {
+		t.Errorf("a resume from the running task without waiting for it: %v; want 409 saying to name it in after_any", err)
+	}
 	running := s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
 	if running.MaxRuntimeS != 6 {
 		t.Errorf("max_runtime_s on the task: %d", running.MaxRuntimeS)
@@ -46,6 +55,11 @@ func TestMaxRuntimeStopsAnOverstayingRun(t *testing.T) {
 		a.EndTime.Sub(*a.RunningAt) < 6*time.Second {
 		t.Errorf("start_time %v, running_at %v, end_time %v: want running_at at or after Ray's start_time and "+
 			"the run stopped at least 6 s after it", a.StartTime, a.RunningAt, a.EndTime)
+	}
+	latest := strings.TrimSpace(readFile(t, filepath.Join(s.sharedRoot, "jobs", task.ID, "checkpoints", "latest_checkpointed_iteration.txt")))
+	s.waitState(next.ID, mvp.StateSucceeded, 90*time.Second)
+	if log := s.logs(next.ID, 1); latest == "" || !strings.Contains(log, "verl-standin: resumed from step "+latest+" ") {
+		t.Errorf("the next segment does not say it resumed from step %q, the stopped run's last checkpoint:\n%s", latest, tail(log, 20))
 	}
 }
 
