@@ -993,14 +993,15 @@ func (w *wtx) withinMaxWaiting(t *mvp.Task) error {
 
 // checkpointWritersSQL finds the tasks that write, or may still write, the checkpoint folder of task ?1: the task
 // itself and those that resume from it (resume_from), while they have not ended or an attempt of theirs has a Ray
-// job that has not been seen to end (a canceled run in its stop wait).
+// job that has not been seen to end (a canceled run in its stop wait: its latest attempt, as the API's stillStopping
+// and Store.Active judge it).
 const checkpointWritersSQL = `SELECT task_id, state FROM (
-	SELECT task_id, state FROM tasks WHERE task_id = ?1
+	SELECT task_id, state, latest_attempt_no FROM tasks WHERE task_id = ?1
 	UNION ALL
-	SELECT task_id, state FROM tasks WHERE resume_from = ?1 AND resume_from != ''
+	SELECT task_id, state, latest_attempt_no FROM tasks WHERE resume_from = ?1 AND resume_from != ''
 ) AS w WHERE w.state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
-	OR EXISTS (SELECT 1 FROM attempts a WHERE a.task_id = w.task_id AND a.end_time IS NULL
-		AND a.ray_status NOT IN ('SUCCEEDED', 'FAILED', 'STOPPED'))`
+	OR EXISTS (SELECT 1 FROM attempts a WHERE a.task_id = w.task_id AND a.attempt_no = w.latest_attempt_no
+		AND a.end_time IS NULL AND a.ray_status NOT IN ('SUCCEEDED', 'FAILED', 'STOPPED'))`
 
 // CheckpointWriters returns the tasks, with their states, that write or may still write the checkpoint folder of
 // task folder: the task itself and those that resume from it, that have not ended or whose Ray job is still
