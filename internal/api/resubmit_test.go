@@ -165,6 +165,7 @@ func TestJSONTypeErrorsSpeakJSON(t *testing.T) {
 func TestResubmitTakesTodaysDefaults(t *testing.T) {
 	cfg := servicetest.Config(t)
 	cfg.V2.Scheduler.DefaultMaxRuntimeS, cfg.V2.Scheduler.MaxRuntimeCapS = 259200, 604800
+	cfg.UserCodePath = "/code/first"
 	var id string
 	t.Run("before", func(t *testing.T) {
 		base := servicetest.Start(t, &service.Main{Config: cfg}).URL()
@@ -178,10 +179,22 @@ func TestResubmitTakesTodaysDefaults(t *testing.T) {
 		id = got.ID
 	})
 	cfg.V2.Scheduler.DefaultMaxRuntimeS, cfg.V2.Scheduler.MaxRuntimeCapS = 40000, 50000
+	// The code's folder too (dev.yaml's user_code_path fills a jobspec's missing code_path): moved by the operator,
+	// a resubmit ran the old path, which failed or ran old code.
+	cfg.UserCodePath = "/code/moved"
 	base := servicetest.Start(t, &service.Main{Config: cfg}).URL()
 	resp, b := do(t, base, "POST", "/api/v2/tasks/"+id+"/resubmit", "application/json", `{}`, nil)
 	if resp.StatusCode != 201 || !strings.Contains(string(b), `"max_runtime_s":40000`) {
 		t.Errorf("resubmit after the cap was lowered: %d %s; want 201 with today's default 40000", resp.StatusCode, b)
+	}
+	resp, b = do(t, base, "POST", "/api/v2/tasks/"+id+"/resubmit?dry_run=true", "application/json", `{}`, nil)
+	var dry struct {
+		Spec struct {
+			CodePath string `json:"code_path"`
+		} `json:"effective_spec"`
+	}
+	if err := json.Unmarshal(b, &dry); err != nil || resp.StatusCode != 200 || dry.Spec.CodePath != "/code/moved" {
+		t.Errorf("resubmit after user_code_path moved: %d code_path %q (%s); want today's /code/moved", resp.StatusCode, dry.Spec.CodePath, b)
 	}
 }
 

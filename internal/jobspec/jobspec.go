@@ -665,9 +665,9 @@ func checkPath(field, p string) error {
 }
 
 // DefaultedFields are the effective spec's fields that the cluster's settings fill when a jobspec leaves them out
-// (the time limits from Defaults, priority from the caller's max_priority): the value stored is that day's, not
-// the user's, and a resubmit takes today's instead.
-var DefaultedFields = []string{"max_runtime_s", "max_queued_s", "priority"}
+// (the time limits and code_path from Defaults, priority from the caller's max_priority): the value stored is that
+// day's, not the user's, and a resubmit takes today's instead.
+var DefaultedFields = []string{"max_runtime_s", "max_queued_s", "priority", "code_path"}
 
 // Defaults are the cluster's values that a jobspec may leave out.
 type Defaults struct {
