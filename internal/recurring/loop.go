@@ -172,7 +172,8 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 			return nil
 		}
 	}
-	if mvp.ErrorCode(err) == mvp.CodeTooMany { // the owner's max_queued, reached since Admit counted
+	if mvp.ErrorCode(err) == mvp.CodeTooMany || // the owner's max_queued, reached since Admit counted
+		mvp.ErrorCode(err) == mvp.CodeConflict && !errors.Is(err, mvp.ErrConflict) { // its checkpoint folder taken since
 		run.Task, run.Outcome = nil, "not submitted: "+err.Error()
 		return l.record(ctx, run)
 	}

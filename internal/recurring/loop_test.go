@@ -283,3 +283,26 @@ func TestWakeWhileRunStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestARunWhoseFolderIsTakenIsRecorded: a run of a schedule whose jobspec resumes from a checkpoint folder that
+// another task writes is refused where its task is stored (Admit passed, the folder taken since): that was returned
+// as an error of the whole pass, logged and tried again each pass, and the schedule's last_outcome did not say it.
+// It is recorded as a run that made no task, naming the writer.
+func TestARunWhoseFolderIsTakenIsRecorded(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	writer := &mvp.Task{ID: "mvp2-ppo-20260101-095900-beef", Workload: mvp.WorkloadPPO, State: mvp.StateQueued,
+		NNodes: 1, GPUsPerNode: 1, SpecJSON: []byte(jobspecJSON), CreatedAt: h.clock.Now()}
+	if err := h.db.CreateTask(ctx, writer); err != nil {
+		t.Fatal(err)
+	}
+	spec := strings.TrimSuffix(jobspecJSON, "}") + `,"resume_from":"` + writer.ID + `"}`
+	if err := h.db.CreateSchedule(ctx, &mvp.Schedule{Name: "nightly", Cron: "@every 1m", Timezone: "UTC",
+		Overlap: mvp.OverlapQueue, JobSpec: []byte(spec), CreatedAt: h.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	s := h.pass(t, "2026-01-01T10:01:00Z")
+	if len(h.tasks(t)) != 0 || !strings.Contains(s.LastOutcome, "not submitted") || !strings.Contains(s.LastOutcome, writer.ID) {
+		t.Errorf("tasks %v, outcome %q: want no task and an outcome naming %s", h.tasks(t), s.LastOutcome, writer.ID)
+	}
+}
