@@ -39,12 +39,13 @@ func dependencies(now time.Time, s Snapshot, out []Action) ([]*mvp.Task, []Actio
 	}
 	queue := make([]*mvp.Task, first, len(s.Queue))
 	copy(queue, s.Queue[:first])
+	stopping := stoppingRuns(s)
 	for _, t := range s.Queue[first:] {
 		if len(t.AfterOK)+len(t.AfterAny) == 0 || expired(now, t) {
 			queue = append(queue, t)
 			continue
 		}
-		a, held := holdFor(t, s.Deps)
+		a, held := holdFor(t, s.Deps, stopping)
 		if !held {
 			queue = append(queue, t) // every dependency is done: the task competes for GPUs like any other
 		} else if a != nil {
@@ -57,8 +58,8 @@ func dependencies(now time.Time, s Snapshot, out []Action) ([]*mvp.Task, []Actio
 // holdFor judges a waiting task that names dependencies. held is false when every dependency is done: the task
 // competes for GPUs. Otherwise a is what to do: a DependencyFailed when an after_ok dependency ended FAILED or
 // CANCELED, or a Wait naming what the task waits for (nil when its stored reason says so already).
-func holdFor(t *mvp.Task, deps map[string]mvp.State) (a Action, held bool) {
-	failed, waiting := judgeDeps(t, deps)
+func holdFor(t *mvp.Task, deps map[string]mvp.State, stopping map[string]bool) (a Action, held bool) {
+	failed, waiting := judgeDeps(t, deps, stopping)
 	switch {
 	case failed != "":
 		return DependencyFailed{Task: t, Dependency: failed, Reason: fmt.Sprintf(
@@ -73,9 +74,26 @@ func holdFor(t *mvp.Task, deps map[string]mvp.State) (a Action, held bool) {
 	return nil, false
 }
 
+// stoppingRuns returns the tasks of s.Active that have ended in mvp's record while their Ray job has not (a
+// canceled run in Ray's stop wait); nil for none.
+func stoppingRuns(s Snapshot) map[string]bool {
+	var out map[string]bool
+	for _, a := range s.Active {
+		if a.Task != nil && a.Task.State.Terminal() {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[a.Task.ID] = true
+		}
+	}
+	return out
+}
+
 // judgeDeps returns the first after_ok dependency that ended FAILED or CANCELED, or else the dependencies still to
-// end, each with its kind and state ("mvp2-… (after_ok, RUNNING)").
-func judgeDeps(t *mvp.Task, states map[string]mvp.State) (failed string, waiting []string) {
+// end, each with its kind and state ("mvp2-… (after_ok, RUNNING)"). An after_any dependency that has ended while
+// its Ray job still stops (stopping) is still to end: a run after it (the next segment of a training, resuming from
+// the folder that job may still write) starts once the job has stopped.
+func judgeDeps(t *mvp.Task, states map[string]mvp.State, stopping map[string]bool) (failed string, waiting []string) {
 	for _, id := range t.AfterOK {
 		if st := states[id]; st == mvp.StateFailed || st == mvp.StateCanceled {
 			return id, nil
@@ -89,6 +107,8 @@ func judgeDeps(t *mvp.Task, states map[string]mvp.State) (failed string, waiting
 				waiting = append(waiting, fmt.Sprintf("%s (%s, unknown)", id, kind))
 			case !st.Terminal():
 				waiting = append(waiting, fmt.Sprintf("%s (%s, %s)", id, kind, st))
+			case stopping[id]:
+				waiting = append(waiting, fmt.Sprintf("%s (%s, %s; its Ray job is still stopping)", id, kind, st))
 			}
 		}
 	}

@@ -494,6 +494,7 @@ func (pl *plan) classify() {
 	lastCPG := pl.p.CPUsPerGPU[lastWorkload]
 	lastDrvKey := workloadDriverKey(pl.p, lastWorkload)
 	nowNs := pl.now.UnixNano()
+	stopping := stoppingRuns(pl.s)
 	for i, t := range q {
 		e := &pl.ents[i]
 		created := t.CreatedAt.UnixNano()
@@ -503,7 +504,7 @@ func (pl *plan) classify() {
 			continue
 		}
 		if len(t.AfterOK)+len(t.AfterAny) > 0 {
-			if a, held := holdFor(t, pl.s.Deps); held {
+			if a, held := holdFor(t, pl.s.Deps, stopping); held {
 				e.kind, e.code = entHeld, cDependency
 				if a != nil {
 					pl.held = append(pl.held, a)
