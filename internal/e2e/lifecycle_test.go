@@ -380,9 +380,15 @@ func TestAResumeOfACanceledRunWaitsForItsStop(t *testing.T) {
 		stepped := got.Progress != nil && got.Progress.Step != nil && *got.Progress.Step >= 1
 		return got.State == mvp.StateRunning && stepped, string(got.State)
 	})
+	// The next segment, after it however it ends: it must not start beside the run still stopping either.
+	next := s.submit(spec("ppo", 1, 1, 1) + "resume_from: " + origin.ID + "\nafter_any: [" + origin.ID + "]\n")
 	if out, errs, code := s.cli("cancel", origin.ID); code != 0 {
 		t.Fatalf("cancel %s: %d %s %s", origin.ID, code, out, errs)
 	}
+	waitFor(t, 30*time.Second, "the next segment to wait for the canceled run's stop", func() (bool, string) {
+		got := s.get(next.ID)
+		return strings.Contains(got.PendingReason, "still stopping"), fmt.Sprintf("%s %q", got.State, got.PendingReason)
+	})
 	_, _, err := s.c.Resubmit(ctxT(t), origin.ID, api.ResubmitRequest{Resume: true})
 	var e *mvp.Error
 	if !errors.As(err, &e) || e.Code != mvp.CodeConflict || !strings.Contains(err.Error(), "has not stopped yet") {
@@ -392,6 +398,14 @@ func TestAResumeOfACanceledRunWaitsForItsStop(t *testing.T) {
 		a := s.get(origin.ID).Attempts[0]
 		return a.EndTime != nil, fmt.Sprintf("%s %s", a.RayStatus, a.FailureKind)
 	})
+	if got := s.get(next.ID); len(got.Attempts) > 0 && got.Attempts[0].CreatedAt.Before(*s.get(origin.ID).Attempts[0].EndTime) {
+		t.Errorf("the next segment was submitted at %v, before the canceled run's job ended at %v",
+			got.Attempts[0].CreatedAt, *s.get(origin.ID).Attempts[0].EndTime)
+	}
+	s.waitState(next.ID, mvp.StateSucceeded, 90*time.Second)
+	if log := s.logs(next.ID, 1); !strings.Contains(log, "verl-standin: resumed from step ") {
+		t.Errorf("the next segment did not resume:\n%s", tail(log, 20))
+	}
 	resumed, _, err := s.c.Resubmit(ctxT(t), origin.ID, api.ResubmitRequest{Set: []string{"overrides=mvp_test.hold_s=1"}, Resume: true})
 	if err != nil {
 		t.Fatalf("--resume once the canceled run stopped: %v", err)
