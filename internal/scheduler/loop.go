@@ -721,16 +721,20 @@ func (l *Loop) snapshot(ctx context.Context, now time.Time, view *mvp.ClusterVie
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("load queue: %w", err)
 	}
+	// The dependencies' states are read before the live attempts: a run canceled between the two reads is then
+	// still running among the dependencies, or CANCELED in both (Decide holds its after_any dependents while its
+	// job stops, stoppingRuns). Read the other way round, it was CANCELED among the dependencies and RUNNING among
+	// the live attempts, and its after_any dependent started beside it (TestAfterAnyWaitsForARunCanceledDuringThePass).
+	deps, err := l.Store.TaskStates(ctx, DependencyIDs(queue))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("load dependencies: %w", err)
+	}
 	active, err := l.Store.Active(ctx)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("load active tasks: %w", err)
 	}
 	as := l.activeAttempts(now, view, active, record)
 	l.fillProgressAt(as, record) // heartbeats (loop_progress.go)
-	deps, err := l.Store.TaskStates(ctx, DependencyIDs(queue))
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("load dependencies: %w", err)
-	}
 	var usage map[string]float64
 	if l.Policy.FairShare {
 		if usage, err = l.usage(ctx, now, active); err != nil {

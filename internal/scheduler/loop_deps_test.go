@@ -64,3 +64,76 @@ func TestLoopFollowsDependencies(t *testing.T) {
 		t.Errorf("after_any task did not start after its dependency failed: %s %q", got.State, got.PendingReason)
 	}
 }
+
+// cancelBetweenReads is the store of a loop whose user cancels a task while a pass reads its snapshot: between
+// its read of the live attempts and its read of the dependencies' states, whichever comes first (the API's cancel
+// commits when it will).
+type cancelBetweenReads struct {
+	mvp.Store
+	h      *harness
+	cancel string // the task to cancel
+	armed  bool   // the pass has read its queue: the next of the two reads is followed by the cancel
+}
+
+func (s *cancelBetweenReads) Runnable(ctx context.Context) ([]*mvp.Task, error) {
+	s.armed = s.cancel != ""
+	return s.Store.Runnable(ctx)
+}
+
+func (s *cancelBetweenReads) Active(ctx context.Context) ([]*mvp.Task, error) {
+	out, err := s.Store.Active(ctx)
+	return out, s.after(ctx, err)
+}
+
+func (s *cancelBetweenReads) TaskStates(ctx context.Context, ids []string) (map[string]mvp.State, error) {
+	out, err := s.Store.TaskStates(ctx, ids)
+	return out, s.after(ctx, err)
+}
+
+func (s *cancelBetweenReads) after(ctx context.Context, err error) error {
+	if err != nil || !s.armed {
+		return err
+	}
+	s.armed = false
+	err = s.Store.Apply(ctx, mvp.Change{TaskID: s.cancel, From: mvp.StateRunning, To: mvp.StateCanceled, At: s.h.clock.t})
+	s.cancel = ""
+	return err
+}
+
+// TestAfterAnyWaitsForARunCanceledDuringThePass: a run canceled while a pass read its snapshot, after the live
+// attempts and before the dependencies' states, was CANCELED among the dependencies and RUNNING among the live
+// attempts (so not a run still stopping), its Ray job not even asked to stop yet. The task after_any it, the next
+// segment of a training resuming from the folder that run writes, started beside it.
+func TestAfterAnyWaitsForARunCanceledDuringThePass(t *testing.T) {
+	h := newHarness(t)
+	a := h.task()
+	next := h.taskAfter(nil, []string{a.ID})
+	h.tick()
+	h.ray.set(a.ID+"--a01", mvp.RayRunning, "", 0)
+	h.tick()
+	if got := h.get(a.ID); got.State != mvp.StateRunning {
+		t.Fatalf("a: %s", got.State)
+	}
+	store := &cancelBetweenReads{Store: h.db, h: h, cancel: a.ID}
+	h.loop.Store = store
+	h.tick()
+	if store.cancel != "" {
+		t.Fatal("the pass did not read its snapshot")
+	}
+	if got := h.get(a.ID); got.State != mvp.StateCanceled {
+		t.Fatalf("a: %s", got.State)
+	}
+	if got := h.get(next.ID); got.LatestAttemptNo != 0 {
+		t.Fatalf("the next segment started while %s's Ray job still ran (%s): %s %q", a.ID,
+			h.ray.jobs[a.ID+"--a01"].Status, got.State, got.PendingReason)
+	}
+	h.tick() // the cancel's stop is asked; Ray's stop wait runs
+	if got := h.get(next.ID); got.LatestAttemptNo != 0 || !strings.Contains(got.PendingReason, "stopping") {
+		t.Fatalf("while %s's job stops: %s %q", a.ID, got.State, got.PendingReason)
+	}
+	h.ray.set(a.ID+"--a01", mvp.RayStopped, "", 0)
+	h.tick()
+	if got := h.get(next.ID); got.LatestAttemptNo != 1 {
+		t.Errorf("the next segment did not start once %s's job stopped: %s %q", a.ID, got.State, got.PendingReason)
+	}
+}
