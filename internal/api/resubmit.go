@@ -67,12 +67,13 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 	if err := json.Unmarshal(origin.SpecJSON, &doc); err != nil {
 		return fmt.Errorf("decode the stored spec of %s: %w", origin.ID, err)
 	}
-	// A default of the day the task was accepted is not the user's: a field the jobspec as sent did not give is
-	// filled again with today's (a lowered cap refused a resubmit over a number nobody wrote).
+	// A default of the day the task was accepted is not the user's: a field the jobspec as sent did not give (or
+	// gave as 0 or "", the same as absent) is filled again with today's (a lowered cap refused a resubmit over a
+	// number nobody wrote).
 	given := map[string]any{}
 	_ = yaml.Unmarshal([]byte(origin.JobSpecYAML), &given)
 	for _, k := range jobspec.DefaultedFields {
-		if _, ok := given[k]; !ok {
+		if jobspec.LeftToDefault(given, k) {
 			delete(doc, k)
 		}
 	}

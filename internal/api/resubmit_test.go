@@ -198,6 +198,44 @@ func TestResubmitTakesTodaysDefaults(t *testing.T) {
 	}
 }
 
+// TestResubmitTakesTodaysDefaultsForAZeroValue: a jobspec may give max_runtime_s or max_queued_s as 0, or
+// code_path as "", which is the same as leaving it out (the cluster's default fills it: specs/api.md "0 is the same
+// as absent"). A resubmit read the field as given by the user and kept the value of the submit's day: the old
+// user_code_path after the operator moved the code, a time limit above today's cap refused.
+func TestResubmitTakesTodaysDefaultsForAZeroValue(t *testing.T) {
+	cfg := servicetest.Config(t)
+	cfg.V2.Scheduler.DefaultMaxRuntimeS, cfg.V2.Scheduler.MaxRuntimeCapS = 259200, 604800
+	cfg.UserCodePath = "/code/first"
+	var id string
+	t.Run("before", func(t *testing.T) {
+		base := servicetest.Start(t, &service.Main{Config: cfg}).URL()
+		resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml",
+			goodSpec+"max_runtime_s: 0\nmax_queued_s: 0\ncode_path: \"\"\n", nil)
+		var got struct {
+			ID string `json:"task_id"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil || resp.StatusCode != 201 {
+			t.Fatalf("submit: %d %s", resp.StatusCode, b)
+		}
+		id = got.ID
+	})
+	cfg.V2.Scheduler.DefaultMaxRuntimeS, cfg.V2.Scheduler.MaxRuntimeCapS = 40000, 50000
+	cfg.UserCodePath = "/code/moved"
+	base := servicetest.Start(t, &service.Main{Config: cfg}).URL()
+	resp, b := do(t, base, "POST", "/api/v2/tasks/"+id+"/resubmit?dry_run=true", "application/json", `{}`, nil)
+	var dry struct {
+		Spec struct {
+			CodePath    string `json:"code_path"`
+			MaxRuntimeS int    `json:"max_runtime_s"`
+		} `json:"effective_spec"`
+	}
+	if err := json.Unmarshal(b, &dry); err != nil || resp.StatusCode != 200 || dry.Spec.CodePath != "/code/moved" ||
+		dry.Spec.MaxRuntimeS != 40000 {
+		t.Errorf("resubmit of a jobspec with max_runtime_s 0 and code_path \"\": %d (%s); want today's 40000 and /code/moved",
+			resp.StatusCode, b)
+	}
+}
+
 // TestAResumeNeedsARunThatCouldHaveLeftCheckpoints: a task that ended before any attempt was sent to Ray (canceled
 // while it waited) left no checkpoint folder; resuming from it was taken and silently started from scratch.
 // It is refused (409) with what to do instead, by --resume and by resume_from in a jobspec alike.

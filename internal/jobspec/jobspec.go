@@ -669,6 +669,24 @@ func checkPath(field, p string) error {
 // day's, not the user's, and a resubmit takes today's instead.
 var DefaultedFields = []string{"max_runtime_s", "max_queued_s", "priority", "code_path"}
 
+// LeftToDefault reports whether a jobspec as sent (given, decoded into a map) leaves field, one of DefaultedFields,
+// to the cluster's settings: it does not give it, or gives the value that Effective fills as if it were absent (0
+// for max_runtime_s and max_queued_s, "" for code_path). A priority given is the user's, 0 too.
+func LeftToDefault(given map[string]any, field string) bool {
+	v, ok := given[field]
+	if !ok {
+		return true
+	}
+	switch field {
+	case "max_runtime_s", "max_queued_s":
+		n, isInt := v.(int)
+		return isInt && n == 0
+	case "code_path":
+		return v == ""
+	}
+	return false
+}
+
 // Defaults are the cluster's values that a jobspec may leave out.
 type Defaults struct {
 	UserCodePath string
