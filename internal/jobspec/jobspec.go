@@ -56,9 +56,10 @@ type Spec struct {
 	// task is CANCELED. AfterAny names tasks that must end, however they end.
 	AfterOK  []string `json:"after_ok,omitempty" yaml:"after_ok,omitempty"`
 	AfterAny []string `json:"after_any,omitempty" yaml:"after_any,omitempty"`
-	// ResumeFrom names an ended task whose checkpoints this run continues from: verl gets its checkpoint folder
-	// (for a task that itself resumed, its chain's first task's, where its run wrote) as trainer.default_local_dir
-	// with trainer.resume_mode=auto. One run at a time writes a folder. `mvp resubmit --resume` sets it.
+	// ResumeFrom names a task whose checkpoints this run continues from, one that ended or one this task starts
+	// after (after_ok, after_any): verl gets its checkpoint folder (for a task that itself resumed, its chain's
+	// first task's, where its run wrote) as trainer.default_local_dir with trainer.resume_mode=auto. One run at a
+	// time writes a folder. `mvp resubmit --resume` sets it.
 	ResumeFrom string `json:"resume_from,omitempty" yaml:"resume_from,omitempty"`
 	// Priority 0..100 orders the queue within the scheduling policy, higher first; absent: mvp.DefaultPriority
 	// (or the submitter's max_priority when that is lower). Above the submitter's max_priority it is refused.

@@ -50,7 +50,8 @@ type Task struct {
 	// HeartbeatTimeoutS: a running attempt whose progress file has not changed for this long is stopped
 	// (HEARTBEAT_LOST); 0 = no heartbeat is required.
 	HeartbeatTimeoutS int `json:"heartbeat_timeout_s"`
-	// ResumeFrom is the ended task whose checkpoint folder this task's run continues from ("" for none).
+	// ResumeFrom is the task whose checkpoint folder this task's run continues from ("" for none): one that ended,
+	// or one this task starts after (AfterOK, AfterAny).
 	ResumeFrom string `json:"resume_from,omitempty"`
 	// OriginID is the task this one was resubmitted from; Resubmits are the tasks resubmitted from this one,
 	// oldest first (GetTask fills it).
