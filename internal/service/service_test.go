@@ -1013,13 +1013,14 @@ func TestMigrationsAppliedToAnExistingDatabaseAreLogged(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// The database as the mvp before migration 0019 left it (of the migrations after 0019, only 0021 adds a column).
+	// The database as the mvp before migration 0019 left it (of the migrations after 0019, 0021 adds a column and
+	// 0022 an index).
 	raw, err := sql.Open("sqlite3", cfg.V2.SQLite.DBPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 19`, `ALTER TABLE attempts DROP COLUMN placed_at`,
-		`ALTER TABLE instance DROP COLUMN packages_sealed`} {
+		`ALTER TABLE instance DROP COLUMN packages_sealed`, `DROP INDEX tasks_by_resume_from`} {
 		if _, err := raw.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -1069,7 +1070,8 @@ func TestTheFirstStartWithSealingSealsThePackagesKeptBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 21`, `ALTER TABLE instance DROP COLUMN packages_sealed`} {
+	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 21`, `ALTER TABLE instance DROP COLUMN packages_sealed`,
+		`DROP INDEX tasks_by_resume_from`} {
 		if _, err := raw.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
