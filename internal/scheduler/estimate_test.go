@@ -238,3 +238,28 @@ func TestAGroupOfAnotherShapeIsNotClaimed(t *testing.T) {
 		t.Errorf("q: %+v; want it behind the unplaced gang", w)
 	}
 }
+
+// TestACanceledRunEndsWithinItsStopGrace: a canceled run (CANCELED is recorded at once; Ray stops its job within
+// runtime_grace_s of the stop asked right after) was planned to hold its GPUs until its declared end: the task
+// waiting for them was reserved and estimated hours late, and backfill let tasks take GPUs as if for hours. It
+// ends, as planned, at the cancel plus the grace (no earlier than now), or at its declared end if that is sooner.
+func TestACanceledRunEndsWithinItsStopGrace(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1")
+	r := b.run(4, 3*24*h, h, true, "n1") // declared for 3 days, running for an hour: then canceled, 5 s ago
+	r.State, r.UpdatedAt = mvp.StateCanceled, t0.Add(-5*time.Second)
+	x := timed(1, 4, h, time.Minute)
+	p := named(PolicyXFChain)
+	p.StopGrace = 30 * time.Second
+	v := Explain(t0, b.snap(x), p)
+	if len(v.Queue) != 1 {
+		t.Fatalf("queue: %+v", v.Queue)
+	}
+	if e := v.Queue[0].EstStart; e == nil || !e.Equal(t0.Add(25*time.Second)) {
+		t.Errorf("estimated start %v, want +25s (canceled 5 s ago, 30 s grace)", e)
+	}
+	r.UpdatedAt = t0.Add(-time.Minute) // past its grace: its stop is late, it may end at any moment
+	if e := Explain(t0, b.snap(x), p).Queue[0].EstStart; e == nil || !e.Equal(t0) {
+		t.Errorf("past its grace: estimated start %v, want now", e)
+	}
+}

@@ -460,7 +460,8 @@ func claimGroups(groups []mvp.PlacementGroup, pool []int, d Demand) (int, []int)
 // passed, mvp is stopping it and Ray may hold its GPUs for the stop's grace after it (Policy.StopGrace). An
 // attempt not running yet has not begun its max_runtime_s (it counts from running_at): it ends no earlier than now
 // plus the declared time (walk-through 14: its creation plus that made every estimate behind it early by the time
-// it spent pending, and move later once it ran).
+// it spent pending, and move later once it ran). A run whose task has ended (canceled: recorded at once, its job
+// stopped right after) ends no later than its task's last write plus the grace.
 func (pl *plan) endOf(a ActiveAttempt) int64 {
 	rt := runtimeOf(a.Task, pl.p)
 	if rt <= 0 || a.Attempt == nil {
@@ -473,6 +474,12 @@ func (pl *plan) endOf(a ActiveAttempt) int64 {
 	end := start.Add(rt)
 	if !pl.now.Before(end) {
 		end = end.Add(pl.p.StopGrace)
+	}
+	if a.Task.State.Terminal() && !a.Task.UpdatedAt.IsZero() {
+		// Ended in mvp's record (canceled) while its job stops: Ray ends it within the grace of the stop asked then.
+		if stop := a.Task.UpdatedAt.Add(pl.p.StopGrace); stop.Before(end) {
+			end = stop
+		}
 	}
 	return max(end.UnixNano(), pl.now.UnixNano())
 }
