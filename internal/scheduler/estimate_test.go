@@ -263,3 +263,27 @@ func TestACanceledRunEndsWithinItsStopGrace(t *testing.T) {
 		t.Errorf("past its grace: estimated start %v, want now", e)
 	}
 }
+
+// TestACanceledUntimedRunEndsWithinItsStopGrace: a canceled run with no declared time (no max_runtime_s and
+// v2.scheduler.default_max_runtime_s 0) was planned never to end, though Ray stops its job as it stops any other:
+// the task waiting for its GPUs had no estimate. It ends at the cancel plus the grace (no earlier than now).
+func TestACanceledUntimedRunEndsWithinItsStopGrace(t *testing.T) {
+	h := time.Hour
+	b := newBench("n1")
+	r := b.run(4, 0, h, true, "n1") // no declared time, running for an hour: then canceled, 5 s ago
+	r.State, r.UpdatedAt = mvp.StateCanceled, t0.Add(-5*time.Second)
+	x := timed(1, 4, h, time.Minute)
+	p := named(PolicyXFChain)
+	p.StopGrace, p.DefaultMaxRuntime = 30*time.Second, 0
+	v := Explain(t0, b.snap(x), p)
+	if len(v.Queue) != 1 {
+		t.Fatalf("queue: %+v", v.Queue)
+	}
+	if e := v.Queue[0].EstStart; e == nil || !e.Equal(t0.Add(25*time.Second)) {
+		t.Errorf("estimated start %v, want +25s (canceled 5 s ago, 30 s grace)", e)
+	}
+	r.State = mvp.StateRunning // not canceled: no declared end, no estimate
+	if e := Explain(t0, b.snap(x), p).Queue[0].EstStart; e != nil {
+		t.Errorf("behind a running untimed run: estimated start %v, want none", e)
+	}
+}

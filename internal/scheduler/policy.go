@@ -461,25 +461,31 @@ func claimGroups(groups []mvp.PlacementGroup, pool []int, d Demand) (int, []int)
 // attempt not running yet has not begun its max_runtime_s (it counts from running_at): it ends no earlier than now
 // plus the declared time (walk-through 14: its creation plus that made every estimate behind it early by the time
 // it spent pending, and move later once it ran). A run whose task has ended (canceled: recorded at once, its job
-// stopped right after) ends no later than its task's last write plus the grace.
+// stopped right after) ends no later than its task's last write plus the grace, with a declared time or without.
 func (pl *plan) endOf(a ActiveAttempt) int64 {
-	rt := runtimeOf(a.Task, pl.p)
-	if rt <= 0 || a.Attempt == nil {
+	if a.Attempt == nil {
 		return never
 	}
-	start := pl.now
-	if since := a.runStart(); since != nil && !since.IsZero() {
-		start = *since
-	}
-	end := start.Add(rt)
-	if !pl.now.Before(end) {
-		end = end.Add(pl.p.StopGrace)
+	end, known := time.Time{}, false
+	if rt := runtimeOf(a.Task, pl.p); rt > 0 {
+		start := pl.now
+		if since := a.runStart(); since != nil && !since.IsZero() {
+			start = *since
+		}
+		end, known = start.Add(rt), true
+		if !pl.now.Before(end) {
+			end = end.Add(pl.p.StopGrace)
+		}
 	}
 	if a.Task.State.Terminal() && !a.Task.UpdatedAt.IsZero() {
-		// Ended in mvp's record (canceled) while its job stops: Ray ends it within the grace of the stop asked then.
-		if stop := a.Task.UpdatedAt.Add(pl.p.StopGrace); stop.Before(end) {
-			end = stop
+		// Ended in mvp's record (canceled) while its job stops: Ray ends it within the grace of the stop asked then,
+		// whether or not it declared a run time (an untimed one was planned never to end).
+		if stop := a.Task.UpdatedAt.Add(pl.p.StopGrace); !known || stop.Before(end) {
+			end, known = stop, true
 		}
+	}
+	if !known {
+		return never
 	}
 	return max(end.UnixNano(), pl.now.UnixNano())
 }
