@@ -3,12 +3,10 @@ package api_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/mvp2/mvp/internal/api"
-	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/service/servicetest"
 )
 
@@ -35,22 +33,7 @@ func TestOpenAPIDescribesTheResumeWarning(t *testing.T) {
 	m := servicetest.Start(t, nil)
 	c := m.Client()
 	ctx := context.Background()
-	raw, err := c.Submit(ctx, []byte(goodSpec), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var origin mvp.Task
-	_ = json.Unmarshal(raw, &origin)
-	eventually(t, "the origin is submitted", func() error {
-		got, _, err := c.Get(ctx, origin.ID)
-		if err == nil && got.LatestAttemptNo == 0 {
-			err = errors.New("not yet")
-		}
-		return err
-	})
-	if _, _, err := c.Cancel(ctx, origin.ID); err != nil {
-		t.Fatal(err)
-	}
+	origin := ranAndCanceled(t, c)
 	var dry json.RawMessage
 	eventually(t, "a dry run of a resume once the origin's job stopped", func() (err error) {
 		dry, err = c.ResubmitDryRun(ctx, origin.ID, api.ResubmitRequest{Resume: true})

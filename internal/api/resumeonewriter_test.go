@@ -31,16 +31,10 @@ func eventually(t *testing.T, what string, try func() error) {
 	}
 }
 
-// TestOneRunWritesACheckpointFolderAtATime: a run that resumes writes its checkpoints into the folder it resumes
-// from. Two resumes of one failed task were both taken (the user ran mvp resubmit --resume twice, or resumed while
-// an earlier resume still waited): the two runs then wrote global_step_N and the tracker of one folder at once.
-// And resume_from naming a task that had itself resumed pointed verl at that task's own, empty, folder (its run
-// had written into the first task's): the run started from step 0 without a word. A second writer of a folder is
-// refused (409, naming the run that holds it); a resume of a resume continues in the chain's folder; and a resume
-// from a folder with no checkpoint says so in the answer's warning.
-func TestOneRunWritesACheckpointFolderAtATime(t *testing.T) {
-	m := servicetest.Start(t, nil)
-	c := m.Client()
+// ranAndCanceled submits goodSpec, waits until its first attempt has been sent to Ray (so it may have left
+// checkpoints) and cancels it: a task to resume from once its job has stopped.
+func ranAndCanceled(t *testing.T, c *api.Client) *mvp.Task {
+	t.Helper()
 	ctx := context.Background()
 	raw, err := c.Submit(ctx, []byte(goodSpec), false)
 	if err != nil {
@@ -58,6 +52,21 @@ func TestOneRunWritesACheckpointFolderAtATime(t *testing.T) {
 	if _, _, err := c.Cancel(ctx, origin.ID); err != nil {
 		t.Fatal(err)
 	}
+	return &origin
+}
+
+// TestOneRunWritesACheckpointFolderAtATime: a run that resumes writes its checkpoints into the folder it resumes
+// from. Two resumes of one failed task were both taken (the user ran mvp resubmit --resume twice, or resumed while
+// an earlier resume still waited): the two runs then wrote global_step_N and the tracker of one folder at once.
+// And resume_from naming a task that had itself resumed pointed verl at that task's own, empty, folder (its run
+// had written into the first task's): the run started from step 0 without a word. A second writer of a folder is
+// refused (409, naming the run that holds it); a resume of a resume continues in the chain's folder; and a resume
+// from a folder with no checkpoint says so in the answer's warning.
+func TestOneRunWritesACheckpointFolderAtATime(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	c := m.Client()
+	ctx := context.Background()
+	origin := ranAndCanceled(t, c)
 	var first *mvp.Task
 	var firstRaw json.RawMessage
 	eventually(t, "a resume once the origin's job stopped", func() (err error) {
@@ -139,22 +148,7 @@ func TestAResumeMayWaitForTheRunsThatWriteItsFolder(t *testing.T) {
 	m := servicetest.Start(t, nil)
 	c := m.Client()
 	ctx := context.Background()
-	raw, err := c.Submit(ctx, []byte(goodSpec), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var origin mvp.Task
-	_ = json.Unmarshal(raw, &origin)
-	eventually(t, "the origin is submitted", func() error {
-		got, _, err := c.Get(ctx, origin.ID)
-		if err == nil && got.LatestAttemptNo == 0 {
-			err = errors.New("not yet")
-		}
-		return err
-	})
-	if _, _, err := c.Cancel(ctx, origin.ID); err != nil {
-		t.Fatal(err)
-	}
+	origin := ranAndCanceled(t, c)
 	var seg2 *mvp.Task
 	eventually(t, "a resume once the origin's job stopped", func() (err error) {
 		seg2, _, err = c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true})
