@@ -273,7 +273,13 @@ func inAttemptFolders(root *os.Root, rel string) string {
 // a named pipe swapped in since the check from holding the open until some writer comes (on a regular file the
 // flag changes nothing).
 func openLeaf(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
-	fh, err := root.OpenFile(rel, os.O_RDONLY|syscallNoFollow|syscall.O_NONBLOCK, 0)
+	return openRegular(root, rel, syscallNoFollow)
+}
+
+// openRegular opens rel under root for reading, with flag added, if it is a regular file. A file a job wrote may be
+// a named pipe: it is opened without waiting for a writer (O_NONBLOCK) and refused.
+func openRegular(root *os.Root, rel string, flag int) (*os.File, fs.FileInfo, error) {
+	fh, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|flag, 0)
 	if err != nil {
 		return nil, nil, err
 	}

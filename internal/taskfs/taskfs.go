@@ -576,21 +576,14 @@ func (f FS) LatestCheckpoint(id string) (int, error) {
 	}
 	defer root.Close()
 	// The job writes this folder: a tracker it made a named pipe must not hold the open until some writer comes.
-	fh, err := root.OpenFile(filepath.Join(CheckpointFolder, CheckpointTracker), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	fh, _, err := openRegular(root, filepath.Join(CheckpointFolder, CheckpointTracker), 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("the checkpoint tracker of %s: %w", id, err)
 	}
 	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		return 0, fmt.Errorf("%s of %s is not a regular file", CheckpointTracker, id)
-	}
 	b, err := io.ReadAll(io.LimitReader(fh, 64))
 	if err != nil {
 		return 0, err
@@ -599,7 +592,7 @@ func (f FS) LatestCheckpoint(id string) (int, error) {
 	if err != nil || step <= 0 {
 		return 0, nil
 	}
-	fi, err = root.Stat(filepath.Join(CheckpointFolder, fmt.Sprintf("global_step_%d", step)))
+	fi, err := root.Stat(filepath.Join(CheckpointFolder, fmt.Sprintf("global_step_%d", step)))
 	if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
 		return 0, nil
 	}
