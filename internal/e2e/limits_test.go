@@ -24,7 +24,13 @@ func TestMaxRuntimeStopsAnOverstayingRun(t *testing.T) {
 	// The next segment of the training: it starts once this one has ended, however, and resumes where it stopped
 	// (as sbatch --dependency=afterany chains). A resume that does not wait for it is refused: two runs would
 	// write one checkpoint folder.
-	next := s.submit(spec("ppo", 1, 1, 1) + "resume_from: " + task.ID + "\nafter_any: [" + task.ID + "]\n")
+	next := s.submit(spec("ppo", 1, 1, 1, "trainer.save_freq=1") + "resume_from: " + task.ID + "\nafter_any: [" + task.ID + "]\n")
+	// And the one after it, named by the segment before it: that segment's run writes in the first one's folder,
+	// which is where this one resumes from (after every run that writes there).
+	third := s.submit(spec("ppo", 1, 1, 1) + "resume_from: " + next.ID + "\nafter_any: [" + next.ID + ", " + task.ID + "]\n")
+	if third.ResumeFrom != task.ID {
+		t.Errorf("a resume from %s, which resumed from %s: resume_from %q, want the folder's task %s", next.ID, task.ID, third.ResumeFrom, task.ID)
+	}
 	if _, err := s.c.Submit(ctxT(t), []byte(spec("ppo", 1, 1, 1)+"resume_from: "+task.ID+"\n"), false); err == nil ||
 		!strings.Contains(err.Error(), "HTTP 409") || !strings.Contains(err.Error(), "after_any") {
 		t.Errorf("a resume from the running task without waiting for it: %v; want 409 saying to name it in after_any", err)
@@ -60,6 +66,11 @@ func TestMaxRuntimeStopsAnOverstayingRun(t *testing.T) {
 	s.waitState(next.ID, mvp.StateSucceeded, 90*time.Second)
 	if log := s.logs(next.ID, 1); latest == "" || !strings.Contains(log, "verl-standin: resumed from step "+latest+" ") {
 		t.Errorf("the next segment does not say it resumed from step %q, the stopped run's last checkpoint:\n%s", latest, tail(log, 20))
+	}
+	latest = strings.TrimSpace(readFile(t, filepath.Join(s.sharedRoot, "jobs", task.ID, "checkpoints", "latest_checkpointed_iteration.txt")))
+	s.waitState(third.ID, mvp.StateSucceeded, 90*time.Second)
+	if log := s.logs(third.ID, 1); !strings.Contains(log, "verl-standin: resumed from step "+latest+" ") {
+		t.Errorf("the third segment does not say it resumed from step %q, the second's last checkpoint:\n%s", latest, tail(log, 20))
 	}
 }
 
