@@ -91,13 +91,6 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if req.Resume {
-		if !origin.State.Terminal() {
-			return mvp.Errorf(mvp.CodeConflict, "resume", "task %s is %s: a run can resume only from a task that ended "+
-				"(its checkpoints must not be written meanwhile); cancel it first or wait", origin.ID, origin.State)
-		}
-		if err := stillStopping(origin, "resume"); err != nil {
-			return err
-		}
 		owner := origin.ResumeFrom
 		if owner == "" {
 			owner = origin.ID
@@ -111,6 +104,19 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 	t, err := s.Prepare(spec)
 	if err != nil {
 		return err
+	}
+	// A resume that starts after the origin (the next segment of a training: -e after_any=<origin>) waits for its
+	// run to end, as resume_from with after_any does; admit checks the folder's other writers. Any other resume
+	// needs the origin's run over.
+	if req.Resume && !slices.Contains(t.AfterOK, origin.ID) && !slices.Contains(t.AfterAny, origin.ID) {
+		if !origin.State.Terminal() {
+			return mvp.Errorf(mvp.CodeConflict, "resume", "task %s is %s: a run can resume only from a task that ended "+
+				"(its checkpoints must not be written meanwhile); cancel it first, wait, or have the new run start "+
+				"after it (-e after_any=%s, or after_ok to run only if it succeeds)", origin.ID, origin.State, origin.ID)
+		}
+		if err := stillStopping(origin, "resume"); err != nil {
+			return err
+		}
 	}
 	t.OriginID = origin.ID
 	// A rerun of a user's task is that user's, whoever asks for it (the operator may): it is checked, capped and
@@ -156,11 +162,15 @@ func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 		return mvp.Errorf(mvp.CodeInvalid, "resume_from", "task %s is a %s task: a %s run resumes only from the "+
 			"checkpoints of a %s task", from.ID, from.Workload, t.Workload, t.Workload)
 	}
-	if from.State.Terminal() {
+	switch {
+	case slices.Contains(t.AfterOK, from.ID) || slices.Contains(t.AfterAny, from.ID):
+		// t starts after from: it is held until from's run has ended, its Ray job stopped too (the scheduler's
+		// stoppingRuns), so it may be taken while from runs or stops.
+	case from.State.Terminal():
 		if err := stillStopping(from, "resume_from"); err != nil {
 			return err
 		}
-	} else if !slices.Contains(t.AfterOK, from.ID) && !slices.Contains(t.AfterAny, from.ID) {
+	default:
 		return mvp.Errorf(mvp.CodeConflict, "resume_from", "task %s is %s: a run can resume only from a task that "+
 			"ended, or from one it starts after (after_any: [%s], or after_ok to run only if it succeeds)",
 			from.ID, from.State, from.ID)

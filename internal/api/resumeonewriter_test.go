@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,44 @@ func TestAResumeMayWaitForTheRunsThatWriteItsFolder(t *testing.T) {
 	}
 	if code, _, body := submit("resume_from: " + seg4.ID + "\n"); code != 409 || !strings.Contains(body, "after_any") {
 		t.Errorf("a resume from a task that waits, without waiting for it: %d %s; want 409 saying to name it in after_any", code, body)
+	}
+}
+
+// TestResubmitResumeOfALiveTaskThatItStartsAfter: `mvp resubmit X --resume -e after_any=X` of a running X is the
+// next segment of a training (it resumes from X's folder once X has ended). The jobspec route took it (resume_from
+// with after_any); the resubmit route refused it (409 "cancel it first or wait") whatever the changes said. It is
+// taken now, and still refused without the dependency, with a hint naming it.
+func TestResubmitResumeOfALiveTaskThatItStartsAfter(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	c := m.Client()
+	ctx := context.Background()
+	raw, err := c.Submit(ctx, []byte(goodSpec), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live mvp.Task
+	_ = json.Unmarshal(raw, &live)
+	eventually(t, "the task is sent to Ray", func() error {
+		got, _, err := c.Get(ctx, live.ID)
+		if err == nil && got.LatestAttemptNo == 0 {
+			err = errors.New("not yet")
+		}
+		return err
+	})
+	var e *mvp.Error
+	if _, _, err := c.Resubmit(ctx, live.ID, api.ResubmitRequest{Resume: true}); !errors.As(err, &e) ||
+		e.Code != mvp.CodeConflict || !strings.Contains(e.Message, "after_any="+live.ID) {
+		t.Errorf("--resume of a live task without waiting for it: %v, want 409 naming -e after_any=%s", err, live.ID)
+	}
+	next, _, err := c.Resubmit(ctx, live.ID, api.ResubmitRequest{Resume: true, Set: []string{"after_any=" + live.ID}})
+	if err != nil {
+		t.Fatalf("--resume -e after_any=%s of the live task: %v", live.ID, err)
+	}
+	if next.ResumeFrom != live.ID || !slices.Equal(next.AfterAny, []string{live.ID}) || next.OriginID != live.ID {
+		t.Errorf("the next segment: resume_from %q after_any %v origin %q, want %s for all three", next.ResumeFrom, next.AfterAny, next.OriginID, live.ID)
+	}
+	if _, _, err := c.Resubmit(ctx, live.ID, api.ResubmitRequest{Resume: true, Set: []string{"after_ok=" + live.ID}}); !errors.As(err, &e) ||
+		e.Code != mvp.CodeConflict || !strings.Contains(e.Message, next.ID) {
+		t.Errorf("a second next segment beside %s: %v, want 409 naming it", next.ID, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +71,64 @@ func TestAResumeWaitsForTheCanceledRunToStop(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestANextSegmentMayBeTakenWhileTheRunStops: a resume that starts after the canceled run (after_any) cannot run
+// beside it, since the scheduler holds it until the run's Ray job has stopped (TestAfterAnyWaitsForAStoppingRun);
+// it was refused as "still stopping" all the same, on both routes, so a user chaining segments had to poll. It is
+// taken now, and held until the job stops; without the dependency it is still refused.
+func TestANextSegmentMayBeTakenWhileTheRunStops(t *testing.T) {
+	ray := servicetest.NewRay()
+	m := servicetest.Start(t, &service.Main{Ray: slowStopRay{ray}})
+	c := m.Client()
+	ctx := context.Background()
+	raw, err := c.Submit(ctx, []byte(goodSpec), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var origin mvp.Task
+	_ = json.Unmarshal(raw, &origin)
+	sid := mvp.SubmissionID(origin.ID, 1)
+	ray.WaitJob(t, sid)
+	ray.Set(sid, mvp.RayRunning)
+	eventually(t, "the origin runs", func() error {
+		got, _, err := c.Get(ctx, origin.ID)
+		if err == nil && got.State != mvp.StateRunning {
+			err = errors.New(string(got.State))
+		}
+		return err
+	})
+	if _, _, err := c.Cancel(ctx, origin.ID); err != nil {
+		t.Fatal(err)
+	}
+	var e *mvp.Error
+	if _, _, err := c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true}); !errors.As(err, &e) || e.Code != mvp.CodeConflict {
+		t.Errorf("--resume of a canceled task whose job still runs, not after it: %v, want 409", err)
+	}
+	if _, err := c.ResubmitDryRun(ctx, origin.ID, api.ResubmitRequest{Resume: true, Set: []string{"after_any=" + origin.ID}}); err != nil {
+		t.Errorf("a dry run of --resume -e after_any=%s while its job stops: %v", origin.ID, err)
+	}
+	if resp, body := do(t, m.URL(), "POST", "/api/v2/tasks?dry_run=true", "application/yaml",
+		goodSpec+"resume_from: "+origin.ID+"\nafter_any: ["+origin.ID+"]\n", nil); resp.StatusCode != 200 {
+		t.Errorf("a dry run of resume_from with after_any while its job stops: %d %s, want 200", resp.StatusCode, body)
+	}
+	next, _, err := c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true, Set: []string{"after_any=" + origin.ID}})
+	if err != nil {
+		t.Fatalf("--resume -e after_any=%s while its job stops: %v", origin.ID, err)
+	}
+	// Held while the job stops: no attempt is sent to Ray.
+	eventually(t, "the next segment is held", func() error {
+		got, _, err := c.Get(ctx, next.ID)
+		if err == nil && (got.State != mvp.StatePendingResources || !strings.Contains(got.PendingReason, "stopping")) {
+			err = fmt.Errorf("%s %q", got.State, got.PendingReason)
+		}
+		return err
+	})
+	for _, s := range ray.Submissions() {
+		if s.SubmissionID == mvp.SubmissionID(next.ID, 1) {
+			t.Fatalf("the next segment was sent to Ray while %s's job still ran", origin.ID)
+		}
+	}
+	ray.Set(sid, mvp.RayStopped)
+	ray.WaitJob(t, mvp.SubmissionID(next.ID, 1))
 }
