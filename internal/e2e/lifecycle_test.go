@@ -394,6 +394,16 @@ func TestAResumeOfACanceledRunWaitsForItsStop(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != mvp.CodeConflict || !strings.Contains(err.Error(), "has not stopped yet") {
 		t.Fatalf("--resume of a canceled run that is still stopping: %v, want 409 saying it has not stopped yet", err)
 	}
+	// The same resume as a segment after it (and after the next one, which writes the folder too) is taken while
+	// the job stops, through the resubmit route (mvp resubmit X --resume -e after_any=X …).
+	seg, _, err := s.c.Resubmit(ctxT(t), origin.ID, api.ResubmitRequest{Resume: true,
+		Set: []string{"after_any=" + origin.ID, "after_any=" + next.ID, "overrides=mvp_test.hold_s=1"}})
+	if err != nil {
+		t.Fatalf("--resume -e after_any=%s -e after_any=%s while the canceled run stops: %v", origin.ID, next.ID, err)
+	}
+	if seg.ResumeFrom != origin.ID {
+		t.Errorf("the resubmitted segment resumes from %q, want %s", seg.ResumeFrom, origin.ID)
+	}
 	waitFor(t, 90*time.Second, "the canceled run's attempt to end", func() (bool, string) {
 		a := s.get(origin.ID).Attempts[0]
 		return a.EndTime != nil, fmt.Sprintf("%s %s", a.RayStatus, a.FailureKind)
@@ -405,6 +415,14 @@ func TestAResumeOfACanceledRunWaitsForItsStop(t *testing.T) {
 	s.waitState(next.ID, mvp.StateSucceeded, 90*time.Second)
 	if log := s.logs(next.ID, 1); !strings.Contains(log, "verl-standin: resumed from step ") {
 		t.Errorf("the next segment did not resume:\n%s", tail(log, 20))
+	}
+	s.waitState(seg.ID, mvp.StateSucceeded, 90*time.Second)
+	if got, prev := s.get(seg.ID), s.get(next.ID); len(got.Attempts) == 0 || prev.Attempts[0].EndTime == nil ||
+		got.Attempts[0].CreatedAt.Before(*prev.Attempts[0].EndTime) {
+		t.Errorf("the resubmitted segment was submitted before %s (which writes the folder too) ended: %+v", next.ID, got.Attempts)
+	}
+	if log := s.logs(seg.ID, 1); !strings.Contains(log, "verl-standin: resumed from step ") {
+		t.Errorf("the resubmitted segment did not resume:\n%s", tail(log, 20))
 	}
 	resumed, _, err := s.c.Resubmit(ctxT(t), origin.ID, api.ResubmitRequest{Set: []string{"overrides=mvp_test.hold_s=1"}, Resume: true})
 	if err != nil {
