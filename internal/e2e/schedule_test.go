@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,4 +77,65 @@ func TestScheduleRunsOnCluster(t *testing.T) {
 		}
 	}
 	t.Logf("schedule made %s", fmt.Sprint(after.TaskIDs))
+}
+
+// TestScheduleReplaceStopsThePreviousRun: overlap replace cancels the previous task when a run makes a new one, in
+// the transaction that stores the new task; the scheduler then stops the previous task's Ray job on the real
+// cluster (its attempt ends STOPPED), and the new task runs.
+func TestScheduleReplaceStopsThePreviousRun(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	js := json.RawMessage(`{"workload":"ppo","nnodes":1,"n_gpus_per_node":1,"model_path":"/models/qwen",
+		"train_file":"/data/train.parquet","val_file":"/data/test.parquet","overrides":["mvp_test.hold_s=300"]}`)
+	if _, _, err := s.c.CreateSchedule(ctxT(t), api.ScheduleRequest{Name: "replace", Cron: "@every 8s", Overlap: mvp.OverlapReplace, JobSpec: js}); err != nil {
+		t.Fatalf("create schedule: %v", err)
+	}
+	var replaced *mvp.Task
+	waitFor(t, 120*time.Second, "a replaced task whose Ray job stopped", func() (bool, string) {
+		got, _, err := s.c.Schedule(ctxT(t), "replace")
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, id := range got.TaskIDs {
+			tk := s.get(id)
+			if tk.State == mvp.StateCanceled && len(tk.Attempts) > 0 && tk.Attempts[0].RayStatus == mvp.RayStopped {
+				replaced = tk
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d tasks; last outcome %q", len(got.TaskIDs), got.LastOutcome)
+	})
+	var by string
+	for _, e := range s.events(replaced.ID) {
+		if e.Type == mvp.EventCancelRequested {
+			var p struct{ By string }
+			_ = json.Unmarshal(e.Payload, &p)
+			by = p.By
+		}
+	}
+	if by != "schedule replace" {
+		t.Errorf("%s's CANCEL_REQUESTED names %q, want \"schedule replace\"", replaced.ID, by)
+	}
+	if _, _, err := s.c.SetSchedulePaused(ctxT(t), "replace", true); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.c.Schedule(ctxT(t), "replace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got.LastOutcome, "canceled the previous task") {
+		t.Errorf("last outcome %q", got.LastOutcome)
+	}
+	live := 0
+	for _, id := range got.TaskIDs {
+		if tk := s.get(id); !tk.State.Terminal() {
+			live++
+			if _, _, err := s.c.Cancel(ctxT(t), id); err != nil {
+				t.Logf("cancel %s: %v", id, err)
+			}
+		}
+	}
+	if live != 1 {
+		t.Errorf("%d of the schedule's tasks were live, want the newest one only (%v)", live, got.TaskIDs)
+	}
 }

@@ -70,6 +70,11 @@ type ScheduleRun struct {
 	Outcome string
 	// Task, when set, is inserted as a QUEUED task (with its CREATED event) and linked to the schedule.
 	Task *Task
+	// Replace, with Task (overlap replace), names the previous task: it is canceled in the transaction that inserts
+	// Task, before the insert, from whatever live state it is in then (one that has ended is left as it is), with
+	// a CANCEL_REQUESTED event by "schedule <Name>"; a Task refused there leaves it as it was. The scheduler stops
+	// its Ray job, if it has one, as for any canceled task.
+	Replace string
 }
 
 // ScheduleStore keeps recurring schedules and the links from a schedule to the tasks it made.

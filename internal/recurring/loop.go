@@ -24,9 +24,8 @@ type Loop struct {
 	Admit func(ctx context.Context, t *mvp.Task) error
 	// NewID makes a task id (api.NewTaskID); try counts collisions.
 	NewID func(w mvp.Workload, now time.Time, try int) string
-	// Cancel cancels a live task as the API does (api.Server.Cancel).
-	Cancel func(ctx context.Context, taskID, by string) error
-	// Submitted is called with each task a run made (to count it and wake the scheduler); may be nil.
+	// Submitted is called with each task a run made (to count it and wake the scheduler, which also stops the Ray
+	// job of a task the run replaced); may be nil.
 	Submitted func(t *mvp.Task)
 	Clock     mvp.Clock
 	Logger    *slog.Logger
@@ -152,11 +151,8 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 			return l.record(ctx, run)
 		}
 	}
-	if d.Cancel != "" {
-		if err := l.Cancel(ctx, d.Cancel, "schedule "+s.Name); err != nil && mvp.ErrorCode(err) != mvp.CodeConflict {
-			return fmt.Errorf("schedule %s: cancel previous task %s: %w", s.Name, d.Cancel, err)
-		}
-	}
+	// The previous task is canceled in the transaction that stores the new one: a task refused there leaves it.
+	run.Replace = d.Cancel
 	outcome := run.Outcome
 	for try := 0; ; try++ {
 		t.ID = l.NewID(t.Workload, now, try)
@@ -174,7 +170,7 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 	}
 	if mvp.ErrorCode(err) == mvp.CodeTooMany || // the owner's max_queued, reached since Admit counted
 		mvp.ErrorCode(err) == mvp.CodeConflict && !errors.Is(err, mvp.ErrConflict) { // its checkpoint folder taken since
-		run.Task, run.Outcome = nil, "not submitted: "+err.Error()
+		run.Task, run.Replace, run.Outcome = nil, "", "not submitted: "+err.Error()+kept
 		return l.record(ctx, run)
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package recurring_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,7 +40,6 @@ type harness struct {
 	db       *sqlite.DB
 	clock    *clock
 	loop     *recurring.Loop
-	canceled []string
 	woken    int
 }
 
@@ -60,11 +60,6 @@ func newHarness(t *testing.T) *harness {
 		NewID: func(w mvp.Workload, now time.Time, try int) string {
 			n++
 			return fmt.Sprintf("mvp2-%s-%s-%04x", w, now.UTC().Format("20060102-150405"), n)
-		},
-		Cancel: func(ctx context.Context, id, by string) error {
-			h.canceled = append(h.canceled, id)
-			return db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateQueued, To: mvp.StateCanceled, At: h.clock.Now(),
-				EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": by}})
 		},
 		Submitted: func(*mvp.Task) { h.woken++ }}
 	return h
@@ -89,6 +84,39 @@ func (h *harness) pass(t *testing.T, at string) *mvp.Schedule {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// canceled returns the schedule's tasks that are CANCELED, newest first, each checked to have been canceled by
+// the schedule.
+func (h *harness) canceled(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, id := range h.tasks(t) {
+		got, err := h.db.GetTask(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != mvp.StateCanceled {
+			continue
+		}
+		evs, _, err := h.db.Events(context.Background(), id, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := ""
+		for _, e := range evs {
+			if e.Type == mvp.EventCancelRequested {
+				var p struct{ By string }
+				_ = json.Unmarshal(e.Payload, &p)
+				by = p.By
+			}
+		}
+		if by != "schedule nightly" {
+			t.Errorf("%s canceled by %q, want \"schedule nightly\"", id, by)
+		}
+		out = append(out, id)
+	}
+	return out
 }
 
 func (h *harness) tasks(t *testing.T) []string {
@@ -159,8 +187,8 @@ func TestLoopOverlap(t *testing.T) {
 	second := h.tasks(t)[0]
 	s = h.pass(t, "2026-01-01T10:04:00Z")
 	ids := h.tasks(t)
-	if len(ids) != 2 || len(h.canceled) != 1 || h.canceled[0] != second || s.LastTaskID != ids[0] {
-		t.Fatalf("replace: tasks %v, canceled %v, schedule %+v", ids, h.canceled, s)
+	if c := h.canceled(t); len(ids) != 2 || len(c) != 1 || c[0] != second || s.LastTaskID != ids[0] {
+		t.Fatalf("replace: tasks %v, canceled %v, schedule %+v", ids, c, s)
 	}
 	if got, _ := h.db.GetTask(context.Background(), second); got.State != mvp.StateCanceled {
 		t.Errorf("the replaced task is %s", got.State)
@@ -220,8 +248,8 @@ func TestLoopReplaceKeepsThePreviousTaskWhenNoNewOneCanBeMade(t *testing.T) {
 		return mvp.Errorf(mvp.CodeInvalid, "secrets", "no secret named hf-token")
 	}
 	s := h.pass(t, "2026-01-01T10:02:00Z")
-	if len(h.canceled) != 0 {
-		t.Fatalf("canceled %v though no new task could be made", h.canceled)
+	if c := h.canceled(t); len(c) != 0 {
+		t.Fatalf("canceled %v though no new task could be made", c)
 	}
 	if got, _ := h.db.GetTask(context.Background(), first); got.State != mvp.StateQueued {
 		t.Errorf("the previous task is %s", got.State)
@@ -236,8 +264,44 @@ func TestLoopReplaceKeepsThePreviousTaskWhenNoNewOneCanBeMade(t *testing.T) {
 		return nil, mvp.Errorf(mvp.CodeInvalid, "workload", "unknown workload")
 	}
 	h.pass(t, "2026-01-01T10:03:00Z")
-	if len(h.canceled) != 0 {
-		t.Fatalf("canceled %v for a jobspec no longer valid", h.canceled)
+	if c := h.canceled(t); len(c) != 0 {
+		t.Fatalf("canceled %v for a jobspec no longer valid", c)
+	}
+}
+
+// TestLoopReplaceKeepsThePreviousTaskWhenTheInsertIsRefused: the checks before the cancel refuse nearly every run
+// that cannot make its task, but the transaction that stores the task checks again (the owner's max_queued,
+// reached by submits that landed after Admit counted; a checkpoint folder taken since). Refused there, the run had
+// already canceled the previous task: the user had neither, and last_outcome did not say the previous one was
+// gone. The cancel is now written in the transaction that stores the new task, so a refusal keeps the previous one.
+func TestLoopReplaceKeepsThePreviousTaskWhenTheInsertIsRefused(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.create(t, "nightly", "@every 1m", mvp.OverlapReplace)
+	h.pass(t, "2026-01-01T10:01:00Z")
+	first := h.tasks(t)[0]
+	// Two submits of the owner land between Admit's count and the insert, reaching max_queued (2).
+	h.loop.Admit = func(_ context.Context, task *mvp.Task) error {
+		for i := range 2 {
+			other, err := workload.Prepare([]byte(jobspecJSON), workload.Settings{SharedRoot: "/shared"})
+			if err != nil {
+				return err
+			}
+			other.ID, other.State, other.CreatedAt = fmt.Sprintf("mvp2-ppo-20260101-100130-aa%02d", i), mvp.StateQueued, h.clock.Now()
+			if err := h.db.CreateTask(ctx, other); err != nil {
+				return err
+			}
+		}
+		task.MaxWaiting = 2
+		return nil
+	}
+	s := h.pass(t, "2026-01-01T10:02:00Z")
+	if got, _ := h.db.GetTask(ctx, first); got.State != mvp.StateQueued {
+		t.Errorf("the previous task is %s after a run whose new task was refused", got.State)
+	}
+	if ids := h.tasks(t); len(ids) != 1 || !strings.Contains(s.LastOutcome, "not submitted") ||
+		!strings.Contains(s.LastOutcome, "max_queued") || !strings.Contains(s.LastOutcome, first+" is kept") {
+		t.Errorf("tasks %v, outcome %q: want no new task, and an outcome saying why and that %s is kept", ids, s.LastOutcome, first)
 	}
 }
 

@@ -298,10 +298,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.recur = &recurring.Loop{Tasks: m.store, Schedules: m.store, Prepare: prepare, Admit: srv.AdmitScheduled, NewID: api.NewTaskID,
 		Ready: m.loop.Synced(), // overlap must see the tasks as Ray left them, not as the last process did
-		Cancel: func(ctx context.Context, id, by string) error {
-			_, err := srv.Cancel(ctx, id, by)
-			return err
-		},
 		Submitted: func(t *mvp.Task) {
 			mvp.ObserverOr(obs).TaskSubmitted(t.Workload)
 			m.loop.Wake()

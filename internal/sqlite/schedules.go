@@ -185,6 +185,11 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 		if r.Task == nil {
 			return nil
 		}
+		if r.Replace != "" {
+			if err := w.cancelReplaced(r, orNow(r.Task.CreatedAt)); err != nil {
+				return err
+			}
+		}
 		if err := w.withinMaxWaiting(r.Task); err != nil {
 			return err
 		}
@@ -209,6 +214,34 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 	})
 	if err != nil {
 		return fmt.Errorf("schedule %s run at %s: %w", r.Name, r.FireAt.UTC().Format(time.RFC3339), db.mapErr(err))
+	}
+	return nil
+}
+
+// cancelReplaced cancels r.Replace (overlap replace) from the state it is in, unless it has ended: read and
+// written under the transaction's write lock, so no other write comes between.
+func (w *wtx) cancelReplaced(r mvp.ScheduleRun, at time.Time) error {
+	st, err := w.stmt(`SELECT state FROM tasks WHERE task_id = ?`)
+	if err != nil {
+		return err
+	}
+	var state mvp.State
+	switch err := st.QueryRowContext(context.Background(), r.Replace).Scan(&state); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil // gone (pruned): nothing to replace
+	case err != nil:
+		return fmt.Errorf("read the state of %s, which this run replaces: %w", r.Replace, err)
+	}
+	if state.Terminal() {
+		return nil
+	}
+	p, err := prepareChange(mvp.Change{TaskID: r.Replace, From: state, To: mvp.StateCanceled, At: at,
+		EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": "schedule " + r.Name}})
+	if err != nil {
+		return err
+	}
+	if err := p.write(w); err != nil {
+		return fmt.Errorf("cancel %s, which this run replaces: %w", r.Replace, err)
 	}
 	return nil
 }
