@@ -37,10 +37,10 @@ func (c *clock) set(s string) {
 const jobspecJSON = `{"workload":"ppo","nnodes":1,"n_gpus_per_node":1,"model_path":"/m","train_file":"/d/t.parquet","val_file":"/d/v.parquet"}`
 
 type harness struct {
-	db       *sqlite.DB
-	clock    *clock
-	loop     *recurring.Loop
-	woken    int
+	db    *sqlite.DB
+	clock *clock
+	loop  *recurring.Loop
+	woken int
 }
 
 func newHarness(t *testing.T) *harness {
