@@ -12,11 +12,11 @@ import (
 // the operator could see. Its runs make no task and say why; the operator's schedules run as before.
 func TestAdmitScheduledRefusesAnOwnerNoLongerConfigured(t *testing.T) {
 	s := &Server{Users: []mvp.User{{Name: "bob", MaxPriority: 100}}}
-	err := s.AdmitScheduled(context.Background(), &mvp.Task{ID: "mvp2-ppo-20251223-143201-7f3a", Owner: "alice", Priority: 50})
+	err := s.AdmitScheduled(context.Background(), &mvp.Task{ID: "mvp2-ppo-20251223-143201-7f3a", Owner: "alice", Priority: 50}, nil)
 	if mvp.ErrorCode(err) != mvp.CodeForbidden {
 		t.Fatalf("a run of a removed user's schedule: %v; want forbidden", err)
 	}
-	if err := s.AdmitScheduled(context.Background(), &mvp.Task{Owner: mvp.Operator, Priority: 50}); err != nil {
+	if err := s.AdmitScheduled(context.Background(), &mvp.Task{Owner: mvp.Operator, Priority: 50}, nil); err != nil {
 		t.Fatalf("the operator's schedule: %v", err)
 	}
 }

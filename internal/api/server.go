@@ -555,7 +555,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 	now := s.Clock.Now().UTC()
 	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
 	t.ID = NewTaskID(t.Workload, now, 0)
-	if err := s.checkUser(r.Context(), t); err != nil {
+	if err := s.checkUser(r.Context(), t, nil); err != nil {
 		return err
 	}
 	deps, err := s.checkNames(r.Context(), t)
@@ -638,8 +638,10 @@ func (s *Server) checkNames(ctx context.Context, t *mvp.Task) (map[string]mvp.St
 
 // AdmitScheduled checks a task a schedule is about to queue as a submission of its owner (t.Owner) is checked:
 // the owner must still be a configured user (or the operator), the owner's max_priority and max_queued apply, and the dependencies, resume_from and secrets it names must
-// still be the owner's (a secret's name can change hands after the schedule was made).
-func (s *Server) AdmitScheduled(ctx context.Context, t *mvp.Task) error {
+// still be the owner's (a secret's name can change hands after the schedule was made). replaces, when not nil, is
+// the previous task an overlap-replace run cancels as it stores t: while it waits it leaves the owner's waiting
+// tasks as t joins them, so it is not counted against max_queued.
+func (s *Server) AdmitScheduled(ctx context.Context, t, replaces *mvp.Task) error {
 	c := mvp.OwnerCaller(t.Owner)
 	if !c.Operator && s.user(c) == nil {
 		// Without the user there are no limits to apply, and nobody but the operator sees the tasks.
@@ -652,7 +654,7 @@ func (s *Server) AdmitScheduled(ctx context.Context, t *mvp.Task) error {
 		// everyone's): a missing secret is named as the user's, with --owner USER to store it, which either may give.
 		ctx = context.WithValue(ctx, requesterKey{}, mvp.Caller{Operator: true})
 	}
-	if err := s.checkUser(ctx, t); err != nil {
+	if err := s.checkUser(ctx, t, replaces); err != nil {
 		return err
 	}
 	_, err := s.checkNames(ctx, t)
@@ -662,8 +664,9 @@ func (s *Server) AdmitScheduled(ctx context.Context, t *mvp.Task) error {
 // checkUser makes the caller the task's owner and applies their limits: a priority above max_priority is refused
 // (refused rather than lowered, so that nobody's task silently runs at a priority they did not ask for; a jobspec
 // that names none gets the default, lowered to max_priority), a gang larger than max_gpus is refused (it could
-// never start), and a submit past max_queued waiting tasks is refused with 429.
-func (s *Server) checkUser(ctx context.Context, t *mvp.Task) error {
+// never start), and a submit past max_queued waiting tasks is refused with 429 (not counting replaces, a waiting
+// task of the owner's that is canceled as t is stored; may be nil).
+func (s *Server) checkUser(ctx context.Context, t, replaces *mvp.Task) error {
 	c := mvp.CallerOf(ctx)
 	t.Owner = c.Name
 	if err := s.checkCaps(ctx, t); err != nil {
@@ -675,6 +678,9 @@ func (s *Server) checkUser(ctx context.Context, t *mvp.Task) error {
 		n, err := s.Store.CountWaiting(ctx, u.Name)
 		if err != nil {
 			return err
+		}
+		if replaces != nil && replaces.State.Waiting() && mvp.OwnerName(replaces.Owner) == u.Name {
+			n--
 		}
 		if n >= u.MaxQueued {
 			return mvp.TooManyWaiting(u.Name, n, u.MaxQueued)

@@ -379,6 +379,52 @@ func TestScheduleRunsKeepTheirOwnersLimits(t *testing.T) {
 	}
 }
 
+// TestReplaceRunsAtMaxQueued: a run of an overlap-replace schedule cancels its waiting previous task as it
+// queues the new one, so the owner's count of waiting tasks does not grow. At max_queued the run was refused
+// ("has 3 tasks waiting") and the stale task kept, where replace means the fresh one should wait instead.
+func TestReplaceRunsAtMaxQueued(t *testing.T) {
+	clock := &movableClock{t: time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC)}
+	m := usersMain(t, servicetest.OneNode(0), clock, 30) // nothing fits: every task waits
+	base := m.URL()
+	for range 2 {
+		if resp, b := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, as(aliceToken)); resp.StatusCode != 201 {
+			t.Fatalf("alice's submit: %d %s", resp.StatusCode, b)
+		}
+	}
+	body := `{"name": "fresh", "cron": "@every 1m", "overlap": "replace", "jobspec": {"workload": "ppo", "nnodes": 1, "n_gpus_per_node": 1, "model_path": "/m", "train_file": "/t", "val_file": "/v"}}`
+	if resp, b := scheduleAs(t, base, aliceToken, body); resp.StatusCode != 201 {
+		t.Fatalf("schedule: %d %s", resp.StatusCode, b)
+	}
+	ctx := context.Background()
+	c := m.Client()
+	var sc *mvp.Schedule
+	for k := 1; k <= 2; k++ {
+		clock.add(time.Minute)
+		want := clock.Now().Truncate(time.Minute)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var err error
+			if sc, _, err = c.ScheduleOf(ctx, "alice", "fresh"); err != nil {
+				t.Fatal(err)
+			}
+			if !sc.LastFireAt.Before(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d not made within 10 s: %+v", k, sc)
+			}
+		}
+	}
+	if !strings.Contains(sc.LastOutcome, "canceled the previous task") || len(sc.TaskIDs) != 2 {
+		t.Fatalf("the second run at alice's max_queued: %q, tasks %v; want the previous task replaced", sc.LastOutcome, sc.TaskIDs)
+	}
+	if n, err := m.Store().CountWaiting(ctx, "alice"); err != nil || n != 3 {
+		t.Errorf("alice has %d tasks waiting (%v), want her max_queued 3", n, err)
+	}
+	if prev, err := m.Store().GetTask(ctx, sc.TaskIDs[1]); err != nil || prev.State != mvp.StateCanceled {
+		t.Errorf("the replaced task: %+v %v", prev, err)
+	}
+}
+
 // TestMaxQueuedHoldsUnderConcurrentSubmits: max_queued is counted in the transaction that inserts the task, so
 // submits that arrive together cannot all pass a count read before any of them was written.
 func TestMaxQueuedHoldsUnderConcurrentSubmits(t *testing.T) {

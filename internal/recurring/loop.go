@@ -20,8 +20,9 @@ type Loop struct {
 	Prepare func(body []byte) (*mvp.Task, error)
 	// Admit checks a task a run is about to queue as a submission of its owner (t.Owner) would be: the owner's
 	// limits and what the task names (api.Server.AdmitScheduled). A task it refuses is not queued: the run is
-	// recorded as not submitted, with the reason. May be nil (no check).
-	Admit func(ctx context.Context, t *mvp.Task) error
+	// recorded as not submitted, with the reason. replaces is the previous task an overlap-replace run cancels as
+	// it stores t (nil for none). May be nil (no check).
+	Admit func(ctx context.Context, t, replaces *mvp.Task) error
 	// NewID makes a task id (api.NewTaskID); try counts collisions.
 	NewID func(w mvp.Workload, now time.Time, try int) string
 	// Submitted is called with each task a run made (to count it and wake the scheduler, which also stops the Ray
@@ -143,7 +144,11 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 	t.State, t.CreatedAt, t.UpdatedAt = mvp.StateQueued, now, now
 	t.Owner = s.Owner // a schedule's tasks are its owner's
 	if l.Admit != nil {
-		if err := l.Admit(ctx, t); err != nil {
+		var replaces *mvp.Task
+		if d.Cancel != "" {
+			replaces = prev
+		}
+		if err := l.Admit(ctx, t, replaces); err != nil {
 			if mvp.ErrorCode(err) == mvp.CodeInternal {
 				return fmt.Errorf("schedule %s: admit its task: %w", s.Name, err) // not the task's fault: try again
 			}

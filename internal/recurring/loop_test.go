@@ -244,7 +244,7 @@ func TestLoopReplaceKeepsThePreviousTaskWhenNoNewOneCanBeMade(t *testing.T) {
 	h.create(t, "nightly", "@every 1m", mvp.OverlapReplace)
 	h.pass(t, "2026-01-01T10:01:00Z")
 	first := h.tasks(t)[0]
-	h.loop.Admit = func(context.Context, *mvp.Task) error {
+	h.loop.Admit = func(context.Context, *mvp.Task, *mvp.Task) error {
 		return mvp.Errorf(mvp.CodeInvalid, "secrets", "no secret named hf-token")
 	}
 	s := h.pass(t, "2026-01-01T10:02:00Z")
@@ -281,7 +281,7 @@ func TestLoopReplaceKeepsThePreviousTaskWhenTheInsertIsRefused(t *testing.T) {
 	h.pass(t, "2026-01-01T10:01:00Z")
 	first := h.tasks(t)[0]
 	// Two submits of the owner land between Admit's count and the insert, reaching max_queued (2).
-	h.loop.Admit = func(_ context.Context, task *mvp.Task) error {
+	h.loop.Admit = func(_ context.Context, task, _ *mvp.Task) error {
 		for i := range 2 {
 			other, err := workload.Prepare([]byte(jobspecJSON), workload.Settings{SharedRoot: "/shared"})
 			if err != nil {
