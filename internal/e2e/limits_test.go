@@ -328,3 +328,53 @@ func TestARunThatIgnoresSIGTERMIsKilledAfterTheGrace(t *testing.T) {
 		t.Errorf("the small task was submitted at %v, before the run holding the GPUs ended at %v", sa.CreatedAt, *a.EndTime)
 	}
 }
+
+// TestACanceledRunIsEstimatedToEndWithinItsGrace: a canceled run goes on through Ray's stop wait (SIGTERM, then
+// SIGKILL after runtime_grace_s) and then frees its GPUs; the task waiting for them was planned and estimated at
+// the canceled run's declared end (an hour here) until 6995811. The queue now estimates it at most the grace after
+// the cancel, and it starts once the canceled job has stopped, not before.
+func TestACanceledRunIsEstimatedToEndWithinItsGrace(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{schedExtra: ", runtime_grace_s: 15"})
+	big := s.submit(spec("ppo", 2, 4, 600, "mvp_test.ignore_sigterm=1") + "max_runtime_s: 3600\n")
+	s.waitState(big.ID, mvp.StateRunning, 90*time.Second)
+	waitFor(t, 90*time.Second, "the big gang to hold every GPU and its placement recorded", func() (bool, string) {
+		g := freeGPUs(t)
+		a := s.get(big.ID).Latest()
+		return len(g) == 2 && g[0] == 0 && g[1] == 0 && a != nil && a.PlacedAt != nil, fmt.Sprint(g)
+	})
+	next := s.submit(spec("ppo", 2, 4, 1) + "max_runtime_s: 60\n")
+	estimate := func() (*time.Time, string) {
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return nil, err.Error()
+		}
+		for _, e := range v.Queue {
+			if e.TaskID == next.ID {
+				return e.EstStart, fmt.Sprintf("%+v", e)
+			}
+		}
+		return nil, fmt.Sprintf("%s not in the queue", next.ID)
+	}
+	waitFor(t, 30*time.Second, "the waiting gang estimated at the big run's declared end", func() (bool, string) {
+		est, seen := estimate()
+		return est != nil && time.Until(*est) > 50*time.Minute, seen
+	})
+	canceledAt := time.Now()
+	if _, _, err := s.c.Cancel(ctxT(t), big.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the waiting gang estimated within the canceled run's grace", func() (bool, string) {
+		est, seen := estimate()
+		if est == nil {
+			// Started already: then the canceled job has stopped (checked below).
+			return s.get(next.ID).LatestAttemptNo > 0, seen
+		}
+		return est.Before(canceledAt.Add(15*time.Second + 5*time.Second)), seen
+	})
+	done := s.waitState(next.ID, mvp.StateSucceeded, 120*time.Second)
+	prev := s.get(big.ID).Latest()
+	if prev.EndTime == nil || done.Attempts[0].CreatedAt.Before(*prev.EndTime) {
+		t.Errorf("the waiting gang was submitted at %v, before the canceled run's job ended (%v)", done.Attempts[0].CreatedAt, prev.EndTime)
+	}
+}
