@@ -36,24 +36,31 @@ func eventually(t *testing.T, what string, try func() error) {
 // checkpoints) and cancels it: a task to resume from once its job has stopped.
 func ranAndCanceled(t *testing.T, c *api.Client) *mvp.Task {
 	t.Helper()
+	origin := sentToRay(t, c)
+	if _, _, err := c.Cancel(context.Background(), origin.ID); err != nil {
+		t.Fatal(err)
+	}
+	return origin
+}
+
+// sentToRay submits goodSpec and waits until its first attempt has been sent to Ray.
+func sentToRay(t *testing.T, c *api.Client) *mvp.Task {
+	t.Helper()
 	ctx := context.Background()
 	raw, err := c.Submit(ctx, []byte(goodSpec), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var origin mvp.Task
-	_ = json.Unmarshal(raw, &origin)
-	eventually(t, "the origin is submitted", func() error {
-		got, _, err := c.Get(ctx, origin.ID)
+	var task mvp.Task
+	_ = json.Unmarshal(raw, &task)
+	eventually(t, "the task is sent to Ray", func() error {
+		got, _, err := c.Get(ctx, task.ID)
 		if err == nil && got.LatestAttemptNo == 0 {
 			err = errors.New("not yet")
 		}
 		return err
 	})
-	if _, _, err := c.Cancel(ctx, origin.ID); err != nil {
-		t.Fatal(err)
-	}
-	return &origin
+	return &task
 }
 
 // TestOneRunWritesACheckpointFolderAtATime: a run that resumes writes its checkpoints into the folder it resumes
@@ -185,19 +192,7 @@ func TestResubmitResumeOfALiveTaskThatItStartsAfter(t *testing.T) {
 	m := servicetest.Start(t, nil)
 	c := m.Client()
 	ctx := context.Background()
-	raw, err := c.Submit(ctx, []byte(goodSpec), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var live mvp.Task
-	_ = json.Unmarshal(raw, &live)
-	eventually(t, "the task is sent to Ray", func() error {
-		got, _, err := c.Get(ctx, live.ID)
-		if err == nil && got.LatestAttemptNo == 0 {
-			err = errors.New("not yet")
-		}
-		return err
-	})
+	live := sentToRay(t, c)
 	var e *mvp.Error
 	if _, _, err := c.Resubmit(ctx, live.ID, api.ResubmitRequest{Resume: true}); !errors.As(err, &e) ||
 		e.Code != mvp.CodeConflict || !strings.Contains(e.Message, "after_any="+live.ID) {

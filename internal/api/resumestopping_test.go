@@ -21,11 +21,10 @@ type slowStopRay struct{ *servicetest.Ray }
 
 func (slowStopRay) StopJob(context.Context, string) error { return nil }
 
-// TestAResumeWaitsForTheCanceledRunToStop: a cancel records CANCELED at once and then asks Ray to stop the job,
-// which runs on for its stop wait (or longer, while the stop call fails). A resume taken meanwhile started a second
-// run in the same checkpoint folder while the first still wrote there: two runs of one training at once. The
-// origin has not ended until its attempt has; the door says so too (raycompat's ended).
-func TestAResumeWaitsForTheCanceledRunToStop(t *testing.T) {
+// canceledWhileRunning starts a service whose Ray keeps a job running when asked to stop it (slowStopRay), runs
+// goodSpec's task and cancels it: CANCELED, its job still RUNNING until the test sets it STOPPED.
+func canceledWhileRunning(t *testing.T) (*service.Main, *servicetest.Ray, *mvp.Task) {
+	t.Helper()
 	ray := servicetest.NewRay()
 	m := servicetest.Start(t, &service.Main{Ray: slowStopRay{ray}})
 	c := m.Client()
@@ -39,19 +38,28 @@ func TestAResumeWaitsForTheCanceledRunToStop(t *testing.T) {
 	sid := mvp.SubmissionID(origin.ID, 1)
 	ray.WaitJob(t, sid)
 	ray.Set(sid, mvp.RayRunning)
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	eventually(t, "the origin runs", func() error {
 		got, _, err := c.Get(ctx, origin.ID)
-		if err == nil && got.State == mvp.StateRunning {
-			break
+		if err == nil && got.State != mvp.StateRunning {
+			err = errors.New(string(got.State))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the origin did not run within 10 s: %+v %v", got, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err
+	})
 	if _, _, err := c.Cancel(ctx, origin.ID); err != nil {
 		t.Fatal(err)
 	}
+	return m, ray, &origin
+}
+
+// TestAResumeWaitsForTheCanceledRunToStop: a cancel records CANCELED at once and then asks Ray to stop the job,
+// which runs on for its stop wait (or longer, while the stop call fails). A resume taken meanwhile started a second
+// run in the same checkpoint folder while the first still wrote there: two runs of one training at once. The
+// origin has not ended until its attempt has; the door says so too (raycompat's ended).
+func TestAResumeWaitsForTheCanceledRunToStop(t *testing.T) {
+	m, ray, origin := canceledWhileRunning(t)
+	c := m.Client()
+	ctx := context.Background()
+	sid := mvp.SubmissionID(origin.ID, 1)
 	var e *mvp.Error
 	if _, _, err := c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true}); !errors.As(err, &e) || e.Code != mvp.CodeConflict {
 		t.Errorf("--resume of a canceled task whose job still runs: %v, want 409", err)
@@ -78,29 +86,10 @@ func TestAResumeWaitsForTheCanceledRunToStop(t *testing.T) {
 // it was refused as "still stopping" all the same, on both routes, so a user chaining segments had to poll. It is
 // taken now, and held until the job stops; without the dependency it is still refused.
 func TestANextSegmentMayBeTakenWhileTheRunStops(t *testing.T) {
-	ray := servicetest.NewRay()
-	m := servicetest.Start(t, &service.Main{Ray: slowStopRay{ray}})
+	m, ray, origin := canceledWhileRunning(t)
 	c := m.Client()
 	ctx := context.Background()
-	raw, err := c.Submit(ctx, []byte(goodSpec), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var origin mvp.Task
-	_ = json.Unmarshal(raw, &origin)
 	sid := mvp.SubmissionID(origin.ID, 1)
-	ray.WaitJob(t, sid)
-	ray.Set(sid, mvp.RayRunning)
-	eventually(t, "the origin runs", func() error {
-		got, _, err := c.Get(ctx, origin.ID)
-		if err == nil && got.State != mvp.StateRunning {
-			err = errors.New(string(got.State))
-		}
-		return err
-	})
-	if _, _, err := c.Cancel(ctx, origin.ID); err != nil {
-		t.Fatal(err)
-	}
 	var e *mvp.Error
 	if _, _, err := c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true}); !errors.As(err, &e) || e.Code != mvp.CodeConflict {
 		t.Errorf("--resume of a canceled task whose job still runs, not after it: %v, want 409", err)

@@ -346,21 +346,8 @@ func TestScheduleRunsKeepTheirOwnersLimits(t *testing.T) {
 	ctx := context.Background()
 	c := m.Client()
 	var sc *mvp.Schedule
-	for k := 1; k <= 4; k++ { // alice's max_queued is 3: the fourth run must not queue a task
-		clock.add(time.Minute)
-		want := clock.Now().Truncate(time.Minute)
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			var err error
-			if sc, _, err = c.ScheduleOf(ctx, "alice", "every-minute"); err != nil {
-				t.Fatal(err)
-			}
-			if !sc.LastFireAt.Before(want) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %d not made within 10 s: %+v", k, sc)
-			}
-		}
+	for range 4 { // alice's max_queued is 3: the fourth run must not queue a task
+		sc = nextRun(t, c, clock, "alice", "every-minute")
 	}
 	if !strings.Contains(sc.LastOutcome, "not submitted") || !strings.Contains(sc.LastOutcome, "max_queued") {
 		t.Errorf("the fourth run: %q, want not submitted for max_queued", sc.LastOutcome)
@@ -375,6 +362,25 @@ func TestScheduleRunsKeepTheirOwnersLimits(t *testing.T) {
 	for _, tk := range tasks {
 		if tk.Priority != 30 {
 			t.Errorf("scheduled task %s has priority %d, want the default 50 lowered to alice's max_priority 30", tk.ID, tk.Priority)
+		}
+	}
+}
+
+// nextRun moves clock a minute on and waits until owner's schedule name (@every 1m) has made the run then due.
+func nextRun(t *testing.T, c *api.Client, clock *movableClock, owner, name string) *mvp.Schedule {
+	t.Helper()
+	clock.add(time.Minute)
+	want := clock.Now().Truncate(time.Minute)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		sc, _, err := c.ScheduleOf(context.Background(), owner, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sc.LastFireAt.Before(want) {
+			return sc
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run due at %s not made within 10 s: %+v", want, sc)
 		}
 	}
 }
@@ -398,21 +404,8 @@ func TestReplaceRunsAtMaxQueued(t *testing.T) {
 	ctx := context.Background()
 	c := m.Client()
 	var sc *mvp.Schedule
-	for k := 1; k <= 2; k++ {
-		clock.add(time.Minute)
-		want := clock.Now().Truncate(time.Minute)
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			var err error
-			if sc, _, err = c.ScheduleOf(ctx, "alice", "fresh"); err != nil {
-				t.Fatal(err)
-			}
-			if !sc.LastFireAt.Before(want) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %d not made within 10 s: %+v", k, sc)
-			}
-		}
+	for range 2 {
+		sc = nextRun(t, c, clock, "alice", "fresh")
 	}
 	if !strings.Contains(sc.LastOutcome, "canceled the previous task") || len(sc.TaskIDs) != 2 {
 		t.Fatalf("the second run at alice's max_queued: %q, tasks %v; want the previous task replaced", sc.LastOutcome, sc.TaskIDs)
