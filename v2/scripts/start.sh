@@ -16,18 +16,38 @@ if pid="$(running_pid)"; then
   exit 0
 fi
 [[ -n "${!MVP_TOKEN_ENV:-}" ]] || die "\$$MVP_TOKEN_ENV is empty on the host: export the API token in it (see v2.auth.token_env)"
+# START runs under a lock on PIDFILE.lock, so that two start.sh at once start one service: the second finds the
+# first's (exit 3, its pid on stdout). It leaves the lock once the process it started is mvp serve (nohup and
+# setsid have exec'd it), so that PID_OF knows it from then on.
 # shellcheck disable=SC2016
-START='bin="$1" cfg="$2" log="$3" pidfile="$4" db="$5"
+START='bin="$1" cfg="$2" log="$3" pidfile="$4" db="$5" pid_of="$6"
 [[ -x "$bin" ]] || { echo "mvp binary $bin not found or not executable" >&2; exit 4; }
 [[ -f "$cfg" ]] || { echo "config $cfg not found" >&2; exit 4; }
 mkdir -p "$(dirname "$log")" "$(dirname "$pidfile")"
+exec 9>>"$pidfile.lock"
+if command -v flock >/dev/null 2>&1; then
+  flock -w 60 9 || { echo "another start holds $pidfile.lock" >&2; exit 4; }
+fi
+if running="$(bash -c "$pid_of" mvp "$pidfile" "$bin")"; then echo "$running"; exit 3; fi
 args=(serve --config "$cfg")
 [[ -n "$db" ]] && args+=(--db-path "$db")
 cd "$(dirname "$(dirname "$bin")")"
-nohup setsid "$bin" "${args[@]}" >>"$log" 2>&1 </dev/null &
-echo $! >"$pidfile"
-echo $!'
-pid="$(in_target "$START" "$MVP_BIN" "$MVP_CONFIG" "$MVP_LOG" "$MVP_PIDFILE" "$MVP_DB_PATH")" || die "start failed (see above)"
+nohup setsid "$bin" "${args[@]}" >>"$log" 2>&1 </dev/null 9>&- &
+pid=$!
+echo "$pid" >"$pidfile"
+for _ in {1..50}; do
+  cmd="$(tr "\0" " " <"/proc/$pid/cmdline" 2>/dev/null)" || break
+  [[ "$cmd" == "$bin serve "* ]] && break
+  sleep 0.1
+done
+echo "$pid"'
+rc=0
+pid="$(in_target "$START" "$MVP_BIN" "$MVP_CONFIG" "$MVP_LOG" "$MVP_PIDFILE" "$MVP_DB_PATH" "$PID_OF")" || rc=$?
+if (( rc == 3 )); then
+  echo "mvp: already running (pid $pid)"
+  exit 0
+fi
+(( rc == 0 )) || die "start failed (see above)"
 resolve_health_url
 deadline=$(( SECONDS + MVP_START_TIMEOUT ))
 while :; do
