@@ -1,6 +1,9 @@
 package hostscripts
 
 import (
+	"fmt"
+	"net"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -36,5 +39,27 @@ func TestTwoStartsAtOnceStartOneService(t *testing.T) {
 	joined := strings.Join(outs, "")
 	if pids[0] != pids[1] || strings.Count(joined, "started") != 1 || strings.Count(joined, "already running") != 1 {
 		t.Errorf("two start.sh at once: want one start and one 'already running' of the same pid, got pids %v:\n%s", pids, joined)
+	}
+}
+
+// TestStartDoesNotTakeAnotherServersAnswer: start.sh took any answer at the health URL for its new service. With
+// the port held by another server (an mvp serve the pidfile does not name: started by hand, with another
+// MVP_HOME or MVP_PIDFILE, or an old one not yet stopped), it said "started (pid N); … answers" while its mvp
+// serve had failed to listen (or waited on the database lock and exited), and status.sh then said "not
+// running". It must refuse, saying that something else answers there.
+func TestStartDoesNotTakeAnotherServersAnswer(t *testing.T) {
+	r := newRig(t)
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", r.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"status": "ok"}`)
+	})}
+	go srv.Serve(l)
+	defer srv.Close()
+	out, code := r.run("start.sh", "MVP_LOCAL=1", "MVP_HEALTH_URL=")
+	if code == 0 || strings.Contains(out, "mvp: started") || !strings.Contains(out, "already answers") {
+		t.Errorf("start.sh with another server on its port: %d %s", code, out)
 	}
 }

@@ -16,6 +16,22 @@ if pid="$(running_pid)"; then
   exit 0
 fi
 [[ -n "${!MVP_TOKEN_ENV:-}" ]] || die "\$$MVP_TOKEN_ENV is empty on the host: export the API token in it (see v2.auth.token_env)"
+# The binary and the config first: the health URL is read with them.
+# shellcheck disable=SC2016
+in_target 'bin="$1" cfg="$2"
+[[ -x "$bin" ]] || { echo "mvp binary $bin not found or not executable" >&2; exit 4; }
+[[ -f "$cfg" ]] || { echo "config $cfg not found" >&2; exit 4; }' "$MVP_BIN" "$MVP_CONFIG" || die "start failed (see above)"
+resolve_health_url
+# Whatever answers at the health URL now is not the service this start would start: another mvp serve the
+# pidfile does not name (its start would fail to listen, or wait on the database lock and exit), or another server.
+if health >/dev/null; then rc=0; else rc=$?; fi
+if (( rc == 0 || rc == 3 )); then
+  if pid="$(running_pid)"; then # another start.sh has just started it
+    echo "mvp: already running (pid $pid)"
+    exit 0
+  fi
+  die "$MVP_HEALTH_URL already answers, but $MVP_PIDFILE names no running mvp serve: another mvp serve (started by hand, or with another MVP_HOME or MVP_PIDFILE) or another server holds the port; stop it, or give this one another port (v2.api.port in $MVP_CONFIG)"
+fi
 # START runs under a lock on PIDFILE.lock, so that two start.sh at once start one service: the second finds the
 # first's (exit 3, its pid on stdout). It leaves the lock once the process it started is mvp serve (nohup and
 # setsid have exec'd it), so that PID_OF knows it from then on.
@@ -48,7 +64,6 @@ if (( rc == 3 )); then
   exit 0
 fi
 (( rc == 0 )) || die "start failed (see above)"
-resolve_health_url
 deadline=$(( SECONDS + MVP_START_TIMEOUT ))
 while :; do
   rc=0
