@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -61,5 +63,24 @@ func TestStartDoesNotTakeAnotherServersAnswer(t *testing.T) {
 	out, code := r.run("start.sh", "MVP_LOCAL=1", "MVP_HEALTH_URL=")
 	if code == 0 || strings.Contains(out, "mvp: started") || !strings.Contains(out, "already answers") {
 		t.Errorf("start.sh with another server on its port: %d %s", code, out)
+	}
+}
+
+// TestTracedScriptsDoNotShowSecrets: an operator who runs a script under `bash -x` to see what it does (or puts
+// set -x in it) got the API token and every secret of MVP_PASS_ENV in the trace: the scripts tested each
+// variable with [[ -n "${!v:-}" ]], which xtrace prints expanded ("[[ -n host-token-… ]]"). They travel by name
+// so that their values are never shown; the trace must not show them either.
+func TestTracedScriptsDoNotShowSecrets(t *testing.T) {
+	r := newRig(t)
+	for _, c := range [][]string{{"start.sh"}, {"status.sh"}, {"worker.sh", "check"}} {
+		cmd := exec.Command("bash", append([]string{"-x", filepath.Join(repoRoot(t), "v2", "scripts", c[0])}, c[1:]...)...)
+		cmd.Env = append(append([]string{}, r.env...), "MVP_BIN=/nonexistent/mvp", "MVP_SECRETS_KEY=secrets-key-0123456789",
+			"RAY_AUTH_TOKEN=ray-token-0123456789")
+		out, _ := cmd.CombinedOutput()
+		for _, secret := range []string{"host-token-0123456789abcdef", "secrets-key-0123456789", "ray-token-0123456789"} {
+			if strings.Contains(string(out), secret) {
+				t.Errorf("bash -x %s shows %s:\n%s", strings.Join(c, " "), secret, out)
+			}
+		}
 	}
 }

@@ -52,7 +52,7 @@ done
 pass_env=(-e "$MVP_TOKEN_ENV")
 for v in $MVP_PASS_ENV; do
   [[ "$v" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "MVP_PASS_ENV: '${v:0:40}' is not a variable name"
-  [[ -n "${!v:-}" ]] && pass_env+=(-e "$v")
+  [[ -n "${!v:+set}" ]] && pass_env+=(-e "$v") # :+set: a trace (bash -x) shows "set", never the value
 done
 
 # usage_header prints the settings above (the lines of this file's header) for --help.

@@ -15,7 +15,7 @@ if pid="$(running_pid)"; then
   echo "mvp: already running (pid $pid)"
   exit 0
 fi
-[[ -n "${!MVP_TOKEN_ENV:-}" ]] || die "\$$MVP_TOKEN_ENV is empty on the host: export the API token in it (see v2.auth.token_env)"
+[[ -n "${!MVP_TOKEN_ENV:+set}" ]] || die "\$$MVP_TOKEN_ENV is empty on the host: export the API token in it (see v2.auth.token_env)"
 # The binary and the config first: the health URL is read with them.
 # shellcheck disable=SC2016
 in_target 'bin="$1" cfg="$2"

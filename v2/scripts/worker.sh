@@ -41,7 +41,7 @@ in_worker() {
     [[ -n "${RAY_GPUS_PER_WORKER:-}" ]] && envs+=(-e RAY_GPUS_PER_WORKER)
     local v
     for v in $MVP_PASS_ENV; do # names checked by lib.sh
-      if [[ -n "${!v:-}" ]]; then envs+=(-e "$v"); fi
+      if [[ -n "${!v:+set}" ]]; then envs+=(-e "$v"); fi
     done
     # ${envs[@]+…}: an empty array under set -u is an error before bash 4.4 (CentOS 7's bash is 4.2). No -i: the
     # script reads nothing from here, and docker's client would read this script's stdin whole.
