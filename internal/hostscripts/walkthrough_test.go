@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -82,5 +83,23 @@ func TestTracedScriptsDoNotShowSecrets(t *testing.T) {
 				t.Errorf("bash -x %s shows %s:\n%s", strings.Join(c, " "), secret, out)
 			}
 		}
+	}
+}
+
+// TestTokenEnvMustBeAName: MVP_TOKEN_ENV names the variable that holds the API token, and start.sh reads it with
+// ${!MVP_TOKEN_ENV}, which evaluates an array subscript's text: a[$(cmd)] ran cmd, and a name with a dash ended
+// start.sh with bash's "invalid variable name", naming no setting. Like MVP_PASS_ENV's names, it is checked first.
+func TestTokenEnvMustBeAName(t *testing.T) {
+	r := newRig(t)
+	for _, name := range []string{"a[$(touch " + r.dir + "/pwned)]", "MVP-TOKEN"} {
+		for _, s := range []string{"start.sh", "status.sh"} {
+			out, code := r.run(s, "MVP_LOCAL=1", "MVP_TOKEN_ENV="+name)
+			if code == 0 || !strings.Contains(out, "MVP_TOKEN_ENV") {
+				t.Errorf("%s with MVP_TOKEN_ENV=%s: %d %s", s, name, code, out)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "pwned")); err == nil {
+		t.Error("MVP_TOKEN_ENV's text ran a command")
 	}
 }

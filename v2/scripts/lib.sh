@@ -49,6 +49,8 @@ done
 
 # pass_env: `-e NAME` for the API token's variable and each variable of MVP_PASS_ENV set here (by name: docker
 # reads the value from this environment, so it is never on a command line).
+# The names are checked first: ${!name} evaluates an array subscript's text (a[$(cmd)] runs cmd).
+[[ "$MVP_TOKEN_ENV" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "MVP_TOKEN_ENV: '${MVP_TOKEN_ENV:0:40}' is not a variable name"
 pass_env=(-e "$MVP_TOKEN_ENV")
 for v in $MVP_PASS_ENV; do
   [[ "$v" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "MVP_PASS_ENV: '${v:0:40}' is not a variable name"
