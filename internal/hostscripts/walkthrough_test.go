@@ -103,3 +103,27 @@ func TestTokenEnvMustBeAName(t *testing.T) {
 		t.Error("MVP_TOKEN_ENV's text ran a command")
 	}
 }
+
+// TestMissingBinaryOrConfigNamesTheSetting: with no binary or no config where the scripts look (MVP_HOME not set
+// to where mvp was copied, say), start.sh said "mvp binary /…/bin/mvp not found or not executable" or "config
+// /…/dev.yaml not found", and backup.sh only bash's "No such file or directory": none said which setting to change.
+func TestMissingBinaryOrConfigNamesTheSetting(t *testing.T) {
+	r := newRig(t)
+	for _, c := range []struct{ script, env, want string }{
+		{"start.sh", "MVP_BIN=/nonexistent/bin/mvp", "MVP_BIN"},
+		{"start.sh", "MVP_CONFIG=/nonexistent/dev.yaml", "MVP_CONFIG"},
+		{"backup.sh", "MVP_BIN=/nonexistent/bin/mvp", "MVP_BIN"},
+		{"backup.sh", "MVP_CONFIG=/nonexistent/dev.yaml", "MVP_CONFIG"},
+	} {
+		for _, mode := range []string{"MVP_LOCAL=0", "MVP_LOCAL=1"} {
+			args := []string{mode, c.env}
+			if c.script == "backup.sh" {
+				args = append(args, filepath.Join(r.dir, "backup.sqlite3"))
+			}
+			out, code := r.run(c.script, args...)
+			if code == 0 || !strings.Contains(out, c.want) {
+				t.Errorf("%s with %s, %s: %d %s(want the setting %s named)", c.script, c.env, mode, code, out, c.want)
+			}
+		}
+	}
+}

@@ -12,6 +12,7 @@ if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
 fi
 [[ $# -eq 1 && -n "$1" ]] || die "name one new file for the backup (usage: backup.sh FILE)"
 need_container
+need_mvp
 # shellcheck disable=SC2016
 in_target 'bin="$1" cfg="$2" db="$3" to="$4"
 case "$to" in /*) ;; *) to="$PWD/$to" ;; esac

@@ -138,6 +138,18 @@ except Exception as e:
     print(e); sys.exit(1)
 PY'
 
+# need_mvp fails with a message naming the setting unless mvp's binary and config are where the settings say, in
+# the target.
+need_mvp() {
+  local where="in container '$MVP_CONTAINER'"
+  [[ "$MVP_LOCAL" == 1 ]] && where="on this machine (MVP_LOCAL=1)"
+  # shellcheck disable=SC2016
+  in_target 'bin="$1" cfg="$2" where="$3"
+[[ -x "$bin" ]] || { echo "mvp: no executable mvp binary at $bin $where: set MVP_BIN, or MVP_HOME to the folder holding bin/mvp and configs/dev.yaml" >&2; exit 1; }
+[[ -f "$cfg" ]] || { echo "mvp: no config at $cfg $where: set MVP_CONFIG, or MVP_HOME to the folder holding configs/dev.yaml" >&2; exit 1; }' \
+    "$MVP_BIN" "$MVP_CONFIG" "$where" || exit 1
+}
+
 running_pid() { in_target "$PID_OF" "$MVP_PIDFILE" "$MVP_BIN"; }
 health() { in_target "$HEALTH" "$MVP_HEALTH_URL"; }
 

@@ -16,11 +16,7 @@ if pid="$(running_pid)"; then
   exit 0
 fi
 [[ -n "${!MVP_TOKEN_ENV:+set}" ]] || die "\$$MVP_TOKEN_ENV is empty on the host: export the API token in it (see v2.auth.token_env)"
-# The binary and the config first: the health URL is read with them.
-# shellcheck disable=SC2016
-in_target 'bin="$1" cfg="$2"
-[[ -x "$bin" ]] || { echo "mvp binary $bin not found or not executable" >&2; exit 4; }
-[[ -f "$cfg" ]] || { echo "config $cfg not found" >&2; exit 4; }' "$MVP_BIN" "$MVP_CONFIG" || die "start failed (see above)"
+need_mvp # the binary and the config first: the health URL is read with them
 resolve_health_url
 # Whatever answers at the health URL now is not the service this start would start: another mvp serve the
 # pidfile does not name (its start would fail to listen, or wait on the database lock and exit), or another server.

@@ -51,7 +51,7 @@ in_worker() {
 
 # shellcheck disable=SC2016
 START_WORKER='bin="$1" ray="$2" head="$3" resources="$4"; shift 4
-[[ -x "$bin" ]] || { echo "mvp binary $bin not found or not executable" >&2; exit 4; }
+[[ -x "$bin" ]] || { echo "mvp: no executable mvp binary at $bin in the worker container: set MVP_BIN, or MVP_HOME to the folder holding bin/mvp" >&2; exit 4; }
 gpus="$("$bin" doctor --num-gpus)" || exit 5
 [[ "$gpus" =~ ^[0-9]+$ ]] || { echo "mvp doctor --num-gpus answered \"$gpus\", not a count" >&2; exit 5; }
 echo "mvp: starting a Ray worker with --num-gpus=$gpus" >&2
