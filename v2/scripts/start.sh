@@ -48,7 +48,7 @@ nohup setsid "$bin" "${args[@]}" >>"$log" 2>&1 </dev/null 9>&- &
 pid=$!
 echo "$pid" >"$pidfile"
 for _ in {1..50}; do
-  cmd="$(tr "\0" " " <"/proc/$pid/cmdline" 2>/dev/null)" || break
+  cmd="$({ tr "\0" " " <"/proc/$pid/cmdline"; } 2>/dev/null)" || break # gone: start.sh says so
   [[ "$cmd" == "$bin serve "* ]] && break
   sleep 0.1
 done
