@@ -127,3 +127,28 @@ func TestMissingBinaryOrConfigNamesTheSetting(t *testing.T) {
 		}
 	}
 }
+
+// TestARenamedTokenVariableNamesMVP_TOKEN_ENV: with dev.yaml's v2.auth.token_env naming another variable than
+// MVP_INTERNAL_TOKEN, start.sh handed MVP_INTERNAL_TOKEN to the container and mvp serve exited with "no API
+// token: set $MVP_OPS_TOKEN", which the operator does, on the host, to the same end (the scripts hand over only
+// the variables they are told of); with MVP_INTERNAL_TOKEN unset, start.sh said to export the token in
+// $MVP_INTERNAL_TOKEN. Both must name MVP_TOKEN_ENV, the setting that hands the variable over.
+func TestARenamedTokenVariableNamesMVP_TOKEN_ENV(t *testing.T) {
+	r := newRig(t)
+	cfg := filepath.Join(r.dir, "home", "configs", "dev.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(b, "  auth: {token_env: MVP_OPS_TOKEN}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := r.run("start.sh")
+	if code == 0 || !strings.Contains(out, "MVP_TOKEN_ENV=MVP_OPS_TOKEN") {
+		t.Errorf("start.sh, v2.auth.token_env MVP_OPS_TOKEN: %d %s", code, out)
+	}
+	out, code = r.run("start.sh", "MVP_INTERNAL_TOKEN=", "MVP_OPS_TOKEN=ops-token-0123456789abcdef")
+	if code == 0 || !strings.Contains(out, "MVP_TOKEN_ENV") {
+		t.Errorf("start.sh with only MVP_OPS_TOKEN set: %d %s", code, out)
+	}
+}

@@ -57,6 +57,15 @@ for v in $MVP_PASS_ENV; do
   [[ -n "${!v:+set}" ]] && pass_env+=(-e "$v") # :+set: a trace (bash -x) shows "set", never the value
 done
 
+# env_hint LINE: when LINE (mvp serve's last word) names a variable, $NAME, that was not handed to the container,
+# say which setting hands it over: mvp serve sees only the variables handed over by name.
+env_hint() {
+  [[ "$1" =~ \$([A-Za-z_][A-Za-z0-9_]*) ]] || return 0
+  local name="${BASH_REMATCH[1]}"
+  [[ "$MVP_LOCAL" == 1 || " ${pass_env[*]} " == *" $name "* ]] && return 0
+  echo "mvp: \$$name does not reach mvp serve: the container gets \$$MVP_TOKEN_ENV (MVP_TOKEN_ENV) and the variables of MVP_PASS_ENV ($MVP_PASS_ENV) set on this host, by name. Export $name here, and set MVP_TOKEN_ENV=$name if dev.yaml's v2.auth.token_env names it, or add it to MVP_PASS_ENV" >&2
+}
+
 # usage_header prints the settings above (the lines of this file's header) for --help.
 usage_settings() {
   sed -n '/^# Settings/,/^set -euo/p' "$(dirname "${BASH_SOURCE[0]}")/lib.sh" | sed '$d' | sed 's/^# \{0,1\}//'

@@ -15,7 +15,7 @@ if pid="$(running_pid)"; then
   echo "mvp: already running (pid $pid)"
   exit 0
 fi
-[[ -n "${!MVP_TOKEN_ENV:+set}" ]] || die "\$$MVP_TOKEN_ENV is empty on the host: export the API token in it (see v2.auth.token_env)"
+[[ -n "${!MVP_TOKEN_ENV:+set}" ]] || die "\$$MVP_TOKEN_ENV is empty on the host: export the API token in it (or, if dev.yaml's v2.auth.token_env names another variable, set MVP_TOKEN_ENV to that name)"
 need_mvp # the binary and the config first: the health URL is read with them
 resolve_health_url
 # Whatever answers at the health URL now is not the service this start would start: another mvp serve the
@@ -74,7 +74,9 @@ while :; do
   if ! running_pid >/dev/null; then
     echo "mvp: the service exited; the end of its log:" >&2
     # shellcheck disable=SC2016
-    in_target 'tail -n 20 "$1"' "$MVP_LOG" >&2 || true
+    tail="$(in_target 'tail -n 20 "$1"' "$MVP_LOG")" || true
+    printf '%s\n' "$tail" >&2
+    env_hint "${tail##*$'\n'}"
     exit 1
   fi
   (( SECONDS < deadline )) || die "started (pid $pid) but $MVP_HEALTH_URL did not answer within ${MVP_START_TIMEOUT}s; see $MVP_LOG (set MVP_HEALTH_URL if mvp is reached elsewhere)"
