@@ -152,3 +152,20 @@ func TestARenamedTokenVariableNamesMVP_TOKEN_ENV(t *testing.T) {
 		t.Errorf("start.sh with only MVP_OPS_TOKEN set: %d %s", code, out)
 	}
 }
+
+// TestUnknownArgumentsAreRefused: start.sh, stop.sh, status.sh and restart.sh took no arguments and ignored any:
+// `start.sh /workspace/mvp/v2/configs/prod.yaml` (or --config …) started mvp with the default dev.yaml and said
+// "started". They refuse an argument, before doing anything, and say that the settings are variables.
+func TestUnknownArgumentsAreRefused(t *testing.T) {
+	r := newRig(t)
+	for _, s := range []string{"start.sh", "stop.sh", "status.sh", "restart.sh"} {
+		os.Remove(filepath.Join(r.dir, "docker.log"))
+		out, code := r.run(s, "prod.yaml")
+		if code == 0 || !strings.Contains(out, "unknown argument 'prod.yaml'") || !strings.Contains(out, "MVP_CONFIG") {
+			t.Errorf("%s prod.yaml: %d %s", s, code, out)
+		}
+		if log, _ := os.ReadFile(filepath.Join(r.dir, "docker.log")); len(log) != 0 {
+			t.Errorf("%s prod.yaml called docker:\n%s", s, log)
+		}
+	}
+}

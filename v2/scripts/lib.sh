@@ -71,6 +71,13 @@ usage_settings() {
   sed -n '/^# Settings/,/^set -euo/p' "$(dirname "${BASH_SOURCE[0]}")/lib.sh" | sed '$d' | sed 's/^# \{0,1\}//'
 }
 
+# no_arguments SCRIPT ARGS…: SCRIPT takes no arguments (its settings are variables); refuse any rather than ignore it.
+no_arguments() {
+  local script="$1"
+  shift
+  [[ $# -eq 0 ]] || die "unknown argument '${1:0:80}' ($script takes none: its settings are environment variables, e.g. MVP_CONFIG=/path/dev.yaml $script; --help lists them)"
+}
+
 # need_container fails with a clear message unless the Ray head container exists and runs (skipped in local mode).
 need_container() { need_named_container "$MVP_CONTAINER" "MVP_CONTAINER to the Ray head container's name"; }
 

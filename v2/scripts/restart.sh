@@ -10,5 +10,10 @@ if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   usage_settings
   exit 0
 fi
+if [[ $# -gt 0 ]]; then
+  # shellcheck source=lib.sh
+  source "$here/lib.sh"
+  no_arguments restart.sh "$@"
+fi
 bash "$here/stop.sh"
 bash "$here/start.sh"

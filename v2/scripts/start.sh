@@ -10,6 +10,7 @@ if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   usage_settings
   exit 0
 fi
+no_arguments start.sh "$@"
 need_container
 if pid="$(running_pid)"; then
   echo "mvp: already running (pid $pid)"

@@ -11,6 +11,7 @@ if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   usage_settings
   exit 0
 fi
+no_arguments status.sh "$@"
 need_container
 if ! pid="$(running_pid)"; then
   echo "mvp: not running"
