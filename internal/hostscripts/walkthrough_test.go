@@ -169,3 +169,22 @@ func TestUnknownArgumentsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusOfARunningServiceWithAnUnreadableConfig: status.sh reads the health URL from dev.yaml; when it could
+// not (the operator is editing dev.yaml for the next restart and left a typo, or set v2.api.port to 0) it exited
+// 1, which says "not running", while mvp serve ran and served: a monitor restarting on 1 would restart it (and
+// start.sh, reading the same file, would not start it again). It is running, with /healthz not asked: exit 2.
+func TestStatusOfARunningServiceWithAnUnreadableConfig(t *testing.T) {
+	r := newRig(t)
+	if out, code := r.run("start.sh", "MVP_LOCAL=1"); code != 0 {
+		t.Fatalf("start: %d %s", code, out)
+	}
+	cfg := filepath.Join(r.dir, "home", "configs", "dev.yaml")
+	if err := os.WriteFile(cfg, []byte("v2:\n  api: {port: 8080\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := r.run("status.sh", "MVP_LOCAL=1", "MVP_HEALTH_URL=")
+	if code != 2 || !strings.Contains(out, "running (pid") || !strings.Contains(out, "MVP_HEALTH_URL") {
+		t.Errorf("status.sh, running, dev.yaml unreadable: %d %s(want 2: running, /healthz not asked)", code, out)
+	}
+}

@@ -169,13 +169,25 @@ need_mvp() {
 running_pid() { in_target "$PID_OF" "$MVP_PIDFILE" "$MVP_BIN"; }
 health() { in_target "$HEALTH" "$MVP_HEALTH_URL"; }
 
-# resolve_health_url sets MVP_HEALTH_URL, when it is not set, from the config's v2.api (host and port) as mvp
-# reads it (`mvp serve --print-url`), in the target.
-resolve_health_url() {
-  [[ -n "$MVP_HEALTH_URL" ]] && return 0
+# read_health_url prints the URL of /healthz: MVP_HEALTH_URL, or from the config's v2.api (host and port) as mvp
+# reads it (`mvp serve --print-url`), in the target; when it cannot, it prints why and returns 1.
+read_health_url() {
+  if [[ -n "$MVP_HEALTH_URL" ]]; then
+    echo "$MVP_HEALTH_URL"
+    return 0
+  fi
   local url
   # shellcheck disable=SC2016
-  url="$(in_target 'exec "$1" serve --config "$2" --print-url' "$MVP_BIN" "$MVP_CONFIG" 2>&1)" ||
-    die "cannot read the API's address from $MVP_CONFIG: ${url:0:2000} (or set MVP_HEALTH_URL)"
-  MVP_HEALTH_URL="${url##*$'\n'}/healthz"
+  if ! url="$(in_target 'exec "$1" serve --config "$2" --print-url' "$MVP_BIN" "$MVP_CONFIG" 2>&1)"; then
+    echo "cannot read the API's address from $MVP_CONFIG: ${url:0:2000} (or set MVP_HEALTH_URL)"
+    return 1
+  fi
+  echo "${url##*$'\n'}/healthz"
+}
+
+# resolve_health_url sets MVP_HEALTH_URL (read_health_url), or fails saying why.
+resolve_health_url() {
+  local url
+  url="$(read_health_url)" || die "$url"
+  MVP_HEALTH_URL="$url"
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # status.sh — is `mvp serve` running, and does /healthz answer? Exit 0: running and healthy; 1: not running (or
-# the container is missing); 2: running but /healthz does not answer; 3: running and answering, but degraded (Ray
-# unreachable, the database, or shared_root; the answer says which). Settings: see lib.sh or --help.
+# the container is missing); 2: running but /healthz does not answer (or its URL cannot be read from dev.yaml);
+# 3: running and answering, but degraded (Ray unreachable, the database, or shared_root; the answer says which).
+# Settings: see lib.sh or --help.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -17,7 +18,12 @@ if ! pid="$(running_pid)"; then
   echo "mvp: not running"
   exit 1
 fi
-resolve_health_url
+# It runs: a health URL that cannot be read (dev.yaml being edited, say) is exit 2, never 1 ("not running").
+if ! url="$(read_health_url)"; then
+  echo "mvp: running (pid $pid) but /healthz was not asked: $url"
+  exit 2
+fi
+MVP_HEALTH_URL="$url"
 rc=0
 body="$(health)" || rc=$?
 case "$rc" in
