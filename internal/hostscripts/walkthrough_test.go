@@ -188,3 +188,32 @@ func TestStatusOfARunningServiceWithAnUnreadableConfig(t *testing.T) {
 		t.Errorf("status.sh, running, dev.yaml unreadable: %d %s(want 2: running, /healthz not asked)", code, out)
 	}
 }
+
+// TestAnImageNameIsNotTakenForAContainer: `docker inspect NAME` looks for any object by that name. With
+// MVP_CONTAINER set to the head's image (rayproject/ray:…) instead of its container, docker answered with the
+// image, whose .State the template could not read, and the scripts said that inspect failed and asked whether the
+// docker daemon was running. They ask for a container (--type container), and say it does not exist and to set
+// MVP_CONTAINER. The fake docker here answers as docker does.
+func TestAnImageNameIsNotTakenForAContainer(t *testing.T) {
+	dir := t.TempDir()
+	docker := `#!/usr/bin/env bash
+[[ "$1" == inspect ]] || exit 2
+if [[ " $* " == *" --type container "* ]]; then echo "Error: No such container: ${@: -1}" >&2; exit 1; fi
+echo 'template: :1:8: executing "" at <.State.Running>: map has no entry for key "State"' >&2
+exit 1
+`
+	if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(docker), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"status.sh", "start.sh", "stop.sh", "logs.sh", "backup.sh"} {
+		cmd := exec.Command("bash", filepath.Join(repoRoot(t), "v2", "scripts", s))
+		if s == "backup.sh" {
+			cmd.Args = append(cmd.Args, "/backups/mvp.sqlite3")
+		}
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "MVP_CONTAINER=rayproject/ray:2.60.0")
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), "container 'rayproject/ray:2.60.0' does not exist (set MVP_CONTAINER") {
+			t.Errorf("%s with an image's name in MVP_CONTAINER: %s", s, out)
+		}
+	}
+}

@@ -87,7 +87,8 @@ need_named_container() {
   local name="$1" hint="$2"
   command -v "$DOCKER" >/dev/null 2>&1 || die "'$DOCKER' is not installed or not on PATH (set MVP_LOCAL=1 to run without docker)"
   local running
-  if ! running="$("$DOCKER" inspect -f '{{.State.Running}}' "$name" 2>&1)"; then
+  # --type container: docker inspect finds any object by the name (an image's, say), which has no .State.
+  if ! running="$("$DOCKER" inspect --type container -f '{{.State.Running}}' "$name" 2>&1)"; then
     if [[ "$running" == *"No such"* || "$running" == *"no such"* ]]; then
       die "container '$name' does not exist (set $hint)"
     fi
