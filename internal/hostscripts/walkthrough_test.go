@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestTwoStartsAtOnceStartOneService: two start.sh at once (two operators, or a retry while the first still waits
@@ -215,5 +216,52 @@ exit 1
 		if !strings.Contains(string(out), "container 'rayproject/ray:2.60.0' does not exist (set MVP_CONTAINER") {
 			t.Errorf("%s with an image's name in MVP_CONTAINER: %s", s, out)
 		}
+	}
+}
+
+// TestStopOfAProcessThatSurvivesSIGKILL: a process stuck in the kernel (state D: a write to a hung NFS server,
+// where mvp's database lives) does not end on SIGKILL until the kernel lets it go. stop.sh sent SIGKILL, said
+// "stopped (pid N, forced)", exited 0 and removed the pidfile, so status.sh said "not running" and start.sh
+// started a second mvp serve beside the first (which came back when NFS did). It must say that the process is
+// still there, exit non-zero, and keep the pidfile. The cgroup v1 freezer holds the process so here.
+func TestStopOfAProcessThatSurvivesSIGKILL(t *testing.T) {
+	freezer := "/sys/fs/cgroup/freezer"
+	if _, err := os.Stat(filepath.Join(freezer, "cgroup.procs")); err != nil {
+		t.Skip("no cgroup v1 freezer here")
+	}
+	cg := filepath.Join(freezer, fmt.Sprintf("mvp-hostscripts-%d", os.Getpid()))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Skipf("cannot make a freezer cgroup: %v", err)
+	}
+	r := newRig(t)
+	if out, code := r.run("start.sh", "MVP_LOCAL=1"); code != 0 {
+		t.Fatalf("start: %d %s", code, out)
+	}
+	pidfile := filepath.Join(r.dir, "home", "run", "mvp.pid")
+	pid, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		os.WriteFile(filepath.Join(cg, "freezer.state"), []byte("THAWED"), 0o644)
+		for i := 0; i < 50 && os.Remove(cg) != nil; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), pid, 0o644); err != nil {
+		t.Skipf("cannot move mvp serve into the freezer cgroup: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(cg, "freezer.state"), []byte("FROZEN"), 0o644); err != nil {
+		t.Skipf("cannot freeze: %v", err)
+	}
+	out, code := r.run("stop.sh", "MVP_LOCAL=1", "MVP_STOP_TIMEOUT=1")
+	if code == 0 || strings.Contains(out, "stopped") || !strings.Contains(out, "still") {
+		t.Errorf("stop.sh of a process that outlives SIGKILL: %d %s", code, out)
+	}
+	if _, err := os.Stat(pidfile); err != nil {
+		t.Errorf("stop.sh removed the pidfile of a live process: %v", err)
+	}
+	if out, code := r.run("status.sh", "MVP_LOCAL=1"); code == 1 {
+		t.Errorf("status.sh after it: %d %s", code, out)
 	}
 }

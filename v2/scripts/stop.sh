@@ -29,12 +29,24 @@ alive() {
 kill -TERM "$pid" 2>/dev/null || true
 end=$(( SECONDS + timeout ))
 while alive "$pid" && (( SECONDS < end )); do sleep 0.2; done
+how=graceful
 if alive "$pid"; then
   kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-  echo forced
-else
-  echo graceful
+  how=forced
+  # SIGKILL ends a process only when the kernel lets it go: one stuck in it (state D, on a hung NFS server) lives on.
+  end=$(( SECONDS + 5 ))
+  while alive "$pid" && (( SECONDS < end )); do sleep 0.2; done
+  if alive "$pid"; then
+    st="$(cat "/proc/$pid/stat" 2>/dev/null)" || true
+    st="${st##*) }"
+    echo "alive ${st%% *}"
+    exit 0 # the pidfile stays: it names a live mvp serve
+  fi
 fi
+echo "$how"
 rm -f "$pidfile"'
 how="$(in_target "$STOP" "$pid" "$MVP_STOP_TIMEOUT" "$MVP_PIDFILE")"
+if [[ "$how" == alive* ]]; then
+  die "pid $pid is still alive 5 s after SIGKILL (process state ${how#alive }; D is stuck in the kernel, on a hung NFS server say): it ends when the kernel lets it go; its pidfile is kept, and status.sh says when it has gone (do not start another before)"
+fi
 echo "mvp: stopped (pid $pid, $how)"
