@@ -265,3 +265,39 @@ func TestStopOfAProcessThatSurvivesSIGKILL(t *testing.T) {
 		t.Errorf("status.sh after it: %d %s", code, out)
 	}
 }
+
+// TestRelativePaths: start.sh changes to the folder above the binary's before it runs mvp serve, so a relative
+// MVP_CONFIG (MVP_LOCAL=1 MVP_CONFIG=configs/dev.yaml, from where it is) was checked where the operator stood and
+// read from the other folder (or not found there), and a relative MVP_HOME put the pidfile and the log nowhere
+// ("home/run/mvp.pid: No such file or directory"), then showed an old log as the service's end. In local mode a
+// relative path is taken from where the script runs; in the container (docker exec starts in the image's WORKDIR,
+// which the operator did not choose) it is refused, naming the setting.
+func TestRelativePaths(t *testing.T) {
+	r := newRig(t)
+	run := func(script string, env ...string) (string, int) {
+		cmd := exec.Command("bash", filepath.Join(repoRoot(t), "v2", "scripts", script))
+		cmd.Env = append(append([]string{}, r.env...), env...)
+		cmd.Dir = r.dir
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		}
+		return string(out), 0
+	}
+	for _, env := range [][]string{{"MVP_HOME=home"}, {"MVP_CONFIG=home/configs/dev.yaml"}} {
+		env = append(env, "MVP_LOCAL=1")
+		if out, code := run("start.sh", env...); code != 0 || !strings.Contains(out, "mvp: started") {
+			t.Errorf("start.sh with %s: %d %s", env[0], code, out)
+		}
+		if out, code := run("status.sh", env...); code != 0 && code != 3 {
+			t.Errorf("status.sh with %s: %d %s", env[0], code, out)
+		}
+		if out, code := run("stop.sh", env...); code != 0 || !strings.Contains(out, "mvp: stopped") {
+			t.Errorf("stop.sh with %s: %d %s", env[0], code, out)
+		}
+	}
+	if out, code := run("start.sh", "MVP_CONFIG=configs/dev.yaml"); code == 0 || !strings.Contains(out, "MVP_CONFIG") ||
+		!strings.Contains(out, "absolute") {
+		t.Errorf("start.sh through docker with a relative MVP_CONFIG: %d %s", code, out)
+	}
+}

@@ -42,6 +42,15 @@ die() {
   exit 1
 }
 
+# Paths: start.sh runs mvp serve from the folder above the binary's, so a relative path would name one file where
+# it is checked and another where mvp reads it. With MVP_LOCAL=1 a relative path is taken from where the script
+# runs; in the container, where docker exec starts in the image's WORKDIR, it must be absolute.
+for v in MVP_HOME MVP_BIN MVP_CONFIG MVP_LOG MVP_PIDFILE; do
+  [[ "${!v}" == /* ]] && continue
+  [[ "$MVP_LOCAL" == 1 ]] || die "$v must be an absolute path inside the container, got '${!v:0:200}'"
+  printf -v "$v" '%s' "$PWD/${!v}"
+done
+
 # The timeouts go into shell arithmetic, which evaluates text: only whole numbers of seconds pass.
 for v in MVP_STOP_TIMEOUT MVP_START_TIMEOUT; do
   [[ "${!v}" =~ ^[0-9]{1,6}$ ]] || die "$v must be a whole number of seconds, got '${!v:0:40}'"
