@@ -20,6 +20,7 @@
 #   MVP_START_TIMEOUT [30]                                    seconds start waits for /healthz
 #   MVP_LOCAL         [0]                                     1: run on this machine, without docker
 #   DOCKER            [docker]                                the docker command
+# The paths are absolute, inside the container (with MVP_LOCAL=1, a relative one is from where the script runs).
 set -euo pipefail
 
 MVP_CONTAINER="${MVP_CONTAINER:-mvp-ray-head}"
