@@ -301,3 +301,26 @@ func TestRelativePaths(t *testing.T) {
 		t.Errorf("start.sh through docker with a relative MVP_CONFIG: %d %s", code, out)
 	}
 }
+
+// TestBackupToARelativePathThroughDocker: `backup.sh mvp-2026-12-01.sqlite3`, typed on the host, wrote the copy
+// in the container's working folder (the image's WORKDIR, in the container's own layer, gone with the
+// container), not where the operator stood. Through docker a backup's FILE must be absolute; with MVP_LOCAL=1 it
+// is from where the script runs.
+func TestBackupToARelativePathThroughDocker(t *testing.T) {
+	r := newRig(t)
+	if out, code := r.run("start.sh"); code != 0 {
+		t.Fatalf("start: %d %s", code, out)
+	}
+	work := t.TempDir()
+	cmd := exec.Command("bash", filepath.Join(repoRoot(t), "v2", "scripts", "backup.sh"), "mvp-backup.sqlite3")
+	cmd.Env, cmd.Dir = r.env, work
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "absolute") {
+		t.Errorf("backup.sh to a relative path through docker: %v %s", err, out)
+	}
+	cmd = exec.Command("bash", filepath.Join(repoRoot(t), "v2", "scripts", "backup.sh"), "mvp-backup.sqlite3")
+	cmd.Env, cmd.Dir = append(append([]string{}, r.env...), "MVP_LOCAL=1"), work
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), filepath.Join(work, "mvp-backup.sqlite3")) {
+		t.Errorf("backup.sh to a relative path, MVP_LOCAL=1: %v %s", err, out)
+	}
+}
