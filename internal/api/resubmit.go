@@ -143,8 +143,10 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 // the chain's first task, in the effective spec too. A folder another run writes, or may still, is refused unless
 // t starts after that run (after_ok or after_any: mvp.UnawaitedWriter, mvp.CheckpointsInUse; CreateTask refuses it
 // again in the transaction that inserts t): so segments of one training chained by dependencies each resume where
-// the one before stopped, and no two write at once.
-func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
+// the one before stopped, and no two write at once. replaces (may be nil), a task canceled in the transaction that
+// stores t (a schedule's overlap replace), is no writer while it waits: it has no run, and that transaction cancels
+// it before it checks the folder's writers again (one with a run still live is refused there).
+func (s *Server) checkResumeFrom(ctx context.Context, t, replaces *mvp.Task) error {
 	if t.ResumeFrom == "" {
 		return nil
 	}
@@ -193,6 +195,9 @@ func (s *Server) checkResumeFrom(ctx context.Context, t *mvp.Task) error {
 	writers, err := s.Store.CheckpointWriters(ctx, folder.ID)
 	if err != nil {
 		return err
+	}
+	if replaces != nil && replaces.State.Waiting() {
+		delete(writers, replaces.ID)
 	}
 	if id, state := mvp.UnawaitedWriter(t, writers); id != "" {
 		return mvp.CheckpointsInUse(folder.ID, id, state)

@@ -84,7 +84,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err == nil {
 		prepared.Owner = mvp.CallerOf(r.Context()).Name
-		_, err = s.checkNames(r.Context(), prepared) // nor names what is not theirs
+		_, err = s.checkNames(r.Context(), prepared, nil) // nor names what is not theirs
 	}
 	if err != nil {
 		var e *mvp.Error

@@ -558,7 +558,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 	if err := s.checkUser(r.Context(), t, nil); err != nil {
 		return err
 	}
-	deps, err := s.checkNames(r.Context(), t)
+	deps, err := s.checkNames(r.Context(), t, nil)
 	if err != nil {
 		return err
 	}
@@ -621,13 +621,14 @@ func (s *Server) warning(ctx context.Context, t *mvp.Task) string {
 }
 
 // checkNames checks what a task names as its caller may: its dependencies (whose states it returns), the task it
-// resumes from and its secrets must exist and be the caller's.
-func (s *Server) checkNames(ctx context.Context, t *mvp.Task) (map[string]mvp.State, error) {
+// resumes from and its secrets must exist and be the caller's. replaces (may be nil) is a task canceled as t is
+// stored (a schedule's overlap replace): see checkResumeFrom.
+func (s *Server) checkNames(ctx context.Context, t, replaces *mvp.Task) (map[string]mvp.State, error) {
 	deps, err := s.checkDependencies(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkResumeFrom(ctx, t); err != nil {
+	if err := s.checkResumeFrom(ctx, t, replaces); err != nil {
 		return nil, err
 	}
 	if err := s.checkSecrets(ctx, t); err != nil {
@@ -640,7 +641,8 @@ func (s *Server) checkNames(ctx context.Context, t *mvp.Task) (map[string]mvp.St
 // the owner must still be a configured user (or the operator), the owner's max_priority and max_queued apply, and the dependencies, resume_from and secrets it names must
 // still be the owner's (a secret's name can change hands after the schedule was made). replaces, when not nil, is
 // the previous task an overlap-replace run cancels as it stores t: while it waits it leaves the owner's waiting
-// tasks as t joins them, so it is not counted against max_queued.
+// tasks as t joins them, so it is not counted against max_queued, nor as a writer of the checkpoint folder t
+// resumes from (it has no run; the transaction that stores t cancels it before it checks the folder's writers).
 func (s *Server) AdmitScheduled(ctx context.Context, t, replaces *mvp.Task) error {
 	c := mvp.OwnerCaller(t.Owner)
 	if !c.Operator && s.user(c) == nil {
@@ -657,7 +659,7 @@ func (s *Server) AdmitScheduled(ctx context.Context, t, replaces *mvp.Task) erro
 	if err := s.checkUser(ctx, t, replaces); err != nil {
 		return err
 	}
-	_, err := s.checkNames(ctx, t)
+	_, err := s.checkNames(ctx, t, replaces)
 	return err
 }
 
