@@ -75,6 +75,9 @@ type ScheduleRun struct {
 	// a CANCEL_REQUESTED event by "schedule <Name>"; a Task refused there leaves it as it was. The scheduler stops
 	// its Ray job, if it has one, as for any canceled task.
 	Replace string
+	// Replaced, when not nil, is set by the store once the run is written: the state Replace was canceled from,
+	// or "" when the run did not cancel it (it had ended, or is gone).
+	Replaced *State
 }
 
 // ScheduleStore keeps recurring schedules and the links from a schedule to the tasks it made.

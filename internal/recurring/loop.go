@@ -157,7 +157,8 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 		}
 	}
 	// The previous task is canceled in the transaction that stores the new one: a task refused there leaves it.
-	run.Replace = d.Cancel
+	var replaced mvp.State
+	run.Replace, run.Replaced = d.Cancel, &replaced
 	outcome := run.Outcome
 	for try := 0; ; try++ {
 		t.ID = l.NewID(t.Workload, now, try)
@@ -180,6 +181,10 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 	}
 	if err != nil {
 		return err
+	}
+	if replaced != "" {
+		// As the API's cancel says it (specs/deploy.md: a task's life is in the log under its id).
+		l.Logger.Info("task canceled", "task_id", d.Cancel, "by", "schedule "+s.Name, "was", replaced, "owner", s.Owner)
 	}
 	l.Logger.Info("schedule run", "schedule", s.Name, "owner", s.Owner, "task_id", t.ID, "fire_at", d.FireAt, "missed", d.Missed)
 	if l.Submitted != nil {

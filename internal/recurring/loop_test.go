@@ -1,6 +1,7 @@
 package recurring_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -368,5 +369,40 @@ func TestARunWhoseFolderIsTakenIsRecorded(t *testing.T) {
 	s := h.pass(t, "2026-01-01T10:01:00Z")
 	if len(h.tasks(t)) != 0 || !strings.Contains(s.LastOutcome, "not submitted") || !strings.Contains(s.LastOutcome, writer.ID) {
 		t.Errorf("tasks %v, outcome %q: want no task and an outcome naming %s", h.tasks(t), s.LastOutcome, writer.ID)
+	}
+}
+
+// TestLoopReplaceLogsTheCancel: the service's log has a task's life under its id, a cancel as "task canceled" with
+// who asked (specs/deploy.md). A replace run canceled its previous task through the API's cancel, which said so;
+// since the cancel is written in the run's transaction nothing was logged of it: grep task_id=<the replaced task>
+// showed its attempt end CANCELED and no word of the schedule that canceled it. And a previous task that ended
+// before the transaction (canceled by its user) is not canceled by the run, and is not said to be.
+func TestLoopReplaceLogsTheCancel(t *testing.T) {
+	h := newHarness(t)
+	var buf bytes.Buffer
+	h.loop.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	h.create(t, "nightly", "@every 1m", mvp.OverlapReplace)
+	h.pass(t, "2026-01-01T10:01:00Z")
+	first := h.tasks(t)[0]
+	h.pass(t, "2026-01-01T10:02:00Z")
+	want := `msg="task canceled" task_id=` + first + ` by="schedule nightly" was=QUEUED`
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("the log after a replace run:\n%s\nwant a line with %s", buf.String(), want)
+	}
+
+	second := h.tasks(t)[0]
+	buf.Reset()
+	ctx := context.Background()
+	// The user cancels the previous task after the run read it, before its transaction.
+	h.loop.Admit = func(context.Context, *mvp.Task, *mvp.Task) error {
+		return h.db.Apply(ctx, mvp.Change{TaskID: second, From: mvp.StateQueued, To: mvp.StateCanceled,
+			At: h.clock.Now(), EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": "api"}})
+	}
+	h.pass(t, "2026-01-01T10:03:00Z")
+	if ids := h.tasks(t); len(ids) != 3 {
+		t.Fatalf("tasks %v, want a third", ids)
+	}
+	if strings.Contains(buf.String(), "task canceled") {
+		t.Errorf("the log says the run canceled %s, which its user had canceled:\n%s", second, buf.String())
 	}
 }

@@ -169,7 +169,9 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 		taskArgs = insertTaskArgs(t, spec, created, created)
 		eventArgs = []any{t.ID, nanos(created), mvp.EventCreated, payload}
 	}
+	var replaced mvp.State // what r.Replace was canceled from, "" for not canceled
 	err := db.exec(ctx, func(w *wtx) error {
+		replaced = "" // the writer may run this again (a batch rerun with savepoints)
 		res, err := w.exec(`UPDATE schedules SET last_fire_at = ?, last_outcome = ?, missed = missed + ?,
 			last_task_id = CASE WHEN ? = '' THEN last_task_id ELSE ? END
 			WHERE owner = ? AND name = ? AND last_fire_at = ? AND paused = 0`,
@@ -186,7 +188,7 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 			return nil
 		}
 		if r.Replace != "" {
-			if err := w.cancelReplaced(r, orNow(r.Task.CreatedAt)); err != nil {
+			if replaced, err = w.cancelReplaced(r, orNow(r.Task.CreatedAt)); err != nil {
 				return err
 			}
 		}
@@ -215,35 +217,39 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 	if err != nil {
 		return fmt.Errorf("schedule %s run at %s: %w", r.Name, r.FireAt.UTC().Format(time.RFC3339), db.mapErr(err))
 	}
+	if r.Replaced != nil {
+		*r.Replaced = replaced
+	}
 	return nil
 }
 
 // cancelReplaced cancels r.Replace (overlap replace) from the state it is in, unless it has ended: read and
-// written under the transaction's write lock, so no other write comes between.
-func (w *wtx) cancelReplaced(r mvp.ScheduleRun, at time.Time) error {
+// written under the transaction's write lock, so no other write comes between. was is the state it was canceled
+// from, "" when it was not (ended, or gone).
+func (w *wtx) cancelReplaced(r mvp.ScheduleRun, at time.Time) (was mvp.State, err error) {
 	st, err := w.stmt(`SELECT state FROM tasks WHERE task_id = ?`)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var state mvp.State
 	switch err := st.QueryRowContext(context.Background(), r.Replace).Scan(&state); {
 	case errors.Is(err, sql.ErrNoRows):
-		return nil // gone (pruned): nothing to replace
+		return "", nil // gone (pruned): nothing to replace
 	case err != nil:
-		return fmt.Errorf("read the state of %s, which this run replaces: %w", r.Replace, err)
+		return "", fmt.Errorf("read the state of %s, which this run replaces: %w", r.Replace, err)
 	}
 	if state.Terminal() {
-		return nil
+		return "", nil
 	}
 	p, err := prepareChange(mvp.Change{TaskID: r.Replace, From: state, To: mvp.StateCanceled, At: at,
 		EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": "schedule " + r.Name}})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := p.write(w); err != nil {
-		return fmt.Errorf("cancel %s, which this run replaces: %w", r.Replace, err)
+		return "", fmt.Errorf("cancel %s, which this run replaces: %w", r.Replace, err)
 	}
-	return nil
+	return state, nil
 }
 
 // ScheduleTasks returns the ids of the tasks a schedule made, newest first, at most limit.
