@@ -28,6 +28,9 @@ import (
 // path: one segment, no leading dot.
 var PackagePattern = regexp.MustCompile(`^(_ray_pkg_[0-9a-f]{16,40}\.(zip|tar\.gz|tar\.xz)|[A-Za-z0-9][A-Za-z0-9_.+-]*\.whl)$`)
 
+// maxPackageName is the longest package name kept: NAME_MAX, as a package is kept in a file of its name.
+const maxPackageName = 255
+
 // PackageProtocol is the only protocol of the packages Ray's client uploads.
 const PackageProtocol = "gcs"
 
@@ -66,6 +69,10 @@ func (p Packages) mounted() error {
 func (p Packages) path(protocol, name string) (string, error) {
 	if protocol != PackageProtocol {
 		return "", mvp.Errorf(mvp.CodeInvalid, "protocol", "package protocol %q is not kept by mvp; only %s:// packages are", clip(protocol), PackageProtocol)
+	}
+	if len(name) > maxPackageName {
+		// A wheel's name is its file's, which no disk holds longer; nor can mvp keep it (the rename fails).
+		return "", mvp.Errorf(mvp.CodeInvalid, "package", "package name %q is %d bytes long; a file name (a wheel's) is at most %d", clip(name), len(name), maxPackageName)
 	}
 	if !PackagePattern.MatchString(name) {
 		return "", mvp.Errorf(mvp.CodeInvalid, "package", "package name %q is not one Ray's client makes (_ray_pkg_<hex>.zip, .tar.gz or .tar.xz, or a wheel's file name)", clip(name))

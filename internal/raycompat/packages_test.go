@@ -362,3 +362,25 @@ func TestSealUnsealedSealsWhatAnEarlierMvpKept(t *testing.T) {
 		t.Errorf("a file that is not a package was changed: %q", got)
 	}
 }
+
+// TestAPackageNameLongerThanAFileNameIsRefused: a wheel's name is a file name, at most 255 bytes on the client's
+// disk; a longer one (sent by hand) cannot be kept as a file either. Its upload was answered 500 "internal error"
+// (the rename failed with ENAMETOOLONG), and its check 404, so a client uploaded it again and again: both are 400
+// naming the package.
+func TestAPackageNameLongerThanAFileNameIsRefused(t *testing.T) {
+	p := Packages{Dir: t.TempDir(), Key: []byte("0123456789abcdef0123456789abcdef")}
+	long := strings.Repeat("a", 300) + ".whl"
+	if err := p.Put(PackageProtocol, long, []byte("PK")); mvp.ErrorCode(err) != mvp.CodeInvalid || !strings.Contains(err.Error(), "255") {
+		t.Errorf("Put: %v (code %q); want 400 saying a name is at most 255 bytes", err, mvp.ErrorCode(err))
+	}
+	if _, err := p.Has(PackageProtocol, long); mvp.ErrorCode(err) != mvp.CodeInvalid {
+		t.Errorf("Has: %v (code %q); want 400", err, mvp.ErrorCode(err))
+	}
+	ok := strings.Repeat("a", 251) + ".whl" // 255 bytes: a name a disk holds
+	if err := p.Put(PackageProtocol, ok, []byte("PK")); err != nil {
+		t.Errorf("Put of a 255-byte name: %v", err)
+	}
+	if has, err := p.Has(PackageProtocol, ok); !has || err != nil {
+		t.Errorf("Has of a 255-byte name = %v, %v; want true", has, err)
+	}
+}
