@@ -378,7 +378,10 @@ func (d *Door) putPackage(w http.ResponseWriter, r *http.Request) error {
 	if _, err := d.Packages.path(r.PathValue("protocol"), r.PathValue("name")); err != nil {
 		return err
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPackageBytes))
+	// The server gives a whole request a minute (its ReadTimeout), which a package of up to 100 MiB outlasts on a
+	// slow link: an upload is given the time it takes while its bytes keep coming.
+	body := &stallReader{r: http.MaxBytesReader(w, r.Body, MaxPackageBytes), rc: http.NewResponseController(w), stall: uploadStall}
+	data, err := io.ReadAll(body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -395,6 +398,22 @@ func (d *Door) putPackage(w http.ResponseWriter, r *http.Request) error {
 	d.Logger.Info("ray package kept", "package", r.PathValue("name"), "bytes", len(data))
 	w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// uploadStall is how long a package upload may go without a byte arriving before it is given up.
+const uploadStall = time.Minute
+
+// stallReader reads r, moving the connection's read deadline to stall from now before each read: a request may
+// then take as long as its bytes keep coming, whatever the server's ReadTimeout.
+type stallReader struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	stall time.Duration
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	_ = s.rc.SetReadDeadline(time.Now().Add(s.stall)) // not every connection has deadlines; the read goes on
+	return s.r.Read(p)
 }
 
 // jobDetails is Ray's JobDetails as its client validates it: status in upper case, times in integer

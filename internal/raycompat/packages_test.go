@@ -1,14 +1,20 @@
 package raycompat
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/taskfs"
@@ -382,5 +388,54 @@ func TestAPackageNameLongerThanAFileNameIsRefused(t *testing.T) {
 	}
 	if has, err := p.Has(PackageProtocol, ok); !has || err != nil {
 		t.Errorf("Has of a 255-byte name = %v, %v; want true", has, err)
+	}
+}
+
+// TestASlowPackageUploadIsTakenWhileItsBytesKeepComing: mvp's server gives a request one minute (ReadTimeout) to
+// arrive whole, but a package is up to 100 MiB, which takes longer than that below about 14 Mbit/s (a laptop on
+// a VPN): Ray's client failed such an upload ("reading the package failed: … i/o timeout", or the connection
+// reset), where Ray's own dashboard takes it. An upload is given the time it takes while its bytes keep coming.
+// Here the server's ReadTimeout is 300 ms and the upload takes about 800 ms.
+func TestASlowPackageUploadIsTakenWhileItsBytesKeepComing(t *testing.T) {
+	p := Packages{Dir: t.TempDir(), Key: []byte("0123456789abcdef0123456789abcdef")}
+	d := &Door{Packages: p, Logger: slog.New(slog.DiscardHandler)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /api/packages/{protocol}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		if err := d.putPackage(w, r); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	})
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Config.ReadTimeout = 300 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+
+	name := "_ray_pkg_0123456789abcdef.zip"
+	pr, pw := io.Pipe()
+	go func() {
+		for range 8 {
+			time.Sleep(100 * time.Millisecond)
+			if _, err := pw.Write(bytes.Repeat([]byte("z"), 1000)); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	req, err := http.NewRequest("PUT", srv.URL+"/api/packages/gcs/"+name, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = 8000
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("a slow upload failed: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a slow upload: %d %s; want 200", resp.StatusCode, body)
+	}
+	if data, ok, err := p.Get(PackageProtocol + "://" + name); !ok || err != nil || len(data) != 8000 {
+		t.Errorf("kept: %d bytes, %v, %v; want the 8000 uploaded", len(data), ok, err)
 	}
 }
