@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -250,7 +251,9 @@ func checkSubmissionID(id string) error {
 	return nil
 }
 
-// find returns the task a path's {id} names: a submission id the door knows, else an mvp task id.
+// find returns the task a path's {id} names: a submission id the door knows, else an mvp task id, else the Ray
+// submission id of one of a task's attempts (<task_id>--a01: the id the first line of the driver's log names, as
+// Ray's job manager writes it).
 func (d *Door) find(r *http.Request) (*mvp.Task, error) {
 	id := r.PathValue("id")
 	t, err := d.Store.TaskBySubmissionID(r.Context(), id)
@@ -258,10 +261,31 @@ func (d *Door) find(r *http.Request) (*mvp.Task, error) {
 		return t, err
 	}
 	t, err = d.Store.GetTask(r.Context(), id)
+	if mvp.ErrorCode(err) == mvp.CodeNotFound {
+		if taskID, n, ok := attemptOf(id); ok {
+			t, err = d.Store.GetTask(r.Context(), taskID)
+			if err == nil && n > t.LatestAttemptNo {
+				err = mvp.Errorf(mvp.CodeNotFound, "", "task %s has no attempt %d", taskID, n)
+			}
+		}
+	}
 	if mvp.ErrorCode(err) == mvp.CodeNotFound || (err == nil && t.DoorDeleted) {
 		return nil, mvp.Errorf(mvp.CodeNotFound, "", "Job %s does not exist", shown(id))
 	}
 	return t, err
+}
+
+// attemptOf reads a Ray submission id as mvp makes it (mvp.SubmissionID): the task id and the attempt number.
+func attemptOf(id string) (taskID string, n int, ok bool) {
+	i := strings.LastIndex(id, "--a")
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(id[i+3:])
+	if err != nil || n < 1 || mvp.SubmissionID(id[:i], n) != id {
+		return "", 0, false
+	}
+	return id[:i], n, true
 }
 
 func (d *Door) get(w http.ResponseWriter, r *http.Request) error {

@@ -543,3 +543,32 @@ func TestDoorRefusesALoneSurrogate(t *testing.T) {
 		t.Errorf("an escaped pair: entrypoint %q (%v); want the character", j.Entrypoint, err)
 	}
 }
+
+// TestAJobIsFoundByTheIDItsLogNames: the first line of a door job's driver log is Ray's "Running entrypoint for
+// job <task_id>--a01: …", the id mvp submitted the attempt to Ray under, which Ray's own server would have made the
+// user's submission id; `ray job status`, `ray job logs` with that id answered 404 "Job … does not exist". The door
+// finds the job by the id of any of its attempts; an attempt it has not made is still 404.
+func TestAJobIsFoundByTheIDItsLogNames(t *testing.T) {
+	ray := servicetest.NewRay()
+	d, _ := startDoor(t, ray, 4)
+	d.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"echo hi","submission_id":"named-1"}`), nil)
+	s := waitSubmissions(t, ray, 1)[0]
+	j := d.job(s.SubmissionID)
+	if j.SubmissionID != "named-1" || j.Metadata["mvp.task_id"]+"--a01" != s.SubmissionID {
+		t.Errorf("GET /api/jobs/%s: %+v; want job named-1", s.SubmissionID, j)
+	}
+	ray.AddLog(s.SubmissionID, "hello\n")
+	var logs struct {
+		Logs string `json:"logs"`
+	}
+	d.ok("GET", "/api/jobs/"+s.SubmissionID+"/logs", nil, &logs)
+	if !strings.HasSuffix(logs.Logs, "hello\n") {
+		t.Errorf("logs by the attempt's id: %q", logs.Logs)
+	}
+	taskID := j.Metadata["mvp.task_id"]
+	for _, id := range []string{taskID + "--a02", taskID + "--a00", taskID + "--a1", taskID + "--", "named-1--a01"} {
+		if code, b := d.do("GET", "/api/jobs/"+id, nil); code != http.StatusNotFound {
+			t.Errorf("GET /api/jobs/%s: %d %s; want 404", id, code, b)
+		}
+	}
+}
