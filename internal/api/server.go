@@ -187,6 +187,7 @@ func (s *Server) Handler() http.Handler {
 			_, ended, err := s.copyLog(ctx, id, n, skip, &b)
 			return b.String(), ended, err
 		}
+		d.CopyLogFrom = s.copyLog
 		d.FollowLogFrom = s.followLog
 		d.Cancel = func(ctx context.Context, t *mvp.Task) (*mvp.Task, error) { return s.cancel(ctx, t, "ray door") }
 		if d.LogPoll == 0 {

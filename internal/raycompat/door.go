@@ -50,6 +50,9 @@ type Door struct {
 	// ReadLogFrom is ReadLog from byte skip on (a tail reads only what it has not sent); nil means ReadLog's text
 	// cut at skip.
 	ReadLogFrom func(ctx context.Context, taskID string, n int, skip int64) (string, bool, error)
+	// CopyLogFrom writes attempt n's log from byte skip on to w, streamed, and returns the bytes written and whether
+	// the attempt has ended (a tail sends an ended log so, never holding it whole); nil means ReadLogFrom.
+	CopyLogFrom func(ctx context.Context, taskID string, n int, skip int64, w io.Writer) (int64, bool, error)
 	// FollowLogFrom writes attempt n's log from byte skip on to w as it grows, for as long as one stream from Ray
 	// lasts or until the attempt ends (then the log whole; ended); nil means a tail polls ReadLogFrom.
 	FollowLogFrom func(ctx context.Context, taskID string, n int, skip int64, w io.Writer) (wrote int64, ended, streamed bool, err error)

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -570,5 +573,96 @@ func TestAJobIsFoundByTheIDItsLogNames(t *testing.T) {
 		if code, b := d.do("GET", "/api/jobs/"+id, nil); code != http.StatusNotFound {
 			t.Errorf("GET /api/jobs/%s: %d %s; want 404", id, code, b)
 		}
+	}
+}
+
+// TestATailOfAnEndedLogDoesNotHoldItWhole: `ray job logs -f` (or `ray job submit`'s wait) of a job that has ended
+// read the rest of its kept log into one string before framing it: mvp held about four times the log (a 30 MB log
+// raised its peak memory by 120 MB), so following a training's multi-GB log could exhaust the memory of the
+// service that runs the queue. Ray's own tail reads the file a chunk at a time. The tail streams the kept copy
+// through its frames: here a 64 MiB log is followed with well under that much more heap in use.
+func TestATailOfAnEndedLogDoesNotHoldItWhole(t *testing.T) {
+	ray := servicetest.NewRay()
+	d, _ := startDoor(t, ray, 4)
+	d.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"python x.py","submission_id":"big-1"}`), nil)
+	s := waitSubmissions(t, ray, 1)[0]
+	line := strings.Repeat("x", 1023) + "\n"
+	ray.AddLog(s.SubmissionID, strings.Repeat(line, 64<<10)+"the last line, without its newline")
+	ray.Set(s.SubmissionID, mvp.RaySucceeded)
+	j := d.waitStatus("big-1", "SUCCEEDED", "")
+	// Once the log is kept in the task folder (shortly after the end), as a tail of an ended job mostly finds it.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var task struct {
+			Attempts []struct {
+				LogKept bool `json:"log_kept"`
+			} `json:"attempts"`
+		}
+		_, b := d.do("GET", "/../api/v2/tasks/"+j.Metadata["mvp.task_id"], nil)
+		if json.Unmarshal(b, &task) == nil && len(task.Attempts) == 1 && task.Attempts[0].LogKept {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the log was never kept")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// Garbage counts in the heap in use until a collection: collect early, so that what is measured is what is held.
+	defer debug.SetGCPercent(debug.SetGCPercent(5))
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ws := "ws" + strings.TrimPrefix(d.base, "http") + "/api/jobs/big-1/logs/tail"
+	c, _, err := websocket.Dial(ctx, ws, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + d.token}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(8 << 20)
+	var n int
+	var last string
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Fatalf("the tail ended with %v", err)
+			}
+			break
+		}
+		n += len(b)
+		last = string(b)
+	}
+	close(stop)
+	<-sampled
+	want := len("log of "+s.SubmissionID+"\n") + 64<<20 + len("the last line, without its newline")
+	if n != want || !strings.HasSuffix(last, "the last line, without its newline") {
+		t.Errorf("tailed %d bytes ending %q; want %d ending with the last line", n, mvp.Clip(last, 40), want)
+	}
+	grew := int64(peak.Load()) - int64(base)
+	t.Logf("the heap in use grew by %d MiB", grew>>20)
+	if grew > 32<<20 {
+		t.Errorf("the heap in use grew by %d MiB while a 64 MiB log was tailed; want it streamed (< 32 MiB)", grew>>20)
 	}
 }

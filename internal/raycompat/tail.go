@@ -47,15 +47,13 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 			if attempt > 0 {
 				// The attempt followed has ended and the task runs again: the rest of its log first (its last
 				// lines are often the traceback that ended it), the last one without its newline too.
-				text, _, err := d.readLogFrom(ctx, cur.ID, attempt, sent)
-				if ctx.Err() != nil {
+				_, _, err, ok := d.sendLogFrom(ctx, c, cur.ID, attempt, sent, func(bool, error) bool { return true })
+				if !ok || ctx.Err() != nil {
 					return nil
 				}
 				if err != nil {
 					d.Logger.Info("log tail: the end of an attempt's log could not be read", "task_id", cur.ID,
 						"attempt_no", attempt, "err", err)
-				} else if _, ok := sendLines(ctx, c, text, true); !ok {
-					return nil
 				}
 			}
 			attempt, sent = n, 0
@@ -73,20 +71,17 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 				d.Logger.Info("log tail: log not readable yet", "task_id", cur.ID, "attempt_no", n, "err", err)
 			}
 		} else if n > 0 {
-			text, ended, err := d.readLogFrom(ctx, cur.ID, n, sent)
-			if err != nil && ctx.Err() != nil {
-				return nil
+			m, _, err, ok := d.sendLogFrom(ctx, c, cur.ID, n, sent, func(ended bool, err error) bool {
+				done = cur.State.Terminal() && (ended || err != nil)
+				return done
+			})
+			sent += m
+			if !ok || (err != nil && ctx.Err() != nil) {
+				return nil // the client went away
 			}
 			if err != nil {
 				d.Logger.Info("log tail: log not readable yet", "task_id", cur.ID, "attempt_no", n, "err", err)
-				text = "" // nothing new this time; the next poll reads again
 			}
-			done = cur.State.Terminal() && (ended || err != nil)
-			m, ok := sendLines(ctx, c, text, done)
-			if !ok {
-				return nil // the client went away
-			}
-			sent += m
 		}
 		if done {
 			c.Close(websocket.StatusNormalClosure, "the job has ended")
@@ -157,15 +152,51 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 	if f.err != nil {
 		return 0, f.err
 	}
-	f.pending = append(f.pending, p...)
-	m, ok := sendLines(f.ctx, f.c, string(f.pending), false)
-	f.sent += m
-	f.pending = f.pending[m:]
-	if !ok {
-		f.err = errors.New("the tail's client went away")
-		return 0, f.err
+	// A frame at a time: a writer that hands over a whole log at once (Ray's job server's copy) is not held
+	// whole twice more.
+	for done := 0; done < len(p); {
+		k := min(len(p)-done, maxFrame)
+		f.pending = append(f.pending, p[done:done+k]...)
+		m, ok := sendLines(f.ctx, f.c, string(f.pending), false)
+		f.sent += m
+		f.pending = f.pending[m:]
+		if !ok {
+			f.err = errors.New("the tail's client went away")
+			return done, f.err
+		}
+		done += k
 	}
 	return len(p), nil
+}
+
+// sendLogFrom sends attempt n's log from byte skip on as frames of whole lines, and its last line without its
+// newline too when whole (given whether the attempt has ended and the read's error) says so. With CopyLogFrom the
+// log is streamed through the frames, never held whole (an ended training's log may be gigabytes); else it is
+// ReadLogFrom's text, of which nothing is sent when the read fails. It returns the bytes of the log sent (the next
+// read skips them), whether the attempt has ended, the read's error, and false when the client went away.
+func (d *Door) sendLogFrom(ctx context.Context, c *websocket.Conn, taskID string, n int, skip int64,
+	whole func(ended bool, err error) bool) (int64, bool, error, bool) {
+	if d.CopyLogFrom == nil {
+		text, ended, err := d.readLogFrom(ctx, taskID, n, skip)
+		if err != nil {
+			text = "" // nothing new this time; the next poll reads again
+		}
+		m, ok := sendLines(ctx, c, text, whole(ended, err))
+		return m, ended, err, ok
+	}
+	fw := &frameWriter{ctx: ctx, c: c}
+	_, ended, err := d.CopyLogFrom(ctx, taskID, n, skip, fw)
+	if fw.err != nil {
+		return fw.sent, ended, err, false
+	}
+	if whole(ended, err) && len(fw.pending) > 0 {
+		m, ok := sendLines(ctx, c, string(fw.pending), true)
+		fw.sent += m
+		if !ok {
+			return fw.sent, ended, err, false
+		}
+	}
+	return fw.sent, ended, err, true
 }
 
 // readLogFrom is attempt n's log from byte skip on (ReadLogFrom, else ReadLog's text cut there: a copy shorter
