@@ -375,6 +375,25 @@ func (d *Door) logs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if t.LatestAttemptNo > 0 && d.CopyLogFrom != nil {
+		// Streamed as it is read (a training's log may be gigabytes): the same JSON as writeJSON's.
+		jw := &jsonLogWriter{w: w}
+		_, _, err := d.CopyLogFrom(r.Context(), t.ID, t.LatestAttemptNo, 0, jw)
+		if jw.werr != nil {
+			return nil // the client went away
+		}
+		if err != nil && jw.started {
+			// Part of the log was answered with 200: cut the answer off, so that the client fails rather than take
+			// part of the log for all of it.
+			d.Logger.Warn("logs: the log could not be read to its end", "task_id", t.ID, "attempt_no",
+				t.LatestAttemptNo, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+		if err != nil && mvp.ErrorCode(err) != mvp.CodeNotFound {
+			return err
+		}
+		return jw.end()
+	}
 	text := ""
 	if t.LatestAttemptNo > 0 {
 		text, _, err = d.ReadLog(r.Context(), t.ID, t.LatestAttemptNo)
@@ -385,6 +404,81 @@ func (d *Door) logs(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	writeJSON(w, map[string]string{"logs": text})
+	return nil
+}
+
+// jsonLogWriter writes the answer {"logs": <what is written to it>} as writeJSON would write it, as the log
+// comes: the status and the answer's beginning with the first bytes, each piece encoded as encoding/json encodes
+// a string (a byte that is not UTF-8 as U+FFFD), a character cut between two writes held until it is whole.
+type jsonLogWriter struct {
+	w       http.ResponseWriter
+	started bool
+	held    []byte
+	werr    error // writing to the client failed
+}
+
+// jsonLogPiece bounds what is encoded at once.
+const jsonLogPiece = 64 << 10
+
+func (j *jsonLogWriter) start() error {
+	if j.started {
+		return nil
+	}
+	j.started = true
+	j.w.Header().Set("Content-Type", "application/json")
+	j.w.WriteHeader(http.StatusOK)
+	_, j.werr = io.WriteString(j.w, `{"logs":"`)
+	return j.werr
+}
+
+func (j *jsonLogWriter) Write(p []byte) (int, error) {
+	if err := j.start(); err != nil {
+		return 0, err
+	}
+	for done := 0; done < len(p); {
+		k := min(len(p)-done, jsonLogPiece)
+		buf := append(j.held, p[done:done+k]...)
+		cut := len(buf)
+		// A character whose first bytes end this piece waits for the rest.
+		for i := len(buf) - 1; i >= 0 && i >= len(buf)-utf8.UTFMax+1; i-- {
+			if utf8.RuneStart(buf[i]) {
+				if !utf8.FullRune(buf[i:]) {
+					cut = i
+				}
+				break
+			}
+		}
+		if err := j.encode(buf[:cut]); err != nil {
+			return done, err
+		}
+		j.held = append(j.held[:0:0], buf[cut:]...)
+		done += k
+	}
+	return len(p), nil
+}
+
+// encode writes b as the inside of a JSON string.
+func (j *jsonLogWriter) encode(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	q, err := json.Marshal(string(b))
+	if err != nil {
+		return fmt.Errorf("encode the log: %w", err)
+	}
+	_, j.werr = j.w.Write(q[1 : len(q)-1])
+	return j.werr
+}
+
+// end writes what is held and the answer's end (the whole answer when nothing was written).
+func (j *jsonLogWriter) end() error {
+	if err := j.start(); err != nil {
+		return nil // the client went away
+	}
+	if err := j.encode(j.held); err != nil {
+		return nil
+	}
+	_, _ = io.WriteString(j.w, "\"}\n")
 	return nil
 }
 

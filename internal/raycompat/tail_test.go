@@ -1,6 +1,7 @@
 package raycompat
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -533,4 +534,33 @@ func doorTaskAt(t *testing.T, db *sqlite.DB, suffix, sid string, state mvp.State
 		}
 	}
 	return task
+}
+
+// TestALogAnsweredAsItComesIsTheJSONOfTheWholeLog: however the log is cut into writes (a character of several
+// bytes between two of them, a byte that is not UTF-8, one cut character at the very end), the streamed answer is
+// byte for byte what writeJSON makes of the whole log.
+func TestALogAnsweredAsItComesIsTheJSONOfTheWholeLog(t *testing.T) {
+	logs := []string{"", "plain\n", "é✓🚀 <b>&\x00\t\"\\ \u2028\n", "bad \xff\xfe bytes \xe2\x9c", "\xf0\x9f\x9a",
+		strings.Repeat("ü", jsonLogPiece) + "x"}
+	for _, log := range logs {
+		var want bytes.Buffer
+		rec := httptest.NewRecorder()
+		writeJSON(rec, map[string]string{"logs": log})
+		want.Write(rec.Body.Bytes())
+		for _, size := range []int{1, 2, 3, 5, 7, len(log) + 1} {
+			rec := httptest.NewRecorder()
+			jw := &jsonLogWriter{w: rec}
+			for i := 0; i < len(log); i += size {
+				if _, err := jw.Write([]byte(log[i:min(i+size, len(log))])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := jw.end(); err != nil {
+				t.Fatal(err)
+			}
+			if got := rec.Body.String(); got != want.String() || rec.Code != http.StatusOK {
+				t.Errorf("log %q in writes of %d: %d %q; want %q", mvp.Clip(log, 30), size, rec.Code, mvp.Clip(got, 80), mvp.Clip(want.String(), 80))
+			}
+		}
+	}
 }
