@@ -169,6 +169,15 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 		if err := checkSubmissionID(req.SubmissionID); err != nil {
 			return err
 		}
+		// find takes an attempt's Ray submission id for its job: taken, as a task id is (CreateTask).
+		if taskID, _, ok := attemptOf(req.SubmissionID); ok {
+			if _, err := d.Store.GetTask(r.Context(), taskID); err == nil {
+				return mvp.Errorf(mvp.CodeConflict, "submission_id", "Job with submission_id %s already exists (it names "+
+					"an attempt of job %s). Please use a different submission_id.", shown(req.SubmissionID), taskID)
+			} else if mvp.ErrorCode(err) != mvp.CodeNotFound {
+				return fmt.Errorf("submit ray job: %w", err)
+			}
+		}
 	}
 	now := d.Clock.Now().UTC()
 	var t *mvp.Task

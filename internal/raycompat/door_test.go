@@ -755,3 +755,25 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestASubmissionIDNamingAnAttemptIsRefused: the door finds a job by its attempts' Ray submission ids
+// (<task_id>--a01), so a new job taking such an id as its submission id would shadow the job it names there, as
+// one taking a task id would: it is refused the same way (409), for any attempt of a task that exists.
+func TestASubmissionIDNamingAnAttemptIsRefused(t *testing.T) {
+	ray := servicetest.NewRay()
+	d, _ := startDoor(t, ray, 4)
+	d.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"echo hi","submission_id":"named-2"}`), nil)
+	s := waitSubmissions(t, ray, 1)[0]
+	taskID := strings.TrimSuffix(s.SubmissionID, "--a01")
+	for _, id := range []string{s.SubmissionID, taskID + "--a07"} {
+		code, b := d.do("POST", "/api/jobs/", []byte(`{"entrypoint":"echo x","submission_id":"`+id+`"}`))
+		if code != http.StatusConflict || !strings.Contains(string(b), "already exists") {
+			t.Errorf("submission_id %s: %d %s; want 409 already exists", id, code, b)
+		}
+	}
+	if j := d.job(s.SubmissionID); j.SubmissionID != "named-2" {
+		t.Errorf("GET /api/jobs/%s: %+v; want job named-2", s.SubmissionID, j)
+	}
+	// An id of that form naming no task is anyone's.
+	d.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"echo y","submission_id":"no-such-task--a01"}`), nil)
+}
