@@ -1455,8 +1455,13 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 	ended := a.RayStatus.Terminal()
 	if ended && a.LogKept {
 		// The folder holds the whole log only once it is kept; before, it may hold the running log's last copy.
-		if m, err := s.Files.CopyLog(id, n, skip, w); err == nil {
+		m, err := s.Files.CopyLog(id, n, skip, w)
+		if err == nil {
 			return m, true, nil
+		}
+		if m > 0 {
+			// Cut short part way: copying again from elsewhere would write those bytes twice.
+			return m, true, mvp.Errorf(mvp.CodeUnavailable, "", "the kept copy of the log was cut short: %v", err)
 		}
 	}
 	// The file on the driver's node, byte for byte (the job server's copy fails on a byte that is not UTF-8).
@@ -1468,6 +1473,9 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 		}
 		if m, ferr := s.Files.CopyLog(id, n, skip, w); ferr == nil {
 			return m, ended, nil
+		} else if m > 0 {
+			return m, ended, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's log could not be read (%v), and the folder's copy "+
+				"was cut short: %v", err, ferr)
 		}
 		if errors.Is(err, mvp.ErrJobNotFound) {
 			if t.State.Waiting() || t.State == mvp.StateSubmitting {
