@@ -324,3 +324,32 @@ func TestBackupToARelativePathThroughDocker(t *testing.T) {
 		t.Errorf("backup.sh to a relative path, MVP_LOCAL=1: %v %s", err, out)
 	}
 }
+
+// TestTheEndOfTheLogIsThisStartsOwn: when the service start.sh started exits at once, start.sh shows the end of
+// its log; the log is appended across starts, so a run that wrote few lines showed the last lines of an earlier
+// run too (a crash of last week as if it were today's). Only what this start added is shown.
+func TestTheEndOfTheLogIsThisStartsOwn(t *testing.T) {
+	r := newRig(t)
+	logPath := filepath.Join(r.dir, "home", "logs", "mvp.log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(logPath, []byte("an earlier run's last line: OLD-RUN-MARKER\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(r.dir, "home", "configs", "dev.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(b, "  auth: {token_env: MVP_OPS_TOKEN}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := r.run("start.sh")
+	if code == 0 || !strings.Contains(out, "the end of its log") || !strings.Contains(out, "MVP_OPS_TOKEN") {
+		t.Fatalf("start.sh of a service that exits at once: %d %s", code, out)
+	}
+	if strings.Contains(out, "OLD-RUN-MARKER") {
+		t.Errorf("start.sh showed an earlier run's log as this start's:\n%s", out)
+	}
+}

@@ -45,6 +45,7 @@ if running="$(bash -c "$pid_of" mvp "$pidfile" "$bin")"; then echo "$running"; e
 args=(serve --config "$cfg")
 [[ -n "$db" ]] && args+=(--db-path "$db")
 cd "$(dirname "$(dirname "$bin")")"
+from=$(( $( { wc -c <"$log"; } 2>/dev/null || echo 0) + 1 )) # where the lines of this start begin in the log
 nohup setsid "$bin" "${args[@]}" >>"$log" 2>&1 </dev/null 9>&- &
 pid=$!
 echo "$pid" >"$pidfile"
@@ -53,9 +54,11 @@ for _ in {1..50}; do
   [[ "$cmd" == "$bin serve "* ]] && break
   sleep 0.1
 done
-echo "$pid"'
+echo "$pid $from"'
 rc=0
-pid="$(in_target "$START" "$MVP_BIN" "$MVP_CONFIG" "$MVP_LOG" "$MVP_PIDFILE" "$MVP_DB_PATH" "$PID_OF")" || rc=$?
+out="$(in_target "$START" "$MVP_BIN" "$MVP_CONFIG" "$MVP_LOG" "$MVP_PIDFILE" "$MVP_DB_PATH" "$PID_OF")" || rc=$?
+from=1
+read -r pid from <<<"$out" || true
 if (( rc == 3 )); then
   echo "mvp: already running (pid $pid)"
   exit 0
@@ -75,7 +78,7 @@ while :; do
   if ! running_pid >/dev/null; then
     echo "mvp: the service exited; the end of its log:" >&2
     # shellcheck disable=SC2016
-    tail="$(in_target 'tail -n 20 "$1"' "$MVP_LOG")" || true
+    tail="$(in_target 'tail -c +"$2" "$1" | tail -n 20' "$MVP_LOG" "${from:-1}")" || true # this start's lines only
     printf '%s\n' "$tail" >&2
     env_hint "${tail##*$'\n'}"
     exit 1
