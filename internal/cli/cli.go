@@ -181,7 +181,7 @@ var verbHelp = map[string]string{
 	"logs":     "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
 	"cancel":   "mvp cancel TASK_ID [TASK_ID …]\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
 	"events":   "mvp events TASK_ID [--limit N] [--cursor C]\n  e.g. mvp events mvp2-ppo-20251223-143201-7f3a -o yaml",
-	"resubmit": "mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]\n  e.g. mvp resubmit mvp2-ppo-20251223-143201-7f3a --resume -e overrides=trainer.total_epochs=2",
+	"resubmit": "mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]\n  e.g. mvp resubmit mvp2-ppo-20251223-143201-7f3a --resume -e overrides=trainer.total_epochs=2\n  the next segment of a running training, started once it ends: mvp resubmit mvp2-ppo-20251223-143201-7f3a --resume -e after_any=mvp2-ppo-20251223-143201-7f3a",
 	"results": "mvp results TASK_ID [--get PATH [-o FILE]]\n  e.g. mvp results mvp2-ppo-20251223-143201-7f3a --get a01/summary.json -o summary.json" +
 		"\n  (with --get, -o names the file to write, default standard output)",
 }
