@@ -182,11 +182,6 @@ func (s *Server) Handler() http.Handler {
 	}
 	if d := s.RayDoor; d != nil {
 		d.ReadLog, d.NewID = s.readLog, NewTaskID
-		d.ReadLogFrom = func(ctx context.Context, id string, n int, skip int64) (string, bool, error) {
-			var b strings.Builder
-			_, ended, err := s.copyLog(ctx, id, n, skip, &b)
-			return b.String(), ended, err
-		}
 		d.CopyLogFrom = s.copyLog
 		d.FollowLogFrom = s.followLog
 		d.Cancel = func(ctx context.Context, t *mvp.Task) (*mvp.Task, error) { return s.cancel(ctx, t, "ray door") }

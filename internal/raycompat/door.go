@@ -47,14 +47,12 @@ type Door struct {
 	Cancel func(ctx context.Context, t *mvp.Task) (*mvp.Task, error)
 	// ReadLog returns attempt n's driver log and whether the attempt has ended.
 	ReadLog func(ctx context.Context, taskID string, n int) (string, bool, error)
-	// ReadLogFrom is ReadLog from byte skip on (a tail reads only what it has not sent); nil means ReadLog's text
-	// cut at skip.
-	ReadLogFrom func(ctx context.Context, taskID string, n int, skip int64) (string, bool, error)
 	// CopyLogFrom writes attempt n's log from byte skip on to w, streamed, and returns the bytes written and whether
-	// the attempt has ended (a tail sends an ended log so, never holding it whole); nil means ReadLogFrom.
+	// the attempt has ended (the logs answer and a tail send a log so, never holding it whole); nil means ReadLog's
+	// text (cut at skip).
 	CopyLogFrom func(ctx context.Context, taskID string, n int, skip int64, w io.Writer) (int64, bool, error)
 	// FollowLogFrom writes attempt n's log from byte skip on to w as it grows, for as long as one stream from Ray
-	// lasts or until the attempt ends (then the log whole; ended); nil means a tail polls ReadLogFrom.
+	// lasts or until the attempt ends (then the log whole; ended); nil means a tail polls the log.
 	FollowLogFrom func(ctx context.Context, taskID string, n int, skip int64, w io.Writer) (wrote int64, ended, streamed bool, err error)
 	// NewID makes a task id (try counts collisions).
 	NewID  func(w mvp.Workload, now time.Time, try int) string

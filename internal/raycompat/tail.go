@@ -47,7 +47,7 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 			if attempt > 0 {
 				// The attempt followed has ended and the task runs again: the rest of its log first (its last
 				// lines are often the traceback that ended it), the last one without its newline too.
-				_, _, err, ok := d.sendLogFrom(ctx, c, cur.ID, attempt, sent, func(bool, error) bool { return true })
+				_, ok, err := d.sendLogFrom(ctx, c, cur.ID, attempt, sent, func(bool, error) bool { return true })
 				if !ok || ctx.Err() != nil {
 					return nil
 				}
@@ -71,7 +71,7 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 				d.Logger.Info("log tail: log not readable yet", "task_id", cur.ID, "attempt_no", n, "err", err)
 			}
 		} else if n > 0 {
-			m, _, err, ok := d.sendLogFrom(ctx, c, cur.ID, n, sent, func(ended bool, err error) bool {
+			m, ok, err := d.sendLogFrom(ctx, c, cur.ID, n, sent, func(ended bool, err error) bool {
 				done = cur.State.Terminal() && (ended || err != nil)
 				return done
 			})
@@ -172,39 +172,36 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 // sendLogFrom sends attempt n's log from byte skip on as frames of whole lines, and its last line without its
 // newline too when whole (given whether the attempt has ended and the read's error) says so. With CopyLogFrom the
 // log is streamed through the frames, never held whole (an ended training's log may be gigabytes); else it is
-// ReadLogFrom's text, of which nothing is sent when the read fails. It returns the bytes of the log sent (the next
-// read skips them), whether the attempt has ended, the read's error, and false when the client went away.
+// ReadLog's text, of which nothing is sent when the read fails. It returns the bytes of the log sent (the next
+// read skips them), false when the client went away, and the read's error.
 func (d *Door) sendLogFrom(ctx context.Context, c *websocket.Conn, taskID string, n int, skip int64,
-	whole func(ended bool, err error) bool) (int64, bool, error, bool) {
+	whole func(ended bool, err error) bool) (int64, bool, error) {
 	if d.CopyLogFrom == nil {
 		text, ended, err := d.readLogFrom(ctx, taskID, n, skip)
 		if err != nil {
 			text = "" // nothing new this time; the next poll reads again
 		}
 		m, ok := sendLines(ctx, c, text, whole(ended, err))
-		return m, ended, err, ok
+		return m, ok, err
 	}
 	fw := &frameWriter{ctx: ctx, c: c}
 	_, ended, err := d.CopyLogFrom(ctx, taskID, n, skip, fw)
 	if fw.err != nil {
-		return fw.sent, ended, err, false
+		return fw.sent, false, err
 	}
 	if whole(ended, err) && len(fw.pending) > 0 {
 		m, ok := sendLines(ctx, c, string(fw.pending), true)
 		fw.sent += m
 		if !ok {
-			return fw.sent, ended, err, false
+			return fw.sent, false, err
 		}
 	}
-	return fw.sent, ended, err, true
+	return fw.sent, true, err
 }
 
-// readLogFrom is attempt n's log from byte skip on (ReadLogFrom, else ReadLog's text cut there: a copy shorter
-// than skip, an older one, gives nothing new).
+// readLogFrom is attempt n's log from byte skip on: ReadLog's text cut there (a copy shorter than skip, an older
+// one, gives nothing new).
 func (d *Door) readLogFrom(ctx context.Context, taskID string, n int, skip int64) (string, bool, error) {
-	if d.ReadLogFrom != nil {
-		return d.ReadLogFrom(ctx, taskID, n, skip)
-	}
 	text, ended, err := d.ReadLog(ctx, taskID, n)
 	if err != nil || int64(len(text)) <= skip {
 		return "", ended, err
