@@ -589,49 +589,10 @@ func TestATailOfAnEndedLogDoesNotHoldItWhole(t *testing.T) {
 	line := strings.Repeat("x", 1023) + "\n"
 	ray.AddLog(s.SubmissionID, strings.Repeat(line, 64<<10)+"the last line, without its newline")
 	ray.Set(s.SubmissionID, mvp.RaySucceeded)
-	j := d.waitStatus("big-1", "SUCCEEDED", "")
 	// Once the log is kept in the task folder (shortly after the end), as a tail of an ended job mostly finds it.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var task struct {
-			Attempts []struct {
-				LogKept bool `json:"log_kept"`
-			} `json:"attempts"`
-		}
-		_, b := d.do("GET", "/../api/v2/tasks/"+j.Metadata["mvp.task_id"], nil)
-		if json.Unmarshal(b, &task) == nil && len(task.Attempts) == 1 && task.Attempts[0].LogKept {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the log was never kept")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	d.waitLogKept(d.waitStatus("big-1", "SUCCEEDED", ""))
 
-	// Garbage counts in the heap in use until a collection: collect early, so that what is measured is what is held.
-	defer debug.SetGCPercent(debug.SetGCPercent(5))
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			if m.HeapInuse > peak.Load() {
-				peak.Store(m.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-	}()
+	heap := sampleHeap()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ws := "ws" + strings.TrimPrefix(d.base, "http") + "/api/jobs/big-1/logs/tail"
@@ -654,13 +615,11 @@ func TestATailOfAnEndedLogDoesNotHoldItWhole(t *testing.T) {
 		n += len(b)
 		last = string(b)
 	}
-	close(stop)
-	<-sampled
+	grew := heap.growth()
 	want := len("log of "+s.SubmissionID+"\n") + 64<<20 + len("the last line, without its newline")
 	if n != want || !strings.HasSuffix(last, "the last line, without its newline") {
 		t.Errorf("tailed %d bytes ending %q; want %d ending with the last line", n, mvp.Clip(last, 40), want)
 	}
-	grew := int64(peak.Load()) - int64(base)
 	t.Logf("the heap in use grew by %d MiB", grew>>20)
 	if grew > 32<<20 {
 		t.Errorf("the heap in use grew by %d MiB while a 64 MiB log was tailed; want it streamed (< 32 MiB)", grew>>20)
@@ -679,46 +638,9 @@ func TestTheLogsOfAnEndedJobAreNotHeldWhole(t *testing.T) {
 	line := strings.Repeat("é<", 341) + "\n" // 1024 bytes: characters of two bytes, and one JSON escapes
 	ray.AddLog(s.SubmissionID, strings.Repeat(line, 64<<10)+"end")
 	ray.Set(s.SubmissionID, mvp.RaySucceeded)
-	j := d.waitStatus("big-2", "SUCCEEDED", "")
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var task struct {
-			Attempts []struct {
-				LogKept bool `json:"log_kept"`
-			} `json:"attempts"`
-		}
-		_, b := d.do("GET", "/../api/v2/tasks/"+j.Metadata["mvp.task_id"], nil)
-		if json.Unmarshal(b, &task) == nil && len(task.Attempts) == 1 && task.Attempts[0].LogKept {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the log was never kept")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	d.waitLogKept(d.waitStatus("big-2", "SUCCEEDED", ""))
 
-	defer debug.SetGCPercent(debug.SetGCPercent(5))
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
-	var peak atomic.Uint64
-	stop, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			if m.HeapInuse > peak.Load() {
-				peak.Store(m.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-	}()
+	heap := sampleHeap()
 	req, _ := http.NewRequest("GET", d.base+"/api/jobs/big-2/logs", nil)
 	req.Header.Set("Authorization", "Bearer "+d.token)
 	resp, err := http.DefaultClient.Do(req)
@@ -729,8 +651,7 @@ func TestTheLogsOfAnEndedJobAreNotHeldWhole(t *testing.T) {
 	h := &tailBuffer{}
 	n, err := io.Copy(h, resp.Body)
 	resp.Body.Close()
-	close(stop)
-	<-sampled
+	grew := heap.growth()
 	if resp.StatusCode != http.StatusOK || err != nil {
 		t.Fatalf("logs: %d %v", resp.StatusCode, err)
 	}
@@ -738,11 +659,74 @@ func TestTheLogsOfAnEndedJobAreNotHeldWhole(t *testing.T) {
 	if n != int64(len(want))+1 || !bytes.HasSuffix(want, bytes.TrimSuffix(h.last, []byte("\n"))[len(h.last)-200:]) {
 		t.Errorf("answer of %d bytes ending %q; want %d ending %q", n, h.last, len(want)+1, want[len(want)-100:])
 	}
-	grew := int64(peak.Load()) - int64(base)
 	t.Logf("the heap in use grew by %d MiB", grew>>20)
 	if grew > 32<<20 {
 		t.Errorf("the heap in use grew by %d MiB while a 64 MiB log was answered; want it streamed (< 32 MiB)", grew>>20)
 	}
+}
+
+// waitLogKept waits until the door job j's attempt has its log kept in the task folder (shortly after its end).
+func (d *door) waitLogKept(j details) {
+	d.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var task struct {
+			Attempts []struct {
+				LogKept bool `json:"log_kept"`
+			} `json:"attempts"`
+		}
+		_, b := d.do("GET", "/../api/v2/tasks/"+j.Metadata["mvp.task_id"], nil)
+		if json.Unmarshal(b, &task) == nil && len(task.Attempts) == 1 && task.Attempts[0].LogKept {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatal("the log was never kept")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// heapSampler follows the peak of the heap in use from its start (sampleHeap) until growth.
+type heapSampler struct {
+	base    uint64
+	peak    atomic.Uint64
+	stop    chan struct{}
+	sampled chan struct{}
+	gc      int
+}
+
+// sampleHeap starts sampling the heap in use every 2 ms. Garbage counts in the heap in use until a collection:
+// it collects early (GOGC 5 until growth), so that what is measured is what is held.
+func sampleHeap() *heapSampler {
+	h := &heapSampler{stop: make(chan struct{}), sampled: make(chan struct{}), gc: debug.SetGCPercent(5)}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	h.base = ms.HeapInuse
+	go func() {
+		defer close(h.sampled)
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > h.peak.Load() {
+				h.peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-h.stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	return h
+}
+
+// growth stops the sampling and returns the peak's growth over the start, in bytes.
+func (h *heapSampler) growth() int64 {
+	close(h.stop)
+	<-h.sampled
+	debug.SetGCPercent(h.gc)
+	return int64(h.peak.Load()) - int64(h.base)
 }
 
 // tailBuffer keeps the last 256 bytes written to it.
