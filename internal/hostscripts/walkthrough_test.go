@@ -136,14 +136,7 @@ func TestMissingBinaryOrConfigNamesTheSetting(t *testing.T) {
 // $MVP_INTERNAL_TOKEN. Both must name MVP_TOKEN_ENV, the setting that hands the variable over.
 func TestARenamedTokenVariableNamesMVP_TOKEN_ENV(t *testing.T) {
 	r := newRig(t)
-	cfg := filepath.Join(r.dir, "home", "configs", "dev.yaml")
-	b, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfg, append(b, "  auth: {token_env: MVP_OPS_TOKEN}\n"...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	renameTokenVariable(t, r)
 	out, code := r.run("start.sh")
 	if code == 0 || !strings.Contains(out, "MVP_TOKEN_ENV=MVP_OPS_TOKEN") {
 		t.Errorf("start.sh, v2.auth.token_env MVP_OPS_TOKEN: %d %s", code, out)
@@ -337,6 +330,20 @@ func TestTheEndOfTheLogIsThisStartsOwn(t *testing.T) {
 	if err := os.WriteFile(logPath, []byte("an earlier run's last line: OLD-RUN-MARKER\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	renameTokenVariable(t, r)
+	out, code := r.run("start.sh")
+	if code == 0 || !strings.Contains(out, "the end of its log") || !strings.Contains(out, "MVP_OPS_TOKEN") {
+		t.Fatalf("start.sh of a service that exits at once: %d %s", code, out)
+	}
+	if strings.Contains(out, "OLD-RUN-MARKER") {
+		t.Errorf("start.sh showed an earlier run's log as this start's:\n%s", out)
+	}
+}
+
+// renameTokenVariable makes the rig's dev.yaml name MVP_OPS_TOKEN as the API token's variable (v2.auth.token_env),
+// which the host scripts do not hand over unless told.
+func renameTokenVariable(t *testing.T, r *rig) {
+	t.Helper()
 	cfg := filepath.Join(r.dir, "home", "configs", "dev.yaml")
 	b, err := os.ReadFile(cfg)
 	if err != nil {
@@ -344,12 +351,5 @@ func TestTheEndOfTheLogIsThisStartsOwn(t *testing.T) {
 	}
 	if err := os.WriteFile(cfg, append(b, "  auth: {token_env: MVP_OPS_TOKEN}\n"...), 0o644); err != nil {
 		t.Fatal(err)
-	}
-	out, code := r.run("start.sh")
-	if code == 0 || !strings.Contains(out, "the end of its log") || !strings.Contains(out, "MVP_OPS_TOKEN") {
-		t.Fatalf("start.sh of a service that exits at once: %d %s", code, out)
-	}
-	if strings.Contains(out, "OLD-RUN-MARKER") {
-		t.Errorf("start.sh showed an earlier run's log as this start's:\n%s", out)
 	}
 }
