@@ -116,6 +116,12 @@ func TestScheduleReplaceStopsThePreviousRun(t *testing.T) {
 	if by != "schedule replace" {
 		t.Errorf("%s's CANCEL_REQUESTED names %q, want \"schedule replace\"", replaced.ID, by)
 	}
+	// mvp canceled it, not a user: the task and its stopped attempt say so.
+	if !strings.Contains(replaced.ErrorSummary, "the next run of schedule replace") ||
+		!strings.HasPrefix(replaced.Attempts[0].Message, "canceled: replaced by ") {
+		t.Errorf("%s: error_summary %q, attempt message %q; want both to say a newer run of the schedule replaced it",
+			replaced.ID, replaced.ErrorSummary, replaced.Attempts[0].Message)
+	}
 	if _, _, err := s.c.SetSchedulePaused(ctxT(t), "replace", true); err != nil {
 		t.Fatal(err)
 	}

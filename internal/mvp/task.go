@@ -45,7 +45,8 @@ type Task struct {
 	// however many attempts it had (QueuedUntil). Read by the store, not stored; false for a task that does not
 	// wait.
 	Ran bool `json:"-"`
-	// ErrorSummary says in a line why the task failed, or why mvp canceled it (a failed after_ok dependency).
+	// ErrorSummary says in a line why the task failed, or why mvp canceled it (a failed after_ok dependency, a
+	// schedule's newer run replacing it).
 	ErrorSummary string `json:"error_summary"`
 	// HeartbeatTimeoutS: a running attempt whose progress file has not changed for this long is stopped
 	// (HEARTBEAT_LOST); 0 = no heartbeat is required.

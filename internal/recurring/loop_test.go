@@ -193,6 +193,9 @@ func TestLoopOverlap(t *testing.T) {
 	}
 	if got, _ := h.db.GetTask(context.Background(), second); got.State != mvp.StateCanceled {
 		t.Errorf("the replaced task is %s", got.State)
+	} else if want := "replaced by " + ids[0] + ", the next run of schedule nightly (overlap: replace)"; got.ErrorSummary != want {
+		// mvp canceled it, not its user: the task (and its attempt's message, scheduler.Conclude) says why.
+		t.Errorf("the replaced task's error_summary is %q, want %q", got.ErrorSummary, want)
 	}
 }
 

@@ -113,6 +113,9 @@ func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p
 	switch {
 	case t.State == mvp.StateCanceled:
 		up.Message = "canceled by user"
+		if t.ErrorSummary != "" { // mvp canceled it (a schedule's newer run replaced it): say why
+			up.Message = cut("canceled: " + t.ErrorSummary)
+		}
 		return Outcome{Verdict: Close, To: t.State, Attempt: up, EventType: mvp.EventRayStatusSync, EventPayload: payload}
 	case info.Status == mvp.RaySucceeded:
 		up.FailureKind = mvp.FailureNone

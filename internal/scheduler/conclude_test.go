@@ -22,6 +22,8 @@ func TestConclude(t *testing.T) {
 		to      mvp.State
 		kind    mvp.FailureKind
 		summary string // part of ErrorSummary, PendingReason or the attempt's message
+		// why mvp canceled the task (its error_summary), when it did
+		canceledFor string
 	}
 	base := mvp.Attempt{TaskID: "t", No: 1, RaySubmissionID: "t--a01", CreatedAt: t0.Add(-10 * time.Second)}
 	judged := base
@@ -64,6 +66,10 @@ func TestConclude(t *testing.T) {
 		{name: "a canceled task's ended job only closes the attempt", state: mvp.StateCanceled, att: seen,
 			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayStopped}},
 			verdict: Close, to: mvp.StateCanceled, summary: "canceled by user"},
+		{name: "a task mvp canceled says why on its attempt, not that a user did", state: mvp.StateCanceled, att: seen,
+			canceledFor: "replaced by t2, the next run of schedule nightly (overlap: replace)",
+			r:           Report{Info: &mvp.JobInfo{Status: mvp.RayStopped}},
+			verdict:     Close, to: mvp.StateCanceled, summary: "canceled: replaced by t2, the next run of schedule nightly"},
 		{name: "a node lost under the run: INFRA requeue at once", state: mvp.StateRunning, att: seen,
 			r:       Report{Info: &mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_SUPERVISOR_ACTOR_DIED", Message: nodeDied}},
 			verdict: Transition, to: mvp.StatePendingResources, kind: mvp.FailureInfra, summary: "retry 1 of 1"},
@@ -101,7 +107,7 @@ func TestConclude(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			task := &mvp.Task{ID: "t", State: c.state, LatestAttemptNo: 1}
+			task := &mvp.Task{ID: "t", State: c.state, LatestAttemptNo: 1, ErrorSummary: c.canceledFor}
 			att := c.att
 			o := Conclude(t0, task, &att, c.r, c.h, rp)
 			if o.Verdict != c.verdict || o.To != c.to || o.Attempt.FailureKind != c.kind {

@@ -241,7 +241,10 @@ func (w *wtx) cancelReplaced(r mvp.ScheduleRun, at time.Time) (was mvp.State, er
 	if state.Terminal() {
 		return "", nil
 	}
-	p, err := prepareChange(mvp.Change{TaskID: r.Replace, From: state, To: mvp.StateCanceled, At: at,
+	// mvp cancels it, not its user: its error_summary says why (and so does its attempt's message once its Ray
+	// job has stopped: scheduler.Conclude).
+	why := fmt.Sprintf("replaced by %s, the next run of schedule %s (overlap: replace)", r.Task.ID, r.Name)
+	p, err := prepareChange(mvp.Change{TaskID: r.Replace, From: state, To: mvp.StateCanceled, At: at, ErrorSummary: &why,
 		EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": "schedule " + r.Name}})
 	if err != nil {
 		return "", err
