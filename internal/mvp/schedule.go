@@ -78,6 +78,9 @@ type ScheduleRun struct {
 	// Replaced, when not nil, is set by the store once the run is written: the state Replace was canceled from,
 	// or "" when the run did not cancel it (it had ended, or is gone).
 	Replaced *State
+	// NotReplacedOutcome, when set, is recorded instead of Outcome when the run canceled nothing because Replace
+	// had ended (or is gone) by the time the run was written.
+	NotReplacedOutcome string
 }
 
 // ScheduleStore keeps recurring schedules and the links from a schedule to the tasks it made.

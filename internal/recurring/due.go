@@ -101,6 +101,9 @@ type Decision struct {
 	Submit bool
 	// Outcome says in words what the run does (the loop completes it with the new task's id).
 	Outcome string
+	// EndedOutcome, with Cancel, is the Outcome to record instead should the previous task end before the run is
+	// written (then there is nothing to cancel).
+	EndedOutcome string
 	// Next is the scheduled time after this decision: after FireAt when a run is due, else the next one; zero
 	// while paused.
 	Next time.Time
@@ -139,11 +142,16 @@ func Due(in Input) Decision {
 	case s.Overlap == mvp.OverlapReplace:
 		d.Cancel = in.Previous.ID
 		d.Outcome = fmt.Sprintf("canceled the previous task %s (%s) and submitted (overlap: replace)", in.Previous.ID, in.Previous.State)
+		d.EndedOutcome = fmt.Sprintf("submitted (overlap: replace; the previous task %s had ended before this run could cancel it)", in.Previous.ID)
 	default:
 		d.Outcome = fmt.Sprintf("submitted while the previous task %s is still %s (overlap: queue)", in.Previous.ID, in.Previous.State)
 	}
 	if missed > 0 {
-		d.Outcome += fmt.Sprintf("; one catch-up run for %d scheduled times that passed before a run could be made (mvp stopped, or too busy to run each)", missed+1)
+		catchUp := fmt.Sprintf("; one catch-up run for %d scheduled times that passed before a run could be made (mvp stopped, or too busy to run each)", missed+1)
+		d.Outcome += catchUp
+		if d.EndedOutcome != "" {
+			d.EndedOutcome += catchUp
+		}
 	}
 	return d
 }

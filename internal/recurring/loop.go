@@ -164,6 +164,9 @@ func (l *Loop) one(ctx context.Context, s *mvp.Schedule) error {
 		t.ID = l.NewID(t.Workload, now, try)
 		run.Task = t
 		run.Outcome = outcome + " " + t.ID
+		if d.EndedOutcome != "" {
+			run.NotReplacedOutcome = d.EndedOutcome + " " + t.ID
+		}
 		err = l.Schedules.RecordScheduleRun(ctx, run)
 		if !errors.Is(err, mvp.ErrConflict) || try >= 16 {
 			break

@@ -409,3 +409,30 @@ func TestLoopReplaceLogsTheCancel(t *testing.T) {
 		t.Errorf("the log says the run canceled %s, which its user had canceled:\n%s", second, buf.String())
 	}
 }
+
+// TestLoopReplaceOfATaskThatEndedMeanwhileSaysSo: the previous task ended (its user canceled it, or its run
+// ended) after the run read it and before the run's transaction, so the run canceled nothing; its last_outcome
+// still said it had canceled the previous task.
+func TestLoopReplaceOfATaskThatEndedMeanwhileSaysSo(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.create(t, "nightly", "@every 1m", mvp.OverlapReplace)
+	h.pass(t, "2026-01-01T10:01:00Z")
+	first := h.tasks(t)[0]
+	h.loop.Admit = func(context.Context, *mvp.Task, *mvp.Task) error {
+		return h.db.Apply(ctx, mvp.Change{TaskID: first, From: mvp.StateQueued, To: mvp.StateCanceled,
+			At: h.clock.Now(), EventType: mvp.EventCancelRequested, EventPayload: map[string]any{"by": "api"}})
+	}
+	s := h.pass(t, "2026-01-01T10:02:00Z")
+	ids := h.tasks(t)
+	if len(ids) != 2 {
+		t.Fatalf("tasks %v, want a second", ids)
+	}
+	if strings.Contains(s.LastOutcome, "canceled the previous task") ||
+		!strings.Contains(s.LastOutcome, first+" had ended before this run") || !strings.Contains(s.LastOutcome, ids[0]) {
+		t.Errorf("last_outcome %q; want it to say %s had ended before this run, and name %s", s.LastOutcome, first, ids[0])
+	}
+	if got, _ := h.db.GetTask(ctx, first); got.ErrorSummary != "" {
+		t.Errorf("the task its user canceled says %q", got.ErrorSummary)
+	}
+}

@@ -191,6 +191,12 @@ func (db *DB) RecordScheduleRun(ctx context.Context, r mvp.ScheduleRun) error {
 			if replaced, err = w.cancelReplaced(r, orNow(r.Task.CreatedAt)); err != nil {
 				return err
 			}
+			if replaced == "" && r.NotReplacedOutcome != "" { // it ended since the run read it
+				if _, err := w.exec(`UPDATE schedules SET last_outcome = ? WHERE owner = ? AND name = ?`,
+					r.NotReplacedOutcome, mvp.OwnerName(r.Owner), r.Name); err != nil {
+					return fmt.Errorf("record run: %w", err)
+				}
+			}
 		}
 		if err := w.withinMaxWaiting(r.Task); err != nil {
 			return err
