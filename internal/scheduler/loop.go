@@ -329,6 +329,12 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 			return fmt.Errorf("sync attempts: %w", ctx.Err())
 		}
 		if err := l.sync(ctx, t); err != nil {
+			if ctx.Err() != nil {
+				// Cut by the stop (a call to a dashboard that does not answer): the call did not fail on Ray. Going
+				// on, a pass whose last live attempt was cut so read as one in which Ray answered: "Ray is
+				// available again" in the log, RayOK in /healthz and a RAY_AVAILABLE event, during an outage.
+				return fmt.Errorf("sync attempts: %w", ctx.Err())
+			}
 			if errors.Is(err, mvp.ErrRayUnavailable) {
 				rayErr, syncErr = err, err
 				l.readProgress(ctx, active)

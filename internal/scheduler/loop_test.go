@@ -66,7 +66,7 @@ func (f *fakeRay) GetJob(ctx context.Context, id string) (*mvp.JobInfo, error) {
 		default:
 		}
 		<-ctx.Done()
-		return nil, fmt.Errorf("GET /api/jobs/%s: %w: %v", id, mvp.ErrRayUnavailable, ctx.Err())
+		return nil, fmt.Errorf("GET /api/jobs/%s: %w", id, ctx.Err()) // as the real client says a call cut by its context
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -490,6 +490,52 @@ func TestATickCutByTheStopIsNoError(t *testing.T) {
 	}
 	if len(hung.entered) != 0 {
 		t.Errorf("%d ticks began after the stop", len(hung.entered))
+	}
+}
+
+// TestATickCutWhileSyncingIsNoReturnOfRay: Ray's dashboard stopped answering (frozen) while the live probe still
+// read the cluster; mvp serve, backing off, got SIGTERM during a pass whose lookup of the only live attempt hung.
+// Cut by the stop, the lookup failed with context canceled, not as Ray unavailable, and the pass went on as if Ray
+// had answered: level=ERROR "sync attempt", then "Ray is available again" (down_for=30s) and a RAY_AVAILABLE event
+// tried in the task's history, while Ray had not come back (found in a fault walk-through).
+func TestATickCutWhileSyncingIsNoReturnOfRay(t *testing.T) {
+	h := newHarness(t)
+	running := h.task()
+	h.tick()
+	h.ray.set(running.ID+"--a01", mvp.RayRunning, "", 0)
+	h.tick()
+	h.ray.jobsDown = true // the job server does not answer; the cluster reads
+	h.tick()
+	if h.loop.Health().RayOK {
+		t.Fatal("Ray's job server did not answer, yet the loop says Ray is ok")
+	}
+	var logs bytes.Buffer
+	h.loop.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	h.ray.jobsDown = false
+	h.ray.hang = make(chan struct{}, 1)
+	h.clock.t = h.clock.t.Add(time.Minute) // past the backoff
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.loop.RunOnce(ctx) }()
+	select {
+	case <-h.ray.hang:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pass never asked Ray for the job")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pass did not end when its context was canceled")
+	}
+	if s := logs.String(); strings.Contains(s, "level=ERROR") || strings.Contains(s, "available again") {
+		t.Errorf("a pass cut by the stop logged an error or Ray's return:\n%s", s)
+	}
+	if h.loop.Health().RayOK {
+		t.Errorf("a pass cut by the stop marked Ray ok: %+v", h.loop.Health())
+	}
+	if evs := h.eventsOf(running.ID, mvp.EventRayAvailable); len(evs) != 0 {
+		t.Errorf("a pass cut by the stop wrote Ray's return in the task's history: %+v", evs)
 	}
 }
 
