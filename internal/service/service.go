@@ -148,6 +148,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	dbErr := func(err error) error {
+		if sqlite.DiskFull(err) {
+			// The folder is mvp's and writable: another db_path would start an empty queue.
+			return fmt.Errorf("%w: the database's disk is full: free space on %s and start mvp again (the "+
+				"database is there; another v2.sqlite.db_path would start with an empty queue)", err,
+				filepath.Dir(cfg.V2.SQLite.DBPath))
+		}
 		// sqlite.Open's and sqlite.Lock's errors name the file already.
 		return fmt.Errorf("%w (set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to a file in "+
 			"a folder mvp can write)", err)

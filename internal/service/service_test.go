@@ -12,11 +12,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1143,4 +1145,54 @@ func instanceKey(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return key
+}
+
+// TestOpenOnAFullDiskSaysToFreeSpace: mvp serve restarted while the database's disk was full failed with "open
+// database …: disk I/O error: no space left on device (set v2.sqlite.db_path in dev.yaml, or serve's --db-path, to a
+// file in a folder mvp can write)": the folder is writable, the disk is full, and moving the database elsewhere
+// starts an empty queue. It now says the disk is full and to free space there. Found in a fault walk-through (data
+// folder on a 2 MB tmpfs, filled while mvp was stopped).
+func TestOpenOnAFullDiskSaysToFreeSpace(t *testing.T) {
+	small := filepath.Join(t.TempDir(), "small")
+	if err := os.MkdirAll(small, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small tmpfs here (%v: %s); the test needs root", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", small).Run() })
+	cfg := servicetest.Config(t)
+	cfg.V2.SQLite.DBPath = filepath.Join(small, "db", "mvp.sqlite3")
+	m := &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(1)}
+	if err := m.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	f, err := os.Create(filepath.Join(small, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for buf := make([]byte, 64<<10); ; {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	f.Close()
+	m = &service.Main{Config: cfg, Token: servicetest.Token, Ray: servicetest.NewRay(), Cluster: servicetest.OneNode(1)}
+	err = m.Open(context.Background())
+	m.Close()
+	if err == nil {
+		t.Skip("the database opened on the full disk (SQLite needed no new page); nothing to check")
+	}
+	for _, w := range []string{"disk is full", "free space on " + filepath.Join(small, "db")} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("open on a full disk: %v; want it to say %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "a folder mvp can write") {
+		t.Errorf("open on a full disk: %v; it says to move the database, which starts an empty queue", err)
+	}
 }

@@ -197,6 +197,18 @@ func NotADatabase(err error) bool {
 	return errors.As(err, &se) && se.Code == sqlite3.ErrNotADB
 }
 
+// DiskFull reports whether err is the storage's answer that its disk is full: SQLite's SQLITE_FULL, an I/O error
+// whose system error is ENOSPC or EDQUOT (how SQLite reports a full disk met while it opens the file, or writes its
+// WAL), or such an error from the file system itself (the lock file).
+func DiskFull(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrFull ||
+			(se.Code == sqlite3.ErrIoErr && (se.SystemErrno == syscall.ENOSPC || se.SystemErrno == syscall.EDQUOT))
+	}
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
 // Created reports what Open had to make: the database file (so the queue it serves starts empty) and its folder.
 func (db *DB) Created() (file, folder bool) { return db.madeFile, db.madeFolder }
 
@@ -483,13 +495,11 @@ func (db *DB) mapErr(err error) error {
 		return err
 	}
 	dir := filepath.Dir(db.path)
-	switch se.Code {
-	case sqlite3.ErrFull:
+	if DiskFull(se) {
 		return mvp.Errorf(mvp.CodeUnavailable, "", "database disk is full: free space on %s", dir)
+	}
+	switch se.Code {
 	case sqlite3.ErrIoErr:
-		if se.SystemErrno == syscall.ENOSPC || se.SystemErrno == syscall.EDQUOT {
-			return mvp.Errorf(mvp.CodeUnavailable, "", "database disk is full: free space on %s", dir)
-		}
 		return mvp.Errorf(mvp.CodeUnavailable, "", "database I/O error on %s: %v", db.path, se)
 	case sqlite3.ErrCantOpen, sqlite3.ErrReadonly, sqlite3.ErrCorrupt, sqlite3.ErrNotADB:
 		return mvp.Errorf(mvp.CodeUnavailable, "", "database %s cannot be used: %v", db.path, se)
