@@ -92,10 +92,10 @@ func Classify(info *mvp.JobInfo, log string) (mvp.FailureKind, string) {
 		return mvp.FailureUserError, fmt.Sprintf("exit code 2 (bad arguments): %s", lastLine(text))
 	}
 	if info.DriverExitCode != nil && *info.DriverExitCode != 0 {
-		return mvp.FailureRuntimeError, fmt.Sprintf("exit code %d: %s", *info.DriverExitCode, lastLine(text))
+		return mvp.FailureRuntimeError, fmt.Sprintf("exit code %d: %s", *info.DriverExitCode, crashLine(text))
 	}
-	if strings.Contains(text, "Traceback (most recent call last)") {
-		return mvp.FailureRuntimeError, lastLine(text)
+	if strings.Contains(text, tracebackHeader) {
+		return mvp.FailureRuntimeError, crashLine(text)
 	}
 	return mvp.FailureUnknown, lastLine(text)
 }
@@ -145,6 +145,41 @@ func errorLine(text, marker string) string {
 		}
 	}
 	return marker
+}
+
+// tracebackHeader begins a Python traceback.
+const tracebackHeader = "Traceback (most recent call last)"
+
+// actorLine is the prefix Ray's log monitor puts on a line it forwards from an actor or a task ("(TaskRunner
+// pid=2992)", "(WorkerDict pid=7, ip=10.0.0.2)"), once its colour codes are gone.
+var actorLine = regexp.MustCompile(`^\([^()]*\bpid=\d+[^()]*\)`)
+
+// crashLine returns what a crash says of itself: after the last traceback in text, the last line of the driver's
+// own (neither indented, as a frame is, nor forwarded from an actor), which is the exception. Ray forwards what the
+// actors printed asynchronously, so their last lines often come after the driver's traceback; as the last line of
+// the log, one ("(TaskRunner pid=…) step 4") was the summary of a run that failed on a read-only disk. Without a
+// traceback, or with no such line after it, it is lastLine.
+func crashLine(text string) string {
+	i := strings.LastIndex(text, tracebackHeader)
+	if i < 0 {
+		return lastLine(text)
+	}
+	rest := strings.TrimRight(text[i:], "\n ")
+	for end := len(rest); end > 0; {
+		start := strings.LastIndexByte(rest[:end], '\n') + 1
+		raw := rest[start:end]
+		end = start - 1
+		if start == 0 {
+			break // the header itself
+		}
+		if raw == "" || raw[0] == ' ' || raw[0] == '\t' {
+			continue
+		}
+		if l := cut(raw); l != "" && !actorLine.MatchString(l) {
+			return l
+		}
+	}
+	return lastLine(text)
 }
 
 // lastLine returns the last non-empty line, which for a Python crash is the exception.

@@ -148,3 +148,37 @@ func TestClassifySummaryHasNoColourCodeMadeByRemovingOne(t *testing.T) {
 		t.Errorf("summary %q", summary)
 	}
 }
+
+// TestACrashSummaryIsTheExceptionNotAnActorsLaterLine: a run whose shared_root went read-only mid-run crashed with
+// OSError; Ray's log monitor forwards what an actor printed asynchronously (once per node on the local cluster), so
+// the actor's last progress lines came after the driver's traceback, and the summary was "exit code 1: (TaskRunner
+// pid=2992) verl-standin: step 4 progress 0.12": not why it failed. The summary of a crash is its exception: the
+// traceback's last line of the driver's own. Log as measured on Ray 2.60 (found in a fault walk-through).
+func TestACrashSummaryIsTheExceptionNotAnActorsLaterLine(t *testing.T) {
+	code := 1
+	log := "Traceback (most recent call last):\n" +
+		"  File \"/tmp/h85/py-entrypoints/verl/_standin.py\", line 191, in run\n" +
+		"    return ray.get(runner.run.remote(workload, cfg, nnodes, gpus, cpus_per_bundle, fail_fast_check))\n" +
+		"           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n" +
+		"    raise value.as_instanceof_cause()\n" +
+		"ray.exceptions.RayTaskError(OSError): \x1b[36mray::TaskRunner.run()\x1b[39m (pid=2992, ip=192.0.2.2, actor_id=7461ebc794259c04885398e131000000)\n" +
+		"  File \"/tmp/h85/py-entrypoints/verl/_standin.py\", line 76, in report\n" +
+		"    with open(logger_path, \"a\") as f:\n" +
+		"         ^^^^^^^^^^^^^^^^^^^^^^\n" +
+		"OSError: [Errno 30] Read-only file system: '/shared/jobs/t/attempts/a01/metrics.jsonl'\n" +
+		"\x1b[36m(TaskRunner pid=2992)\x1b[0m verl-standin: step 4 progress 0.12\n" +
+		"\x1b[36m(TaskRunner pid=2992)\x1b[0m verl-standin: step 4 progress 0.12\n" +
+		"\x1b[36m(TaskRunner pid=2992, ip=192.0.2.3)\x1b[0m verl-standin: step 4 progress 0.12\n\n"
+	info := mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_ENTRYPOINT_COMMAND_ERROR", DriverExitCode: &code,
+		Message: "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n" + log}
+	kind, summary := Classify(&info, log)
+	want := "exit code 1: OSError: [Errno 30] Read-only file system: '/shared/jobs/t/attempts/a01/metrics.jsonl'"
+	if kind != mvp.FailureRuntimeError || summary != want {
+		t.Errorf("Classify = %s %q, want %s %q", kind, summary, mvp.FailureRuntimeError, want)
+	}
+	// Without an exit code (Ray did not give one), the traceback alone decides, with the same line.
+	info.DriverExitCode = nil
+	if kind, summary := Classify(&info, log); kind != mvp.FailureRuntimeError || summary != strings.TrimPrefix(want, "exit code 1: ") {
+		t.Errorf("without an exit code: Classify = %s %q", kind, summary)
+	}
+}
