@@ -34,6 +34,21 @@ node_live() {
   group_live "$pg" "${1%.pgid}"
 }
 
+# node_has FILE COMM: the group recorded in FILE has a live process whose command name is COMM (a worker node is
+# alive while its raylet is: killed alone, it leaves the node's log monitor running in the group).
+node_has() {
+  local pg p comm
+  pg="$(cat "$1" 2>/dev/null)"
+  [[ "$pg" =~ ^[0-9]+$ ]] || return 1
+  for p in /proc/[0-9]*; do
+    proc_stat "$p" || continue
+    [[ "$PROC_PGID" == "$pg" && "$PROC_STATE" != Z ]] || continue
+    read -r comm 2>/dev/null <"$p/comm" || continue
+    [[ "$comm" == "$2" ]] && return 0
+  done
+  return 1
+}
+
 # marked_pids MARK…: the live processes (zombies left out) whose environment has MVP_RAY_NODE=<one of the MARKs>,
 # one PID a line. Besides a node's own group this finds its jobs' drivers: Ray starts each in a session of its
 # own, with the raylet's environment.

@@ -67,7 +67,14 @@ flock 8
 heal=0
 missing=()
 if [[ -f "$dir/cluster.env" ]] && node_live "$dir/head.pgid" && api_up; then
-  for i in $(seq 1 "$workers"); do node_live "$dir/worker$i.pgid" || missing+=("$i"); done
+  for i in $(seq 1 "$workers"); do
+    node_live "$dir/worker$i.pgid" && node_has "$dir/worker$i.pgid" raylet && continue
+    missing+=("$i")
+    # A worker whose raylet died alone: what is left of its group (the log monitor, agents) is stopped first.
+    if node_live "$dir/worker$i.pgid"; then
+      kill -KILL -- "-$(cat "$dir/worker$i.pgid")" 2>/dev/null || true
+    fi
+  done
   if [[ ${#missing[@]} -eq 0 ]]; then
     echo "ray-up: cluster already running in $dir"
     echo "ray-up: dashboard $dash_url"

@@ -17,9 +17,28 @@ type sleeper struct {
 }
 
 // startSleeper starts `sleep 120` in its own session with env added to its environment; the test's end kills it.
-func startSleeper(t *testing.T, env ...string) sleeper {
+func startSleeper(t *testing.T, env ...string) sleeper { return startNamed(t, "", env...) }
+
+// startNamed is startSleeper with the process's command name (comm) name, as a node's raylet has "raylet"; "" keeps
+// sleep's.
+func startNamed(t *testing.T, name string, env ...string) sleeper {
 	t.Helper()
-	cmd := exec.Command("sleep", "120")
+	bin := "sleep"
+	if name != "" {
+		path, err := exec.LookPath("sleep")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "120")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -26,7 +26,7 @@ func TestRayUpFindsItsClusterByItsFolder(t *testing.T) {
 
 	dir := t.TempDir()
 	head := startSleeper(t, "MVP_RAY_NODE="+filepath.Join(dir, "head"))
-	worker := startSleeper(t, "MVP_RAY_NODE="+filepath.Join(dir, "worker1"))
+	worker := startNamed(t, "raylet", "MVP_RAY_NODE="+filepath.Join(dir, "worker1"))
 	for name, p := range map[string]sleeper{"head": head, "worker1": worker} {
 		if err := os.WriteFile(filepath.Join(dir, name+".pgid"), []byte(strconv.Itoa(p.pid)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -79,5 +79,46 @@ func TestAgentPortsAvoidTheClustersOwnPorts(t *testing.T) {
 	}
 	if !strings.Contains(string(rayUp), `--avoid "$gcs_port,$dash_port,$client_port"`) {
 		t.Errorf("ray-up.sh does not keep the agents' block off its GCS, dashboard and client ports")
+	}
+}
+
+// TestRayUpStartsAgainAWorkerWhoseRayletDied: a worker's raylet killed alone (SIGKILL, as the kernel's OOM killer
+// picks it) takes its node out of Ray, but its log monitor lives on in the node's process group. ray-up.sh took the
+// group for a live node ("cluster already running") and never started the worker again: the walk-through's gang
+// waited as never_fits on the one worker left. A worker's group without a raylet is a dead node: what is left of it
+// is stopped and the worker started again.
+func TestRayUpStartsAgainAWorkerWhoseRayletDied(t *testing.T) {
+	dash := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"version": "4", "ray_version": "2.60.0"}`)
+	}))
+	defer dash.Close()
+	dir := t.TempDir()
+	head := startSleeper(t, "MVP_RAY_NODE="+filepath.Join(dir, "head"))
+	leftover := startNamed(t, "log_monitor", "MVP_RAY_NODE="+filepath.Join(dir, "worker1")) // no raylet beside it
+	for name, p := range map[string]sleeper{"head": head, "worker1": leftover} {
+		if err := os.WriteFile(filepath.Join(dir, name+".pgid"), []byte(strconv.Itoa(p.pid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	venv := t.TempDir()
+	os.MkdirAll(filepath.Join(venv, "bin"), 0o755)
+	os.WriteFile(filepath.Join(venv, ".mvp-ray-2.60.0-ok"), nil, 0o644)
+	os.WriteFile(filepath.Join(venv, "bin", "ray"), []byte("#!/bin/sh\necho fake ray: $* >&2\nexit 1\n"), 0o755)
+	env := fmt.Sprintf("RAY_GCS_ADDRESS=127.0.0.1:6779\nRAY_DASHBOARD_URL=%s\nRAY_PYTHON=%s/bin/python3\nRAY_VENV=%s\n"+
+		"MVP_CLUSTER_DIR=%s\nRAY_WORKERS=1\nRAY_AGENT_PORT_BASE=23000\nRAY_GPUS_PER_WORKER=4\n", dash.URL, venv, venv, dir)
+	if err := os.WriteFile(filepath.Join(dir, "cluster.env"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", filepath.Join(repoRoot(t), "scripts", "ray-up.sh"))
+	cmd.Env = append(os.Environ(), "MVP_CLUSTER_DIR="+dir, "RAY_WORKERS=1", "MVP_RAY_VENV="+venv, "MVP_RAY_START_TIMEOUT=5")
+	out, _ := cmd.CombinedOutput() // the fake `ray start` fails: what matters is that it was asked
+	if !strings.Contains(string(out), "without worker(s) 1") || !strings.Contains(string(out), "fake ray: start") {
+		t.Errorf("ray-up.sh did not start again the worker whose raylet is gone:\n%s", out)
+	}
+	if !leftover.exited() {
+		t.Errorf("what was left of the dead worker's group (its log monitor) still runs")
+	}
+	if head.exited() {
+		t.Errorf("ray-up.sh stopped the live head:\n%s", out)
 	}
 }
