@@ -120,7 +120,13 @@ func Run(ctx context.Context, o Options) *Report {
 	if o.SharedRoot != "" {
 		jobs := filepath.Join(o.SharedRoot, "jobs")
 		if st, err := os.Stat(jobs); err == nil && st.IsDir() {
-			r.add("shared_root", true, "mvp's task folders are visible at %s", jobs)
+			if werr := canWrite(jobs); werr != nil {
+				r.add("shared_root", false, "mvp's task folders are visible at %s but cannot be written from this node (%v): "+
+					"drivers here write their progress, metrics and checkpoints there, and fail at their first write; "+
+					"mount it writable (and with room)", jobs, werr)
+			} else {
+				r.add("shared_root", true, "mvp's task folders are visible at %s", jobs)
+			}
 		} else {
 			r.add("shared_root", false, "mvp's task folders (%s) are not visible on this node: mount the shared filesystem "+
 				"mvp writes them to at %s (shared_root in dev.yaml), or drivers here cannot find their files", jobs, o.SharedRoot)
@@ -213,4 +219,17 @@ func (r *Report) Write(w io.Writer) {
 		}
 		fmt.Fprintf(w, "%s  %-12s %s\n", mark, c.Name, c.Detail)
 	}
+}
+
+// canWrite makes and removes a file in dir, as a driver writes in its task folder there.
+func canWrite(dir string) error {
+	f, err := os.CreateTemp(dir, ".mvp-doctor-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	_, werr := f.Write([]byte("mvp doctor\n"))
+	cerr := f.Close()
+	rerr := os.Remove(name)
+	return errors.Join(werr, cerr, rerr)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -161,5 +162,42 @@ func TestNoNodeHereNamesTheAddressesRayHas(t *testing.T) {
 	r.Write(&b)
 	if !strings.Contains(b.String(), "Ray's alive nodes have 10.0.0.1, 10.0.0.2") {
 		t.Errorf("the report does not name the nodes' addresses:\n%s", b.String())
+	}
+}
+
+// TestDoctorSaysASharedRootThatCannotBeWritten: with shared_root mounted read-only on a node, `mvp doctor` said
+// "ok shared_root: mvp's task folders are visible", while every run there crashed on its first write to its task
+// folder (progress.json, metrics.jsonl: OSError [Errno 30] Read-only file system), RUNTIME_ERROR, not retried. A
+// node whose drivers cannot write their task folders is not ready. Found in a fault walk-through (a read-only
+// tmpfs; the test needs root to mount one, and skips without).
+func TestDoctorSaysASharedRootThatCannotBeWritten(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", shared).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s); the test needs root", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", shared).Run() })
+	if err := os.Mkdir(filepath.Join(shared, "jobs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := checks(Run(context.Background(), Options{NVML: dgxh100.New(), SharedRoot: shared})); got != "gpus=ok shared_root=ok" {
+		t.Fatalf("a writable shared_root: checks %s", got)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,ro", shared).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-only: %v: %s", err, out)
+	}
+	r := Run(context.Background(), Options{NVML: dgxh100.New(), SharedRoot: shared})
+	if got := checks(r); got != "gpus=ok shared_root=FAIL" {
+		t.Errorf("a read-only shared_root: checks %s", got)
+	}
+	var b bytes.Buffer
+	r.Write(&b)
+	if !strings.Contains(b.String(), "cannot be written") || !strings.Contains(b.String(), filepath.Join(shared, "jobs")) {
+		t.Errorf("the report does not say that the task folders cannot be written, and where:\n%s", b.String())
+	}
+	if entries, _ := os.ReadDir(filepath.Join(shared, "jobs")); len(entries) != 0 {
+		t.Errorf("the check left %d file(s) in the jobs folder", len(entries))
 	}
 }
