@@ -698,10 +698,20 @@ func (l *Loop) applied(a Action, err error) {
 		l.Logger.Info("action cut by the stop; decided again at the next start", "action", fmt.Sprintf("%T", a), "err", err)
 		return
 	}
+	var said saidError
+	if errors.As(err, &said) {
+		return // logged where it happened, at the level it deserves
+	}
 	if err != nil && !errors.Is(err, mvp.ErrConflict) {
 		l.Logger.Error("apply action", "action", fmt.Sprintf("%T", a), "err", err)
 	}
 }
+
+// saidError is an error already logged where it happened (a submission Ray's outage kept from going through, a
+// WARN): applied does not log it again. It wraps the error as it is, for errors.Is and errors.As.
+type saidError struct{ error }
+
+func (e saidError) Unwrap() error { return e.error }
 
 // Snapshot reads what Decide looks at now, exactly as a tick does: the cluster, the queue and the live attempts
 // with how long each gang has been unplaceable. The API's dry run and queue view use it, so that what they show is
@@ -1257,7 +1267,7 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 		}
 		l.Logger.Warn("submit did not go through; will look again next tick", "task_id", t.ID,
 			"submission_id", att.RaySubmissionID, "err", redact(err.Error(), secretValues))
-		return fmt.Errorf("submit attempt %s: %w", att.RaySubmissionID, redactedError{err, secretValues})
+		return saidError{fmt.Errorf("submit attempt %s: %w", att.RaySubmissionID, redactedError{err, secretValues})}
 	case errors.Is(err, mvp.ErrSubmitInfra):
 		// Nothing reached Ray: not Ray's refusal, but mvp's side failing (Unprepared decides).
 		text := redact(err.Error(), secretValues)

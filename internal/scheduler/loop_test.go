@@ -1139,3 +1139,29 @@ func TestAStopDuringASubmitIsNoRefusal(t *testing.T) {
 		t.Errorf("the pass went on submitting %s after the stop", second.ID)
 	}
 }
+
+// TestASubmitDuringAnOutageIsOneWarning: with Ray's dashboard down (the job server gone, the cluster still read by
+// the probe), each submission the loop tried logged WARN "submit did not go through; will look again next tick" and
+// then, for the same error, level=ERROR msg="apply action": an ERROR line per submission for an outage the loop
+// handles (the attempt stays SUBMITTING and is sent again). Found in a fault walk-through (dashboard killed).
+func TestASubmitDuringAnOutageIsOneWarning(t *testing.T) {
+	h := newHarness(t)
+	var logs bytes.Buffer
+	h.loop.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	task := h.task()
+	h.ray.submitErr = func(string) error {
+		return fmt.Errorf("POST /api/jobs/: %w: connection refused", mvp.ErrRayUnavailable)
+	}
+	h.ray.jobsDown = true
+	h.tick()
+	if got := h.get(task.ID); got.State != mvp.StateSubmitting {
+		t.Fatalf("a submission Ray did not take is %s; want it SUBMITTING, sent again later", got.State)
+	}
+	s := logs.String()
+	if strings.Contains(s, "level=ERROR") {
+		t.Errorf("a submission during an outage logged an error:\n%s", s)
+	}
+	if strings.Count(s, "submit did not go through") != 1 {
+		t.Errorf("want one warning that the submission did not go through:\n%s", s)
+	}
+}
