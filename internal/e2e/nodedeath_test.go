@@ -405,3 +405,70 @@ func TestAGangThatLostANodeIsJudgedByTheGangWait(t *testing.T) {
 	}
 	s.waitState(task.ID, mvp.StateCanceled, 60*time.Second)
 }
+
+// TestARayletKilledAloneIsRequeuedAndItsWorkerStartedAgain: only the raylet of the driver's worker is killed
+// (SIGKILL, as the kernel's OOM killer picks one process), not its whole process group. The node's core workers,
+// the job supervisor among them, die with it, and the driver with its supervisor: the attempt is INFRA and
+// requeued, and runs once on the other worker. The node's log monitor lives on in its group: ray-up.sh took the
+// group for a live node ("cluster already running") and never started the worker again, so the cluster stayed a
+// worker short (found in a fault walk-through). ray-up.sh must start it again.
+func TestARayletKilledAloneIsRequeuedAndItsWorkerStartedAgain(t *testing.T) {
+	gpus, _ := twoWorkers(t)
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 1})
+	task := s.submit(spec("ppo", 1, gpus, 20))
+	var node string
+	waitFor(t, 90*time.Second, "attempt 1 running with its driver's node known", func() (bool, string) {
+		got := s.get(task.ID)
+		if len(got.Attempts) > 0 {
+			node = got.Attempts[0].DriverNodeID
+		}
+		return got.State == mvp.StateRunning && node != "", string(got.State)
+	})
+	heal := healer(t)
+	raylet := rayletOf(t, node)
+	if err := syscall.Kill(raylet, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the raylet %d of node %s: %v", raylet, node, err)
+	}
+	waitFor(t, 180*time.Second, "attempt 1 to end", func() (bool, string) {
+		got := s.get(task.ID)
+		a := got.Attempts[0]
+		return a.FailureKind != "" || got.State.Terminal(), fmt.Sprintf("%s %s %q", got.State, a.FailureKind, a.Message)
+	})
+	got := s.get(task.ID)
+	if a := got.Attempts[0]; a.FailureKind != mvp.FailureInfra {
+		t.Errorf("attempt 1 whose node's raylet was killed: %s %q, want INFRA", a.FailureKind, a.Message)
+	}
+	if got.State.Terminal() {
+		t.Fatalf("the task ended (%s: %q) when its node's raylet died; want it requeued", got.State, got.ErrorSummary)
+	}
+	heal()
+	waitFor(t, 120*time.Second, "two alive workers again after ray-up.sh", func() (bool, string) {
+		n := len(workers(t))
+		return n >= 2, fmt.Sprintf("%d alive worker(s)", n)
+	})
+	done := s.waitState(task.ID, mvp.StateSucceeded, 240*time.Second)
+	if n := len(done.Attempts); n != 2 {
+		t.Errorf("%d attempts, want 2 (the lost one and its retry)", n)
+	}
+}
+
+// rayletOf returns the pid of the raylet of Ray node id (a process named raylet with --node_id=<id>).
+func rayletOf(t *testing.T, id string) int {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "--node_id="+id+"\x00") {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "comm"))
+		if strings.TrimSpace(string(comm)) != "raylet" {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		return pid
+	}
+	t.Fatalf("no raylet runs Ray node %s", id)
+	return 0
+}
