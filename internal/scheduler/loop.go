@@ -78,6 +78,9 @@ type Loop struct {
 	started time.Time
 	// stopAsked: submission id → when this process last asked Ray to stop its job (askStop); only live attempts.
 	stopAsked map[string]time.Time
+	// unkeptSaid: submission id of an ended job whose driver log could not be written on shared_root, said once
+	// (keepLogs) until it is kept.
+	unkeptSaid map[string]bool
 	// progressRead: submission id → what was last seen of its progress file (loop_progress.go).
 	progressRead map[string]string
 	// progressSeen: submission id → the progress file's modification time as last seen, and when (mvp's clock)
@@ -1666,11 +1669,15 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 		var de *taskfs.DiskError
 		if errors.As(err, &de) {
 			// mvp's own disk failing (shared_root full or read-only) is not a try: the job stays in Ray, which
-			// keeps its log, until the folder can be written.
-			l.Logger.Error("keep driver log: its task folder cannot be written on shared_root; will try again",
-				"task_id", a.TaskID, "submission_id", a.RaySubmissionID, "err", err)
+			// keeps its log, until the folder can be written. Said once per log: every 5 s for each (2,000 lines
+			// an hour a log) said nothing more, and /healthz names the condition.
+			if l.sayUnkept(a.RaySubmissionID, true) {
+				l.Logger.Error("keep driver log: its task folder cannot be written on shared_root; will try again "+
+					"(said once for this log)", "task_id", a.TaskID, "submission_id", a.RaySubmissionID, "err", err)
+			}
 			continue
 		}
+		l.sayUnkept(a.RaySubmissionID, false)
 		l.keepResult(a)
 		if errors.Is(err, mvp.ErrJobNotFound) {
 			// Ray has no such job (it refused the submission, or lost the job): there is no log to keep and no job
@@ -1697,6 +1704,25 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 			return
 		}
 	}
+}
+
+// sayUnkept records whether the driver log of job id could not be written on shared_root (failed) or was written,
+// or failed otherwise; it reports whether a failure is new, to be said.
+func (l *Loop) sayUnkept(id string, failed bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !failed {
+		delete(l.unkeptSaid, id)
+		return false
+	}
+	if l.unkeptSaid[id] {
+		return false
+	}
+	if l.unkeptSaid == nil {
+		l.unkeptSaid = map[string]bool{}
+	}
+	l.unkeptSaid[id] = true
+	return true
 }
 
 // keepResult writes an ended attempt's status.json from what the database recorded of its end, when the folder

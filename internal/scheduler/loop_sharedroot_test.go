@@ -1,7 +1,9 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,5 +220,38 @@ func TestASharedRootErrorEndsWithTheLastHeldTask(t *testing.T) {
 	h.tick()
 	if err := h.loop.SharedRootError(); err != nil {
 		t.Errorf("SharedRootError with no task left waiting for its folder: %v", err)
+	}
+}
+
+// TestAnUnwritableSharedRootIsSaidOncePerLog: while shared_root was read-only, every pass that tried to keep an
+// ended job's driver log (every 5 s, up to 10 jobs) logged level=ERROR "keep driver log: its task folder cannot be
+// written on shared_root; will try again" for each: 42 lines for 3 jobs in the walk-through's 70 s, about 2,000 an
+// hour per job, for one condition that /healthz already names. It is said once per log until that log is kept.
+func TestAnUnwritableSharedRootIsSaidOncePerLog(t *testing.T) {
+	h := newHarness(t)
+	var logs bytes.Buffer
+	h.loop.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	tasks := []*mvp.Task{h.task(), h.task(), h.task()}
+	h.tick()
+	heal := h.breakRoot()
+	for _, task := range tasks {
+		h.ray.set(task.ID+"--a01", mvp.RaySucceeded, "", 0)
+		h.tick()
+	}
+	for i := 0; i < 60; i++ { // 60 s: a keep every 5 s
+		h.tick()
+	}
+	const line = "its task folder cannot be written on shared_root"
+	if n := strings.Count(logs.String(), line); n != len(tasks) {
+		t.Errorf("%d lines %q for %d logs in 60 s; want one per log:\n%s", n, line, len(tasks), logs.String())
+	}
+	heal()
+	for i := 0; i < 10; i++ {
+		h.tick()
+	}
+	for _, task := range tasks {
+		if _, err := os.Stat(filepath.Join(h.loop.Files.Root, "jobs", task.ID, "attempts", "a01", "driver.log")); err != nil {
+			t.Errorf("%s: driver log not kept once the disk came back: %v", task.ID, err)
+		}
 	}
 }
