@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -100,6 +101,24 @@ func TestHealthzSaysWhenTheSchedulerIsStuck(t *testing.T) {
 		if c.want == `"status":"degraded"` && !strings.Contains(rec.Body.String(), "last pass began 30s ago") {
 			t.Errorf("degraded without saying why: %s", rec.Body.String())
 		}
+	}
+}
+
+// TestHealthzBlamesTheDatabaseNotTheSchedulerWhileItTakesNoWrites: while the database takes no writes (a full
+// disk) the scheduler's passes back off up to 30 s, so its last pass is older than StaleTick; /healthz must not
+// then say the scheduler is waiting "on Ray perhaps": the database sentence says why.
+func TestHealthzBlamesTheDatabaseNotTheSchedulerWhileItTakesNoWrites(t *testing.T) {
+	now := time.Date(2026, 12, 1, 3, 30, 0, 0, time.UTC)
+	s := &Server{Clock: fixedClock{now}, StaleTick: 15 * time.Second, Logger: slog.New(slog.DiscardHandler),
+		Health:   func() scheduler.Health { return scheduler.Health{RayOK: true, LastTick: now.Add(-25 * time.Second)} },
+		Database: func() error { return errors.New("database disk is full: free space on /db") }}
+	rec := httptest.NewRecorder()
+	if err := s.healthz(rec, httptest.NewRequest("GET", "/healthz", nil)); err != nil {
+		t.Fatal(err)
+	}
+	body := rec.Body.String()
+	if !strings.Contains(body, "database disk is full") || strings.Contains(body, "last pass began") {
+		t.Errorf("health while the database takes no writes: %s; want the database's sentence and no stale scheduler", body)
 	}
 }
 

@@ -428,6 +428,10 @@ func (s *Server) health() (map[string]any, map[string]bool) {
 			}
 		}
 	}()
+	var dbErr error
+	if s.Database != nil {
+		dbErr = s.Database()
+	}
 	if s.Health != nil {
 		h := s.Health()
 		body["ray"] = h
@@ -443,19 +447,18 @@ func (s *Server) health() (map[string]any, map[string]bool) {
 					"see ray_error and mvp's log)", age.Round(time.Second))
 			}
 		}
-		// While Ray is down the loop backs off (no passes), and ray_error already says why.
-		if s.StaleTick > 0 && h.RayOK && !h.LastTick.IsZero() && s.Clock.Now().Sub(h.LastTick) > s.StaleTick {
+		// While Ray is down, or the database takes no writes, the loop backs off (fewer passes), and ray_error or
+		// database already says why.
+		if s.StaleTick > 0 && h.RayOK && dbErr == nil && !h.LastTick.IsZero() && s.Clock.Now().Sub(h.LastTick) > s.StaleTick {
 			age := s.Clock.Now().Sub(h.LastTick)
 			body["status"] = "degraded"
 			body["scheduler"] = fmt.Sprintf("the scheduler's last pass began %s ago: it is waiting, on Ray perhaps "+
 				"(see ray_error, and mvp's log)", age.Round(time.Second))
 		}
 	}
-	if s.Database != nil {
-		if err := s.Database(); err != nil {
-			body["status"] = "degraded"
-			body["database"] = err.Error()
-		}
+	if dbErr != nil {
+		body["status"] = "degraded"
+		body["database"] = dbErr.Error()
 	}
 	if s.SharedRoot != nil {
 		if err := s.SharedRoot(); err != nil {

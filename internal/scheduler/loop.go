@@ -57,8 +57,12 @@ type Loop struct {
 	Jobs     mvp.JobLister
 	// LogCopyEvery is how often a running attempt's driver log is copied into the task folder; 0 means 30 s.
 	LogCopyEvery time.Duration
-	// MaxBackoff bounds the wait between attempts to reach Ray while it is down; 0 means 30 s.
+	// MaxBackoff bounds the wait between attempts to reach Ray while it is down, and between passes while the
+	// database takes no writes; 0 means 30 s.
 	MaxBackoff time.Duration
+	// StoreHealth, when set, says why the database takes no writes now (a full disk: every write since the last
+	// that committed failed), or nil; while it does, passes back off as while Ray is down.
+	StoreHealth func() error
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
 	// Observer is told of each pass, each cluster reading and each admission; nil for none.
@@ -104,10 +108,13 @@ type Loop struct {
 	// Ray every tick.
 	backoff   time.Duration
 	skipUntil time.Time
-	lastKeep  time.Time     // last pass of keepLogs
-	synced    chan struct{} // closed by the first pass that followed every live attempt (Synced)
-	health    Health
-	wake      chan struct{}
+	// storeBackoff and storeSkip: the backoff of passes while the database takes no writes (StoreHealth).
+	storeBackoff time.Duration
+	storeSkip    time.Time
+	lastKeep     time.Time     // last pass of keepLogs
+	synced       chan struct{} // closed by the first pass that followed every live attempt (Synced)
+	health       Health
+	wake         chan struct{}
 	// usageSums is fair share's decayed usage as of usageAt, with the tasks live then (see usage).
 	usageSums map[string]float64
 	usageAt   time.Time
@@ -280,6 +287,39 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
+// storeDown reports whether the pass at now is skipped because the database takes no writes (StoreHealth):
+// passes then come at a pace doubling from Tick to MaxBackoff, each a try whose writes say when there is room
+// again. It says once when the backoff begins and when it ends.
+func (l *Loop) storeDown(now time.Time) bool {
+	if l.StoreHealth == nil {
+		return false
+	}
+	why := l.StoreHealth()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if why == nil {
+		if l.storeBackoff > 0 {
+			l.Logger.Info("the database takes writes again; the scheduler's passes are back to their tick")
+		}
+		l.storeBackoff, l.storeSkip = 0, time.Time{}
+		return false
+	}
+	if now.Before(l.storeSkip) {
+		return true
+	}
+	limit := l.MaxBackoff
+	if limit == 0 {
+		limit = 30 * time.Second
+	}
+	if l.storeBackoff == 0 {
+		l.Logger.Error("the database takes no writes; the scheduler's passes back off (up to "+limit.String()+
+			") until one commits", "err", why)
+	}
+	l.storeBackoff = min(max(l.storeBackoff*2, l.Tick), limit)
+	l.storeSkip = now.Add(l.storeBackoff)
+	return false // this pass runs: a try
+}
+
 // minWakeSpacing is the least time between the end of a pass and a pass a wake asks for.
 const minWakeSpacing = 10 * time.Millisecond
 
@@ -293,6 +333,9 @@ func wakeDelay(now, lastEnd time.Time, lastPass time.Duration) time.Duration {
 // RunOnce is one tick: follow live attempts, read the cluster, decide, apply.
 func (l *Loop) RunOnce(ctx context.Context) error {
 	now := l.Clock.Now()
+	if l.storeDown(now) {
+		return nil // the database takes no writes: a pass would fail each of them (and log it), every tick
+	}
 	l.mu.Lock()
 	skip := now.Before(l.skipUntil)
 	l.mu.Unlock()
