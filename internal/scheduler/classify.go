@@ -162,7 +162,7 @@ var actorLine = regexp.MustCompile(`^\([^()]*\bpid=\d+[^()]*\)`)
 func crashLine(text string) string {
 	i := strings.LastIndex(text, tracebackHeader)
 	if i < 0 {
-		return lastLine(text)
+		return exceptionBeforeActorLines(text)
 	}
 	rest := strings.TrimRight(text[i:], "\n ")
 	for end := len(rest); end > 0; {
@@ -178,6 +178,27 @@ func crashLine(text string) string {
 		if l := cut(raw); l != "" && !actorLine.MatchString(l) {
 			return l
 		}
+	}
+	return lastLine(text)
+}
+
+// exceptionLine is the line a Python exception ends its traceback with ("OSError: [Errno 28] …",
+// "ray.exceptions.RayTaskError(OSError): …").
+var exceptionLine = regexp.MustCompile(`^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)(?:\([\w.]*\))?: `)
+
+// exceptionBeforeActorLines is the summary of a log without its traceback's header (Ray's message holds only the
+// last lines of a log): the exception when only lines Ray forwarded from actors follow it, else the last line.
+func exceptionBeforeActorLines(text string) string {
+	lines := strings.Split(strings.TrimRight(text, "\n "), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := cut(lines[i])
+		if l == "" || actorLine.MatchString(l) {
+			continue
+		}
+		if exceptionLine.MatchString(l) {
+			return l
+		}
+		break
 	}
 	return lastLine(text)
 }

@@ -182,3 +182,31 @@ func TestACrashSummaryIsTheExceptionNotAnActorsLaterLine(t *testing.T) {
 		t.Errorf("without an exit code: Classify = %s %q", kind, summary)
 	}
 }
+
+// TestACrashSummaryWithoutTheLogIsTheExceptionToo: when the driver log cannot be fetched or kept (shared_root full),
+// only Ray's message is read, and it holds the last lines of the log alone: the exception, its last frames, and
+// the actor lines Ray forwarded after it, but not the "Traceback" header. The summary was the last actor line
+// ("(TaskRunner pid=…) verl-standin: step 2 progress 0.05"); it is the exception (measured on Ray 2.60).
+func TestACrashSummaryWithoutTheLogIsTheExceptionToo(t *testing.T) {
+	code := 1
+	info := mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_ENTRYPOINT_COMMAND_ERROR", DriverExitCode: &code,
+		Message: "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n" +
+			"  File \"/work/main/py-entrypoints/verl/_standin.py\", line 201, in run\n" +
+			"    return train(workload, cfg, nnodes, gpus, cpus_per_bundle, fail_fast_check)\n" +
+			"           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n" +
+			"  File \"/work/main/py-entrypoints/verl/_standin.py\", line 85, in report\n" +
+			"    with open(tmp, \"w\") as f:\n" +
+			"OSError: [Errno 28] No space left on device\n" +
+			"\x1b[36m(TaskRunner pid=25158)\x1b[0m verl-standin: step 2 progress 0.05\n" +
+			"\x1b[36m(TaskRunner pid=25158)\x1b[0m verl-standin: step 2 progress 0.05\n"}
+	kind, summary := Classify(&info, "")
+	if want := "exit code 1: OSError: [Errno 28] No space left on device"; kind != mvp.FailureRuntimeError || summary != want {
+		t.Errorf("Classify = %s %q, want %s %q", kind, summary, mvp.FailureRuntimeError, want)
+	}
+	// A run that printed its own last words and exited without a traceback keeps them as its summary.
+	info.Message = "Job entrypoint command failed with exit code 1, last available logs:\nloading data\ngave up: no data\n" +
+		"\x1b[36m(TaskRunner pid=7)\x1b[0m shutting down\n"
+	if _, summary := Classify(&info, ""); summary != "exit code 1: (TaskRunner pid=7) shutting down" {
+		t.Errorf("without an exception: %q; want the last line as before", summary)
+	}
+}
