@@ -238,11 +238,13 @@ func TestARunThatEndsOnAFullSharedRootKeepsItsEnd(t *testing.T) {
 	s.waitState(task.ID, mvp.StateRunning, 60*time.Second)
 	filler := fill(t, small)
 	var ended *mvp.Task
+	// The run's attempt ends: it may finish, or crash on the full disk (INFRA, and its task waits for room).
 	waitFor(t, 90*time.Second, "the run to end on the full disk", func() (bool, string) {
 		ended = s.get(task.ID)
-		return ended.State.Terminal(), string(ended.State)
+		a := ended.Attempts[0]
+		return a.RayStatus.Terminal() && (ended.State.Terminal() || a.FailureKind != ""), fmt.Sprintf("%s, attempt 1 %s", ended.State, a.RayStatus)
 	})
-	t.Logf("the run ended %s on the full disk (%s)", ended.State, ended.ErrorSummary)
+	t.Logf("the run ended %s on the full disk (attempt 1 %s; %q)", ended.State, ended.Attempts[0].FailureKind, ended.ErrorSummary+ended.PendingReason)
 	status := filepath.Join(s.sharedRoot, "jobs", task.ID, "attempts", "a01", "status.json")
 	if _, err := os.Stat(status); err == nil {
 		t.Logf("status.json was written although the disk was full (the filesystem had room for it)")
@@ -267,5 +269,43 @@ func TestARunThatEndsOnAFullSharedRootKeepsItsEnd(t *testing.T) {
 	a := s.get(task.ID).Attempts[0]
 	if got.SubmissionID != a.RaySubmissionID || got.Status != a.RayStatus || got.FailureKind != string(a.FailureKind) || got.Seal == "" {
 		t.Errorf("status.json %+v; want the attempt's end as recorded: %s %s kind %q, sealed", got, a.RaySubmissionID, a.RayStatus, a.FailureKind)
+	}
+}
+
+// TestARunThatCrashesOnAFullSharedRootIsRetriedOnceThereIsRoom: a run that crashed because shared_root filled up
+// under it (its progress file and metrics there) ended FAILED as the user's own RUNTIME_ERROR and was not retried.
+// It is INFRA now: requeued, held while shared_root cannot be written, and run again once there is room.
+func TestARunThatCrashesOnAFullSharedRootIsRetriedOnceThereIsRoom(t *testing.T) {
+	small := smallDisk(t, "4m")
+	waitIdle(t)
+	s := startService(t, serviceOpts{sharedRoot: filepath.Join(small, "shared")})
+	task := s.submit(spec("ppo", 1, 1, 20))
+	waitFor(t, 90*time.Second, "the run to write its progress", func() (bool, string) {
+		got := s.get(task.ID)
+		return got.State == mvp.StateRunning && got.Progress != nil, fmt.Sprintf("%s, progress %v", got.State, got.Progress != nil)
+	})
+	filler := fill(t, small)
+	var got *mvp.Task
+	waitFor(t, 90*time.Second, "the first attempt to end on the full disk", func() (bool, string) {
+		got = s.get(task.ID)
+		a := got.Attempts[0]
+		return a.RayStatus.Terminal() && a.FailureKind != "", fmt.Sprintf("%s, attempt 1 %s %q", got.State, a.RayStatus, a.FailureKind)
+	})
+	a := got.Attempts[0]
+	if a.FailureKind != mvp.FailureInfra || got.State.Terminal() || !strings.Contains(a.Message, "shared_root") {
+		t.Fatalf("the run that crashed on the full shared_root: task %s, attempt 1 %s %s %q; want INFRA, the task requeued",
+			got.State, a.RayStatus, a.FailureKind, a.Message)
+	}
+	waitFor(t, 60*time.Second, "the retry to be held for shared_root", func() (bool, string) {
+		got = s.get(task.ID)
+		return strings.Contains(got.PendingReason, "shared_root") && len(got.Attempts) == 1,
+			fmt.Sprintf("%s, %d attempt(s), reason %q", got.State, len(got.Attempts), got.PendingReason)
+	})
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	got = s.waitState(task.ID, mvp.StateSucceeded, 3*time.Minute)
+	if len(got.Attempts) != 2 {
+		t.Errorf("succeeded after %d attempts; want the retry to be the second", len(got.Attempts))
 	}
 }

@@ -2,6 +2,9 @@ package scheduler
 
 import (
 	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -18,6 +21,9 @@ type RetryPolicy struct {
 	// SubmitGrace is how long an attempt of a canceled task that Ray does not know is still followed after it was
 	// made: a submit whose answer was lost may still create the job, which must then be stopped.
 	SubmitGrace time.Duration
+	// SharedRoot is dev.yaml's shared_root, where the runs' task folders are: a run that crashed because it filled
+	// up or turned read-only there failed on mvp's storage, not on its own (sharedRootFault).
+	SharedRoot string
 }
 
 // History is what the earlier attempts of a task used up (the attempt being concluded not counted).
@@ -58,6 +64,9 @@ type Report struct {
 	// is followed for RetryPolicy.SubmitGrace after the later of this and the attempt's creation: a POST whose
 	// answer was lost can still create the job.
 	LastPost time.Time
+	// SharedRootUnwritable: mvp could not write the task's folder on shared_root when it concluded the attempt
+	// (keeping the driver log failed on the disk: full or read-only).
+	SharedRootUnwritable bool
 }
 
 // Verdict says what to do with an attempt after a Report.
@@ -129,7 +138,31 @@ func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p
 	if info.Status == mvp.RayStopped && a.FailureKind != mvp.FailureNone {
 		kind, summary = a.FailureKind, a.Message // mvp stopped it (stuck gang, time limit): its own judgement stands
 	}
+	if kind == mvp.FailureRuntimeError && sharedRootFault(summary, p.SharedRoot, r.SharedRootUnwritable) {
+		kind, summary = mvp.FailureInfra, "the run crashed on mvp's shared_root, full or read-only (mvp holds the "+
+			"next attempt until it can be written): "+summary
+	}
 	return failed(now, up, kind, summary, h, p, payload)
+}
+
+// storageErrno matches a Python OSError of a full disk (ENOSPC 28), a read-only file system (EROFS 30) or a
+// quota (EDQUOT 122), with the path it names, if any.
+var storageErrno = regexp.MustCompile(`\[Errno (?:28|30|122)\] [^:'\n]*(?:: '([^'\n]*)')?`)
+
+// sharedRootFault reports whether a crash's line is a full, read-only or over-quota disk under shared_root: the
+// path it names is there, or it names none and mvp could not write shared_root itself when it concluded the
+// attempt (unwritable).
+func sharedRootFault(line, sharedRoot string, unwritable bool) bool {
+	m := storageErrno.FindStringSubmatch(line)
+	if m == nil || sharedRoot == "" {
+		return false
+	}
+	if m[1] == "" {
+		return unwritable
+	}
+	root := filepath.Clean(sharedRoot)
+	path := filepath.Clean(m[1])
+	return path == root || strings.HasPrefix(path, root+string(filepath.Separator))
 }
 
 // failed decides for an attempt that ended in failure of the given kind: requeue within the bounds of its kind,

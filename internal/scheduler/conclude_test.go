@@ -199,3 +199,57 @@ func TestConcludeSaysALostRunMayHaveFinished(t *testing.T) {
 		}
 	}
 }
+
+// TestACrashOnAFullSharedRootIsInfra: a run that crashed because mvp's shared_root filled up or turned read-only
+// under it (its progress file, its checkpoints, its log there) ended FAILED as the user's RUNTIME_ERROR and was not
+// retried, although mvp holds new submissions until shared_root can be written again. It is INFRA now, requeued
+// (and so held until there is room), when the crash names a path under shared_root or mvp itself could not write
+// the task's folder there when it concluded the attempt; a disk error elsewhere stays the run's own.
+func TestACrashOnAFullSharedRootIsInfra(t *testing.T) {
+	rp := RetryPolicy{RetryInterval: time.Minute, MaxInfraRetries: 1, SharedRoot: "/shared/"}
+	exit1 := 1
+	crash := func(line string) string {
+		return "Traceback (most recent call last):\n  File \"/x/_standin.py\", line 87, in report\n    os.replace(tmp, path)\n" + line + "\n"
+	}
+	base := mvp.Attempt{TaskID: "t", No: 1, RaySubmissionID: "t--a01", CreatedAt: t0.Add(-time.Hour), RayStatus: mvp.RayRunning}
+	for _, c := range []struct {
+		name   string
+		line   string
+		down   bool
+		h      History
+		kind   mvp.FailureKind
+		to     mvp.State
+		saying string
+	}{
+		{"full, the path under shared_root", "OSError: [Errno 28] No space left on device: '/shared/jobs/t/attempts/a01/progress.json.tmp'",
+			false, History{}, mvp.FailureInfra, mvp.StatePendingResources, "shared_root"},
+		{"read-only, the path under shared_root", "OSError: [Errno 30] Read-only file system: '/shared/jobs/t/checkpoints/global_step_4'",
+			false, History{}, mvp.FailureInfra, mvp.StatePendingResources, "shared_root"},
+		{"full, no path, while mvp cannot write shared_root", "OSError: [Errno 28] No space left on device",
+			true, History{}, mvp.FailureInfra, mvp.StatePendingResources, "shared_root"},
+		{"over quota under shared_root", "OSError: [Errno 122] Disk quota exceeded: '/shared/jobs/t/x'",
+			false, History{}, mvp.FailureInfra, mvp.StatePendingResources, "shared_root"},
+		{"past max_infra_retries", "OSError: [Errno 28] No space left on device: '/shared/jobs/t/a'",
+			false, History{InfraRetries: 1}, mvp.FailureInfra, mvp.StateFailed, "max_infra_retries"},
+		{"full, no path, shared_root writable", "OSError: [Errno 28] No space left on device",
+			false, History{}, mvp.FailureRuntimeError, mvp.StateFailed, "Errno 28"},
+		{"full elsewhere", "OSError: [Errno 28] No space left on device: '/tmp/ray/x'",
+			true, History{}, mvp.FailureRuntimeError, mvp.StateFailed, "Errno 28"},
+		{"a folder that only starts like shared_root", "OSError: [Errno 28] No space left on device: '/shared2/x'",
+			false, History{}, mvp.FailureRuntimeError, mvp.StateFailed, "Errno 28"},
+		{"another error under shared_root", "OSError: [Errno 5] Input/output error: '/shared/jobs/t/a'",
+			false, History{}, mvp.FailureRuntimeError, mvp.StateFailed, "Errno 5"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Report{Info: &mvp.JobInfo{Status: mvp.RayFailed, DriverExitCode: &exit1, Message: "Job entrypoint command failed with exit code 1"},
+				Log: crash(c.line), SharedRootUnwritable: c.down}
+			o := Conclude(t0, &mvp.Task{ID: "t", State: mvp.StateRunning}, &base, r, c.h, rp)
+			if o.Attempt.FailureKind != c.kind || o.To != c.to {
+				t.Fatalf("%s → %s; want %s → %s (%+v)", o.Attempt.FailureKind, o.To, c.kind, c.to, o)
+			}
+			if text := o.ErrorSummary + "|" + o.PendingReason + "|" + o.Attempt.Message; !strings.Contains(text, c.saying) {
+				t.Errorf("%q does not say %q", text, c.saying)
+			}
+		})
+	}
+}

@@ -1412,6 +1412,12 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 			switch {
 			case errors.As(err, &de):
 				l.Logger.Error("write driver log; will try again", "task_id", t.ID, "err", err)
+				r.SharedRootUnwritable = true
+				// Ray's message holds only the log's last lines (often lines Ray forwarded from actors after the
+				// exception): read the log's end for the verdict, without keeping it (keepLogs tries again).
+				if tail, err := l.readLogTail(ctx, a.RaySubmissionID, node); err == nil {
+					r.Log = tail
+				}
 			case err != nil:
 				l.Logger.Warn("fetch driver log; will try again", "task_id", t.ID, "submission_id", a.RaySubmissionID, "err", err)
 			default:
@@ -1663,13 +1669,31 @@ func copyTime(now, deadline time.Time, ok bool) time.Duration {
 // caller that does not classify the run). A failure to write the task folder is a *taskfs.DiskError; any other
 // error is Ray's. The copy ends in time for the pass to go on (copyTime): one cut short is an error like any other.
 func (l *Loop) keepLog(ctx context.Context, taskID string, no int, id, node string, tail int) (string, error) {
-	deadline, ok := ctx.Deadline()
-	ctx, cancel := context.WithTimeout(ctx, copyTime(time.Now(), deadline, ok))
+	ctx, cancel := copyContext(ctx)
 	defer cancel()
-	return l.Files.KeepLog(taskID, no, tail, func(w io.Writer) error {
+	return l.Files.KeepLog(taskID, no, tail, l.copyFromRay(ctx, id, node))
+}
+
+// readLogTail reads the last LogTail bytes of a job's driver log from Ray without keeping them, in the time
+// keepLog has.
+func (l *Loop) readLogTail(ctx context.Context, id, node string) (string, error) {
+	ctx, cancel := copyContext(ctx)
+	defer cancel()
+	return taskfs.ReadTail(LogTail, l.copyFromRay(ctx, id, node))
+}
+
+// copyContext bounds a copy of a driver log so that the pass can go on after it (copyTime).
+func copyContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	return context.WithTimeout(ctx, copyTime(time.Now(), deadline, ok))
+}
+
+// copyFromRay writes job id's driver log (its driver on node) as Ray gives it.
+func (l *Loop) copyFromRay(ctx context.Context, id, node string) func(io.Writer) error {
+	return func(w io.Writer) error {
 		_, err := l.Ray.CopyJobLog(ctx, id, node, w)
 		return err
-	})
+	}
 }
 
 // keepLogEvery spaces the retries of a failed driver-log fetch.

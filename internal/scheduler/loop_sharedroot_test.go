@@ -255,3 +255,29 @@ func TestAnUnwritableSharedRootIsSaidOncePerLog(t *testing.T) {
 		}
 	}
 }
+
+// TestACrashOnAnUnwritableSharedRootIsRetried: a run that crashed because shared_root filled up under it ended
+// FAILED as the user's RUNTIME_ERROR: its log could not be kept there, so the verdict read only Ray's message,
+// which holds the log's last lines alone (the actor lines Ray forwarded after the exception; measured on Ray 2.60).
+// The loop reads the log's end from Ray without keeping it, and the crash on mvp's own storage is INFRA: requeued,
+// held until the folder can be written.
+func TestACrashOnAnUnwritableSharedRootIsRetried(t *testing.T) {
+	h := newHarness(t)
+	task := h.task()
+	h.tick()
+	id := task.ID + "--a01"
+	h.ray.set(id, mvp.RayRunning, "", 0)
+	h.tick()
+	h.breakRoot()
+	h.loop.Retry.SharedRoot = h.loop.Files.Root
+	actor := strings.Repeat("\x1b[36m(TaskRunner pid=7)\x1b[0m verl-standin: step 2 progress 0.05\n", 10)
+	h.ray.logs = map[string]string{id: "Traceback (most recent call last):\n  File \"/x/_standin.py\", line 85, in report\n" +
+		"    with open(tmp, \"w\") as f:\nOSError: [Errno 28] No space left on device\n" + actor}
+	h.ray.set(id, mvp.RayFailed, "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n"+actor, 1)
+	h.tick()
+	got := h.get(task.ID)
+	a := got.Attempts[0]
+	if a.FailureKind != mvp.FailureInfra || got.State != mvp.StatePendingResources || !strings.Contains(a.Message, "No space left on device") {
+		t.Fatalf("task %s, attempt 1 %s %q; want INFRA with the exception, the task requeued", got.State, a.FailureKind, a.Message)
+	}
+}

@@ -35,6 +35,7 @@ type fakeRay struct {
 	stopErr   error                 // returned by StopJob (the job is not stopped)
 	stopSlow  bool                  // StopJob is taken but the job runs on (Ray's stop wait: SIGTERM, then SIGKILL)
 	logsErr   func(id string) error // when set and non-nil for id, returned by JobLogs
+	logs      map[string]string     // when set for id, the job's log (else "log of <id>")
 	hang      chan struct{}         // when set, GetJob signals it, then waits for its context (Ray not answering)
 }
 
@@ -113,6 +114,9 @@ func (f *fakeRay) JobLogs(_ context.Context, id string) (string, error) {
 		if err := f.logsErr(id); err != nil {
 			return "", err
 		}
+	}
+	if l, ok := f.logs[id]; ok {
+		return l, nil
 	}
 	return "log of " + id + "\n", nil
 }

@@ -276,7 +276,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		Logger: logger.With("component", "scheduler"), Policy: policy, Tick: cfg.V2.Scheduler.Tick(),
 		Retry: scheduler.RetryPolicy{RetryInterval: cfg.V2.Scheduler.RetryInterval(),
 			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,
-			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout())},
+			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout()), SharedRoot: cfg.SharedRoot},
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
 		Crash: m.Crash, Observer: obs, StoreHealth: m.store.CheckHealth}
 	if vault.Enabled() {
