@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,30 +95,40 @@ func (c *Client) http() *http.Client {
 }
 
 // NameError is a task id, schedule or secret name that cannot stand in a URL path: "." or "..", which
-// url.PathEscape leaves as they are and a URL reads as its own folders (the request would go elsewhere). Do
-// returns it before any request is made.
+// url.PathEscape leaves as they are and a URL reads as its own folders (the request would go elsewhere), or an
+// empty one (`mvp cancel "$ID"` with ID unset), which leaves an empty segment that the server cleans away
+// (/api/v2/tasks//cancel is redirected to /api/v2/tasks/cancel). Do returns it before any request is made.
 type NameError struct{ Name string }
 
-// CheckName returns a *NameError for a task id or name that cannot stand in a URL path ("." or ".."), else nil:
-// what Do refuses before any request, for a caller that checks several names before it sends the first.
+// CheckName returns a *NameError for a task id or name that cannot stand in a URL path ("", "." or ".."), else
+// nil: what Do refuses before any request, for a caller that checks several names before it sends the first.
 func CheckName(name string) error {
-	if name == "." || name == ".." {
+	if name == "" || name == "." || name == ".." {
 		return &NameError{Name: name}
 	}
 	return nil
 }
 
 func (e *NameError) Error() string {
+	if e.Name == "" {
+		return "a task id or a name is empty (an unset variable?): give one"
+	}
 	return fmt.Sprintf("%q is not a task id or a name: \".\" and \"..\" cannot stand in a URL path", e.Name)
 }
 
 // Do sends one request and returns the response when its status is 2xx, else a *StatusError; a *NameError, with
-// nothing sent, when path has a "." or ".." segment.
+// nothing sent, when path has a "." or ".." segment, or, under /api/v2/ (whose paths never end in "/"), an empty one.
 func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body []byte, contentType string) (*http.Response, error) {
 	for _, seg := range strings.Split(path, "/") {
+		if seg == "" {
+			continue // the leading "/", and Ray's paths under /ray/ that end in "/" (/ray/api/jobs/)
+		}
 		if err := CheckName(seg); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", method, path, err)
 		}
+	}
+	if rest, ok := strings.CutPrefix(path, "/api/v2/"); ok && slices.Contains(strings.Split(rest, "/"), "") {
+		return nil, fmt.Errorf("%s %s: %w", method, path, &NameError{})
 	}
 	base := strings.TrimRight(c.Addr, "/")
 	if strings.HasSuffix(base, "/api/v2") {

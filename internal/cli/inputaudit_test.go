@@ -39,3 +39,34 @@ func TestADotNameIsRefusedBeforeAnyRequest(t *testing.T) {
 		t.Errorf("%d requests sent for names that cannot stand in a URL path", requests)
 	}
 }
+
+// TestAnEmptyNameIsRefusedBeforeAnyRequest: an empty task id or name (`mvp cancel "$ID"` in a script whose ID was
+// never set) made a path with an empty segment, /api/v2/tasks//cancel: the server answered a redirect to its clean
+// form and mvp said "mvp's API does not redirect: set MVP_ADDR to the API's own address", or, for `mvp get ""`, "no
+// such endpoint /api/v2/tasks/" (exit 1): neither says that the id was empty. It is a usage error (exit 2) that
+// says so, before any request.
+func TestAnEmptyNameIsRefusedBeforeAnyRequest(t *testing.T) {
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests++
+		http.Error(w, "not reached", http.StatusTeapot)
+	}))
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"get", ""}, {"cancel", ""}, {"cancel", "mvp2-ppo-20251223-143201-7f3a", ""}, {"resubmit", ""},
+		{"events", ""}, {"logs", ""}, {"logs", "", "-f"}, {"results", ""}, {"results", "", "--get", "a01/x"},
+		{"wait", ""}, {"wait", "mvp2-ppo-20251223-143201-7f3a", ""},
+		{"schedule", "delete", ""}, {"schedule", "get", ""}, {"schedule", "pause", ""}, {"schedule", "resume", ""},
+		{"secrets", "delete", ""},
+	} {
+		_, errb, env := serverEnv(srv.URL)
+		code := Run(context.Background(), args, env)
+		msg := errb.String()
+		if code != 2 || strings.Contains(msg, "MVP_ADDR") || !strings.Contains(msg, "empty") {
+			t.Errorf("%q: exit %d: %s", args, code, msg)
+		}
+	}
+	if requests != 0 {
+		t.Errorf("%d requests sent for empty names", requests)
+	}
+}

@@ -77,6 +77,11 @@ func waitTasks(ctx context.Context, c *api.Client, ids []string, timeout time.Du
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
+	for _, id := range ids {
+		if err := api.CheckName(id); err != nil {
+			return err // before any request, as mvp cancel refuses it
+		}
+	}
 	left := append([]string(nil), ids...)
 	var failed []string
 	var downSince time.Time
