@@ -27,6 +27,7 @@ func serve(ctx context.Context, args []string) error {
 	dbPath := fs.String("db-path", "", "override v2.sqlite.db_path")
 	grace := fs.Duration("shutdown-grace", service.DefaultShutdownGrace, "how long in-flight requests may take after SIGTERM")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file (make bench)")
+	forgetSecrets := fs.Bool("forget-secrets", false, "when the stored secrets cannot be opened with the key in v2.secrets.key_env (it is lost), delete them and start (each logged); nothing when the key opens them")
 	printURL := fs.Bool("print-url", false, "print the URL at which the API answers with this config (v2.api; for scripts) and exit; refused for port 0")
 	if err := fs.Parse(args); err != nil {
 		return cli.Usage(err)
@@ -86,8 +87,8 @@ func serve(ctx context.Context, args []string) error {
 	for _, w := range cfg.Warnings {
 		logger.Warn("config warning", "config", *cfgPath, "warning", w)
 	}
-	m := &service.Main{Config: cfg, DBPath: *dbPath, DevGenerateToken: *devToken, ShutdownGrace: *grace,
-		Logger: logger, Stdout: os.Stdout, Crash: crashPoint(logger)}
+	m := &service.Main{Config: cfg, DBPath: *dbPath, DevGenerateToken: *devToken, ForgetSecrets: *forgetSecrets,
+		ShutdownGrace: *grace, Logger: logger, Stdout: os.Stdout, Crash: crashPoint(logger)}
 	if err := m.Open(ctx); err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func (v *Vault) CheckKey(ctx context.Context) error {
 	}
 	if !v.Enabled() {
 		return fmt.Errorf("%d secret(s) are stored but $%s (v2.secrets.key_env) is empty, so every task naming one "+
-			"would fail at its submit: set $%s to the key they were stored with", len(list), v.keyEnv, v.keyEnv)
+			"would fail at its submit: set $%s to the key they were stored with%s", len(list), v.keyEnv, v.keyEnv, lostKey)
 	}
 	name := list[0].Name
 	sealed, err := v.store.SealedSecrets(ctx, list[0].Owner, []string{name})
@@ -92,10 +92,33 @@ func (v *Vault) CheckKey(ctx context.Context) error {
 		if _, err := v.aead.Open(nil, s.Nonce, s.Ciphertext, []byte(name)); err != nil {
 			return fmt.Errorf("the key in $%s (v2.secrets.key_env) does not open the stored secrets (secret %q was "+
 				"stored with another key), so every task naming one would fail at its submit: set $%s to the key "+
-				"they were stored with", v.keyEnv, name, v.keyEnv)
+				"they were stored with%s", v.keyEnv, name, v.keyEnv, lostKey)
 		}
 	}
 	return nil
+}
+
+// lostKey ends CheckKey's refusals: the way out when the key is lost.
+const lostKey = "; if that key is lost, nobody can read them: start mvp serve once with --forget-secrets, which " +
+	"deletes them (and logs whose they were) so that their owners store them again with mvp secrets put"
+
+// ForgetUnreadable deletes every stored secret when the vault's key does not open them (CheckKey's refusal: the
+// key they were sealed with is lost, or storage is off) and returns what it deleted, so that mvp serve can start
+// (`--forget-secrets`). When the key opens them it deletes nothing: the flag left on a later start is harmless.
+func (v *Vault) ForgetUnreadable(ctx context.Context) ([]mvp.SecretInfo, error) {
+	if v.CheckKey(ctx) == nil {
+		return nil, nil
+	}
+	list, err := v.store.ListSecrets(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("forget the secrets: %w", err)
+	}
+	for i, s := range list {
+		if err := v.store.DeleteSecret(ctx, s.Owner, s.Name); err != nil && !errors.Is(err, mvp.ErrNotFound) {
+			return list[:i], fmt.Errorf("forget secret %q of %s: %w", s.Name, mvp.OwnerName(s.Owner), err)
+		}
+	}
+	return list, nil
 }
 
 // Enabled reports whether secrets can be stored and used.

@@ -167,3 +167,41 @@ func TestCheckKeyOpensTheStoredSecrets(t *testing.T) {
 		t.Errorf("no key with secrets stored: %v", err)
 	}
 }
+
+// TestALostKeyCanBeForgotten: with secrets stored and their key lost (a key generated in a shell and not kept, as
+// a make run user does), mvp serve refused to start ("set $MVP_SECRETS_KEY to the key they were stored with") and
+// nothing but editing the database by hand let it start again. The refusal names the way out, mvp serve
+// --forget-secrets, which deletes the secrets the key does not open (nobody can read them) and nothing else.
+func TestALostKeyCanBeForgotten(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	v, err := secrets.New(db, bytes.Repeat([]byte{1}, 32), "MVP_SECRETS_KEY", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, owner := range []string{"", "alice"} {
+		if _, _, err := v.Put(ctx, owner, "wandb", "value-1234567890"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if gone, err := v.ForgetUnreadable(ctx); err != nil || len(gone) != 0 {
+		t.Fatalf("the right key opens them: forgot %v, %v", gone, err)
+	}
+	other, _ := secrets.New(db, bytes.Repeat([]byte{2}, 32), "MVP_SECRETS_KEY", nil)
+	off, _ := secrets.New(db, nil, "MVP_SECRETS_KEY", nil)
+	for _, w := range []*secrets.Vault{other, off} {
+		if err := w.CheckKey(ctx); err == nil || !strings.Contains(err.Error(), "--forget-secrets") {
+			t.Errorf("the refusal does not name the way out: %v", err)
+		}
+	}
+	gone, err := other.ForgetUnreadable(ctx)
+	if err != nil || len(gone) != 2 {
+		t.Fatalf("forgot %v, %v; want both secrets", gone, err)
+	}
+	if err := other.CheckKey(ctx); err != nil {
+		t.Errorf("after forgetting: %v", err)
+	}
+	if list, err := db.ListSecrets(ctx); err != nil || len(list) != 0 {
+		t.Errorf("left: %v %v", list, err)
+	}
+}

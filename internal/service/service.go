@@ -55,6 +55,9 @@ type Main struct {
 	DBPath string
 	// DevGenerateToken: when the token variable is empty, generate a token and print it once (development only).
 	DevGenerateToken bool
+	// ForgetSecrets: when the stored secrets cannot be opened with the key in v2.secrets.key_env (it is lost),
+	// delete them at start instead of refusing to start (serve's --forget-secrets); nothing when the key opens them.
+	ForgetSecrets bool
 	// ShutdownGrace is how long in-flight requests may take once Run's context ends; at 0 they are cut at once.
 	ShutdownGrace time.Duration
 	// Logger receives the service's log; nil discards it.
@@ -233,6 +236,16 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	vault, err := secrets.New(m.store, key, cfg.V2.Secrets.KeyEnv, clock)
 	if err != nil {
 		return err
+	}
+	if m.ForgetSecrets {
+		gone, err := vault.ForgetUnreadable(ctx)
+		for _, s := range gone {
+			logger.Warn("secret forgotten (--forget-secrets): the key in v2.secrets.key_env does not open it; its "+
+				"owner stores it again with mvp secrets put", "owner", mvp.OwnerName(s.Owner), "name", s.Name)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if err := vault.CheckKey(ctx); err != nil {
 		return err
