@@ -1330,7 +1330,19 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 			return err
 		})
 	}
-	return usageError{errors.New(secretsUsage)}
+	var why string
+	switch {
+	case sub != "list" && sub != "put" && sub != "delete":
+		why = fmt.Sprintf("unknown subcommand %q: list, put or delete", sub)
+	case sub == "list":
+		why = "secrets list takes no argument"
+	case sub == "put" && fs.NArg() > 1:
+		why = "secrets put takes the NAME only: the value is read from standard input (or --from-file FILE), never " +
+			"from the command line, where shell history and process listings keep it"
+	default:
+		why = fmt.Sprintf("secrets %s takes the NAME of one secret, got %d argument(s)", sub, fs.NArg())
+	}
+	return usageError{fmt.Errorf("%s\n%s", why, secretsUsage)}
 }
 
 // terminalSafe writes what it is given with control characters escaped as safe does, line breaks and tabs kept:

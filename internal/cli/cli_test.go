@@ -780,3 +780,26 @@ func TestEstimatesSayWhatTheyAssume(t *testing.T) {
 		t.Errorf("mvp list without an estimate:\n%s\nsays what estimates assume", b.String())
 	}
 }
+
+// TestSecretsSaysWhatIsWrong: `mvp secrets put wandb s3cret` (the value as an argument, as most CLIs take it) and
+// `mvp secrets lsit` printed only "mvp secrets: usage: …", the whole usage, without saying what was wrong. Each
+// now says it (exit 2, nothing sent): the value is read from standard input, an unknown subcommand is named.
+func TestSecretsSaysWhatIsWrong(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"secrets", "put", "wandb", "s3cret"}, "standard input"},
+		{[]string{"secrets", "lsit"}, `unknown subcommand "lsit"`},
+		{[]string{"secrets", "delete"}, "takes the NAME"},
+		{[]string{"secrets", "list", "extra"}, "no argument"},
+	} {
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader("v"),
+			Getenv: func(string) string { return "http://127.0.0.1:1" }}
+		code := Run(context.Background(), c.args, env)
+		if first, _, _ := strings.Cut(errb.String(), "\n"); code != 2 || !strings.Contains(first, c.want) {
+			t.Errorf("mvp %v: exit %d, first line %q; want exit 2 and %q", c.args, code, first, c.want)
+		}
+	}
+}
