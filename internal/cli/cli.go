@@ -74,6 +74,7 @@ Usage:
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN (the
 operator's, or a named user's: a user sees and acts on their own tasks, schedules and secrets only).
 Every client verb takes -o table|json|yaml (json is the API's own answer); logs prints the log as it is.
+mvp VERB -h (or mvp help VERB) shows a verb's flags.
 
 Example:
   export MVP_ADDR=http://127.0.0.1:8080 MVP_TOKEN=...
@@ -87,9 +88,15 @@ func Run(ctx context.Context, args []string, env Env) int {
 		fmt.Fprint(env.Stderr, usage) // no verb: a usage error (exit 2), as the spec's exit codes say
 		return 2
 	}
+	if args[0] == "help" && len(args) > 1 {
+		return Run(ctx, []string{args[1], "-h"}, env) // mvp help submit: submit's own usage and flags
+	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(env.Stdout, usage)
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	verb, rest := args[0], args[1:]
 	// What mvp says on stderr echoes what the user typed (an -e, a name, a flag) and the fields the server names

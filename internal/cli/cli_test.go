@@ -803,3 +803,23 @@ func TestSecretsSaysWhatIsWrong(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpOfAVerb: `mvp help submit` printed the general usage (exit 0) and `mvp help frob` too; `mvp --version`
+// was an unknown command. `mvp help VERB` is VERB -h, an unknown VERB exit 2; --version is `mvp version`.
+func TestHelpOfAVerb(t *testing.T) {
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	if code := Run(context.Background(), []string{"help", "submit"}, env); code != 0 || !strings.Contains(errb.String(), "e.g. mvp submit") {
+		t.Errorf("help submit: exit %d\n%s", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := Run(context.Background(), []string{"help", "frob"}, env); code != 2 || !strings.Contains(errb.String(), `unknown command "frob"`) {
+		t.Errorf("help frob: exit %d\n%s", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := Run(context.Background(), []string{"--version"}, env); code != 0 || !strings.HasPrefix(out.String(), "mvp ") {
+		t.Errorf("--version: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+}
