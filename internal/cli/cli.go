@@ -659,6 +659,14 @@ func followAttempt(ctx context.Context, c *api.Client, id string, n int, w, w2 i
 	}
 }
 
+// endedHow says how an ended attempt ended: its failure kind, else Ray's status.
+func endedHow(a *mvp.Attempt) string {
+	if a.FailureKind != mvp.FailureNone {
+		return string(a.FailureKind)
+	}
+	return string(a.RayStatus)
+}
+
 // wentAway reports whether err says the server went away in the middle of a request it had taken: a followed log
 // cut or ended by a stop, a wait ended by a stop (a 503 asking to be asked again later), or a connection closed
 // without an answer. A refused connection is not: nothing took the request.
@@ -755,8 +763,13 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, w, w2
 			return nil
 		}
 		if last.No != followed { // a newer attempt: its log, even if it has ended meanwhile (then the task's end)
+			why := ""
+			if a := t.Attempt(followed); announced != followed && a != nil && (a.EndTime != nil || a.FailureKind != mvp.FailureNone) {
+				// Not said yet (its successor came in the pass that ended it): why the task goes on.
+				why = fmt.Sprintf("attempt %d ended (%s); the task is %s: ", followed, endedHow(a), t.State)
+			}
 			followed = last.No
-			fmt.Fprintf(w2, "mvp logs: following attempt %d\n", last.No)
+			fmt.Fprintf(w2, "mvp logs: %sfollowing attempt %d\n", why, last.No)
 			if _, err := followAttempt(ctx, c, id, last.No, w, w2); err != nil {
 				return err
 			}
@@ -767,12 +780,8 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, w, w2
 		}
 		if announced != last.No {
 			announced = last.No
-			how := string(last.FailureKind)
-			if how == "" {
-				how = string(last.RayStatus)
-			}
 			fmt.Fprintf(w2, "mvp logs: attempt %d ended (%s); the task is %s and will run again: following its "+
-				"next attempt when it starts (Ctrl-C to stop)\n", last.No, how, t.State)
+				"next attempt when it starts (Ctrl-C to stop)\n", last.No, endedHow(last), t.State)
 		}
 		select {
 		case <-ctx.Done():

@@ -62,4 +62,9 @@ func TestLogsFollowWhenTheNextAttemptIsAlreadyThere(t *testing.T) {
 	if !strings.Contains(errb.String(), "attempt 2") {
 		t.Errorf("stderr %q does not say that attempt 2 is followed", errb.String())
 	}
+	// It said only "following attempt 2": not why attempt 1 ended, which the gap between two attempts says
+	// ("attempt 1 ended (HEARTBEAT_LOST) …") when the next one is not there yet.
+	if !strings.Contains(errb.String(), "mvp logs: attempt 1 ended (HEARTBEAT_LOST); the task is RUNNING: following attempt 2\n") {
+		t.Errorf("stderr %q does not say how attempt 1 ended", errb.String())
+	}
 }
