@@ -181,7 +181,7 @@ func (e usageError) Unwrap() error { return e.error }
 var verbHelp = map[string]string{
 	"submit": "mvp submit -f job.yaml [-e key=value …] [--dry-run | --wait]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
 	"wait": "mvp wait TASK_ID [TASK_ID …] [--timeout D]\n  e.g. mvp wait mvp2-ppo-20251223-143201-7f3a --timeout 12h" +
-		"\n  (exit 0: every task SUCCEEDED; 3: all ended, at least one FAILED or CANCELED; 4: --timeout passed first)",
+		"\n  (exit 0: every task SUCCEEDED; 3: all ended, at least one FAILED or CANCELED; 4: --timeout passed first;\n  130: interrupted, the tasks go on)",
 	"get":      "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
 	"list":     "mvp list [--state S] [--workload W] [--owner USER] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
 	"queue":    "mvp queue\n  e.g. mvp queue -o json",

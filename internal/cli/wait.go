@@ -21,6 +21,8 @@ const (
 	ExitNotSucceeded = 3
 	// ExitWaitTimeout: --timeout passed before every task named had ended.
 	ExitWaitTimeout = 4
+	// ExitInterrupted: the wait was interrupted (Ctrl-C, SIGTERM) before every task named had ended; they go on.
+	ExitInterrupted = 130
 )
 
 // exitCode is an error that carries the exit status Run returns for it (after printing it, when it says anything).
@@ -94,7 +96,7 @@ func waitTasks(ctx context.Context, c *api.Client, ids []string, timeout time.Du
 			t, raw, err := c.Get(ctx, id)
 			if err != nil {
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return interrupted(append(still, left[i:]...))
 				}
 				if !serverAway(err) {
 					return fmt.Errorf("%s: %w", id, err)
@@ -143,10 +145,17 @@ func waitTasks(ctx context.Context, c *api.Client, ids []string, timeout time.Du
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return interrupted(left)
 		case <-time.After(pause):
 		}
 	}
+}
+
+// interrupted is the end of a wait interrupted (Ctrl-C) while the tasks of left had not ended: not "context
+// canceled", which read as if they had been, but that they go on.
+func interrupted(left []string) error {
+	return exitCode{ExitInterrupted, fmt.Sprintf("interrupted: stopped waiting; the task(s) go on: %s (mvp cancel "+
+		"stops one)", strings.Join(left, " "))}
 }
 
 // printEnd is a task's end in a line: its id and state, and for one that did not succeed, why (the latest

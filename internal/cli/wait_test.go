@@ -259,3 +259,23 @@ func TestAWaitLineNamesTheFailureKindOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestAnInterruptedWaitSaysTheTasksGoOn: Ctrl-C on `mvp wait` (or `mvp submit --wait`) printed "mvp wait: context
+// canceled" and exited 1, the code of mvp's refusal, and read as if the tasks had been canceled. It says that it
+// stopped waiting and that the tasks go on, naming them, and exits 130 (ExitInterrupted), as a shell reports Ctrl-C.
+func TestAnInterruptedWaitSaysTheTasksGoOn(t *testing.T) {
+	fastWait(t)
+	srv, _ := taskServer(t, map[string][]string{"t-q": {"PENDING_RESOURCES"}, "t-new": {"QUEUED"}})
+	for _, args := range [][]string{{"wait", "t-q"}, {"submit", "-f", jobFile(t), "--wait"}} {
+		out, errb, env := serverEnv(srv.URL)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		code := Run(ctx, args, env)
+		cancel()
+		e := errb.String()
+		if code != ExitInterrupted || strings.Contains(e, "context") || !strings.Contains(e, "stopped waiting") ||
+			!strings.Contains(e, "go on") || !strings.Contains(e, "t-") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d saying the task goes on", args, code, out.String(), e,
+				ExitInterrupted)
+		}
+	}
+}
