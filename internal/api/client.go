@@ -404,6 +404,9 @@ func (c *Client) LogsFrom(ctx context.Context, id string, attempt int, offset in
 		}
 		return n, err
 	}
+	if why := resp.Trailer.Get(LogWhyTrailer); resp.Trailer.Get(LogEndTrailer) == LogEndCut && why != "" {
+		return n, fmt.Errorf("the log of %s is incomplete: %s", id, why)
+	}
 	if resp.Trailer.Get(LogEndTrailer) == LogEndCut {
 		return n, fmt.Errorf("the log of %s was cut short: the server could not read the rest from Ray (see its log); "+
 			"run the same command again", id)

@@ -182,7 +182,13 @@ func (s *Server) Handler() http.Handler {
 	}
 	if d := s.RayDoor; d != nil {
 		d.ReadLog, d.NewID = s.readLog, NewTaskID
-		d.CopyLogFrom = s.copyLog
+		d.CopyLogFrom = func(ctx context.Context, id string, n int, skip int64, w io.Writer) (int64, bool, error) {
+			m, ended, err := s.copyLog(ctx, id, n, skip, w)
+			if errors.As(err, new(lostLogError)) {
+				err = nil // Ray's clients have no way to be told; the door answers the copy as it did
+			}
+			return m, ended, err
+		}
 		d.FollowLogFrom = s.followLog
 		d.Cancel = func(ctx context.Context, t *mvp.Task) (*mvp.Task, error) { return s.cancel(ctx, t, "ray door") }
 		if d.LogPoll == 0 {
@@ -1124,8 +1130,11 @@ const (
 	LogEndTrailer  = "X-Mvp-Log-End"
 	LogEndEnded    = "ended"
 	LogEndStopping = "server-stopping"
-	// LogEndCut ends a log (followed or not) of which only part could be sent: the rest could not be read.
+	// LogEndCut ends a log (followed or not) of which only part could be sent: the rest could not be read, or is
+	// lost (an ended attempt whose Ray job is gone, of which only the copy made while it ran is kept).
 	LogEndCut = "cut-short"
+	// LogWhyTrailer says, in a sentence, why a log ended LogEndCut.
+	LogWhyTrailer = "X-Mvp-Log-Why"
 	// LogAttemptHeader names the attempt whose log the answer holds: a follower of the latest attempt learns which
 	// one it followed (its successor may already be submitted when the stream ends).
 	LogAttemptHeader = "X-Mvp-Log-Attempt"
@@ -1228,7 +1237,7 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Trailer", LogEndTrailer)
+	w.Header().Set("Trailer", LogEndTrailer+", "+LogWhyTrailer)
 	w.Header().Set(LogAttemptHeader, strconv.Itoa(n))
 	if r.Method == http.MethodHead {
 		// The headers alone: neither the log read (a copy from Ray) nor, with follow, a stream held open to the
@@ -1269,6 +1278,7 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 			// poll instead.
 			s.Logger.Warn("log read cut short", "task_id", t.ID, "attempt_no", n, "offset", offset, "bytes_sent", sent, "err", err)
 			w.Header().Set(LogEndTrailer, LogEndCut)
+			w.Header().Set(LogWhyTrailer, mvp.Clip(strings.Join(strings.Fields(err.Error()), " "), 1000))
 			return nil
 		}
 		if !follow {
@@ -1470,6 +1480,12 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 			return sw.written, ended, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's copy of the log was cut short: %v", err)
 		}
 		if m, ferr := s.Files.CopyLog(id, n, skip, w); ferr == nil {
+			if ended && m > 0 && errors.Is(err, mvp.ErrJobNotFound) {
+				// The copy made while it ran (log_kept is false): what the driver wrote after it went with the job.
+				return m, ended, lostLogError{fmt.Sprintf("attempt %d ended (%s) and Ray no longer has its job: this "+
+					"is the copy mvp made while it ran (every v2.ray.log_copy_s); what its driver wrote after that "+
+					"copy is lost", n, a.FailureKind)}
+			}
 			return m, ended, nil
 		} else if m > 0 {
 			return m, ended, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's log could not be read (%v), and the folder's copy "+
@@ -1490,6 +1506,12 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 	}
 	return sw.written, ended, nil
 }
+
+// lostLogError is copyLog's error after it wrote an ended attempt's running copy, the rest of whose log went with
+// its Ray job: the logs API ends such an answer cut-short, saying this; the Ray door answers the copy.
+type lostLogError struct{ why string }
+
+func (e lostLogError) Error() string { return e.why }
 
 // MaxLogOffset bounds a log request's offset (1 TiB: no driver log is longer).
 const MaxLogOffset = 1 << 40

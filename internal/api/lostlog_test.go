@@ -1,0 +1,79 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mvp2/mvp/internal/api"
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/service"
+	"github.com/mvp2/mvp/internal/service/servicetest"
+)
+
+// TestALogRayLostIsNotServedAsWhole: an attempt whose Ray job vanished (the Ray head restarted under it: INFRA,
+// log_kept false) has only the copy mvp made while it ran (every v2.ray.log_copy_s) in its folder. `mvp logs
+// --attempt 1` printed that copy and exited 0, as if it were the whole log, though what the driver wrote after the
+// last copy is gone (seen on the local cluster: a copy ending at step 1 of a run that had reached step 10). The
+// answer ends with the trailer cut-short, as a log whose rest Ray cannot give, with the reason in X-Mvp-Log-Why,
+// and the client's error says that the rest is lost, not to run the command again.
+func TestALogRayLostIsNotServedAsWhole(t *testing.T) {
+	ray := servicetest.NewRay()
+	m := servicetest.Start(t, &service.Main{Ray: ray})
+	raw, err := m.Client().Submit(t.Context(), []byte(goodSpec), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	if err := json.Unmarshal(raw, &task); err != nil {
+		t.Fatal(err)
+	}
+	sub := mvp.SubmissionID(task.ID, 1)
+	ray.WaitJob(t, sub)
+	ray.AddLog(sub, "step 1\n")
+	ray.Set(sub, mvp.RayRunning)
+	// The scheduler copies a running attempt's log at once when it sees it run, then every v2.ray.log_copy_s.
+	copyPath := filepath.Join(m.Config.SharedRoot, "jobs", task.ID, "attempts", "a01", "driver.log")
+	want := "log of " + sub + "\nstep 1\n"
+	deadline := time.Now().Add(20 * time.Second)
+	for b, _ := os.ReadFile(copyPath); string(b) != want; b, _ = os.ReadFile(copyPath) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the running log was not copied: %q", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ray.AddLog(sub, "step 2\n")     // after the last copy: lost with the job
+	ray.DeleteJob(t.Context(), sub) // the Ray head restarted: the job is gone
+	for {
+		got, err := m.Store().GetTask(t.Context(), task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := got.Attempt(1); a != nil && a.RayStatus.Terminal() {
+			if a.LogKept {
+				t.Fatalf("attempt 1 of a vanished job has its log kept: %+v", a)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attempt 1 did not end after its job vanished: %+v", got.Attempt(1))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, body := do(t, m.URL(), "GET", "/api/v2/tasks/"+task.ID+"/logs?attempt=1", "", "", nil)
+	if string(body) != want || resp.Trailer.Get(api.LogEndTrailer) != api.LogEndCut ||
+		!strings.Contains(resp.Trailer.Get(api.LogWhyTrailer), "lost") {
+		t.Errorf("status %d, body %q, trailers %v: want the copy, then %s: %s and why", resp.StatusCode, body,
+			resp.Trailer, api.LogEndTrailer, api.LogEndCut)
+	}
+	var out bytes.Buffer
+	err = m.Client().Logs(t.Context(), task.ID, 1, false, &out)
+	if out.String() != want || err == nil || !strings.Contains(err.Error(), "lost") ||
+		strings.Contains(err.Error(), "run the same command again") {
+		t.Errorf("client: %q, %v; want the copy and an error saying the rest is lost", out.String(), err)
+	}
+}
