@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +43,8 @@ func runWait(ctx context.Context, args []string, env Env) error {
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() { fmt.Fprintf(env.Stderr, "usage: %s\n\nflags:\n", verbHelp["wait"]); fs.PrintDefaults() }
 	out := fs.String("o", "table", "output: table, or json or yaml (each task's answer as it ends, one document each)")
-	timeout := fs.Duration("timeout", 0, "give up after this long (e.g. 90m, 12h; exit 4); 0 waits as long as it takes")
+	var timeout durationFlag
+	fs.Var(&timeout, "timeout", "give up after this `duration` (e.g. 90m, 12h; exit 4); 0 waits as long as it takes")
 	if err := fs.Parse(interleave(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -52,8 +54,8 @@ func runWait(ctx context.Context, args []string, env Env) error {
 	if err := checkOutput(*out); err != nil {
 		return err
 	}
-	if *timeout < 0 {
-		return usageError{fmt.Errorf("--timeout must be 0 (no limit) or more, got %s", *timeout)}
+	if timeout < 0 {
+		return usageError{fmt.Errorf("--timeout must be 0 (no limit) or more, got %s", time.Duration(timeout))}
 	}
 	if fs.NArg() == 0 {
 		return usageError{fmt.Errorf("name at least one TASK_ID\nusage: %s", verbHelp["wait"])}
@@ -66,7 +68,26 @@ func runWait(ctx context.Context, args []string, env Env) error {
 			ids = append(ids, id)
 		}
 	}
-	return waitTasks(ctx, clientOf(env), ids, *timeout, *out, env.Stdout, env.Stderr)
+	return waitTasks(ctx, clientOf(env), ids, time.Duration(timeout), *out, env.Stdout, env.Stderr)
+}
+
+// durationFlag is a flag of a Go duration whose refusal says what is wanted: the flag package's own says only
+// "parse error", which a number of seconds (--timeout 3600) got without a hint.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		hint := ""
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			hint = fmt.Sprintf(" (%ss for seconds)", s)
+		}
+		return fmt.Errorf("want a duration with its unit, such as 90m or 12h%s", hint)
+	}
+	*d = durationFlag(v)
+	return nil
 }
 
 // waitTasks waits until every task of ids has ended (SUCCEEDED, FAILED or CANCELED: an attempt that failed and was

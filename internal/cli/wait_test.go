@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -277,5 +278,17 @@ func TestAnInterruptedWaitSaysTheTasksGoOn(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d saying the task goes on", args, code, out.String(), e,
 				ExitInterrupted)
 		}
+	}
+}
+
+// TestATimeoutWithoutUnitSaysSo: `mvp wait --timeout 3600 ID` (seconds, as the jobspec's *_s fields count) said
+// only `invalid value "3600" for flag -timeout: parse error`. It says that a unit is wanted, with examples.
+func TestATimeoutWithoutUnitSaysSo(t *testing.T) {
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "http://127.0.0.1:1" }}
+	code := Run(context.Background(), []string{"wait", "--timeout", "3600", "t-ok"}, env)
+	if first, _, _ := strings.Cut(errb.String(), "\n"); code != 2 || strings.Contains(first, "parse error") ||
+		!strings.Contains(first, "3600s") {
+		t.Errorf("exit %d, first line %q; want 2 and a hint such as 3600s", code, first)
 	}
 }
