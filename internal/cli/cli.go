@@ -150,8 +150,13 @@ func Run(ctx context.Context, args []string, env Env) int {
 			err = fmt.Errorf("%w: no token was sent; set MVP_TOKEN to your API token", err)
 		} else if errors.As(err, &se) && se.Status == http.StatusForbidden && se.Detail.Field == "" &&
 			strings.HasPrefix(se.Detail.Message, "the token is not valid") {
-			err = fmt.Errorf("%w: the server at MVP_ADDR takes no such token; set MVP_TOKEN to yours (make run, "+
-				"without MVP_INTERNAL_TOKEN set, prints a new token at each start)", err)
+			if tok := strings.TrimSpace(env.Getenv("MVP_TOKEN")); len(tok) > 7 && strings.EqualFold(tok[:7], "bearer ") {
+				err = fmt.Errorf("%w: MVP_TOKEN begins with %q, which mvp adds itself: set it to the token alone, "+
+					"without \"Bearer \"", err, tok[:7])
+			} else {
+				err = fmt.Errorf("%w: the server at MVP_ADDR takes no such token; set MVP_TOKEN to yours (make run, "+
+					"without MVP_INTERNAL_TOKEN set, prints a new token at each start)", err)
+			}
 		}
 		fmt.Fprintf(env.Stderr, "mvp %s: %v\n", verb, err)
 		var ue usageError

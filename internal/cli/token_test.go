@@ -29,3 +29,21 @@ func TestAStaleTokenSaysWhatToSet(t *testing.T) {
 		}
 	}
 }
+
+// TestATokenWithBearerSaysSo: MVP_TOKEN="Bearer <token>", copied from an Authorization header, was sent as
+// "Bearer Bearer <token>" and refused with the advice for a stale token. The refusal says to drop "Bearer ".
+func TestATokenWithBearerSaysSo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `{"error":{"code":"forbidden","message":"the token is not valid"}}`)
+	}))
+	defer srv.Close()
+	out, errb, env := serverEnv(srv.URL)
+	env.Getenv = func(k string) string {
+		return map[string]string{"MVP_ADDR": srv.URL, "MVP_TOKEN": "Bearer 0123456789abcdef0123"}[k]
+	}
+	if code := Run(context.Background(), []string{"list"}, env); code != 1 || !strings.Contains(errb.String(), `without "Bearer "`) {
+		t.Errorf("exit %d: %s%s", code, out.String(), errb.String())
+	}
+}
