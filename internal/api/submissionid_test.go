@@ -47,3 +47,29 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestATaskNamedByAnAttemptsSubmissionIDIsNamed: every driver log begins "Running entrypoint for job
+// <task_id>--a01", and Ray's dashboard lists its jobs by that id; `mvp get <task_id>--a01` answered only 'no task
+// … (task ids look like …)'. The 404 names the task and the attempt, to a caller who may see the task.
+func TestATaskNamedByAnAttemptsSubmissionIDIsNamed(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	at := time.Now()
+	id := "mvp2-ppo-20251223-143201-0d3a"
+	if err := m.Store().CreateTask(context.Background(), &mvp.Task{ID: id, Workload: mvp.WorkloadPPO, NNodes: 1,
+		GPUsPerNode: 1, State: mvp.StateQueued, JobSpecYAML: "workload: ppo\n", SpecJSON: []byte(`{}`),
+		CreatedAt: at, UpdatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/api/v2/tasks/" + id + "--a02", "/api/v2/tasks/" + id + "--a02/events"} {
+		resp, b := do(t, m.URL(), "GET", p, "", "", nil)
+		var eb api.ErrorBody
+		_ = json.Unmarshal(b, &eb)
+		if resp.StatusCode != 404 || !containsAll(eb.Error.Message, id+":", "attempt 2") {
+			t.Errorf("GET %s: %d %s; want a 404 that names the task %s and attempt 2", p, resp.StatusCode, b, id)
+		}
+	}
+	resp, b := do(t, m.URL(), "GET", "/api/v2/tasks/mvp2-ppo-20251223-143201-ffff--a01", "", "", nil)
+	if resp.StatusCode != 404 || containsAll(string(b), "attempt") {
+		t.Errorf("the attempt of an unknown task: %d %s", resp.StatusCode, b)
+	}
+}
