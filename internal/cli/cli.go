@@ -203,6 +203,8 @@ var verbHelp = map[string]string{
 type onceFlag struct {
 	v   *string
 	set bool
+	// takes ends the refusal of a second value: what the flag takes (default: one jobspec).
+	takes string
 }
 
 func (o *onceFlag) String() string {
@@ -215,7 +217,11 @@ func (o *onceFlag) String() string {
 // Set takes the value, refusing a second one.
 func (o *onceFlag) Set(v string) error {
 	if o.set {
-		return fmt.Errorf("given twice (%q, then %q): it takes one jobspec; run the command once for each", *o.v, v)
+		takes := o.takes
+		if takes == "" {
+			takes = "it takes one jobspec; run the command once for each"
+		}
+		return fmt.Errorf("given twice (%q, then %q): %s", *o.v, v, takes)
 	}
 	*o.v, o.set = v, true
 	return nil
@@ -263,9 +269,11 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		fs.BoolVar(follow, "f", false, "follow: stream new lines until the attempt ends")
 		fs.IntVar(attempt, "attempt", 0, "attempt number (default: the latest)")
 	case "list":
-		fs.StringVar(state, "state", "", "only tasks in this state")
-		fs.StringVar(workload, "workload", "", "only tasks of this workload")
-		fs.StringVar(owner, "owner", "", "only this user's tasks (the operator's token; operator for the operator's own)")
+		// Each once: the flag package keeps a repeated flag's last value, which listed one state as if it were all.
+		one := "a list takes one; list each in turn"
+		fs.Var(&onceFlag{v: state, takes: one}, "state", "only tasks in this `state`")
+		fs.Var(&onceFlag{v: workload, takes: one}, "workload", "only tasks of this `workload`")
+		fs.Var(&onceFlag{v: owner, takes: one}, "owner", "only this `user`'s tasks (the operator's token; operator for the operator's own)")
 		fs.IntVar(limit, "limit", 0, "page size (1..500)")
 		fs.StringVar(cursor, "cursor", "", "next_cursor of the previous page")
 	case "events":

@@ -823,3 +823,20 @@ func TestHelpOfAVerb(t *testing.T) {
 		t.Errorf("--version: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 }
+
+// TestAListFilterGivenTwiceIsRefused: `mvp list --state QUEUED --state RUNNING` listed the RUNNING tasks alone (the
+// flag package keeps the last value) and said nothing, as if none were QUEUED. A filter given twice is a usage
+// error, as -f given twice is.
+func TestAListFilterGivenTwiceIsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"list", "--state", "QUEUED", "--state", "RUNNING"},
+		{"list", "--workload", "ppo", "--workload", "sft"},
+		{"list", "--owner", "alice", "--owner", "bob"},
+	} {
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "http://127.0.0.1:1" }}
+		if code := Run(context.Background(), args, env); code != 2 || !strings.Contains(errb.String(), "given twice") {
+			t.Errorf("mvp %v: exit %d: %s", args, code, errb.String())
+		}
+	}
+}
