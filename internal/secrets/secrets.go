@@ -81,7 +81,9 @@ func (v *Vault) CheckKey(ctx context.Context) error {
 	}
 	if !v.Enabled() {
 		return fmt.Errorf("%d secret(s) are stored but $%s (v2.secrets.key_env) is empty, so every task naming one "+
-			"would fail at its submit: set $%s to the key they were stored with%s", len(list), v.keyEnv, v.keyEnv, lostKey)
+			"would fail at its submit: set $%s to the key they were stored with; if that key is lost, set a new "+
+			"one and start mvp serve once with --forget-secrets, which deletes them (and logs whose they were) so "+
+			"that their owners store them again with mvp secrets put", len(list), v.keyEnv, v.keyEnv)
 	}
 	name := list[0].Name
 	sealed, err := v.store.SealedSecrets(ctx, list[0].Owner, []string{name})
@@ -103,11 +105,18 @@ const lostKey = "; if that key is lost, nobody can read them: start mvp serve on
 	"deletes them (and logs whose they were) so that their owners store them again with mvp secrets put"
 
 // ForgetUnreadable deletes every stored secret when the vault's key does not open them (CheckKey's refusal: the
-// key they were sealed with is lost, or storage is off) and returns what it deleted, so that mvp serve can start
-// (`--forget-secrets`). When the key opens them it deletes nothing: the flag left on a later start is harmless.
+// key they were sealed with is lost; with no key at all it refuses) and returns what it deleted, so that mvp
+// serve can start (`--forget-secrets`). When the key opens them it deletes nothing: the flag left on a later start is harmless.
 func (v *Vault) ForgetUnreadable(ctx context.Context) ([]mvp.SecretInfo, error) {
 	if v.CheckKey(ctx) == nil {
 		return nil, nil
+	}
+	if !v.Enabled() {
+		// No key at all is more often a variable not set on this start than a lost key: the right one would open
+		// them. Forgetting wants the new key, which the owners' secrets are then stored again with.
+		return nil, fmt.Errorf("--forget-secrets deletes the stored secrets only when $%s (v2.secrets.key_env) holds "+
+			"a key that does not open them, and it is empty: set it to the key they were stored with, or to a new "+
+			"key if that one is lost", v.keyEnv)
 	}
 	list, err := v.store.ListSecrets(ctx)
 	if err != nil {

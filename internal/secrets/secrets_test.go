@@ -205,3 +205,26 @@ func TestALostKeyCanBeForgotten(t *testing.T) {
 		t.Errorf("left: %v %v", list, err)
 	}
 }
+
+// TestForgettingNeedsAKey: mvp serve --forget-secrets started without any key (the variable unset on one restart,
+// the flag left in a script) deleted every stored secret, which the right key would still have opened. Without a
+// key it refuses and deletes nothing: the secrets are forgotten only when a key is given that does not open them.
+func TestForgettingNeedsAKey(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	v, err := secrets.New(db, bytes.Repeat([]byte{1}, 32), "MVP_SECRETS_KEY", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := v.Put(ctx, "", "wandb", "value-1234567890"); err != nil {
+		t.Fatal(err)
+	}
+	off, _ := secrets.New(db, nil, "MVP_SECRETS_KEY", nil)
+	gone, err := off.ForgetUnreadable(ctx)
+	if err == nil || !strings.Contains(err.Error(), "MVP_SECRETS_KEY") || len(gone) != 0 {
+		t.Errorf("forget without a key: forgot %v, %v; want a refusal naming the variable", gone, err)
+	}
+	if list, err := db.ListSecrets(ctx); err != nil || len(list) != 1 {
+		t.Errorf("left after a forget without a key: %v %v; want the secret kept", list, err)
+	}
+}
