@@ -969,7 +969,7 @@ func (s *Server) task(r *http.Request) (*mvp.Task, error) {
 				"job sent through the Ray door, whose task id is %s: use that", clip(id), t.ID)
 		}
 		// <task_id>--aNN, as every driver log's first line and Ray's dashboard name an attempt's job.
-		if task, no, ok := attemptSubmissionID(id); ok {
+		if task, no, ok := mvp.ParseSubmissionID(id); ok {
 			if t, err := s.Store.GetTask(r.Context(), task); err == nil && mvp.CallerOf(r.Context()).Owns(t.Owner) {
 				return nil, mvp.Errorf(mvp.CodeNotFound, "task_id", "no task %q: that is the Ray submission id of "+
 					"attempt %d of task %s: use %s (its log: mvp logs %s --attempt %d)", clip(id), no, t.ID, t.ID, t.ID, no)
@@ -985,20 +985,6 @@ func (s *Server) task(r *http.Request) (*mvp.Task, error) {
 		return nil, notYours("", "task", id)
 	}
 	return t, err
-}
-
-// attemptSubmissionID splits an attempt's Ray submission id, "<task_id>--aNN" (mvp.SubmissionID), into the task
-// id and the attempt's number; ok is false for anything else.
-func attemptSubmissionID(id string) (task string, no int, ok bool) {
-	task, a, found := strings.Cut(id, "--a")
-	if !found || !taskfs.TaskIDPattern.MatchString(task) || len(a) < 2 || len(a) > 3 {
-		return "", 0, false
-	}
-	no, err := strconv.Atoi(a)
-	if err != nil || no < 1 || a[0] == '+' || a[0] == '-' {
-		return "", 0, false
-	}
-	return task, no, true
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {

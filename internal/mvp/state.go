@@ -2,7 +2,11 @@
 // Clock) that the outside packages implement. It imports nothing from the project and does no I/O.
 package mvp
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // State is the service-side state of a task. The values are a contract: users' scripts match on them.
 type State string
@@ -138,4 +142,18 @@ func (s RayStatus) Terminal() bool {
 // SubmissionID is the deterministic Ray submission id of attempt n of a task: "<task_id>--a01".
 func SubmissionID(taskID string, n int) string {
 	return fmt.Sprintf("%s--a%02d", taskID, n)
+}
+
+// ParseSubmissionID reads a Ray submission id as SubmissionID makes it: the task id and the attempt number; ok is
+// false for any other id.
+func ParseSubmissionID(id string) (taskID string, n int, ok bool) {
+	i := strings.LastIndex(id, "--a")
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(id[i+3:])
+	if err != nil || n < 1 || SubmissionID(id[:i], n) != id {
+		return "", 0, false
+	}
+	return id[:i], n, true
 }

@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -168,7 +167,7 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		// find takes an attempt's Ray submission id for its job: taken, as a task id is (CreateTask).
-		if taskID, _, ok := attemptOf(req.SubmissionID); ok {
+		if taskID, _, ok := mvp.ParseSubmissionID(req.SubmissionID); ok {
 			if _, err := d.Store.GetTask(r.Context(), taskID); err == nil {
 				return mvp.Errorf(mvp.CodeConflict, "submission_id", "Job with submission_id %s already exists (it names "+
 					"an attempt of job %s). Please use a different submission_id.", shown(req.SubmissionID), taskID)
@@ -272,7 +271,7 @@ func (d *Door) find(r *http.Request) (*mvp.Task, error) {
 	}
 	t, err = d.Store.GetTask(r.Context(), id)
 	if mvp.ErrorCode(err) == mvp.CodeNotFound {
-		if taskID, n, ok := attemptOf(id); ok {
+		if taskID, n, ok := mvp.ParseSubmissionID(id); ok {
 			t, err = d.Store.GetTask(r.Context(), taskID)
 			if err == nil && n > t.LatestAttemptNo {
 				err = mvp.Errorf(mvp.CodeNotFound, "", "task %s has no attempt %d", taskID, n)
@@ -283,19 +282,6 @@ func (d *Door) find(r *http.Request) (*mvp.Task, error) {
 		return nil, mvp.Errorf(mvp.CodeNotFound, "", "Job %s does not exist", shown(id))
 	}
 	return t, err
-}
-
-// attemptOf reads a Ray submission id as mvp makes it (mvp.SubmissionID): the task id and the attempt number.
-func attemptOf(id string) (taskID string, n int, ok bool) {
-	i := strings.LastIndex(id, "--a")
-	if i <= 0 {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(id[i+3:])
-	if err != nil || n < 1 || mvp.SubmissionID(id[:i], n) != id {
-		return "", 0, false
-	}
-	return id[:i], n, true
 }
 
 func (d *Door) get(w http.ResponseWriter, r *http.Request) error {

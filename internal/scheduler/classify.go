@@ -158,26 +158,17 @@ var actorLine = regexp.MustCompile(`^\([^()]*\bpid=\d+[^()]*\)`)
 // own (neither indented, as a frame is, nor forwarded from an actor), which is the exception. Ray forwards what the
 // actors printed asynchronously, so their last lines often come after the driver's traceback; as the last line of
 // the log, one ("(TaskRunner pid=…) step 4") was the summary of a run that failed on a read-only disk. Without a
-// traceback, or with no such line after it, it is lastLine.
+// traceback (Ray's message holds only a log's last lines), it is the exception when only actor lines follow it.
+// Otherwise it is lastLine.
 func crashLine(text string) string {
-	i := strings.LastIndex(text, tracebackHeader)
-	if i < 0 {
-		return exceptionBeforeActorLines(text)
-	}
-	rest := strings.TrimRight(text[i:], "\n ")
-	for end := len(rest); end > 0; {
-		start := strings.LastIndexByte(rest[:end], '\n') + 1
-		raw := rest[start:end]
-		end = start - 1
-		if start == 0 {
-			break // the header itself
+	if i := strings.LastIndex(text, tracebackHeader); i >= 0 {
+		if j := strings.IndexByte(text[i:], '\n'); j >= 0 {
+			if l := lastDriverLine(text[i+j+1:], true); l != "" {
+				return l
+			}
 		}
-		if raw == "" || raw[0] == ' ' || raw[0] == '\t' {
-			continue
-		}
-		if l := cut(raw); l != "" && !actorLine.MatchString(l) {
-			return l
-		}
+	} else if l := lastDriverLine(text, false); exceptionLine.MatchString(l) {
+		return l
 	}
 	return lastLine(text)
 }
@@ -186,21 +177,27 @@ func crashLine(text string) string {
 // "ray.exceptions.RayTaskError(OSError): …").
 var exceptionLine = regexp.MustCompile(`^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)(?:\([\w.]*\))?: `)
 
-// exceptionBeforeActorLines is the summary of a log without its traceback's header (Ray's message holds only the
-// last lines of a log): the exception when only lines Ray forwarded from actors follow it, else the last line.
-func exceptionBeforeActorLines(text string) string {
-	lines := strings.Split(strings.TrimRight(text, "\n "), "\n")
+// lastDriverLine is the last line of text that the driver wrote itself (not empty, not forwarded from an actor),
+// as a summary (cut). An indented line (a traceback's frame) is passed over in a traceback (frames), else it ends
+// the search; "" when there is none.
+func lastDriverLine(text string, frames bool) string {
+	lines := strings.Split(text, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		l := cut(lines[i])
-		if l == "" || actorLine.MatchString(l) {
+		raw := lines[i]
+		if strings.TrimSpace(raw) == "" {
 			continue
 		}
-		if exceptionLine.MatchString(l) {
+		if raw[0] == ' ' || raw[0] == '\t' {
+			if frames {
+				continue
+			}
+			return ""
+		}
+		if l := cut(raw); l != "" && !actorLine.MatchString(l) {
 			return l
 		}
-		break
 	}
-	return lastLine(text)
+	return ""
 }
 
 // lastLine returns the last non-empty line, which for a Python crash is the exception.

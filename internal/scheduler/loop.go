@@ -307,17 +307,27 @@ func (l *Loop) storeDown(now time.Time) bool {
 	if now.Before(l.storeSkip) {
 		return true
 	}
-	limit := l.MaxBackoff
-	if limit == 0 {
-		limit = 30 * time.Second
-	}
 	if l.storeBackoff == 0 {
-		l.Logger.Error("the database takes no writes; the scheduler's passes back off (up to "+limit.String()+
-			") until one commits", "err", why)
+		l.Logger.Error("the database takes no writes; the scheduler's passes back off (up to "+
+			l.maxBackoff().String()+") until one commits", "err", why)
 	}
-	l.storeBackoff = min(max(l.storeBackoff*2, l.Tick), limit)
+	l.storeBackoff = l.nextBackoff(l.storeBackoff)
 	l.storeSkip = now.Add(l.storeBackoff)
 	return false // this pass runs: a try
+}
+
+// maxBackoff is MaxBackoff, or its default.
+func (l *Loop) maxBackoff() time.Duration {
+	if l.MaxBackoff == 0 {
+		return 30 * time.Second
+	}
+	return l.MaxBackoff
+}
+
+// nextBackoff is the wait after prev while something the passes need is down (Ray, the database's writes): from
+// Tick, doubling, up to maxBackoff.
+func (l *Loop) nextBackoff(prev time.Duration) time.Duration {
+	return min(max(prev*2, l.Tick), l.maxBackoff())
 }
 
 // minWakeSpacing is the least time between the end of a pass and a pass a wake asks for.
@@ -854,11 +864,7 @@ func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) boo
 		h.RayOK, h.RayError, h.RayDownSince = true, "", nil
 		l.backoff, l.skipUntil = 0, time.Time{}
 	} else {
-		limit := l.MaxBackoff
-		if limit == 0 {
-			limit = 30 * time.Second
-		}
-		l.backoff = min(max(l.backoff*2, l.Tick), limit)
+		l.backoff = l.nextBackoff(l.backoff)
 		jitter := time.Duration(rand.Int64N(int64(l.backoff)/5 + 1))
 		l.skipUntil = now.Add(l.backoff - l.backoff/10 + jitter)
 		if h.RayDownSince == nil {

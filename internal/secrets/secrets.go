@@ -82,8 +82,7 @@ func (v *Vault) CheckKey(ctx context.Context) error {
 	if !v.Enabled() {
 		return fmt.Errorf("%d secret(s) are stored but $%s (v2.secrets.key_env) is empty, so every task naming one "+
 			"would fail at its submit: set $%s to the key they were stored with; if that key is lost, set a new "+
-			"one and start mvp serve once with --forget-secrets, which deletes them (and logs whose they were) so "+
-			"that their owners store them again with mvp secrets put", len(list), v.keyEnv, v.keyEnv)
+			"one and %s", len(list), v.keyEnv, v.keyEnv, forgetThem)
 	}
 	name := list[0].Name
 	sealed, err := v.store.SealedSecrets(ctx, list[0].Owner, []string{name})
@@ -100,9 +99,12 @@ func (v *Vault) CheckKey(ctx context.Context) error {
 	return nil
 }
 
-// lostKey ends CheckKey's refusals: the way out when the key is lost.
-const lostKey = "; if that key is lost, nobody can read them: start mvp serve once with --forget-secrets, which " +
-	"deletes them (and logs whose they were) so that their owners store them again with mvp secrets put"
+// lostKey ends CheckKey's refusal of a key that does not open the secrets: the way out when theirs is lost.
+const lostKey = "; if that key is lost, nobody can read them: " + forgetThem
+
+// forgetThem is how a lost key is got over.
+const forgetThem = "start mvp serve once with --forget-secrets, which deletes them (and logs whose they were) so " +
+	"that their owners store them again with mvp secrets put"
 
 // ForgetUnreadable deletes every stored secret when the vault's key does not open them (CheckKey's refusal: the
 // key they were sealed with is lost; with no key at all it refuses) and returns what it deleted, so that mvp

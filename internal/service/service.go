@@ -291,7 +291,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,
 			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout()), SharedRoot: cfg.SharedRoot},
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
-		Crash: m.Crash, Observer: obs, StoreHealth: m.store.CheckHealth}
+		Crash: m.Crash, Observer: obs, StoreHealth: m.store.WriteFault}
 	if vault.Enabled() {
 		m.loop.Secrets = vault.ValuesOf
 	}

@@ -242,6 +242,12 @@ func (db *DB) CheckHealth() error {
 	if err := db.CheckFile(); err != nil {
 		return err
 	}
+	return db.WriteFault()
+}
+
+// WriteFault names the last write that failed on the storage while no write has succeeded since, else nil: the
+// database takes no writes now (a full disk). It reads no file: the scheduler asks it at every pass.
+func (db *DB) WriteFault() error {
 	if f := db.writeFault.Load(); f != nil {
 		return fmt.Errorf("writes to the database fail (the last at %s, none has succeeded since): %w",
 			f.at.UTC().Format(time.RFC3339), f.err)

@@ -249,8 +249,6 @@ type DiskError struct{ Err error }
 func (e *DiskError) Error() string { return e.Err.Error() }
 func (e *DiskError) Unwrap() error { return e.Err }
 
-// tailWriter keeps the last max bytes written to it. Its buffer grows to twice max before the tail is moved to
-// its front, so that a log of hundreds of MB is not moved max bytes at every write of the copy.
 // ReadTail returns the last tailBytes of what fill writes, holding no more than twice that: the end of a driver
 // log read without keeping it (its task folder cannot be written), for the verdict on its run.
 func ReadTail(tailBytes int, fill func(io.Writer) error) (string, error) {
@@ -261,6 +259,8 @@ func ReadTail(tailBytes int, fill func(io.Writer) error) (string, error) {
 	return string(tail.bytes()), nil
 }
 
+// tailWriter keeps the last max bytes written to it. Its buffer grows to twice max before the tail is moved to
+// its front, so that a log of hundreds of MB is not moved max bytes at every write of the copy.
 type tailWriter struct {
 	max int
 	buf []byte
