@@ -614,9 +614,13 @@ func (s *Server) warning(ctx context.Context, t *mvp.Task) string {
 	var ws []string
 	if s.NeverFits != nil {
 		if why, never := s.NeverFits(t); never {
-			detail := strings.TrimPrefix(why, "can never fit on this cluster: ")
-			ws = append(ws, fmt.Sprintf("queued, but it cannot start on the cluster as it is now: %s. It "+
-				"starts if such nodes join; mvp cancel %s drops it", detail, t.ID))
+			if detail, ok := strings.CutPrefix(why, "can never fit on this cluster: "); ok {
+				ws = append(ws, fmt.Sprintf("queued, but it cannot start on the cluster as it is now: %s. It "+
+					"starts if such nodes join; mvp cancel %s drops it", detail, t.ID))
+			} else {
+				ws = append(ws, fmt.Sprintf("queued, but it cannot start on the nodes alive now: %s; mvp cancel %s "+
+					"drops it", why, t.ID))
+			}
 		}
 	}
 	if w := s.resumeWarning(ctx, t); w != "" {

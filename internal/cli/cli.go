@@ -1135,6 +1135,9 @@ func printQueue(w io.Writer, q *scheduler.QueueView, clusterErr string) error {
 		for _, n := range q.Nodes {
 			fmt.Fprintf(tw, "%s\t%g\t%g\t%g\n", n.NodeID, n.FreeGPUs, n.RayFreeGPUs, n.TotalGPUs)
 		}
+		for _, n := range q.DownNodes { // seen alive, down now: a nodes_down task waits for them
+			fmt.Fprintf(tw, "%s (down)\t-\t-\t%g\n", n.NodeID, n.TotalGPUs)
+		}
 		tw.Flush()
 		fmt.Fprintln(w)
 	}

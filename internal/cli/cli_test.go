@@ -693,6 +693,20 @@ func TestQueueSaysWhenAReservationsStartIsUnknown(t *testing.T) {
 	}
 }
 
+// A GPU node that is down is listed with the nodes, marked down, so that a nodes_down task's reason can be read
+// against it.
+func TestQueueListsTheNodesThatAreDown(t *testing.T) {
+	var b bytes.Buffer
+	q := &scheduler.QueueView{ClusterKnown: true, Nodes: []scheduler.NodeFree{{NodeID: "w1", FreeGPUs: 4, RayFreeGPUs: 4, TotalGPUs: 4}},
+		DownNodes: []scheduler.NodeFree{{NodeID: "w2", TotalGPUs: 4}}}
+	if err := printQueue(&b, q, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^w2 \(down\) +- +- +4$`).MatchString(b.String()) {
+		t.Errorf("the node that is down:\n%s", b.String())
+	}
+}
+
 // TestQueueSaysWhyTheClusterCannotBeRead: with Ray down, `mvp queue` said "the cluster could not be read: nothing
 // is admitted until it can" without the reason the API gives in cluster_error (which address did not answer, which
 // setting names it); `mvp queue -o json` had it.

@@ -472,3 +472,73 @@ func rayletOf(t *testing.T, id string) int {
 	t.Fatalf("no raylet runs Ray node %s", id)
 	return 0
 }
+
+// TestAGangThatNeedsADeadNodeWaitsForIt: a worker dies (its node's processes killed); a gang that needs both
+// workers is submitted. Ray lists the dead node with no resources, so mvp read the gang as one that can never fit
+// ("1 of 1 alive GPU node(s) are that large"), the user's error, found in a fault walk-through. mvp remembers the
+// node it saw alive: the gang waits with code nodes_down naming it, the submit warns that it cannot start on the
+// nodes alive now, `mvp queue` lists the node as down; once the worker is started again (under a new node id), the
+// gang runs.
+func TestAGangThatNeedsADeadNodeWaitsForIt(t *testing.T) {
+	gpus, dir := twoWorkers(t)
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 1})
+	ws := workers(t)
+	waitFor(t, 30*time.Second, "the queue's view to show both workers", func() (bool, string) {
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(v.Nodes) >= 2, fmt.Sprintf("%d GPU node(s)", len(v.Nodes))
+	})
+	heal := healer(t)
+	victim := ws[1].ID
+	killNode(t, dir, victim)
+	waitFor(t, 120*time.Second, "Ray to list the killed worker dead", func() (bool, string) {
+		n := len(workers(t))
+		return n == 1, fmt.Sprintf("%d alive worker(s)", n)
+	})
+	id := s.submit(spec("ppo", 2, gpus, 600)).ID
+	waitFor(t, 60*time.Second, "the gang to wait with nodes_down", func() (bool, string) {
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, q := range v.Queue {
+			if q.TaskID == id {
+				return q.Code == "nodes_down" && strings.Contains(q.Reason, victim[:12]) && len(v.DownNodes) == 1 &&
+					v.DownNodes[0].NodeID == victim && v.DownNodes[0].TotalGPUs == float64(gpus), fmt.Sprintf("%s %q, down %+v", q.Code, q.Reason, v.DownNodes)
+			}
+		}
+		return false, "not in the queue"
+	})
+	// Written by a pass of the loop, which then knows of the dead node too (a submit's warning reads the cluster
+	// as the loop's last pass saw it).
+	waitFor(t, 30*time.Second, "the task's pending reason to say so", func() (bool, string) {
+		got := s.get(id)
+		return strings.Contains(got.PendingReason, "waiting for GPU nodes that are down"), got.PendingReason
+	})
+	if out, _, _ := s.cli("queue"); !strings.Contains(out, victim+" (down)") {
+		t.Errorf("mvp queue does not list the dead worker as down:\n%s", out)
+	}
+	file := filepath.Join(t.TempDir(), "gang.yaml")
+	if err := os.WriteFile(file, []byte(spec("ppo", 2, gpus, 600)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := s.cli("submit", "-f", file)
+	if code != 0 || len(strings.Fields(out)) == 0 {
+		t.Fatalf("mvp submit: exit %d %s %s", code, out, errs)
+	}
+	if !strings.Contains(errs, "warning: queued, but it cannot start on the nodes alive now: waiting for GPU nodes that are down") {
+		t.Errorf("the submit's warning: %q", errs)
+	}
+	if out, errs, code := s.cli("cancel", strings.Fields(out)[0]); code != 0 {
+		t.Errorf("cancel the second gang: %d %s %s", code, out, errs)
+	}
+	heal()
+	s.waitState(id, mvp.StateRunning, 240*time.Second)
+	if out, errs, code := s.cli("cancel", id); code != 0 {
+		t.Errorf("cancel %s: %d %s %s", id, code, out, errs)
+	}
+	s.waitState(id, mvp.StateCanceled, 60*time.Second)
+}

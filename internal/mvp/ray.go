@@ -127,6 +127,12 @@ type ClusterView struct {
 	Source string `json:"source"`
 	// ProbeError says, on a fallback reading, why the live probe did not answer (e.g. which setting to change).
 	ProbeError string `json:"probe_error,omitempty"`
+	// Down are GPU nodes that mvp saw alive and Ray now lists as dead, with their totals as last seen alive (Ray
+	// keeps none for a dead node), at most as many as the alive GPU nodes fall short of the most mvp has seen
+	// alive at once (a node that rejoined under a new id leaves its old entry dead). The scheduler's loop sets it;
+	// a reader of the cluster leaves it empty. A gang that fits only with them waits for them (nodes_down), not
+	// for ever (never_fits).
+	Down []Node `json:"down_nodes,omitempty"`
 }
 
 // ClusterReader reads the cluster's live per-node availability.

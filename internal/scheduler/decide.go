@@ -156,7 +156,8 @@ type Wait struct {
 // Code is the wait's machine-readable reason.
 func (w *Wait) Code() WaitCode { return w.code.name() }
 
-// Never is true when the task cannot fit on this cluster even if it were empty (Code never_fits).
+// Never is true when the task cannot fit on this cluster even if it were empty (Code never_fits; not nodes_down,
+// which waits for nodes that are down to come back).
 func (w *Wait) Never() bool { return w.code == cNeverFits }
 
 // LargestFreeGPUs is the GPUs free on the largest free node (Code fragmented).
@@ -609,8 +610,9 @@ func offersDriver(n *mvp.Node, driver map[string]float64) bool {
 	return true
 }
 
-// neverFits reports whether d cannot fit even on an empty cluster of the alive nodes, and why.
-func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string, bool) {
+// neverFits reports whether d cannot fit even on an empty cluster of the alive nodes, and why: cNeverFits, or
+// cNodesDown when it would fit with the GPU nodes that are down (c.Down); noCode when it fits.
+func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string, waitCode) {
 	fitting, maxGPU, maxCPU, alive := 0, 0.0, 0.0, 0
 	driverOK := len(driver) == 0
 	for _, n := range c.Nodes {
@@ -636,9 +638,21 @@ func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string,
 		gpuWord = ""
 	}
 	if fitting < d.Groups {
+		var down []string
+		for _, n := range c.Down {
+			if n.Total[ResGPU] >= d.GPUs && n.Total[ResCPU] >= d.CPUs {
+				down = append(down, describeDown(&n))
+			}
+		}
+		if fitting+len(down) >= d.Groups {
+			return fmt.Sprintf("waiting for GPU nodes that are down: needs %d node(s) with %g GPU and %g CPU each; "+
+				"%d of %d alive GPU node(s) are that large, and %d more that mvp saw alive are down now (%s); it "+
+				"starts once enough of them are back", d.Groups, d.GPUs, d.CPUs, fitting, alive, len(down),
+				strings.Join(down, "; ")), cNodesDown
+		}
 		return fmt.Sprintf("can never fit on this cluster: needs %d node(s) with %g GPU and %g CPU each; "+
 			"%d of %d alive %snode(s) are that large (they have at most %g GPU and %g CPU)", d.Groups, d.GPUs, d.CPUs,
-			fitting, alive, gpuWord, maxGPU, maxCPU), true
+			fitting, alive, gpuWord, maxGPU, maxCPU), cNeverFits
 	}
 	if !driverOK {
 		res, labelled := describeDriver(driver)
@@ -650,9 +664,22 @@ func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string,
 				hint = " (Ray reads a space after a comma in in(…) as part of the value: write in(a,b))"
 			}
 		}
-		return fmt.Sprintf("can never fit on this cluster: no alive node%s offers the driver's resources %s%s", labelled, res, hint), true
+		return fmt.Sprintf("can never fit on this cluster: no alive node%s offers the driver's resources %s%s", labelled, res, hint), cNeverFits
 	}
-	return "", false
+	return "", noCode
+}
+
+// describeDown names a node that is down for a reason: its id's first 12 characters, its address, and its GPUs.
+func describeDown(n *mvp.Node) string {
+	id := n.ID
+	if len(id) > 12 {
+		id = id[:12]
+	}
+	s := fmt.Sprintf("node %s, %g GPU", id, n.Total[ResGPU])
+	if n.IP != "" {
+		s = fmt.Sprintf("node %s at %s, %g GPU", id, n.IP, n.Total[ResGPU])
+	}
+	return s
 }
 
 // describeDriver splits a driver's demand for a reason: its resources as describeMap writes them, and, where it

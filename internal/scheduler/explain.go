@@ -18,6 +18,9 @@ type QueueView struct {
 	ClusterKnown bool `json:"cluster_known"`
 	// Nodes are the alive nodes that have GPUs.
 	Nodes []NodeFree `json:"nodes"`
+	// DownNodes are GPU nodes mvp saw alive that are down now (mvp.ClusterView.Down; no GPU free on them): a gang
+	// waiting with nodes_down needs some of them back.
+	DownNodes []NodeFree `json:"down_nodes,omitempty"`
 	// Reservations are the starts the policy holds (at most one: the first task in line that does not fit).
 	Reservations []Reservation `json:"reservations"`
 	// Starting are the tasks the policy would submit now (the next scheduler tick does).
@@ -150,6 +153,9 @@ func ExplainFor(now time.Time, s Snapshot, p Policy, wanted func(*mvp.Task) bool
 		v.Nodes = append(v.Nodes, NodeFree{NodeID: n.id, FreeGPUs: pl.liveFree[i], RayFreeGPUs: n.free[ResGPU],
 			TotalGPUs: n.total[ResGPU]})
 	}
+	for _, n := range s.Cluster.Down {
+		v.DownNodes = append(v.DownNodes, NodeFree{NodeID: n.ID, TotalGPUs: n.Total[ResGPU]})
+	}
 	for _, sub := range pl.submits {
 		v.Starting = append(v.Starting, sub.Task.ID)
 	}
@@ -242,8 +248,8 @@ func ExplainFor(now time.Time, s Snapshot, p Policy, wanted func(*mvp.Task) bool
 		}
 	}
 	for i := range s.Queue {
-		if pl.ents[i].code == cNeverFits {
-			add(int32(i), CodeNeverFits, pl.reasonOf(&pl.ents[i]))
+		if c := pl.ents[i].code; c == cNeverFits || c == cNodesDown {
+			add(int32(i), c.name(), pl.reasonOf(&pl.ents[i]))
 		}
 	}
 	pos := 0

@@ -122,6 +122,10 @@ type Loop struct {
 	armed     bool // see Armed
 	// seen is the cluster as the last pass that could admit read it (NeverFits's).
 	seen *mvp.ClusterView
+	// nodesAlive: node id → the GPU node as a pass last saw it alive; mostGPUNodes: the most GPU nodes a pass of
+	// this process saw alive at once (withDown).
+	nodesAlive   map[string]mvp.Node
+	mostGPUNodes int
 	// lastDownSince is when the latest outage of Ray began (Health's RayDownSince, cleared when it ends).
 	lastDownSince time.Time
 	// folderErr is why the latest task folder could not be written (nil once one is written again): the held
@@ -173,8 +177,9 @@ func (l *Loop) Wake() {
 }
 
 // NeverFits reports whether t's gang (or its driver) could not start even on an empty cluster of the nodes the
-// last pass saw alive, and why; false when no pass has read the cluster yet (or only one still coming back after
-// an outage). The API warns a submitter with it: the task is queued all the same, since nodes may join.
+// last pass saw alive, and why (a reason that begins "can never fit", or one that says it waits for GPU nodes
+// that are down); false when no pass has read the cluster yet (or only one still coming back after an outage).
+// The API warns a submitter with it: the task is queued all the same, since nodes may join.
 func (l *Loop) NeverFits(t *mvp.Task) (string, bool) {
 	l.mu.Lock()
 	view := l.seen
@@ -182,7 +187,8 @@ func (l *Loop) NeverFits(t *mvp.Task) (string, bool) {
 	if view == nil {
 		return "", false
 	}
-	return neverFits(view, DemandOf(t, l.Policy), driverOf(t, l.Policy))
+	why, code := neverFits(view, DemandOf(t, l.Policy), driverOf(t, l.Policy))
+	return why, code != noCode
 }
 
 // Armed reports whether, at the last pass, a task waited while an attempt was live: then a change in the cluster
@@ -419,6 +425,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	}
 	l.saveGPUNodes(ctx, now)
 	if view != nil {
+		view = l.withDown(view, true)
 		l.mu.Lock()
 		l.seen = view
 		l.mu.Unlock()
@@ -571,6 +578,61 @@ func (l *Loop) loadGPUNodes(ctx context.Context) {
 	if n > 0 && l.gpuNodes == 0 && l.expect == 0 {
 		l.gpuNodes, l.expect, l.fromStart = n, n, true
 	}
+}
+
+// withDown returns view with Down set: the GPU nodes this process saw alive that Ray now lists as dead, with the
+// totals they had (Ray keeps none for a dead node), at most as many as the alive GPU nodes fall short of the most
+// seen alive at once; a node that came back under a new id leaves its old one dead, and is not counted then.
+// record is true for the loop's own pass, which keeps what view shows; a reader (Snapshot) only asks. view is not
+// changed: a copy is returned when Down is not empty.
+func (l *Loop) withDown(view *mvp.ClusterView, record bool) *mvp.ClusterView {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	alive := 0
+	for i := range view.Nodes {
+		if n := &view.Nodes[i]; n.Alive && n.Total[ResGPU] > 0 {
+			alive++
+			if record {
+				if l.nodesAlive == nil {
+					l.nodesAlive = map[string]mvp.Node{}
+				}
+				l.nodesAlive[n.ID] = mvp.Node{ID: n.ID, IP: n.IP, Total: n.Total, Labels: n.Labels}
+			}
+		}
+	}
+	if record {
+		l.mostGPUNodes = max(l.mostGPUNodes, alive)
+		listed := make(map[string]bool, len(view.Nodes))
+		for i := range view.Nodes {
+			listed[view.Nodes[i].ID] = true
+		}
+		for id := range l.nodesAlive {
+			if !listed[id] { // gone from Ray's table (its GCS restarted): nothing to wait for
+				delete(l.nodesAlive, id)
+			}
+		}
+	}
+	short := l.mostGPUNodes - alive
+	if short <= 0 {
+		return view
+	}
+	var down []mvp.Node
+	for i := len(view.Nodes) - 1; i >= 0 && len(down) < short; i-- {
+		if n := &view.Nodes[i]; !n.Alive {
+			if seen, ok := l.nodesAlive[n.ID]; ok {
+				if n.IP != "" {
+					seen.IP = n.IP
+				}
+				down = append(down, seen)
+			}
+		}
+	}
+	if len(down) == 0 {
+		return view
+	}
+	c := *view
+	c.Down = down
+	return &c
 }
 
 // saveGPUNodes records the count of GPU nodes of the last healthy pass when it changed.
@@ -782,6 +844,9 @@ func (l *Loop) Snapshot(ctx context.Context) (Snapshot, error) {
 	}
 	if why := l.rejoining(now, view, nil, false); why != nil {
 		view, cerr = nil, why // as the loop's own pass sees it: nothing is admitted yet
+	}
+	if view != nil {
+		view = l.withDown(view, false)
 	}
 	return l.snapshot(ctx, now, view, cerr, false)
 }

@@ -68,6 +68,9 @@ const (
 	CodeMaxRunning WaitCode = "max_running_tasks"
 	// CodeNeverFits: the gang cannot fit on this cluster even when it is empty.
 	CodeNeverFits WaitCode = "never_fits"
+	// CodeNodesDown: the gang cannot fit on the alive nodes even when they are empty, but would with GPU nodes
+	// that mvp saw alive and that are down now (ClusterView.Down); like never_fits, it holds no reservation.
+	CodeNodesDown WaitCode = "nodes_down"
 	// CodeBackingOff: the task is waiting out next_run_at after an attempt that failed for lack of resources
 	// (only in Explain: Decide leaves such a task alone).
 	CodeBackingOff WaitCode = "backing_off"
@@ -92,12 +95,14 @@ const (
 	cFairShare
 	cDependency
 	cCPUsBusy
+	cNodesDown
 )
 
 // waitCodes names each waitCode.
 var waitCodes = [...]WaitCode{noCode: "", cGPUsBusy: CodeGPUsBusy, cFragmented: CodeFragmented,
 	cBehindReservation: CodeBehindReservation, cMaxRunning: CodeMaxRunning, cNeverFits: CodeNeverFits,
-	cQuota: CodeQuota, cFairShare: CodeFairShare, cDependency: CodeDependency, cCPUsBusy: CodeCPUsBusy}
+	cQuota: CodeQuota, cFairShare: CodeFairShare, cDependency: CodeDependency, cCPUsBusy: CodeCPUsBusy,
+	cNodesDown: CodeNodesDown}
 
 // name is the WaitCode c stands for.
 func (c waitCode) name() WaitCode { return waitCodes[c] }
@@ -139,8 +144,8 @@ type shape struct {
 	// drvKey names it ("" for the default).
 	driver map[string]float64
 	drvKey string
-	never  bool
-	reason string // the never-fits reason
+	never  waitCode // cNeverFits or cNodesDown when the shape cannot fit the alive nodes; noCode otherwise
+	reason string   // the never-fits (or nodes-down) reason
 	// noFitNow: the shape did not fit the free view of this pass; the view only shrinks, so it never will.
 	noFitNow bool
 	// delays: a task of this shape that outlives the reservation would delay it; fitsNow: it fits the free view
@@ -564,12 +569,12 @@ func (pl *plan) classify() {
 		if rt := runtimeOf(t, pl.p) / time.Second; rt > 0 && rt < maxRuntimeS {
 			e.rtS = int32(rt)
 		}
-		if pl.shapes[si].never {
+		if nv := pl.shapes[si].never; nv != noCode {
 			if backoff {
 				e.kind = entSkip // looked at again at next_run_at
 				continue
 			}
-			e.kind, e.code = entWait, cNeverFits
+			e.kind, e.code = entWait, nv
 			continue
 		}
 		if backoff {
@@ -1008,7 +1013,7 @@ func (pl *plan) positions() {
 			e.pos = pos
 		}
 	}
-	for _, code := range []waitCode{noCode, cNeverFits} { // backing off and never fitting, then never fits
+	for _, code := range []waitCode{noCode, cNodesDown, cNeverFits} { // backing off and never fitting, then waiting for nodes down, then never fits
 		for i := range pl.ents {
 			if e := &pl.ents[i]; (code == noCode && e.kind == entSkip && !e.backoff) || (code != noCode && e.code == code) {
 				pos++
@@ -1197,7 +1202,7 @@ func (pl *plan) reasonOf(e *entry) string {
 	sh := &pl.shapes[e.shape]
 	d := sh.d
 	switch e.code {
-	case cNeverFits:
+	case cNeverFits, cNodesDown:
 		return sh.reason
 	case cGPUsBusy:
 		if sh.busy == "" && d.Groups == 0 {
