@@ -30,7 +30,7 @@ type fakeRay struct {
 	deleted   []string
 	stopped   []string
 	down      bool // every call fails as if Ray were unreachable
-	jobsDown  bool // GetJob fails as if Ray's job server were unreachable (the cluster still reads)
+	jobsDown  bool // GetJob and SubmitJob fail as if Ray's job server were unreachable (the cluster still reads)
 	gets      int
 	stopErr   error                 // returned by StopJob (the job is not stopped)
 	stopSlow  bool                  // StopJob is taken but the job runs on (Ray's stop wait: SIGTERM, then SIGKILL)
@@ -45,6 +45,9 @@ func (f *fakeRay) SubmitJob(_ context.Context, s *mvp.JobSubmission) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.submits++
+	if f.down || f.jobsDown {
+		return fmt.Errorf("POST /api/jobs/: %w: dial tcp 127.0.0.1:8265: connect: connection refused", mvp.ErrRayUnavailable)
+	}
 	if f.submitErr != nil {
 		if err := f.submitErr(s.SubmissionID); err != nil {
 			if f.createOn {
