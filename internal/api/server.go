@@ -792,7 +792,9 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 	}
 	if snap.Cluster == nil {
 		reason = "the cluster could not be read"
-		if snap.ClusterErr != nil {
+		if jd := (*scheduler.ErrJobServerDown)(nil); errors.As(snap.ClusterErr, &jd) {
+			reason = jd.Error() // the cluster reads; Ray's job server, where the task would go, does not answer
+		} else if snap.ClusterErr != nil {
 			reason += ": " + snap.ClusterErr.Error()
 		}
 	} else {

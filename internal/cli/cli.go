@@ -1122,8 +1122,11 @@ func startedBefore(queue []scheduler.QueueEntry, e scheduler.QueueEntry) string 
 func printQueue(w io.Writer, q *scheduler.QueueView, clusterErr string) error {
 	fmt.Fprintf(w, "policy %s at %s\n", q.Policy, ts(&q.At))
 	if !q.ClusterKnown {
-		fmt.Fprintln(w, "the cluster could not be read: nothing is admitted until it can")
-		if clusterErr != "" {
+		if clusterErr == "" {
+			fmt.Fprintln(w, "the cluster could not be read: nothing is admitted until it can")
+		} else {
+			// Not always the cluster: Ray's job server down while the cluster reads, or a cluster coming back.
+			fmt.Fprintln(w, "nothing is admitted for now")
 			fmt.Fprintf(w, "  why: %s\n", safe(clusterErr))
 		}
 	}

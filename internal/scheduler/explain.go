@@ -76,8 +76,9 @@ type QueueEntry struct {
 	ExpiresBeforeStart bool       `json:"expires_before_start,omitempty"`
 }
 
-// CodeClusterUnknown: Ray could not be read, or answers again after an outage with fewer GPU nodes than before it
-// (ErrRejoining), so nothing is admitted (only in Explain).
+// CodeClusterUnknown: Ray could not be read, its job server does not answer while the cluster reads
+// (ErrJobServerDown), or it answers again after an outage with fewer GPU nodes than before it (ErrRejoining), so
+// nothing is admitted (only in Explain).
 const CodeClusterUnknown WaitCode = "cluster_unknown"
 
 // CodeSharedRoot: the policy would start the task now, but its task folder cannot be written on shared_root
@@ -132,8 +133,11 @@ func ExplainFor(now time.Time, s Snapshot, p Policy, wanted func(*mvp.Task) bool
 	if s.Cluster == nil {
 		reason := "Ray's cluster could not be read: nothing is admitted until it can"
 		var rj *ErrRejoining
+		var jd *ErrJobServerDown
 		if errors.As(s.ClusterErr, &rj) {
 			reason = rj.Error()
+		} else if errors.As(s.ClusterErr, &jd) {
+			reason = jd.Error()
 		}
 		for i, t := range s.Queue {
 			v.Queue = append(v.Queue, QueueEntry{TaskID: t.ID, Owner: ownerName(t), Priority: t.Priority, Position: i + 1, Code: CodeClusterUnknown,

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -69,6 +70,9 @@ type Loop struct {
 	Observer mvp.Observer
 	// Secrets opens the secrets a task names, for the submission sent to Ray only; nil: secret storage is off.
 	Secrets SecretValues
+	// JobServer is the address of Ray's job server (the dashboard, dev.yaml's `address`, its password hidden),
+	// named when it does not answer while the cluster reads (ErrJobServerDown); "" names the setting only.
+	JobServer string
 
 	mu     sync.Mutex
 	stuck  map[string]time.Time // submission id → first seen unplaceable; only live attempts
@@ -128,6 +132,9 @@ type Loop struct {
 	mostGPUNodes int
 	// lastDownSince is when the latest outage of Ray began (Health's RayDownSince, cleared when it ends).
 	lastDownSince time.Time
+	// jobsDown is set while the latest pass found Ray's job server not answering with the cluster read (the GCS
+	// answers the probe): Snapshot then admits nothing and says why, as the loop's own passes do.
+	jobsDown *ErrJobServerDown
 	// folderErr is why the latest task folder could not be written (nil once one is written again): the held
 	// task's reason said so, /healthz did not (SharedRootError).
 	folderErr error
@@ -417,8 +424,17 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	} else {
 		obs.ClusterRead(view)
 	}
+	if rayErr != nil && view != nil {
+		rayErr = l.jobServerDown(now, rayErr) // the cluster reads (the GCS answers), the job server does not
+	}
 	if l.setHealth(now, view, rayErr) {
 		l.recordOutage(ctx, now, active, rayErr)
+	}
+	l.holdForJobServer(rayErr, view != nil)
+	if jd := (*ErrJobServerDown)(nil); errors.As(rayErr, &jd) {
+		// No submission can go through: nothing is admitted, as while Ray cannot be read, and the queue says why.
+		// Decided on the reading, the tasks behind the attempts that could not be sent waited "for GPUs".
+		view, cerr = nil, jd
 	}
 	if why := l.rejoining(now, view, rayErr, true); why != nil {
 		view, cerr = nil, why // nothing is admitted on a cluster still coming back
@@ -467,17 +483,37 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	}()
 	// What is written is stamped when it is written, not when the pass began: reading the cluster and Ray, and
 	// the submissions before it, can take seconds.
+	var unsent error // a submission that could not reach Ray's job server: the pass's others are not tried
 	for _, a := range acts {
 		if ctx.Err() != nil {
 			break // mvp is stopping: what is left is decided again at its next start
 		}
-		if _, ok := a.(*Wait); !ok {
-			l.applied(a, l.apply(ctx, l.Clock.Now(), a))
+		if _, ok := a.(*Wait); ok {
+			continue
 		}
+		if _, ok := a.(Submit); ok && unsent != nil {
+			continue // decided again once the job server answers
+		}
+		err := l.apply(ctx, l.Clock.Now(), a)
+		if _, ok := a.(Submit); ok && errors.Is(err, mvp.ErrRayUnavailable) && ctx.Err() == nil {
+			unsent = err
+		}
+		l.applied(a, err)
 	}
 	<-done
 	if ctx.Err() != nil {
 		return nil
+	}
+	if unsent != nil && rayErr == nil {
+		// With no live attempt to look up, the pass learned from a submission that the job server does not answer
+		// (the cluster was read): an outage begins now, not at the next pass, which admitted more meanwhile.
+		rayErr = l.jobServerDown(now, unsent)
+		if l.setHealth(now, view, rayErr) {
+			if active, err := l.Store.Active(ctx); err == nil { // with the attempt this pass could not send
+				l.recordOutage(ctx, now, active, rayErr)
+			}
+		}
+		l.holdForJobServer(rayErr, true)
 	}
 	if submits == 0 {
 		l.endFolderErr(snap.Queue)
@@ -490,6 +526,52 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ErrJobServerDown says why nothing is admitted for now: Ray's job server (the dashboard's job REST API, where mvp
+// submits and follows jobs) does not answer, while the cluster reads (the live probe reads the GCS). It is an
+// outage of Ray as any other (backoff, /healthz, RAY_UNAVAILABLE events, the rejoin wait on its return): no
+// submission could go through, and admitted, a task holds GPUs in the queue's picture that Ray never gave it.
+type ErrJobServerDown struct {
+	Address string    // the dashboard's address (Loop.JobServer); "" when not known
+	Since   time.Time // when the outage began
+	Cause   string    // outageCause of the call that failed
+}
+
+func (e *ErrJobServerDown) Error() string {
+	at := "the dashboard at `address` in dev.yaml"
+	if e.Address != "" {
+		at = "the dashboard at " + e.Address + ", `address` in dev.yaml"
+	}
+	return fmt.Sprintf("Ray's job server (%s) is not answering since %s, while the cluster itself reads (the GCS "+
+		"answers): nothing is submitted until it answers; %s", at, e.Since.UTC().Format(time.RFC3339), e.Cause)
+}
+
+// jobServerDown is err, a call to Ray's job server that could not reach it in a pass that read the cluster, as an
+// *ErrJobServerDown since the outage began (now, if it begins).
+func (l *Loop) jobServerDown(now time.Time, err error) error {
+	if jd := (*ErrJobServerDown)(nil); errors.As(err, &jd) {
+		return err
+	}
+	l.mu.Lock()
+	since := now
+	if l.health.RayDownSince != nil {
+		since = *l.health.RayDownSince
+	}
+	l.mu.Unlock()
+	return &ErrJobServerDown{Address: l.JobServer, Since: since, Cause: outageCause(err)}
+}
+
+// holdForJobServer keeps what the pass found of Ray's job server for Snapshot: down (rayErr an *ErrJobServerDown)
+// with the cluster read, or not; a pass that could not read the cluster says that instead.
+func (l *Loop) holdForJobServer(rayErr error, read bool) {
+	jd := (*ErrJobServerDown)(nil)
+	if !read || !errors.As(rayErr, &jd) {
+		jd = nil
+	}
+	l.mu.Lock()
+	l.jobsDown = jd
+	l.mu.Unlock()
 }
 
 // rejoinWait bounds how long, after Ray answers again following an outage, nothing is admitted while fewer GPU
@@ -842,6 +924,12 @@ func (l *Loop) Snapshot(ctx context.Context) (Snapshot, error) {
 	if cerr != nil {
 		view = nil
 	}
+	l.mu.Lock()
+	jd := l.jobsDown
+	l.mu.Unlock()
+	if jd != nil && view != nil {
+		view, cerr = nil, jd // as the loop's own passes see it: nothing is admitted while the job server is down
+	}
 	if why := l.rejoining(now, view, nil, false); why != nil {
 		view, cerr = nil, why // as the loop's own pass sees it: nothing is admitted yet
 	}
@@ -950,12 +1038,19 @@ func (l *Loop) setHealth(now time.Time, view *mvp.ClusterView, rayErr error) boo
 // unavailability on (its cause), without the call it was noticed on, which names one task's Ray job (another user's,
 // perhaps).
 func outageCause(err error) string {
+	if jd := (*ErrJobServerDown)(nil); errors.As(err, &jd) {
+		return jd.Error() // its cause is one already
+	}
 	s := err.Error()
 	if i := strings.Index(s, mvp.ErrRayUnavailable.Error()); i >= 0 {
-		return s[i:]
+		s = s[i:]
 	}
-	return s
+	// Go's own error for the call names it too (Get "http://…/api/jobs/<submission id>": …).
+	return calledURL.ReplaceAllString(s, "")
 }
+
+// calledURL matches the call and URL that net/http's errors begin with (`Get "http://…": `).
+var calledURL = regexp.MustCompile(`\b(Get|Post|Put|Patch|Delete|Head) "[^"]*": `)
 
 // recordOutage writes RAY_UNAVAILABLE / RAY_AVAILABLE in the history of every live task when Ray goes away or
 // comes back, so that a user reading a task sees why nothing moved.

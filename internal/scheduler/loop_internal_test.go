@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +88,19 @@ func TestCopyTime(t *testing.T) {
 		if got := copyTime(t0, t0.Add(c.left), c.ok); got != c.want {
 			t.Errorf("copyTime with %s left (bounded %v) = %s, want %s", c.left, c.ok, got, c.want)
 		}
+	}
+}
+
+// The job server's outage is said in every waiting task's queue entry, to every user, and in every live task's
+// history: the cause must not name the task whose lookup found it (net/http's error quotes the URL it called, which
+// holds the job's submission id, another user's task perhaps).
+func TestAnOutagesCauseNamesNoTasksJob(t *testing.T) {
+	err := fmt.Errorf("follow attempt 1: get job x--a01: GET /api/jobs/mvp2-ppo-20261201-064629-8479--a01: %w (Get "+
+		"\"http://127.0.0.1:8465/api/jobs/mvp2-ppo-20261201-064629-8479--a01\": dial tcp 127.0.0.1:8465: connect: connection refused; "+
+		"is Ray's dashboard running at http://127.0.0.1:8465? `address` in dev.yaml)", mvp.ErrRayUnavailable)
+	l := &Loop{JobServer: "http://127.0.0.1:8465"}
+	got := outageCause(l.jobServerDown(t0, err))
+	if strings.Contains(got, "8479") || !strings.Contains(got, "connection refused") || !strings.Contains(got, "http://127.0.0.1:8465") {
+		t.Errorf("the outage's cause: %q; want the cause and the dashboard's address, not the job it was noticed on", got)
 	}
 }

@@ -313,6 +313,7 @@ func TestLoopSubmitOutcomes(t *testing.T) {
 			t.Fatalf("state %s", s)
 		}
 		down = false
+		h.clock.t = h.clock.t.Add(2 * time.Second) // past the backoff of the outage the failed POST began
 		h.tick()
 		got := h.get(task.ID)
 		if got.State != mvp.StateSubmitted || len(got.Attempts) != 1 || h.ray.submits != 2 {
