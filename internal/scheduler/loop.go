@@ -543,8 +543,8 @@ func (e *ErrJobServerDown) Error() string {
 	if e.Address != "" {
 		at = "the dashboard at " + e.Address + ", `address` in dev.yaml"
 	}
-	return fmt.Sprintf("Ray's job server (%s) is not answering since %s, while the cluster itself reads (the GCS "+
-		"answers): nothing is submitted until it answers; %s", at, e.Since.UTC().Format(time.RFC3339), e.Cause)
+	return fmt.Sprintf("Ray's job server (%s) is not answering since %s, while the cluster itself can be read: "+
+		"nothing is submitted until it answers; %s", at, e.Since.UTC().Format(time.RFC3339), e.Cause)
 }
 
 // jobServerDown is err, a call to Ray's job server that could not reach it in a pass that read the cluster, as an
