@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -22,13 +23,17 @@ const gpusEnv = "RAY_GPUS_PER_WORKER"
 
 // runDoctor parses doctor's flags and runs it; with --num-gpus it prints only the GPU count a worker should start
 // with (for v2/scripts/worker.sh).
-func runDoctor(ctx context.Context, args []string) error {
+func runDoctor(ctx context.Context, args []string) error { return doctorTo(ctx, args, os.Stderr) }
+
+// doctorTo is runDoctor with its usage (-h) and flag errors written to stderr.
+func doctorTo(ctx context.Context, args []string, stderr io.Writer) error {
 	flags := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	cfgPath := flags.String("config", "configs/dev.yaml", "the cluster's dev.yaml (its address is Ray's Job server)")
 	gpus := flags.String("gpus", "", "GPU count of this node when NVML cannot tell (default $"+gpusEnv+")")
 	nodeIP := flags.String("node-ip", "", "this node's address as Ray knows it (default: every address of this machine)")
 	numGPUs := flags.Bool("num-gpus", false, "print only the GPU count to start a Ray worker with (NVML, else --gpus / $"+gpusEnv+")")
 	out := flags.String("o", "text", "output: text or json")
+	cli.SetUsage(flags, stderr, "doctor")
 	if err := flags.Parse(args); err != nil {
 		return cli.Usage(err)
 	}

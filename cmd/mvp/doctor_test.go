@@ -19,7 +19,7 @@ func TestDoctorMistakesInTheCommandExitTwo(t *testing.T) {
 		{"doctor", "--gpus", "-1", "--num-gpus"},
 	} {
 		var out, errb bytes.Buffer
-		env := cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Doctor: runDoctor}
+		env := cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Doctor: doctorTo}
 		code := cli.Run(context.Background(), args, env)
 		if code != 2 || strings.Contains(errb.String(), "read config") {
 			t.Errorf("mvp %v: exit %d: %s", args, code, errb.String())
@@ -31,7 +31,7 @@ func TestDoctorMistakesInTheCommandExitTwo(t *testing.T) {
 // failed; a file the command names that cannot be read is a usage error (exit 2), as for backup and submit.
 func TestDoctorOfAConfigThatCannotBeReadExitsTwo(t *testing.T) {
 	var out, errb bytes.Buffer
-	env := cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Doctor: runDoctor}
+	env := cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Doctor: doctorTo}
 	if code := cli.Run(context.Background(), []string{"doctor", "--gpus", "4", "--config", "/nonexistent/dev.yaml"},
 		env); code != 2 || !strings.Contains(errb.String(), "/nonexistent/dev.yaml") {
 		t.Errorf("exit %d: %s", code, errb.String())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -19,7 +20,10 @@ import (
 )
 
 // serve parses serve's flags, loads dev.yaml and runs the service until ctx is done.
-func serve(ctx context.Context, args []string) error {
+func serve(ctx context.Context, args []string) error { return serveTo(ctx, args, os.Stderr) }
+
+// serveTo is serve with its usage (-h) and flag errors written to stderr.
+func serveTo(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfgPath := fs.String("config", "configs/dev.yaml", "the cluster's dev.yaml")
 	devToken := fs.Bool("dev-generate-token", false, "development only: when the token variable is empty, generate a token and print it once")
@@ -29,6 +33,7 @@ func serve(ctx context.Context, args []string) error {
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file (make bench)")
 	forgetSecrets := fs.Bool("forget-secrets", false, "when the stored secrets cannot be opened with the key in v2.secrets.key_env (it is lost), delete them and start (each logged); nothing when the key opens them")
 	printURL := fs.Bool("print-url", false, "print the URL at which the API answers with this config (v2.api; for scripts) and exit; refused for port 0")
+	cli.SetUsage(fs, stderr, "serve")
 	if err := fs.Parse(args); err != nil {
 		return cli.Usage(err)
 	}

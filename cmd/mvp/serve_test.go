@@ -75,7 +75,7 @@ func TestABlankDBPathIsAUsageError(t *testing.T) {
 	path := writeConfig(t, "shared_root: "+t.TempDir()+"\n")
 	for _, p := range []string{" ", "", "\t \n"} {
 		var out, errb bytes.Buffer
-		env := cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Serve: serve}
+		env := cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Serve: serveTo}
 		code := cli.Run(context.Background(), []string{"serve", "--config", path, "--db-path", p}, env)
 		if code != 2 || !strings.Contains(errb.String(), "--db-path") || !strings.Contains(errb.String(), "v2.sqlite.db_path") {
 			t.Errorf("--db-path %q: exit %d: %s; want exit 2 saying what to pass", p, code, errb.String())

@@ -16,13 +16,9 @@ import (
 // the machine that holds it, while mvp serve runs or not.
 func runBackup(ctx context.Context, args []string, env Env) error {
 	flags := flag.NewFlagSet("backup", flag.ContinueOnError)
-	flags.SetOutput(env.Stderr)
-	flags.Usage = func() {
-		fmt.Fprintln(env.Stderr, "usage: mvp backup [--config dev.yaml] [--db-path P] FILE\n"+
-			"  a consistent copy of mvp's database (v2.sqlite.db_path) in the new file FILE, safe while mvp serve runs;\n"+
-			"  restoring it: specs/deploy.md, \"Backups\"\n\nflags:")
-		flags.PrintDefaults()
-	}
+	setUsage(flags, env.Stderr, "usage: mvp backup [--config dev.yaml] [--db-path P] FILE\n"+
+		"  a consistent copy of mvp's database (v2.sqlite.db_path) in the new file FILE, safe while mvp serve runs;\n"+
+		"  restoring it: specs/deploy.md, \"Backups\"")
 	cfgPath := flags.String("config", "configs/dev.yaml", "the cluster's dev.yaml (for v2.sqlite.db_path)")
 	dbPath := flags.String("db-path", "", "the database file (overrides v2.sqlite.db_path)")
 	if err := flags.Parse(interleave(flags, args)); err != nil { // flags after FILE too, as the client verbs take them

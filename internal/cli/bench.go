@@ -18,16 +18,25 @@ import (
 // loadSpec never fits a real cluster (16 GPUs on one node), so a load run starts no Ray job.
 const loadSpec = "workload: ppo\nnnodes: 1\nn_gpus_per_node: 16\nname: load\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
 
-const benchUsage = "usage: mvp bench load [--clients N] [--duration D] [--submit-share S] [--server-pid PID] [--no-verify]\n" +
-	"                 [-f job.yaml] [-o table|json]\n" +
-	"       mvp bench minimal-server --listen ADDR --db FILE\n" +
-	"       mvp bench raw-fsync --db FILE [--n N]"
+// benchLines are the usages of bench's subcommands.
+var benchLines = map[string]string{
+	"load": "mvp bench load [--clients N] [--duration D] [--submit-share S] [--server-pid PID] [--no-verify]\n" +
+		"               [-f job.yaml] [-o table|json]\n" +
+		"  load the API at $MVP_ADDR; report throughput and latency (its tasks stay queued: use a server of its own)",
+	"minimal-server": "mvp bench minimal-server --listen ADDR --db FILE\n  P1's minimal durable server (make bench)",
+	"raw-fsync":      "mvp bench raw-fsync --db FILE [--n N]\n  the disk's rate of one-row transactions (make bench)",
+}
+
+var benchUsage = "usage:\n" + subUsages(benchLines["load"], benchLines["minimal-server"], benchLines["raw-fsync"])
 
 func runBench(ctx context.Context, args []string, env Env) error {
 	if len(args) == 0 {
-		return usageError{errors.New(benchUsage)}
+		return usageError{errors.New("a subcommand is required: load, minimal-server or raw-fsync\n" + benchUsage)}
 	}
 	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprintln(env.Stderr, benchUsage+parentHelp("bench"))
+		return flag.ErrHelp
 	case "load":
 		return runBenchLoad(ctx, args[1:], env)
 	case "minimal-server":
@@ -35,12 +44,12 @@ func runBench(ctx context.Context, args []string, env Env) error {
 	case "raw-fsync":
 		return runRawFsync(ctx, args[1:], env)
 	}
-	return usageError{errors.New(benchUsage)}
+	return usageError{fmt.Errorf("unknown subcommand %q: load, minimal-server or raw-fsync\n%s", args[0], benchUsage)}
 }
 
 func runBenchLoad(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet("bench load", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	setUsage(fs, env.Stderr, "usage: "+benchLines["load"])
 	clients := fs.Int("clients", 64, "concurrent clients")
 	duration := fs.Duration("duration", 10*time.Second, "how long to run")
 	share := fs.Float64("submit-share", 0.5, "share of operations that are submits (1: submits only)")
@@ -49,6 +58,9 @@ func runBenchLoad(ctx context.Context, args []string, env Env) error {
 	pid := fs.Int("server-pid", 0, "the server's process id: report its CPU time during the run (Linux)")
 	noVerify := fs.Bool("no-verify", false, "do not read back the acknowledged submits")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return flagError{err}
 	}
 	if *share <= 0 || *share > 1 {
@@ -105,10 +117,13 @@ func runBenchLoad(ctx context.Context, args []string, env Env) error {
 // runMinimalServer serves P1's minimal durable server until ctx ends (make bench stops it with SIGTERM).
 func runMinimalServer(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet("bench minimal-server", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	setUsage(fs, env.Stderr, "usage: "+benchLines["minimal-server"])
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	db := fs.String("db", "", "SQLite file (created)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return flagError{err}
 	}
 	if *db == "" {
@@ -143,10 +158,13 @@ func runMinimalServer(ctx context.Context, args []string, env Env) error {
 // runRawFsync prints the disk's raw one-row-per-transaction rate.
 func runRawFsync(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet("bench raw-fsync", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	setUsage(fs, env.Stderr, "usage: "+benchLines["raw-fsync"])
 	db := fs.String("db", "", "SQLite file (created)")
 	n := fs.Int("n", 2000, "rows, one transaction each")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return flagError{err}
 	}
 	if *db == "" || *n <= 0 {

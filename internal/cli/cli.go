@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,10 +38,10 @@ type Env struct {
 	// Stdin is where `mvp secrets put` reads a value; nil means none.
 	Stdin  io.Reader
 	Getenv func(string) string
-	// Serve runs `mvp serve` with its arguments.
-	Serve func(ctx context.Context, args []string) error
-	// Doctor runs `mvp doctor` with its arguments.
-	Doctor func(ctx context.Context, args []string) error
+	// Serve runs `mvp serve` with its arguments; its usage (-h) and flag errors go to stderr.
+	Serve func(ctx context.Context, args []string, stderr io.Writer) error
+	// Doctor runs `mvp doctor` with its arguments; its usage (-h) and flag errors go to stderr.
+	Doctor func(ctx context.Context, args []string, stderr io.Writer) error
 }
 
 const usage = `mvp — a durable queue with gang GPU admission in front of a Ray cluster.
@@ -89,7 +90,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return 2
 	}
 	if args[0] == "help" && len(args) > 1 {
-		return Run(ctx, []string{args[1], "-h"}, env) // mvp help submit: submit's own usage and flags
+		// mvp help submit: submit's own usage and flags; mvp help schedule create: create's
+		return Run(ctx, append(slices.Clone(args[1:]), "-h"), env)
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(env.Stdout, usage)
@@ -105,7 +107,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 	var err error
 	switch verb {
 	case "serve":
-		err = env.Serve(ctx, rest)
+		err = env.Serve(ctx, rest, env.Stderr)
 	case "submit", "get", "list", "queue", "logs", "cancel", "events", "results", "resubmit":
 		err = runClient(ctx, verb, rest, env)
 	case "wait":
@@ -119,7 +121,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 			err = errors.New("not available in this build")
 			break
 		}
-		err = env.Doctor(ctx, rest)
+		err = env.Doctor(ctx, rest, env.Stderr)
 	case "sim":
 		err = runSim(ctx, rest, env)
 	case "schedule":
@@ -190,10 +192,16 @@ var verbHelp = map[string]string{
 	"get":      "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
 	"list":     "mvp list [--state S] [--workload W] [--owner USER] [--limit N] [--cursor C]\n  e.g. mvp list --state PENDING_RESOURCES",
 	"queue":    "mvp queue\n  e.g. mvp queue -o json",
-	"logs":     "mvp logs TASK_ID [-f] [--attempt N]\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
+	"logs":     "mvp logs TASK_ID [-f] [--attempt N]\n  the attempt's log, printed as it is (no -o)\n  e.g. mvp logs -f mvp2-ppo-20251223-143201-7f3a",
 	"cancel":   "mvp cancel TASK_ID [TASK_ID …]\n  e.g. mvp cancel mvp2-ppo-20251223-143201-7f3a",
 	"events":   "mvp events TASK_ID [--limit N] [--cursor C]\n  e.g. mvp events mvp2-ppo-20251223-143201-7f3a -o yaml",
 	"resubmit": "mvp resubmit TASK_ID [-e key=value …] [--resume] [--dry-run]\n  e.g. mvp resubmit mvp2-ppo-20251223-143201-7f3a --resume -e overrides=trainer.total_epochs=2\n  the next segment of a running training, started once it ends: mvp resubmit mvp2-ppo-20251223-143201-7f3a --resume -e after_any=mvp2-ppo-20251223-143201-7f3a",
+	"serve": "mvp serve [--config configs/dev.yaml] [--db-path P] [--log-level L] [--shutdown-grace D] …\n" +
+		"  run the API and the scheduler in the foreground until SIGTERM or SIGINT\n" +
+		"  e.g. mvp serve --config configs/dev.yaml --log-level debug",
+	"doctor": "mvp doctor [--config dev.yaml] [--gpus N] [--node-ip IP] [--num-gpus] [-o text|json]\n" +
+		"  this node's GPUs (NVML) and its readiness as a Ray worker (exit 1: a check failed)\n" +
+		"  e.g. mvp doctor --config configs/dev.yaml --node-ip 10.0.0.5",
 	"results": "mvp results TASK_ID [--get PATH [-o FILE]]\n  e.g. mvp results mvp2-ppo-20251223-143201-7f3a --get a01/summary.json -o summary.json" +
 		"\n  (with --get, -o names the file to write, default standard output)",
 }
@@ -234,16 +242,16 @@ func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
 func runClient(ctx context.Context, verb string, args []string, env Env) error {
 	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() { fmt.Fprintf(env.Stderr, "usage: %s\n\nflags:\n", verbHelp[verb]); fs.PrintDefaults() }
-	oHelp := "output: table, json or yaml"
-	switch verb {
-	case "logs":
-		oHelp = "not for logs: the log is printed as it is"
-	case "results":
-		oHelp = "output: table, json or yaml; with --get, the file to write (default standard output)"
+	var hidden []string
+	if verb == "logs" {
+		hidden = []string{"o"} // defined to refuse it saying why: the log is printed as it is
 	}
-	out := fs.String("o", "table", oHelp)
+	setUsage(fs, env.Stderr, "usage: "+verbHelp[verb], hidden...)
+	out := fs.String("o", "table", "output: table, json or yaml")
+	if verb == "results" {
+		fs.Lookup("o").Usage = "output: table (the default), json or yaml; with --get, the file to write (default: standard output)"
+		fs.Lookup("o").DefValue = "" // the usage says both defaults: the flag package would add (default "table")
+	}
 	var (
 		file     = new(string)
 		sets     setFlags
@@ -326,11 +334,11 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		return getResult(ctx, clientOf(env), fs.Arg(0), *getPath, outFile, env.Stdout)
 	}
+	if verb == "logs" && given(fs, "o") { // before checkOutput, whose "table, json or yaml" logs does not take
+		return usageError{fmt.Errorf("-o does not apply to logs: the log is printed as it is")}
+	}
 	if err := checkOutput(*out); err != nil {
 		return err
-	}
-	if verb == "logs" && *out != "table" {
-		return usageError{fmt.Errorf("-o does not apply to logs: the log is printed as it is")}
 	}
 	switch verb {
 	case "submit", "list", "queue":
@@ -1271,29 +1279,41 @@ func dash(s string) string {
 	return s
 }
 
-const secretsUsage = "usage: mvp secrets list | mvp secrets put NAME [--from-file FILE] | mvp secrets delete NAME" +
-	"   [--owner USER]\n" +
-	"  put reads the value from standard input (or FILE), never from the command line, so that it stays out of\n" +
-	"  shell history and process listings; one trailing newline is dropped.\n" +
-	"  Each user's secrets are their own (two users may each have a wandb); a task uses its owner's. The operator\n" +
-	"  acts on a user's with --owner USER (list: everyone's without it).\n" +
-	"  e.g. mvp secrets put wandb < ~/.wandb-key, then in a jobspec: secrets: {WANDB_API_KEY: wandb}"
+// secretsLines are the usages of secrets' subcommands; secretsNote ends the verb's.
+var secretsLines = map[string]string{
+	"list": "mvp secrets list [--owner USER]",
+	"put": "mvp secrets put NAME [--from-file FILE] [--owner USER]\n" +
+		"  reads the value from standard input (or FILE), never from the command line, so that it stays out of\n" +
+		"  shell history and process listings; one trailing newline is dropped.\n" +
+		"  e.g. mvp secrets put wandb < ~/.wandb-key, then in a jobspec: secrets: {WANDB_API_KEY: wandb}",
+	"delete": "mvp secrets delete NAME [--owner USER]",
+}
+
+const secretsNote = "Each user's secrets are their own (two users may each have a wandb); a task uses its owner's. The operator\n" +
+	"acts on a user's with --owner USER (list: everyone's without it)."
+
+var secretsUsage = "usage:\n" + subUsages(secretsLines["list"], secretsLines["put"], secretsLines["delete"], secretsNote)
 
 // runSecrets is `mvp secrets list|put|delete`.
 func runSecrets(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(env.Stderr, secretsUsage)
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		if len(args) == 0 {
-			return usageError{errors.New("a subcommand is needed")}
+			return usageError{errors.New("a subcommand is needed: list, put or delete\n" + secretsUsage)}
 		}
+		fmt.Fprintln(env.Stderr, secretsUsage+parentHelp("secrets"))
 		return flag.ErrHelp
 	}
 	sub := args[0]
+	if secretsLines[sub] == "" {
+		return usageError{fmt.Errorf("unknown subcommand %q: list, put or delete\n%s", sub, secretsUsage)}
+	}
 	fs := flag.NewFlagSet("secrets "+sub, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() { fmt.Fprintln(env.Stderr, secretsUsage) }
+	setUsage(fs, env.Stderr, "usage: "+secretsLines[sub]+"\n  "+strings.ReplaceAll(secretsNote, "\n", "\n  "))
 	out := fs.String("o", "table", "output: table, json or yaml")
-	from := fs.String("from-file", "", "put: read the value from this file instead of standard input")
+	from := new(string)
+	if sub == "put" { // list and delete read no value: --from-file there was taken and ignored
+		fs.StringVar(from, "from-file", "", "read the value from this file instead of standard input")
+	}
 	owner := fs.String("owner", "", "the operator only: act on this user's secrets")
 	if err := fs.Parse(interleave(fs, args[1:])); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -1367,8 +1387,6 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 	}
 	var why string
 	switch {
-	case sub != "list" && sub != "put" && sub != "delete":
-		why = fmt.Sprintf("unknown subcommand %q: list, put or delete", sub)
 	case sub == "list":
 		why = "secrets list takes no argument"
 	case sub == "put" && fs.NArg() > 1:
@@ -1377,7 +1395,7 @@ func runSecrets(ctx context.Context, args []string, env Env) error {
 	default:
 		why = fmt.Sprintf("secrets %s takes the NAME of one secret, got %d argument(s)", sub, fs.NArg())
 	}
-	return usageError{fmt.Errorf("%s\n%s", why, secretsUsage)}
+	return usageError{fmt.Errorf("%s\nusage: %s", why, secretsLines[sub])}
 }
 
 // terminalSafe writes what it is given with control characters escaped as safe does, line breaks and tabs kept:

@@ -167,7 +167,7 @@ func TestOutputFormatIsChecked(t *testing.T) {
 func TestWiredVerbsUsageExitsTwo(t *testing.T) {
 	var out, errb bytes.Buffer
 	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" },
-		Serve: func(context.Context, []string) error {
+		Serve: func(context.Context, []string, io.Writer) error {
 			return Usage(errors.New("flag provided but not defined: -bogus"))
 		}}
 	if code := Run(context.Background(), []string{"serve", "--bogus"}, env); code != 2 {

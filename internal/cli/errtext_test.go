@@ -175,22 +175,33 @@ func TestResubmitRefusesAMalformedSettingAsSubmitDoes(t *testing.T) {
 
 // TestHelpSaysWhatOTakes: `mvp logs --help` listed "-o output: table, json or yaml" though logs refuses any -o but
 // table (the log is printed as it is), and `mvp results --help` did not say that with --get, -o names the file to
-// write; `mvp help` said every client verb takes -o table|json|yaml.
+// write; `mvp help` said every client verb takes -o table|json|yaml. logs' help lists no -o (logs takes none) and
+// says the log is printed as it is; `mvp logs ID -o xml` said "-o must be table, json or yaml".
 func TestHelpSaysWhatOTakes(t *testing.T) {
-	for verb, want := range map[string]string{"logs": "the log is printed as it is", "results": "with --get"} {
-		var out, errb bytes.Buffer
-		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-		Run(context.Background(), []string{verb, "--help"}, env)
-		var oHelp string
-		for l := range strings.Lines(errb.String()) {
-			if strings.HasPrefix(strings.TrimSpace(oHelp), "-o string") {
-				oHelp += l
-				break
-			}
-			oHelp = l
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	Run(context.Background(), []string{"results", "--help"}, env)
+	var oHelp string
+	for l := range strings.Lines(errb.String()) {
+		if strings.HasPrefix(strings.TrimSpace(oHelp), "-o string") {
+			oHelp += l
+			break
 		}
-		if !strings.Contains(oHelp, want) || (verb == "logs" && strings.Contains(oHelp, "json")) {
-			t.Errorf("mvp %s --help says of -o: %q", verb, oHelp)
+		oHelp = l
+	}
+	if !strings.Contains(oHelp, "with --get") || strings.Contains(oHelp, `(default "table")`) {
+		t.Errorf("mvp results --help says of -o: %q", oHelp)
+	}
+	errb.Reset()
+	Run(context.Background(), []string{"logs", "--help"}, env)
+	if !strings.Contains(errb.String(), "printed as it is") || strings.Contains(errb.String(), "  -o") {
+		t.Errorf("mvp logs --help:\n%s", errb.String())
+	}
+	for _, o := range []string{"xml", "table", "json"} {
+		errb.Reset()
+		if code := Run(context.Background(), []string{"logs", "mvp2-ppo-20251223-143201-7f3a", "-o", o}, env); code != 2 ||
+			!strings.Contains(errb.String(), "-o does not apply to logs") {
+			t.Errorf("mvp logs ID -o %s: exit %d: %s", o, code, errb.String())
 		}
 	}
 	if !strings.Contains(usage, "logs prints the log as it is") {

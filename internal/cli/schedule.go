@@ -15,27 +15,42 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
-const scheduleUsage = `usage:
-  mvp schedule create NAME --cron EXPR -f job.yaml [--timezone TZ] [--overlap skip|queue|replace] [-e key=value …]
-  mvp schedule list [--owner USER]
-  mvp schedule get|pause|resume|delete NAME [--owner USER]
-  Each user's schedule names are their own (two users may each have a nightly-eval); the operator acts on a
-  user's with --owner USER (list: everyone's without it).
-  e.g. mvp schedule create nightly-eval --cron "0 2 * * *" --timezone Europe/Berlin -f configs/examples/ppo.yaml`
+// scheduleLines are the usages of schedule's subcommands; scheduleNote ends each.
+var scheduleLines = map[string]string{
+	"create": "mvp schedule create NAME --cron EXPR -f job.yaml [--timezone TZ] [--overlap skip|queue|replace] [-e key=value …]\n" +
+		"  e.g. mvp schedule create nightly-eval --cron \"0 2 * * *\" --timezone Europe/Berlin -f configs/examples/ppo.yaml",
+	"list":   "mvp schedule list [--owner USER]",
+	"get":    "mvp schedule get NAME [--owner USER]",
+	"pause":  "mvp schedule pause NAME [--owner USER]",
+	"resume": "mvp schedule resume NAME [--owner USER]",
+	"delete": "mvp schedule delete NAME [--owner USER]",
+}
+
+const scheduleNote = `Each user's schedule names are their own (two users may each have a nightly-eval); the operator acts on a
+user's with --owner USER (list: everyone's without it).`
+
+var scheduleUsage = "usage:\n" + subUsages(scheduleLines["create"], scheduleLines["list"],
+	"mvp schedule get|pause|resume|delete NAME [--owner USER]", scheduleNote)
 
 // runSchedule is `mvp schedule …`: recurring schedules through /api/v2/schedules.
 func runSchedule(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(env.Stderr, scheduleUsage)
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		if len(args) == 0 {
-			return usageError{errors.New("a subcommand is required: create, list, get, pause, resume or delete")}
+			return usageError{errors.New("a subcommand is required: create, list, get, pause, resume or delete\n" + scheduleUsage)}
 		}
+		fmt.Fprintln(env.Stderr, scheduleUsage+parentHelp("schedule"))
 		return flag.ErrHelp
 	}
 	sub, rest := args[0], args[1:]
+	if scheduleLines[sub] == "" {
+		return usageError{fmt.Errorf("unknown subcommand %q: create, list, get, pause, resume or delete\n%s", sub, scheduleUsage)}
+	}
 	fs := flag.NewFlagSet("schedule "+sub, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() { fmt.Fprintf(env.Stderr, "%s\n\nflags:\n", scheduleUsage); fs.PrintDefaults() }
+	head := "usage: " + scheduleLines[sub]
+	if sub != "create" { // create has no --owner: a schedule is created as the token's user's
+		head += "\n  " + strings.ReplaceAll(scheduleNote, "\n", "\n  ")
+	}
+	setUsage(fs, env.Stderr, head)
 	out := fs.String("o", "table", "output: table, json or yaml")
 	owner := new(string)
 	if sub != "create" {
@@ -62,15 +77,11 @@ func runSchedule(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	wantArgs := 1
-	switch sub {
-	case "list":
+	if sub == "list" {
 		wantArgs = 0
-	case "create", "get", "pause", "resume", "delete":
-	default:
-		return usageError{fmt.Errorf("unknown subcommand %q\n%s", sub, scheduleUsage)}
 	}
 	if fs.NArg() != wantArgs {
-		return usageError{fmt.Errorf("schedule %s takes %d argument(s), got %d\n%s", sub, wantArgs, fs.NArg(), scheduleUsage)}
+		return usageError{fmt.Errorf("schedule %s takes %d argument(s), got %d\nusage: %s", sub, wantArgs, fs.NArg(), scheduleLines[sub])}
 	}
 	c := clientOf(env) // MVP_ADDR read as every verb reads it (host:port is http://host:port)
 	one := func(s *mvp.Schedule, raw json.RawMessage, err error) error {
@@ -82,7 +93,7 @@ func runSchedule(ctx context.Context, args []string, env Env) error {
 	switch sub {
 	case "create":
 		if *cron == "" || *file == "" {
-			return usageError{fmt.Errorf("--cron and -f are required\n%s", scheduleUsage)}
+			return usageError{fmt.Errorf("--cron and -f are required\nusage: %s", scheduleLines["create"])}
 		}
 		spec, err := readSpec(*file, sets)
 		if err != nil {

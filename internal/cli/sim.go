@@ -20,17 +20,21 @@ import (
 	"github.com/mvp2/mvp/internal/sim"
 )
 
-const simUsage = `usage:
-  mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--cpus-per-node C] [--policy NAME[,NAME...]|all] [--config FILE]
-          [--fair-share=true|false] [--only-user U] [--max-running N] [-o table|json]
-      replay a trace through the scheduler's Decide with a simulated clock (no Ray); --policy all runs every policy,
-      a comma-separated list those;
-      the trace's optional user and priority columns set each task's owner and priority
-  mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] [--flood-load F] -o FILE.csv
-      write a trace shaped like published GPU-cluster traces (specs/sim.md); with --flood-load, a two-team trace:
-      team steady at load L, team flood submitting load F's worth in the first tenth of the span
-  mvp sim bound --trace FILE.csv --nodes N --gpus-per-node G --max-wait-s W [--config FILE]
-      lower bounds every policy is held to: the mean wait if whole-cluster jobs start within W, the makespan`
+// simLines are the usages of sim (the replay), sim gen and sim bound.
+var simLines = map[string]string{
+	"sim": `mvp sim --trace FILE.csv --nodes N --gpus-per-node G [--cpus-per-node C] [--policy NAME[,NAME...]|all] [--config FILE]
+        [--fair-share=true|false] [--only-user U] [--max-running N] [-o table|json]
+  replay a trace through the scheduler's Decide with a simulated clock (no Ray); --policy all runs every policy,
+  a comma-separated list those;
+  the trace's optional user and priority columns set each task's owner and priority`,
+	"gen": `mvp sim gen --jobs N --nodes N --gpus-per-node G --load L [--seed S] [--flood-load F] -o FILE.csv
+  write a trace shaped like published GPU-cluster traces (specs/sim.md); with --flood-load, a two-team trace:
+  team steady at load L, team flood submitting load F's worth in the first tenth of the span`,
+	"bound": `mvp sim bound --trace FILE.csv --nodes N --gpus-per-node G --max-wait-s W [--config FILE]
+  lower bounds every policy is held to: the mean wait if whole-cluster jobs start within W, the makespan`,
+}
+
+var simUsage = "usage:\n" + subUsages(simLines["sim"], simLines["gen"], simLines["bound"])
 
 func runSim(ctx context.Context, args []string, env Env) error {
 	err := runSimVerb(ctx, args, env)
@@ -48,8 +52,7 @@ func runSimVerb(ctx context.Context, args []string, env Env) error {
 		return runSimBound(args[1:], env)
 	}
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() { fmt.Fprintln(env.Stderr, simUsage) }
+	setUsage(fs, env.Stderr, "usage: "+simLines["sim"]+"\n  (mvp sim gen makes a trace, mvp sim bound bounds it: mvp sim gen -h, mvp sim bound -h)")
 	trace := fs.String("trace", "", "the trace (CSV with a header: arrival_s, nnodes, n_gpus_per_node, duration_s[, max_runtime_s])")
 	nodes := fs.Int("nodes", 0, "nodes in the simulated cluster")
 	gpus := fs.Int("gpus-per-node", 0, "GPUs per node")
@@ -170,8 +173,7 @@ func hours(s float64) string { return fmt.Sprintf("%.2f h", s/3600) }
 
 func runSimGen(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet("sim gen", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() { fmt.Fprintln(env.Stderr, simUsage) }
+	setUsage(fs, env.Stderr, "usage: "+simLines["gen"])
 	jobs := fs.Int("jobs", 0, "jobs in the trace")
 	nodes := fs.Int("nodes", 0, "nodes of the cluster the trace is made for")
 	gpus := fs.Int("gpus-per-node", 0, "GPUs per node")
@@ -212,8 +214,7 @@ func runSimGen(ctx context.Context, args []string, env Env) error {
 
 func runSimBound(args []string, env Env) error {
 	fs := flag.NewFlagSet("sim bound", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() { fmt.Fprintln(env.Stderr, simUsage) }
+	setUsage(fs, env.Stderr, "usage: "+simLines["bound"])
 	trace := fs.String("trace", "", "the trace")
 	nodes := fs.Int("nodes", 0, "nodes in the simulated cluster")
 	gpus := fs.Int("gpus-per-node", 0, "GPUs per node")

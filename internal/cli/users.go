@@ -14,11 +14,7 @@ import (
 // runUsers is `mvp users`: GET /api/v2/users (the operator's token only).
 func runUsers(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet("users", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "usage: mvp users [-o table|json|yaml]\n  each user's decayed GPU usage, share, limits, GPUs in use and waiting tasks (operator only)\n\nflags:")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, env.Stderr, "usage: mvp users [-o table|json|yaml]\n  each user's decayed GPU usage, share, limits, GPUs in use and waiting tasks (operator only)")
 	out := fs.String("o", "table", "output: table, json or yaml")
 	if err := fs.Parse(args); err != nil {
 		return flagError{err}

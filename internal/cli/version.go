@@ -12,11 +12,7 @@ import (
 // runVersion is `mvp version`: which build this binary is (no server is asked).
 func runVersion(args []string, env Env) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "usage: mvp version [-o table|json|yaml]\n  the git commit this binary was built from, and its Go version\n\nflags:")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, env.Stderr, "usage: mvp version [-o table|json|yaml]\n  the git commit this binary was built from, and its Go version")
 	out := fs.String("o", "table", "output: table, json or yaml")
 	if err := fs.Parse(args); err != nil {
 		return flagError{err}

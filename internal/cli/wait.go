@@ -40,8 +40,7 @@ var waitPoll = 2 * time.Second
 
 func runWait(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet("wait", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() { fmt.Fprintf(env.Stderr, "usage: %s\n\nflags:\n", verbHelp["wait"]); fs.PrintDefaults() }
+	setUsage(fs, env.Stderr, "usage: "+verbHelp["wait"])
 	out := fs.String("o", "table", "output: table, or json or yaml (each task's answer as it ends, one document each)")
 	var timeout durationFlag
 	fs.Var(&timeout, "timeout", "give up after this `duration` (e.g. 90m, 12h; exit 4); 0 waits as long as it takes")
