@@ -133,6 +133,26 @@ in_target_stdin() {
   fi
 }
 
+# CLOCK defines now_ms (the clock in milliseconds) and deadline_ms SECONDS (now_ms that far ahead), here and for the
+# scripts that run in the target: bash's SECONDS counts whole seconds of the clock, so `SECONDS + N` came up to a
+# second short of N. Without a clock finer than seconds (bash < 5 and a date without %N), the deadline is one second
+# later: the wait is never shorter than asked.
+# shellcheck disable=SC2016
+CLOCK='now_ms() {
+  local t="${EPOCHREALTIME:-}"
+  if [[ "$t" =~ ^([0-9]+)[.,]([0-9]{3}) ]]; then echo "${BASH_REMATCH[1]}${BASH_REMATCH[2]}"; return; fi
+  t="$(date +%s%N 2>/dev/null)" || t=""
+  if [[ "$t" =~ ^[0-9]{13,}$ ]]; then echo "${t:0:${#t}-6}"; return; fi
+  echo $(( $(date +%s) * 1000 ))
+}
+deadline_ms() {
+  local t="${EPOCHREALTIME:-}" late=0
+  if [[ ! "$t" =~ ^[0-9]+[.,][0-9]{3} && ! "$(date +%N 2>/dev/null)" =~ ^[0-9]{9}$ ]]; then late=1000; fi
+  echo $(( $(now_ms) + $1 * 1000 + late ))
+}
+'
+eval "$CLOCK"
+
 # The scripts that run in the target. Each reads only its positional arguments.
 # PID_OF PIDFILE BIN prints the pid in PIDFILE if that process is BIN's `serve` as start.sh runs it: a pidfile that
 # outlived its service (pids start again from 1 when the container restarts) may name another process.

@@ -64,13 +64,13 @@ if (( rc == 3 )); then
   exit 0
 fi
 (( rc == 0 )) || die "start failed (see above)"
-deadline=$(( SECONDS + MVP_START_TIMEOUT ))
+deadline="$(deadline_ms "$MVP_START_TIMEOUT")"
 while :; do
   rc=0
   answer="$(health)" || rc=$?
   # 3: it answers, degraded (Ray may be down: mvp rides that out), unless only because its first look at Ray is
   # still to come (api.NotLookedYet): a moment more tells.
-  if (( rc == 3 )) && [[ "$answer" == *"has not looked at Ray yet"* ]] && (( SECONDS < deadline )); then
+  if (( rc == 3 )) && [[ "$answer" == *"has not looked at Ray yet"* ]] && (( $(now_ms) < deadline )); then
     sleep 0.5
     continue
   fi
@@ -83,7 +83,7 @@ while :; do
     env_hint "${tail##*$'\n'}"
     exit 1
   fi
-  (( SECONDS < deadline )) || die "started (pid $pid) but $MVP_HEALTH_URL did not answer within ${MVP_START_TIMEOUT}s; see $MVP_LOG (set MVP_HEALTH_URL if mvp is reached elsewhere)"
+  (( $(now_ms) < deadline )) || die "started (pid $pid) but $MVP_HEALTH_URL did not answer within ${MVP_START_TIMEOUT}s; see $MVP_LOG (set MVP_HEALTH_URL if mvp is reached elsewhere)"
   sleep 0.5
 done
 if (( rc == 3 )); then

@@ -17,7 +17,7 @@ if ! pid="$(running_pid)"; then
   exit 0
 fi
 # shellcheck disable=SC2016
-STOP='pid="$1" timeout="$2" pidfile="$3"
+STOP="$CLOCK"'pid="$1" timeout="$2" pidfile="$3"
 # alive: the process exists and has not exited (a zombie, left by a PID 1 that does not reap, has exited).
 alive() {
   local st
@@ -27,15 +27,15 @@ alive() {
   [[ "${st%% *}" != Z ]]
 }
 kill -TERM "$pid" 2>/dev/null || true
-end=$(( SECONDS + timeout ))
-while alive "$pid" && (( SECONDS < end )); do sleep 0.2; done
+end="$(deadline_ms "$timeout")"
+while alive "$pid" && (( $(now_ms) < end )); do sleep 0.2; done
 how=graceful
 if alive "$pid"; then
   kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
   how=forced
   # SIGKILL ends a process only when the kernel lets it go: one stuck in it (state D, on a hung NFS server) lives on.
-  end=$(( SECONDS + 5 ))
-  while alive "$pid" && (( SECONDS < end )); do sleep 0.2; done
+  end="$(deadline_ms 5)"
+  while alive "$pid" && (( $(now_ms) < end )); do sleep 0.2; done
   if alive "$pid"; then
     st="$(cat "/proc/$pid/stat" 2>/dev/null)" || true
     st="${st##*) }"
