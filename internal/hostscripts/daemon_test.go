@@ -33,6 +33,40 @@ func TestDockerDaemonUnreachableIsNotAMissingContainer(t *testing.T) {
 	}
 }
 
+// TestStatusSaysTheDockerDaemonCannotBeReached: with the docker daemon down, status.sh exited 1, the code of "not
+// running", with docker's message and a question; a monitor took mvp for stopped. It exits 4, saying that the
+// docker daemon cannot be reached and which settings point at it; the other scripts say the same (exit 1).
+func TestStatusSaysTheDockerDaemonCannotBeReached(t *testing.T) {
+	dir := t.TempDir()
+	docker := "#!/usr/bin/env bash\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(docker), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"status.sh", "start.sh", "stop.sh", "logs.sh"} {
+		cmd := exec.Command("bash", filepath.Join(repoRoot(t), "v2", "scripts", s))
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "MVP_CONTAINER=mvp-ray-head",
+			"MVP_INTERNAL_TOKEN=t")
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		want := 1
+		if s == "status.sh" {
+			want = 4
+		}
+		for _, w := range []string{"cannot reach the docker daemon", "Cannot connect to the Docker daemon", "DOCKER_HOST",
+			"MVP_CONTAINER", "MVP_LOCAL=1"} {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%s with the docker daemon down says no %q:\n%s", s, w, out)
+			}
+		}
+		if code != want {
+			t.Errorf("%s with the docker daemon down: exit %d, want %d:\n%s", s, code, want, out)
+		}
+	}
+}
+
 // TestLogsDashNWithoutValue: `logs.sh -n` (no count) says what it wants; it exited 1 without a word (the loop's
 // final shift failed under set -e before the check).
 func TestLogsDashNWithoutValue(t *testing.T) {

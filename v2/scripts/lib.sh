@@ -88,6 +88,10 @@ no_arguments() {
   [[ $# -eq 0 ]] || die "unknown argument '${1:0:80}' ($script takes none: its settings are environment variables, e.g. MVP_CONFIG=/path/dev.yaml $script; --help lists them)"
 }
 
+# docker_down_exit is the exit code when docker cannot be used here (not installed, or its daemon cannot be
+# reached): nothing is known then of the container or of mvp. status.sh sets its own (4), distinct from "not running".
+docker_down_exit=1
+
 # need_container fails with a clear message unless the Ray head container exists and runs (skipped in local mode).
 need_container() { need_named_container "$MVP_CONTAINER" "MVP_CONTAINER to the Ray head container's name"; }
 
@@ -95,15 +99,24 @@ need_container() { need_named_container "$MVP_CONTAINER" "MVP_CONTAINER to the R
 need_named_container() {
   [[ "$MVP_LOCAL" == 1 ]] && return 0
   local name="$1" hint="$2"
-  command -v "$DOCKER" >/dev/null 2>&1 || die "'$DOCKER' is not installed or not on PATH (set MVP_LOCAL=1 to run without docker)"
+  if ! command -v "$DOCKER" >/dev/null 2>&1; then
+    echo "mvp: '$DOCKER' is not installed or not on PATH (set DOCKER to the docker command, or MVP_LOCAL=1 to run without docker)" >&2
+    exit "$docker_down_exit"
+  fi
   local running
   # --type container: docker inspect finds any object by the name (an image's, say), which has no .State.
   if ! running="$("$DOCKER" inspect --type container -f '{{.State.Running}}' "$name" 2>&1)"; then
     if [[ "$running" == *"No such"* || "$running" == *"no such"* ]]; then
       die "container '$name' does not exist (set $hint)"
     fi
-    # Not a missing container: the daemon is down or this user may not use its socket; docker's message says which.
-    die "'$DOCKER inspect $name' failed: ${running:0:2000} (is the docker daemon running, and may this user use it?)"
+    # Not a missing container: when docker cannot ask its daemon either (it is down, this user may not use its
+    # socket, or docker asks another daemon than the one that runs the container), nothing is known of the container.
+    if ! "$DOCKER" version --format '{{.Server.Version}}' >/dev/null 2>&1; then
+      echo "mvp: cannot reach the docker daemon, so container '$name' cannot be asked after: ${running:0:2000}" >&2
+      echo "mvp: start the daemon, or let this user use its socket (the docker group), or point docker at the daemon that runs '$name' (${hint%% *}) with DOCKER_HOST or 'docker context use'; DOCKER is the docker command these scripts run (now '$DOCKER'); MVP_LOCAL=1 runs mvp on this machine without docker" >&2
+      exit "$docker_down_exit"
+    fi
+    die "'$DOCKER inspect $name' failed: ${running:0:2000}"
   fi
   running="${running##*$'\n'}" # the answer is the last line (docker may warn before it)
   [[ "$running" == "true" ]] || die "container '$name' exists but is not running; start it first"
