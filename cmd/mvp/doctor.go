@@ -35,7 +35,7 @@ func doctorTo(ctx context.Context, args []string, stderr io.Writer) error {
 	out := flags.String("o", "text", "output: text or json")
 	cli.SetUsage(flags, stderr, "doctor")
 	if err := flags.Parse(args); err != nil {
-		return cli.Usage(err)
+		return cli.FlagError(err) // said, with the usage, by the flag package
 	}
 	if *out != "text" && *out != "json" { // before any check asks Ray
 		return cli.Usage(fmt.Errorf("-o %q: use text or json", *out))

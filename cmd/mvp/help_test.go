@@ -133,3 +133,14 @@ func TestEveryVerbOfTheUsageIsWalked(t *testing.T) {
 		}
 	}
 }
+
+// TestAFlagErrorOfServeAndDoctorIsSaidOnce: `mvp serve --bogus` printed "flag provided but not defined: -bogus",
+// the usage, then "mvp serve: flag provided but not defined: -bogus" again; the client verbs say it once.
+func TestAFlagErrorOfServeAndDoctorIsSaidOnce(t *testing.T) {
+	for _, v := range []string{"serve", "doctor", "get"} {
+		code, _, errb := runMvp(v, "--bogus")
+		if code != 2 || strings.Count(errb, "flag provided but not defined: -bogus") != 1 || !strings.Contains(errb, "usage: mvp "+v) {
+			t.Errorf("mvp %s --bogus: exit %d, want 2, the error once and the usage:\n%s", v, code, errb)
+		}
+	}
+}

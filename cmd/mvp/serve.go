@@ -35,7 +35,7 @@ func serveTo(ctx context.Context, args []string, stderr io.Writer) error {
 	printURL := fs.Bool("print-url", false, "print the URL at which the API answers with this config (v2.api; for scripts) and exit; refused for port 0")
 	cli.SetUsage(fs, stderr, "serve")
 	if err := fs.Parse(args); err != nil {
-		return cli.Usage(err)
+		return cli.FlagError(err) // said, with the usage, by the flag package
 	}
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))

@@ -75,7 +75,7 @@ Usage:
 The client verbs talk to the API at $MVP_ADDR (default http://127.0.0.1:8080) with the token in $MVP_TOKEN (the
 operator's, or a named user's: a user sees and acts on their own tasks, schedules and secrets only).
 Every client verb takes -o table|json|yaml (json is the API's own answer); logs prints the log as it is.
-mvp VERB -h (or mvp help VERB) shows a verb's flags.
+mvp VERB [SUBCOMMAND] -h (or mvp help VERB [SUBCOMMAND]) shows its usage and flags.
 
 Example:
   export MVP_ADDR=http://127.0.0.1:8080 MVP_TOKEN=...
@@ -181,6 +181,10 @@ func (e flagError) Unwrap() error { return e.error }
 
 // Usage marks err as a usage error (exit status 2), for the verbs wired in from outside (serve, doctor).
 func Usage(err error) error { return usageError{err} }
+
+// FlagError marks err, from the Parse of a FlagSet given SetUsage, as a usage error (exit status 2) that the flag
+// package has already printed with the usage: Run does not print it again.
+func FlagError(err error) error { return flagError{err} }
 
 // Unwrap lets errors.Is see a flag.ErrHelp inside (--help of a verb is not a usage error).
 func (e usageError) Unwrap() error { return e.error }
