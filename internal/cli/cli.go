@@ -90,8 +90,18 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return 2
 	}
 	if args[0] == "help" && len(args) > 1 {
-		// mvp help submit: submit's own usage and flags; mvp help schedule create: create's
-		return Run(ctx, append(slices.Clone(args[1:]), "-h"), env)
+		// mvp help submit: submit's own usage and flags; mvp help schedule create: create's. Asked for, it goes to
+		// stdout, as `mvp help`'s does (`mvp help submit | less`); a refusal (an unknown verb) to stderr.
+		var b bytes.Buffer
+		quiet := env
+		quiet.Stdout, quiet.Stderr = &b, &b
+		code := Run(ctx, append(slices.Clone(args[1:]), "-h"), quiet)
+		w := env.Stdout
+		if code != 0 {
+			w = env.Stderr
+		}
+		_, _ = b.WriteTo(w)
+		return code
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(env.Stdout, usage)
