@@ -251,9 +251,11 @@ func ExplainFor(now time.Time, s Snapshot, p Policy, wanted func(*mvp.Task) bool
 			backingOff(int32(i))
 		}
 	}
-	for i := range s.Queue {
-		if c := pl.ents[i].code; c == cNeverFits || c == cNodesDown {
-			add(int32(i), c.name(), pl.reasonOf(&pl.ents[i]))
+	for _, c := range []waitCode{cNodesDown, cNeverFits} { // in the order positions numbers them
+		for i := range s.Queue {
+			if pl.ents[i].code == c {
+				add(int32(i), c.name(), pl.reasonOf(&pl.ents[i]))
+			}
 		}
 	}
 	pos := 0

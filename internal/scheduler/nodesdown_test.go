@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -48,5 +49,26 @@ func TestAGangThatNeedsANodeThatIsDownWaitsForIt(t *testing.T) {
 	c.Down = nil
 	if w := waitOf(Decide(t0, Snapshot{Cluster: c, Queue: []*mvp.Task{two}}, named(DefaultPolicy)), two); w == nil || w.Code() != CodeNeverFits {
 		t.Errorf("no node down: %+v", w)
+	}
+}
+
+// The queue lists its entries in position order: a task waiting for nodes that are down comes before one that
+// never fits (positions), and is listed so, whatever their order in the queue.
+func TestExplainListsNodesDownBeforeNeverFitsInPositionOrder(t *testing.T) {
+	c := cluster(worker("n1", 4, 48))
+	dead := mvp.Node{ID: "n2dead0123456789", Alive: false, IP: "10.0.0.2", Total: map[string]float64{}}
+	c.Nodes = append(c.Nodes, dead)
+	c.Down = []mvp.Node{{ID: dead.ID, IP: dead.IP, Total: map[string]float64{"GPU": 4, "CPU": 48, "worker_node": 100}}}
+	three := task(mvp.WorkloadPPO, 3, 4, mvp.StateQueued) // queued first: never fits
+	two := task(mvp.WorkloadPPO, 2, 4, mvp.StateQueued)   // nodes_down
+	for _, pol := range []string{PolicyFIFO, PolicyEASY, DefaultPolicy} {
+		v := Explain(t0, Snapshot{Cluster: c, Queue: []*mvp.Task{three, two}}, named(pol))
+		var got []string
+		for _, q := range v.Queue {
+			got = append(got, fmt.Sprintf("#%d %s", q.Position, q.Code))
+		}
+		if strings.Join(got, ", ") != "#1 nodes_down, #2 never_fits" {
+			t.Errorf("%s: queue %v", pol, got)
+		}
 	}
 }
