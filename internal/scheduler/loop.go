@@ -698,14 +698,26 @@ func (l *Loop) withDown(view *mvp.ClusterView, record bool) *mvp.ClusterView {
 	if short <= 0 {
 		return view
 	}
+	// A dead entry at the address of an alive GPU node is most likely that node before it restarted under a new
+	// id: the entries at other addresses are taken first.
+	aliveAt := map[string]bool{}
+	for i := range view.Nodes {
+		if n := &view.Nodes[i]; n.Alive && n.Total[ResGPU] > 0 && n.IP != "" {
+			aliveAt[n.IP] = true
+		}
+	}
 	var down []mvp.Node
-	for i := len(view.Nodes) - 1; i >= 0 && len(down) < short; i-- {
-		if n := &view.Nodes[i]; !n.Alive {
-			if seen, ok := l.nodesAlive[n.ID]; ok {
-				if n.IP != "" {
-					seen.IP = n.IP
+	for _, restarted := range []bool{false, true} {
+		for i := len(view.Nodes) - 1; i >= 0 && len(down) < short; i-- {
+			if n := &view.Nodes[i]; !n.Alive {
+				if seen, ok := l.nodesAlive[n.ID]; ok {
+					if n.IP != "" {
+						seen.IP = n.IP
+					}
+					if aliveAt[seen.IP] == restarted {
+						down = append(down, seen)
+					}
 				}
-				down = append(down, seen)
 			}
 		}
 	}

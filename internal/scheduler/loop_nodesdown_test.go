@@ -64,3 +64,35 @@ func TestLoopANodeBackUnderANewIDIsNotDown(t *testing.T) {
 		t.Errorf("a 3-node gang on 2 alive nodes, one dead entry left by a restart: %v", got.PendingReason)
 	}
 }
+
+// Two GPU nodes die and one comes back under a new id, at its old address: the node that is down is the other
+// one, whatever Ray's order of its table. Counted as down, the node that came back made an 8 GPU × 2 gang wait
+// for it (nodes_down, naming it) on a cluster whose only node down has 4 GPUs: it can never fit.
+func TestLoopANodeBackAtItsAddressIsNotTheOneDown(t *testing.T) {
+	h := newHarness(t)
+	big := func(id string) mvp.Node {
+		n := worker4(id)
+		n.Total = map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100}
+		n.Available = map[string]float64{"GPU": 8, "CPU": 96, "worker_node": 100}
+		n.IP = "10.0.0.1"
+		return n
+	}
+	small := worker4("w2")
+	small.IP = "10.0.0.2"
+	h.view.Nodes = []mvp.Node{small, big("w1")}
+	h.tick()
+	dead := func(id, ip string) mvp.Node {
+		return mvp.Node{ID: id, Alive: false, IP: ip, Total: map[string]float64{}, Available: map[string]float64{}}
+	}
+	h.view.Nodes = []mvp.Node{dead("w2", "10.0.0.2"), dead("w1", "10.0.0.1"), big("w1-again")}
+	gang := h.gangOf(2, 8)
+	h.tick()
+	if got := h.get(gang.ID); !strings.HasPrefix(got.PendingReason, "can never fit") {
+		t.Errorf("an 8 GPU × 2 gang with only a 4 GPU node down: %v", got.PendingReason)
+	}
+	four := h.gangOf(2, 4)
+	h.tick()
+	if got := h.get(four.ID); got.State != mvp.StatePendingResources || !strings.Contains(got.PendingReason, "node w2 at 10.0.0.2, 4 GPU") {
+		t.Errorf("a 4 GPU × 2 gang: %s %v", got.State, got.PendingReason)
+	}
+}
