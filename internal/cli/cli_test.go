@@ -698,7 +698,7 @@ func TestQueueSaysWhenAReservationsStartIsUnknown(t *testing.T) {
 func TestQueueListsTheNodesThatAreDown(t *testing.T) {
 	var b bytes.Buffer
 	q := &scheduler.QueueView{ClusterKnown: true, Nodes: []scheduler.NodeFree{{NodeID: "w1", FreeGPUs: 4, RayFreeGPUs: 4, TotalGPUs: 4}},
-		DownNodes: []scheduler.NodeFree{{NodeID: "w2", TotalGPUs: 4}}}
+		DownNodes: []scheduler.NodeDown{{NodeID: "w2", TotalGPUs: 4}}}
 	if err := printQueue(&b, q, ""); err != nil {
 		t.Fatal(err)
 	}

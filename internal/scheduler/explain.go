@@ -20,7 +20,7 @@ type QueueView struct {
 	Nodes []NodeFree `json:"nodes"`
 	// DownNodes are GPU nodes mvp saw alive that are down now (mvp.ClusterView.Down; no GPU free on them): a gang
 	// waiting with nodes_down needs some of them back.
-	DownNodes []NodeFree `json:"down_nodes,omitempty"`
+	DownNodes []NodeDown `json:"down_nodes,omitempty"`
 	// Reservations are the starts the policy holds (at most one: the first task in line that does not fit).
 	Reservations []Reservation `json:"reservations"`
 	// Starting are the tasks the policy would submit now (the next scheduler tick does).
@@ -39,6 +39,12 @@ type NodeFree struct {
 	// their placement by milliseconds), which lags a submission by seconds.
 	RayFreeGPUs float64 `json:"ray_free_gpus"`
 	TotalGPUs   float64 `json:"total_gpus"`
+}
+
+// NodeDown is a GPU node mvp saw alive that is down now, with the GPUs it had.
+type NodeDown struct {
+	NodeID    string  `json:"node_id"`
+	TotalGPUs float64 `json:"total_gpus"`
 }
 
 // Reservation is a start held for a task: the nodes its gang is planned on and when (nil: no declared end of
@@ -158,7 +164,7 @@ func ExplainFor(now time.Time, s Snapshot, p Policy, wanted func(*mvp.Task) bool
 			TotalGPUs: n.total[ResGPU]})
 	}
 	for _, n := range s.Cluster.Down {
-		v.DownNodes = append(v.DownNodes, NodeFree{NodeID: n.ID, TotalGPUs: n.Total[ResGPU]})
+		v.DownNodes = append(v.DownNodes, NodeDown{NodeID: n.ID, TotalGPUs: n.Total[ResGPU]})
 	}
 	for _, sub := range pl.submits {
 		v.Starting = append(v.Starting, sub.Task.ID)
