@@ -182,15 +182,24 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 	}
 }
 
-// scrub keeps tokens out of error text.
 // redacted is a URL with any password in it replaced, for messages.
 func redacted(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
+	if r := RedactedURL(raw); r != "" {
+		return r
 	}
 	return "the configured address"
 }
 
+// RedactedURL is raw with any password in it replaced, for a message that names the address; "" when raw is not a
+// URL (the message then names the setting only).
+func RedactedURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return ""
+}
+
+// scrub keeps tokens out of error text.
 func scrub(s string) string {
 	if i := strings.Index(s, "Bearer "); i >= 0 {
 		return s[:i] + "Bearer <redacted>"

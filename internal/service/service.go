@@ -14,7 +14,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -292,7 +291,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			MaxInfraRetries: cfg.V2.Scheduler.MaxInfraRetries, MaxResourceRetries: cfg.V2.Scheduler.MaxResourceRetries,
 			SubmitGrace: max(time.Minute, 3*cfg.V2.Ray.RequestTimeout()), SharedRoot: cfg.SharedRoot},
 		KeepFinishedJobs: cfg.V2.Ray.KeepFinishedJobs, LogCopyEvery: cfg.V2.Ray.LogCopyInterval(),
-		Crash: m.Crash, Observer: obs, StoreHealth: m.store.WriteFault, JobServer: redactedURL(cfg.Address)}
+		Crash: m.Crash, Observer: obs, StoreHealth: m.store.WriteFault, JobServer: ray.RedactedURL(cfg.Address)}
 	if vault.Enabled() {
 		m.loop.Secrets = vault.ValuesOf
 	}
@@ -574,13 +573,4 @@ func sealPackages(ctx context.Context, store *sqlite.DB, packages raycompat.Pack
 		logger.Info("the Ray packages kept by an earlier mvp were sealed", "dir", packages.Dir, "packages", n)
 	}
 	return store.MarkPackagesSealed(ctx)
-}
-
-// redactedURL is raw with its password hidden, for a sentence that names it (an address the config gives may
-// carry one).
-func redactedURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return "" // the sentence then names the setting only
 }
