@@ -5,8 +5,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +23,7 @@ import (
 func TestMaxRuntimeStopsAnOverstayingRun(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{schedExtra: ", runtime_grace_s: 2"})
-	task := s.submit(spec("ppo", 1, 1, 300, "trainer.save_freq=1") + "max_runtime_s: 6\n")
+	task := s.submit(spec("ppo", 1, 1, 300, "trainer.save_freq=1") + "max_runtime_s: 10\n")
 	// The next segment of the training: it starts once this one has ended, however, and resumes where it stopped
 	// (as sbatch --dependency=afterany chains). A resume that does not wait for it is refused: two runs would
 	// write one checkpoint folder.
@@ -36,12 +39,12 @@ func TestMaxRuntimeStopsAnOverstayingRun(t *testing.T) {
 		t.Errorf("a resume from the running task without waiting for it: %v; want 409 saying to name it in after_any", err)
 	}
 	running := s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
-	if running.MaxRuntimeS != 6 {
+	if running.MaxRuntimeS != 10 {
 		t.Errorf("max_runtime_s on the task: %d", running.MaxRuntimeS)
 	}
 	waitFor(t, 30*time.Second, "runtime_left_s on the running task", func() (bool, string) {
 		got := s.get(task.ID)
-		return got.RuntimeLeftS != nil && *got.RuntimeLeftS <= 6, string(got.State)
+		return got.RuntimeLeftS != nil && *got.RuntimeLeftS <= 10, string(got.State)
 	})
 	done := s.waitState(task.ID, mvp.StateFailed, 90*time.Second)
 	if len(done.Attempts) != 1 {
@@ -58,14 +61,28 @@ func TestMaxRuntimeStopsAnOverstayingRun(t *testing.T) {
 	// The limit counts from when mvp saw the job RUNNING (running_at), not from Ray's start_time, which Ray stamps
 	// when it takes the submission (a job PENDING for minutes was judged by then).
 	if a.RunningAt == nil || a.StartTime == nil || a.RunningAt.Before(*a.StartTime) || a.EndTime == nil ||
-		a.EndTime.Sub(*a.RunningAt) < 6*time.Second {
+		a.EndTime.Sub(*a.RunningAt) < 10*time.Second {
 		t.Errorf("start_time %v, running_at %v, end_time %v: want running_at at or after Ray's start_time and "+
-			"the run stopped at least 6 s after it", a.StartTime, a.RunningAt, a.EndTime)
+			"the run stopped at least 10 s after it", a.StartTime, a.RunningAt, a.EndTime)
 	}
-	latest := strings.TrimSpace(readFile(t, filepath.Join(s.sharedRoot, "jobs", task.ID, "checkpoints", "latest_checkpointed_iteration.txt")))
+	// The stopped run's last checkpoint, if it wrote one: its limit counts from when its driver ran, and on a
+	// loaded machine ray.init(), the TaskRunner and the placement group can take most of it (CI once stopped it
+	// at 6 s before its first step). The next segment then starts from scratch, as verl does with no checkpoint.
+	ckpt := filepath.Join(s.sharedRoot, "jobs", task.ID, "checkpoints", "latest_checkpointed_iteration.txt")
+	latest := ""
+	if b, err := os.ReadFile(ckpt); err == nil {
+		latest = strings.TrimSpace(string(b))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("read %s: %v", ckpt, err)
+	}
 	s.waitState(next.ID, mvp.StateSucceeded, 90*time.Second)
-	if log := s.logs(next.ID, 1); latest == "" || !strings.Contains(log, "verl-standin: resumed from step "+latest+" ") {
-		t.Errorf("the next segment does not say it resumed from step %q, the stopped run's last checkpoint:\n%s", latest, tail(log, 20))
+	want := "verl-standin: resumed from step " + latest + " "
+	if latest == "" {
+		t.Logf("the stopped run wrote no checkpoint before its limit (a slow start): the next segment starts from scratch")
+		want = "verl-standin: no checkpoint in "
+	}
+	if log := s.logs(next.ID, 1); !strings.Contains(log, want) {
+		t.Errorf("the next segment does not say %q (the stopped run's last checkpoint: %q):\n%s", want, latest, tail(log, 20))
 	}
 	latest = strings.TrimSpace(readFile(t, filepath.Join(s.sharedRoot, "jobs", task.ID, "checkpoints", "latest_checkpointed_iteration.txt")))
 	s.waitState(third.ID, mvp.StateSucceeded, 90*time.Second)
