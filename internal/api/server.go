@@ -944,6 +944,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t.FillTimeLeft(s.Clock.Now())
+	s.sayOutage([]*mvp.Task{t})
 	if c := mvp.CallerOf(r.Context()); !c.Operator && len(t.Resubmits) == len(t.ResubmitOwners) {
 		var own []string
 		for k, id := range t.Resubmits {
@@ -955,6 +956,33 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, TaskDetail{Task: t, JobSpec: t.JobSpecYAML, EffectiveSpec: t.SpecJSON})
 	return nil
+}
+
+// sayOutage gives each waiting task of tasks the reason it waits now while the scheduler cannot read Ray: its
+// stored reason is the one the last pass that could decide wrote ("waiting for GPUs…", say), and nothing is
+// admitted until Ray can be read again, as GET /api/v2/queue says with cluster_unknown. The stored reason is
+// untouched (writing every waiting task's at each outage would cost a write per task); it is shown again once Ray
+// is back.
+func (s *Server) sayOutage(tasks []*mvp.Task) {
+	if s.Health == nil {
+		return
+	}
+	h := s.Health()
+	if h.RayOK || h.LastTick.IsZero() {
+		return
+	}
+	why := "Ray cannot be read, so nothing is admitted until it can"
+	if h.RayError != "" {
+		why += ": " + h.RayError
+	}
+	if h.RayDownSince != nil {
+		why += " (since " + h.RayDownSince.UTC().Format(time.RFC3339) + ")"
+	}
+	for _, t := range tasks {
+		if t.State.Waiting() {
+			t.PendingReason = why
+		}
+	}
 }
 
 // TaskDetail is the answer to GET of one task: the task, and what was submitted (the list leaves these out).
@@ -1027,6 +1055,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if tasks == nil {
 		tasks = []*mvp.Task{}
 	}
+	s.sayOutage(tasks)
 	writeJSON(w, http.StatusOK, map[string]any{"tasks": tasks, "next_cursor": next})
 	return nil
 }

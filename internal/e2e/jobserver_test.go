@@ -62,6 +62,10 @@ func TestWhileRaysJobServerIsStoppedNothingIsAdmitted(t *testing.T) {
 	}
 	if got := s.get(waiting.ID); got.LatestAttemptNo != 0 {
 		t.Errorf("a task was admitted while Ray's job server did not answer: %s, attempt %d", got.State, got.LatestAttemptNo)
+	} else if !strings.Contains(got.PendingReason, "Ray cannot be read") || !strings.Contains(got.PendingReason, "job server") {
+		// mvp get: the task's own answer says why nothing is admitted, as the queue does.
+		t.Errorf("the waiting task's pending_reason during the outage: %q; want it to say Ray cannot be read, naming "+
+			"its job server", got.PendingReason)
 	}
 
 	continueDashboard(t)
