@@ -477,8 +477,8 @@ func rayletOf(t *testing.T, id string) int {
 // workers is submitted. Ray lists the dead node with no resources, so mvp read the gang as one that can never fit
 // ("1 of 1 alive GPU node(s) are that large"), the user's error, found in a fault walk-through. mvp remembers the
 // node it saw alive: the gang waits with code nodes_down naming it, the submit warns that it cannot start on the
-// nodes alive now, `mvp queue` lists the node as down; once the worker is started again (under a new node id), the
-// gang runs.
+// nodes alive now, `mvp queue` lists the node as down, and so does mvp after a restart (the database keeps the
+// nodes seen alive); once the worker is started again (under a new node id), the gang runs.
 func TestAGangThatNeedsADeadNodeWaitsForIt(t *testing.T) {
 	gpus, dir := twoWorkers(t)
 	waitIdle(t)
@@ -499,7 +499,7 @@ func TestAGangThatNeedsADeadNodeWaitsForIt(t *testing.T) {
 		return n == 1, fmt.Sprintf("%d alive worker(s)", n)
 	})
 	id := s.submit(spec("ppo", 2, gpus, 600)).ID
-	waitFor(t, 60*time.Second, "the gang to wait with nodes_down", func() (bool, string) {
+	waitsForVictim := func() (bool, string) {
 		v, _, err := s.c.Queue(ctxT(t))
 		if err != nil {
 			return false, err.Error()
@@ -511,7 +511,8 @@ func TestAGangThatNeedsADeadNodeWaitsForIt(t *testing.T) {
 			}
 		}
 		return false, "not in the queue"
-	})
+	}
+	waitFor(t, 60*time.Second, "the gang to wait with nodes_down", waitsForVictim)
 	// Written by a pass of the loop, which then knows of the dead node too (a submit's warning reads the cluster
 	// as the loop's last pass saw it).
 	waitFor(t, 30*time.Second, "the task's pending reason to say so", func() (bool, string) {
@@ -535,6 +536,15 @@ func TestAGangThatNeedsADeadNodeWaitsForIt(t *testing.T) {
 	if out, errs, code := s.cli("cancel", strings.Fields(out)[0]); code != 0 {
 		t.Errorf("cancel the second gang: %d %s %s", code, out, errs)
 	}
+	// A restarted mvp knows the dead worker from its database (its shape is not in Ray's table any more): the gang
+	// still waits for it. It said never_fits ("can never fit on this cluster") before.
+	s.stop()
+	s.start()
+	waitFor(t, 60*time.Second, "the gang to wait with nodes_down after a restart of mvp", waitsForVictim)
+	waitFor(t, 30*time.Second, "the task's pending reason after the restart", func() (bool, string) {
+		got := s.get(id)
+		return strings.Contains(got.PendingReason, "waiting for GPU nodes that are down"), got.PendingReason
+	})
 	heal()
 	s.waitState(id, mvp.StateRunning, 240*time.Second)
 	if out, errs, code := s.cli("cancel", id); code != 0 {

@@ -370,13 +370,20 @@ type Store interface {
 	Close() error
 }
 
-// NodeMemory keeps how many GPU nodes were alive at the last healthy look at Ray across restarts of mvp, so that a
-// restarted mvp holds admissions until as many have joined, as after an outage it lived through.
+// NodeMemory keeps across restarts of mvp how many GPU nodes were alive at the last healthy look at Ray, so that a
+// restarted mvp holds admissions until as many have joined, as after an outage it lived through; and the GPU nodes
+// it saw alive, so that it knows the shapes of those that are down.
 type NodeMemory interface {
 	// GPUNodesSeen returns the count last recorded, 0 when none was.
 	GPUNodesSeen(ctx context.Context) (int, error)
 	// RecordGPUNodesSeen records that n GPU nodes were alive at a healthy look at Ray at at.
 	RecordGPUNodesSeen(ctx context.Context, n int, at time.Time) error
+	// GPUNodesKnown returns the GPU nodes recorded as seen alive (their ids, addresses, totals and labels) and the
+	// most recorded alive at once: Ray lists a dead node with no resources, and a restarted mvp tells a gang that
+	// waits for a node that is down from one that can never fit by them.
+	GPUNodesKnown(ctx context.Context) ([]Node, int, error)
+	// RecordGPUNodesKnown replaces that record with nodes and most, at at.
+	RecordGPUNodesKnown(ctx context.Context, nodes []Node, most int, at time.Time) error
 }
 
 // LogoutStore keeps the web page's logged-out sessions, so that a logout outlives a restart of mvp.

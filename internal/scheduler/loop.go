@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -130,6 +131,8 @@ type Loop struct {
 	// this process saw alive at once (withDown).
 	nodesAlive   map[string]mvp.Node
 	mostGPUNodes int
+	// knownDirty: nodesAlive or mostGPUNodes changed since Nodes last recorded them (saveKnownNodes).
+	knownDirty bool
 	// lastDownSince is when the latest outage of Ray began (Health's RayDownSince, cleared when it ends).
 	lastDownSince time.Time
 	// jobsDown is set while the latest pass found Ray's job server not answering with the cluster read (the GCS
@@ -445,6 +448,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		l.mu.Lock()
 		l.seen = view
 		l.mu.Unlock()
+		l.saveKnownNodes(ctx, now)
 	}
 
 	// Decided at the time the snapshot is read, not when the pass began: what the sync above wrote is stamped when
@@ -654,15 +658,59 @@ func (l *Loop) loadGPUNodes(ctx context.Context) {
 		l.Logger.Error("read the GPU nodes last seen", "err", err)
 		return
 	}
+	known, most, err := l.Nodes.GPUNodesKnown(ctx)
+	if err != nil {
+		// Only the shapes of nodes that are down are missing: such a gang says never_fits until they are back.
+		l.Logger.Error("read the GPU nodes seen alive", "err", err)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.nodesLoaded, l.nodesSaved = true, n
 	if n > 0 && l.gpuNodes == 0 && l.expect == 0 {
 		l.gpuNodes, l.expect, l.fromStart = n, n, true
 	}
+	// What an earlier process saw alive (withDown): a node that died before this one started, or while it was
+	// down, is known by its shape.
+	for _, node := range known {
+		if _, ok := l.nodesAlive[node.ID]; !ok {
+			if l.nodesAlive == nil {
+				l.nodesAlive = map[string]mvp.Node{}
+			}
+			l.nodesAlive[node.ID] = node
+		}
+	}
+	l.mostGPUNodes = max(l.mostGPUNodes, most)
 }
 
-// withDown returns view with Down set: the GPU nodes this process saw alive that Ray now lists as dead, with the
+// saveKnownNodes records the GPU nodes seen alive and the most seen at once (withDown's) when they changed, so
+// that a restarted mvp knows the nodes that are down.
+func (l *Loop) saveKnownNodes(ctx context.Context, now time.Time) {
+	if l.Nodes == nil {
+		return
+	}
+	l.mu.Lock()
+	if !l.knownDirty || !l.nodesLoaded {
+		l.mu.Unlock()
+		return
+	}
+	nodes := make([]mvp.Node, 0, len(l.nodesAlive))
+	for _, n := range l.nodesAlive {
+		nodes = append(nodes, n)
+	}
+	most := l.mostGPUNodes
+	l.knownDirty = false
+	l.mu.Unlock()
+	slices.SortFunc(nodes, func(a, b mvp.Node) int { return strings.Compare(a.ID, b.ID) })
+	if err := l.Nodes.RecordGPUNodesKnown(ctx, nodes, most, now); err != nil {
+		l.Logger.Error("record the GPU nodes seen alive", "gpu_nodes", len(nodes), "err", err)
+		l.mu.Lock()
+		l.knownDirty = true // the next pass tries again
+		l.mu.Unlock()
+	}
+}
+
+// withDown returns view with Down set: the GPU nodes this process (or, by Nodes' record, an earlier one) saw alive
+// that Ray now lists as dead, with the
 // totals they had (Ray keeps none for a dead node), at most as many as the alive GPU nodes fall short of the most
 // seen alive at once; a node that came back under a new id leaves its old one dead, and is not counted then.
 // record is true for the loop's own pass, which keeps what view shows; a reader (Snapshot) only asks. view is not
@@ -678,12 +726,17 @@ func (l *Loop) withDown(view *mvp.ClusterView, record bool) *mvp.ClusterView {
 				if l.nodesAlive == nil {
 					l.nodesAlive = map[string]mvp.Node{}
 				}
+				if was, ok := l.nodesAlive[n.ID]; !ok || was.IP != n.IP || !maps.Equal(was.Total, n.Total) || !maps.Equal(was.Labels, n.Labels) {
+					l.knownDirty = true
+				}
 				l.nodesAlive[n.ID] = mvp.Node{ID: n.ID, IP: n.IP, Total: n.Total, Labels: n.Labels}
 			}
 		}
 	}
 	if record {
-		l.mostGPUNodes = max(l.mostGPUNodes, alive)
+		if alive > l.mostGPUNodes {
+			l.mostGPUNodes, l.knownDirty = alive, true
+		}
 		listed := make(map[string]bool, len(view.Nodes))
 		for i := range view.Nodes {
 			listed[view.Nodes[i].ID] = true
@@ -691,6 +744,7 @@ func (l *Loop) withDown(view *mvp.ClusterView, record bool) *mvp.ClusterView {
 		for id := range l.nodesAlive {
 			if !listed[id] { // gone from Ray's table (its GCS restarted): nothing to wait for
 				delete(l.nodesAlive, id)
+				l.knownDirty = true
 			}
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 // After a GPU node dies, a gang that needs it waits for it with nodes_down, naming the node, not as a gang that
 // can never fit; once a node of that size is alive again (Ray gives a restarted node a new id, and lists the old
-// one as dead, with no resources), it starts. A loop that never saw the node alive cannot know of it.
+// one as dead, with no resources), it starts. A restarted mvp knows the node from the record its database keeps.
 func TestLoopAGangWaitsForANodeThatDied(t *testing.T) {
 	h := newHarness(t)
 	h.view.Nodes = []mvp.Node{worker4("w1"), worker4("w2")}
@@ -33,12 +33,17 @@ func TestLoopAGangWaitsForANodeThatDied(t *testing.T) {
 		t.Errorf("a reader's snapshot: down %+v", snap.Cluster.Down)
 	}
 
-	// A loop that never saw w2 alive (mvp restarted meanwhile) cannot know it: never_fits.
+	// A restarted mvp (a new loop on the same database) knows w2 from the earlier process's record: the gang still
+	// waits for it. It read "can never fit", as for a gang larger than the cluster.
 	fresh := h.newLoop()
 	h.loop = fresh
 	h.tick()
-	if got := h.get(gang.ID); !strings.HasPrefix(got.PendingReason, "can never fit") {
+	if got := h.get(gang.ID); !strings.Contains(got.PendingReason, "waiting for GPU nodes that are down") ||
+		!strings.Contains(got.PendingReason, "node w2 at 10.0.0.2, 4 GPU") {
 		t.Errorf("after a restart: %v", got.PendingReason)
+	}
+	if why, never := h.loop.NeverFits(gang); !never || !strings.Contains(why, "down") {
+		t.Errorf("NeverFits after a restart: %q %v", why, never)
 	}
 
 	// w2 comes back under a new id: the gang starts.
