@@ -48,7 +48,9 @@ func TestCLIAndAPI(t *testing.T) {
 	s := startService(t, serviceOpts{})
 	dir := t.TempDir()
 	file := filepath.Join(dir, "job.yaml")
-	if err := os.WriteFile(file, []byte(spec("ppo", 2, 4, 6)), 0o644); err != nil {
+	// 12 s of steps: a step line, which the TaskRunner prints and Ray forwards to the driver's log asynchronously,
+	// must be followed while the task still runs.
+	if err := os.WriteFile(file, []byte(spec("ppo", 2, 4, 12)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -75,7 +77,7 @@ func TestCLIAndAPI(t *testing.T) {
 		if strings.Contains(line, "verl-standin: step") && !sawStepWhileRunning {
 			sawStepWhileRunning = !s.get(task.ID).State.Terminal()
 		}
-		if strings.Contains(line, "verl-standin: done") {
+		if strings.Contains(line, "verl-standin: driver exits with code 0") { // the driver's own last line (see _standin.py)
 			sawDone = true
 		}
 	}
@@ -89,7 +91,7 @@ func TestCLIAndAPI(t *testing.T) {
 	if out, _, code := s.cli("get", task.ID); code != 0 || !strings.Contains(out, "SUCCEEDED") || !strings.Contains(out, task.ID+"--a01") {
 		t.Errorf("get: %d %s", code, out)
 	}
-	if out, _, _ := s.cli("logs", task.ID, "--attempt", "1"); !strings.Contains(out, "verl-standin: done") {
+	if out, _, _ := s.cli("logs", task.ID, "--attempt", "1"); !strings.Contains(out, "verl-standin: driver exits with code 0") {
 		t.Errorf("logs: %q", tail(out, 3))
 	}
 

@@ -154,7 +154,7 @@ func TestFullSharedRootHoldsSubmissions(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.sharedRoot, "jobs", task.ID, "jobspec.yaml")); err != nil {
 		t.Errorf("the task folder has no jobspec.yaml: %v", err)
 	}
-	if log := s.logs(task.ID, 1); !strings.Contains(log, "verl-standin: done") {
+	if log := s.logs(task.ID, 1); !strings.Contains(log, "verl-standin: driver exits with code 0") {
 		t.Errorf("driver log: %q", tail(log, 5))
 	}
 }

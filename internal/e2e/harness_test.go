@@ -542,6 +542,10 @@ func raceBehindMVPsBack(t *testing.T, s *service, holdS int, extraYAML ...string
 	gate := filepath.Join(t.TempDir(), "go")
 	task := s.submit(spec("ppo", 2, 4, 1, "mvp_test.wait_file="+gate) + strings.Join(extraYAML, ""))
 	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
+	// RUNNING is the driver's process started: ray.init() and its TaskRunner come after, and on a loaded machine
+	// they took longer than the thief's hold, whose count starts once its group is placed (the check then found
+	// every GPU free and the race was not lost).
+	waitAtGate(t, s, task.ID, gate)
 	direct(t, uniq("thief"), fmt.Sprintf("python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 2 --hold %d", holdS))
 	waitFor(t, 60*time.Second, "the thief to hold 2 GPUs", func() (bool, string) {
 		sum := 0.0
@@ -564,6 +568,7 @@ func fragmentRunningGang(t *testing.T, s *service, holdS int, extraYAML ...strin
 	gate := filepath.Join(t.TempDir(), "go")
 	task := s.submit(spec("ppo", 1, 4, 1, "mvp_test.wait_file="+gate) + strings.Join(extraYAML, ""))
 	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
+	waitAtGate(t, s, task.ID, gate)
 	frag := uniq("fragmenter")
 	direct(t, frag, fmt.Sprintf("python3 -m mvp_testkit.hold --bundles 2 --gpus-per-bundle 2 --strategy STRICT_SPREAD --hold %d", holdS))
 	waitFor(t, 60*time.Second, "2 + 2 free GPUs", func() (bool, string) {
@@ -572,6 +577,17 @@ func fragmentRunningGang(t *testing.T, s *service, holdS int, extraYAML ...strin
 	})
 	writeFile(t, gate, "")
 	return task, frag
+}
+
+// waitAtGate waits until attempt 1 of task id says (in its driver log) that it waits for the file gate
+// (mvp_test.wait_file): the run is then past ray.init() and its TaskRunner's start, just before verl's check.
+func waitAtGate(t *testing.T, s *service, id, gate string) {
+	t.Helper()
+	waitFor(t, 120*time.Second, "attempt 1's driver to wait at its gate", func() (bool, string) {
+		var b bytes.Buffer
+		err := s.c.Logs(ctxT(t), id, 1, false, &b)
+		return strings.Contains(b.String(), "verl-standin: waiting for "+gate), fmt.Sprintf("%v: %q", err, tail(b.String(), 3))
+	})
 }
 
 func writeFile(t testing.TB, path, content string) {

@@ -56,7 +56,7 @@ func TestHeartbeatLostIsRetriedThenFails(t *testing.T) {
 	s := startService(t, serviceOpts{schedExtra: ", max_infra_retries: 1, runtime_grace_s: 2"})
 	// The timeout must outlast the stand-in's start on a loaded machine (the second attempt counts from its job's
 	// start until its first progress file): 8 s was too short once with both cores busy.
-	task := s.submit(spec("ppo", 1, 1, 300, "mvp_test.stall_after=2") + "heartbeat_timeout_s: 20\n")
+	task := s.submit(spec("ppo", 1, 1, 300, "mvp_test.stall_after=2") + "heartbeat_timeout_s: 30\n") // 20 s left 5 to spare
 	done := s.waitState(task.ID, mvp.StateFailed, 4*time.Minute)
 	if len(done.Attempts) != 2 {
 		t.Fatalf("%d attempts, want 2 (one retry, max_infra_retries: 1)", len(done.Attempts))
@@ -270,9 +270,8 @@ func TestResubmitResume(t *testing.T) {
 		t.Errorf("a second mvp resubmit --resume while %s resumes: exit %d, %s; want a refusal naming it", resumed.ID, code, stderr)
 	}
 	done := s.waitState(resumed.ID, mvp.StateSucceeded, 90*time.Second)
-	if log := s.logs(resumed.ID, 1); !strings.Contains(log, "verl-standin: resumed from step "+latest) {
-		t.Errorf("the resumed run does not say it resumed from step %s:\n%s", latest, tail(log, 20))
-	}
+	// Not its log's "verl-standin: resumed from step N": the TaskRunner prints that, and Ray forwards it to the
+	// driver's log asynchronously, so a short run's driver can exit before it arrives. The progress says it.
 	if p := done.Progress; p == nil || fmt.Sprint(p.Metrics["resumed_from_step"]) != latest {
 		t.Errorf("progress %+v, want resumed_from_step %s", p, latest)
 	}
@@ -412,17 +411,26 @@ func TestAResumeOfACanceledRunWaitsForItsStop(t *testing.T) {
 		t.Errorf("the next segment was submitted at %v, before the canceled run's job ended at %v",
 			got.Attempts[0].CreatedAt, *s.get(origin.ID).Attempts[0].EndTime)
 	}
+	// Whether a segment resumed is read from its progress (metrics.resumed_from_step), not from the TaskRunner's
+	// line in its log, which Ray forwards asynchronously (a 1-second segment's driver can exit before it arrives).
+	resumes := func(id string) bool {
+		ok := false
+		if p := s.get(id).Progress; p != nil {
+			_, ok = p.Metrics["resumed_from_step"]
+		}
+		return ok
+	}
 	s.waitState(next.ID, mvp.StateSucceeded, 90*time.Second)
-	if log := s.logs(next.ID, 1); !strings.Contains(log, "verl-standin: resumed from step ") {
-		t.Errorf("the next segment did not resume:\n%s", tail(log, 20))
+	if !resumes(next.ID) {
+		t.Errorf("the next segment did not resume: progress %+v", s.get(next.ID).Progress)
 	}
 	s.waitState(seg.ID, mvp.StateSucceeded, 90*time.Second)
 	if got, prev := s.get(seg.ID), s.get(next.ID); len(got.Attempts) == 0 || prev.Attempts[0].EndTime == nil ||
 		got.Attempts[0].CreatedAt.Before(*prev.Attempts[0].EndTime) {
 		t.Errorf("the resubmitted segment was submitted before %s (which writes the folder too) ended: %+v", next.ID, got.Attempts)
 	}
-	if log := s.logs(seg.ID, 1); !strings.Contains(log, "verl-standin: resumed from step ") {
-		t.Errorf("the resubmitted segment did not resume:\n%s", tail(log, 20))
+	if !resumes(seg.ID) {
+		t.Errorf("the resubmitted segment did not resume: progress %+v", s.get(seg.ID).Progress)
 	}
 	resumed, _, err := s.c.Resubmit(ctxT(t), origin.ID, api.ResubmitRequest{Set: []string{"overrides=mvp_test.hold_s=1"}, Resume: true})
 	if err != nil {

@@ -75,19 +75,31 @@ func TestMaxRuntimeStopsAnOverstayingRun(t *testing.T) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("read %s: %v", ckpt, err)
 	}
+	// Where each segment resumed from is read from its progress (metrics.resumed_from_step, which the run writes to
+	// its progress file itself), not from its log's "verl-standin: resumed from step N": the TaskRunner prints that
+	// and Ray forwards it to the driver's log asynchronously, and a 1-second segment's driver can exit before it
+	// arrives.
+	resumedFrom := func(id string) string {
+		p := s.get(id).Progress
+		if p == nil {
+			return "(no progress)"
+		}
+		if v, ok := p.Metrics["resumed_from_step"]; ok {
+			return fmt.Sprint(v)
+		}
+		return ""
+	}
 	s.waitState(next.ID, mvp.StateSucceeded, 90*time.Second)
-	want := "verl-standin: resumed from step " + latest + " "
 	if latest == "" {
 		t.Logf("the stopped run wrote no checkpoint before its limit (a slow start): the next segment starts from scratch")
-		want = "verl-standin: no checkpoint in "
 	}
-	if log := s.logs(next.ID, 1); !strings.Contains(log, want) {
-		t.Errorf("the next segment does not say %q (the stopped run's last checkpoint: %q):\n%s", want, latest, tail(log, 20))
+	if got := resumedFrom(next.ID); got != latest {
+		t.Errorf("the next segment resumed from step %q; want %q, the stopped run's last checkpoint (\"\": none)", got, latest)
 	}
 	latest = strings.TrimSpace(readFile(t, filepath.Join(s.sharedRoot, "jobs", task.ID, "checkpoints", "latest_checkpointed_iteration.txt")))
 	s.waitState(third.ID, mvp.StateSucceeded, 90*time.Second)
-	if log := s.logs(third.ID, 1); !strings.Contains(log, "verl-standin: resumed from step "+latest+" ") {
-		t.Errorf("the third segment does not say it resumed from step %q, the second's last checkpoint:\n%s", latest, tail(log, 20))
+	if got := resumedFrom(third.ID); got != latest {
+		t.Errorf("the third segment resumed from step %q; want %q, the second's last checkpoint", got, latest)
 	}
 }
 
@@ -112,9 +124,11 @@ func TestMaxQueuedEndsAWaitingTask(t *testing.T) {
 func TestMaxQueuedHoldsAfterALostRace(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 600})
-	gang := raceBehindMVPsBack(t, s, 15, "max_queued_s: 90\n")
+	// max_queued_s bounds the whole race (admission, the driver's start, the thief, the check, the requeue): 150 s
+	// leaves a loaded machine room for it.
+	gang := raceBehindMVPsBack(t, s, 15, "max_queued_s: 150\n")
 	var backingOff *mvp.Task
-	waitFor(t, 120*time.Second, "the gang to lose its race and back off", func() (bool, string) {
+	waitFor(t, 150*time.Second, "the gang to lose its race and back off", func() (bool, string) {
 		got := s.get(gang.ID)
 		if got.State == mvp.StatePendingResources && backingOff == nil {
 			backingOff = got
@@ -127,7 +141,7 @@ func TestMaxQueuedHoldsAfterALostRace(t *testing.T) {
 	if backingOff.QueuedLeftS == nil {
 		t.Errorf("a task backing off after a lost race shows no queued_left_s: %+v", backingOff)
 	}
-	done := s.waitState(gang.ID, mvp.StateFailed, 120*time.Second)
+	done := s.waitState(gang.ID, mvp.StateFailed, 180*time.Second)
 	if len(done.Attempts) != 1 || done.Attempts[0].FailureKind != mvp.FailureInsufficientResources {
 		t.Fatalf("attempts %+v: want the one that lost the race, and no other", done.Attempts)
 	}
@@ -135,8 +149,8 @@ func TestMaxQueuedHoldsAfterALostRace(t *testing.T) {
 		!strings.Contains(done.ErrorSummary, "lost the race for its GPUs") {
 		t.Errorf("summary %q", done.ErrorSummary)
 	}
-	if end := done.UpdatedAt.Sub(done.CreatedAt); end < 90*time.Second {
-		t.Errorf("ended %v after its creation, before its max_queued_s of 90 s", end)
+	if end := done.UpdatedAt.Sub(done.CreatedAt); end < 150*time.Second {
+		t.Errorf("ended %v after its creation, before its max_queued_s of 150 s", end)
 	}
 	// Ray's own clients, through the door, see the expiry and the task's end, not the lost race's (walk-through 11).
 	req, _ := http.NewRequestWithContext(ctxT(t), http.MethodGet, s.c.Addr+"/ray/api/jobs/"+gang.ID, nil)

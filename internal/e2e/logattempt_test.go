@@ -107,7 +107,7 @@ func TestALogAnswerNamesTheAttemptWhoseLogItHolds(t *testing.T) {
 	})
 	logsOf("a follow of the latest once attempt 2 exists", 0, true, 2, 3*time.Minute)
 	s.waitState(id, mvp.StateSucceeded, 3*time.Minute)
-	if got := logsOf("a read of the latest", 0, false, 2, time.Minute); !strings.Contains(got, "verl-standin: done") {
+	if got := logsOf("a read of the latest", 0, false, 2, time.Minute); !strings.Contains(got, "verl-standin: driver exits with code 0") {
 		t.Errorf("a read of the latest lacks attempt 2's end: %q", tail(got, 5))
 	}
 	if got := logsOf("a read of ?attempt=1", 1, false, 1, time.Minute); !strings.Contains(got, "is less than total desired GPUs") {

@@ -48,8 +48,10 @@ func TestADriverLogThatIsNotUTF8IsKeptByteForByte(t *testing.T) {
 func TestAFollowedLogIsOneStreamFromRay(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{logCopyS: 60}) // the loop's own running copies: once a minute here
+	// 24 s of lines: the follow begins once a poll has seen line 0 (a pass has recorded the driver's node, then a
+	// read through Ray's state API), which can take seconds on a loaded machine; it must still last a while.
 	entry := `python3 -c "import time
-for i in range(24):
+for i in range(48):
     print('line', i, flush=True)
     time.sleep(0.5)"`
 	id := submitThroughDoor(t, s, entry)
@@ -100,7 +102,7 @@ for i in range(24):
 	}
 	followed := time.Since(began)
 	var want strings.Builder
-	for i := range 24 {
+	for i := range 48 {
 		fmt.Fprintf(&want, "line %d\n", i)
 	}
 	if got := out.String(); !strings.Contains(got, want.String()) || strings.Count(got, "line 0\n") != 1 {

@@ -16,8 +16,9 @@ import (
 )
 
 // backfillScene runs R (1×4, declared 60 s) on one worker, then queues B (2×4: the whole cluster, so it waits for R
-// with a reservation at R's declared end) and S (1×2, declared 15 s: it fits on the other worker now and ends
-// before B's reservation); with reserved, it waits until the queue's picture shows B's reservation with its start.
+// with a reservation at R's declared end) and S (1×2, declared 30 s: it fits on the other worker now and ends
+// before B's reservation; its limit counts from its driver's start until its gang is placed, and 15 s could be
+// spent in ray.init() and the TaskRunner's start on a loaded machine); with reserved, it waits until the queue's picture shows B's reservation with its start.
 // It returns the three tasks' ids and the queue's picture while B and S waited.
 func backfillScene(t *testing.T, s *service, reserved bool) (r, b, sm string, q *scheduler.QueueView) {
 	t.Helper()
@@ -30,7 +31,7 @@ func backfillScene(t *testing.T, s *service, reserved bool) (r, b, sm string, q 
 	})
 	b = s.submit(spec("ppo", 2, 4, 1) + "max_runtime_s: 60\n").ID
 	s.waitState(b, mvp.StatePendingResources, 30*time.Second)
-	sm = s.submit(spec("ppo", 1, 2, 1) + "max_runtime_s: 15\n").ID
+	sm = s.submit(spec("ppo", 1, 2, 1) + "max_runtime_s: 30\n").ID
 	waitFor(t, 30*time.Second, "the queue's picture with B waiting", func() (bool, string) {
 		v, _, err := s.c.Queue(ctxT(t))
 		if err != nil {
@@ -184,7 +185,7 @@ func TestDrainChainingRunsTheShortGangFirst(t *testing.T) {
 func TestABackingOffGangKeepsItsReservation(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{retryS: 20})
-	gang := raceBehindMVPsBack(t, s, 10)
+	gang := raceBehindMVPsBack(t, s, 15)
 	w := s.waitState(gang.ID, mvp.StatePendingResources, 90*time.Second)
 	if w.Attempts[0].FailureKind != mvp.FailureInsufficientResources || w.NextRunAt == nil {
 		t.Fatalf("after the race: %+v attempt %+v", w, w.Attempts[0])
@@ -342,7 +343,7 @@ func TestAPendingAttemptEndsNoEarlierThanNowPlusItsDeclaredRun(t *testing.T) {
 		}
 	})
 	p := s.submit(spec("ppo", 2, 4, 1) + "max_runtime_s: 60\n").ID
-	x := s.submit(spec("ppo", 1, 4, 1) + "max_runtime_s: 30\n").ID
+	x := s.submit(spec("ppo", 1, 4, 1) + "max_runtime_s: 60\n").ID // the slow py_executable's 8 s are in it too
 	const declared = 60 * time.Second
 	waitFor(t, 60*time.Second, "X estimated while P's job has been PENDING for 3 s", func() (bool, string) {
 		asked := time.Now()

@@ -44,7 +44,7 @@ func TestFinishedJobsLeaveRay(t *testing.T) {
 	if _, err := rayc.GetJob(ctxT(t), second.ID+"--a01"); err != nil {
 		t.Errorf("the newest job must stay in Ray: %v", err)
 	}
-	if log := s.logs(first.ID, 1); !strings.Contains(log, "verl-standin: done") {
+	if log := s.logs(first.ID, 1); !strings.Contains(log, "verl-standin: driver exits with code 0") {
 		t.Errorf("the deleted job's log is not readable from the task folder: %q", tail(log, 3))
 	}
 	if got := s.get(first.ID); got.State != mvp.StateSucceeded || got.Attempts[0].RayStatus != mvp.RaySucceeded {

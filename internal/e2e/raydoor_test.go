@@ -359,7 +359,8 @@ func TestRayDoorRequeuedRace(t *testing.T) {
 		t.Fatalf("submit (exit %d):\n%s", code, out)
 	}
 	d.waitStatus(id, "RUNNING", "", 2*time.Minute)
-	direct(t, uniq("thief"), "python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 2 --hold 8")
+	waitAtGate(t, s, mustTask(t, d, id).ID, gate) // past ray.init() and the TaskRunner's start (raceBehindMVPsBack)
+	direct(t, uniq("thief"), "python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 2 --hold 15")
 	waitFor(t, 60*time.Second, "the thief to hold 2 GPUs", func() (bool, string) {
 		sum := 0.0
 		for _, g := range freeGPUs(t) {

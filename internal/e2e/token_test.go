@@ -35,7 +35,7 @@ func TestTokenAuthCluster(t *testing.T) {
 	if done.Attempts[0].DriverNodeID == "" {
 		t.Errorf("attempt %+v", done.Attempts[0])
 	}
-	if log := s.logs(task.ID, 1); !strings.Contains(log, "verl-standin: done") {
+	if log := s.logs(task.ID, 1); !strings.Contains(log, "verl-standin: driver exits with code 0") {
 		t.Errorf("log %q", tail(log, 3))
 	}
 	b, err := http.Get(s.c.Addr + "/healthz")
