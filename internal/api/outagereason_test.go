@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/mvp2/mvp/internal/api"
 	"github.com/mvp2/mvp/internal/mvp"
@@ -41,22 +40,26 @@ func TestAWaitingTasksReasonSaysRayCannotBeReadDuringAnOutage(t *testing.T) {
 	ctx := context.Background()
 	ids := submitN(t, c, goodSpec, 2) // the first takes the node's 4 GPUs (its Ray job stays PENDING), the second waits
 	stored := ""
-	waitUntil(t, "the second task waiting for GPUs", func() (bool, string) {
+	eventually(t, "the second task waiting for GPUs", func() error {
 		got, _, err := c.Get(ctx, ids[1])
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
-		stored = got.PendingReason
-		return got.State == mvp.StatePendingResources && stored != "", fmt.Sprintf("%s %q", got.State, stored)
+		if stored = got.PendingReason; got.State != mvp.StatePendingResources || stored == "" {
+			return fmt.Errorf("%s %q", got.State, stored)
+		}
+		return nil
 	})
 	cl.down.Store(true)
-	waitUntil(t, "the task's reason to say Ray cannot be read", func() (bool, string) {
+	eventually(t, "the task's reason to say Ray cannot be read", func() error {
 		got, _, err := c.Get(ctx, ids[1])
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
-		return strings.Contains(got.PendingReason, "Ray cannot be read") && strings.Contains(got.PendingReason, "connection refused"),
-			got.PendingReason
+		if !strings.Contains(got.PendingReason, "Ray cannot be read") || !strings.Contains(got.PendingReason, "connection refused") {
+			return errors.New(got.PendingReason)
+		}
+		return nil
 	})
 	page, _, err := c.ListOwned(ctx, "", "", "", 50, "")
 	if err != nil {
@@ -71,27 +74,14 @@ func TestAWaitingTasksReasonSaysRayCannotBeReadDuringAnOutage(t *testing.T) {
 		}
 	}
 	cl.down.Store(false)
-	waitUntil(t, "the stored reason back once Ray can be read", func() (bool, string) {
+	eventually(t, "the stored reason back once Ray can be read", func() error {
 		got, _, err := c.Get(ctx, ids[1])
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
-		return got.PendingReason == stored, got.PendingReason
+		if got.PendingReason != stored {
+			return errors.New(got.PendingReason)
+		}
+		return nil
 	})
-}
-
-// waitUntil polls cond every 20 ms for up to 20 s; it fails the test with cond's last word when that passes.
-func waitUntil(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(errors.New("timed out waiting for " + what + "; last: " + last))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
