@@ -315,6 +315,20 @@ beside it. 8 triples, each the minimal server then the two builds in alternating
   and 1.47× the raw rate (1.33× then). The minimal server's own figure moves by a third between runs on this
   shared machine; the alternated pairs above are the comparison of builds.
 
+## Reads: prepared once, not on every call (issue 18, 2026-12-02)
+A profile of `BenchmarkSubmitShipped` (whose load reads every acknowledged task back afterwards) put 70 % of
+`GetTask`'s CPU in `sqlite3_prepare_v2`: every read on the reader pool parsed and planned its SQL again (the
+writer's statements were already prepared once). The reader pool now keeps each read query's prepared statement
+(`DB.readStmt`, at most 256, a query past the bound runs unprepared; `TestReadStatementsArePreparedOnceAndBounded`).
+- `BenchmarkGetTaskParallel` (internal/sqlite: a task with its attempts, 2,000 tasks, ~64 readers, 2 CPUs),
+  3 runs each: 84–102 µs per read before, 28–32 µs after (**about 3×**).
+- The rig of the rounds above with a mixed load (`mvp serve` with its loop on the live local cluster, 64 clients
+  of `mvp bench load --submit-share 0.2 --no-verify`, 8 s: 20 % submits, 40 % gets of a task, 40 % lists of 20),
+  7 alternated pairs of 94d46c7 and this build: more operations/s in 6 of 7 pairs (+9 to +47 %, one −9 %),
+  server CPU per operation 389–473 µs before, 313–433 µs after. A list of 20 tasks is most of the rest (stepping
+  its rows and encoding their specs). Submissions alone (`--submit-share 1`, 2 pairs): +25 % and −2 %, i.e. no
+  change beyond the rig's noise, as expected: the submit path's statements were prepared already.
+
 ## P2: one walk of the queue (issue 18, 2026-11-25, third round)
 Profile of `BenchmarkDecide100k/xfchain` on this machine before the change (22–24 ms): a third of the time in
 `classify` and `expired`, and most of it on the first load of each task's fields, then 12 % in the Waits reading

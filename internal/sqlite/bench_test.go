@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 )
 
@@ -76,4 +77,27 @@ func BenchmarkRawInsertFsync(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkGetTaskParallel measures reads of one task with its attempts (what GET /api/v2/tasks/{id}, `mvp wait`
+// and the Ray door's job status read) from a table of 2,000 tasks, by ~64 concurrent readers.
+func BenchmarkGetTaskParallel(b *testing.B) {
+	db, _ := open(b)
+	ctx := context.Background()
+	ids := make([]string, 2000)
+	for i := range ids {
+		ids[i] = create(b, db, t0).ID
+	}
+	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := ids[int(next.Add(1))%len(ids)]
+			if _, err := db.GetTask(ctx, id); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

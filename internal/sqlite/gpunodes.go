@@ -15,7 +15,7 @@ import (
 // none was (migration 0018).
 func (db *DB) GPUNodesSeen(ctx context.Context) (int, error) {
 	var n int
-	err := db.read.QueryRowContext(ctx, `SELECT gpu_nodes FROM gpu_nodes_seen WHERE id = 1`).Scan(&n)
+	err := db.queryRowRead(ctx, `SELECT gpu_nodes FROM gpu_nodes_seen WHERE id = 1`).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -42,11 +42,11 @@ func (db *DB) RecordGPUNodesSeen(ctx context.Context, n int, at time.Time) error
 // the record does not say) and the most recorded alive at once (migration 0023); none and 0 when nothing was.
 func (db *DB) GPUNodesKnown(ctx context.Context) ([]mvp.Node, int, error) {
 	var most int
-	err := db.read.QueryRowContext(ctx, `SELECT most_gpu_nodes FROM gpu_nodes_seen WHERE id = 1`).Scan(&most)
+	err := db.queryRowRead(ctx, `SELECT most_gpu_nodes FROM gpu_nodes_seen WHERE id = 1`).Scan(&most)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, fmt.Errorf("read the GPU nodes known: %w", db.mapErr(err))
 	}
-	rows, err := db.read.QueryContext(ctx, `SELECT node_id, ip, total, labels FROM gpu_nodes_known ORDER BY node_id`)
+	rows, err := db.queryRead(ctx, `SELECT node_id, ip, total, labels FROM gpu_nodes_known ORDER BY node_id`)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the GPU nodes known: %w", db.mapErr(err))
 	}

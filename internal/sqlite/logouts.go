@@ -25,7 +25,7 @@ func (db *DB) AddLogout(ctx context.Context, key string, until time.Time) error 
 
 // Logouts returns the recorded logouts whose sessions could still live at now: session key → until when.
 func (db *DB) Logouts(ctx context.Context, now time.Time) (map[string]time.Time, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT session_key, until FROM web_logouts WHERE until >= ?`, nanos(now))
+	rows, err := db.queryRead(ctx, `SELECT session_key, until FROM web_logouts WHERE until >= ?`, nanos(now))
 	if err != nil {
 		return nil, fmt.Errorf("read logouts: %w", db.mapErr(err))
 	}
@@ -48,7 +48,7 @@ func (db *DB) Logouts(ctx context.Context, now time.Time) (map[string]time.Time,
 // Instance returns the database's own id, which mvp puts in its Ray jobs' metadata, and its key, with which it
 // seals what it writes of an attempt's end in the task folder (migration 0013).
 func (db *DB) Instance(ctx context.Context) (id string, key []byte, err error) {
-	if err := db.read.QueryRowContext(ctx, `SELECT id, key FROM instance`).Scan(&id, &key); err != nil {
+	if err := db.queryRowRead(ctx, `SELECT id, key FROM instance`).Scan(&id, &key); err != nil {
 		return "", nil, fmt.Errorf("read the database's instance: %w", db.mapErr(err))
 	}
 	return id, key, nil
@@ -58,7 +58,7 @@ func (db *DB) Instance(ctx context.Context) (id string, key []byte, err error) {
 // first start with sealing seals those an earlier mvp kept, then calls MarkPackagesSealed.
 func (db *DB) PackagesSealed(ctx context.Context) (bool, error) {
 	var sealed bool
-	if err := db.read.QueryRowContext(ctx, `SELECT packages_sealed FROM instance`).Scan(&sealed); err != nil {
+	if err := db.queryRowRead(ctx, `SELECT packages_sealed FROM instance`).Scan(&sealed); err != nil {
 		return false, fmt.Errorf("read whether the packages were sealed: %w", db.mapErr(err))
 	}
 	return sealed, nil

@@ -218,7 +218,7 @@ func (q *queueCache) apply(known map[string]*mvp.Task) {
 // The rows are stepped without ctx (with a cancellable context, mattn/go-sqlite3 starts a goroutine for every
 // row), and ctx is checked every scanCheckEvery rows instead.
 func (db *DB) readQueue(ctx context.Context) ([]*mvp.Task, error) {
-	rows, err := db.read.QueryContext(context.WithoutCancel(ctx), `SELECT `+queueCols+` FROM tasks t
+	rows, err := db.queryRead(context.WithoutCancel(ctx), `SELECT `+queueCols+` FROM tasks t
 		WHERE t.state IN ('QUEUED', 'PENDING_RESOURCES') ORDER BY t.created_at, t.task_id`)
 	if err != nil {
 		return nil, db.mapErr(err)
@@ -232,7 +232,7 @@ func (db *DB) readTasks(ctx context.Context, ids []string) ([]*mvp.Task, error) 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.read.QueryContext(context.WithoutCancel(ctx), `SELECT `+queueCols+` FROM tasks t
+	rows, err := db.queryRead(context.WithoutCancel(ctx), `SELECT `+queueCols+` FROM tasks t
 		WHERE t.task_id IN (SELECT value FROM json_each(?))`, string(list))
 	if err != nil {
 		return nil, db.mapErr(err)

@@ -56,7 +56,7 @@ func (db *DB) CreateSchedule(ctx context.Context, s *mvp.Schedule) error {
 
 // GetSchedule returns owner's schedule name, or mvp.ErrNotFound.
 func (db *DB) GetSchedule(ctx context.Context, owner, name string) (*mvp.Schedule, error) {
-	s, err := scanSchedule(db.read.QueryRowContext(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE owner = ? AND name = ?`,
+	s, err := scanSchedule(db.queryRowRead(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE owner = ? AND name = ?`,
 		mvp.OwnerName(owner), name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("no schedule %q", name)
@@ -69,7 +69,7 @@ func (db *DB) GetSchedule(ctx context.Context, owner, name string) (*mvp.Schedul
 
 // ListSchedules returns every owner's schedules, by name, then owner.
 func (db *DB) ListSchedules(ctx context.Context) ([]*mvp.Schedule, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT `+scheduleCols+` FROM schedules ORDER BY name, owner`)
+	rows, err := db.queryRead(ctx, `SELECT `+scheduleCols+` FROM schedules ORDER BY name, owner`)
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", db.mapErr(err))
 	}
@@ -263,7 +263,7 @@ func (w *wtx) cancelReplaced(r mvp.ScheduleRun, at time.Time) (was mvp.State, er
 
 // ScheduleTasks returns the ids of the tasks a schedule made, newest first, at most limit.
 func (db *DB) ScheduleTasks(ctx context.Context, owner, name string, limit int) ([]string, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT task_id FROM schedule_tasks WHERE schedule_owner = ? AND schedule_name = ?
+	rows, err := db.queryRead(ctx, `SELECT task_id FROM schedule_tasks WHERE schedule_owner = ? AND schedule_name = ?
 		ORDER BY fire_at DESC, task_id DESC LIMIT ?`, mvp.OwnerName(owner), name, limit)
 	if err != nil {
 		return nil, fmt.Errorf("tasks of schedule %s: %w", name, db.mapErr(err))

@@ -51,7 +51,7 @@ func (db *DB) SealedSecrets(ctx context.Context, owner string, names []string) (
 	for _, n := range names {
 		args = append(args, n)
 	}
-	rows, err := db.read.QueryContext(ctx, `SELECT name, nonce, ciphertext, created_at, updated_at, owner FROM secrets
+	rows, err := db.queryRead(ctx, `SELECT name, nonce, ciphertext, created_at, updated_at, owner FROM secrets
 		WHERE owner = ? AND name IN (?`+strings.Repeat(", ?", len(names)-1)+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read secrets: %w", db.mapErr(err))
@@ -74,7 +74,7 @@ func (db *DB) SealedSecrets(ctx context.Context, owner string, names []string) (
 
 // ListSecrets returns every owner's secrets' names and times, by name, then owner; never a value.
 func (db *DB) ListSecrets(ctx context.Context) ([]mvp.SecretInfo, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT name, created_at, updated_at, owner FROM secrets ORDER BY name, owner`)
+	rows, err := db.queryRead(ctx, `SELECT name, created_at, updated_at, owner FROM secrets ORDER BY name, owner`)
 	if err != nil {
 		return nil, fmt.Errorf("list secrets: %w", db.mapErr(err))
 	}

@@ -666,7 +666,7 @@ func idListText(ids []string) string {
 // TaskSpec returns task id's jobspec as submitted and its effective spec, which the tasks of Runnable do not hold.
 func (db *DB) TaskSpec(ctx context.Context, id string) (jobspecYAML string, spec json.RawMessage, err error) {
 	var s string
-	err = db.read.QueryRowContext(ctx, `SELECT jobspec_yaml, spec_json FROM tasks WHERE task_id = ?`, id).
+	err = db.queryRowRead(ctx, `SELECT jobspec_yaml, spec_json FROM tasks WHERE task_id = ?`, id).
 		Scan(&jobspecYAML, &s)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil, notFound("no task %q", id)
@@ -801,7 +801,7 @@ func (db *DB) UnkeptLogs(ctx context.Context, maxTries, limit int) ([]*mvp.Attem
 
 // attempts runs a query of attemptCols.
 func (db *DB) attempts(ctx context.Context, what, q string, args ...any) ([]*mvp.Attempt, error) {
-	rows, err := db.read.QueryContext(ctx, q, args...)
+	rows, err := db.queryRead(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, db.mapErr(err))
 	}
@@ -823,7 +823,7 @@ func (db *DB) attempts(ctx context.Context, what, q string, args ...any) ([]*mvp
 // GetTask returns a task with all its attempts ordered by number (an empty, non-nil slice when it has none), or
 // mvp.ErrNotFound. One statement reads both, so they come from one snapshot.
 func (db *DB) GetTask(ctx context.Context, id string) (*mvp.Task, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT `+taskCols+`, `+attemptCols+`
+	rows, err := db.queryRead(ctx, `SELECT `+taskCols+`, `+attemptCols+`
 		FROM tasks t LEFT JOIN attempts a ON a.task_id = t.task_id
 		WHERE t.task_id = ? ORDER BY a.attempt_no`, id)
 	if err != nil {
@@ -863,7 +863,7 @@ const resubmitsSQL = `SELECT task_id, owner FROM tasks WHERE origin_id = ? AND o
 
 // resubmits returns the ids of the tasks resubmitted from id, oldest first, and their owners.
 func (db *DB) resubmits(ctx context.Context, id string) (ids, owners []string, err error) {
-	rows, err := db.read.QueryContext(ctx, resubmitsSQL, id)
+	rows, err := db.queryRead(ctx, resubmitsSQL, id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("resubmits of %s: %w", id, db.mapErr(err))
 	}
@@ -946,7 +946,7 @@ func (db *DB) ListTasks(ctx context.Context, f mvp.TaskFilter) ([]*mvp.Task, str
 	}
 	q += ` ORDER BY t.created_at DESC, t.task_id DESC LIMIT ?`
 	args = append(args, f.Limit+1)
-	rows, err := db.read.QueryContext(ctx, q, args...)
+	rows, err := db.queryRead(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list tasks: %w", db.mapErr(err))
 	}
@@ -1007,7 +1007,7 @@ const checkpointWritersSQL = `SELECT task_id, state FROM (
 // task folder: the task itself and those that resume from it, that have not ended or whose Ray job is still
 // stopping.
 func (db *DB) CheckpointWriters(ctx context.Context, folder string) (map[string]mvp.State, error) {
-	rows, err := db.read.QueryContext(ctx, checkpointWritersSQL, folder)
+	rows, err := db.queryRead(ctx, checkpointWritersSQL, folder)
 	if err != nil {
 		return nil, fmt.Errorf("look up the writers of %s's checkpoints: %w", folder, db.mapErr(err))
 	}
@@ -1060,7 +1060,7 @@ func (w *wtx) soleCheckpointWriter(t *mvp.Task) error {
 // CountWaiting returns how many of owner's tasks are QUEUED or PENDING_RESOURCES.
 func (db *DB) CountWaiting(ctx context.Context, owner string) (int, error) {
 	var n int
-	err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM tasks
+	err := db.queryRowRead(ctx, `SELECT count(*) FROM tasks
 		WHERE owner = ? AND state IN ('QUEUED', 'PENDING_RESOURCES')`, owner).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count waiting tasks of %s: %w", owner, db.mapErr(err))
@@ -1082,7 +1082,7 @@ const usageSpansSQL = `SELECT t.owner, t.nnodes * t.n_gpus_per_node, a.start_tim
 // UsageSpans returns, for fair share, every attempt that started and did not end before since, with its task's
 // owner and gang size (nnodes × n_gpus_per_node).
 func (db *DB) UsageSpans(ctx context.Context, since time.Time) ([]mvp.UsageSpan, error) {
-	rows, err := db.read.QueryContext(ctx, usageSpansSQL, nanos(since))
+	rows, err := db.queryRead(ctx, usageSpansSQL, nanos(since))
 	if err != nil {
 		return nil, fmt.Errorf("load usage: %w", db.mapErr(err))
 	}
@@ -1125,7 +1125,7 @@ const activeSQL = `SELECT ` + taskCols + `, ` + attemptCols + `
 // latest attempt's Ray job may still be alive (non-terminal ray_status, no end time, not deleted from Ray), each
 // with only its latest attempt in Attempts (empty if it has none).
 func (db *DB) Active(ctx context.Context) ([]*mvp.Task, error) {
-	rows, err := db.read.QueryContext(ctx, activeSQL)
+	rows, err := db.queryRead(ctx, activeSQL)
 	if err != nil {
 		return nil, fmt.Errorf("load active tasks: %w", db.mapErr(err))
 	}
@@ -1171,7 +1171,7 @@ func (db *DB) Events(ctx context.Context, taskID, cursor string, limit int) ([]*
 			return nil, "", errCursor
 		}
 	}
-	rows, err := db.read.QueryContext(ctx, `SELECT id, task_id, ts, event_type, payload_json FROM events
+	rows, err := db.queryRead(ctx, `SELECT id, task_id, ts, event_type, payload_json FROM events
 		WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?`, taskID, after, limit+1)
 	if err != nil {
 		return nil, "", fmt.Errorf("events of %s: %w", taskID, db.mapErr(err))
@@ -1203,7 +1203,7 @@ func (db *DB) Events(ctx context.Context, taskID, cursor string, limit int) ([]*
 // attempts, or mvp.ErrNotFound.
 func (db *DB) TaskBySubmissionID(ctx context.Context, submissionID string) (*mvp.Task, error) {
 	var id string
-	err := db.read.QueryRowContext(ctx, `SELECT task_id FROM tasks WHERE submission_id = ? AND door_deleted = 0`,
+	err := db.queryRowRead(ctx, `SELECT task_id FROM tasks WHERE submission_id = ? AND door_deleted = 0`,
 		submissionID).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("no job with submission id %q", submissionID)
@@ -1250,7 +1250,7 @@ func (db *DB) DeleteFromDoor(ctx context.Context, taskID string, at time.Time) e
 // CountTasks returns the number of tasks.
 func (db *DB) CountTasks(ctx context.Context) (int, error) {
 	var n int
-	if err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM tasks`).Scan(&n); err != nil {
+	if err := db.queryRowRead(ctx, `SELECT count(*) FROM tasks`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count tasks: %w", db.mapErr(err))
 	}
 	return n, nil
@@ -1272,7 +1272,7 @@ func (db *DB) FinishedInRay(ctx context.Context, keep, limit int) ([]*mvp.Attemp
 // Counts reads the tasks by state and workload and the ended attempts by failure kind in one grouped query (so
 // both come from the same snapshot of the database).
 func (db *DB) Counts(ctx context.Context) (*mvp.Counts, error) {
-	rows, err := db.read.QueryContext(ctx, `
+	rows, err := db.queryRead(ctx, `
 		SELECT 't', state, workload, count(*), min(created_at) FROM tasks GROUP BY state, workload
 		UNION ALL
 		SELECT 'a', failure_kind, '', count(*), 0 FROM attempts

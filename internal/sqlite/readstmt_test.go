@@ -1,0 +1,46 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// TestReadStatementsArePreparedOnceAndBounded: a read query is prepared once and reused by every later read of
+// the same text; past maxReadStmts texts a query still answers, unprepared, and the cache does not grow.
+func TestReadStatementsArePreparedOnceAndBounded(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	task := create(t, db, t0)
+	for i := 0; i < 3; i++ {
+		got, err := db.GetTask(ctx, task.ID)
+		if err != nil || got.ID != task.ID {
+			t.Fatalf("get task: %v %v", got, err)
+		}
+	}
+	n := db.nrstmts.Load()
+	if n == 0 {
+		t.Fatal("no read statement was kept prepared")
+	}
+	if _, err := db.GetTask(ctx, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if db.nrstmts.Load() != n {
+		t.Fatalf("a second read of the same query prepared it again: %d statements, then %d", n, db.nrstmts.Load())
+	}
+	for i := 0; i < maxReadStmts+20; i++ {
+		var v int
+		if err := db.queryRowRead(ctx, fmt.Sprintf("SELECT %d", i)).Scan(&v); err != nil || v != i {
+			t.Fatalf("query %d: %d %v", i, v, err)
+		}
+	}
+	if got := db.nrstmts.Load(); got != maxReadStmts {
+		t.Fatalf("%d read statements kept, want the bound %d", got, maxReadStmts)
+	}
+	if err := db.queryRowRead(ctx, "SELECT * FROM no_such_table").Scan(new(int)); err == nil {
+		t.Fatal("a query of a missing table answered")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("close with prepared read statements: %v", err)
+	}
+}
