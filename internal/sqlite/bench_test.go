@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // clients is the number of concurrent submitters the group commit is measured with.
@@ -80,10 +82,12 @@ func BenchmarkRawInsertFsync(b *testing.B) {
 }
 
 // BenchmarkGetTaskParallel measures reads of one task with its attempts (what GET /api/v2/tasks/{id}, `mvp wait`
-// and the Ray door's job status read) from a table of 2,000 tasks, by ~64 concurrent readers.
+// and the Ray door's job status read) from a table of 2,000 tasks, by ~64 concurrent readers, each with a
+// context that can be canceled, as an HTTP request's is.
 func BenchmarkGetTaskParallel(b *testing.B) {
 	db, _ := open(b)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	ids := make([]string, 2000)
 	for i := range ids {
 		ids[i] = create(b, db, t0).ID
@@ -96,6 +100,27 @@ func BenchmarkGetTaskParallel(b *testing.B) {
 			id := ids[int(next.Add(1))%len(ids)]
 			if _, err := db.GetTask(ctx, id); err != nil {
 				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkListTasksParallel measures pages of 20 tasks, newest first (GET /api/v2/tasks?limit=20, `mvp list`),
+// from a table of 2,000 tasks, by ~64 concurrent readers with contexts that can be canceled.
+func BenchmarkListTasksParallel(b *testing.B) {
+	db, _ := open(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := 0; i < 2000; i++ {
+		create(b, db, t0)
+	}
+	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if page, _, err := db.ListTasks(ctx, mvp.TaskFilter{Limit: 20}); err != nil || len(page) != 20 {
+				b.Errorf("list: %d tasks, %v", len(page), err)
 				return
 			}
 		}

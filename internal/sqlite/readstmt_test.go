@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestReadStatementsArePreparedOnceAndBounded: a read query is prepared once and reused by every later read of
@@ -42,5 +44,29 @@ func TestReadStatementsArePreparedOnceAndBounded(t *testing.T) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatalf("close with prepared read statements: %v", err)
+	}
+}
+
+// TestAReadKeepsItsDeadlineButRunsToItsEndWhenOnlyCanceled: a read whose context can only be canceled (an HTTP
+// request's) runs without it (go-sqlite3 would step each row in a goroutine of its own to watch it), so it still
+// answers once its context is canceled; a read with a deadline keeps it, so a passed deadline stops it.
+func TestAReadKeepsItsDeadlineButRunsToItsEndWhenOnlyCanceled(t *testing.T) {
+	db, _ := open(t)
+	task := create(t, db, t0)
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got, err := db.GetTask(canceled, task.ID); err != nil || got.ID != task.ID {
+		t.Fatalf("a read under a canceled context without a deadline: %v %v, want the task", got, err)
+	}
+	if readCtx(canceled).Done() != nil {
+		t.Fatal("the read's context can still be canceled")
+	}
+	late, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := db.GetTask(late, task.ID); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a read past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if err := db.Ping(late); err == nil {
+		t.Fatal("a ping past its deadline answered")
 	}
 }
