@@ -293,12 +293,15 @@ func (d *Door) get(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// list answers every task not deleted through the door, newest first, ray_job tasks and jobspec tasks alike.
+// list answers every task not deleted through the door, newest first, ray_job tasks and jobspec tasks alike. It
+// reads them one by one and stops once the request's context ends (its client timed out or left): the store's
+// reads run to their end, so they would not stop it.
 func (d *Door) list(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
 	out := []jobDetails{}
 	f := mvp.TaskFilter{Limit: 500}
 	for {
-		page, next, err := d.Store.ListTasks(r.Context(), f)
+		page, next, err := d.Store.ListTasks(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -306,7 +309,11 @@ func (d *Door) list(w http.ResponseWriter, r *http.Request) error {
 			if t.DoorDeleted {
 				continue
 			}
-			full, err := d.Store.GetTask(r.Context(), t.ID)
+			if err := ctx.Err(); err != nil { // not logged as a failure: the client left, or mvp is stopping
+				return fmt.Errorf("list jobs: %w", mvp.Errorf(mvp.CodeUnavailable, "",
+					"the request ended before every job was read (%v): ask again", err))
+			}
+			full, err := d.Store.GetTask(ctx, t.ID)
 			if err != nil {
 				return err
 			}
