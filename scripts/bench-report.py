@@ -332,7 +332,7 @@ writer's statements were already prepared once). The reader pool now keeps each 
   context can be canceled in a goroutine of its own, handing it over on a channel, and database/sql watches such
   a context in one more goroutine per query; an HTTP request's context is such a context. mvp's reads are bounded
   (a page of at most 500, a task, the spans of recent runs), so a read without a deadline now runs under
-  `context.WithoutCancel`; a read given a deadline keeps it
+  `context.WithoutCancel`; a read given a deadline keeps it, and the Ray door's job list, which reads every task one by one, checks its request's context between them (a review found that it had relied on a read failing to stop once its client left; `TestTheDoorsJobListStopsWhenItsClientLeaves`)
   (`TestAReadKeepsItsDeadlineButRunsToItsEndWhenOnlyCanceled`). The same mixed rig, 6 alternated pairs of the
   build above and this one: more operations/s in 5 of 6 pairs (+10 to +27 %, median +22 %; one −9 %), server CPU
   per operation 343–469 µs before, 275–379 µs after. `BenchmarkGetTaskParallel` with a cancelable context:

@@ -424,8 +424,11 @@ func (db *DB) Close() error {
 	return err
 }
 
-// maxReadStmts bounds the reader pool's prepared statements: the queries are the code's own, so the bound is
-// never reached unless a query's text is built from a count; such a query beyond it is prepared on each use.
+// maxReadStmts bounds the reader pool's prepared statements. The queries are the code's own, never built from
+// user text: a few vary with a count (a jobspec's secrets, at most 50) or with the filters a list was given, about
+// a hundred texts in all, and the one whose text grows with a count without bound (TaskStates' IN list) does not
+// go through readStmt. A query past the bound (reached only roughly: two first uses may pass it together) is
+// prepared on each use.
 const maxReadStmts = 256
 
 // readStmt is the reader pool's prepared statement for q, prepared once and kept until Close (database/sql
@@ -453,10 +456,11 @@ func (db *DB) readStmt(ctx context.Context, q string) (st *sql.Stmt, ok bool) {
 }
 
 // readCtx is the context a read runs under. go-sqlite3 steps every row of a query whose context can be canceled
-// in a goroutine of its own (to interrupt it on cancel), and database/sql watches such a context in one more:
-// for a page of 20 tasks that was about a third of its CPU. mvp's reads are bounded (a page, a task, the spans
-// of recent runs), so a read that could only be canceled (an HTTP request's, when its client goes away) runs to
-// its end instead; a read given a deadline keeps it.
+// in a goroutine of its own (to interrupt it on cancel), and database/sql watches such a context in one more; on
+// mvp serve under a mixed load of gets and lists, dropping both bought about a fifth more requests per second
+// (BENCHMARKS.md). Each read is one task, one page or one walk of an index, so a read whose context could only be
+// canceled (an HTTP request's, when its client goes away) runs to its end instead; a read given a deadline keeps
+// it. A caller that makes many reads (the Ray door's job list) checks its own context between them.
 func readCtx(ctx context.Context) context.Context {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,6 +31,14 @@ func TestReadStatementsArePreparedOnceAndBounded(t *testing.T) {
 	if db.nrstmts.Load() != n {
 		t.Fatalf("a second read of the same query prepared it again: %d statements, then %d", n, db.nrstmts.Load())
 	}
+	before := db.nrstmts.Load()
+	if err := db.queryRowRead(ctx, "SELECT * FROM no_such_table").Scan(new(int)); err == nil ||
+		!strings.Contains(err.Error(), "no such table") {
+		t.Fatalf("a query of a missing table: %v, want SQLite's error", err)
+	}
+	if db.nrstmts.Load() != before {
+		t.Fatal("a statement that failed to prepare was kept")
+	}
 	for i := 0; i < maxReadStmts+20; i++ {
 		var v int
 		if err := db.queryRowRead(ctx, fmt.Sprintf("SELECT %d", i)).Scan(&v); err != nil || v != i {
@@ -38,9 +47,6 @@ func TestReadStatementsArePreparedOnceAndBounded(t *testing.T) {
 	}
 	if got := db.nrstmts.Load(); got != maxReadStmts {
 		t.Fatalf("%d read statements kept, want the bound %d", got, maxReadStmts)
-	}
-	if err := db.queryRowRead(ctx, "SELECT * FROM no_such_table").Scan(new(int)); err == nil {
-		t.Fatal("a query of a missing table answered")
 	}
 	if err := db.Close(); err != nil {
 		t.Fatalf("close with prepared read statements: %v", err)
