@@ -330,10 +330,12 @@ writer's statements were already prepared once). The reader pool now keeps each 
   change beyond the rig's noise, as expected: the submit path's statements were prepared already.
 - **Reads that can only be canceled run to their end** (`readCtx`): go-sqlite3 steps each row of a query whose
   context can be canceled in a goroutine of its own, handing it over on a channel, and database/sql watches such
-  a context in one more goroutine per query; an HTTP request's context is such a context. mvp's reads are bounded
-  (a page of at most 500, a task, the spans of recent runs), so a read without a deadline now runs under
-  `context.WithoutCancel`; a read given a deadline keeps it, and the Ray door's job list, which reads every task one by one, checks its request's context between them (a review found that it had relied on a read failing to stop once its client left; `TestTheDoorsJobListStopsWhenItsClientLeaves`)
-  (`TestAReadKeepsItsDeadlineButRunsToItsEndWhenOnlyCanceled`). The same mixed rig, 6 alternated pairs of the
+  a context in one more goroutine per query; an HTTP request's context is such a context. Each of mvp's reads is
+  one task, one page (at most 500) or one walk of an index, so a read without a deadline now runs under
+  `context.WithoutCancel`, and a read given a deadline keeps it
+  (`TestAReadKeepsItsDeadlineButRunsToItsEndWhenOnlyCanceled`). The Ray door's job list, which reads every task
+  one by one, relied on a read failing to stop once its client had left (a review found it); it now checks its
+  request's context between reads (`TestTheDoorsJobListStopsWhenItsClientLeaves`, failed before). The same mixed rig, 6 alternated pairs of the
   build above and this one: more operations/s in 5 of 6 pairs (+10 to +27 %, median +22 %; one −9 %), server CPU
   per operation 343–469 µs before, 275–379 µs after. `BenchmarkGetTaskParallel` with a cancelable context:
   30–36 µs before, 23–32 µs after; `BenchmarkListTasksParallel` (pages of 20): 181–258 µs before and 199–250 µs
