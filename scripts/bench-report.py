@@ -116,7 +116,12 @@ Written by `make bench` (`scripts/bench.sh`); each run overwrites this file. Fig
   benchmark fails.
 - P3: `BenchmarkGPUsFreedToSubmit` (internal/e2e, live cluster, tick 1 s): a 2×4 task holds all 8 GPUs, a second
   2×4 task waits; the figure is the second task's attempt `created_at` minus the first attempt's Ray `end_time`
-  (Ray's clock and mvp's are the same machine's). The requests to Ray's job server are counted from mvp's
+  (Ray's clock and mvp's are the same machine's). It can be negative: the gang's GPUs are free once the GCS has
+  removed the driver's placement groups, which is what the cluster watch reads, while Ray's job supervisor writes
+  `end_time` only after it has seen the driver process exit (it polls it every 0.1 s) and on a loaded machine
+  later still; a negative figure says mvp submitted the next task before Ray's job server called the first ended
+  (on 2026-12-02, on an AMD EPYC machine at load average 2–4, all 3 runs were: median −470 ms, latest −217 ms; +71 ms median on
+  2026-11-29 on an Intel Xeon one). The requests to Ray's job server are counted from mvp's
   `mvp_ray_request_duration_seconds_count` (every endpoint but the dashboard's placement-group list) over the runs.
   What notices the end: `scheduler.ClusterWatch` reads the live probe (Ray's GCS, not the job server) every 100 ms
   while a task waits behind a live attempt and wakes the loop when the cluster's availability or placement groups
