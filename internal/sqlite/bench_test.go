@@ -81,20 +81,27 @@ func BenchmarkRawInsertFsync(b *testing.B) {
 	}
 }
 
-// BenchmarkGetTaskParallel measures reads of one task with its attempts (what GET /api/v2/tasks/{id}, `mvp wait`
-// and the Ray door's job status read) from a table of 2,000 tasks, by ~64 concurrent readers, each with a
-// context that can be canceled, as an HTTP request's is.
-func BenchmarkGetTaskParallel(b *testing.B) {
+// readBench opens a database holding 2,000 tasks for a read benchmark and returns it, the tasks' ids and a context
+// that can be canceled, as an HTTP request's is; the benchmark's ~64 readers are set.
+func readBench(b *testing.B) (*DB, []string, context.Context) {
 	db, _ := open(b)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	b.Cleanup(cancel)
 	ids := make([]string, 2000)
 	for i := range ids {
 		ids[i] = create(b, db, t0).ID
 	}
 	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	var next atomic.Int64
 	b.ResetTimer()
+	return db, ids, ctx
+}
+
+// BenchmarkGetTaskParallel measures reads of one task with its attempts (what GET /api/v2/tasks/{id}, `mvp wait`
+// and the Ray door's job status read) from a table of 2,000 tasks, by ~64 concurrent readers, each with a
+// context that can be canceled, as an HTTP request's is.
+func BenchmarkGetTaskParallel(b *testing.B) {
+	db, ids, ctx := readBench(b)
+	var next atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := ids[int(next.Add(1))%len(ids)]
@@ -109,14 +116,7 @@ func BenchmarkGetTaskParallel(b *testing.B) {
 // BenchmarkListTasksParallel measures pages of 20 tasks, newest first (GET /api/v2/tasks?limit=20, `mvp list`),
 // from a table of 2,000 tasks, by ~64 concurrent readers with contexts that can be canceled.
 func BenchmarkListTasksParallel(b *testing.B) {
-	db, _ := open(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for i := 0; i < 2000; i++ {
-		create(b, db, t0)
-	}
-	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.ResetTimer()
+	db, _, ctx := readBench(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if page, _, err := db.ListTasks(ctx, mvp.TaskFilter{Limit: 20}); err != nil || len(page) != 20 {

@@ -61,13 +61,13 @@ type DB struct {
 	closed  sync.Once
 	wconn   *sql.Conn
 	stmts   map[string]*sql.Stmt
-	// rstmts are the reader pool's prepared statements by query text (readStmt); nrstmts counts them.
-	rstmts  sync.Map
-	nrstmts atomic.Int32
-	stats   counters
-	obs     mvp.Observer
-	maint   *sql.DB // checkpoints: at most one connection, held only while one runs
-	queue   queueCache
+	// rstmts are the reader pool's prepared statements by query text (readStmt), guarded by rmu.
+	rmu    sync.RWMutex
+	rstmts map[string]*sql.Stmt
+	stats  counters
+	obs    mvp.Observer
+	maint  *sql.DB // checkpoints: at most one connection, held only while one runs
+	queue  queueCache
 
 	file                 os.FileInfo                  // the database file as opened: CheckFile compares what is at path now
 	writeFault           atomic.Pointer[writeFailure] // the last write failed on the storage (CheckHealth); nil once one commits
@@ -415,10 +415,11 @@ func (db *DB) Close() error {
 		close(db.stop)
 		<-db.done
 		var errs []error
-		db.rstmts.Range(func(_, st any) bool {
-			errs = append(errs, st.(*sql.Stmt).Close())
-			return true
-		})
+		db.rmu.Lock()
+		for _, st := range db.rstmts {
+			errs = append(errs, st.Close())
+		}
+		db.rmu.Unlock()
 		err = errors.Join(append(errs, db.write.Close(), db.read.Close(), db.maint.Close())...)
 	})
 	return err
@@ -427,8 +428,7 @@ func (db *DB) Close() error {
 // maxReadStmts bounds the reader pool's prepared statements. The queries are the code's own, never built from
 // user text: a few vary with a count (a jobspec's secrets, at most 50) or with the filters a list was given, about
 // a hundred texts in all, and the one whose text grows with a count without bound (TaskStates' IN list) does not
-// go through readStmt. A query past the bound (reached only roughly: two first uses may pass it together) is
-// prepared on each use.
+// go through readStmt. A query past the bound is prepared on each use.
 const maxReadStmts = 256
 
 // readStmt is the reader pool's prepared statement for q, prepared once and kept until Close (database/sql
@@ -437,21 +437,27 @@ const maxReadStmts = 256
 // false when the bound is reached or the preparation failed; the caller then runs q unprepared, which reports
 // the error, if any, itself.
 func (db *DB) readStmt(ctx context.Context, q string) (st *sql.Stmt, ok bool) {
-	if v, ok := db.rstmts.Load(q); ok {
-		return v.(*sql.Stmt), true
-	}
-	if db.nrstmts.Load() >= maxReadStmts {
-		return nil, false
+	db.rmu.RLock()
+	st, ok = db.rstmts[q]
+	full := len(db.rstmts) >= maxReadStmts
+	db.rmu.RUnlock()
+	if ok || full {
+		return st, ok
 	}
 	st, err := db.read.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, false
 	}
-	if v, loaded := db.rstmts.LoadOrStore(q, st); loaded {
+	db.rmu.Lock()
+	defer db.rmu.Unlock()
+	if kept, ok := db.rstmts[q]; ok || len(db.rstmts) >= maxReadStmts { // prepared meanwhile, or the bound reached
 		st.Close()
-		return v.(*sql.Stmt), true
+		return kept, ok
 	}
-	db.nrstmts.Add(1)
+	if db.rstmts == nil {
+		db.rstmts = map[string]*sql.Stmt{}
+	}
+	db.rstmts[q] = st
 	return st, true
 }
 

@@ -21,22 +21,22 @@ func TestReadStatementsArePreparedOnceAndBounded(t *testing.T) {
 			t.Fatalf("get task: %v %v", got, err)
 		}
 	}
-	n := db.nrstmts.Load()
+	n := keptReadStmts(db)
 	if n == 0 {
 		t.Fatal("no read statement was kept prepared")
 	}
 	if _, err := db.GetTask(ctx, task.ID); err != nil {
 		t.Fatal(err)
 	}
-	if db.nrstmts.Load() != n {
-		t.Fatalf("a second read of the same query prepared it again: %d statements, then %d", n, db.nrstmts.Load())
+	if keptReadStmts(db) != n {
+		t.Fatalf("a second read of the same query prepared it again: %d statements, then %d", n, keptReadStmts(db))
 	}
-	before := db.nrstmts.Load()
+	before := keptReadStmts(db)
 	if err := db.queryRowRead(ctx, "SELECT * FROM no_such_table").Scan(new(int)); err == nil ||
 		!strings.Contains(err.Error(), "no such table") {
 		t.Fatalf("a query of a missing table: %v, want SQLite's error", err)
 	}
-	if db.nrstmts.Load() != before {
+	if keptReadStmts(db) != before {
 		t.Fatal("a statement that failed to prepare was kept")
 	}
 	for i := 0; i < maxReadStmts+20; i++ {
@@ -45,7 +45,7 @@ func TestReadStatementsArePreparedOnceAndBounded(t *testing.T) {
 			t.Fatalf("query %d: %d %v", i, v, err)
 		}
 	}
-	if got := db.nrstmts.Load(); got != maxReadStmts {
+	if got := keptReadStmts(db); got != maxReadStmts {
 		t.Fatalf("%d read statements kept, want the bound %d", got, maxReadStmts)
 	}
 	if err := db.Close(); err != nil {
@@ -75,4 +75,11 @@ func TestAReadKeepsItsDeadlineButRunsToItsEndWhenOnlyCanceled(t *testing.T) {
 	if err := db.Ping(late); err == nil {
 		t.Fatal("a ping past its deadline answered")
 	}
+}
+
+// keptReadStmts is how many read statements db keeps prepared.
+func keptReadStmts(db *DB) int {
+	db.rmu.RLock()
+	defer db.rmu.RUnlock()
+	return len(db.rstmts)
 }
