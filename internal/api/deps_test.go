@@ -44,3 +44,37 @@ func TestSubmitChecksDependencies(t *testing.T) {
 		t.Errorf("with a dependency: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestSubmitRefusesAnAfterOKOnATaskThatAlreadyFailed: after_ok naming a task that already ended FAILED or CANCELED
+// could never run (the scheduler would cancel it at its first look): the submit is refused (409, naming the
+// dependency and the way out), nothing is stored; the dry run still gives its verdict; after_any on it is taken.
+func TestSubmitRefusesAnAfterOKOnATaskThatAlreadyFailed(t *testing.T) {
+	base, db := newServer(t)
+	resp, body := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, nil)
+	if resp.StatusCode != 201 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	var first struct {
+		ID string `json:"task_id"`
+	}
+	_ = json.Unmarshal(body, &first)
+	if resp, body := do(t, base, "POST", "/api/v2/tasks/"+first.ID+"/cancel", "", "", nil); resp.StatusCode != 200 {
+		t.Fatalf("cancel: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"after_ok: ["+first.ID+"]\n", nil)
+	if resp.StatusCode != 409 || !strings.Contains(string(body), `"field":"after_ok[0]"`) ||
+		!strings.Contains(string(body), first.ID+" already ended CANCELED") || !strings.Contains(string(body), "after_any") {
+		t.Errorf("after_ok on a canceled task: %d %s", resp.StatusCode, body)
+	}
+	if n, _ := db.CountTasks(t.Context()); n != 1 {
+		t.Errorf("%d tasks stored, want 1: a refused submit stores nothing", n)
+	}
+	resp, body = do(t, base, "POST", "/api/v2/tasks?dry_run=true", "application/yaml", goodSpec+"after_ok: ["+first.ID+"]\n", nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"verdict":"dependency_failed"`) {
+		t.Errorf("dry run: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"after_any: ["+first.ID+"]\n", nil)
+	if resp.StatusCode != 201 {
+		t.Errorf("after_any on a canceled task: %d %s", resp.StatusCode, body)
+	}
+}

@@ -570,6 +570,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, t *mvp.Task, dry 
 	if dry {
 		return s.dryRun(w, r, t, deps)
 	}
+	if err := refuseFailedAfterOK(t, deps); err != nil {
+		return err
+	}
 	for i := 0; ; i++ {
 		if i > 0 {
 			t.ID = NewTaskID(t.Workload, now, i) // a fresh id: nothing can depend on it
@@ -668,8 +671,26 @@ func (s *Server) AdmitScheduled(ctx context.Context, t, replaces *mvp.Task) erro
 	if err := s.checkUser(ctx, t, replaces); err != nil {
 		return err
 	}
-	_, err := s.checkNames(ctx, t, replaces)
-	return err
+	deps, err := s.checkNames(ctx, t, replaces)
+	if err != nil {
+		return err
+	}
+	return refuseFailedAfterOK(t, deps)
+}
+
+// refuseFailedAfterOK refuses (409) a task whose after_ok names a task that already ended FAILED or CANCELED: it
+// could never run, and the scheduler would cancel it at its first look (a dry run still answers with the verdict
+// dependency_failed). deps are the dependencies' states as checkDependencies read them.
+func refuseFailedAfterOK(t *mvp.Task, deps map[string]mvp.State) error {
+	for i, id := range t.AfterOK {
+		if st := deps[id]; st == mvp.StateFailed || st == mvp.StateCanceled {
+			return mvp.Errorf(mvp.CodeConflict, fmt.Sprintf("after_ok[%d]", i), "task %s already ended %s, and "+
+				"after_ok runs this task only after it succeeds, so it could never run; name it in after_any to run "+
+				"once it has ended whatever its outcome, or resubmit %s (mvp resubmit) and depend on the new task",
+				id, st, id)
+		}
+	}
+	return nil
 }
 
 // checkUser makes the caller the task's owner and applies their limits: a priority above max_priority is refused

@@ -48,7 +48,7 @@ const usage = `mvp — a durable queue with gang GPU admission in front of a Ray
 
 Usage:
   mvp serve --config configs/dev.yaml          run the API and the scheduler
-  mvp submit -f job.yaml [-e key=value …] [--dry-run | --wait]
+  mvp submit -f job.yaml [-e key=value …] [--dry-run | --wait [--timeout D]]
   mvp get TASK_ID
   mvp list [--state S] [--workload W] [--owner USER] [--limit N] [--cursor C]
   mvp queue                                     the queue in policy order: owner, priority, rank, reason, estimated start
@@ -200,7 +200,7 @@ func FlagError(err error) error { return flagError{err} }
 func (e usageError) Unwrap() error { return e.error }
 
 var verbHelp = map[string]string{
-	"submit": "mvp submit -f job.yaml [-e key=value …] [--dry-run | --wait]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
+	"submit": "mvp submit -f job.yaml [-e key=value …] [--dry-run | --wait [--timeout D]]\n  e.g. mvp submit -f configs/examples/ppo.yaml -e nnodes=1 -e env.WANDB_MODE=offline --dry-run",
 	"wait": "mvp wait TASK_ID [TASK_ID …] [--timeout D]\n  e.g. mvp wait mvp2-ppo-20251223-143201-7f3a --timeout 12h" +
 		"\n  (exit 0: every task SUCCEEDED; 3: all ended, at least one FAILED or CANCELED; 4: --timeout passed first;\n  130: interrupted, the tasks go on)",
 	"get":      "mvp get TASK_ID\n  e.g. mvp get mvp2-ppo-20251223-143201-7f3a -o json",
@@ -280,6 +280,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		getPath  = new(string)
 		resume   = new(bool)
 		wait     = new(bool)
+		timeout  durationFlag
 	)
 	switch verb {
 	case "submit":
@@ -287,6 +288,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		fs.Var(&sets, "e", "set a jobspec field by its path before sending, e.g. -e nnodes=1 -e env.WANDB_MODE=offline (repeatable)")
 		fs.BoolVar(dry, "dry-run", false, "validate and show the effective spec, the Ray payload, the admission verdict and the estimated start; store nothing")
 		fs.BoolVar(wait, "wait", false, "then wait until the task ends, as mvp wait does (exit 0 SUCCEEDED, 3 FAILED or CANCELED)")
+		fs.Var(&timeout, "timeout", "with --wait: give up waiting after this `duration` (e.g. 90m, 12h; exit 4; the task stays queued or running); 0 waits as long as it takes")
 	case "logs":
 		fs.BoolVar(follow, "f", false, "follow: stream new lines until the attempt ends")
 		fs.IntVar(attempt, "attempt", 0, "attempt number (default: the latest)")
@@ -378,6 +380,14 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if *dry && *wait {
 			return usageError{fmt.Errorf("--dry-run stores nothing, so there is nothing to --wait for: give one of them")}
 		}
+		timed := false
+		fs.Visit(func(f *flag.Flag) { timed = timed || f.Name == "timeout" })
+		if timed && !*wait {
+			return usageError{fmt.Errorf("--timeout bounds --wait: give --wait too, or leave --timeout out")}
+		}
+		if timeout < 0 {
+			return usageError{fmt.Errorf("--timeout must be 0 (no limit) or more, got %s", time.Duration(timeout))}
+		}
 		body, err := readSpec(*file, sets)
 		if err != nil {
 			return err
@@ -399,7 +409,7 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		warnCreated(env.Stderr, raw)
 		if *wait {
-			return submitAndWait(ctx, c, raw, &t, *out, env.Stdout, env.Stderr)
+			return submitAndWait(ctx, c, raw, &t, time.Duration(timeout), *out, env.Stdout, env.Stderr)
 		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s\t%s\n", t.ID, t.State)

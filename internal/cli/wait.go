@@ -201,14 +201,14 @@ func printEnd(w io.Writer, t *mvp.Task) error {
 }
 
 // submitAndWait is mvp submit --wait after the submit: the task's id and state as submit prints them, on stderr
-// with -o json or yaml (whose standard output is the end's answer alone), then the wait.
-func submitAndWait(ctx context.Context, c *api.Client, raw json.RawMessage, t *mvp.Task, format string, w, w2 io.Writer) error {
+// with -o json or yaml (whose standard output is the end's answer alone), then the wait (timeout 0: no limit).
+func submitAndWait(ctx context.Context, c *api.Client, raw json.RawMessage, t *mvp.Task, timeout time.Duration, format string, w, w2 io.Writer) error {
 	if format == "table" {
 		fmt.Fprintf(w, "%s\t%s\n", t.ID, t.State)
 	} else {
 		fmt.Fprintf(w2, "mvp submit: %s %s; waiting for it to end\n", t.ID, t.State)
 	}
-	return waitTasks(ctx, c, []string{t.ID}, 0, format, w, w2)
+	return waitTasks(ctx, c, []string{t.ID}, timeout, format, w, w2)
 }
 
 // waitExit is the exit status of an error of mvp wait's (0 if it carries none).

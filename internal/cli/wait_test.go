@@ -142,6 +142,8 @@ func TestWaitRefusals(t *testing.T) {
 		{[]string{"wait", "--timeout", "-1s", "t-ok"}, 2, "--timeout must be 0"},
 		{[]string{"wait", "--timeout", "soon", "t-ok"}, 2, "invalid value"},
 		{[]string{"submit", "-f", spec, "--dry-run", "--wait"}, 2, "nothing to --wait for"},
+		{[]string{"submit", "-f", spec, "--timeout", "1h"}, 2, "--timeout bounds --wait"},
+		{[]string{"submit", "-f", spec, "--wait", "--timeout", "-1s"}, 2, "--timeout must be 0"},
 	} {
 		out, errb, env := serverEnv(srv.URL)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -290,5 +292,18 @@ func TestATimeoutWithoutUnitSaysSo(t *testing.T) {
 	if first, _, _ := strings.Cut(errb.String(), "\n"); code != 2 || strings.Contains(first, "parse error") ||
 		!strings.Contains(first, "3600s") {
 		t.Errorf("exit %d, first line %q; want 2 and a hint such as 3600s", code, first)
+	}
+}
+
+// TestSubmitWaitTimeout: mvp submit --wait --timeout gives up waiting as mvp wait --timeout does (exit 4, naming
+// the task, which stays submitted).
+func TestSubmitWaitTimeout(t *testing.T) {
+	fastWait(t)
+	srv, _ := taskServer(t, map[string][]string{"t-new": {"QUEUED", "PENDING_RESOURCES"}})
+	out, errb, env := serverEnv(srv.URL)
+	code := Run(context.Background(), []string{"submit", "-f", jobFile(t), "--wait", "--timeout", "50ms"}, env)
+	if code != ExitWaitTimeout || out.String() != "t-new\tQUEUED\n" ||
+		!strings.Contains(errb.String(), "50ms passed; 1 of 1 task(s) had not ended: t-new") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want %d naming t-new", code, out.String(), errb.String(), ExitWaitTimeout)
 	}
 }
