@@ -477,13 +477,15 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 			return c.Logs(ctx, fs.Arg(0), *attempt, false, env.Stdout)
 		}
 		followed, err := followAttempt(ctx, c, fs.Arg(0), *attempt, env.Stdout, env.Stderr)
-		if err != nil {
-			return err
+		if err == nil && *attempt == 0 {
+			err = followOn(ctx, c, fs.Arg(0), followed, env.Stdout, env.Stderr)
 		}
-		if *attempt == 0 {
-			return followOn(ctx, c, fs.Arg(0), followed, env.Stdout, env.Stderr)
+		if err != nil && ctx.Err() != nil {
+			// Ctrl-C or SIGTERM: not the server's refusal (exit 1) but an interrupt, as mvp wait's.
+			return exitCode{ExitInterrupted, fmt.Sprintf("interrupted: stopped following; the task goes on: %s "+
+				"(mvp cancel stops it)", fs.Arg(0))}
 		}
-		return nil
+		return err
 	case "resubmit":
 		if err := checkSets(sets); err != nil {
 			return err

@@ -860,3 +860,39 @@ func TestAListFilterGivenTwiceIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLogsFollowInterruptedExits130: Ctrl-C on `mvp logs -f` ends it with 130 (interrupted; the task goes on), as
+// mvp wait's, not 1, which says the server refused or could not be reached (found by a user's-eye drill).
+func TestLogsFollowInterruptedExits130(t *testing.T) {
+	const id = "mvp2-ppo-20251223-143201-7f3a"
+	following := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v2/tasks/" + id + "/logs":
+			io.WriteString(w, "step 1\n")
+			w.(http.Flusher).Flush()
+			once.Do(func() { close(following) })
+			<-r.Context().Done() // a run that goes on: the log is held open
+		case "/api/v2/tasks/" + id:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"task_id": "`+id+`", "state": "RUNNING", "latest_attempt_no": 1, "attempts": [{"attempt_no": 1, "ray_status": "RUNNING"}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	out, errb, env := serverEnv(srv.URL)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		select {
+		case <-following:
+		case <-time.After(10 * time.Second):
+		}
+		cancel(errors.New("interrupt signal received"))
+	}()
+	code := Run(ctx, []string{"logs", "-f", id}, env)
+	if code != 130 || !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 130 saying it was interrupted", code, out.String(), errb.String())
+	}
+}
