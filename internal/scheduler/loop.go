@@ -431,7 +431,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		rayErr = l.jobServerDown(now, rayErr) // the cluster reads (the GCS answers), the job server does not
 	}
 	if l.setHealth(now, view, rayErr) {
-		l.recordOutage(ctx, now, active, rayErr)
+		l.recordOutage(ctx, active, rayErr)
 	}
 	l.holdForJobServer(rayErr, view != nil)
 	if jd := (*ErrJobServerDown)(nil); errors.As(rayErr, &jd) {
@@ -514,7 +514,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		rayErr = l.jobServerDown(now, unsent)
 		if l.setHealth(now, view, rayErr) {
 			if active, err := l.Store.Active(ctx); err == nil { // with the attempt this pass could not send
-				l.recordOutage(ctx, now, active, rayErr)
+				l.recordOutage(ctx, active, rayErr)
 			}
 		}
 		l.holdForJobServer(rayErr, true)
@@ -1119,8 +1119,10 @@ func outageCause(err error) string {
 var calledURL = regexp.MustCompile(`\b(Get|Post|Put|Patch|Delete|Head) "[^"]*": `)
 
 // recordOutage writes RAY_UNAVAILABLE / RAY_AVAILABLE in the history of every live task when Ray goes away or
-// comes back, so that a user reading a task sees why nothing moved.
-func (l *Loop) recordOutage(ctx context.Context, now time.Time, active []*mvp.Task, rayErr error) {
+// comes back, so that a user reading a task sees why nothing moved. Both are stamped when Ray's answer (or its
+// failure) came, not when the pass began: a pass can wait long on a job server that hangs.
+func (l *Loop) recordOutage(ctx context.Context, active []*mvp.Task, rayErr error) {
+	now := l.Clock.Now()
 	typ, payload := mvp.EventRayAvailable, map[string]any{}
 	if rayErr != nil {
 		typ, payload = mvp.EventRayUnavailable, map[string]any{"error": outageCause(rayErr)}

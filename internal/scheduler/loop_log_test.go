@@ -74,3 +74,45 @@ func TestAnOutageIsLoggedOnceWithItsLength(t *testing.T) {
 		t.Errorf("the line of Ray's return %q does not say since when and for how long (2m30s) it was down", back)
 	}
 }
+
+// TestAnOutageEndsWhenRayAnswers: the line of Ray's return measured the outage to the start of the pass that found
+// Ray back, and that pass can wait long on Ray first (a job server that hangs rather than refuses: each call until
+// its timeout), so an outage of about 49 s was logged as down_for=30s (found by a user's-eye drill). The return is
+// measured, and its RAY_AVAILABLE event stamped, when Ray answered.
+func TestAnOutageEndsWhenRayAnswers(t *testing.T) {
+	h := newHarness(t)
+	var log lockedLog
+	h.loop.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	id := h.task()
+	h.tick()
+	h.ray.down = true
+	for i := 0; i < 90; i++ {
+		h.tick() // one second each
+	}
+	h.ray.down = false
+	h.clock.t = h.clock.t.Add(time.Minute) // past the backoff: the next pass looks
+	h.ray.answering = func() { h.clock.t = h.clock.t.Add(20 * time.Second) } // each look at Ray takes 20 s
+	h.tick()
+	h.ray.answering = nil
+	answered := h.clock.t
+	var back string
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.Contains(l, "Ray is available again") {
+			back = l
+		}
+	}
+	_, after, _ := strings.Cut(back, "down_for=")
+	downFor, err := time.ParseDuration(strings.Fields(after + " ")[0])
+	if err != nil || downFor < 2*time.Minute+50*time.Second { // 90 s of ticks, a minute, then a 20 s look at Ray
+		t.Errorf("the line of Ray's return %q does not count the time the pass waited for Ray's answer (%v)", back, err)
+	}
+	evs, _, err := h.db.Events(t.Context(), id.ID, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Type == mvp.EventRayAvailable && e.TS.Before(answered.Add(-10*time.Second)) {
+			t.Errorf("RAY_AVAILABLE stamped %v, before Ray answered (by %v)", e.TS, answered)
+		}
+	}
+}

@@ -37,6 +37,7 @@ type fakeRay struct {
 	logsErr   func(id string) error // when set and non-nil for id, returned by JobLogs
 	logs      map[string]string     // when set for id, the job's log (else "log of <id>")
 	hang      chan struct{}         // when set, GetJob signals it, then waits for its context (Ray not answering)
+	answering func()                // when set, GetJob calls it before it answers (e.g. to let time pass)
 }
 
 func newFakeRay() *fakeRay { return &fakeRay{jobs: map[string]*mvp.JobInfo{}} }
@@ -71,6 +72,9 @@ func (f *fakeRay) GetJob(ctx context.Context, id string) (*mvp.JobInfo, error) {
 		}
 		<-ctx.Done()
 		return nil, fmt.Errorf("GET /api/jobs/%s: %w", id, ctx.Err()) // as the real client says a call cut by its context
+	}
+	if f.answering != nil {
+		f.answering()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
