@@ -252,6 +252,8 @@ func stillStopping(t *mvp.Task, field string) error {
 		return nil
 	}
 	return mvp.Errorf(mvp.CodeConflict, field, "task %s is %s but its Ray job %s has not stopped yet: a run can resume "+
-		"only once the run it resumes from stopped (its checkpoints must not be written meanwhile); wait for it to stop",
-		t.ID, t.State, a.RaySubmissionID)
+		"only once the run it resumes from stopped (its checkpoints must not be written meanwhile); try again once it "+
+		"has stopped (within runtime_grace_s), or have the new task start after it, which the scheduler holds until "+
+		"the job has stopped: mvp resubmit %s --resume -e after_any=%s (after_any: [%s] in a jobspec)",
+		t.ID, t.State, a.RaySubmissionID, t.ID, t.ID, t.ID)
 }

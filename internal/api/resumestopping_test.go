@@ -61,10 +61,13 @@ func TestAResumeWaitsForTheCanceledRunToStop(t *testing.T) {
 	ctx := context.Background()
 	sid := mvp.SubmissionID(origin.ID, 1)
 	var e *mvp.Error
-	if _, _, err := c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true}); !errors.As(err, &e) || e.Code != mvp.CodeConflict {
-		t.Errorf("--resume of a canceled task whose job still runs: %v, want 409", err)
+	if _, _, err := c.Resubmit(ctx, origin.ID, api.ResubmitRequest{Resume: true}); !errors.As(err, &e) || e.Code != mvp.CodeConflict ||
+		!strings.Contains(err.Error(), "-e after_any="+origin.ID) {
+		// The way out is named: mvp wait has returned already (CANCELED), so "wait for it to stop" had no verb.
+		t.Errorf("--resume of a canceled task whose job still runs: %v, want 409 naming -e after_any=%s", err, origin.ID)
 	}
-	if resp, body := do(t, m.URL(), "POST", "/api/v2/tasks", "application/yaml", goodSpec+"resume_from: "+origin.ID+"\n", nil); resp.StatusCode != 409 {
+	if resp, body := do(t, m.URL(), "POST", "/api/v2/tasks", "application/yaml", goodSpec+"resume_from: "+origin.ID+"\n", nil); resp.StatusCode != 409 ||
+		!strings.Contains(string(body), "after_any") {
 		t.Errorf("resume_from a canceled task whose job still runs: %d %s, want 409", resp.StatusCode, body)
 	}
 	// Once Ray reports the job stopped (and the loop recorded it), the resume is taken.

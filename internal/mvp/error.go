@@ -59,7 +59,8 @@ func CheckpointsInUse(folder, writer string, state State) error {
 	if state.Terminal() {
 		// It has ended: only its job's stop is to be waited for (a cancel of it is refused, as it ended).
 		return Errorf(CodeConflict, "resume_from", "%s, and its Ray job has not stopped yet: one checkpoint folder "+
-			"takes one run at a time; wait until that job has stopped", who)
+			"takes one run at a time; try again once that job has stopped, or have this task start after it "+
+			"(after_any: [%s]), which the scheduler holds until the job has stopped", who, writer)
 	}
 	return Errorf(CodeConflict, "resume_from", "%s: one checkpoint folder takes one run at a time; wait until %s "+
 		"has ended (its Ray job stopped), cancel it, or have this task start after it (after_any: [%s], or after_ok "+
