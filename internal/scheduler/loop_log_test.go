@@ -90,7 +90,7 @@ func TestAnOutageEndsWhenRayAnswers(t *testing.T) {
 		h.tick() // one second each
 	}
 	h.ray.down = false
-	h.clock.t = h.clock.t.Add(time.Minute) // past the backoff: the next pass looks
+	h.clock.t = h.clock.t.Add(time.Minute)                                   // past the backoff: the next pass looks
 	h.ray.answering = func() { h.clock.t = h.clock.t.Add(20 * time.Second) } // each look at Ray takes 20 s
 	h.tick()
 	h.ray.answering = nil
