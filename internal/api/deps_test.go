@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -10,16 +9,9 @@ import (
 // run says the task would wait for it; a stored task shows its dependencies.
 func TestSubmitChecksDependencies(t *testing.T) {
 	base, db := newServer(t)
-	resp, body := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, nil)
-	if resp.StatusCode != 201 {
-		t.Fatalf("%d %s", resp.StatusCode, body)
-	}
-	var first struct {
-		ID string `json:"task_id"`
-	}
-	_ = json.Unmarshal(body, &first)
+	first := submitGood(t, base)
 	missing := "mvp2-ppo-20251223-143201-ffff"
-	resp, body = do(t, base, "POST", "/api/v2/tasks", "application/yaml",
+	resp, body := do(t, base, "POST", "/api/v2/tasks", "application/yaml",
 		goodSpec+"after_ok: ["+first.ID+"]\nafter_any: ["+missing+"]\n", nil)
 	if resp.StatusCode != 400 || !strings.Contains(string(body), `"field":"after_any[0]"`) || !strings.Contains(string(body), missing) {
 		t.Errorf("unknown dependency: %d %s", resp.StatusCode, body)
@@ -50,18 +42,11 @@ func TestSubmitChecksDependencies(t *testing.T) {
 // dependency and the way out), nothing is stored; the dry run still gives its verdict; after_any on it is taken.
 func TestSubmitRefusesAnAfterOKOnATaskThatAlreadyFailed(t *testing.T) {
 	base, db := newServer(t)
-	resp, body := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec, nil)
-	if resp.StatusCode != 201 {
-		t.Fatalf("%d %s", resp.StatusCode, body)
-	}
-	var first struct {
-		ID string `json:"task_id"`
-	}
-	_ = json.Unmarshal(body, &first)
+	first := submitGood(t, base)
 	if resp, body := do(t, base, "POST", "/api/v2/tasks/"+first.ID+"/cancel", "", "", nil); resp.StatusCode != 200 {
 		t.Fatalf("cancel: %d %s", resp.StatusCode, body)
 	}
-	resp, body = do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"after_ok: ["+first.ID+"]\n", nil)
+	resp, body := do(t, base, "POST", "/api/v2/tasks", "application/yaml", goodSpec+"after_ok: ["+first.ID+"]\n", nil)
 	if resp.StatusCode != 409 || !strings.Contains(string(body), `"field":"after_ok[0]"`) ||
 		!strings.Contains(string(body), first.ID+" already ended CANCELED") || !strings.Contains(string(body), "after_any") {
 		t.Errorf("after_ok on a canceled task: %d %s", resp.StatusCode, body)

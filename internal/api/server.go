@@ -682,15 +682,14 @@ func (s *Server) AdmitScheduled(ctx context.Context, t, replaces *mvp.Task) erro
 // could never run, and the scheduler would cancel it at its first look (a dry run still answers with the verdict
 // dependency_failed). deps are the dependencies' states as checkDependencies read them.
 func refuseFailedAfterOK(t *mvp.Task, deps map[string]mvp.State) error {
-	for i, id := range t.AfterOK {
-		if st := deps[id]; st == mvp.StateFailed || st == mvp.StateCanceled {
-			return mvp.Errorf(mvp.CodeConflict, fmt.Sprintf("after_ok[%d]", i), "task %s already ended %s, and "+
-				"after_ok runs this task only after it succeeds, so it could never run; name it in after_any to run "+
-				"once it has ended whatever its outcome, or resubmit %s (mvp resubmit) and depend on the new task",
-				id, st, id)
-		}
+	i := scheduler.FailedAfterOK(t, deps)
+	if i < 0 {
+		return nil
 	}
-	return nil
+	id := t.AfterOK[i]
+	return mvp.Errorf(mvp.CodeConflict, fmt.Sprintf("after_ok[%d]", i), "task %s already ended %s, and after_ok runs "+
+		"this task only after it succeeds, so it could never run; name it in after_any to run once it has ended "+
+		"whatever its outcome, or resubmit %s (mvp resubmit) and depend on the new task", id, deps[id], id)
 }
 
 // checkUser makes the caller the task's owner and applies their limits: a priority above max_priority is refused

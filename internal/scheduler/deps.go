@@ -94,10 +94,8 @@ func stoppingRuns(s Snapshot) map[string]bool {
 // its Ray job still stops (stopping) is still to end: a run after it (the next segment of a training, resuming from
 // the folder that job may still write) starts once the job has stopped.
 func judgeDeps(t *mvp.Task, states map[string]mvp.State, stopping map[string]bool) (failed string, waiting []string) {
-	for _, id := range t.AfterOK {
-		if st := states[id]; st == mvp.StateFailed || st == mvp.StateCanceled {
-			return id, nil
-		}
+	if i := FailedAfterOK(t, states); i >= 0 {
+		return t.AfterOK[i], nil
 	}
 	note := func(kind string, ids []string) {
 		for _, id := range ids {
@@ -115,6 +113,17 @@ func judgeDeps(t *mvp.Task, states map[string]mvp.State, stopping map[string]boo
 	note("after_ok", t.AfterOK)
 	note("after_any", t.AfterAny)
 	return "", waiting
+}
+
+// FailedAfterOK is the index in t.AfterOK of the first dependency that ended FAILED or CANCELED in states (so t
+// can never run: the scheduler cancels it, the API refuses it), or -1 for none.
+func FailedAfterOK(t *mvp.Task, states map[string]mvp.State) int {
+	for i, id := range t.AfterOK {
+		if st := states[id]; st == mvp.StateFailed || st == mvp.StateCanceled {
+			return i
+		}
+	}
+	return -1
 }
 
 // DependencyIDs lists the tasks that the tasks of queue depend on, each once.
