@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -965,6 +966,15 @@ func render(w io.Writer, format string, raw json.RawMessage, table func(io.Write
 	return table(w)
 }
 
+// driverText is what a task's Ray driver takes, by resource name in order: "CPU=2, GPU=1".
+func driverText(d map[string]float64) string {
+	parts := make([]string, 0, len(d))
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		parts = append(parts, safe(k)+"="+strconv.FormatFloat(d[k], 'g', -1, 64))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func ts(t *time.Time) string {
 	if t == nil || t.IsZero() {
 		return "-"
@@ -976,8 +986,15 @@ func printTask(w io.Writer, t *mvp.Task) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	created := t.CreatedAt
 	owner := mvp.OwnerName(t.Owner)
-	fmt.Fprintf(tw, "task_id:\t%s\nworkload:\t%s\nname:\t%s\nstate:\t%s\nowner:\t%s\npriority:\t%d\ngang:\t%d × %d GPU\ncreated_at:\t%s\n",
-		t.ID, t.Workload, safe(t.Name), t.State, owner, t.Priority, t.NNodes, t.GPUsPerNode, ts(&created))
+	gang := fmt.Sprintf("%d × %d GPU", t.NNodes, t.GPUsPerNode)
+	if t.NNodes == 0 {
+		gang = "none (the Ray driver alone)" // a Ray door job that declared no gang
+	}
+	fmt.Fprintf(tw, "task_id:\t%s\nworkload:\t%s\nname:\t%s\nstate:\t%s\nowner:\t%s\npriority:\t%d\ngang:\t%s\ncreated_at:\t%s\n",
+		t.ID, t.Workload, safe(t.Name), t.State, owner, t.Priority, gang, ts(&created))
+	if len(t.Driver) > 0 {
+		fmt.Fprintf(tw, "driver:\t%s\n", driverText(t.Driver))
+	}
 	if t.SubmissionID != "" { // a task of the Ray door: the id Ray's client knows it by
 		door := "Ray door"
 		if t.DoorDeleted {
@@ -1109,8 +1126,12 @@ func printList(w io.Writer, p *api.TaskPage, q *scheduler.QueueView, next listAr
 		if reason = safe(reason); utf8.RuneCountInString(reason) > 60 {
 			reason = string([]rune(reason)[:60]) + "…" // 60 characters: a cut inside one would leave a byte that is not UTF-8
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d×%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, dash(t.Owner), t.Priority,
-			t.State, t.Workload, t.NNodes, t.GPUsPerNode, t.LatestAttemptNo, progressText(t.Progress, false), ts(&c), pos,
+		gang := fmt.Sprintf("%d×%d", t.NNodes, t.GPUsPerNode)
+		if t.NNodes == 0 {
+			gang = "driver" // a Ray door job that declared no gang: its driver alone takes resources
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, dash(t.Owner), t.Priority,
+			t.State, t.Workload, gang, t.LatestAttemptNo, progressText(t.Progress, false), ts(&c), pos,
 			rank, est, reason)
 	}
 	if err := tw.Flush(); err != nil {

@@ -896,3 +896,31 @@ func TestLogsFollowInterruptedExits130(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want 130 saying it was interrupted", code, out.String(), errb.String())
 	}
 }
+
+// TestADoorJobWithoutAGangSaysSo: a job sent through the Ray door without a gang (no placement group declared, its
+// driver alone takes resources) showed "gang: 0 × 0 GPU" in `mvp get` and "0×0" in `mvp list`, which reads as a
+// gang of nothing (found by a user's-eye drill). Both say it has no gang, and get shows what its driver takes.
+func TestADoorJobWithoutAGangSaysSo(t *testing.T) {
+	task := &mvp.Task{ID: "mvp2-ray_job-20261129-201642-be38", Workload: "ray_job", SubmissionID: "raysubmit_1",
+		Driver: map[string]float64{"CPU": 2, "GPU": 1}}
+	var b bytes.Buffer
+	if err := printTask(&b, task); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^gang:\s+none \(the Ray driver alone\)$`).MatchString(b.String()) ||
+		!regexp.MustCompile(`(?m)^driver:\s+CPU=2, GPU=1$`).MatchString(b.String()) {
+		t.Errorf("mvp get of a door job without a gang:\n%s", b.String())
+	}
+	b.Reset()
+	if err := printList(&b, &api.TaskPage{Tasks: []*mvp.Task{task}}, nil, listArgs{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "0×0") || !regexp.MustCompile(`ray_job\s+driver\s`).MatchString(b.String()) {
+		t.Errorf("mvp list of a door job without a gang:\n%s", b.String())
+	}
+	b.Reset()
+	if err := printTask(&b, &mvp.Task{ID: "x", Workload: "ppo", NNodes: 2, GPUsPerNode: 8}); err != nil ||
+		!regexp.MustCompile(`(?m)^gang:\s+2 × 8 GPU$`).MatchString(b.String()) || strings.Contains(b.String(), "driver:") {
+		t.Errorf("mvp get of a gang task (%v):\n%s", err, b.String())
+	}
+}
