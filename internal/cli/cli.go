@@ -986,12 +986,8 @@ func printTask(w io.Writer, t *mvp.Task) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	created := t.CreatedAt
 	owner := mvp.OwnerName(t.Owner)
-	gang := fmt.Sprintf("%d × %d GPU", t.NNodes, t.GPUsPerNode)
-	if t.NNodes == 0 {
-		gang = "none (the Ray driver alone)" // a Ray door job that declared no gang
-	}
 	fmt.Fprintf(tw, "task_id:\t%s\nworkload:\t%s\nname:\t%s\nstate:\t%s\nowner:\t%s\npriority:\t%d\ngang:\t%s\ncreated_at:\t%s\n",
-		t.ID, t.Workload, safe(t.Name), t.State, owner, t.Priority, gang, ts(&created))
+		t.ID, t.Workload, safe(t.Name), t.State, owner, t.Priority, t.Gang(), ts(&created))
 	if len(t.Driver) > 0 {
 		fmt.Fprintf(tw, "driver:\t%s\n", driverText(t.Driver))
 	}

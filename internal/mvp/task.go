@@ -89,6 +89,15 @@ type Task struct {
 	PriorityDefaulted bool `json:"-"`
 }
 
+// Gang is the task's gang as people read it: "2 × 8 GPU", or "none (the Ray driver alone)" for a Ray door job
+// that declared none (its driver alone takes resources).
+func (t *Task) Gang() string {
+	if t.NNodes == 0 {
+		return "none (the Ray driver alone)"
+	}
+	return fmt.Sprintf("%d × %d GPU", t.NNodes, t.GPUsPerNode)
+}
+
 // FillTimeLeft sets RuntimeLeftS for a running task whose attempt has started and QueuedLeftS for a waiting task
 // that has not run (Ran), from its limits and now; both are nil otherwise. Neither is below 0.
 func (t *Task) FillTimeLeft(now time.Time) {

@@ -553,3 +553,23 @@ func TestTheQueueSaysWhoseEachTaskIsAndWhatIsReserved(t *testing.T) {
 		}
 	}
 }
+
+// TestADoorJobWithoutAGangSaysSoOnThePage: the page showed a Ray door job that declared no gang as "0 × 0 GPU"
+// (as `mvp get` did): a gang of nothing. It says none, the driver alone.
+func TestADoorJobWithoutAGangSaysSoOnThePage(t *testing.T) {
+	m := servicetest.Start(t, nil)
+	at := time.Now()
+	id := "mvp2-ray_job-20251223-143201-0d3b"
+	if err := m.Store().CreateTask(context.Background(), &mvp.Task{ID: id, Workload: mvp.WorkloadRayJob,
+		State: mvp.StateQueued, SubmissionID: "d4", Driver: map[string]float64{}, JobSpecYAML: "",
+		SpecJSON: []byte(`{"entrypoint":"python x.py"}`), CreatedAt: at, UpdatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	c := login(t, m.URL(), servicetest.Token)
+	for _, page := range []string{"/ui/tasks/" + id, "/ui/"} {
+		resp, body := get(t, m.URL()+page, c)
+		if resp.StatusCode != http.StatusOK || strings.Contains(body, "0 × 0 GPU") || !strings.Contains(body, "none (the Ray driver alone)") {
+			t.Errorf("%s: %s; want the door job's gang shown as none", page, resp.Status)
+		}
+	}
+}
