@@ -407,6 +407,18 @@ func operatorOnly(r *http.Request) error {
 // start): degraded, since nothing says yet that Ray can be read; v2/scripts/start.sh waits it out.
 const NotLookedYet = "mvp has not looked at Ray yet: it started moments ago"
 
+// passWaits says that the scheduler's pass under way has waited longer than StaleTick while Ray answered its last
+// look (a pass waiting on a job server that does not answer, each call until its timeout); "" otherwise. /healthz,
+// the queue and a QUEUED task say it: what the queue shows as starting, and a task no pass has decided on yet,
+// wait for that pass to end.
+func (s *Server) passWaits(h scheduler.Health) string {
+	if s.StaleTick <= 0 || !h.RayOK || h.LastTick.IsZero() || s.Clock.Now().Sub(h.LastTick) <= s.StaleTick {
+		return ""
+	}
+	return fmt.Sprintf("the scheduler's last pass began %s ago: it is waiting, on Ray perhaps (see ray_error, and "+
+		"mvp's log)", s.Clock.Now().Sub(h.LastTick).Round(time.Second))
+}
+
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	body, _ := s.health()
 	writeJSON(w, http.StatusOK, body)
@@ -455,11 +467,9 @@ func (s *Server) health() (map[string]any, map[string]bool) {
 		}
 		// While Ray is down, or the database takes no writes, the loop backs off (fewer passes), and ray_error or
 		// database already says why.
-		if s.StaleTick > 0 && h.RayOK && dbErr == nil && !h.LastTick.IsZero() && s.Clock.Now().Sub(h.LastTick) > s.StaleTick {
-			age := s.Clock.Now().Sub(h.LastTick)
+		if stuck := s.passWaits(h); stuck != "" && dbErr == nil {
 			body["status"] = "degraded"
-			body["scheduler"] = fmt.Sprintf("the scheduler's last pass began %s ago: it is waiting, on Ray perhaps "+
-				"(see ray_error, and mvp's log)", age.Round(time.Second))
+			body["scheduler"] = stuck
 		}
 	}
 	if dbErr != nil {
@@ -912,14 +922,20 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
 			v = scheduler.HoldForSharedRoot(v, snap, why)
 		}
 	}
+	answer := struct {
+		scheduler.QueueView
+		ClusterError string `json:"cluster_error,omitempty"`
+		// Scheduler says that the scheduler's pass under way waits (as /healthz's scheduler does): the tasks
+		// listed as starting start when it ends.
+		Scheduler string `json:"scheduler,omitempty"`
+	}{QueueView: v}
 	if snap.ClusterErr != nil {
-		writeJSON(w, http.StatusOK, struct {
-			scheduler.QueueView
-			ClusterError string `json:"cluster_error"`
-		}{v, snap.ClusterErr.Error()})
-		return nil
+		answer.ClusterError = snap.ClusterErr.Error()
 	}
-	writeJSON(w, http.StatusOK, v)
+	if s.Health != nil {
+		answer.Scheduler = s.passWaits(s.Health())
+	}
+	writeJSON(w, http.StatusOK, answer)
 	return nil
 }
 
@@ -964,7 +980,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t.FillTimeLeft(s.Clock.Now())
-	s.sayOutage([]*mvp.Task{t})
+	s.sayWhyWaiting([]*mvp.Task{t})
 	if c := mvp.CallerOf(r.Context()); !c.Operator && len(t.Resubmits) == len(t.ResubmitOwners) {
 		var own []string
 		for k, id := range t.Resubmits {
@@ -978,17 +994,29 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// sayOutage gives each waiting task of tasks the reason it waits now while the scheduler cannot read Ray: its
+// sayWhyWaiting gives each waiting task of tasks the reason it waits now. While the scheduler cannot read Ray, its
 // stored reason is the one the last pass that could decide wrote ("waiting for GPUs…", say), and nothing is
 // admitted until Ray can be read again, as GET /api/v2/queue says with cluster_unknown. The stored reason is
 // untouched (writing every waiting task's at each outage would cost a write per task); it is shown again once Ray
 // is back.
-func (s *Server) sayOutage(tasks []*mvp.Task) {
-	if s.Health == nil {
-		return
+//
+// A QUEUED task no pass has decided on yet has no stored reason: it is given scheduler.NextLook, and why that
+// look is late when the pass under way waits (passWaits).
+func (s *Server) sayWhyWaiting(tasks []*mvp.Task) {
+	var h scheduler.Health
+	if s.Health != nil {
+		h = s.Health()
 	}
-	h := s.Health()
-	if h.RayOK || h.LastTick.IsZero() {
+	if s.Health == nil || h.RayOK || h.LastTick.IsZero() {
+		why := scheduler.NextLook
+		if stuck := s.passWaits(h); stuck != "" {
+			why += "; " + stuck
+		}
+		for _, t := range tasks {
+			if t.State == mvp.StateQueued && t.PendingReason == "" {
+				t.PendingReason = why
+			}
+		}
 		return
 	}
 	why := "Ray cannot be read, so nothing is admitted until it can"
@@ -1075,7 +1103,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if tasks == nil {
 		tasks = []*mvp.Task{}
 	}
-	s.sayOutage(tasks)
+	s.sayWhyWaiting(tasks)
 	writeJSON(w, http.StatusOK, map[string]any{"tasks": tasks, "next_cursor": next})
 	return nil
 }

@@ -450,11 +450,9 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
-		var why struct {
-			ClusterError string `json:"cluster_error"` // the API's, beside the scheduler's picture
-		}
+		var why queueNotes // the API's, beside the scheduler's picture
 		_ = json.Unmarshal(raw, &why)
-		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printQueue(w, q, why.ClusterError) })
+		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printQueue(w, q, why) })
 	case "events":
 		p, raw, err := c.Events(ctx, fs.Arg(0), *cursor, *limit)
 		if err != nil {
@@ -1168,10 +1166,21 @@ func startedBefore(queue []scheduler.QueueEntry, e scheduler.QueueEntry) string 
 	return "after " + strings.Join(ids, ", ") + more + ", which the forecast starts first"
 }
 
-// printQueue renders the queue's picture: nodes, the reservation, then the waiting tasks in policy order;
-// clusterErr is the API's cluster_error, why the cluster could not be read ("" when it could, or is not known).
-func printQueue(w io.Writer, q *scheduler.QueueView, clusterErr string) error {
+// queueNotes is what GET /api/v2/queue says beside the scheduler's picture: cluster_error, why the cluster could
+// not be read ("" when it could, or is not known), and scheduler, that the scheduler's pass under way waits.
+type queueNotes struct {
+	ClusterError string `json:"cluster_error"`
+	Scheduler    string `json:"scheduler"`
+}
+
+// printQueue renders the queue's picture: nodes, the reservation, then the waiting tasks in policy order, with
+// the API's notes beside it.
+func printQueue(w io.Writer, q *scheduler.QueueView, notes queueNotes) error {
+	clusterErr := notes.ClusterError
 	fmt.Fprintf(w, "policy %s at %s\n", q.Policy, ts(&q.At))
+	if notes.Scheduler != "" {
+		fmt.Fprintf(w, "scheduler: %s\n", safe(notes.Scheduler))
+	}
 	if !q.ClusterKnown {
 		if clusterErr == "" {
 			fmt.Fprintln(w, "the cluster could not be read: nothing is admitted until it can")
@@ -1214,7 +1223,11 @@ func printQueue(w io.Writer, q *scheduler.QueueView, clusterErr string) error {
 		fmt.Fprintln(w)
 	}
 	for _, id := range q.Starting {
-		fmt.Fprintf(w, "starting now: %s\n", id)
+		if notes.Scheduler != "" {
+			fmt.Fprintf(w, "starting once the pass under way ends: %s\n", id)
+		} else {
+			fmt.Fprintf(w, "starting now: %s\n", id)
+		}
 	}
 	tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tTASK ID\tOWNER\tPRIO\tRANK\tCODE\tEST START\tREASON")

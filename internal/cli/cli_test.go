@@ -316,7 +316,7 @@ func TestJobTextCannotDriveTheTerminal(t *testing.T) {
 	if err := printList(&out, &api.TaskPage{Tasks: []*mvp.Task{task}}, nil, listArgs{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := printQueue(&out, &scheduler.QueueView{Queue: []scheduler.QueueEntry{{TaskID: task.ID, Reason: bad}}}, ""); err != nil {
+	if err := printQueue(&out, &scheduler.QueueView{Queue: []scheduler.QueueEntry{{TaskID: task.ID, Reason: bad}}}, queueNotes{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := printResults(&out, &api.ResultList{Files: []mvp.ResultFile{{Path: "a01/" + bad + ".txt"}}}); err != nil {
@@ -412,7 +412,7 @@ func TestTheTaskYieldedToIsShown(t *testing.T) {
 	e := scheduler.QueueEntry{TaskID: "mvp2-ppo-20251223-143201-5a5a", Code: "behind_reservation", Position: 2,
 		Reason: "waiting behind the task that holds a reservation", YieldsTo: big}
 	var q, l bytes.Buffer
-	if err := printQueue(&q, &scheduler.QueueView{Queue: []scheduler.QueueEntry{e}}, ""); err != nil {
+	if err := printQueue(&q, &scheduler.QueueView{Queue: []scheduler.QueueEntry{e}}, queueNotes{}); err != nil {
 		t.Fatal(err)
 	}
 	task := &mvp.Task{ID: e.TaskID, State: mvp.StatePendingResources}
@@ -685,7 +685,7 @@ func TestGetShowsTheDoorSubmissionID(t *testing.T) {
 func TestQueueSaysWhenAReservationsStartIsUnknown(t *testing.T) {
 	var b bytes.Buffer
 	q := &scheduler.QueueView{Reservations: []scheduler.Reservation{{TaskID: "mvp2-grpo-20261129-203056-7f35", Nodes: []string{"a", "b"}}}}
-	if err := printQueue(&b, q, ""); err != nil {
+	if err := printQueue(&b, q, queueNotes{}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "from -") || !strings.Contains(b.String(), "start unknown") {
@@ -699,7 +699,7 @@ func TestQueueListsTheNodesThatAreDown(t *testing.T) {
 	var b bytes.Buffer
 	q := &scheduler.QueueView{ClusterKnown: true, Nodes: []scheduler.NodeFree{{NodeID: "w1", FreeGPUs: 4, RayFreeGPUs: 4, TotalGPUs: 4}},
 		DownNodes: []scheduler.NodeDown{{NodeID: "w2", TotalGPUs: 4}}}
-	if err := printQueue(&b, q, ""); err != nil {
+	if err := printQueue(&b, q, queueNotes{}); err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`(?m)^w2 \(down\) +- +- +4$`).MatchString(b.String()) {
@@ -743,7 +743,7 @@ func TestQueueNamesWhatTheForecastStartsBeforeAReservationsHolder(t *testing.T) 
 		},
 	}
 	var b bytes.Buffer
-	if err := printQueue(&b, q, ""); err != nil {
+	if err := printQueue(&b, q, queueNotes{}); err != nil {
 		t.Fatal(err)
 	}
 	var line string
@@ -771,7 +771,7 @@ func TestEstimatesSayWhatTheyAssume(t *testing.T) {
 		Code: "gpus_busy", EstStart: &at}}}
 	const note = "every run lasts its declared max_runtime_s"
 	var b bytes.Buffer
-	if err := printQueue(&b, q, ""); err != nil {
+	if err := printQueue(&b, q, queueNotes{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), note) || !strings.Contains(b.String(), "default_max_runtime_s") {
@@ -922,5 +922,26 @@ func TestADoorJobWithoutAGangSaysSo(t *testing.T) {
 	if err := printTask(&b, &mvp.Task{ID: "x", Workload: "ppo", NNodes: 2, GPUsPerNode: 8}); err != nil ||
 		!regexp.MustCompile(`(?m)^gang:\s+2 × 8 GPU$`).MatchString(b.String()) || strings.Contains(b.String(), "driver:") {
 		t.Errorf("mvp get of a gang task (%v):\n%s", err, b.String())
+	}
+}
+
+// TestQueueSaysTheStartWaitsForAPassUnderWay: while the scheduler's pass waited on a job server that did not
+// answer, `mvp queue` printed "starting now: X" for half a minute. With the API's scheduler note it says the
+// start waits for the pass under way, and why.
+func TestQueueSaysTheStartWaitsForAPassUnderWay(t *testing.T) {
+	q := &scheduler.QueueView{Policy: "xfchain", ClusterKnown: true, Starting: []string{"mvp2-ppo-20261203-065959-7f3a"}}
+	var b bytes.Buffer
+	if err := printQueue(&b, q, queueNotes{Scheduler: "the scheduler's last pass began 25s ago: it is waiting, on Ray perhaps"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "scheduler: the scheduler's last pass began 25s ago") ||
+		!strings.Contains(b.String(), "starting once the pass under way ends: mvp2-ppo-20261203-065959-7f3a") ||
+		strings.Contains(b.String(), "starting now") {
+		t.Errorf("mvp queue while a pass waits:\n%s", b.String())
+	}
+	b.Reset()
+	if err := printQueue(&b, q, queueNotes{}); err != nil || !strings.Contains(b.String(), "starting now: mvp2-ppo") ||
+		strings.Contains(b.String(), "scheduler:") {
+		t.Errorf("mvp queue (%v):\n%s", err, b.String())
 	}
 }

@@ -29,7 +29,7 @@ func TestPrintUsersAndQueueShowOwners(t *testing.T) {
 	q := &scheduler.QueueView{Policy: "xfbf", ClusterKnown: true, Queue: []scheduler.QueueEntry{
 		{TaskID: "mvp2-ppo-20251223-143201-7f3a", Owner: "bob", Priority: 70, Rank: 4, Position: 2,
 			Code: scheduler.CodeFairShare, Reason: "fair share: bob has used more"}}}
-	if err := printQueue(&b, q, ""); err != nil {
+	if err := printQueue(&b, q, queueNotes{}); err != nil {
 		t.Fatal(err)
 	}
 	if out := b.String(); !strings.Contains(out, "bob") || !strings.Contains(out, "fair_share") || !strings.Contains(out, "70") {
@@ -44,7 +44,7 @@ func TestQueueUnrankedAndTimesWithZone(t *testing.T) {
 	q := &scheduler.QueueView{Policy: "xfchain", ClusterKnown: true, Queue: []scheduler.QueueEntry{
 		{TaskID: "mvp2-ppo-20251223-143201-7f3a", Owner: "operator", Priority: 50, Position: 1,
 			Code: scheduler.CodeNeverFits, Reason: "can never fit"}}}
-	if err := printQueue(&b, q, ""); err != nil {
+	if err := printQueue(&b, q, queueNotes{}); err != nil {
 		t.Fatal(err)
 	}
 	if f := strings.Fields(strings.Split(b.String(), "\n")[len(strings.Split(b.String(), "\n"))-2]); len(f) < 5 || f[4] != "-" {

@@ -658,7 +658,7 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 	}
 	switch t.State {
 	case mvp.StateQueued:
-		j.Message = "queued in mvp: waiting for the scheduler's next look"
+		j.Message = "queued in mvp: " + scheduler.NextLook
 	case mvp.StatePendingResources:
 		j.Message = "queued in mvp: " + t.PendingReason
 		if t.NextRunAt != nil {

@@ -18,6 +18,10 @@ type DependencyFailed struct {
 
 func (DependencyFailed) action() {}
 
+// NextLook is why a QUEUED task waits: no pass of the scheduler has decided on it yet (a pass writes its reason,
+// PENDING_RESOURCES, or starts it). The API and the Ray door say it of such a task, whose pending_reason is empty.
+const NextLook = "waiting for the scheduler's next look"
+
 // DependencyReasonPrefix starts the pending_reason of a task held by its dependencies.
 const DependencyReasonPrefix = "dependency: "
 
