@@ -126,6 +126,16 @@ var fields = map[string]yaml.Kind{
 	"secrets": yaml.MappingNode, "priority": yaml.ScalarNode,
 }
 
+// shapes shows, for each field that is a list or a mapping, what it holds, with an example: a field of the wrong
+// kind is refused with it.
+var shapes = map[string]string{
+	"overrides": "a list of verl overrides (overrides: [trainer.total_epochs=1])",
+	"env":       "a mapping of environment variables to values (env: {WANDB_MODE: offline})",
+	"after_ok":  "a list of task ids (after_ok: [mvp2-ppo-20251223-143201-7f3a])",
+	"after_any": "a list of task ids (after_any: [mvp2-ppo-20251223-143201-7f3a])",
+	"secrets":   "a mapping of environment variables to the names of stored secrets (secrets: {WANDB_API_KEY: wandb})",
+}
+
 // listFields are the top-level lists of strings; SetPath appends to them.
 var listFields = map[string]bool{"overrides": true, "after_ok": true, "after_any": true}
 
@@ -241,7 +251,11 @@ func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 			continue
 		}
 		if v.Kind != kind {
-			return nil, invalid(k.Value, "must be %s (line %d)", kindName(kind), v.Line)
+			shape := kindName(kind)
+			if sh, ok := shapes[k.Value]; ok {
+				shape = sh
+			}
+			return nil, invalid(k.Value, "must be %s (line %d)", shape, v.Line)
 		}
 	}
 	return root, nil
