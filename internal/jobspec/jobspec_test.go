@@ -503,11 +503,11 @@ func TestSetPathClipsAnUnknownKey(t *testing.T) {
 func TestAFieldOfTheWrongKindIsShownItsShape(t *testing.T) {
 	base := "workload: ppo\nnnodes: 1\nn_gpus_per_node: 4\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"
 	for doc, want := range map[string]string{
-		base + "secrets: [HF_TOKEN]\n":         "secrets: {WANDB_API_KEY: wandb}",
-		base + "env: WANDB_MODE=offline\n":     "env: {WANDB_MODE: offline}",
-		base + "overrides: {a: 1}\n":           "overrides: [trainer.total_epochs=1]",
-		base + "after_ok: {a: 1}\n":            "after_ok: [mvp2-ppo-20251223-143201-7f3a]",
-		base + "after_any: {a: 1}\n":           "after_any: [mvp2-ppo-20251223-143201-7f3a]",
+		base + "secrets: [HF_TOKEN]\n":                       "secrets: {WANDB_API_KEY: wandb}",
+		base + "env: WANDB_MODE=offline\n":                   "env: {WANDB_MODE: offline}",
+		base + "overrides: {a: 1}\n":                         "overrides: [trainer.total_epochs=1]",
+		base + "after_ok: {a: 1}\n":                          "after_ok: [mvp2-ppo-20251223-143201-7f3a]",
+		base + "after_any: {a: 1}\n":                         "after_any: [mvp2-ppo-20251223-143201-7f3a]",
 		strings.Replace(base, "nnodes: 1", "nnodes: [1]", 1): "must be a single value (line 2)",
 	} {
 		_, err := Parse([]byte(doc), Limits{})
