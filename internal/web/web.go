@@ -314,7 +314,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
 			}
 		}
 		if row.Reason == "" && t.State == mvp.StateQueued {
-			row.Reason = "not looked at yet"
+			row.Reason = scheduler.NextLook
 		}
 		v.Queue = append(v.Queue, row)
 	}
