@@ -549,6 +549,13 @@ func (c *Client) Users(ctx context.Context) (*UserList, json.RawMessage, error) 
 	return &l, raw, err
 }
 
+// ForgetNode forgets a GPU node that is down (DELETE /api/v2/nodes/{node_id}, the operator's token only).
+func (c *Client) ForgetNode(ctx context.Context, id string) (*ForgottenNode, json.RawMessage, error) {
+	var n ForgottenNode
+	raw, err := c.JSON(ctx, "DELETE", "/api/v2/nodes/"+url.PathEscape(id), nil, nil, "", &n)
+	return &n, raw, err
+}
+
 // changes reports whether a request may change what the server holds: not a read, not a dry run.
 func changes(method string, q url.Values) bool {
 	return method != http.MethodGet && method != http.MethodHead && q.Get("dry_run") != "true"

@@ -62,6 +62,9 @@ type Server struct {
 	// NeverFits (scheduler.Loop.NeverFits) says whether a task could not start even on an empty cluster as the
 	// scheduler last saw it, and why: a submit of such a task is taken, with a warning. May be nil.
 	NeverFits func(*mvp.Task) (string, bool)
+	// ForgetNode (scheduler.Loop.ForgetNode) forgets a GPU node that is down, for DELETE /api/v2/nodes/{node_id};
+	// nil answers that route 404.
+	ForgetNode func(ctx context.Context, id string) (mvp.Node, error)
 	// Snapshot reads what the scheduler decides on (scheduler.Loop.Snapshot), for the dry run.
 	Snapshot func(context.Context) (scheduler.Snapshot, error)
 	// Health reports the scheduler's view of Ray for /healthz; may be nil.
@@ -135,6 +138,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v2/schedules", true, s.listSchedules, false, []string{"owner"}},
 		{"GET", "/api/v2/queue", true, s.queue, false, nil},
 		{"GET", "/api/v2/users", true, s.users, false, nil},
+		{"DELETE", "/api/v2/nodes/{node_id}", true, s.forgetNode, false, nil},
 		{"GET", "/api/v2/schedules/{name}", true, s.getSchedule, false, []string{"owner"}},
 		{"DELETE", "/api/v2/schedules/{name}", true, s.deleteSchedule, false, []string{"owner"}},
 		{"POST", "/api/v2/schedules/{name}/pause", true, s.pauseSchedule, false, []string{"owner"}},
@@ -400,6 +404,31 @@ func operatorOnly(r *http.Request) error {
 	if !mvp.CallerOf(r.Context()).Operator {
 		return mvp.Errorf(mvp.CodeForbidden, "", "%s is for the operator (the internal token) only", r.URL.Path)
 	}
+	return nil
+}
+
+// ForgottenNode is the answer to DELETE /api/v2/nodes/{node_id}: the GPU node that mvp no longer waits for.
+type ForgottenNode struct {
+	NodeID    string  `json:"node_id"`
+	IP        string  `json:"ip,omitempty"`
+	TotalGPUs float64 `json:"total_gpus"`
+	Forgotten bool    `json:"forgotten"`
+}
+
+// forgetNode forgets a GPU node that is down (operator only): gangs that fit only with it stop waiting for it as
+// nodes_down (scheduler.Loop.ForgetNode).
+func (s *Server) forgetNode(w http.ResponseWriter, r *http.Request) error {
+	if err := operatorOnly(r); err != nil {
+		return err
+	}
+	if s.ForgetNode == nil {
+		return mvp.Errorf(mvp.CodeNotFound, "", "this mvp has no scheduler to forget nodes in")
+	}
+	n, err := s.ForgetNode(r.Context(), r.PathValue("node_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ForgottenNode{NodeID: n.ID, IP: n.IP, TotalGPUs: n.Total["GPU"], Forgotten: true})
 	return nil
 }
 

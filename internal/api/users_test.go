@@ -141,6 +141,12 @@ func TestEveryRouteKeepsUsersApart(t *testing.T) {
 		"GET /api/v2/schedules":                         hidden("/api/v2/schedules"),
 		"GET /api/v2/queue":                             hidden("/api/v2/queue"),
 		"GET /api/v2/users":                             func(t *testing.T) { forbiddenOperator(t, base, "/api/v2/users") },
+		"DELETE /api/v2/nodes/{node_id}": func(t *testing.T) {
+			resp, b := do(t, base, "DELETE", "/api/v2/nodes/w1", "", "", as(bobToken))
+			if resp.StatusCode != 403 || !strings.Contains(string(b), "operator") {
+				t.Errorf("bob DELETE /api/v2/nodes/w1: %d %s, want 403 for the operator only", resp.StatusCode, b)
+			}
+		},
 		// Schedule names are each user's own: bob has no alice-nightly (404), and may not name alice (403).
 		"GET /api/v2/schedules/{name}":         notHis("GET", "/api/v2/schedules/alice-nightly"),
 		"DELETE /api/v2/schedules/{name}":      notHis("DELETE", "/api/v2/schedules/alice-nightly"),

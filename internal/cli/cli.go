@@ -54,6 +54,7 @@ Usage:
   mvp list [--state S] [--workload W] [--owner USER] [--limit N] [--cursor C]
   mvp queue                                     the queue in policy order: owner, priority, rank, reason, estimated start
   mvp users                                     (operator) each user's decayed GPU usage, share, limits, GPUs in use
+  mvp nodes forget NODE_ID [NODE_ID …]          (operator) stop waiting for GPU nodes that are down for good
   mvp logs TASK_ID [-f] [--attempt N]
   mvp cancel TASK_ID [TASK_ID …]
   mvp wait TASK_ID [TASK_ID …] [--timeout D]    until each has ended: exit 0 all SUCCEEDED, 3 one did not, 4 timeout
@@ -139,6 +140,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = runSchedule(ctx, rest, env)
 	case "users":
 		err = runUsers(ctx, rest, env)
+	case "nodes":
+		err = runNodes(ctx, rest, env)
 	case "backup":
 		err = runBackup(ctx, rest, env)
 	case "version":

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -55,4 +56,51 @@ func printUsers(w io.Writer, l *api.UserList) error {
 			u.NormalizedUsage/3600, u.GPUsInUse, limit(u.MaxGPUs), u.Waiting, limit(u.MaxQueued), prio)
 	}
 	return tw.Flush()
+}
+
+// runNodes is `mvp nodes forget NODE_ID…`: DELETE /api/v2/nodes/{node_id} for each (the operator's token only).
+func runNodes(ctx context.Context, args []string, env Env) error {
+	const usage = "usage: mvp nodes forget NODE_ID [NODE_ID …] [-o table|json|yaml]\n" +
+		"  forget GPU nodes that are down and not coming back (taken out of the cluster on purpose): gangs that fit\n" +
+		"  only with them stop waiting for them (nodes_down). mvp queue lists the nodes that are down; a prefix of\n" +
+		"  an id that names one node is enough. Operator only."
+	if len(args) == 0 || args[0] != "forget" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fmt.Fprintln(env.Stderr, usage)
+			return flag.ErrHelp
+		}
+		return usageError{errors.New("a subcommand is needed: forget\n" + usage)}
+	}
+	fs := flag.NewFlagSet("nodes forget", flag.ContinueOnError)
+	setUsage(fs, env.Stderr, usage)
+	out := fs.String("o", "table", "output: table, json or yaml")
+	if err := fs.Parse(interleave(fs, args[1:])); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return flagError{err}
+	}
+	if fs.NArg() == 0 {
+		return usageError{errors.New("name the node(s) to forget\n" + usage)}
+	}
+	if err := checkOutput(*out); err != nil {
+		return err
+	}
+	c := clientOf(env)
+	var errs []error
+	for _, id := range fs.Args() {
+		n, raw, err := c.ForgetNode(ctx, id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("forget node %s: %w", id, err))
+			continue
+		}
+		if err := render(env.Stdout, *out, raw, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "forgot node %s (%s, %g GPU): gangs that fit only with it no longer wait for it\n",
+				n.NodeID, dash(n.IP), n.TotalGPUs)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -545,7 +545,30 @@ func TestAGangThatNeedsADeadNodeWaitsForIt(t *testing.T) {
 		got := s.get(id)
 		return strings.Contains(got.PendingReason, "waiting for GPU nodes that are down"), got.PendingReason
 	})
-	heal()
+	// The operator says the node is not coming back (a node taken out on purpose, which Ray's table keeps as dead
+	// until its GCS restarts): the gang is never_fits, and still waits, for nodes may join.
+	if out, errs, code := s.cli("nodes", "forget", ws[0].ID); code != 1 || !strings.Contains(errs, "is alive in Ray") {
+		t.Errorf("mvp nodes forget of the alive worker: exit %d %s %s", code, out, errs)
+	}
+	if out, errs, code := s.cli("nodes", "forget", victim[:12]); code != 0 || !strings.Contains(out, "forgot node "+victim) {
+		t.Fatalf("mvp nodes forget of the dead worker: exit %d %s %s", code, out, errs)
+	}
+	waitFor(t, 30*time.Second, "the gang to be never_fits once the dead worker is forgotten", func() (bool, string) {
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, q := range v.Queue {
+			if q.TaskID == id {
+				return q.Code == "never_fits" && len(v.DownNodes) == 0, fmt.Sprintf("%s %q, down %+v", q.Code, q.Reason, v.DownNodes)
+			}
+		}
+		return false, "not in the queue"
+	})
+	if got := s.get(id); got.State != mvp.StatePendingResources {
+		t.Errorf("the gang after its node was forgotten: %s, want it still waiting", got.State)
+	}
+	heal() // a worker that joins (the healed one, under a new id) is used as any new node
 	s.waitState(id, mvp.StateRunning, 240*time.Second)
 	if out, errs, code := s.cli("cancel", id); code != 0 {
 		t.Errorf("cancel %s: %d %s %s", id, code, out, errs)

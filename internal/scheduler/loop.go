@@ -133,6 +133,9 @@ type Loop struct {
 	mostGPUNodes int
 	// knownDirty: nodesAlive or mostGPUNodes changed since Nodes last recorded them (saveKnownNodes).
 	knownDirty bool
+	// saveMu orders the records of the known nodes (a pass's, ForgetNode's): the one that read them last writes
+	// last, so an older copy never overwrites a newer one.
+	saveMu sync.Mutex
 	// lastDownSince is when the latest outage of Ray began (Health's RayDownSince, cleared when it ends).
 	lastDownSince time.Time
 	// jobsDown is set while the latest pass found Ray's job server not answering with the cluster read (the GCS
@@ -448,7 +451,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		l.mu.Lock()
 		l.seen = view
 		l.mu.Unlock()
-		l.saveKnownNodes(ctx, now)
+		_ = l.saveKnownNodes(ctx, now) // logged; the next pass tries again
 	}
 
 	// Decided at the time the snapshot is read, not when the pass began: what the sync above wrote is stamped when
@@ -683,15 +686,18 @@ func (l *Loop) loadGPUNodes(ctx context.Context) {
 }
 
 // saveKnownNodes records the GPU nodes seen alive and the most seen at once (withDown's) when they changed, so
-// that a restarted mvp knows the nodes that are down.
-func (l *Loop) saveKnownNodes(ctx context.Context, now time.Time) {
+// that a restarted mvp knows the nodes that are down. A record that fails is logged, and tried again by the next
+// pass; the error is returned too.
+func (l *Loop) saveKnownNodes(ctx context.Context, now time.Time) error {
 	if l.Nodes == nil {
-		return
+		return nil
 	}
+	l.saveMu.Lock()
+	defer l.saveMu.Unlock()
 	l.mu.Lock()
 	if !l.knownDirty || !l.nodesLoaded {
 		l.mu.Unlock()
-		return
+		return nil
 	}
 	nodes := make([]mvp.Node, 0, len(l.nodesAlive))
 	for _, n := range l.nodesAlive {
@@ -706,7 +712,9 @@ func (l *Loop) saveKnownNodes(ctx context.Context, now time.Time) {
 		l.mu.Lock()
 		l.knownDirty = true // the next pass tries again
 		l.mu.Unlock()
+		return err
 	}
+	return nil
 }
 
 // withDown returns view with Down set: the GPU nodes this process (or, by Nodes' record, an earlier one) saw alive

@@ -299,7 +299,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, Health: m.loop.Health, Observer: obs, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
 		Prepare: func(req *mvp.RayJobRequest) (*mvp.Task, error) { return workload.PrepareRayJob(req, settings) }}
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, NeverFits: m.loop.NeverFits,
-		Prepare: prepare, Build: build,
+		ForgetNode: m.loop.ForgetNode,
+		Prepare:    prepare, Build: build,
 		Policy: policy, Clock: clock, Started: clock.Now(), Logger: logger.With("component", "api"), Token: token, Users: users,
 		MaxBodyBytes: cfg.V2.API.MaxBodyBytes, Wake: m.loop.Wake, Health: m.loop.Health, Crash: m.loop.Crash,
 		StaleTick: max(15*time.Second, 3*m.loop.Tick), Database: m.store.CheckHealth,
