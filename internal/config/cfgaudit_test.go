@@ -127,8 +127,11 @@ func TestAValueErrorNamesTheLine(t *testing.T) {
 		"v2:\n  ray:\n    request_timeout_s: .nan\n":                                                            "v2.ray.request_timeout_s (line 3): NaN is not a finite number",
 		"v2:\n  sqlite:\n    db_path: ''\n":                                                                     "v2.sqlite.db_path (line 3): is empty",
 		"v2:\n  auth:\n    users:\n      - name: alice\n        token_env: MVP_TOKEN_ALICE\n        share: 0\n": "v2.auth.users[0].share (line 6): 0 must be above 0",
-		"runtime_env:\n  env_vars:\n    A: 1\n":                                                                 "runtime_env.env_vars.A (line 3): must be a string",
-		"entrypoint_resources:\n  worker_node: 1\n  'label:x': 1\n":                                             "entrypoint_resources.label:x (line 3): a resource name",
+		// A share so small that usage ÷ share is +Inf: GET /api/v2/users answered 500 (found by a user's-eye drill).
+		"v2:\n  auth:\n    users:\n      - name: alice\n        token_env: MVP_TOKEN_ALICE\n        share: 1e-320\n": "v2.auth.users[0].share (line 6): 1e-320 must be between 0.001 and 1000000",
+		"v2:\n  auth:\n    users:\n      - name: alice\n        token_env: MVP_TOKEN_ALICE\n        share: 1e300\n":  "v2.auth.users[0].share (line 6): 1e+300 must be between 0.001 and 1000000",
+		"runtime_env:\n  env_vars:\n    A: 1\n":                     "runtime_env.env_vars.A (line 3): must be a string",
+		"entrypoint_resources:\n  worker_node: 1\n  'label:x': 1\n": "entrypoint_resources.label:x (line 3): a resource name",
 	} {
 		_, err := Parse([]byte(doc))
 		if err == nil || !strings.HasPrefix(err.Error(), want) {

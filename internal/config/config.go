@@ -142,6 +142,12 @@ type Scheduler struct {
 	StarvationS float64 `yaml:"starvation_s"`
 }
 
+// MinShare and MaxShare bound a user's share (v2.auth.users[].share): fair share divides usage by it.
+const (
+	MinShare = 0.001
+	MaxShare = 1e6
+)
+
 // FairShareOn reports whether fair share is on.
 func (s Scheduler) FairShareOn() bool { return s.FairShare == nil || *s.FairShare }
 
@@ -926,6 +932,11 @@ func validateUsers(a Auth, reserved map[string]string) error {
 		if u.Share <= 0 {
 			return fmt.Errorf("%s.share: %s must be above 0: it is the user's weight in fair share (leave it out for "+
 				"1; a smaller share, such as 0.5, ranks the user behind the others)", at, number(u.Share))
+		}
+		// Fair share ranks by usage ÷ share: a share far from 1 makes that +Inf, or rounds every usage to 0.
+		if u.Share < MinShare || u.Share > MaxShare {
+			return fmt.Errorf("%s.share: %s must be between %s and %s: it is the user's weight in fair share, "+
+				"relative to the others' (1 when left out)", at, number(u.Share), number(MinShare), number(MaxShare))
 		}
 		if p := u.MaxPriority; p != nil && (*p < 0 || *p > mvp.MaxPriority) {
 			return fmt.Errorf("%s.max_priority: %d must be between 0 and %d", at, *p, mvp.MaxPriority)
