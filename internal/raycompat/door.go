@@ -616,7 +616,9 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 	created := t.CreatedAt.UnixMilli()
 	j.StartTime = &created
 	a := t.Latest()
-	if a != nil {
+	// A job queued in mvp again (its attempt lost the race for GPUs) is PENDING, as a job Ray has not started:
+	// Ray shows no driver for that, so the failed attempt's job id, node and exit code are not shown either.
+	if a != nil && !t.State.Waiting() {
 		if a.RayJobID != "" {
 			j.JobID = &a.RayJobID
 		}

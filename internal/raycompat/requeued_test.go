@@ -1,0 +1,35 @@
+package raycompat_test
+
+import (
+	"testing"
+
+	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/service/servicetest"
+)
+
+// TestARequeuedJobShowsNoDriverOfItsFailedAttempt: a job whose attempt lost the race for GPUs is queued in mvp
+// again and shown PENDING, as Ray shows a job that has not started; it carried the failed attempt's driver_node_id
+// (and its job_id and driver_exit_code), which Ray's PENDING job never has: a client that reads driver_exit_code
+// took the job for ended (found by a user's-eye drill). They are back once the next attempt runs.
+func TestARequeuedJobShowsNoDriverOfItsFailedAttempt(t *testing.T) {
+	ray := servicetest.NewRay()
+	d, _ := startDoor(t, ray, 4)
+	d.ok("POST", "/api/jobs/", []byte(`{"entrypoint":"python train.py","submission_id":"lost-race"}`), nil)
+	s := waitSubmissions(t, ray, 1)[0]
+	ray.Set(s.SubmissionID, mvp.RayRunning)
+	d.waitStatus("lost-race", "RUNNING", "")
+	ray.AddLog(s.SubmissionID, "ValueError: Total available GPUs 2.0 is less than total desired GPUs 4\n")
+	ray.Set(s.SubmissionID, mvp.RayFailed)
+	j := d.waitStatus("lost-race", "PENDING", "lack of resources")
+	if j.DriverNodeID != nil || j.JobID != nil || j.DriverExitCode != nil || j.EndTime != nil {
+		t.Errorf("the requeued job: driver_node_id %v, job_id %v, driver_exit_code %v, end_time %v; want all null, "+
+			"as Ray's PENDING job", deref(j.DriverNodeID), deref(j.JobID), j.DriverExitCode, j.EndTime)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
