@@ -132,6 +132,10 @@ func TestAValueErrorNamesTheLine(t *testing.T) {
 		"v2:\n  auth:\n    users:\n      - name: alice\n        token_env: MVP_TOKEN_ALICE\n        share: 1e300\n":  "v2.auth.users[0].share (line 6): 1e+300 must be between 0.001 and 1000000",
 		"runtime_env:\n  env_vars:\n    A: 1\n":                     "runtime_env.env_vars.A (line 3): must be a string",
 		"entrypoint_resources:\n  worker_node: 1\n  'label:x': 1\n": "entrypoint_resources.label:x (line 3): a resource name",
+		// Ray takes a job asking for these, then does not start it: every task would fail (found by a drill).
+		"entrypoint_resources:\n  worker_node: 1\n  GPU: 1\n": "entrypoint_resources.GPU (line 3): Ray does not take GPU among the resources",
+		"entrypoint_resources:\n  worker_node: 0.00001\n":     "entrypoint_resources.worker_node (line 2): 1e-05 is less than the step",
+		"entrypoint_num_cpus: 0.00001\n":                      "entrypoint_num_cpus (line 1): 1e-05 is less than the step",
 	} {
 		_, err := Parse([]byte(doc))
 		if err == nil || !strings.HasPrefix(err.Error(), want) {

@@ -751,6 +751,10 @@ func (c *Config) Validate() error {
 	if c.EntrypointNumCPUs < 0 {
 		return fmt.Errorf("entrypoint_num_cpus: %s must not be negative", number(c.EntrypointNumCPUs))
 	}
+	// Every jobspec task's driver asks Ray for these: Ray would take each job and then not start it.
+	if err := mvp.CheckDriverResource("entrypoint_num_cpus", c.EntrypointNumCPUs, false); err != nil {
+		return fmt.Errorf("entrypoint_num_cpus: %w", err)
+	}
 	for _, k := range slices.Sorted(maps.Keys(c.EntrypointResources)) {
 		if strings.TrimSpace(k) == "" {
 			return fmt.Errorf("entrypoint_resources: %q is not a resource name; name a resource the workers offer, "+
@@ -764,6 +768,9 @@ func (c *Config) Validate() error {
 		if r := c.EntrypointResources[k]; r < 0 {
 			// Every jobspec task's driver asks Ray for it (the Ray door refuses a negative one in a request).
 			return fmt.Errorf("entrypoint_resources.%s: %s must not be negative", mvpClip(k), number(r))
+		}
+		if err := mvp.CheckDriverResource(k, c.EntrypointResources[k], true); err != nil {
+			return fmt.Errorf("entrypoint_resources.%s: %w", mvpClip(k), err)
 		}
 	}
 	v := c.V2

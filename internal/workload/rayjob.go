@@ -39,6 +39,9 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 		if f.v < 0 {
 			return nil, mvp.Errorf(mvp.CodeInvalid, f.name, "%s must be ≥ 0, got %g", f.name, f.v)
 		}
+		if err := mvp.CheckDriverResource(f.name, f.v, false); err != nil {
+			return nil, mvp.Errorf(mvp.CodeInvalid, f.name, "%s: %v", f.name, err)
+		}
 	}
 	if req.EntrypointMemory < 0 {
 		return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint_memory", "entrypoint_memory must be ≥ 0 bytes, got %d", req.EntrypointMemory)
@@ -53,6 +56,9 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 		}
 		if v < 0 {
 			return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint_resources", "entrypoint_resources.%s must be ≥ 0, got %g", k, v)
+		}
+		if err := mvp.CheckDriverResource(k, v, true); err != nil { // Ray would take it, and then not start the job
+			return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint_resources", "entrypoint_resources.%s: %v", clip(k), err)
 		}
 	}
 	for k, v := range req.Driver() {

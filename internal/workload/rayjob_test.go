@@ -162,6 +162,13 @@ func TestARayJobThatCannotStartIsRefused(t *testing.T) {
 		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointLabelSelector: map[string]string{"pool": "a b"}}, "entrypoint_label_selector"},
 		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointLabelSelector: map[string]string{"pool": "in(a,)"}}, "entrypoint_label_selector"},
 		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointResources: map[string]float64{mvp.DriverLabelKey("pool", "a"): 1}}, "entrypoint_resources"},
+		// Ray takes these, and then its job supervisor cannot start: "Use the 'num_cpus' and 'num_gpus' keyword
+		// instead of 'CPU' and 'GPU' in 'resources' keyword"; "The precision of the fractional quantity of resource
+		// x cannot go beyond 0.0001" (found by a user's-eye drill: admitted, sent to Ray, FAILED as UNKNOWN).
+		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointResources: map[string]float64{"GPU": 1}}, "entrypoint_resources"},
+		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointResources: map[string]float64{"CPU": 1}}, "entrypoint_resources"},
+		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointResources: map[string]float64{"x": 0.00001}}, "entrypoint_resources"},
+		{&mvp.RayJobRequest{Entrypoint: "echo", EntrypointNumCPUs: 0.00001}, "entrypoint_num_cpus"},
 	} {
 		_, err := PrepareRayJob(c.req, s)
 		var e *mvp.Error
