@@ -1,10 +1,12 @@
 package api
 
 import (
+	"math"
 	"net/http"
 	"sort"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // UserView is one user as GET /api/v2/users shows it: limits, share, and what fair share and quotas see now.
@@ -62,8 +64,8 @@ func (s *Server) users(w http.ResponseWriter, r *http.Request) error {
 		}
 		return &views[k]
 	}
-	for _, a := range snap.Active {
-		at(a.Task.Owner).GPUsInUse += a.Task.GPUs()
+	for owner, gpus := range scheduler.GPUsHeld(s.Clock.Now(), snap, s.Policy) { // as admission counts them
+		at(owner).GPUsInUse += int(math.Round(gpus))
 	}
 	for _, t := range snap.Queue {
 		at(t.Owner).Waiting++

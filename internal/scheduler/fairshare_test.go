@@ -491,3 +491,28 @@ func TestFairShareDoesNotHideAReservationItDidNotCause(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUsHeldIsWhatAdmissionCounts: mvp users showed an owner holding 9 GPUs on an 8-GPU cluster (found by a
+// user's-eye drill): it summed every live task's gang, while admission counts an attempt whose gang's groups Ray
+// has all removed (its run ended; mvp has not followed its job to its end yet) as holding none, and hands those
+// GPUs on. GPUsHeld is admission's count; with the cluster unread, every live task's gang.
+func TestGPUsHeldIsWhatAdmissionCounts(t *testing.T) {
+	bundles, node, active, p := gangScene()
+	active[0].Task.Owner = "bob"
+	nodes := []mvp.Node{node("w1", 0), node("w2", 0)}
+	for _, c := range []struct {
+		state string
+		want  float64
+	}{{"CREATED", 8}, {"REMOVED", 0}} {
+		groups := []mvp.PlacementGroup{
+			{ID: "g1", CreatorJobID: "01000000", State: c.state, Strategy: "STRICT_PACK", Bundles: bundles, Node: "w1"},
+			{ID: "g2", CreatorJobID: "01000000", State: c.state, Strategy: "STRICT_PACK", Bundles: bundles, Node: "w2"}}
+		held := GPUsHeld(t0, Snapshot{Cluster: &mvp.ClusterView{Nodes: nodes, Groups: groups}, Active: active}, p)
+		if held["bob"] != c.want || len(held) > 1 {
+			t.Errorf("bob's 2 × 4 gang with its groups %s: held %v, want bob %g", c.state, held, c.want)
+		}
+	}
+	if held := GPUsHeld(t0, Snapshot{Active: active}, p); held["bob"] != 8 {
+		t.Errorf("with the cluster unread: %v, want bob 8", held)
+	}
+}

@@ -307,6 +307,26 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 	return pl
 }
 
+// GPUsHeld returns the GPUs each owner's live tasks hold now, by owner name (mvp.Operator for the operator's), as
+// admission counts them against max_gpus: an attempt whose gang's placement groups Ray has all removed (its run
+// ended; mvp has not followed its job to its end yet) holds none, and its GPUs are handed on. With the cluster
+// unread (s.Cluster nil), every live task's gang.
+func GPUsHeld(now time.Time, s Snapshot, p Policy) map[string]float64 {
+	held := map[string]float64{}
+	if s.Cluster == nil {
+		for _, a := range s.Active {
+			held[mvp.OwnerName(a.Task.Owner)] += float64(a.Task.GPUs())
+		}
+		return held
+	}
+	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1, starved: -1}
+	pl.reserveLive()
+	for _, u := range pl.users {
+		held[u.name] += u.used
+	}
+	return held
+}
+
 // reserveLive places, on the free view, what submitted attempts will still take (see reserves): groups not yet
 // placed, and the driver if it has not started. Without this two tasks could be admitted onto the same free GPUs
 // in the seconds between a submit and its placement. If one cannot be placed, the queue waits behind it.
