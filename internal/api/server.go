@@ -537,6 +537,10 @@ const (
 
 // checkContentType refuses (415) a request whose Content-Type is not one that send names; none is taken.
 func checkContentType(r *http.Request, send string) error {
+	// A body is taken as it is sent: a compressed one read as the jobspec was refused as "not valid UTF-8".
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return mvp.Errorf(mvp.CodeUnsupported, "", "Content-Encoding %q is not accepted: send the body uncompressed", clip(enc))
+	}
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return nil

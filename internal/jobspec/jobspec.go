@@ -172,6 +172,23 @@ func CheckShape(body []byte, l Limits) error {
 	return err
 }
 
+const jsonThenMoreMsg = "the jobspec holds more than one JSON value (its object is followed by more); send one object"
+
+// jsonThenMore reports whether body is a JSON object followed by more than white space: refused by the YAML
+// parser in its own words ("did not find expected <document start>"), which a JSON sender cannot act on. Only
+// asked of a body the parser refused.
+func jsonThenMore(body []byte) bool {
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var v json.RawMessage
+	if dec.Decode(&v) != nil {
+		return false
+	}
+	return len(bytes.TrimSpace(body[dec.InputOffset():])) > 0
+}
+
 // parseShape reads one document and checks its shape (CheckShape); it returns the root mapping.
 func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 	if l.MaxBytes > 0 && len(body) > l.MaxBytes {
@@ -210,6 +227,9 @@ func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, invalid("", "the jobspec is empty; it needs at least workload, nnodes and n_gpus_per_node")
 		}
+		if jsonThenMore(body) {
+			return nil, invalid("", jsonThenMoreMsg)
+		}
 		msg := yamlMsg(err)
 		if strings.Contains(msg, "cannot start any token") && bytes.ContainsRune(body, '\t') {
 			msg += " (the jobspec holds a tab: YAML indents with spaces only)"
@@ -220,6 +240,9 @@ func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 	if err := dec.Decode(&extra); err == nil {
 		return nil, invalid("", "the jobspec holds more than one YAML document; send one")
 	} else if !errors.Is(err, io.EOF) {
+		if jsonThenMore(body) {
+			return nil, invalid("", jsonThenMoreMsg)
+		}
 		return nil, invalid("", "the jobspec is not valid YAML: %s", yamlMsg(err))
 	}
 	count := 0

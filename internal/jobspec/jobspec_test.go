@@ -521,3 +521,20 @@ func TestAFieldOfTheWrongKindIsShownItsShape(t *testing.T) {
 		}
 	}
 }
+
+// TestAJSONJobspecWithSomethingAfterItSaysSo: a JSON jobspec followed by more ({"workload": …} {}) was refused with
+// "the jobspec is not valid YAML: did not find expected <document start>", which a JSON sender cannot act on (found
+// by a user's-eye drill; the Ray door already said "holds more than one JSON value"). It says the JSON object is
+// followed by more, and to send one.
+func TestAJSONJobspecWithSomethingAfterItSaysSo(t *testing.T) {
+	body := `{"workload": "ppo", "nnodes": 1, "n_gpus_per_node": 4, "model_path": "/m", "train_file": "/t", "val_file": "/v"}`
+	for _, extra := range []string{" {}", "\n{}", ` "x"`, "\n[1]"} {
+		_, err := Parse([]byte(body+extra), Limits{})
+		if err == nil || !strings.Contains(err.Error(), "more than one JSON value") {
+			t.Errorf("%q after the object: %v", extra, err)
+		}
+	}
+	if _, err := Parse([]byte(body+"\n"), Limits{}); err != nil {
+		t.Errorf("one object: %v", err)
+	}
+}
