@@ -971,7 +971,7 @@ func render(w io.Writer, format string, raw json.RawMessage, table func(io.Write
 func driverText(d map[string]float64) string {
 	parts := make([]string, 0, len(d))
 	for _, k := range slices.Sorted(maps.Keys(d)) {
-		parts = append(parts, safe(k)+"="+strconv.FormatFloat(d[k], 'g', -1, 64))
+		parts = append(parts, safe(k)+"="+strconv.FormatFloat(d[k], 'f', -1, 64))
 	}
 	return strings.Join(parts, ", ")
 }

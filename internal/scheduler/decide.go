@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -709,7 +710,7 @@ func describeMap(m map[string]float64) string {
 	sort.Strings(keys)
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%g", k, m[k]))
+		parts = append(parts, k+"="+strconv.FormatFloat(m[k], 'f', -1, 64)) // as sent: 999999999999999, not 9.99999999999999e+14
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -162,3 +162,15 @@ func TestALiveDriverNoNodeCanTakeDoesNotHoldTheQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestADriversMemoryIsShownInBytes: a door job asking for more memory than any node has was told "no alive node
+// offers the driver's resources {memory=9.99999999999999e+14}", a number the user never wrote (they sent a count of
+// bytes; found by a user's-eye drill). Quantities are written out in full.
+func TestADriversMemoryIsShownInBytes(t *testing.T) {
+	tk := task(mvp.WorkloadRayJob, 0, 0, mvp.StateQueued)
+	tk.Driver = (&mvp.RayJobRequest{EntrypointNumCPUs: 1, EntrypointMemory: 999999999999999}).Driver()
+	as := Decide(t0, Snapshot{Cluster: cluster(worker("w1", 4, 48)), Queue: []*mvp.Task{tk}}, named(DefaultPolicy))
+	if w, ok := as[0].(*Wait); !ok || !strings.Contains(w.Reason, "{CPU=1, memory=999999999999999}") {
+		t.Errorf("never-fits reason %+v", as[0])
+	}
+}
