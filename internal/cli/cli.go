@@ -325,6 +325,8 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		switch {
 		case f.Name == "attempt" && (*attempt < 1 || *attempt > 999):
 			bad = fmt.Errorf("--attempt must be from 1 to 999, got %d", *attempt)
+		case f.Name == "state" && !mvp.State(strings.ToUpper(*state)).Valid():
+			bad = fmt.Errorf("--state must be one of %s, got %q", stateNames(), *state)
 		case f.Name == "limit" && *limit < 1:
 			bad = fmt.Errorf("--limit must be at least 1, got %d", *limit)
 		case f.Name == "limit" && verb == "list" && *limit > 500, f.Name == "limit" && verb == "events" && *limit > 1000:
@@ -435,7 +437,8 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 		}
 		return render(env.Stdout, *out, raw, func(w io.Writer) error { return printTask(w, t) })
 	case "list":
-		*state = strings.ToUpper(*state) // states are upper case; `--state running` means RUNNING
+		*state = strings.ToUpper(*state)       // states are upper case; `--state running` means RUNNING
+		*workload = strings.ToLower(*workload) // and workloads lower case: `--workload PPO` means ppo
 		p, raw, err := c.ListOwned(ctx, *state, *workload, *owner, *limit, *cursor)
 		if err != nil {
 			return err
@@ -965,6 +968,15 @@ func render(w io.Writer, format string, raw json.RawMessage, table func(io.Write
 		return err
 	}
 	return table(w)
+}
+
+// stateNames lists mvp's states for a usage message: "QUEUED, PENDING_RESOURCES, …" (any case is taken).
+func stateNames() string {
+	names := make([]string, len(mvp.States))
+	for i, st := range mvp.States {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
 }
 
 // driverText is what a task's Ray driver takes, by resource name in order: "CPU=2, GPU=1".

@@ -180,7 +180,9 @@ func TestWiredVerbsUsageExitsTwo(t *testing.T) {
 func TestNumberFlagsOutOfRangeAreUsageErrors(t *testing.T) {
 	id := "mvp2-ppo-20251223-143201-7f3a"
 	for _, args := range [][]string{{"logs", id, "--attempt", "0"}, {"logs", id, "--attempt", "-1"},
-		{"events", id, "--limit", "0"}, {"list", "--limit", "-5"}} {
+		{"events", id, "--limit", "0"}, {"list", "--limit", "-5"},
+		// a state that is none of mvp's exited 1 (the server's 400), where a --limit out of range exits 2 (a drill)
+		{"list", "--state", "bogus"}} {
 		var out, errb bytes.Buffer
 		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "http://127.0.0.1:1" }}
 		if code := Run(context.Background(), args, env); code != 2 || !strings.Contains(errb.String(), "must be") {

@@ -49,11 +49,14 @@ func printUsers(w io.Writer, l *api.UserList) error {
 	}
 	for _, u := range l.Users {
 		name, prio := u.Name, fmt.Sprint(u.MaxPriority)
+		share, norm := fmt.Sprint(u.Share), fmt.Sprintf("%.2f", u.NormalizedUsage/3600)
 		if u.Removed {
-			name, prio = name+" (removed)", "-" // no limits: it may not submit at all
+			// No limits and no share: it may not submit at all, and its waiting tasks are held (the share it had is
+			// not in the config any more; 1 showed as if it were).
+			name, prio, share, norm = name+" (removed)", "-", "-", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%.2f\t%d\t%s\t%d\t%s\t%s\n", name, u.UsageGPUSeconds/3600, u.Share,
-			u.NormalizedUsage/3600, u.GPUsInUse, limit(u.MaxGPUs), u.Waiting, limit(u.MaxQueued), prio)
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", name, u.UsageGPUSeconds/3600, share, norm,
+			u.GPUsInUse, limit(u.MaxGPUs), u.Waiting, limit(u.MaxQueued), prio)
 	}
 	return tw.Flush()
 }

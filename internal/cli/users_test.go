@@ -69,6 +69,10 @@ func TestARemovedUserShowsNoMaxPriority(t *testing.T) {
 	if f[len(f)-1] != "-" || !strings.Contains(lines[len(lines)-1], "(removed)") {
 		t.Errorf("a removed user's row %q: want MAX PRIO -", lines[len(lines)-1])
 	}
+	// Nor a share: it showed 1, where the user had share 2 before it was removed (a user's-eye drill).
+	if f[3] != "-" || f[4] != "-" {
+		t.Errorf("a removed user's row %q: want SHARE and USAGE/SHARE -", lines[len(lines)-1])
+	}
 }
 
 // The operator's mvp schedule list and mvp secrets list did not say whose each one is (walk-through 12).
