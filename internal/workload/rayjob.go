@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -80,6 +81,11 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 			if strings.ContainsRune(k, 0) || strings.ContainsRune(sv, 0) {
 				return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars.%s holds a NUL byte, which no "+
 					"environment variable can", clip(k))
+			}
+			if slices.Contains(RayJobEnvKeys, k) {
+				return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars.%s is mvp's own: it is set "+
+					"for every attempt (the task's id, the attempt's number, the task's folder) and would replace yours; "+
+					"name your variable otherwise", k)
 			}
 		}
 	}
@@ -181,6 +187,10 @@ func metaInt(meta map[string]string, key string, max int) (int, error) {
 
 func clip(s string) string { return mvp.Clip(s, 80) }
 
+// RayJobEnvKeys are the variables mvp sets in a ray_job's runtime_env.env_vars for every attempt (buildRayJob): a
+// request may not set them (its value would be replaced without a word).
+var RayJobEnvKeys = []string{"MVP_TASK_ID", "MVP_ATTEMPT_NO", "MVP_TASK_DIR"}
+
 // buildRayJob returns the Ray submission of attempt n of a ray_job task: the entrypoint, runtime_env, metadata and
 // entrypoint resources as the user sent them (dev.yaml's runtime_env env_vars under the job's own), with the
 // attempt's submission id <task_id>--aNN, mvp's metadata
@@ -209,7 +219,9 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 	if _, ok := env["RAY_JOB_STOP_WAIT_TIME_S"]; !ok && s.StopGraceS != nil {
 		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(*s.StopGraceS)
 	}
-	env["MVP_TASK_ID"], env["MVP_ATTEMPT_NO"], env["MVP_TASK_DIR"] = t.ID, fmt.Sprint(n), taskDir
+	for k, v := range map[string]string{"MVP_TASK_ID": t.ID, "MVP_ATTEMPT_NO": fmt.Sprint(n), "MVP_TASK_DIR": taskDir} {
+		env[k] = v // RayJobEnvKeys, which a request may not set
+	}
 	runtimeEnv["env_vars"] = env
 	meta := maps.Clone(req.Metadata)
 	if meta == nil {

@@ -209,3 +209,31 @@ func TestARayJobMayNotNameMvpsMetadataKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestARayJobMayNotSetMvpsVariables: a door request's runtime_env.env_vars.MVP_TASK_ID was replaced by mvp's own
+// without a word (found by a user's-eye drill), where a jobspec's env naming it is refused. Such a request is
+// refused, naming the variable; every variable a built submission sets is one RayJobEnvKeys names.
+func TestARayJobMayNotSetMvpsVariables(t *testing.T) {
+	s := settings()
+	for _, key := range RayJobEnvKeys {
+		_, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "echo hi", RuntimeEnv: map[string]any{"env_vars": map[string]any{key: "mine"}}}, s)
+		if mvp.ErrorCode(err) != mvp.CodeInvalid || !strings.Contains(err.Error(), key) {
+			t.Errorf("env var %s: %v; want a 400 naming it", key, err)
+		}
+	}
+	task, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "echo hi", RuntimeEnv: map[string]any{"env_vars": map[string]any{"MINE": "x"}}}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.ID = "mvp2-ray_job-20251223-143201-7f3a"
+	sub, err := buildRayJob(task, 1, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devYAMLs, _ := s.RuntimeEnv["env_vars"].(map[string]any) // dev.yaml's, under the job's own
+	for k := range sub.RuntimeEnv["env_vars"].(map[string]any) {
+		if _, dev := devYAMLs[k]; !dev && k != "MINE" && k != "RAY_JOB_STOP_WAIT_TIME_S" && !slices.Contains(RayJobEnvKeys, k) {
+			t.Errorf("the submission sets %s, which RayJobEnvKeys does not name", k)
+		}
+	}
+}
