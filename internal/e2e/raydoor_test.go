@@ -370,6 +370,25 @@ func TestRayDoorRequeuedRace(t *testing.T) {
 	})
 	writeFile(t, gate, "")
 	d.waitStatus(id, "PENDING", "queued in mvp: ", 2*time.Minute)
+	// PENDING as Ray shows a job not started: no driver, so not the failed attempt's node, job id or exit code
+	// (a client reading driver_exit_code took the requeued job for ended).
+	req, _ := http.NewRequest("GET", d.s.c.Addr+"/ray/api/jobs/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+d.s.token)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		var j struct {
+			Status         string  `json:"status"`
+			JobID          *string `json:"job_id"`
+			DriverNodeID   *string `json:"driver_node_id"`
+			DriverExitCode *int    `json:"driver_exit_code"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&j)
+		resp.Body.Close()
+		if err != nil || j.Status == "PENDING" && (j.JobID != nil || j.DriverNodeID != nil || j.DriverExitCode != nil) {
+			t.Errorf("the requeued job as the door shows it (%v): %+v; want no job id, driver node or exit code", err, j)
+		}
+	} else {
+		t.Errorf("GET the requeued job: %v", err)
+	}
 	d.waitStatus(id, "SUCCEEDED", "", 3*time.Minute)
 	task := mustTask(t, d, id)
 	if task.LatestAttemptNo < 2 || task.Attempts[0].FailureKind != mvp.FailureInsufficientResources {
