@@ -20,6 +20,7 @@ var helpVerbs = [][]string{
 	{"schedule", "resume"}, {"schedule", "delete"},
 	{"bench"}, {"bench", "load"}, {"bench", "minimal-server"}, {"bench", "raw-fsync"},
 	{"sim"}, {"sim", "gen"}, {"sim", "bound"},
+	{"nodes"}, {"nodes", "forget"},
 }
 
 // runMvp runs mvp as main does, with serve and doctor wired, against an API that does not answer, with a context
@@ -91,7 +92,7 @@ func TestEveryVerbsHelpListsTheFlagsItTakes(t *testing.T) {
 	value := map[string]string{"": "", "duration": "1s", "int": "1", "float": "1", "uint": "1"}
 	for _, v := range helpVerbs {
 		name := strings.Join(v, " ")
-		if len(v) == 1 && slices.Contains([]string{"secrets", "schedule", "bench"}, v[0]) {
+		if len(v) == 1 && slices.Contains([]string{"secrets", "schedule", "bench", "nodes"}, v[0]) {
 			// What follows the verb is a subcommand: each subcommand's help lists its flags.
 			if len(helps[name]) > 0 {
 				t.Errorf("mvp %s -h lists flags, which belong to its subcommands: %v", name, helps[name])
