@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"testing"
 
 	"github.com/mvp2/mvp/internal/service/servicetest"
@@ -13,11 +11,5 @@ import (
 // takes either case for both.
 func TestListTakesAWorkloadInAnyCase(t *testing.T) {
 	m := servicetest.Start(t, nil)
-	var out, errb bytes.Buffer
-	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
-		return map[string]string{"MVP_ADDR": m.URL(), "MVP_TOKEN": servicetest.Token}[k]
-	}}
-	if code := Run(context.Background(), []string{"list", "--workload", "PPO", "--state", "queued"}, env); code != 0 {
-		t.Errorf("mvp list --workload PPO --state queued: exit %d\n%s", code, errb.String())
-	}
+	runAt(t, m.URL())(servicetest.Token, "", 0, "list", "--workload", "PPO", "--state", "queued")
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -46,17 +45,8 @@ func TestNodesForget(t *testing.T) {
 	t.Setenv("MVP_TEST_TOKEN_ALICE", "alice-token-0123456789abcdef")
 	cfg.V2.Auth.Users = []config.User{{Name: "alice", TokenEnv: "MVP_TEST_TOKEN_ALICE", Share: 1}}
 	m := servicetest.Start(t, &service.Main{Config: cfg, Cluster: cl})
-	run := func(tok string, want int, args ...string) string {
-		t.Helper()
-		var out, errb bytes.Buffer
-		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
-			return map[string]string{"MVP_ADDR": m.URL(), "MVP_TOKEN": tok}[k]
-		}}
-		if code := Run(context.Background(), args, env); code != want {
-			t.Fatalf("mvp %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
-		}
-		return out.String() + errb.String()
-	}
+	runIn := runAt(t, m.URL())
+	run := func(tok string, want int, args ...string) string { t.Helper(); return runIn(tok, "", want, args...) }
 	op := servicetest.Token
 	waitQueue := func(what string, ok func(string) bool) string {
 		t.Helper()

@@ -13,6 +13,22 @@ import (
 	"github.com/mvp2/mvp/internal/service/servicetest"
 )
 
+// runAt returns a runner of the CLI against the API at url: mvp args with token tok and stdin, which must exit
+// want; it returns what the command printed, stdout then stderr.
+func runAt(t *testing.T, url string) func(tok, stdin string, want int, args ...string) string {
+	return func(tok, stdin string, want int, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), Getenv: func(k string) string {
+			return map[string]string{"MVP_ADDR": url, "MVP_TOKEN": tok}[k]
+		}}
+		if code := Run(context.Background(), args, env); code != want {
+			t.Fatalf("mvp %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
+		}
+		return out.String() + errb.String()
+	}
+}
+
 // TestOwnerFlagNamesAUsersSecretsAndSchedules: schedule and secret names are each user's own; the operator's
 // --owner USER acts on that user's (mvp secrets put/list/delete, mvp schedule list/get/pause/delete), and a user's
 // --owner naming someone else is refused.
@@ -27,17 +43,7 @@ func TestOwnerFlagNamesAUsersSecretsAndSchedules(t *testing.T) {
 	if err := os.WriteFile(job, []byte("workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /t\nval_file: /v\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(tok, stdin string, want int, args ...string) string {
-		t.Helper()
-		var out, errb bytes.Buffer
-		env := Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), Getenv: func(k string) string {
-			return map[string]string{"MVP_ADDR": m.URL(), "MVP_TOKEN": tok}[k]
-		}}
-		if code := Run(context.Background(), args, env); code != want {
-			t.Fatalf("mvp %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
-		}
-		return out.String() + errb.String()
-	}
+	run := runAt(t, m.URL())
 	alice, op := "alice-token-0123456789abcdef", servicetest.Token
 	run(alice, "", 0, "schedule", "create", "nightly", "--cron", "0 2 * * *", "-f", job)
 	run(op, "", 0, "schedule", "create", "nightly", "--cron", "0 3 * * *", "-f", job) // the operator's own, beside hers

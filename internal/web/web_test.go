@@ -405,18 +405,24 @@ func TestLogoutOutlivesARestart(t *testing.T) {
 	}
 }
 
+// queueDoorTask stores a waiting task of the Ray door, known to its Ray user by submission id sid.
+func queueDoorTask(t *testing.T, m *service.Main, id, sid string) {
+	t.Helper()
+	at := time.Now()
+	if err := m.Store().CreateTask(context.Background(), &mvp.Task{ID: id, Workload: mvp.WorkloadRayJob,
+		State: mvp.StateQueued, SubmissionID: sid, Driver: map[string]float64{}, JobSpecYAML: "",
+		SpecJSON: []byte(`{"entrypoint":"python x.py"}`), CreatedAt: at, UpdatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A Ray user says "my job d3": the page knew a door task only by mvp's task id (404 for the submission id), and
 // did not show the submission id at all. /ui/tasks/<submission id> leads to the task's page, which shows it.
 // Found in a walk-through.
 func TestADoorTaskIsFoundByItsSubmissionID(t *testing.T) {
 	m := servicetest.Start(t, nil)
-	at := time.Now()
 	id := "mvp2-ray_job-20251223-143201-0d3a"
-	if err := m.Store().CreateTask(context.Background(), &mvp.Task{ID: id, Workload: mvp.WorkloadRayJob,
-		State: mvp.StateQueued, SubmissionID: "d3", Driver: map[string]float64{}, JobSpecYAML: "",
-		SpecJSON: []byte(`{"entrypoint":"python x.py"}`), CreatedAt: at, UpdatedAt: at}); err != nil {
-		t.Fatal(err)
-	}
+	queueDoorTask(t, m, id, "d3")
 	c := login(t, m.URL(), servicetest.Token)
 	resp, _ := get(t, m.URL()+"/ui/tasks/d3", c)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/tasks/"+id {
@@ -558,13 +564,8 @@ func TestTheQueueSaysWhoseEachTaskIsAndWhatIsReserved(t *testing.T) {
 // (as `mvp get` did): a gang of nothing. It says none, the driver alone.
 func TestADoorJobWithoutAGangSaysSoOnThePage(t *testing.T) {
 	m := servicetest.Start(t, nil)
-	at := time.Now()
 	id := "mvp2-ray_job-20251223-143201-0d3b"
-	if err := m.Store().CreateTask(context.Background(), &mvp.Task{ID: id, Workload: mvp.WorkloadRayJob,
-		State: mvp.StateQueued, SubmissionID: "d4", Driver: map[string]float64{}, JobSpecYAML: "",
-		SpecJSON: []byte(`{"entrypoint":"python x.py"}`), CreatedAt: at, UpdatedAt: at}); err != nil {
-		t.Fatal(err)
-	}
+	queueDoorTask(t, m, id, "d4")
 	c := login(t, m.URL(), servicetest.Token)
 	for _, page := range []string{"/ui/tasks/" + id, "/ui/"} {
 		resp, body := get(t, m.URL()+page, c)
