@@ -258,8 +258,7 @@ type liveUse struct {
 
 // newPlan reserves what live attempts still take, then runs the policy over the queue.
 func newPlan(now time.Time, s Snapshot, p Policy) *plan {
-	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1, starved: -1}
-	pl.reserveLive()
+	pl := livePlan(now, s, p)
 	pl.liveFree = make([]float64, len(pl.nodes)) // the free GPUs Explain shows: after the live attempts' holds
 	for i, n := range pl.nodes {
 		pl.liveFree[i] = n.free[ResGPU]
@@ -307,6 +306,14 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 	return pl
 }
 
+// livePlan is a plan with what the live attempts hold and will still take placed (reserveLive), before any
+// policy runs over the queue.
+func livePlan(now time.Time, s Snapshot, p Policy) *plan {
+	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1, starved: -1}
+	pl.reserveLive()
+	return pl
+}
+
 // GPUsHeld returns the GPUs each owner's live tasks hold now, by owner name (mvp.Operator for the operator's), as
 // admission counts them against max_gpus: an attempt whose gang's placement groups Ray has all removed (its run
 // ended; mvp has not followed its job to its end yet) holds none, and its GPUs are handed on. With the cluster
@@ -319,9 +326,7 @@ func GPUsHeld(now time.Time, s Snapshot, p Policy) map[string]float64 {
 		}
 		return held
 	}
-	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1, starved: -1}
-	pl.reserveLive()
-	for _, u := range pl.users {
+	for _, u := range livePlan(now, s, p).users {
 		held[u.name] += u.used
 	}
 	return held

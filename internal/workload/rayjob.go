@@ -219,9 +219,7 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 	if _, ok := env["RAY_JOB_STOP_WAIT_TIME_S"]; !ok && s.StopGraceS != nil {
 		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(*s.StopGraceS)
 	}
-	for k, v := range map[string]string{"MVP_TASK_ID": t.ID, "MVP_ATTEMPT_NO": fmt.Sprint(n), "MVP_TASK_DIR": taskDir} {
-		env[k] = v // RayJobEnvKeys, which a request may not set
-	}
+	env["MVP_TASK_ID"], env["MVP_ATTEMPT_NO"], env["MVP_TASK_DIR"] = t.ID, fmt.Sprint(n), taskDir // RayJobEnvKeys
 	runtimeEnv["env_vars"] = env
 	meta := maps.Clone(req.Metadata)
 	if meta == nil {
