@@ -775,29 +775,25 @@ func (pl *plan) backfill(i int32) {
 		pl.notFit(i)
 		return
 	}
+	if !endsBefore && sh.d.Groups == 1 {
+		// Plan it where Ray will most likely put it, so that what this pass takes from the free view is what Ray takes.
+		if k := rayPick(pl.nodes, sh.d); k >= 0 && k != chosen[0] {
+			if c2, d2, ok2 := fitCheck(onlyGPUsOn(pl.nodes, k), sh.d, sh.driver); ok2 {
+				chosen, drv = c2, d2
+			}
+		}
+	}
 	if !endsBefore {
-		// Would the reserved gang still fit at its start with this task still running?
+		// It outlives the reserved start. Ray, not mvp, chooses its nodes, so the reserved gang must still fit at its
+		// start wherever Ray may put it (rayMayPlace).
 		hs := &pl.shapes[pl.ents[r.holder].shape]
-		atT := cloneNodes(r.atT)
-		take(atT, chosen, drv, sh.d, sh.driver)
-		if !fits(atT, hs.d, hs.driver) {
-			// Its best fit is on the reservation's nodes; elsewhere it may use only what the reservation does not
-			// need (TestBackfillUsesANodeTheReservationDoesNotNeed).
-			ok = false
-			if len(r.nodes) > 0 {
-				if c2, d2, ok2 := fitCheck(pl.withoutNodes(r.nodes), sh.d, sh.driver); ok2 {
-					atT = cloneNodes(r.atT)
-					take(atT, c2, d2, sh.d, sh.driver)
-					if fits(atT, hs.d, hs.driver) {
-						chosen, drv, ok = c2, d2, true
-					}
-				}
-			}
-			if !ok {
-				sh.delays = true
-				pl.wait(i, cBehindReservation, r.holder)
-				return
-			}
+		atT, ok := rayMayPlace(pl.nodes, r.atT, sh.d, drv, sh.driver, func(atT []*node) bool {
+			return fits(atT, hs.d, hs.driver)
+		})
+		if !ok {
+			sh.delays = true
+			pl.wait(i, cBehindReservation, r.holder)
+			return
 		}
 		r.atT = atT
 	}
@@ -805,17 +801,109 @@ func (pl *plan) backfill(i int32) {
 	pl.admit(i, chosen, drv)
 }
 
-// withoutNodes is the free view with nothing free on the nodes named ids (the same indexes as pl.nodes).
-func (pl *plan) withoutNodes(ids []string) []*node {
-	out := cloneNodes(pl.nodes)
-	for _, n := range out {
-		if slices.Contains(ids, n.id) {
-			for r := range n.free {
-				n.free[r] = 0
+// rayScoreSlack is how near the best score a node's must be for rayMayPlace to count it as a node Ray may choose:
+// Ray breaks exact ties in hash-map order, and mvp's view of what is free lags Ray's own by a report.
+const rayScoreSlack = 0.05
+
+// rayMayPlace takes a task of shape d (its driver on drv, as mvp planned it) from atT, the free view at the reserved
+// start, on every node Ray may place one of its groups on now, and reports whether ok(atT) holds for each of them.
+// On success it returns the view with the task taken wherever it may land (an over-estimate for later backfills
+// in the same pass, never an under-estimate).
+//
+// verl makes one STRICT_PACK placement group per node and names no node; Ray puts each on the node whose
+// LeastResourceScorer score, the sum over the requested resources of (available - requested) / available, is
+// highest: the node with the most room (ray: src/ray/raylet/scheduling/policy/scorer.cc and
+// bundle_scheduling_policy.cc). mvp places by best fit, so its plan is a guess of where a task lands. For a
+// single group the nodes Ray may choose are those within rayScoreSlack of the best score now, each tried alone;
+// for several groups, which Ray places one by one and may pack onto one node, every node with room for a group
+// takes as many as it has room for, all at once.
+func rayMayPlace(now, atT []*node, d Demand, drv int, driver map[string]float64, ok func([]*node) bool) ([]*node, bool) {
+	room, scores, best := rayScores(now, d)
+	var may []int
+	for k := range now {
+		if room[k] > 0 && (d.Groups > 1 || scores[k] >= best-rayScoreSlack) {
+			may = append(may, k)
+		}
+	}
+	if d.Groups == 1 {
+		for _, k := range may {
+			v := cloneNodes(atT)
+			take(v, []int{k}, drv, d, driver)
+			if !ok(v) {
+				return nil, false
 			}
 		}
 	}
+	v := cloneNodes(atT)
+	for _, k := range may {
+		for range min(room[k], d.Groups) {
+			v[k].free[ResGPU] -= d.GPUs
+			v[k].free[ResCPU] -= d.CPUs
+		}
+	}
+	if drv >= 0 {
+		v[drv].addDriver(driver, -1)
+	}
+	if d.Groups > 1 && !ok(v) {
+		return nil, false
+	}
+	return v, true
+}
+
+// rayScores returns, for each node, how many groups of d it has room for now (groupsRoom) and Ray's score for one
+// group there (-1 where there is no room), and the best score (-1 when no node has room).
+func rayScores(nodes []*node, d Demand) (room []int, scores []float64, best float64) {
+	room, scores, best = make([]int, len(nodes)), make([]float64, len(nodes)), -1
+	for k, n := range nodes {
+		room[k] = groupsRoom(n, d)
+		if room[k] == 0 {
+			scores[k] = -1
+			continue
+		}
+		scores[k] = leastResource(d.GPUs, n.free[ResGPU]) + leastResource(d.CPUs, n.free[ResCPU])
+		best = max(best, scores[k])
+	}
+	return room, scores, best
+}
+
+// rayPick is the node Ray would most likely choose for one group of d now (the first of the best scores), or -1.
+func rayPick(nodes []*node, d Demand) int {
+	_, scores, best := rayScores(nodes, d)
+	if best < 0 {
+		return -1
+	}
+	return slices.Index(scores, best)
+}
+
+// onlyGPUsOn is the free view with no GPU free except on node k (a group that asks for GPUs can only go there; a
+// driver, which never asks for GPUs, still may go anywhere).
+func onlyGPUsOn(nodes []*node, k int) []*node {
+	out := cloneNodes(nodes)
+	for j, n := range out {
+		if j != k {
+			n.free[ResGPU] = 0
+		}
+	}
 	return out
+}
+
+// groupsRoom is how many groups of d fit on n now (at most d.Groups).
+func groupsRoom(n *node, d Demand) int {
+	g, c := n.free[ResGPU], n.free[ResCPU]
+	k := 0
+	for k < d.Groups && g >= d.GPUs && c >= d.CPUs {
+		g, c, k = g-d.GPUs, c-d.CPUs, k+1
+	}
+	return k
+}
+
+// leastResource is Ray's LeastResourceScorer term for one requested resource: (available - requested) / available,
+// 0 when nothing is asked for or nothing is available.
+func leastResource(requested, available float64) float64 {
+	if requested <= 0 || available <= 0 {
+		return 0
+	}
+	return (available - requested) / available
 }
 
 // full reports whether max_running_tasks is reached.

@@ -108,15 +108,17 @@ func TestPolicies(t *testing.T) {
 				big, long := timed(2, 4, 2*h, 10*time.Minute), timed(1, 4, 2*h, 5*time.Minute)
 				return b.snap(big, long), []string{"wait:" + big.ID, "wait:" + long.ID}
 			}},
-		{name: "easy: a long task on capacity the reservation does not need starts; one on capacity it needs yields",
+		{name: "easy: a long task that Ray would put on capacity the reservation needs yields, though n2 could hold it",
 			policy: PolicyEASY, snap: func() (Snapshot, []string) {
 				b := newBench("n1", "n2", "n3")
 				b.run(4, 2*h, h, true, "n1")  // n1 free at +1h
 				b.run(2, 10*h, h, true, "n2") // n2 keeps 2 GPUs busy until +9h
 				big := timed(2, 4, h, 20*time.Minute)
-				onN2 := timed(1, 2, 10*h, 10*time.Minute) // best fit puts it on n2: at +1h n1 and n3 still hold the gang
-				onN3 := timed(1, 4, 10*h, 5*time.Minute)  // only n3 holds it: the gang would lack a node at +1h
-				return b.snap(big, onN2, onN3), []string{"wait:" + big.ID, "submit:" + onN2.ID, "wait:" + onN3.ID}
+				// Best fit would put it on n2, which the gang does not need at +1h; Ray puts it on n3, the node with
+				// the most room, which the gang needs (TestBackfillYieldsWhereRayMayPlaceItOnTheReservation).
+				onN2 := timed(1, 2, 10*h, 10*time.Minute)
+				onN3 := timed(1, 4, 10*h, 5*time.Minute) // only n3 holds it: the gang would lack a node at +1h
+				return b.snap(big, onN2, onN3), []string{"wait:" + big.ID, "wait:" + onN2.ID, "wait:" + onN3.ID}
 			}},
 		{name: "sjf: the shortest declared task goes first and passes a gang it then delays", policy: PolicySJF,
 			snap: func() (Snapshot, []string) {
@@ -557,6 +559,34 @@ func TestABackingOffTaskIsNeverStartedEarly(t *testing.T) {
 // reserved 1 × 4 gang was not planned on: backfill tried the task on its best-fit node only (the reserved node,
 // with 1 GPU free), found that it would delay the reservation there, and held it, though on the other node it
 // uses only capacity the reservation does not need (specs/design.md, "Backfill").
+// TestBackfillYieldsWhereRayMayPlaceItOnTheReservation: Ray, not mvp, chooses the node of a verl placement group
+// (STRICT_PACK goes to the node with the most room, ties in no fixed order). A task that outlives the reserved start
+// may be backfilled only if every node Ray may choose for it leaves the reserved gang room at its start. Found on
+// real Ray: with one GPU free on each of two workers and the reservation on the first, a 1-GPU task mvp planned on
+// the second landed on the first in 2 of 3 tries and delayed the reserved gang by its whole declared run.
+func TestBackfillYieldsWhereRayMayPlaceItOnTheReservation(t *testing.T) {
+	for _, name := range []string{PolicyEASY, PolicyXFBF, PolicyXFChain} {
+		for _, tc := range []struct {
+			name  string
+			small *mvp.Task
+		}{
+			{"one group, a tie of free GPUs", timed(1, 1, time.Hour, time.Minute)},
+			{"two groups, one may land on the reserved node", timed(2, 1, time.Hour, time.Minute)},
+		} {
+			b := newBench("w1", "w2", "w3")
+			b.run(3, time.Minute, 0, true, "w1")      // w1: 1 GPU free now, 4 in a minute
+			b.run(3, 10*time.Hour, 0, true, "w2")     // w2: 1 GPU free for hours
+			b.run(3, 10*time.Hour, 0, true, "w3")     // w3: 1 GPU free for hours
+			gang := timed(1, 4, time.Hour, time.Hour) // reserved on w1 in a minute
+			acts := Decide(t0, b.snap(gang, tc.small), named(name))
+			w := waitOf(acts, tc.small)
+			if w == nil || w.Code() != CodeBehindReservation {
+				t.Errorf("%s, %s: the task that may land on w1 and outlive the reserved start was not held behind the reservation: %v", name, tc.name, acts)
+			}
+		}
+	}
+}
+
 func TestBackfillUsesANodeTheReservationDoesNotNeed(t *testing.T) {
 	for _, name := range []string{PolicyEASY, PolicyXFBF, PolicyXFChain} {
 		b := newBench("w1", "w2")
