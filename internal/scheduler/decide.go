@@ -510,8 +510,11 @@ func freeNodes(c *mvp.ClusterView) []*node {
 	return ns
 }
 
-// fit places d.Groups groups on distinct nodes, best fit first (the node with the fewest free GPUs that holds a
-// group), then the driver anywhere it fits. On success it subtracts what it placed from nodes and returns the
+// fit places d.Groups groups on distinct nodes where Ray would put them, the node with the most room first
+// (rayScore; ties in node order), then the driver anywhere it fits, the node with the fewest free GPUs first.
+// mvp does not place verl's groups: Ray does, by its LeastResourceScorer, so a plan made any other way (best fit,
+// as before) put tasks where they did not land and admitted, in the same pass, gangs that then lost the race for
+// the nodes it had counted on (TestDecidePlansWhereRayPlaces). On success it subtracts what it placed from nodes and returns the
 // chosen nodes' indices and the driver's (-1 when there is no driver); on failure nodes are unchanged.
 func fit(nodes []*node, d Demand, driver map[string]float64) ([]int, int, bool) {
 	return fitDriver(nodes, d, driver, true)
@@ -540,8 +543,16 @@ func fitCheck(nodes []*node, d Demand, driver map[string]float64) ([]int, int, b
 		gpu, cpu = append(gpu, n.free[ResGPU]), append(cpu, n.free[ResCPU])
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(gpu[a], gpu[b]) })
+	// The groups go where Ray puts them: the most room first (rayScore), ties in node order.
+	var sbuf [64]int
+	var scbuf [64]float64
+	gorder, score := append(sbuf[:0], order...), scbuf[:0]
+	for k := range nodes {
+		score = append(score, rayScore(d, gpu[k], cpu[k]))
+	}
+	slices.SortStableFunc(gorder, func(a, b int) int { return cmp.Compare(score[b], score[a]) })
 	var chosen []int
-	for _, k := range order {
+	for _, k := range gorder {
 		if len(chosen) == d.Groups {
 			break
 		}

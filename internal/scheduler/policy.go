@@ -775,14 +775,6 @@ func (pl *plan) backfill(i int32) {
 		pl.notFit(i)
 		return
 	}
-	if !endsBefore && sh.d.Groups == 1 {
-		// Plan it where Ray will most likely put it, so that what this pass takes from the free view is what Ray takes.
-		if k := rayPick(pl.nodes, sh.d); k >= 0 && k != chosen[0] {
-			if c2, d2, ok2 := fitCheck(onlyGPUsOn(pl.nodes, k), sh.d, sh.driver); ok2 {
-				chosen, drv = c2, d2
-			}
-		}
-	}
 	if !endsBefore {
 		// It outlives the reserved start. Ray, not mvp, chooses its nodes, so the reserved gang must still fit at its
 		// start wherever Ray may put it (rayMayPlace).
@@ -813,8 +805,8 @@ const rayScoreSlack = 0.05
 // verl makes one STRICT_PACK placement group per node and names no node; Ray puts each on the node whose
 // LeastResourceScorer score, the sum over the requested resources of (available - requested) / available, is
 // highest: the node with the most room (ray: src/ray/raylet/scheduling/policy/scorer.cc and
-// bundle_scheduling_policy.cc). mvp places by best fit, so its plan is a guess of where a task lands. For a
-// single group the nodes Ray may choose are those within rayScoreSlack of the best score now, each tried alone;
+// bundle_scheduling_policy.cc). fit plans the same, but where scores tie (or nearly, as mvp's view may lag Ray's)
+// Ray's choice is not known. For a single group the nodes Ray may choose are those within rayScoreSlack of the best score now, each tried alone;
 // for several groups, which Ray places one by one and may pack onto one node, every node with room for a group
 // takes as many as it has room for, all at once.
 func rayMayPlace(now, atT []*node, d Demand, drv int, driver map[string]float64, ok func([]*node) bool) ([]*node, bool) {
@@ -860,31 +852,10 @@ func rayScores(nodes []*node, d Demand) (room []int, scores []float64, best floa
 			scores[k] = -1
 			continue
 		}
-		scores[k] = leastResource(d.GPUs, n.free[ResGPU]) + leastResource(d.CPUs, n.free[ResCPU])
+		scores[k] = rayScore(d, n.free[ResGPU], n.free[ResCPU])
 		best = max(best, scores[k])
 	}
 	return room, scores, best
-}
-
-// rayPick is the node Ray would most likely choose for one group of d now (the first of the best scores), or -1.
-func rayPick(nodes []*node, d Demand) int {
-	_, scores, best := rayScores(nodes, d)
-	if best < 0 {
-		return -1
-	}
-	return slices.Index(scores, best)
-}
-
-// onlyGPUsOn is the free view with no GPU free except on node k (a group that asks for GPUs can only go there; a
-// driver, which never asks for GPUs, still may go anywhere).
-func onlyGPUsOn(nodes []*node, k int) []*node {
-	out := cloneNodes(nodes)
-	for j, n := range out {
-		if j != k {
-			n.free[ResGPU] = 0
-		}
-	}
-	return out
 }
 
 // groupsRoom is how many groups of d fit on n now (at most d.Groups).
@@ -895,6 +866,12 @@ func groupsRoom(n *node, d Demand) int {
 		g, c, k = g-d.GPUs, c-d.CPUs, k+1
 	}
 	return k
+}
+
+// rayScore is Ray's LeastResourceScorer score of a node with gpu and cpu free for one group of d (which it must
+// have room for): the higher, the likelier Ray puts the group there.
+func rayScore(d Demand, gpu, cpu float64) float64 {
+	return leastResource(d.GPUs, gpu) + leastResource(d.CPUs, cpu)
 }
 
 // leastResource is Ray's LeastResourceScorer term for one requested resource: (available - requested) / available,

@@ -255,7 +255,7 @@ func TestPolicies(t *testing.T) {
 				b.run(4, 0, h, true, "n1") // no max_runtime_s and no default: no end is known
 				b.run(2, 0, h, true, "n2")
 				big := timed(2, 4, h, 20*time.Minute)
-				// The gang is planned on an empty cluster (n1 + n2, best fit); n3 is not needed.
+				// The gang is planned on an empty cluster (n1 + n2, the first of equal nodes); n3 is not needed.
 				small := timed(1, 4, time.Minute, time.Minute)
 				return b.snap(big, small), []string{"wait:" + big.ID, "submit:" + small.ID}
 			}},
@@ -559,6 +559,33 @@ func TestABackingOffTaskIsNeverStartedEarly(t *testing.T) {
 // reserved 1 × 4 gang was not planned on: backfill tried the task on its best-fit node only (the reserved node,
 // with 1 GPU free), found that it would delay the reservation there, and held it, though on the other node it
 // uses only capacity the reservation does not need (specs/design.md, "Backfill").
+// TestDecidePlansWhereRayPlaces: Ray, not mvp, places a verl group, on the node with the most room (its
+// LeastResourceScorer), so Decide plans there too. Planned by best fit, a 1-GPU task went on the node with one GPU
+// free and a 1×4 gang of the same pass on the empty node; Ray put the 1-GPU task on the empty node and the gang's
+// group could not be placed (a lost race, an attempt wasted and the gang requeued). Planned as Ray places, the gang
+// is seen not to fit and waits.
+func TestDecidePlansWhereRayPlaces(t *testing.T) {
+	for _, name := range PolicyNames {
+		b := newBench("w1", "w2")
+		b.run(3, time.Hour, 0, true, "w1") // w1: 1 GPU free; w2: 4
+		small := timed(1, 1, time.Hour, 2*time.Minute)
+		gang := timed(1, 4, time.Hour, time.Minute)
+		acts := Decide(t0, b.snap(small, gang), named(name))
+		var onto []string
+		for _, a := range acts {
+			if s, ok := a.(Submit); ok && s.Task == small {
+				onto = s.Nodes
+			}
+		}
+		if !slices.Equal(onto, []string{"w2"}) {
+			t.Errorf("%s: the 1-GPU task was planned on %v, not on w2 where Ray puts it: %v", name, onto, acts)
+		}
+		if waitOf(acts, gang) == nil {
+			t.Errorf("%s: the 1×4 gang was admitted though Ray puts the 1-GPU task on the only node that holds it: %v", name, acts)
+		}
+	}
+}
+
 // TestBackfillYieldsWhereRayMayPlaceItOnTheReservation: Ray, not mvp, chooses the node of a verl placement group
 // (STRICT_PACK goes to the node with the most room, ties in no fixed order). A task that outlives the reserved start
 // may be backfilled only if every node Ray may choose for it leaves the reserved gang room at its start. Found on

@@ -15,8 +15,8 @@ import (
 
 // textbookFIFO is a first-come-first-served gang simulator written from the definition, independent of Decide:
 // at every moment a job arrives or ends, jobs start strictly in arrival order while the first waiting one fits;
-// a job of n × g takes g GPUs on each of n distinct nodes, chosen best fit (fewest free GPUs first, ties by node
-// number). It returns each job's start in nanoseconds.
+// a job of n × g takes g GPUs on each of n distinct nodes, chosen as Ray places verl's groups (most free GPUs
+// first, ties by node number). It returns each job's start in nanoseconds.
 func textbookFIFO(jobs []Job, nodes, gpus int) []int64 {
 	free := make([]int, nodes)
 	for k := range free {
@@ -60,7 +60,7 @@ func textbookFIFO(jobs []Job, nodes, gpus int) []int64 {
 			for k := range order {
 				order[k] = k
 			}
-			slices.SortStableFunc(order, func(a, b int) int { return free[a] - free[b] })
+			slices.SortStableFunc(order, func(a, b int) int { return free[b] - free[a] })
 			var chosen []int
 			for _, k := range order {
 				if len(chosen) < j.NNodes && free[k] >= j.GPUsPerNode {
