@@ -159,6 +159,46 @@ func TestBackfillYieldsWhereRayMayPutItOnTheReservation(t *testing.T) {
 	s.waitState(soon, mvp.StateSucceeded, 60*time.Second)
 }
 
+// TestAPassPlansWhereRayPlaces: one pass admits a 1-GPU task and then looks at a 1×4 gang, with one GPU free on one
+// worker and four on the other. Planned by best fit, the 1-GPU task went on the last free GPU and the gang on the
+// empty worker, both were submitted, and Ray put the 1-GPU task on the empty worker (the most room), so the gang's
+// group could not be placed: an attempt lost to a race mvp had made itself. mvp now plans as Ray places: the gang
+// waits until the 1-GPU task ends and then runs in its first attempt. (Both depend on a short task X, so the pass
+// that sees X end is the first to look at either.)
+func TestAPassPlansWhereRayPlaces(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	occupant := s.submit(spec("ppo", 1, 3, 600) + "max_runtime_s: 900\n").ID
+	s.waitState(occupant, mvp.StateRunning, 90*time.Second)
+	waitFor(t, 60*time.Second, "one worker with 1 GPU free, the other with 4", func() (bool, string) {
+		g := freeGPUs(t)
+		return len(g) == 2 && g[0]+g[1] == 5, fmt.Sprint(g)
+	})
+	x := s.submit(spec("ppo", 1, 1, 3)).ID
+	after := "after_any: [" + x + "]\n"
+	small := s.submit(spec("ppo", 1, 1, 20) + "max_runtime_s: 300\n" + after).ID
+	gang := s.submit(spec("ppo", 1, 4, 2) + "max_runtime_s: 300\n" + after).ID
+	s.waitState(x, mvp.StateSucceeded, 120*time.Second)
+	sm := s.waitState(small, mvp.StateSucceeded, 120*time.Second)
+	g := s.waitState(gang, mvp.StateSucceeded, 180*time.Second)
+	// The 1-GPU task holds its GPU for 20 s; the gang is admitted once it gave it back (its placement groups
+	// removed, which may come before its driver's end), not in the pass that admitted it.
+	if !startOf(g).After(startOf(sm).Add(10 * time.Second)) {
+		t.Errorf("the gang was admitted at %s, with the 1-GPU task (%s) that Ray put on the worker it needs",
+			startOf(g).Format(time.RFC3339Nano), startOf(sm).Format(time.RFC3339Nano))
+	}
+	if g.LatestAttemptNo != 1 {
+		for _, a := range g.Attempts {
+			t.Logf("gang attempt %d: %s %s", a.No, a.FailureKind, a.Message)
+		}
+		t.Errorf("the gang ran in attempt %d, not its first", g.LatestAttemptNo)
+	}
+	if _, _, code := s.cli("cancel", occupant); code != 0 {
+		t.Errorf("cancel %s: exit %d", occupant, code)
+	}
+	s.waitState(occupant, mvp.StateCanceled, 60*time.Second)
+}
+
 // TestAGangThatFreedItsGPUsLetsTheNextTaskStart: a driver that removes its placement groups and goes on (uploading,
 // evaluating on CPU) has freed its GPUs; the next gang starts then, not when the driver exits. Before, mvp counted
 // the removed groups as a gang still to be placed and reserved the GPUs for it until the Ray job ended (and, while
