@@ -98,6 +98,19 @@ func TestBackfillRunsASmallTaskBehindABlockedGang(t *testing.T) {
 	s.waitState(r, mvp.StateSucceeded, 60*time.Second)
 }
 
+// runThreeGPUs runs a 1×3 task holding its GPUs hold seconds and declaring maxRuntimeS, and returns its id once its
+// group is placed (5 of the 8 GPUs free).
+func runThreeGPUs(t *testing.T, s *service, hold float64, maxRuntimeS int) string {
+	t.Helper()
+	id := s.submit(spec("ppo", 1, 3, hold) + fmt.Sprintf("max_runtime_s: %d\n", maxRuntimeS)).ID
+	s.waitState(id, mvp.StateRunning, 90*time.Second)
+	waitFor(t, 60*time.Second, "the 3-GPU task placed", func() (bool, string) {
+		g := freeGPUs(t)
+		return len(g) == 2 && g[0]+g[1] == 5, fmt.Sprint(g)
+	})
+	return id
+}
+
 // TestBackfillYieldsWhereRayMayPutItOnTheReservation (issue 13, found by a drill on this cluster): with one GPU
 // free on each worker and a 1×4 gang reserved on the worker that frees first, a 1-GPU task declaring 600 s may not
 // be backfilled: mvp planned it on the other worker, but Ray puts a placement group on the node with the most room
@@ -107,12 +120,7 @@ func TestBackfillRunsASmallTaskBehindABlockedGang(t *testing.T) {
 func TestBackfillYieldsWhereRayMayPutItOnTheReservation(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
-	soon := s.submit(spec("ppo", 1, 3, 40) + "max_runtime_s: 120\n").ID
-	s.waitState(soon, mvp.StateRunning, 90*time.Second)
-	waitFor(t, 60*time.Second, "the first 3-GPU task placed", func() (bool, string) {
-		g := freeGPUs(t)
-		return len(g) == 2 && g[0]+g[1] == 5, fmt.Sprint(g)
-	})
+	soon := runThreeGPUs(t, s, 40, 120)
 	long := s.submit(spec("ppo", 1, 3, 600) + "max_runtime_s: 900\n").ID
 	s.waitState(long, mvp.StateRunning, 90*time.Second)
 	waitFor(t, 60*time.Second, "one GPU free on each worker", func() (bool, string) {
@@ -168,12 +176,7 @@ func TestBackfillYieldsWhereRayMayPutItOnTheReservation(t *testing.T) {
 func TestAPassPlansWhereRayPlaces(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
-	occupant := s.submit(spec("ppo", 1, 3, 600) + "max_runtime_s: 900\n").ID
-	s.waitState(occupant, mvp.StateRunning, 90*time.Second)
-	waitFor(t, 60*time.Second, "one worker with 1 GPU free, the other with 4", func() (bool, string) {
-		g := freeGPUs(t)
-		return len(g) == 2 && g[0]+g[1] == 5, fmt.Sprint(g)
-	})
+	occupant := runThreeGPUs(t, s, 600, 900) // one worker with 1 GPU free, the other with 4
 	x := s.submit(spec("ppo", 1, 1, 3)).ID
 	after := "after_any: [" + x + "]\n"
 	small := s.submit(spec("ppo", 1, 1, 20) + "max_runtime_s: 300\n" + after).ID

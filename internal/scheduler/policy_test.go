@@ -69,6 +69,16 @@ func named(name string) Policy {
 	return p
 }
 
+// plannedOn returns the nodes of the Submit of t among acts, or nil.
+func plannedOn(acts []Action, t *mvp.Task) []string {
+	for _, a := range acts {
+		if s, ok := a.(Submit); ok && s.Task == t {
+			return s.Nodes
+		}
+	}
+	return nil
+}
+
 // waitOf returns the Wait for t among acts, or nil.
 func waitOf(acts []Action, t *mvp.Task) *Wait {
 	for _, a := range acts {
@@ -571,12 +581,7 @@ func TestDecidePlansWhereRayPlaces(t *testing.T) {
 		small := timed(1, 1, time.Hour, 2*time.Minute)
 		gang := timed(1, 4, time.Hour, time.Minute)
 		acts := Decide(t0, b.snap(small, gang), named(name))
-		var onto []string
-		for _, a := range acts {
-			if s, ok := a.(Submit); ok && s.Task == small {
-				onto = s.Nodes
-			}
-		}
+		onto := plannedOn(acts, small)
 		if !slices.Equal(onto, []string{"w2"}) {
 			t.Errorf("%s: the 1-GPU task was planned on %v, not on w2 where Ray puts it: %v", name, onto, acts)
 		}
@@ -624,12 +629,7 @@ func TestBackfillUsesANodeTheReservationDoesNotNeed(t *testing.T) {
 		gang := timed(1, 4, time.Hour, time.Hour)
 		small := timed(1, 1, time.Hour, time.Minute)
 		acts := Decide(t0, b.snap(gang, small), named(name))
-		var onto []string
-		for _, a := range acts {
-			if s, ok := a.(Submit); ok && s.Task == small {
-				onto = s.Nodes
-			}
-		}
+		onto := plannedOn(acts, small)
 		if !slices.Equal(onto, []string{"w1"}) {
 			w := waitOf(acts, small)
 			t.Errorf("%s: the 1-GPU task was not started on w1 (3 GPUs free, not reserved): %s %q", name, w.Code(), w.Reason)
