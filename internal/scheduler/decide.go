@@ -514,8 +514,9 @@ func freeNodes(c *mvp.ClusterView) []*node {
 // (rayScore; ties in node order), then the driver anywhere it fits, the node with the fewest free GPUs first.
 // mvp does not place verl's groups: Ray does, by its LeastResourceScorer, so a plan made any other way (best fit,
 // as before) put tasks where they did not land and admitted, in the same pass, gangs that then lost the race for
-// the nodes it had counted on (TestDecidePlansWhereRayPlaces). On success it subtracts what it placed from nodes and returns the
-// chosen nodes' indices and the driver's (-1 when there is no driver); on failure nodes are unchanged.
+// the nodes it had counted on (TestDecidePlansWhereRayPlaces). On success it subtracts what it placed from nodes
+// and returns the chosen nodes' indices and the driver's (-1 when there is no driver); on failure nodes are
+// unchanged.
 func fit(nodes []*node, d Demand, driver map[string]float64) ([]int, int, bool) {
 	return fitDriver(nodes, d, driver, true)
 }

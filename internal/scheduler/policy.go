@@ -806,9 +806,9 @@ const rayScoreSlack = 0.05
 // LeastResourceScorer score, the sum over the requested resources of (available - requested) / available, is
 // highest: the node with the most room (ray: src/ray/raylet/scheduling/policy/scorer.cc and
 // bundle_scheduling_policy.cc). fit plans the same, but where scores tie (or nearly, as mvp's view may lag Ray's)
-// Ray's choice is not known. For a single group the nodes Ray may choose are those within rayScoreSlack of the best score now, each tried alone;
-// for several groups, which Ray places one by one and may pack onto one node, every node with room for a group
-// takes as many as it has room for, all at once.
+// Ray's choice is not known. For a single group the nodes Ray may choose are those within rayScoreSlack of the
+// best score now, each tried alone; for several groups, which Ray places one by one and may pack onto one node,
+// every node with room for a group takes as many as it has room for, all at once.
 func rayMayPlace(now, atT []*node, d Demand, drv int, driver map[string]float64, ok func([]*node) bool) ([]*node, bool) {
 	room, scores, best := rayScores(now, d)
 	var may []int

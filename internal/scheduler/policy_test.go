@@ -564,11 +564,6 @@ func TestABackingOffTaskIsNeverStartedEarly(t *testing.T) {
 	})
 }
 
-// TestBackfillUsesANodeTheReservationDoesNotNeed: a walk-through's queue said of a 1-GPU task "waiting behind
-// the task that holds a reservation for the GPUs this task would take" while 3 GPUs stood free on a node the
-// reserved 1 × 4 gang was not planned on: backfill tried the task on its best-fit node only (the reserved node,
-// with 1 GPU free), found that it would delay the reservation there, and held it, though on the other node it
-// uses only capacity the reservation does not need (specs/design.md, "Backfill").
 // TestDecidePlansWhereRayPlaces: Ray, not mvp, places a verl group, on the node with the most room (its
 // LeastResourceScorer), so Decide plans there too. Planned by best fit, a 1-GPU task went on the node with one GPU
 // free and a 1×4 gang of the same pass on the empty node; Ray put the 1-GPU task on the empty node and the gang's
@@ -619,6 +614,11 @@ func TestBackfillYieldsWhereRayMayPlaceItOnTheReservation(t *testing.T) {
 	}
 }
 
+// TestBackfillUsesANodeTheReservationDoesNotNeed: a walk-through's queue said of a 1-GPU task "waiting behind
+// the task that holds a reservation for the GPUs this task would take" while 3 GPUs stood free on a node the
+// reserved 1 × 4 gang was not planned on: backfill tried the task on its best-fit node only (the reserved node,
+// with 1 GPU free), found that it would delay the reservation there, and held it, though on the other node it
+// uses only capacity the reservation does not need (specs/design.md, "Backfill").
 func TestBackfillUsesANodeTheReservationDoesNotNeed(t *testing.T) {
 	for _, name := range []string{PolicyEASY, PolicyXFBF, PolicyXFChain} {
 		b := newBench("w1", "w2")
