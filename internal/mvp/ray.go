@@ -112,6 +112,9 @@ type PlacementGroup struct {
 	// PlacedNs is when Ray placed it (its creation request plus Ray's end-to-end creation latency, unix
 	// nanoseconds, the head's clock); 0 while it is not placed, or when unknown.
 	PlacedNs int64 `json:"placed_ns,omitempty"`
+	// RemovedNs is when the live probe first read the cluster without the group (unix nanoseconds, mvp's clock,
+	// as ClusterView.At); 0 for a group not REMOVED, or when unknown.
+	RemovedNs int64 `json:"removed_ns,omitempty"`
 }
 
 // Placed reports whether Ray has placed the group: CREATED, or PREPARED (the first of Ray's two steps: its node is

@@ -237,7 +237,7 @@ func (p *Probe) withRemoved(head string, groups []mvp.PlacementGroup, now time.T
 	}
 	for _, g := range p.seen {
 		if !live[g.ID] {
-			g.State, g.SchedulingState = "REMOVED", "REMOVED"
+			g.State, g.SchedulingState, g.RemovedNs = "REMOVED", "REMOVED", now.UnixNano()
 			p.removed = append(p.removed, removedGroup{g: g, at: now})
 		}
 	}

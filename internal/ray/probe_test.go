@@ -130,7 +130,7 @@ func TestNeitherProbeNorFallback(t *testing.T) {
 // TestAGroupRayRemovedIsReadAsRemoved: Ray's table drops a removed placement group from its live ones at once,
 // before the nodes report its GPUs free and before its job's end is known. The probe keeps a group it read and
 // then no longer reads as REMOVED (for removedKeep), so that the scheduler does not take an ended gang for one
-// still to be placed.
+// still to be placed, with the time it first missed it (the scheduler counts its GPUs free for ReportLag after).
 func TestAGroupRayRemovedIsReadAsRemoved(t *testing.T) {
 	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	p := NewProbe(ProbeOptions{Python: python(t), Script: "testdata/fakeprobe.py", Address: "x",
@@ -153,8 +153,8 @@ func TestAGroupRayRemovedIsReadAsRemoved(t *testing.T) {
 		now = missed.Add(after)
 		g := read()
 		if len(g) != 1 || g[0].ID != "p1" || g[0].State != "REMOVED" || g[0].CreatorJobID != "01000000" ||
-			g[0].Node != "aa" || len(g[0].Bundles) != 1 {
-			t.Fatalf("after %v: %+v, want p1 REMOVED with its job, node and bundles", after, g)
+			g[0].Node != "aa" || len(g[0].Bundles) != 1 || g[0].RemovedNs != missed.UnixNano() {
+			t.Fatalf("after %v: %+v, want p1 REMOVED with its job, node, bundles and when it was first missed", after, g)
 		}
 	}
 	now = missed.Add(removedKeep + time.Second)

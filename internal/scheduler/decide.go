@@ -464,28 +464,44 @@ func (w *waits) appendTo(out []Action, pl *plan, i int32) []Action {
 	return append(out, wt)
 }
 
+// ReportLag is how long after a placement group is removed its GPUs count as free on its node whatever the node's
+// report says: Ray drops the group from its table, and the live probe reads it gone (mvp.PlacementGroup.RemovedNs),
+// 60–110 ms before the node reports the GPUs free (Ray 2.60).
+const ReportLag = time.Second
+
 // freeNodes returns the alive nodes with their availability, in a stable order. What the placed (CREATED or
 // PREPARED) placement groups on a node hold is taken off it whatever its report says: Ray marks a group placed
-// before the node's available resources catch up, and for that moment the node shows the group's GPUs free.
+// before the node's available resources catch up, and for that moment the node shows the group's GPUs free. What a
+// group removed within ReportLag held is given back to its node, for the same reason the other way round: a pass
+// in that moment saw an ended gang hold nothing and its GPUs not free, moved the reservation they were to serve
+// elsewhere, and backfilled onto them. Neither ever leaves a node more free than its placed groups leave (so a
+// report that caught up is not counted twice; what holds resources outside groups, for that second, may be).
 func freeNodes(c *mvp.ClusterView) []*node {
-	var held map[string]map[string]float64
-	for i := range c.Groups {
-		g := &c.Groups[i]
-		if !g.Placed() || g.Node == "" {
-			continue
+	var held, back map[string]map[string]float64
+	add := func(m *map[string]map[string]float64, g *mvp.PlacementGroup) {
+		if *m == nil {
+			*m = map[string]map[string]float64{}
 		}
-		if held == nil {
-			held = map[string]map[string]float64{}
-		}
-		h := held[g.Node]
+		h := (*m)[g.Node]
 		if h == nil {
 			h = map[string]float64{}
-			held[g.Node] = h
+			(*m)[g.Node] = h
 		}
 		for _, b := range g.Bundles {
 			for k, v := range b {
 				h[k] += v
 			}
+		}
+	}
+	for i := range c.Groups {
+		g := &c.Groups[i]
+		switch {
+		case g.Node == "":
+		case g.Placed():
+			add(&held, g)
+		case g.State == "REMOVED" && g.RemovedNs > 0 && !c.At.IsZero() &&
+			c.At.UnixNano()-g.RemovedNs <= int64(ReportLag):
+			add(&back, g)
 		}
 	}
 	var ns []*node
@@ -496,6 +512,16 @@ func freeNodes(c *mvp.ClusterView) []*node {
 		free := make(map[string]float64, len(n.Available))
 		for k, v := range n.Available {
 			free[k] = v
+		}
+		for k, v := range back[n.ID] {
+			if _, ok := n.Total[k]; ok {
+				free[k] += v
+			}
+		}
+		for k := range back[n.ID] {
+			if tot, ok := n.Total[k]; ok {
+				free[k] = min(free[k], max(tot-held[n.ID][k], 0))
+			}
 		}
 		for k, v := range held[n.ID] {
 			if tot, ok := n.Total[k]; ok && v > 0 {

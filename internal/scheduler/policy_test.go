@@ -636,3 +636,45 @@ func TestBackfillUsesANodeTheReservationDoesNotNeed(t *testing.T) {
 		}
 	}
 }
+
+// TestAGangsRemovedGroupsAreFreeBeforeTheReportsSayIt (issue 13, found by CI on real Ray): Ray drops a placement
+// group from its table some 60–110 ms before the node's report shows its GPUs free. A pass in that moment saw the
+// ended 3-GPU task hold nothing (its group removed) and its node still 1 GPU free: the 1 × 4 gang reserved on that
+// node no longer fitted there ever, its reservation moved to the other node's end in 15 minutes, and a 1-GPU task
+// declaring 10 minutes was backfilled; Ray put it on the freed node (the most room), and the gang waited for it. The
+// GPUs of a group removed within ReportLag of the reading are free on its node (never more than its groups leave).
+func TestAGangsRemovedGroupsAreFreeBeforeTheReportsSayIt(t *testing.T) {
+	bundles := []map[string]float64{{"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}}
+	for _, name := range []string{PolicyEASY, PolicyXFBF, PolicyXFChain} {
+		for _, tc := range []struct {
+			name string
+			w1   float64 // w1's GPUs free in the report
+			ago  time.Duration
+		}{
+			{"the report lags", 1, 50 * time.Millisecond},
+			{"the report caught up", 4, 50 * time.Millisecond},
+			{"the report caught up long ago", 4, time.Minute},
+		} {
+			b := newBench("w1", "w2")
+			b.run(3, 2*time.Minute, 40*time.Second, true, "w1") // ended: its group removed, its job not yet followed
+			b.run(3, 15*time.Minute, 20*time.Second, true, "w2")
+			g := &b.c.Groups[0]
+			g.State, g.Node, g.Bundles, g.RemovedNs = "REMOVED", "w1", bundles, t0.Add(-tc.ago).UnixNano()
+			b.c.Nodes[1].Available["GPU"], b.c.Nodes[1].Available["CPU"] = tc.w1, 48-3*(4-tc.w1)
+			gang := timed(1, 4, time.Minute, 30*time.Second)
+			small := timed(1, 1, 10*time.Minute, 10*time.Second)
+			acts := Decide(t0, b.snap(gang, small), named(name))
+			if onto := plannedOn(acts, gang); !slices.Equal(onto, []string{"w1"}) {
+				w := waitOf(acts, gang)
+				t.Errorf("%s, %s: the gang was not admitted onto w1, whose GPUs Ray has freed: %s %q", name, tc.name,
+					w.Code(), w.Reason)
+			}
+			if onto := plannedOn(acts, small); slices.Contains(onto, "w1") {
+				t.Errorf("%s, %s: the 1-GPU task was planned on w1 with the gang", name, tc.name)
+			}
+			if v := freeNodes(b.c); v[1].free[ResGPU] != 4 {
+				t.Errorf("%s, %s: w1 shows %v GPUs free, want 4 (its 3 freed counted once)", name, tc.name, v[1].free[ResGPU])
+			}
+		}
+	}
+}
