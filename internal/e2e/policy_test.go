@@ -116,7 +116,10 @@ func runThreeGPUs(t *testing.T, s *service, hold float64, maxRuntimeS int) strin
 // be backfilled: mvp planned it on the other worker, but Ray puts a placement group on the node with the most room
 // (here a tie) and put it on the reserved worker in 2 of 3 tries, delaying the gang by the task's declared run.
 // It now waits behind the reservation, naming the gang; the gang starts no later than its reservation, then the
-// task.
+// task. When the first worker frees, the task still waits until the gang's group is placed (mayRace): submitted in
+// the same pass, its group could be asked for first and Ray would put it on the freed worker (the most room), where
+// the gang then waited for its whole run. (CI once saw it backfilled in the moment between Ray's removal of the
+// ended task's group and the worker's report of its GPUs free: ReportLag.)
 func TestBackfillYieldsWhereRayMayPutItOnTheReservation(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
@@ -129,7 +132,7 @@ func TestBackfillYieldsWhereRayMayPutItOnTheReservation(t *testing.T) {
 	})
 	gang := s.submit(spec("ppo", 1, 4, 2) + "max_runtime_s: 60\n").ID
 	s.waitState(gang, mvp.StatePendingResources, 30*time.Second)
-	small := s.submit(spec("ppo", 1, 1, 2) + "max_runtime_s: 600\n").ID
+	small := s.submit(spec("ppo", 1, 1, 30) + "max_runtime_s: 600\n").ID
 	var reserved time.Time
 	waitFor(t, 30*time.Second, "the 1-GPU task waiting behind the gang's reservation", func() (bool, string) {
 		if st := s.get(small).State; st != mvp.StateQueued && st != mvp.StatePendingResources {
@@ -159,6 +162,15 @@ func TestBackfillYieldsWhereRayMayPutItOnTheReservation(t *testing.T) {
 	if !startOf(g).Before(startOf(sm)) {
 		t.Errorf("the 1-GPU task was admitted at %s, not after the gang at %s", startOf(sm).Format(time.RFC3339Nano),
 			startOf(g).Format(time.RFC3339Nano))
+	}
+	// The gang holds its GPUs 2 s, the task 30 s: had Ray put the task on the gang's worker, the gang would have
+	// waited for it and ended after it.
+	if ge, se := g.Attempts[len(g.Attempts)-1].EndTime, sm.Attempts[len(sm.Attempts)-1].EndTime; ge == nil || se == nil || !ge.Before(*se) {
+		t.Errorf("the gang ended at %v, not before the 1-GPU task (%v) admitted after it: Ray put the task where the gang "+
+			"was to go", ge, se)
+	}
+	if g.LatestAttemptNo != 1 {
+		t.Errorf("the gang ran in attempt %d, not its first", g.LatestAttemptNo)
 	}
 	if _, _, code := s.cli("cancel", long); code != 0 {
 		t.Errorf("cancel %s: exit %d", long, code)

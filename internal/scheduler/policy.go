@@ -151,6 +151,9 @@ type shape struct {
 	// delays: a task of this shape that outlives the reservation would delay it; fitsNow: it fits the free view
 	// now (both reset at every admission).
 	delays, fitsNow bool
+	// raceKnown: mayRace's answer for the shape (raced, raceYields) holds until the next admission.
+	raceKnown, raced bool
+	raceYields       int32
 	// Reasons already formatted, by code (fragmented also by the largest free node it names).
 	busy, frag, cpus string
 	fragAt           float32
@@ -167,9 +170,11 @@ const (
 
 // entry is what a plan decided for one queue task (by queue index).
 type entry struct {
-	code   waitCode
-	shape  int32
-	yields int32 // behind_reservation: queue index of the task yielded to, or -1 for plan.blocker
+	code  waitCode
+	shape int32
+	// yields, for behind_reservation: the queue index of the task yielded to; -1 for plan.blocker; -2-k for the live
+	// attempt Snapshot.Active[k] whose groups are being placed (see mayRace).
+	yields int32
 	pos    int32 // 1-based position among waiting tasks, in policy order
 	// user is the owner's index in plan.users; rank the 1-based place rank gave the task (priority, fair
 	// share), orig its place by starvation and priority alone (0 when the queue kept arrival order).
@@ -222,7 +227,17 @@ type plan struct {
 	releases []release
 	live     []liveUse
 	admitted []liveUse
-	built    bool
+	// ray is the free view as Ray sees it: the nodes' availability less the placed groups, without what mvp
+	// reserves for groups not placed yet; placing is those groups (live attempts' and this pass's admissions'),
+	// which Ray does not know of until their drivers ask (mayRace).
+	ray      []*node
+	placing  []placing
+	raySaved []float64 // mayRace's scratch
+	// rayLeft is ray with the gangs being placed taken where Ray would put them, in order (while rayLeftOK: each
+	// fitted); a task whose groups keep room there cannot be in their way.
+	rayLeft   []*node
+	rayLeftOK bool
+	built     bool
 	// The free view's GPUs in all and on its largest node, and each node's, most first, while freeKnown (an
 	// admission clears it).
 	freeGPU, largest float64
@@ -245,6 +260,13 @@ type plan struct {
 	// their dependencies (a DependencyFailed, or a Wait when the reason changed), both in queue order.
 	expired []int32
 	held    []Action
+}
+
+// placing is a gang mvp expects Ray to be asked to place: the groups a live attempt has not placed yet, or a gang
+// this pass admits.
+type placing struct {
+	d      Demand
+	yields int32 // as entry.yields: a queue index, or -2-k for Snapshot.Active[k]
 }
 
 // liveUse is where a live or just-admitted task holds resources, and until when.
@@ -310,6 +332,7 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 // policy runs over the queue.
 func livePlan(now time.Time, s Snapshot, p Policy) *plan {
 	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1, starved: -1}
+	pl.ray, pl.rayLeft, pl.rayLeftOK = cloneNodes(pl.nodes), cloneNodes(pl.nodes), true
 	pl.reserveLive()
 	return pl
 }
@@ -361,7 +384,7 @@ func (pl *plan) reserveLive() {
 			others[g.CreatorJobID] = append(others[g.CreatorJobID], k)
 		}
 	}
-	for _, a := range pl.s.Active {
+	for ai, a := range pl.s.Active {
 		if a.Task.State.Active() {
 			pl.running++
 		}
@@ -419,6 +442,9 @@ func (pl *plan) reserveLive() {
 			chosen, drv, ok := fitDriver(pl.nodes, rd, drvRes, driver)
 			if !ok && pl.blocker == "" {
 				pl.blocker = a.Task.ID
+			}
+			if ok && unplaced > 0 {
+				pl.addPlacing(placing{d: rd, yields: -2 - int32(ai)})
 			}
 			use.nodes = append(use.nodes, chosen...)
 			if driver && ok && len(drvRes) > 0 {
@@ -637,7 +663,6 @@ func (pl *plan) fifo() {
 		case pl.overQuota(i):
 			pl.wait(i, cQuota, 0) // over its owner's quota: waits without holding the line
 		case !pl.tryAdmit(i):
-			pl.notFit(i)
 			head = i
 		}
 	}
@@ -653,8 +678,8 @@ func (pl *plan) greedy(order []int32) {
 			pl.wait(i, cMaxRunning, 0)
 		} else if pl.overQuota(i) {
 			pl.wait(i, cQuota, 0)
-		} else if !pl.tryAdmit(i) {
-			pl.notFit(i)
+		} else {
+			pl.tryAdmit(i)
 		}
 	}
 }
@@ -680,7 +705,6 @@ func (pl *plan) easy(order func([]int32)) {
 		} else if pl.tryAdmit(i) {
 			continue
 		} else {
-			pl.notFit(i)
 			pl.reserve(i)
 		}
 		rest := pl.order[k+1:]
@@ -789,6 +813,10 @@ func (pl *plan) backfill(i int32) {
 		}
 		r.atT = atT
 	}
+	if y, race := pl.mayRace(sh); race {
+		pl.wait(i, cBehindReservation, y)
+		return
+	}
 	take(pl.nodes, chosen, drv, sh.d, sh.driver)
 	pl.admit(i, chosen, drv)
 }
@@ -883,20 +911,117 @@ func leastResource(requested, available float64) float64 {
 	return (available - requested) / available
 }
 
+// addPlacing adds g to the gangs being placed, and takes it from rayLeft where Ray would put it.
+func (pl *plan) addPlacing(g placing) {
+	pl.placing = append(pl.placing, g)
+	if !pl.rayLeftOK {
+		return
+	}
+	if chosen, _, ok := fitCheck(pl.rayLeft, g.d, nil); ok {
+		take(pl.rayLeft, chosen, -1, g.d, nil)
+	} else {
+		pl.rayLeftOK = false
+	}
+}
+
+// mayRace reports whether Ray may put a task of shape sh where a gang being placed needs room, and names that gang
+// (as entry.yields). A gang's groups are placed when its driver asks for them, seconds after its submit; a task
+// admitted meanwhile (in the same pass, or before those groups are placed) may ask first, and Ray puts it where its
+// own view, which knows nothing of the gang, has the most room: the node mvp planned the gang on, as likely as not
+// (a 1-GPU task submitted with a 1 × 4 gang took the only empty node, and the gang waited for its whole run). So
+// the task starts now only if, wherever Ray may put its first group in that view (a node within rayScoreSlack of the
+// best score) and its other groups after it (as fit plans), every gang being placed still fits after it, in order;
+// otherwise it waits until they are placed. Orders of three or more asks are not checked.
+func (pl *plan) mayRace(sh *shape) (int32, bool) {
+	d := sh.d
+	if len(pl.placing) == 0 || d.Groups <= 0 {
+		return 0, false
+	}
+	if sh.raceKnown {
+		return sh.raceYields, sh.raced
+	}
+	sh.raceKnown = true
+	var yields int32
+	rest := func(v []*node) bool {
+		for _, g := range pl.placing {
+			chosen, _, ok := fitCheck(v, g.d, nil)
+			if !ok {
+				yields = g.yields
+				return false
+			}
+			take(v, chosen, -1, g.d, nil)
+		}
+		return true
+	}
+	room, scores, best := rayScores(pl.ray, d)
+	one, others := Demand{Groups: 1, GPUs: d.GPUs, CPUs: d.CPUs}, Demand{Groups: d.Groups - 1, GPUs: d.GPUs, CPUs: d.CPUs}
+	// Tried on pl.ray itself and put back after each try: only GPUs and CPUs change (no driver is taken), and a
+	// copy of the view per node tried cost a 100,000-deep queue's pass a fifth more time.
+	saved := pl.raySaved[:0]
+	for _, n := range pl.ray {
+		saved = append(saved, n.free[ResGPU], n.free[ResCPU])
+	}
+	pl.raySaved = saved
+	restore := func() {
+		for j, n := range pl.ray {
+			n.free[ResGPU], n.free[ResCPU] = saved[2*j], saved[2*j+1]
+		}
+	}
+	for k := range pl.ray {
+		if room[k] == 0 || scores[k] < best-rayScoreSlack {
+			continue
+		}
+		v := pl.ray
+		take(v, []int{k}, -1, one, nil) // its first group where Ray may put it; the others where Ray then would
+		// Where each of its groups lands keeps room for it with every gang being placed taken (rayLeft), its asking
+		// first leaves them where they would be: the sequential check is then not needed.
+		onK := 1
+		safe := pl.rayLeftOK
+		if others.Groups > 0 {
+			if chosen, _, ok := fitCheck(v, others, nil); ok {
+				take(v, chosen, -1, others, nil)
+				for _, n := range chosen {
+					if n == k {
+						onK++
+					} else {
+						safe = safe && groupsRoom(pl.rayLeft[n], one) > 0
+					}
+				}
+			}
+		}
+		safe = safe && groupsRoom(pl.rayLeft[k], Demand{Groups: onK, GPUs: d.GPUs, CPUs: d.CPUs}) == onK
+		ok := safe || rest(v)
+		restore()
+		if !ok {
+			sh.raced, sh.raceYields = true, yields
+			return yields, true
+		}
+	}
+	return 0, false
+}
+
 // full reports whether max_running_tasks is reached.
 func (pl *plan) full() bool { return pl.p.MaxRunning > 0 && pl.running >= pl.p.MaxRunning }
 
-// tryAdmit admits task i if its gang fits now.
+// tryAdmit admits task i if its gang fits now and Ray cannot place it where a gang being placed needs (mayRace);
+// otherwise it records why i waits and returns false.
 func (pl *plan) tryAdmit(i int32) bool {
 	sh := &pl.shapes[pl.ents[i].shape]
 	if sh.noFitNow {
+		pl.notFit(i)
 		return false
 	}
-	chosen, drv, ok := fit(pl.nodes, sh.d, sh.driver)
+	chosen, drv, ok := fitCheck(pl.nodes, sh.d, sh.driver)
 	if !ok {
 		sh.noFitNow = true
+		pl.notFit(i)
 		return false
 	}
+	if y, race := pl.mayRace(sh); race {
+		pl.wait(i, cBehindReservation, y)
+		return false
+	}
+	take(pl.nodes, chosen, drv, sh.d, sh.driver)
 	pl.admit(i, chosen, drv)
 	return true
 }
@@ -914,10 +1039,14 @@ func (pl *plan) admit(i int32, chosen []int, drv int) {
 	}
 	pl.ents[i].kind, pl.ents[i].sub = entSubmit, int32(len(pl.submits))
 	pl.submits = append(pl.submits, sub)
+	if d := pl.shapes[pl.ents[i].shape].d; d.Groups > 0 {
+		pl.addPlacing(placing{d: d, yields: i})
+	}
 	pl.running++
 	pl.freeKnown = false
 	for k := range pl.shapes {
 		pl.shapes[k].delays, pl.shapes[k].fitsNow = false, false // the free views changed: ask again
+		pl.shapes[k].raceKnown = false
 	}
 	end := int64(never)
 	if rt := runtimeOf(t, pl.p); rt > 0 {
@@ -1337,6 +1466,9 @@ func (pl *plan) reasonOf(e *entry) string {
 		// sentence is stored as the task's pending_reason and shown to its owner, who may not own that task (the
 		// API hides yields_to from them); and a new holder does not rewrite every task behind it.
 		switch {
+		case e.yields < -1 || e.yields >= 0 && pl.ents[e.yields].kind == entSubmit:
+			return "waiting until the gang of a task just submitted is placed: Ray may put this task on the GPUs " +
+				"that gang needs"
 		case e.yields < 0:
 			return "waiting behind a submitted task whose gang is not placed yet and does not fit"
 		case pl.p.policyName() == PolicyFIFO:
@@ -1353,7 +1485,10 @@ func (pl *plan) yieldsTo(e *entry) string {
 	if e.code != cBehindReservation {
 		return ""
 	}
-	if e.yields < 0 {
+	switch {
+	case e.yields < -1:
+		return pl.s.Active[-2-e.yields].Task.ID
+	case e.yields < 0:
 		return pl.blocker
 	}
 	return pl.s.Queue[e.yields].ID

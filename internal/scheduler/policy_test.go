@@ -678,3 +678,57 @@ func TestAGangsRemovedGroupsAreFreeBeforeTheReportsSayIt(t *testing.T) {
 		}
 	}
 }
+
+// TestATaskWaitsWhereRayMayPutItBeforeAGangBeingPlaced (issue 13): Ray places a gang's groups when its driver asks
+// for them, seconds after the submit, and a task submitted meanwhile (in the same pass, or before the gang's groups
+// are placed) may ask first. Ray puts a group on the node with the most room: a 1-GPU task admitted in the pass that
+// admitted a 1 × 4 gang onto the only empty node went there if its driver asked first, and the gang waited for its
+// whole run. Such a task waits until the gang's groups are placed, naming the gang; where Ray's choice cannot hurt
+// the gang it starts at once.
+func TestATaskWaitsWhereRayMayPutItBeforeAGangBeingPlaced(t *testing.T) {
+	for _, name := range PolicyNames {
+		t.Run(name+": the same pass", func(t *testing.T) {
+			b := newBench("w1", "w2")
+			b.run(3, 15*time.Minute, time.Minute, true, "w2") // w2: 1 GPU free; w1 empty
+			gang := timed(1, 4, time.Minute, 30*time.Second)
+			small := timed(1, 1, 10*time.Minute, 10*time.Second)
+			acts := Decide(t0, b.snap(gang, small), named(name))
+			if onto := plannedOn(acts, gang); !slices.Equal(onto, []string{"w1"}) {
+				t.Fatalf("%s: the gang was not admitted onto w1: %v", name, acts)
+			}
+			if w := waitOf(acts, small); w == nil || w.Code() != CodeBehindReservation || w.YieldsTo != gang.ID {
+				t.Errorf("%s: the 1-GPU task, which Ray may put on w1 before the gang's group, was not held naming the gang: %v", name, acts)
+			}
+		})
+		t.Run(name+": the gang submitted, its group not placed yet", func(t *testing.T) {
+			b := newBench("w1", "w2")
+			b.run(3, 15*time.Minute, time.Minute, true, "w2")
+			g := b.run(4, time.Minute, 0, false, "w1")
+			b.c.Groups = b.c.Groups[:len(b.c.Groups)-1]                          // its driver has not asked for its group yet
+			b.c.Nodes[1].Available["GPU"], b.c.Nodes[1].Available["CPU"] = 4, 48 // so w1 is empty in Ray's view
+			small := timed(1, 1, 10*time.Minute, 10*time.Second)
+			acts := Decide(t0, b.snap(small), named(name))
+			if w := waitOf(acts, small); w == nil || w.Code() != CodeBehindReservation || w.YieldsTo != g.ID {
+				t.Errorf("%s: the 1-GPU task was not held until the gang's group is placed: %v", name, acts)
+			}
+			// Its group placed on w1: the task starts on w2, the only node with room.
+			b.c.Groups = append(b.c.Groups, mvp.PlacementGroup{CreatorJobID: b.active[1].Attempt.RayJobID, State: "CREATED"})
+			b.c.Nodes[1].Available["GPU"], b.c.Nodes[1].Available["CPU"] = 0, 36
+			b.active[1].Nodes = []string{"w1"}
+			acts = Decide(t0, b.snap(small), named(name))
+			if onto := plannedOn(acts, small); !slices.Equal(onto, []string{"w2"}) {
+				t.Errorf("%s: once the gang's group is placed the 1-GPU task was not started on w2: %v", name, acts)
+			}
+		})
+		t.Run(name+": Ray’s choice cannot hurt the gang", func(t *testing.T) {
+			b := newBench("w1", "w2", "w3")
+			b.run(3, 15*time.Minute, time.Minute, true, "w3")
+			gang := timed(1, 4, time.Minute, 30*time.Second)
+			small := timed(1, 1, 10*time.Minute, 10*time.Second)
+			acts := Decide(t0, b.snap(gang, small), named(name))
+			if plannedOn(acts, gang) == nil || plannedOn(acts, small) == nil {
+				t.Errorf("%s: with two empty nodes both start at once: %v", name, acts)
+			}
+		})
+	}
+}

@@ -225,8 +225,20 @@ func newState(jobs []Job, cfg Config) *state {
 
 func nanos(sec float64) int64 { return int64(math.Round(sec * 1e9)) }
 
-// decide runs Decide at now and applies its actions.
+// decide runs Decide at now and applies its actions; again at once while a task waited only for the gangs that call
+// started to be placed (Ray places them seconds later, and mvp's next pass, a tick later, starts the task; here
+// starting is placing).
 func (s *state) decide(now int64) error {
+	for {
+		again, err := s.decideOnce(now)
+		if err != nil || !again {
+			return err
+		}
+	}
+}
+
+// decideOnce runs Decide at now and applies its actions, and reports whether a task waits for a gang it started.
+func (s *state) decideOnce(now int64) (bool, error) {
 	at := epoch.Add(time.Duration(now))
 	s.view.At = at
 	s.view.Groups = s.view.Groups[:0]
@@ -245,21 +257,29 @@ func (s *state) decide(now int64) error {
 	acts := scheduler.Decide(at, snap, s.cfg.Policy)
 	s.maxDec = max(s.maxDec, time.Since(t0))
 	s.calls++
-	started := false
+	var started map[string]bool
+	var yields []string
 	for _, a := range acts {
 		switch a := a.(type) {
 		case scheduler.Submit:
 			s.begin(now, at, a)
-			started = true
+			if started == nil {
+				started = map[string]bool{}
+			}
+			started[a.Task.ID] = true
 		case *scheduler.Wait:
 			a.Task.State, a.Task.PendingReason = mvp.StatePendingResources, a.Reason
 			s.waits++
+			if a.YieldsTo != "" {
+				yields = append(yields, a.YieldsTo)
+			}
 		}
 	}
-	if started {
-		s.queue = slices.DeleteFunc(s.queue, func(t *mvp.Task) bool { return t.State == mvp.StateRunning })
+	if started == nil {
+		return false, nil
 	}
-	return nil
+	s.queue = slices.DeleteFunc(s.queue, func(t *mvp.Task) bool { return t.State == mvp.StateRunning })
+	return slices.ContainsFunc(yields, func(id string) bool { return started[id] }), nil
 }
 
 // begin starts a job where Decide put it.
