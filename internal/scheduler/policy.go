@@ -230,9 +230,11 @@ type plan struct {
 	// ray is the free view as Ray sees it: the nodes' availability less the placed groups, without what mvp
 	// reserves for groups not placed yet; placing is those groups (live attempts' and this pass's admissions'),
 	// which Ray does not know of until their drivers ask (mayRace).
-	ray      []*node
-	placing  []placing
-	raySaved []float64 // mayRace's scratch
+	ray     []*node
+	placing []placing
+	// mayRace's scratch
+	raySaved   []float64
+	rayClasses [][2]float64
 	// rayLeft is ray with the gangs being placed taken where Ray would put them, in order (while rayLeftOK: each
 	// fitted); a task whose groups keep room there cannot be in their way.
 	rayLeft   []*node
@@ -967,8 +969,17 @@ func (pl *plan) mayRace(sh *shape) (int32, bool) {
 			n.free[ResGPU], n.free[ResCPU] = saved[2*j], saved[2*j+1]
 		}
 	}
+	// Nodes with the same GPUs and CPUs free in Ray's view give the same answer (the views with the task on one or
+	// the other are the same but for the nodes' names): each such class is answered once. An emptied cluster has one
+	// class where it had 16 nodes to try, for each shape after each admission of a pass that may admit dozens.
+	passed := pl.rayClasses[:0]
+	defer func() { pl.rayClasses = passed }()
 	for k := range pl.ray {
 		if room[k] == 0 || scores[k] < best-rayScoreSlack {
+			continue
+		}
+		class := [2]float64{pl.ray[k].free[ResGPU], pl.ray[k].free[ResCPU]}
+		if slices.Contains(passed, class) {
 			continue
 		}
 		v := pl.ray
@@ -996,6 +1007,7 @@ func (pl *plan) mayRace(sh *shape) (int32, bool) {
 			sh.raced, sh.raceYields = true, yields
 			return yields, true
 		}
+		passed = append(passed, class)
 	}
 	return 0, false
 }
