@@ -60,12 +60,8 @@ func (w *ClusterWatch) Run(ctx context.Context) {
 }
 
 // Freed reports whether cur shows resources freed since prev: a node alive in cur that was not (or was not there)
-// in prev, more of some resource available on an alive node, or a placement group placed in prev and removed in
-// cur (Ray drops it 60–110 ms before its node reports the GPUs free, and Decide counts them free then: ReportLag).
+// in prev, or more of some resource available on an alive node.
 func Freed(prev, cur *mvp.ClusterView) bool {
-	if removedSince(prev, cur) {
-		return true
-	}
 	before := make(map[string]*mvp.Node, len(prev.Nodes))
 	for i := range prev.Nodes {
 		before[prev.Nodes[i].ID] = &prev.Nodes[i]
@@ -82,25 +78,6 @@ func Freed(prev, cur *mvp.ClusterView) bool {
 			if avail > p.Available[res] {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-// removedSince reports whether a group placed in prev is REMOVED in cur.
-func removedSince(prev, cur *mvp.ClusterView) bool {
-	var placed map[string]bool
-	for i := range prev.Groups {
-		if g := &prev.Groups[i]; g.Placed() {
-			if placed == nil {
-				placed = map[string]bool{}
-			}
-			placed[g.ID] = true
-		}
-	}
-	for i := range cur.Groups {
-		if g := &cur.Groups[i]; g.State == "REMOVED" && placed[g.ID] {
-			return true
 		}
 	}
 	return false

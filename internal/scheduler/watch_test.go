@@ -39,20 +39,6 @@ func TestFreed(t *testing.T) {
 		{"a node came back", dead(view(4)), view(4), true},
 		{"a node died", view(4), dead(view(4)), false},
 		{"a new node joined", &mvp.ClusterView{Nodes: view(4).Nodes[1:]}, view(4), true},
-		{"a group removed before its node reports the GPUs free (ReportLag)", view(0, pg), func() *mvp.ClusterView {
-			g := pg
-			g.State = "REMOVED"
-			return view(0, g)
-		}(), true},
-		{"a group read removed again", func() *mvp.ClusterView {
-			g := pg
-			g.State = "REMOVED"
-			return view(0, g)
-		}(), func() *mvp.ClusterView {
-			g := pg
-			g.State = "REMOVED"
-			return view(0, g)
-		}(), false},
 		{"a resource shows up", func() *mvp.ClusterView { v := view(4); delete(v.Nodes[1].Available, "worker_node"); return v }(), view(4), true},
 	} {
 		if got := scheduler.Freed(c.prev, c.cur); got != c.want {
