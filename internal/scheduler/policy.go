@@ -1343,6 +1343,9 @@ func (pl *plan) buildReleases() {
 	for _, u := range pl.admitted {
 		pl.addReleases(u)
 	}
+	for _, r := range lagReleases(pl.s.Cluster, pl.nodes, pl.now) {
+		pl.insertRelease(r)
+	}
 }
 
 // addReleases adds u's releases, keeping the list in time order.
@@ -1394,10 +1397,13 @@ func lookup(idx map[string]int, id string) int {
 }
 
 // availableGPU is the GPUs the cluster reading shows free on node id.
-func availableGPU(c *mvp.ClusterView, id string) float64 {
+func availableGPU(c *mvp.ClusterView, id string) float64 { return availableOf(c, id, ResGPU) }
+
+// availableOf is how much of res the cluster reading shows free on node id.
+func availableOf(c *mvp.ClusterView, id, res string) float64 {
 	for _, n := range c.Nodes {
 		if n.ID == id {
-			return n.Available[ResGPU]
+			return n.Available[res]
 		}
 	}
 	return 0

@@ -642,18 +642,21 @@ func TestBackfillUsesANodeTheReservationDoesNotNeed(t *testing.T) {
 // ended 3-GPU task hold nothing (its group removed) and its node still 1 GPU free: the 1 × 4 gang reserved on that
 // node no longer fitted there ever, its reservation moved to the other node's end in 15 minutes, and a 1-GPU task
 // declaring 10 minutes was backfilled; Ray put it on the freed node (the most room), and the gang waited for it. The
-// GPUs of a group removed within ReportLag of the reading are free on its node (never more than its groups leave).
+// GPUs of a group removed within ReportLag of the reading are given back now in the reservation's view, so the gang
+// keeps its reservation on that node, starting now, and the task waits behind it; admission waits for the report
+// (a node that died under a run reads alive for a moment with its groups removed: TestWorkerNodeDeathIsRetried).
 func TestAGangsRemovedGroupsAreFreeBeforeTheReportsSayIt(t *testing.T) {
 	bundles := []map[string]float64{{"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}, {"GPU": 1, "CPU": 3}}
 	for _, name := range []string{PolicyEASY, PolicyXFBF, PolicyXFChain} {
 		for _, tc := range []struct {
-			name string
-			w1   float64 // w1's GPUs free in the report
-			ago  time.Duration
+			name  string
+			w1    float64 // w1's GPUs free in the report
+			ago   time.Duration
+			admit bool // the gang starts now
 		}{
-			{"the report lags", 1, 50 * time.Millisecond},
-			{"the report caught up", 4, 50 * time.Millisecond},
-			{"the report caught up long ago", 4, time.Minute},
+			{"the report lags", 1, 50 * time.Millisecond, false},
+			{"the report caught up", 4, 50 * time.Millisecond, true},
+			{"the report caught up long ago", 4, time.Minute, true},
 		} {
 			b := newBench("w1", "w2")
 			b.run(3, 2*time.Minute, 40*time.Second, true, "w1") // ended: its group removed, its job not yet followed
@@ -663,17 +666,24 @@ func TestAGangsRemovedGroupsAreFreeBeforeTheReportsSayIt(t *testing.T) {
 			b.c.Nodes[1].Available["GPU"], b.c.Nodes[1].Available["CPU"] = tc.w1, 48-3*(4-tc.w1)
 			gang := timed(1, 4, time.Minute, 30*time.Second)
 			small := timed(1, 1, 10*time.Minute, 10*time.Second)
-			acts := Decide(t0, b.snap(gang, small), named(name))
-			if onto := plannedOn(acts, gang); !slices.Equal(onto, []string{"w1"}) {
+			snap := b.snap(gang, small)
+			acts := Decide(t0, snap, named(name))
+			onto := plannedOn(acts, gang)
+			switch {
+			case tc.admit && !slices.Equal(onto, []string{"w1"}):
 				w := waitOf(acts, gang)
-				t.Errorf("%s, %s: the gang was not admitted onto w1, whose GPUs Ray has freed: %s %q", name, tc.name,
-					w.Code(), w.Reason)
+				t.Errorf("%s, %s: the gang was not admitted onto w1: %s %q", name, tc.name, w.Code(), w.Reason)
+			case !tc.admit && onto != nil:
+				t.Errorf("%s, %s: the gang was admitted onto %v before the report shows w1's GPUs free", name, tc.name, onto)
+			case !tc.admit:
+				v := Explain(t0, snap, named(name))
+				if len(v.Reservations) == 0 || v.Reservations[0].TaskID != gang.ID || v.Reservations[0].Start == nil ||
+					!v.Reservations[0].Start.Equal(t0) || !slices.Equal(v.Reservations[0].Nodes, []string{"w1"}) {
+					t.Errorf("%s, %s: reservations %+v, want the gang's on w1 starting now", name, tc.name, v.Reservations)
+				}
 			}
-			if onto := plannedOn(acts, small); slices.Contains(onto, "w1") {
-				t.Errorf("%s, %s: the 1-GPU task was planned on w1 with the gang", name, tc.name)
-			}
-			if v := freeNodes(b.c); v[1].free[ResGPU] != 4 {
-				t.Errorf("%s, %s: w1 shows %v GPUs free, want 4 (its 3 freed counted once)", name, tc.name, v[1].free[ResGPU])
+			if w := waitOf(acts, small); w == nil || w.Code() != CodeBehindReservation || w.YieldsTo != gang.ID {
+				t.Errorf("%s, %s: the 1-GPU task was not held behind the gang: %v", name, tc.name, acts)
 			}
 		}
 	}
