@@ -456,6 +456,27 @@ func (s *service) waitState(id string, state mvp.State, timeout time.Duration) *
 
 // waitJudged waits until the first attempt of task id carries a failure kind (or the task has ended) and returns
 // the task as it then is.
+// waitCanceled waits until task id is CANCELED and mvp has seen its Ray job end (its last attempt's Ray status is
+// terminal; a task canceled before it ran has no job). The stand-in writes into the task's folder under shared_root
+// until its driver is gone: a test that returned at CANCELED raced its own TempDir's removal ("unlinkat …/shared/jobs:
+// directory not empty", seen once in CI).
+func (s *service) waitCanceled(id string, timeout time.Duration) *mvp.Task {
+	s.t.Helper()
+	var got *mvp.Task
+	waitFor(s.t, timeout, id+" canceled and its Ray job ended", func() (bool, string) {
+		got = s.get(id)
+		if got.State != mvp.StateCanceled {
+			return false, string(got.State)
+		}
+		if len(got.Attempts) == 0 {
+			return true, ""
+		}
+		a := got.Attempts[len(got.Attempts)-1]
+		return a.RayStatus.Terminal(), "Ray: " + string(a.RayStatus)
+	})
+	return got
+}
+
 func (s *service) waitJudged(id string, timeout time.Duration) *mvp.Task {
 	s.t.Helper()
 	var got *mvp.Task

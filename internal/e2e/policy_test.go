@@ -175,7 +175,7 @@ func TestBackfillYieldsWhereRayMayPutItOnTheReservation(t *testing.T) {
 	if _, _, code := s.cli("cancel", long); code != 0 {
 		t.Errorf("cancel %s: exit %d", long, code)
 	}
-	s.waitState(long, mvp.StateCanceled, 60*time.Second)
+	s.waitCanceled(long, 60*time.Second)
 	s.waitState(soon, mvp.StateSucceeded, 60*time.Second)
 }
 
@@ -211,7 +211,7 @@ func TestAPassPlansWhereRayPlaces(t *testing.T) {
 	if _, _, code := s.cli("cancel", occupant); code != 0 {
 		t.Errorf("cancel %s: exit %d", occupant, code)
 	}
-	s.waitState(occupant, mvp.StateCanceled, 60*time.Second)
+	s.waitCanceled(occupant, 60*time.Second)
 }
 
 // TestAGangThatFreedItsGPUsLetsTheNextTaskStart: a driver that removes its placement groups and goes on (uploading,
@@ -234,7 +234,7 @@ func TestAGangThatFreedItsGPUsLetsTheNextTaskStart(t *testing.T) {
 	if _, _, code := s.cli("cancel", a); code != 0 {
 		t.Errorf("cancel %s: exit %d", a, code)
 	}
-	s.waitState(a, mvp.StateCanceled, 60*time.Second)
+	s.waitCanceled(a, 60*time.Second)
 }
 
 // TestFIFOKeepsTheSmallTaskBehind (issue 13): under fifo the same small task waits until the gang ahead of it has
@@ -435,7 +435,7 @@ func TestTheEstimateIsWhenBackfillStartsATask(t *testing.T) {
 			t.Errorf("cancel %s: exit %d", id, code)
 		}
 	}
-	s.waitState(b, mvp.StateCanceled, 60*time.Second)
+	s.waitCanceled(b, 60*time.Second)
 }
 
 // TestAPendingAttemptEndsNoEarlierThanNowPlusItsDeclaredRun (e89e1c3): P (2×4, declared 60 s) is admitted, but Ray
