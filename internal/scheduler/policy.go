@@ -227,9 +227,10 @@ type plan struct {
 	releases []release
 	live     []liveUse
 	admitted []liveUse
-	// ray is the free view as Ray sees it: the nodes' availability less the placed groups, without what mvp
-	// reserves for groups not placed yet; placing is those groups (live attempts' and this pass's admissions'),
-	// which Ray does not know of until their drivers ask (mayRace).
+	// ray is the free view as Ray sees it: the nodes' availability less the placed groups (freeNodes of the
+	// snapshot), without what mvp reserves for groups not placed yet; placing is those groups (live attempts' and
+	// this pass's admissions'), which Ray does not know of until their drivers ask (mayRace). ray and rayLeft are
+	// made with the first of them: a pass with none needs neither.
 	ray     []*node
 	placing []placing
 	// mayRace's scratch
@@ -334,7 +335,6 @@ func newPlan(now time.Time, s Snapshot, p Policy) *plan {
 // policy runs over the queue.
 func livePlan(now time.Time, s Snapshot, p Policy) *plan {
 	pl := &plan{now: now, s: s, p: p, nodes: freeNodes(s.Cluster), lastUser: -1, starved: -1}
-	pl.ray, pl.rayLeft, pl.rayLeftOK = cloneNodes(pl.nodes), cloneNodes(pl.nodes), true
 	pl.reserveLive()
 	return pl
 }
@@ -915,6 +915,9 @@ func leastResource(requested, available float64) float64 {
 
 // addPlacing adds g to the gangs being placed, and takes it from rayLeft where Ray would put it.
 func (pl *plan) addPlacing(g placing) {
+	if pl.ray == nil {
+		pl.ray, pl.rayLeft, pl.rayLeftOK = freeNodes(pl.s.Cluster), freeNodes(pl.s.Cluster), true
+	}
 	pl.placing = append(pl.placing, g)
 	if !pl.rayLeftOK {
 		return
