@@ -1437,6 +1437,13 @@ func totalNodes(ns []*node) []*node {
 	return out
 }
 
+// ReasonGangBeingPlaced is the sentence of a task that would fit now but waits (behind_reservation) until the gangs
+// of tasks just submitted are placed, because Ray may put it on the GPUs they need (mayRace). It names no task, so a
+// task held so twice in a row keeps its stored reason and gets no second Wait: whoever needs to know (mvp sim) reads
+// it from the task.
+const ReasonGangBeingPlaced = "waiting until the gang of a task just submitted is placed: Ray may put this task " +
+	"on the GPUs that gang needs"
+
 // reasonOf is the human sentence for a wait (formatted once per shape and code, so a deep queue shares them).
 func (pl *plan) reasonOf(e *entry) string {
 	sh := &pl.shapes[e.shape]
@@ -1488,8 +1495,7 @@ func (pl *plan) reasonOf(e *entry) string {
 		// API hides yields_to from them); and a new holder does not rewrite every task behind it.
 		switch {
 		case e.yields < -1 || e.yields >= 0 && pl.ents[e.yields].kind == entSubmit:
-			return "waiting until the gang of a task just submitted is placed: Ray may put this task on the GPUs " +
-				"that gang needs"
+			return ReasonGangBeingPlaced
 		case e.yields < 0:
 			return "waiting behind a submitted task whose gang is not placed yet and does not fit"
 		case pl.p.policyName() == PolicyFIFO:

@@ -257,29 +257,27 @@ func (s *state) decideOnce(now int64) (bool, error) {
 	acts := scheduler.Decide(at, snap, s.cfg.Policy)
 	s.maxDec = max(s.maxDec, time.Since(t0))
 	s.calls++
-	var started map[string]bool
-	var yields []string
+	started := false
 	for _, a := range acts {
 		switch a := a.(type) {
 		case scheduler.Submit:
 			s.begin(now, at, a)
-			if started == nil {
-				started = map[string]bool{}
-			}
-			started[a.Task.ID] = true
+			started = true
 		case *scheduler.Wait:
 			a.Task.State, a.Task.PendingReason = mvp.StatePendingResources, a.Reason
 			s.waits++
-			if a.YieldsTo != "" {
-				yields = append(yields, a.YieldsTo)
-			}
 		}
 	}
-	if started == nil {
+	if !started {
 		return false, nil
 	}
 	s.queue = slices.DeleteFunc(s.queue, func(t *mvp.Task) bool { return t.State == mvp.StateRunning })
-	return slices.ContainsFunc(yields, func(id string) bool { return started[id] }), nil
+	// A task held for the gangs being placed keeps that reason without a new Wait when it was held so before, so
+	// the queue is read, not the Waits. Here every gang is placed when it starts, so each such gang is one this
+	// call started; and the loop ends, since every call that asks for another started a task.
+	return slices.ContainsFunc(s.queue, func(t *mvp.Task) bool {
+		return t.PendingReason == scheduler.ReasonGangBeingPlaced
+	}), nil
 }
 
 // begin starts a job where Decide put it.

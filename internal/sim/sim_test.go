@@ -186,6 +186,31 @@ func TestBackfillBeatsFIFO(t *testing.T) {
 	}
 }
 
+// A task held twice in a row at one instant for gangs that call started (so its stored reason did not change and
+// Decide returned no Wait for it the second time) starts at that instant, as mvp's next pass would once the gangs
+// are placed: not at the next arrival or end. 4 nodes × 4 GPUs; at 0 a 1-GPU and a 2-GPU job take two nodes (3 and
+// 2 GPUs left); at 10 a 2 × 4 gang takes the empty two, and a 1 × 3 job and a 1-GPU job wait, Ray may put either on
+// the gang's nodes; the gang placed, the 1 × 3 job starts on the node with 3 free and the 1-GPU one waits again, Ray
+// may put it there first; that placed, it starts on the node with 2 free, still at 10.
+func TestATaskHeldTwiceForGangsBeingPlacedStartsAtThatInstant(t *testing.T) {
+	jobs := []Job{
+		{Line: 2, ArrivalS: 0, NNodes: 1, GPUsPerNode: 1, DurationS: 1000, MaxRuntimeS: 1000},
+		{Line: 3, ArrivalS: 0, NNodes: 1, GPUsPerNode: 2, DurationS: 1000, MaxRuntimeS: 1000},
+		{Line: 4, ArrivalS: 10, NNodes: 2, GPUsPerNode: 4, DurationS: 100, MaxRuntimeS: 100},
+		{Line: 5, ArrivalS: 10, NNodes: 1, GPUsPerNode: 3, DurationS: 100, MaxRuntimeS: 100},
+		{Line: 6, ArrivalS: 10, NNodes: 1, GPUsPerNode: 1, DurationS: 100, MaxRuntimeS: 100},
+	}
+	for _, name := range scheduler.PolicyNames {
+		res, err := Run(context.Background(), jobs, Config{Nodes: 4, GPUsPerNode: 4, Policy: scheduler.Policy{Name: name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []float64{0, 0, 10, 10, 10}; !slices.Equal(res.StartS, want) {
+			t.Errorf("%s: starts %v, want %v", name, res.StartS, want)
+		}
+	}
+}
+
 func TestReadCSV(t *testing.T) {
 	good := "user,arrival_s,nnodes,n_gpus_per_node,duration_s\nbob,10,1,2,30\nann,5,2,8,60.5\n"
 	jobs, err := ReadCSV(strings.NewReader(good))
