@@ -173,6 +173,9 @@ type Ray struct {
 	RequestTimeoutS float64 `yaml:"request_timeout_s"`
 	// LogCopyS is how often a running attempt's driver log is copied into the task folder.
 	LogCopyS float64 `yaml:"log_copy_s"`
+	// PackageRetentionS is how long a package uploaded through the Ray door is kept once nothing uses it: no task
+	// still to run names it, and no client asked for it, uploaded it or named it in a submission.
+	PackageRetentionS float64 `yaml:"package_retention_s"`
 }
 
 // WorkloadConfig is per-workload admission shape; the defaults are mvp.WorkloadTable's.
@@ -216,8 +219,13 @@ const (
 	DefaultRayTokenEnv      = "RAY_AUTH_TOKEN"
 	DefaultKeepFinishedJobs = 100
 	DefaultRequestTimeoutS  = 10.0
-	DefaultAddress          = "http://127.0.0.1:8265"
-	DefaultSharedRoot       = "/private"
+	// DefaultPackageRetentionS keeps an unused Ray-door package a week; MinPackageRetentionS is Ray's own
+	// temporary reference (RAY_RUNTIME_ENV_TEMPORARY_REFERENCE_EXPIRATION_S): a client checks that a package is
+	// kept, then submits the job naming it, and it must not go in between.
+	DefaultPackageRetentionS = 7 * 86400.0
+	MinPackageRetentionS     = 600.0
+	DefaultAddress           = "http://127.0.0.1:8265"
+	DefaultSharedRoot        = "/private"
 )
 
 // Load reads and validates the file at path.
@@ -679,6 +687,9 @@ func (c *Config) applyDefaults(present map[string]bool) {
 	if absent("v2.ray.log_copy_s") {
 		r.LogCopyS = 30
 	}
+	if absent("v2.ray.package_retention_s") {
+		r.PackageRetentionS = DefaultPackageRetentionS
+	}
 	if v.Workloads == nil {
 		v.Workloads = map[string]WorkloadConfig{}
 	}
@@ -814,11 +825,18 @@ func (c *Config) Validate() error {
 		{"v2.scheduler.starvation_s", v.Scheduler.StarvationS},
 		{"v2.ray.request_timeout_s", v.Ray.RequestTimeoutS},
 		{"v2.ray.log_copy_s", v.Ray.LogCopyS},
+		{"v2.ray.package_retention_s", v.Ray.PackageRetentionS},
 	} {
 		if d.v > MaxDurationS {
 			return fmt.Errorf("%s: %s s is more than ten years (%d s), the longest duration mvp takes", d.key, number(d.v),
 				MaxDurationS)
 		}
+	}
+	if r := v.Ray.PackageRetentionS; r < MinPackageRetentionS {
+		return fmt.Errorf("v2.ray.package_retention_s: %s s is too short: a client checks that mvp keeps a package, "+
+			"then submits the job that names it, and the package must outlive that (at least %g s, Ray's own "+
+			"temporary reference; leave it out for the default, %g s)", number(r), MinPackageRetentionS,
+			DefaultPackageRetentionS)
 	}
 	if cs := v.SQLite.CheckpointSchedule; cs != "off" {
 		if _, err := recurring.ParseStandard(cs); err != nil {
@@ -995,6 +1013,9 @@ func (s Scheduler) RetryInterval() time.Duration { return seconds(s.RetryInterva
 
 // GangWait is how long placement groups may stay unplaceable before the attempt is stopped and requeued.
 func (s Scheduler) GangWait() time.Duration { return seconds(s.GangWaitS) }
+
+// PackageRetention is how long an unused Ray-door package is kept.
+func (r Ray) PackageRetention() time.Duration { return seconds(r.PackageRetentionS) }
 
 // LogCopyInterval is how often a running attempt's log is copied into the task folder.
 func (r Ray) LogCopyInterval() time.Duration { return seconds(r.LogCopyS) }

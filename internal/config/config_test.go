@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/scheduler"
@@ -234,6 +235,7 @@ func TestNumbersMustBeFinite(t *testing.T) {
 		"v2: {scheduler: {runtime_grace_s: .inf}}\n",
 		"v2: {ray: {request_timeout_s: .nan}}\n",
 		"v2: {ray: {log_copy_s: .inf}}\n",
+		"v2: {ray: {package_retention_s: .nan}}\n",
 		"v2: {workloads: {ppo: {cpus_per_gpu: .nan}}}\n",
 		"entrypoint_num_cpus: .nan\n",
 		"entrypoint_resources: {worker_node: .inf}\n",
@@ -463,7 +465,7 @@ func TestDurationsBeyondTenYearsAreRefused(t *testing.T) {
 			t.Errorf("%q: %v; want an error naming %s", doc, err, key)
 		}
 	}
-	for _, key := range []string{"request_timeout_s", "log_copy_s"} {
+	for _, key := range []string{"request_timeout_s", "log_copy_s", "package_retention_s"} {
 		doc := fmt.Sprintf("v2: {ray: {%s: 9467280000}}\n", key)
 		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: %v; want an error naming %s", doc, err, key)
@@ -534,5 +536,26 @@ func TestAnUnknownPolicyIsAConfigError(t *testing.T) {
 		if _, err := Parse([]byte(doc)); err != nil {
 			t.Errorf("%q: %v", doc, err)
 		}
+	}
+}
+
+// A Ray-door package kept for less than Ray's own temporary reference could go between a client's check that mvp
+// keeps it and the submission that names it: such a retention is refused, naming the key, the least and the
+// default; left out, it is a week.
+func TestPackageRetentionHasAFloor(t *testing.T) {
+	for _, doc := range []string{"v2: {ray: {package_retention_s: 0}}\n", "v2: {ray: {package_retention_s: -1}}\n",
+		"v2: {ray: {package_retention_s: 599}}\n"} {
+		_, err := Parse([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), "v2.ray.package_retention_s") || !strings.Contains(err.Error(), "600") ||
+			!strings.Contains(err.Error(), "604800") {
+			t.Errorf("%q: %v; want it refused, naming the key, the least (600 s) and the default", doc, err)
+		}
+	}
+	c, err := Parse([]byte("v2: {ray: {package_retention_s: 600}}\n"))
+	if err != nil || c.V2.Ray.PackageRetention() != 10*time.Minute {
+		t.Errorf("600 s: %v, %v", c, err)
+	}
+	if c, err = Parse([]byte("address: http://127.0.0.1:8265\n")); err != nil || c.V2.Ray.PackageRetention() != 7*24*time.Hour {
+		t.Errorf("default: %v, %v; want a week", c.V2.Ray.PackageRetention(), err)
 	}
 }

@@ -569,3 +569,89 @@ func TestRayDoorAtMvpsRoot(t *testing.T) {
 		t.Errorf("%s under /ray: %s %s", id, st, msg)
 	}
 }
+
+// TestRayDoorPrunesPackagesNoTaskNeeds: packages Ray's client uploaded through the door are deleted once unused for
+// v2.ray.package_retention_s, unless a task still to run names them; a job submitted again afterwards gets its
+// package uploaded again by Ray's client, and runs. The packages' last use is set back by the test (the retention
+// is at least 10 minutes), and mvp looks when it starts (then hourly): it is restarted.
+func TestRayDoorPrunesPackagesNoTaskNeeds(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	d := newRayDoor(t, s)
+	kept := func() map[string]bool {
+		files, _ := filepath.Glob(filepath.Join(s.sharedRoot, "ray_packages", "_ray_pkg_*"))
+		m := map[string]bool{}
+		for _, f := range files {
+			m[filepath.Base(f)] = true
+		}
+		return m
+	}
+	dirOf := func(word string) string {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "word.txt"), []byte(word+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	ended, endedDir := uniq("pruned"), dirOf(uniq("ended"))
+	out, code := d.run(3*time.Minute, nil, "job", "submit", "--working-dir", endedDir, "--submission-id", ended,
+		"--", "python", "-c", "print('word:', open('word.txt').read().strip())")
+	if code != 0 || !strings.Contains(out, "word: ended") {
+		t.Fatalf("submit (exit %d):\n%s", code, out)
+	}
+	first := kept()
+	if len(first) != 1 {
+		t.Fatalf("kept after one job: %v; want its package", first)
+	}
+	waiting := uniq("waits")
+	out, code = d.run(time.Minute, nil, "job", "submit", "--no-wait", "--working-dir", dirOf(uniq("waiting")),
+		"--submission-id", waiting, "--entrypoint-label-selector", `{"mvp-dev/worker": "nowhere"}`, "--", "echo", "never")
+	if code != 0 {
+		t.Fatalf("submit (exit %d):\n%s", code, out)
+	}
+	d.waitStatus(waiting, "PENDING", "can never fit", time.Minute)
+	var endedPkg, waitingPkg string
+	for name := range kept() {
+		if first[name] {
+			endedPkg = name
+		} else {
+			waitingPkg = name
+		}
+	}
+	if endedPkg == "" || waitingPkg == "" {
+		t.Fatalf("kept: %v; want one package per job", kept())
+	}
+	old := time.Now().Add(-8 * 24 * time.Hour) // unused for longer than the default retention, a week
+	for _, name := range []string{endedPkg, waitingPkg} {
+		if err := os.Chtimes(filepath.Join(s.sharedRoot, "ray_packages", name), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	s.stop()
+	s.start()
+	waitFor(t, time.Minute, "mvp to prune the ended job's package", func() (bool, string) {
+		k := kept()
+		return !k[endedPkg], fmt.Sprintf("kept %v", k)
+	})
+	if !kept()[waitingPkg] {
+		t.Errorf("the package of a job still waiting in mvp was pruned")
+	}
+	if b, _ := os.ReadFile(s.logPath); !strings.Contains(string(b), "pruned Ray packages") {
+		t.Errorf("the service's log does not say what it pruned")
+	}
+	if task := mustTask(t, d, waiting); task.State != mvp.StatePendingResources {
+		t.Errorf("the waiting job is %s after the restart", task.State)
+	}
+
+	// The same folder again: Ray's client asks for the package, is told it is not kept, uploads it, and the job runs.
+	again := uniq("again")
+	out, code = d.run(3*time.Minute, nil, "job", "submit", "--working-dir", endedDir, "--submission-id", again,
+		"--", "python", "-c", "print('word:', open('word.txt').read().strip())")
+	if code != 0 || !strings.Contains(out, "word: ended") || !kept()[endedPkg] {
+		t.Fatalf("submit again (exit %d, kept %v):\n%s", code, kept(), out)
+	}
+	if out, code := d.run(time.Minute, nil, "job", "stop", waiting); code != 0 {
+		t.Errorf("stop (exit %d):\n%s", code, out)
+	}
+}

@@ -177,6 +177,7 @@ func (d *Door) submit(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	now := d.Clock.Now().UTC()
+	d.Packages.Used(packageURIs(req.RuntimeEnv))
 	var t *mvp.Task
 	for i := 0; ; i++ {
 		id := d.NewID(mvp.WorkloadRayJob, now, i)

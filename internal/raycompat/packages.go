@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -16,7 +17,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 	"unicode"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -52,6 +55,27 @@ type Packages struct {
 	// while it is not, nothing is kept or read, so that no package lands on an empty mount point, where no node
 	// sees it and the share, mounted back, hides it.
 	Mounted func() error
+	// Guard, when set, orders Prune against the door's use of the packages: a package that Has just said is kept,
+	// or that Put just kept, is never pruned under it. It must be set (one for all copies of Packages) wherever
+	// Prune runs.
+	Guard *sync.RWMutex
+}
+
+// use holds Guard for reading (a check and its touch, an upload's rename) and returns what releases it.
+func (p Packages) use() func() {
+	if p.Guard == nil {
+		return func() {}
+	}
+	p.Guard.RLock()
+	return p.Guard.RUnlock
+}
+
+// touch records that the package at path was just used (a client asked whether mvp keeps it, or mvp uploaded it
+// to Ray for a submission): Prune keeps what was used within its retention. Best effort: a time that cannot be set
+// leaves the last one, and a package a waiting or running task names is kept whatever its time.
+func touch(path string) {
+	now := time.Now()
+	_ = os.Chtimes(path, now, now)
 }
 
 // mounted returns Mounted's refusal as a 503 that names shared_root, or nil.
@@ -92,12 +116,17 @@ func (p Packages) Has(protocol, name string) (bool, error) {
 	if err := p.mounted(); err != nil {
 		return false, err
 	}
+	defer p.use()()
 	fh, err := openRegular(path, p.maxFile())
 	if err != nil {
 		return false, nil
 	}
 	defer fh.Close()
-	return p.check(name, fh, p.maxFile()) == nil, nil
+	if p.check(name, fh, p.maxFile()) != nil {
+		return false, nil
+	}
+	touch(path) // the client will not upload it now: it must stay until its job is submitted
+	return true, nil
 }
 
 // check streams a kept package's file through its seal's HMAC (Has: a package may be MaxPackageBytes, and Ray's
@@ -263,10 +292,13 @@ func (p Packages) Put(protocol, name string, data []byte) error {
 	return nil
 }
 
+// uploadPrefix begins the name of a package's file while it is being written.
+const uploadPrefix = ".upload-"
+
 // writeAtomic writes the file name in p.Dir, atomically (a reader never sees half a file; a symlink in its place
 // is replaced, not followed).
 func (p Packages) writeAtomic(name string, data []byte) error {
-	tmp, err := os.CreateTemp(p.Dir, ".upload-*")
+	tmp, err := os.CreateTemp(p.Dir, uploadPrefix+"*")
 	if err != nil {
 		return err
 	}
@@ -282,6 +314,7 @@ func (p Packages) writeAtomic(name string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	defer p.use()() // a package kept now is not pruned under its upload
 	return os.Rename(tmp.Name(), filepath.Join(p.Dir, name))
 }
 
@@ -298,6 +331,7 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 	if err := p.mounted(); err != nil {
 		return nil, false, fmt.Errorf("%w: %w", mvp.ErrSubmitInfra, err)
 	}
+	defer p.use()()
 	file, err := readRegular(path, p.maxFile())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
@@ -310,7 +344,105 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 		return nil, false, fmt.Errorf("%w: the package kept at %s is refused: %w; submit the job again with Ray's "+
 			"client, which uploads the package again", mvp.ErrSubmitInfra, path, err)
 	}
+	touch(path)
 	return data, true, nil
+}
+
+// Prune deletes the kept packages last used (kept, asked for by a client, or uploaded to Ray for a submission)
+// before cutoff that inUse does not name, and the files of uploads left half-written (mvp stopped during one)
+// older than cutoff. It returns how many packages it deleted and their bytes. Only files of a package's name or
+// an upload's are touched (a symlink in a package's place is deleted, never followed); nothing is deleted while
+// shared_root is not mounted.
+func (p Packages) Prune(cutoff time.Time, inUse map[string]bool) (n int, bytes int64, err error) {
+	if err := p.mounted(); err != nil {
+		return 0, 0, err
+	}
+	entries, err := os.ReadDir(p.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune Ray packages: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		upload := strings.HasPrefix(name, uploadPrefix)
+		if !upload && (!PackagePattern.MatchString(name) || inUse[name]) {
+			continue
+		}
+		size, removed, err := p.pruneOne(filepath.Join(p.Dir, name), cutoff)
+		if err != nil {
+			return n, bytes, fmt.Errorf("prune Ray packages: %w", err)
+		}
+		if removed && !upload {
+			n++
+			bytes += size
+		}
+	}
+	return n, bytes, nil
+}
+
+// pruneOne deletes the file at path if it is not a folder and was last modified before cutoff, under Guard, so
+// that no Has, Get or Put is between its reading and its deletion.
+func (p Packages) pruneOne(path string, cutoff time.Time) (size int64, removed bool, err error) {
+	if p.Guard != nil {
+		p.Guard.Lock()
+		defer p.Guard.Unlock()
+	}
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if fi.IsDir() || !fi.ModTime().Before(cutoff) {
+		return 0, false, nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, false, err
+	}
+	return fi.Size(), true, nil
+}
+
+// Used records that a submission names these URIs: each package the door keeps among them is touched, so that
+// Prune, which reads the tasks still to run before it deletes, does not delete it under a task being made (a
+// client may name a package it uploaded days ago without asking for it again).
+func (p Packages) Used(uris []string) {
+	for _, uri := range uris {
+		protocol, name, ok := strings.Cut(uri, "://")
+		if !ok {
+			continue
+		}
+		path, err := p.path(protocol, name)
+		if err != nil || p.mounted() != nil {
+			continue
+		}
+		func() {
+			defer p.use()()
+			if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+				touch(path)
+			}
+		}()
+	}
+}
+
+// PackagesInUse names the packages the door keeps that tasks still to run name (their runtime_env's working_dir
+// and py_modules): a waiting or running Ray-door task's are uploaded to Ray again before each of its attempts.
+func PackagesInUse(tasks []*mvp.Task) map[string]bool {
+	in := map[string]bool{}
+	for _, t := range tasks {
+		var req mvp.RayJobRequest
+		if info, _ := t.Workload.Info(); !info.RayDoor || json.Unmarshal(t.SpecJSON, &req) != nil {
+			continue
+		}
+		for _, uri := range packageURIs(req.RuntimeEnv) {
+			if protocol, name, ok := strings.Cut(uri, "://"); ok && protocol == PackageProtocol {
+				in[name] = true
+			}
+		}
+	}
+	return in
 }
 
 // readRegular reads the file at path if it is a regular file of at most max bytes, never following a

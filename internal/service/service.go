@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,12 +82,15 @@ type Main struct {
 	probe           *ray.Probe
 	loop            *scheduler.Loop
 	recur           *recurring.Loop
-	hs              *http.Server
-	ln              net.Listener
-	url             string
-	token           string
-	logger          *slog.Logger
-	closed          bool
+	door            *raycompat.Door
+	// packageRetention is how long an unused Ray-door package is kept (v2.ray.package_retention_s).
+	packageRetention time.Duration
+	hs               *http.Server
+	ln               net.Listener
+	url              string
+	token            string
+	logger           *slog.Logger
+	closed           bool
 }
 
 // Open opens the database, wires Ray, the scheduler loop and the API, and listens on v2.api's address (port 0
@@ -277,7 +281,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	policy := PolicyOf(&cfg)
 	policy.OnlyKnownOwners = true // a user removed from v2.auth.users: her waiting tasks are held (mvp sim's trace users are not named)
 	packages := raycompat.Packages{Dir: filepath.Join(cfg.SharedRoot, "ray_packages"), Mounted: files.CheckMounted,
-		Key: files.Key}
+		Key: files.Key, Guard: &sync.RWMutex{}} // one Guard for the door's, the Uploader's and the pruner's copies
 	if err := sealPackages(ctx, m.store, packages, logger); err != nil {
 		return err
 	}
@@ -298,6 +302,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	door := &raycompat.Door{Store: m.store, Packages: packages, Build: build, Clock: clock,
 		Logger: logger.With("component", "raydoor"), Wake: m.loop.Wake, Health: m.loop.Health, Observer: obs, MaxBodyBytes: cfg.V2.API.MaxBodyBytes,
 		Prepare: func(req *mvp.RayJobRequest) (*mvp.Task, error) { return workload.PrepareRayJob(req, settings) }}
+	m.door, m.packageRetention = door, cfg.V2.Ray.PackageRetention()
 	srv := &api.Server{Store: m.store, Files: files, Ray: rayClient, Snapshot: m.loop.Snapshot, NeverFits: m.loop.NeverFits,
 		ForgetNode: m.loop.ForgetNode,
 		Prepare:    prepare, Build: build,
@@ -461,6 +466,11 @@ func (m *Main) Run(ctx context.Context) error {
 		defer close(recurDone)
 		_ = m.recur.Run(loopCtx)
 	}()
+	pruneDone := make(chan struct{})
+	go func() {
+		defer close(pruneDone)
+		m.door.RunPrune(loopCtx, m.packageRetention)
+	}()
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- m.hs.Serve(m.ln) }()
 
@@ -471,6 +481,7 @@ func (m *Main) Run(ctx context.Context) error {
 		stopLoop()
 		<-loopDone
 		<-recurDone
+		<-pruneDone
 		return fmt.Errorf("http server: %w", err)
 	}
 	// The loop stops starting ticks now and its tick in progress gets the loop's StopGrace, while the requests in
@@ -485,6 +496,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	<-loopDone
 	<-recurDone
+	<-pruneDone
 	logger.Info("stopped")
 	return nil
 }
