@@ -44,10 +44,12 @@ if p4n == p4n:  # not NaN: P4 ran
 | P4 | Ray `GET /api/jobs/` (list) median, same two moments ({p4dn:.0f} vs {p4mn:.0f} jobs listed) | **{p4dl/1000:.0f} ms vs {p4ml/1000:.0f} ms** (direct ÷ mvp: {p4dl/p4ml if p4ml else float('nan'):.1f}×) | mvp keeps Ray fast |"""
 else:
     p4rows = "| P4 | Ray's job server after many jobs, direct vs through mvp | not run this time (`MVP_BENCH_SKIP_P4`: it takes tens of minutes) | mvp keeps Ray fast |"
-# The sections `make sim` writes (scripts/sim.sh: policies; scripts/sim-teams.sh: two teams) are kept as they are.
+# The sections `make sim` writes (scripts/sim.sh: policies; scripts/sim-teams.sh: two teams), and the notes written by
+# hand between the markers `<!-- notes: begin` and `<!-- notes: end -->`, are kept as they are.
 try:
     doc = open("BENCHMARKS.md").read()
     sim_section = "".join(m.group(0) + "\n" for m in (
+        re.search(r"<!-- notes: begin.*?<!-- notes: end -->\n", doc, re.S),
         re.search(r"<!-- make sim: begin.*?<!-- make sim: end -->\n", doc, re.S),
         re.search(r"<!-- make sim teams: begin.*?<!-- make sim teams: end -->\n", doc, re.S)) if m)
 except FileNotFoundError:
