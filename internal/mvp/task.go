@@ -341,6 +341,9 @@ type Store interface {
 	Runnable(ctx context.Context) ([]*Task, error)
 	// TaskSpec returns a task's jobspec as submitted and its effective spec, or ErrNotFound.
 	TaskSpec(ctx context.Context, id string) (jobspecYAML string, spec json.RawMessage, err error)
+	// UnendedSpecs returns the effective specs of workload w's tasks that have not ended (waiting, being
+	// submitted, or in flight), read in one statement, so that no task moving between states is missed.
+	UnendedSpecs(ctx context.Context, w Workload) ([]json.RawMessage, error)
 	// Active returns the tasks in SUBMITTING, SUBMITTED or RUNNING with their latest attempt, and the tasks of
 	// any state whose latest attempt's Ray status is not terminal (for example a CANCELED task whose job is still
 	// stopping).

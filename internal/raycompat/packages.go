@@ -12,6 +12,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -70,12 +71,18 @@ func (p Packages) use() func() {
 	return p.Guard.RUnlock
 }
 
-// touch records that the package at path was just used (a client asked whether mvp keeps it, or mvp uploaded it
-// to Ray for a submission): Prune keeps what was used within its retention. Best effort: a time that cannot be set
-// leaves the last one, and a package a waiting or running task names is kept whatever its time.
-func touch(path string) {
-	now := time.Now()
-	_ = os.Chtimes(path, now, now)
+// touch records that the package at path was just used (a client asked whether mvp keeps it, mvp uploaded it to
+// Ray for a submission, a submission named it): Prune keeps what was used within its retention. The file's times
+// are set through a descriptor opened without following a symlink at its name (a job can write on shared_root:
+// what it put in a package's place is not touched, and no file elsewhere is).
+func touch(path string) error {
+	fh, err := openRegular(path, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	now := syscall.NsecToTimeval(time.Now().UnixNano())
+	return syscall.Futimes(int(fh.Fd()), []syscall.Timeval{now, now})
 }
 
 // mounted returns Mounted's refusal as a 503 that names shared_root, or nil.
@@ -125,7 +132,11 @@ func (p Packages) Has(protocol, name string) (bool, error) {
 	if p.check(name, fh, p.maxFile()) != nil {
 		return false, nil
 	}
-	touch(path) // the client will not upload it now: it must stay until its job is submitted
+	// The client will not upload it now: it must stay until its job is submitted. A package mvp cannot mark so
+	// is said not to be kept, and the client uploads it again.
+	if touch(path) != nil {
+		return false, nil
+	}
 	return true, nil
 }
 
@@ -344,52 +355,87 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 		return nil, false, fmt.Errorf("%w: the package kept at %s is refused: %w; submit the job again with Ray's "+
 			"client, which uploads the package again", mvp.ErrSubmitInfra, path, err)
 	}
-	touch(path)
+	_ = touch(path) // best effort: this submission has the bytes; a retry after a prune finds none (documented)
 	return data, true, nil
 }
 
-// Prune deletes the kept packages last used (kept, asked for by a client, or uploaded to Ray for a submission)
-// before cutoff that inUse does not name, and the files of uploads left half-written (mvp stopped during one)
-// older than cutoff. It returns how many packages it deleted and their bytes. Only files of a package's name or
-// an upload's are touched (a symlink in a package's place is deleted, never followed); nothing is deleted while
-// shared_root is not mounted.
-func (p Packages) Prune(cutoff time.Time, inUse map[string]bool) (n int, bytes int64, err error) {
+// Prune deletes the kept packages last used (kept, asked for by a client, named by a submission, or uploaded to
+// Ray for one) before cutoff that inUse does not name, and the files of uploads left half-written (mvp stopped
+// during one) older than cutoff. It returns how many packages it deleted and their bytes, and the files it could
+// not delete (it goes on past them). Only the folder itself is read, through an os.Root (a job can write on
+// shared_root: a symlink in the folder's place is refused, and one in a package's place is deleted, never
+// followed); only files of a package's name or an upload's are deleted; nothing while shared_root is not mounted.
+func (p Packages) Prune(ctx context.Context, cutoff time.Time, inUse map[string]bool) (n int, bytes int64, err error) {
 	if err := p.mounted(); err != nil {
 		return 0, 0, err
 	}
-	entries, err := os.ReadDir(p.Dir)
+	dirInfo, err := os.Lstat(p.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, 0, nil
 	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("prune Ray packages: %w", err)
 	}
+	if !dirInfo.IsDir() {
+		return 0, 0, fmt.Errorf("prune Ray packages: %s is not a folder (%s); mvp does not follow it", p.Dir, dirInfo.Mode().Type())
+	}
+	root, err := os.OpenRoot(p.Dir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune Ray packages: %w", err)
+	}
+	defer root.Close()
+	if opened, err := root.Stat("."); err != nil || !os.SameFile(dirInfo, opened) {
+		return 0, 0, fmt.Errorf("prune Ray packages: %s changed while it was opened; will look again", p.Dir)
+	}
+	dir, err := root.Open(".")
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune Ray packages: %w", err)
+	}
+	entries, err := dir.ReadDir(-1)
+	dir.Close()
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune Ray packages: %w", err)
+	}
+	var errs []error
 	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
 		name := e.Name()
 		upload := strings.HasPrefix(name, uploadPrefix)
 		if !upload && (!PackagePattern.MatchString(name) || inUse[name]) {
 			continue
 		}
-		size, removed, err := p.pruneOne(filepath.Join(p.Dir, name), cutoff)
+		// Read without Guard: only a stale file is looked at again under it, so a pass takes Guard once per file
+		// it may delete, not once per package.
+		if info, err := e.Info(); err != nil || info.IsDir() || !info.ModTime().Before(cutoff) {
+			continue
+		}
+		size, removed, err := p.pruneOne(root, name, cutoff)
 		if err != nil {
-			return n, bytes, fmt.Errorf("prune Ray packages: %w", err)
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
 		}
 		if removed && !upload {
 			n++
 			bytes += size
 		}
 	}
+	if len(errs) > 0 {
+		return n, bytes, fmt.Errorf("prune Ray packages in %s: %w", p.Dir, errors.Join(errs...))
+	}
 	return n, bytes, nil
 }
 
-// pruneOne deletes the file at path if it is not a folder and was last modified before cutoff, under Guard, so
-// that no Has, Get or Put is between its reading and its deletion.
-func (p Packages) pruneOne(path string, cutoff time.Time) (size int64, removed bool, err error) {
+// pruneOne deletes the file name in root if it is not a folder and was last modified before cutoff, under Guard,
+// so that no Has, Get, Used or Put's rename is between its reading and its deletion.
+func (p Packages) pruneOne(root *os.Root, name string, cutoff time.Time) (size int64, removed bool, err error) {
 	if p.Guard != nil {
 		p.Guard.Lock()
 		defer p.Guard.Unlock()
 	}
-	fi, err := os.Lstat(path)
+	fi, err := root.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
@@ -399,7 +445,7 @@ func (p Packages) pruneOne(path string, cutoff time.Time) (size int64, removed b
 	if fi.IsDir() || !fi.ModTime().Before(cutoff) {
 		return 0, false, nil
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, false, err
 	}
 	return fi.Size(), true, nil
@@ -420,20 +466,18 @@ func (p Packages) Used(uris []string) {
 		}
 		func() {
 			defer p.use()()
-			if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
-				touch(path)
-			}
+			_ = touch(path) // a package not kept (or not touched) is passed to Ray as named, as before
 		}()
 	}
 }
 
-// PackagesInUse names the packages the door keeps that tasks still to run name (their runtime_env's working_dir
-// and py_modules): a waiting or running Ray-door task's are uploaded to Ray again before each of its attempts.
-func PackagesInUse(tasks []*mvp.Task) map[string]bool {
+// PackagesInUse names the packages the door keeps that these effective specs of Ray-door tasks name (their
+// runtime_env's working_dir and py_modules): each such task's are uploaded to Ray again before each of its attempts.
+func PackagesInUse(specs []json.RawMessage) map[string]bool {
 	in := map[string]bool{}
-	for _, t := range tasks {
+	for _, spec := range specs {
 		var req mvp.RayJobRequest
-		if info, _ := t.Workload.Info(); !info.RayDoor || json.Unmarshal(t.SpecJSON, &req) != nil {
+		if json.Unmarshal(spec, &req) != nil {
 			continue
 		}
 		for _, uri := range packageURIs(req.RuntimeEnv) {

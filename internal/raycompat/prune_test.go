@@ -17,6 +17,8 @@ const (
 	pkgA = "_ray_pkg_0123456789abcdef.zip"
 	pkgB = "_ray_pkg_fedcba9876543210.zip"
 	pkgC = "_ray_pkg_00112233445566778899aabbccddeeff00112233.tar.gz"
+	pkgD = "mvpwheel-0.1-py3-none-any.whl"
+	pkgE = "_ray_pkg_1111111111111111.zip"
 )
 
 // put keeps a package and sets its last use to at.
@@ -76,7 +78,7 @@ func TestPruneDeletesOnlyPackagesUnusedAndNamedByNoTask(t *testing.T) {
 	// A symlink's own time: Lchtimes is not in os; a link made now is recent, so it is checked with a later cutoff.
 	fiA, _ := os.Stat(filepath.Join(p.Dir, pkgA))
 
-	n, bytes, err := p.Prune(cutoff, map[string]bool{pkgB: true})
+	n, bytes, err := p.Prune(context.Background(), cutoff, map[string]bool{pkgB: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestPruneDeletesOnlyPackagesUnusedAndNamedByNoTask(t *testing.T) {
 			t.Errorf("%s: exists %v after the prune, want %v", filepath.Base(path), !want, want)
 		}
 	}
-	if _, _, err := p.Prune(now.Add(time.Hour), nil); err != nil {
+	if _, _, err := p.Prune(context.Background(), now.Add(time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	if exists(link) || !exists(outside) || !exists(dir) {
@@ -124,13 +126,13 @@ func TestAPackageJustUsedIsNotPruned(t *testing.T) {
 		if err := use(p); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if n, _, err := p.Prune(now.Add(-24*time.Hour), nil); err != nil || n != 0 || !exists(filepath.Join(p.Dir, pkgA)) {
+		if n, _, err := p.Prune(context.Background(), now.Add(-24*time.Hour), nil); err != nil || n != 0 || !exists(filepath.Join(p.Dir, pkgA)) {
 			t.Errorf("%s: a package just used was pruned (%d, %v)", name, n, err)
 		}
 	}
 }
 
-// The door's prune keeps the packages of its tasks still to run (waiting, or with an attempt in flight), read from
+// The door's prune keeps the packages of its tasks still to run (waiting, being submitted, or in flight), read from
 // a real store, and deletes those of ended tasks once unused for the retention; a jobspec task naming the same URI
 // (not a door task) keeps nothing.
 func TestTheDoorPrunesPackagesOfEndedTasksOnly(t *testing.T) {
@@ -138,7 +140,7 @@ func TestTheDoorPrunesPackagesOfEndedTasksOnly(t *testing.T) {
 	db := openDB(t)
 	now := time.Now().UTC()
 	p := Packages{Dir: t.TempDir(), Key: []byte("k"), Guard: &sync.RWMutex{}}
-	for _, name := range []string{pkgA, pkgB, pkgC} {
+	for _, name := range []string{pkgA, pkgB, pkgC, pkgD, pkgE} {
 		put(t, p, name, now.Add(-30*24*time.Hour))
 	}
 	mk := func(id string, w mvp.Workload, state mvp.State, spec string) {
@@ -151,10 +153,14 @@ func TestTheDoorPrunesPackagesOfEndedTasksOnly(t *testing.T) {
 		if err := db.CreateTask(ctx, task); err != nil {
 			t.Fatal(err)
 		}
-		if state != mvp.StateQueued {
-			if err := db.Apply(ctx, mvp.Change{TaskID: id, From: mvp.StateQueued, To: state}); err != nil {
+		from := mvp.StateQueued
+		path := map[mvp.State][]mvp.State{mvp.StateSubmitting: {mvp.StateSubmitting},
+			mvp.StateRunning: {mvp.StateSubmitting, mvp.StateRunning}, mvp.StateCanceled: {mvp.StateCanceled}}
+		for _, to := range path[state] {
+			if err := db.Apply(ctx, mvp.Change{TaskID: id, From: from, To: to}); err != nil {
 				t.Fatal(err)
 			}
+			from = to
 		}
 	}
 	mk("mvp2-ray_job-20251223-143201-0001", mvp.WorkloadRayJob, mvp.StateQueued,
@@ -163,13 +169,43 @@ func TestTheDoorPrunesPackagesOfEndedTasksOnly(t *testing.T) {
 		`{"entrypoint":"x","runtime_env":{"working_dir":"gcs://`+pkgB+`"}}`)
 	mk("mvp2-ppo-20251223-143201-0003", mvp.WorkloadPPO, mvp.StateQueued,
 		`{"runtime_env":{"working_dir":"gcs://`+pkgC+`"}}`)
+	// Being submitted (its upload to Ray not made yet) and running: both keep theirs.
+	mk("mvp2-ray_job-20251223-143201-0004", mvp.WorkloadRayJob, mvp.StateSubmitting,
+		`{"entrypoint":"x","runtime_env":{"py_modules":["gcs://`+pkgD+`"]}}`)
+	mk("mvp2-ray_job-20251223-143201-0005", mvp.WorkloadRayJob, mvp.StateRunning,
+		`{"entrypoint":"x","runtime_env":{"working_dir":"gcs://`+pkgE+`"}}`)
 	d := &Door{Store: db, Packages: p, Clock: mvp.SystemClock{}, Logger: slog.New(slog.DiscardHandler)}
 	n, _, err := d.PrunePackages(ctx, 7*24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !exists(filepath.Join(p.Dir, pkgD)) || !exists(filepath.Join(p.Dir, pkgE)) {
+		t.Errorf("the package of a task being submitted (%v) or running (%v) was pruned",
+			exists(filepath.Join(p.Dir, pkgD)), exists(filepath.Join(p.Dir, pkgE)))
+	}
 	if n != 2 || !exists(filepath.Join(p.Dir, pkgA)) || exists(filepath.Join(p.Dir, pkgB)) || exists(filepath.Join(p.Dir, pkgC)) {
 		t.Errorf("pruned %d; kept: queued door task's %v (want true), canceled one's %v (want false), jobspec task's %v (want false)",
 			n, exists(filepath.Join(p.Dir, pkgA)), exists(filepath.Join(p.Dir, pkgB)), exists(filepath.Join(p.Dir, pkgC)))
+	}
+}
+
+// A job can write on shared_root: with the packages' folder replaced by a symlink, Prune refuses it rather than
+// delete old package-named files wherever the link points (a wheel in someone's folder, say).
+func TestPruneDoesNotFollowASymlinkedFolder(t *testing.T) {
+	elsewhere := t.TempDir()
+	victim := filepath.Join(elsewhere, pkgD)
+	if err := os.WriteFile(victim, []byte("a wheel of someone's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	backdate(t, victim, time.Now().Add(-48*time.Hour))
+	dir := filepath.Join(t.TempDir(), "ray_packages")
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	p := Packages{Dir: dir, Guard: &sync.RWMutex{}}
+	n, _, err := p.Prune(context.Background(), time.Now(), nil)
+	if err == nil || n != 0 || !exists(victim) {
+		t.Errorf("prune through a symlinked folder: %d deleted, err %v, the file there exists: %v; want it refused and the file kept",
+			n, err, exists(victim))
 	}
 }

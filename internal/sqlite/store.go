@@ -663,6 +663,28 @@ func idListText(ids []string) string {
 	return string(b)
 }
 
+// UnendedSpecs returns the spec_json of every task of workload w whose state is not terminal.
+func (db *DB) UnendedSpecs(ctx context.Context, w mvp.Workload) ([]json.RawMessage, error) {
+	rows, err := db.queryRead(ctx, `SELECT spec_json FROM tasks
+		WHERE workload = ? AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')`, string(w))
+	if err != nil {
+		return nil, fmt.Errorf("read the specs of %s tasks still to run: %w", w, db.mapErr(err))
+	}
+	defer rows.Close()
+	var out []json.RawMessage
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("read the specs of %s tasks still to run: %w", w, db.mapErr(err))
+		}
+		out = append(out, json.RawMessage(s))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the specs of %s tasks still to run: %w", w, db.mapErr(err))
+	}
+	return out, nil
+}
+
 // TaskSpec returns task id's jobspec as submitted and its effective spec, which the tasks of Runnable do not hold.
 func (db *DB) TaskSpec(ctx context.Context, id string) (jobspecYAML string, spec json.RawMessage, err error) {
 	var s string
