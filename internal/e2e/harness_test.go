@@ -454,8 +454,6 @@ func (s *service) waitState(id string, state mvp.State, timeout time.Duration) *
 	return t
 }
 
-// waitJudged waits until the first attempt of task id carries a failure kind (or the task has ended) and returns
-// the task as it then is.
 // waitCanceled waits until task id is CANCELED and mvp has seen its Ray job end (its last attempt's Ray status is
 // terminal; a task canceled before it ran has no job). The stand-in writes into the task's folder under shared_root
 // until its driver is gone: a test that returned at CANCELED raced its own TempDir's removal ("unlinkat …/shared/jobs:
@@ -477,6 +475,8 @@ func (s *service) waitCanceled(id string, timeout time.Duration) *mvp.Task {
 	return got
 }
 
+// waitJudged waits until the first attempt of task id carries a failure kind (or the task has ended) and returns
+// the task as it then is.
 func (s *service) waitJudged(id string, timeout time.Duration) *mvp.Task {
 	s.t.Helper()
 	var got *mvp.Task

@@ -81,6 +81,11 @@ func touch(path string) error {
 		return err
 	}
 	defer fh.Close()
+	return touchFile(fh)
+}
+
+// touchFile sets the times of an open package file to now.
+func touchFile(fh *os.File) error {
 	now := syscall.NsecToTimeval(time.Now().UnixNano())
 	return syscall.Futimes(int(fh.Fd()), []syscall.Timeval{now, now})
 }
@@ -134,7 +139,7 @@ func (p Packages) Has(protocol, name string) (bool, error) {
 	}
 	// The client will not upload it now: it must stay until its job is submitted. A package mvp cannot mark so
 	// is said not to be kept, and the client uploads it again.
-	if touch(path) != nil {
+	if touchFile(fh) != nil {
 		return false, nil
 	}
 	return true, nil
@@ -455,13 +460,16 @@ func (p Packages) pruneOne(root *os.Root, name string, cutoff time.Time) (size i
 // Prune, which reads the tasks still to run before it deletes, does not delete it under a task being made (a
 // client may name a package it uploaded days ago without asking for it again).
 func (p Packages) Used(uris []string) {
+	if len(uris) == 0 || p.mounted() != nil {
+		return
+	}
 	for _, uri := range uris {
 		protocol, name, ok := strings.Cut(uri, "://")
 		if !ok {
 			continue
 		}
 		path, err := p.path(protocol, name)
-		if err != nil || p.mounted() != nil {
+		if err != nil {
 			continue
 		}
 		func() {

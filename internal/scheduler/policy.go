@@ -916,7 +916,8 @@ func leastResource(requested, available float64) float64 {
 // addPlacing adds g to the gangs being placed, and takes it from rayLeft where Ray would put it.
 func (pl *plan) addPlacing(g placing) {
 	if pl.ray == nil {
-		pl.ray, pl.rayLeft, pl.rayLeftOK = freeNodes(pl.s.Cluster), freeNodes(pl.s.Cluster), true
+		pl.ray = freeNodes(pl.s.Cluster)
+		pl.rayLeft, pl.rayLeftOK = cloneNodes(pl.ray), true
 	}
 	pl.placing = append(pl.placing, g)
 	if !pl.rayLeftOK {
