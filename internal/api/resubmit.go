@@ -12,8 +12,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/mvp2/mvp/internal/jobspec"
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/taskfs"
@@ -68,10 +66,14 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("decode the stored spec of %s: %w", origin.ID, err)
 	}
 	// A default of the day the task was accepted is not the user's: a field the jobspec as sent did not give (or
-	// gave as 0 or "", the same as absent) is filled again with today's (a lowered cap refused a resubmit over a
+	// gave empty, or as 0 or "", the same as absent) is filled again with today's (a lowered cap refused a resubmit over a
 	// number nobody wrote).
-	given := map[string]any{}
-	_ = yaml.Unmarshal([]byte(origin.JobSpecYAML), &given)
+	given, err := jobspec.Given([]byte(origin.JobSpecYAML))
+	if err != nil {
+		// It was accepted as it is: not being able to read it now is mvp's fault, and guessing would lose what the
+		// user gave (a JSON jobspec's surrogate pairs once made every field read as left to default).
+		return fmt.Errorf("read the jobspec %s was submitted with: %w", origin.ID, err)
+	}
 	for _, k := range jobspec.DefaultedFields {
 		if jobspec.LeftToDefault(given, k) {
 			delete(doc, k)

@@ -29,7 +29,7 @@ type scheduleRequest struct {
 // createSchedule stores a recurring schedule after checking its cron expression, time zone and overlap policy,
 // and its jobspec exactly as a submission is checked.
 func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
-	body, err := s.readBody(w, r, jsonOnly)
+	body, err := s.readBody(w, r, jsonOnly, "a JSON object {name, cron, timezone, overlap, jobspec}")
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func (s *Server) putSecret(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r, jsonOnly)
+	body, err := s.readBody(w, r, jsonOnly, `JSON {"value": "…"}`)
 	if err != nil {
 		return err
 	}

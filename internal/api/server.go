@@ -559,9 +559,10 @@ func checkContentType(r *http.Request, send string) error {
 	return nil
 }
 
-// readBody reads a request's body; send names what the endpoint takes, for the 415 of another Content-Type
-// ("application/yaml or application/json" for a jobspec, "application/json" for a JSON-only body).
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, send string) ([]byte, error) {
+// readBody reads a request's body; send names the media types the endpoint takes, for the 415 of another
+// Content-Type ("application/yaml or application/json" for a jobspec, "application/json" for a JSON-only body),
+// and want what the body holds, for the 400 of an empty one ("a YAML or JSON jobspec").
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, send, want string) ([]byte, error) {
 	if err := checkContentType(r, send); err != nil {
 		return nil, err
 	}
@@ -570,7 +571,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, send string) (
 		return nil, err
 	}
 	if len(body) == 0 {
-		return nil, mvp.Errorf(mvp.CodeInvalid, "", "the body is empty; send a YAML or JSON jobspec")
+		return nil, mvp.Errorf(mvp.CodeInvalid, "", "the body is empty; send %s", want)
 	}
 	if !utf8.Valid(body) {
 		return nil, mvp.Errorf(mvp.CodeInvalid, "", "the body is not valid UTF-8")
@@ -586,7 +587,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r, yamlOrJSON)
+	body, err := s.readBody(w, r, yamlOrJSON, "a YAML or JSON jobspec")
 	if err != nil {
 		return err
 	}

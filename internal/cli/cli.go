@@ -944,23 +944,27 @@ func checkOutput(format string) error {
 	return nil
 }
 
+// render writes the API's answer raw as -o asks: json is the answer itself, indented; yaml the same document in
+// YAML's block style. Neither goes through Go values: a number is written as the API sent it (a jobspec keeps
+// env: {TORCH_VERSION: 2.10} as written, and float64 would have shown 2.1, and 12345678901234567 …568).
 func render(w io.Writer, format string, raw json.RawMessage, table func(io.Writer) error) error {
 	switch format {
 	case "json":
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
+		var b bytes.Buffer
+		if err := json.Indent(&b, raw, "", "  "); err != nil {
 			_, err = w.Write(raw)
 			return err
 		}
-		b, _ := json.MarshalIndent(v, "", "  ")
-		_, err := fmt.Fprintf(w, "%s\n", b)
+		b.WriteByte('\n')
+		_, err := w.Write(b.Bytes())
 		return err
 	case "yaml":
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(raw, &doc); err != nil { // JSON is YAML
 			return err
 		}
-		b, err := yaml.Marshal(v)
+		blockStyle(&doc)
+		b, err := yaml.Marshal(&doc)
 		if err != nil {
 			return err
 		}
@@ -968,6 +972,16 @@ func render(w io.Writer, format string, raw json.RawMessage, table func(io.Write
 		return err
 	}
 	return table(w)
+}
+
+// blockStyle drops the flow style and quotes JSON wrote n with, so that the encoder writes block YAML and quotes
+// only a string that would read as something else (yaml.v3 does so for a !!str whose plain text resolves to
+// another tag: "2.10" stays a string, 2.10 a number).
+func blockStyle(n *yaml.Node) {
+	n.Style = 0
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
 }
 
 // stateNames lists mvp's states for a usage message: "QUEUED, PENDING_RESOURCES, …" (any case is taken).
@@ -1206,7 +1220,7 @@ func printQueue(w io.Writer, q *scheduler.QueueView, notes queueNotes) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	if len(q.Nodes) > 0 {
+	if len(q.Nodes)+len(q.DownNodes) > 0 { // every GPU node down: the ones to wait for or forget are still listed
 		// FREE GPU is what the scheduler can give (GPUs of admitted attempts not placed yet count as taken); RAY
 		// FREE is Ray's own figure, which lags a submission by seconds.
 		fmt.Fprintln(tw, "NODE\tFREE GPU\tRAY FREE\tTOTAL GPU")

@@ -7,6 +7,8 @@ import (
 	"regexp"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mvp2/mvp/internal/jobspec"
 )
 
 // The CLI edits a jobspec (mvp submit -e, mvp schedule create) without changing what it does not touch: the
@@ -39,6 +41,10 @@ func (s scalar) MarshalJSON() ([]byte, error) {
 // decodeSpec reads a YAML (or JSON) jobspec into maps and lists whose leaves are scalars kept as written, for
 // jobspec.SetPath to edit and yaml.Marshal or json.Marshal to write back.
 func decodeSpec(body []byte) (map[string]any, error) {
+	body, err := jobspec.YAMLText(body) // a JSON jobspec's surrogate pairs, which the server takes too
+	if err != nil {
+		return nil, err
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(body, &doc); err != nil {
 		return nil, err

@@ -91,13 +91,14 @@ func runNodes(ctx context.Context, args []string, env Env) error {
 	}
 	c := clientOf(env)
 	var errs []error
+	docs := documents{format: *out} // one YAML document per node, as mvp cancel A B writes
 	for _, id := range fs.Args() {
 		n, raw, err := c.ForgetNode(ctx, id)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("forget node %s: %w", id, err))
 			continue
 		}
-		if err := render(env.Stdout, *out, raw, func(w io.Writer) error {
+		if err := docs.render(env.Stdout, raw, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "forgot node %s (%s, %g GPU): gangs that fit only with it no longer wait for it\n",
 				n.NodeID, dash(n.IP), n.TotalGPUs)
 			return err

@@ -211,15 +211,9 @@ func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 			defer heavyHook(false)
 		}
 	}
-	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '{' && bytes.Contains(body, []byte(`\u`)) &&
-		json.Valid(body) {
-		// JSON escapes a character outside the Basic Multilingual Plane as a UTF-16 surrogate pair (Python's
-		// json.dumps does by default), which the YAML parser refuses: the pairs become their characters (the same
-		// JSON value), and a lone half, which is no character, is refused saying so.
-		if mvp.LoneSurrogate(body) {
-			return nil, invalid("", "the jobspec %s", mvp.LoneSurrogateWhy)
-		}
-		body = mvp.JoinSurrogatePairs(body)
+	body, err := YAMLText(body)
+	if err != nil {
+		return nil, err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	var doc yaml.Node
@@ -282,6 +276,22 @@ func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 		}
 	}
 	return root, nil
+}
+
+// YAMLText returns a jobspec's text as the YAML parser can read it. JSON escapes a character outside the Basic
+// Multilingual Plane as a UTF-16 surrogate pair (Python's json.dumps does by default), which the YAML parser
+// refuses: the pairs become their characters (the same JSON value), and a lone half, which is no character, is
+// refused saying so. Anything else is returned as it is. Every reader of a jobspec's text goes through it: the
+// submit, a resubmit reading what the user gave, and the CLI editing a file (-e) or sending a schedule's.
+func YAMLText(body []byte) ([]byte, error) {
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '{' && bytes.Contains(body, []byte(`\u`)) &&
+		json.Valid(body) {
+		if mvp.LoneSurrogate(body) {
+			return nil, invalid("", "the jobspec %s", mvp.LoneSurrogateWhy)
+		}
+		return mvp.JoinSurrogatePairs(body), nil
+	}
+	return body, nil
 }
 
 // heavy admits one parse at a time of a body that may hold more than Limits.MaxNodes nodes.
@@ -707,12 +717,27 @@ func checkPath(field, p string) error {
 // day's, not the user's, and a resubmit takes today's instead.
 var DefaultedFields = []string{"max_runtime_s", "max_queued_s", "priority", "code_path"}
 
-// LeftToDefault reports whether a jobspec as sent (given, decoded into a map) leaves field, one of DefaultedFields,
-// to the cluster's settings: it does not give it, or gives the value that Effective fills as if it were absent (0
-// for max_runtime_s and max_queued_s, "" for code_path). A priority given is the user's, 0 too.
+// Given decodes a jobspec's text as its user sent it (the stored text of an accepted task) into a map, for
+// LeftToDefault: what the user gave, as opposed to what the effective spec filled in that day.
+func Given(text []byte) (map[string]any, error) {
+	body, err := YAMLText(text)
+	if err != nil {
+		return nil, err
+	}
+	given := map[string]any{}
+	if err := yaml.Unmarshal(body, &given); err != nil {
+		return nil, fmt.Errorf("read the jobspec as sent: %w", err)
+	}
+	return given, nil
+}
+
+// LeftToDefault reports whether a jobspec as sent (given, decoded by Given) leaves field, one of DefaultedFields,
+// to the cluster's settings: it does not give it, gives it no value (`max_runtime_s:`, YAML's null, which Parse
+// takes as absent), or gives the value that Effective fills as if it were absent (0 for max_runtime_s and
+// max_queued_s, "" for code_path). A priority given is the user's, 0 too.
 func LeftToDefault(given map[string]any, field string) bool {
 	v, ok := given[field]
-	if !ok {
+	if !ok || v == nil {
 		return true
 	}
 	switch field {
