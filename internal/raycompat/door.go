@@ -484,7 +484,14 @@ func (j *jsonLogWriter) end() error {
 }
 
 func (d *Door) getPackage(w http.ResponseWriter, r *http.Request) error {
-	ok, err := d.Packages.Has(r.PathValue("protocol"), r.PathValue("name"))
+	name := r.PathValue("name")
+	ok, err := d.Packages.Has(r.PathValue("protocol"), name, func() (bool, error) {
+		inUse, err := d.packagesInUse(r.Context())
+		if err != nil {
+			return false, fmt.Errorf("read which Ray-door tasks name package %s: %w", name, err)
+		}
+		return inUse[name], nil
+	})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -116,11 +117,21 @@ func (p Packages) path(protocol, name string) (string, error) {
 	return filepath.Join(p.Dir, name), nil
 }
 
+// WheelReference is how long after its last use (an upload, a check, a submission naming it) a wheel counts as
+// kept when no task still to run names it: Ray's own temporary reference to an upload (600 s). A wheel's package
+// name is its file name, not a hash of its bytes, so one rebuilt under the same version has the same name; Ray
+// keeps a package only while a job or that reference holds it, after which its client uploads the rebuilt
+// wheel. The door kept it for v2.ray.package_retention_s after its last check, and each check renewed that: a
+// rebuilt wheel was never uploaded again and every later job ran the old one.
+const WheelReference = 600 * time.Second
+
 // Has reports whether the package is kept: a regular file of its name that carries its seal. A job can write on
 // shared_root, so what it put there in the package's place (a symlink to a file on mvp's host, bytes of its own, a
 // file too large or unreadable) is not a kept package: Ray's client then uploads it again, and Put's rename
-// replaces it. Only a shared_root that is not mounted is an error.
-func (p Packages) Has(protocol, name string) (bool, error) {
+// replaces it. A wheel last used more than WheelReference ago counts as kept only while named reports that a task
+// still to run names it (nil: none does), as Ray keeps it (WheelReference). Only a shared_root that is not
+// mounted, or named's error, is an error.
+func (p Packages) Has(protocol, name string, named func() (bool, error)) (bool, error) {
 	path, err := p.path(protocol, name)
 	if err != nil {
 		return false, err
@@ -136,6 +147,23 @@ func (p Packages) Has(protocol, name string) (bool, error) {
 	defer fh.Close()
 	if p.check(name, fh, p.maxFile()) != nil {
 		return false, nil
+	}
+	if strings.HasSuffix(name, ".whl") {
+		info, err := fh.Stat()
+		if err != nil {
+			return false, nil
+		}
+		if time.Since(info.ModTime()) > WheelReference {
+			kept := false
+			if named != nil {
+				if kept, err = named(); err != nil {
+					return false, err
+				}
+			}
+			if !kept {
+				return false, nil // the client uploads it, rebuilt or not, and Put replaces it
+			}
+		}
 	}
 	// The client will not upload it now: it must stay until its job is submitted. A package mvp cannot mark so
 	// is said not to be kept, and the client uploads it again.
@@ -266,10 +294,15 @@ func (p Packages) SealUnsealed() (int, error) {
 	if len(p.Key) == 0 {
 		return 0, nil
 	}
-	entries, err := os.ReadDir(p.Dir)
+	root, err := p.openDir()
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
+	if err != nil {
+		return 0, fmt.Errorf("seal the kept packages: %w", err)
+	}
+	defer root.Close()
+	entries, err := os.ReadDir(p.Dir)
 	if err != nil {
 		return 0, fmt.Errorf("seal the kept packages: %w", err)
 	}
@@ -283,7 +316,7 @@ func (p Packages) SealUnsealed() (int, error) {
 		if err != nil || bytes.HasPrefix(data, []byte(sealMagic)) {
 			continue // not a package mvp can keep (never uploaded: Has says it is not kept), or sealed
 		}
-		if err := p.writeAtomic(name, p.sealed(name, data)); err != nil {
+		if err := p.writeAtomic(root, name, p.sealed(name, data)); err != nil {
 			return n, fmt.Errorf("seal the kept package %s: %w", name, err)
 		}
 		n++
@@ -302,23 +335,61 @@ func (p Packages) Put(protocol, name string, data []byte) error {
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		return fmt.Errorf("make the packages folder: %w", err)
 	}
-	if err := p.writeAtomic(name, p.sealed(name, data)); err != nil {
+	root, err := p.openDir()
+	if err != nil {
+		return fmt.Errorf("keep package %s: %w", name, err)
+	}
+	defer root.Close()
+	if err := p.writeAtomic(root, name, p.sealed(name, data)); err != nil {
 		return fmt.Errorf("keep package %s: %w", name, err)
 	}
 	return nil
 }
 
+// openDir opens the packages folder as an os.Root, refusing it when it is not a folder of its own (a job can
+// write on shared_root: a symlink in its place would have uploads written, and files pruned, wherever it points
+// on mvp's host). It returns fs.ErrNotExist, wrapped, when there is no folder.
+func (p Packages) openDir() (*os.Root, error) {
+	dirInfo, err := os.Lstat(p.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if !dirInfo.IsDir() {
+		return nil, fmt.Errorf("%s is not a folder (%s); mvp does not follow it: remove it, and mvp makes the folder again", p.Dir, dirInfo.Mode().Type())
+	}
+	root, err := os.OpenRoot(p.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if opened, err := root.Stat("."); err != nil || !os.SameFile(dirInfo, opened) {
+		root.Close()
+		return nil, fmt.Errorf("%s changed while it was opened; try again", p.Dir)
+	}
+	return root, nil
+}
+
 // uploadPrefix begins the name of a package's file while it is being written.
 const uploadPrefix = ".upload-"
 
-// writeAtomic writes the file name in p.Dir, atomically (a reader never sees half a file; a symlink in its place
+// writeAtomic writes the file name in root, atomically (a reader never sees half a file; a symlink in its place
 // is replaced, not followed).
-func (p Packages) writeAtomic(name string, data []byte) error {
-	tmp, err := os.CreateTemp(p.Dir, uploadPrefix+"*")
-	if err != nil {
-		return err
+func (p Packages) writeAtomic(root *os.Root, name string, data []byte) error {
+	var tmp *os.File
+	var tmpName string
+	for try := 0; ; try++ {
+		var rnd [8]byte
+		_, _ = rand.Read(rnd[:])
+		tmpName = uploadPrefix + hex.EncodeToString(rnd[:])
+		f, err := root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			tmp = f
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || try == 9 {
+			return err
+		}
 	}
-	defer os.Remove(tmp.Name())
+	defer root.Remove(tmpName)
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err
@@ -331,7 +402,7 @@ func (p Packages) writeAtomic(name string, data []byte) error {
 		return err
 	}
 	defer p.use()() // a package kept now is not pruned under its upload
-	return os.Rename(tmp.Name(), filepath.Join(p.Dir, name))
+	return root.Rename(tmpName, name)
 }
 
 // Get returns a kept package; ok is false when the URI is not one the door keeps or it is not there.
@@ -374,24 +445,14 @@ func (p Packages) Prune(ctx context.Context, cutoff time.Time, inUse map[string]
 	if err := p.mounted(); err != nil {
 		return 0, 0, err
 	}
-	dirInfo, err := os.Lstat(p.Dir)
+	root, err := p.openDir()
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, 0, nil
 	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("prune Ray packages: %w", err)
 	}
-	if !dirInfo.IsDir() {
-		return 0, 0, fmt.Errorf("prune Ray packages: %s is not a folder (%s); mvp does not follow it", p.Dir, dirInfo.Mode().Type())
-	}
-	root, err := os.OpenRoot(p.Dir)
-	if err != nil {
-		return 0, 0, fmt.Errorf("prune Ray packages: %w", err)
-	}
 	defer root.Close()
-	if opened, err := root.Stat("."); err != nil || !os.SameFile(dirInfo, opened) {
-		return 0, 0, fmt.Errorf("prune Ray packages: %s changed while it was opened; will look again", p.Dir)
-	}
 	dir, err := root.Open(".")
 	if err != nil {
 		return 0, 0, fmt.Errorf("prune Ray packages: %w", err)

@@ -39,13 +39,13 @@ func FuzzPackageFile(f *testing.F) {
 		if err != nil || !ok || !bytes.Equal(got, data) {
 			t.Fatalf("Put(%q) then Get: %q %v %v", name, got, ok, err)
 		}
-		if has, err := p.Has(PackageProtocol, name); !has || err != nil {
+		if has, err := p.Has(PackageProtocol, name, nil); !has || err != nil {
 			t.Fatalf("Put(%q) then Has: %v %v", name, has, err)
 		}
 		if err := os.WriteFile(filepath.Join(p.Dir, name), file, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		has, err := p.Has(PackageProtocol, name)
+		has, err := p.Has(PackageProtocol, name, nil)
 		if err != nil {
 			t.Fatalf("Has(%q): %v", name, err)
 		}

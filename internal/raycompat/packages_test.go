@@ -84,7 +84,7 @@ func TestAnUnmountedSharedRootKeepsNoPackage(t *testing.T) {
 	if _, err := os.Stat(p.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the packages folder was made on the empty mount point (stat: %v)", err)
 	}
-	if ok, err := p.Has(PackageProtocol, other); ok || mvp.ErrorCode(err) != mvp.CodeUnavailable {
+	if ok, err := p.Has(PackageProtocol, other, nil); ok || mvp.ErrorCode(err) != mvp.CodeUnavailable {
 		t.Errorf("has while unmounted: %v, %v; want 503", ok, err)
 	}
 	ray := &recordingRay{}
@@ -110,7 +110,7 @@ func TestAKeptPackageThatIsASymlinkIsNotFollowed(t *testing.T) {
 	if err := os.Symlink(secret, filepath.Join(p.Dir, name)); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := p.Has(PackageProtocol, name); ok || err != nil {
+	if ok, err := p.Has(PackageProtocol, name, nil); ok || err != nil {
 		t.Errorf("Has = %v, %v; want false, nil: a symlink is not a kept package", ok, err)
 	}
 	data, ok, err := p.Get(PackageProtocol + "://" + name)
@@ -185,7 +185,7 @@ func TestAKeptPackageReplacedByAJobIsRefused(t *testing.T) {
 		if err := p.Put(PackageProtocol, name, []byte("the operator's zip")); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := p.Has(PackageProtocol, name); !ok || err != nil {
+		if ok, err := p.Has(PackageProtocol, name, nil); !ok || err != nil {
 			t.Fatalf("Has of a package just kept = %v, %v", ok, err)
 		}
 		if data, ok, err := p.Get(uri); string(data) != "the operator's zip" || !ok || err != nil {
@@ -219,7 +219,7 @@ func TestAKeptPackageReplacedByAJobIsRefused(t *testing.T) {
 	} {
 		put()
 		replace(c.file)
-		if ok, err := p.Has(PackageProtocol, name); ok || err != nil {
+		if ok, err := p.Has(PackageProtocol, name, nil); ok || err != nil {
 			t.Errorf("%s: Has = %v, %v; want false, nil (Ray's client uploads it again)", c.what, ok, err)
 		}
 		data, ok, err := p.Get(uri)
@@ -249,7 +249,7 @@ func TestAKeptPackageReplacedByAJobIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	big.Close()
-	if ok, err := p.Has(PackageProtocol, name); ok || err != nil {
+	if ok, err := p.Has(PackageProtocol, name, nil); ok || err != nil {
 		t.Errorf("a file too large in its place: Has = %v, %v; want false, nil", ok, err)
 	}
 	put() // uploaded again, it is kept
@@ -276,7 +276,7 @@ func TestHasOfALargePackageDoesNotReadItIntoMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	ok, err := p.Has(PackageProtocol, name)
+	ok, err := p.Has(PackageProtocol, name, nil)
 	runtime.ReadMemStats(&after)
 	if !ok || err != nil {
 		t.Fatalf("Has of a large package just kept = %v, %v", ok, err)
@@ -298,7 +298,7 @@ func BenchmarkHasOfALargePackage(b *testing.B) {
 	b.SetBytes(size)
 	b.ReportAllocs()
 	for b.Loop() {
-		if ok, err := p.Has(PackageProtocol, name); !ok || err != nil {
+		if ok, err := p.Has(PackageProtocol, name, nil); !ok || err != nil {
 			b.Fatalf("Has = %v, %v", ok, err)
 		}
 	}
@@ -379,14 +379,14 @@ func TestAPackageNameLongerThanAFileNameIsRefused(t *testing.T) {
 	if err := p.Put(PackageProtocol, long, []byte("PK")); mvp.ErrorCode(err) != mvp.CodeInvalid || !strings.Contains(err.Error(), "255") {
 		t.Errorf("Put: %v (code %q); want 400 saying a name is at most 255 bytes", err, mvp.ErrorCode(err))
 	}
-	if _, err := p.Has(PackageProtocol, long); mvp.ErrorCode(err) != mvp.CodeInvalid {
+	if _, err := p.Has(PackageProtocol, long, nil); mvp.ErrorCode(err) != mvp.CodeInvalid {
 		t.Errorf("Has: %v (code %q); want 400", err, mvp.ErrorCode(err))
 	}
 	ok := strings.Repeat("a", 251) + ".whl" // 255 bytes: a name a disk holds
 	if err := p.Put(PackageProtocol, ok, []byte("PK")); err != nil {
 		t.Errorf("Put of a 255-byte name: %v", err)
 	}
-	if has, err := p.Has(PackageProtocol, ok); !has || err != nil {
+	if has, err := p.Has(PackageProtocol, ok, nil); !has || err != nil {
 		t.Errorf("Has of a 255-byte name = %v, %v; want true", has, err)
 	}
 }

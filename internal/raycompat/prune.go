@@ -19,6 +19,16 @@ const PruneEvery = time.Hour
 // without them (Ray then refuses the job's runtime_env, unless it still holds the package itself), so the user
 // submits the job again with Ray's client, which uploads them again.
 func (d *Door) PrunePackages(ctx context.Context, retention time.Duration) (int, int64, error) {
+	inUse, err := d.packagesInUse(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune Ray packages: %w", err)
+	}
+	return d.Packages.Prune(ctx, d.Clock.Now().Add(-retention), inUse)
+}
+
+// packagesInUse is the names of the packages that the Ray-door tasks still to run (waiting, being submitted, in
+// flight) name.
+func (d *Door) packagesInUse(ctx context.Context) (map[string]bool, error) {
 	var specs []json.RawMessage
 	for _, w := range mvp.WorkloadTable {
 		if !w.RayDoor {
@@ -26,11 +36,11 @@ func (d *Door) PrunePackages(ctx context.Context, retention time.Duration) (int,
 		}
 		s, err := d.Store.UnendedSpecs(ctx, w.Name)
 		if err != nil {
-			return 0, 0, fmt.Errorf("prune Ray packages: %w", err)
+			return nil, err
 		}
 		specs = append(specs, s...)
 	}
-	return d.Packages.Prune(ctx, d.Clock.Now().Add(-retention), PackagesInUse(specs))
+	return PackagesInUse(specs), nil
 }
 
 // RunPrune runs PrunePackages now and every PruneEvery until ctx ends, logging what it deleted and why it could

@@ -106,7 +106,7 @@ func TestAPackageJustUsedIsNotPruned(t *testing.T) {
 	now := time.Now()
 	for name, use := range map[string]func(p Packages) error{
 		"Has": func(p Packages) error {
-			ok, err := p.Has(PackageProtocol, pkgA)
+			ok, err := p.Has(PackageProtocol, pkgA, nil)
 			if err == nil && !ok {
 				err = errors.New("Has says the package is not kept")
 			}

@@ -32,14 +32,16 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 		poll = time.Second
 	}
 	attempt, sent := 0, int64(0)
+	cut := false // the ended job's log could not be read to its end
 	for {
 		cur, err := d.Store.GetTask(ctx, t.ID)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			d.Logger.Warn("log tail: read task", "task_id", t.ID, "err", err)
-			c.Close(websocket.StatusInternalError, "the task could not be read")
+			// Dropped, not closed: Ray's client takes every close but an abnormal one (1006) as the end of the log.
+			d.Logger.Warn("log tail dropped: the task could not be read", "task_id", t.ID, "err", err)
+			c.CloseNow()
 			return nil
 		}
 		done := cur.State.Terminal() && cur.LatestAttemptNo == 0
@@ -73,6 +75,7 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 		} else if n > 0 {
 			m, ok, err := d.sendLogFrom(ctx, c, cur.ID, n, sent, func(ended bool, err error) bool {
 				done = cur.State.Terminal() && (ended || err != nil)
+				cut = done && err != nil
 				return done
 			})
 			sent += m
@@ -82,6 +85,14 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 			if err != nil {
 				d.Logger.Info("log tail: log not readable yet", "task_id", cur.ID, "attempt_no", n, "err", err)
 			}
+		}
+		if done && cut {
+			// A normal close would tell Ray's client (sdk.py tail_job_logs raises on 1006 only) that this is the
+			// whole log, and its last lines are often the traceback: dropped, as the logs answer is aborted then.
+			d.Logger.Warn("log tail dropped: the ended job's log could not be read to its end", "task_id", cur.ID,
+				"attempt_no", cur.LatestAttemptNo, "sent_bytes", sent)
+			c.CloseNow()
+			return nil
 		}
 		if done {
 			c.Close(websocket.StatusNormalClosure, "the job has ended")

@@ -1,0 +1,107 @@
+package raycompat
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/mvp2/mvp/internal/mvp"
+)
+
+// TestTailOfACutLogIsNotClosedAsComplete: the job has ended; reading its log fails part way (Ray's copy
+// cut short, 503). The door's logs answer aborts the response so Ray's client fails; the tail instead sends a
+// normal close (1000), which Ray's client (sdk.py tail_job_logs: raises only on 1006) takes as the whole log.
+func TestTailOfACutLogIsNotClosedAsComplete(t *testing.T) {
+	db := openDB(t)
+	doorTaskAt(t, db, "0901", "cut", mvp.StateFailed, &mvp.Attempt{No: 1, RayStatus: mvp.RayFailed})
+	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond,
+		CopyLogFrom: func(_ context.Context, _ string, _ int, skip int64, w io.Writer) (int64, bool, error) {
+			if skip > 0 {
+				return 0, true, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's log could not be read")
+			}
+			n, _ := io.WriteString(w, "epoch 1\n")
+			return int64(n), true, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's copy of the log was cut short")
+		}}
+	srv := serveDoor(t, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/cut/logs/tail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	for {
+		_, _, err := c.Read(ctx)
+		if err != nil {
+			if st := websocket.CloseStatus(err); st != -1 {
+				t.Errorf("a log cut short ended the tail with close status %d (Ray's client takes it as the whole log); "+
+					"want the connection dropped (1006), as the logs answer is aborted", st)
+			}
+			return
+		}
+	}
+}
+
+// TestPutDoesNotWriteThroughASymlinkedFolder: Prune refuses a packages folder that a job replaced by a
+// symlink (TestPruneDoesNotFollowASymlinkedFolder), but Put (MkdirAll, CreateTemp, Rename) writes through it:
+// the upload lands, and replaces a file of that name, wherever the link points on mvp's host.
+func TestPutDoesNotWriteThroughASymlinkedFolder(t *testing.T) {
+	elsewhere := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "ray_packages")
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	p := Packages{Dir: dir, Key: []byte("k"), Guard: &sync.RWMutex{}}
+	err := p.Put(PackageProtocol, pkgD, []byte("PK\x03\x04 wheel"))
+	if exists(filepath.Join(elsewhere, pkgD)) {
+		t.Errorf("Put through a symlinked packages folder wrote %s (err %v); want it refused as Prune refuses it",
+			filepath.Join(elsewhere, pkgD), err)
+	}
+}
+
+// TestARebuiltWheelIsUploadedAgain: a wheel's package name is its file name (Ray: "already effectively
+// content-addressed"), so a wheel rebuilt under the same version has the same name. Ray keeps it only while a job
+// or its 600 s temporary reference holds it; the door says it keeps it for v2.ray.package_retention_s (a week)
+// after the last check, and each check (Has) renews that: the client never uploads the rebuilt wheel, and every
+// later job runs the old code. Here: uploaded an hour ago, no task names it; the client's check still says 200.
+func TestARebuiltWheelIsUploadedAgain(t *testing.T) {
+	p := Packages{Dir: t.TempDir(), Key: []byte("k"), Guard: &sync.RWMutex{}}
+	put(t, p, pkgD, time.Now().Add(-time.Hour)) // v1 of mvpwheel-0.1, last used an hour ago
+	ok, err := p.Has(PackageProtocol, pkgD, nil) // `ray job submit --runtime-env-json '{"py_modules":["dist/mvpwheel-0.1-...whl"]}'` with a rebuilt wheel
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		t.Errorf("a wheel no task names, last used an hour ago (past Ray's 600 s reference), is said kept: the "+
+			"client skips uploading the rebuilt %s and the job runs the old one", pkgD)
+	}
+}
+
+// TestAnOldWheelATaskStillNamesIsKept: Ray keeps a package while a job holds it, so a wheel a waiting task names
+// stays kept past WheelReference (that task runs what its user uploaded), and a zip, named by its content's hash,
+// stays kept whatever its age.
+func TestAnOldWheelATaskStillNamesIsKept(t *testing.T) {
+	p := Packages{Dir: t.TempDir(), Key: []byte("k"), Guard: &sync.RWMutex{}}
+	put(t, p, pkgD, time.Now().Add(-time.Hour))
+	asked := 0
+	ok, err := p.Has(PackageProtocol, pkgD, func() (bool, error) { asked++; return true, nil })
+	if !ok || err != nil || asked != 1 {
+		t.Errorf("a wheel a waiting task names: kept %v, err %v, asked %d; want kept", ok, err, asked)
+	}
+	// Just used (Has touched it): kept without asking.
+	if ok, err := p.Has(PackageProtocol, pkgD, func() (bool, error) { asked++; return false, nil }); !ok || err != nil || asked != 1 {
+		t.Errorf("a wheel used just now: kept %v, err %v, asked %d; want kept without asking", ok, err, asked)
+	}
+	put(t, p, pkgA, time.Now().Add(-time.Hour))
+	if ok, err := p.Has(PackageProtocol, pkgA, func() (bool, error) { return false, nil }); !ok || err != nil {
+		t.Errorf("a working_dir package (named by its hash) an hour old: kept %v, err %v; want kept", ok, err)
+	}
+}
