@@ -74,7 +74,7 @@ func TestPutDoesNotWriteThroughASymlinkedFolder(t *testing.T) {
 // later job runs the old code. Here: uploaded an hour ago, no task names it; the client's check still says 200.
 func TestARebuiltWheelIsUploadedAgain(t *testing.T) {
 	p := Packages{Dir: t.TempDir(), Key: []byte("k"), Guard: &sync.RWMutex{}}
-	put(t, p, pkgD, time.Now().Add(-time.Hour)) // v1 of mvpwheel-0.1, last used an hour ago
+	put(t, p, pkgD, time.Now().Add(-time.Hour))  // v1 of mvpwheel-0.1, last used an hour ago
 	ok, err := p.Has(PackageProtocol, pkgD, nil) // `ray job submit --runtime-env-json '{"py_modules":["dist/mvpwheel-0.1-...whl"]}'` with a rebuilt wheel
 	if err != nil {
 		t.Fatal(err)
