@@ -2,6 +2,7 @@ package mvp
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"time"
 )
@@ -18,6 +19,40 @@ type JobSubmission struct {
 	// EntrypointMemory is the driver's memory in bytes; EntrypointLabelSelector the labels its node must have.
 	EntrypointMemory        int64             `json:"entrypoint_memory,omitempty"`
 	EntrypointLabelSelector map[string]string `json:"entrypoint_label_selector,omitempty"`
+}
+
+// MaxRayConfigBytes is the most a job's runtime_env and metadata may come to as Ray's job supervisor hands them to
+// the driver: together, as JSON with every non-ASCII character escaped (RayConfigBytes), in one environment
+// variable, which Linux refuses past 128 KiB (MAX_ARG_STRLEN); 8 KiB are left for what Ray adds. A job past it
+// fails at start in Ray, after its wait for GPUs.
+const MaxRayConfigBytes = 120 << 10
+
+// RayConfigBytes bounds what s's runtime_env and metadata come to as Ray hands them to the driver (PyJSONBytes).
+func (s *JobSubmission) RayConfigBytes() int {
+	return PyJSONBytes(s.RuntimeEnv) + PyJSONBytes(s.Metadata)
+}
+
+// PyJSONBytes bounds the size of v as Python's json.dumps writes it (", " and ": " between items, every
+// non-ASCII character as \uXXXX, or two of them beyond the BMP).
+func PyJSONBytes(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0 // checked elsewhere
+	}
+	n := 0
+	for _, r := range string(b) {
+		switch {
+		case r == ',' || r == ':':
+			n += 2
+		case r < 0x80:
+			n++
+		case r > 0xFFFF:
+			n += 12
+		default:
+			n += 6
+		}
+	}
+	return n
 }
 
 // JobInfo is what Ray's GET /api/jobs/{submission_id} says of a job.

@@ -58,6 +58,13 @@ func (l *Loop) withSecrets(ctx context.Context, t *mvp.Task, payload *mvp.JobSub
 		values = append(values, vals[secret])
 	}
 	sent.RuntimeEnv["env_vars"] = env
+	if n := sent.RayConfigBytes(); n > mvp.MaxRayConfigBytes {
+		// A verdict (the field is "secrets"): Ray would fail the job at start, and the next try would too.
+		return nil, nil, mvp.Errorf(mvp.CodeInvalid, "secrets", "with its secrets' values the job's runtime_env "+
+			"comes to about %d bytes as Ray hands it to the job (JSON, non-ASCII escaped), in one environment "+
+			"variable, which Linux refuses past 128 KiB (%d here): make the secrets or env shorter, or pass large "+
+			"values in a file", n, mvp.MaxRayConfigBytes)
+	}
 	return &sent, values, nil
 }
 

@@ -188,3 +188,31 @@ func TestLoopWaitsTheSubmitGraceBeforeFailingAResubmitWithoutItsSecret(t *testin
 		t.Fatalf("after the grace: %s %q", got.State, got.ErrorSummary)
 	}
 }
+
+// TestLoopFailsATaskWhoseSecretsMakeItsRuntimeEnvTooLongForRay: Ray hands the job its runtime_env in one
+// environment variable, with every non-ASCII character escaped to six bytes, and Linux refuses one past 128 KiB. A
+// secret's value (up to 64 KiB) is put in at each submission, after the jobspec was measured: one of 60,000 bytes
+// of é is about 180 KiB as Ray hands it, and the job failed at start in Ray. It now fails at submit, saying why,
+// without reaching Ray and without the value in what it says.
+func TestLoopFailsATaskWhoseSecretsMakeItsRuntimeEnvTooLongForRay(t *testing.T) {
+	h := newHarness(t)
+	vault, err := secrets.New(h.db, []byte("0123456789abcdef0123456789abcdef"), "MVP_TEST_KEY", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.loop.Secrets = vault.ValuesOf
+	value := strings.Repeat("é", 30000)
+	if _, _, err := vault.Put(context.Background(), "", "wandb", value); err != nil {
+		t.Fatal(err)
+	}
+	task := h.secretTask()
+	h.tick()
+	got := h.get(task.ID)
+	if got.State != mvp.StateFailed || !strings.Contains(got.ErrorSummary, "128 KiB") || h.ray.submits != 0 {
+		t.Fatalf("a secret too long for Ray's environment variable: %s %q, %d submits; want FAILED at submit, saying so",
+			got.State, got.ErrorSummary, h.ray.submits)
+	}
+	if strings.Contains(got.ErrorSummary, value[:100]) {
+		t.Errorf("the task's summary holds the secret's value")
+	}
+}

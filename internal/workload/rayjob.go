@@ -92,8 +92,8 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 	// Ray's job supervisor hands the driver its runtime_env (with dev.yaml's and mvp's variables merged in) and the
 	// metadata together, as JSON with every non-ASCII character escaped, in one environment variable
 	// (RAY_JOB_CONFIG_JSON_ENV_VAR), which Linux caps like any other.
-	envBytes, metaBytes := pyJSONBytes(req.RuntimeEnv), pyJSONBytes(req.Metadata)
-	if n := envBytes + metaBytes + pyJSONBytes(s.RuntimeEnv) + rayConfigReserve; n > maxRayArg {
+	envBytes, metaBytes := mvp.PyJSONBytes(req.RuntimeEnv), mvp.PyJSONBytes(req.Metadata)
+	if n := envBytes + metaBytes + mvp.PyJSONBytes(s.RuntimeEnv) + rayConfigReserve; n > maxRayArg {
 		field := "runtime_env"
 		if metaBytes > envBytes {
 			field = "metadata"
@@ -148,29 +148,6 @@ const (
 	// rayConfigReserve is room for what mvp adds to a job's runtime_env and metadata (its variables and keys).
 	rayConfigReserve = 4 << 10
 )
-
-// pyJSONBytes bounds the size of v as Python's json.dumps writes it (", " and ": " between items, every
-// non-ASCII character as \uXXXX, or two of them beyond the BMP).
-func pyJSONBytes(v any) int {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return 0 // checked elsewhere
-	}
-	n := 0
-	for _, r := range string(b) {
-		switch {
-		case r == ',' || r == ':':
-			n += 2
-		case r < 0x80:
-			n++
-		case r > 0xFFFF:
-			n += 12
-		default:
-			n += 6
-		}
-	}
-	return n
-}
 
 // metaInt reads an optional integer metadata value from 1 to max; 0 when it is absent.
 func metaInt(meta map[string]string, key string, max int) (int, error) {

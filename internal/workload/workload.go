@@ -85,13 +85,12 @@ func checkRunnable(spec *jobspec.Spec, s Settings) error {
 		return mvp.Errorf(mvp.CodeInvalid, "overrides", "the job's command line would be %d bytes, quoted for the "+
 			"shell; Linux refuses one argument past 128 KiB: shorten the overrides (quotes count four times)", n)
 	}
-	env, err := json.Marshal(sub.RuntimeEnv)
-	if err != nil {
-		return fmt.Errorf("encode runtime_env: %w", err)
-	}
-	if n := len(env); n > maxArgBytes {
-		return mvp.Errorf(mvp.CodeInvalid, "env", "the job's runtime_env would be %d bytes; Ray hands it to the job in "+
-			"one environment variable, which Linux refuses past 128 KiB: shorten env", n)
+	// Measured as Ray hands it over (non-ASCII escaped: é is six bytes there, two in Go's JSON). The values of the
+	// secrets a task names are put in at each submission, and measured then (withSecrets).
+	if n := sub.RayConfigBytes(); n > mvp.MaxRayConfigBytes {
+		return mvp.Errorf(mvp.CodeInvalid, "env", "the job's runtime_env would be about %d bytes as Ray hands it to "+
+			"the job (JSON, non-ASCII characters escaped to six bytes each), in one environment variable, which "+
+			"Linux refuses past 128 KiB (%d here, with room for Ray's own): shorten env", n, mvp.MaxRayConfigBytes)
 	}
 	return nil
 }
