@@ -7,11 +7,14 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 )
 
-// lastHeartbeat is when a running attempt last showed life: its progress file's last change, or the job's start
-// when it has written none yet. ok is false when neither is known.
+// lastHeartbeat is when a running attempt last showed life: its progress file's last change, or the start of its
+// run when it has written none yet, counted as max_runtime_s is (runStart: from the placement of its gang when
+// that came after the job started; the wait for it is gang_wait_s's to judge, and a run whose gang was placed past
+// its heartbeat_timeout_s was stopped as HEARTBEAT_LOST in the pass that saw it placed). ok is false when neither
+// is known.
 func lastHeartbeat(a ActiveAttempt) (time.Time, bool) {
 	last := a.ProgressAt
-	if since := a.Attempt.RunningSince(); since != nil && since.After(last) {
+	if since := a.runStart(); since != nil && since.After(last) {
 		last = *since
 	}
 	return last, !last.IsZero()
