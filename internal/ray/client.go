@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -172,6 +173,14 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 		// 500 when the head relays its job agent's answer (measured, ray-facts.md), 400 when the job manager
 		// answers itself: either way the job exists.
 		return resp, mvp.OutcomeExists, fmt.Errorf("%s %s: %w", method, path, mvp.ErrJobExists)
+	case code >= 500 && agentRefusal.Match(resp.Body()):
+		// Ray's head relays its job agent's 400 (the job manager's ValueError or TypeError on this request: an
+		// entrypoint_label_selector it refuses, say) as a 500 whose traceback says so: a verdict on the request,
+		// which no retry changes. Taken for an outage, that one submission was posted again on every pass, and the
+		// pass it held read as the job server being down: nothing else was admitted or followed.
+		return resp, mvp.OutcomeRefused, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeInvalid,
+			Message: fmt.Sprintf("Ray's job agent refused the request (HTTP 400, relayed by the head as %d): %s", code,
+				lastLine(resp.Body()))})
 	case code >= 500 && strings.Contains(string(resp.Body()), "non-terminal state"):
 		return resp, mvp.OutcomeConflict, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeConflict, Message: "the job is still running"})
 	case code >= 500:
@@ -181,6 +190,10 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 			Message: fmt.Sprintf("Ray refused the request (HTTP %d): %s", code, lastLine(resp.Body()))})
 	}
 }
+
+// agentRefusal finds, in a 5xx's traceback, the RuntimeError Ray's head raises for its job agent's 400
+// (JobAgentSubmissionClient._raise_error in Ray's job_head.py: "Request failed with status code 400: …").
+var agentRefusal = regexp.MustCompile(`RuntimeError: Request failed with status code 400\b`)
 
 // redacted is a URL with any password in it replaced, for messages.
 func redacted(raw string) string {
