@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -1976,10 +1977,13 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 		}
 		_, err := l.keepLog(ctx, a.TaskID, a.No, a.RaySubmissionID, a.DriverNodeID, 0)
 		var de *taskfs.DiskError
-		if errors.As(err, &de) {
+		if errors.As(err, &de) && l.sharedRootDown(err) {
 			// mvp's own disk failing (shared_root full or read-only) is not a try: the job stays in Ray, which
 			// keeps its log, until the folder can be written. Said once per log: every 5 s for each (2,000 lines
-			// an hour a log) said nothing more, and /healthz names the condition.
+			// an hour a log) said nothing more, and /healthz names the condition. A folder of its own that cannot
+			// be written while shared_root can (its job, which may write there, put a folder in driver.log's place,
+			// or took mvp's right to write it) is a try like any failure: not counted, ten such folders, the
+			// oldest unkept logs, took every pass's places for ever, and no later log was kept nor job pruned.
 			if l.sayUnkept(a.RaySubmissionID, true) {
 				l.Logger.Error("keep driver log: its task folder cannot be written on shared_root; will try again "+
 					"(said once for this log)", "task_id", a.TaskID, "submission_id", a.RaySubmissionID, "err", err)
@@ -2013,6 +2017,21 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 			return
 		}
 	}
+}
+
+// sharedRootDown reports whether err, a failure to write one task's folder, is shared_root's as a whole: full,
+// over quota, read-only or failing (by its errno), not mounted, or not writable where mvp checks it at start.
+func (l *Loop) sharedRootDown(err error) bool {
+	for _, e := range []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	if l.Files.CheckMounted() != nil {
+		return true
+	}
+	_, werr := l.Files.CheckWritable()
+	return werr != nil
 }
 
 // sayUnkept records whether the driver log of job id could not be written on shared_root (failed) or was written,
