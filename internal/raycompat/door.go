@@ -573,6 +573,14 @@ type driverInfo struct {
 
 // ended reports whether the door shows t as ended: its task has ended, and a canceled one's attempt too (until
 // then its driver may still run, and the door shows it as it is).
+// stoppedWhileQueued reports whether t was canceled while it waited in mvp again after an attempt that ended
+// (failed, and queued again): its latest attempt ended before the cancel, and not by a stop.
+func stoppedWhileQueued(t *mvp.Task) bool {
+	a := t.Latest()
+	return t.State == mvp.StateCanceled && a != nil && a.RayStatus.Terminal() && a.RayStatus != mvp.RayStopped &&
+		a.EndTime != nil && a.EndTime.Before(t.UpdatedAt)
+}
+
 func ended(t *mvp.Task) bool {
 	if !t.State.Terminal() {
 		return false
@@ -625,8 +633,10 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 	j.StartTime = &created
 	a := t.Latest()
 	// A job queued in mvp again (its attempt lost the race for GPUs) is PENDING, as a job Ray has not started:
-	// Ray shows no driver for that, so the failed attempt's job id, node and exit code are not shown either.
-	if a != nil && !t.State.Waiting() {
+	// Ray shows no driver for that, so the failed attempt's job id, node and exit code are not shown either; nor
+	// once it is stopped while it so waits (its end is the stop's, not the failed attempt's).
+	stoppedQueued := stoppedWhileQueued(t)
+	if a != nil && !t.State.Waiting() && !stoppedQueued {
 		if a.RayJobID != "" {
 			j.JobID = &a.RayJobID
 		}
@@ -647,7 +657,7 @@ func (d *Door) details(t *mvp.Task) jobDetails {
 	}
 	if t.State.Terminal() {
 		end := t.UpdatedAt.UnixMilli()
-		if a != nil && a.EndTime != nil && !t.Expired() { // an expiry ends the task after its attempt's end
+		if a != nil && a.EndTime != nil && !t.Expired() && !stoppedQueued { // an expiry ends the task after its attempt's end
 			end = a.EndTime.UnixMilli()
 		}
 		j.EndTime = &end
