@@ -655,3 +655,54 @@ func TestRayDoorPrunesPackagesNoTaskNeeds(t *testing.T) {
 		t.Errorf("stop (exit %d):\n%s", code, out)
 	}
 }
+
+// TestRayDoorFindsAJobByItsRayJobID: a job whose driver joins Ray (ray.init) gets a Ray job id, which the door
+// shows as JobDetails.job_id; Ray's own server finds a job by it as by its submission id (find_job_by_ids), and
+// its SDK takes "the job ID or submission ID". Through the door, Ray's SDK finds the job and its logs by that id.
+func TestRayDoorFindsAJobByItsRayJobID(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	d := newRayDoor(t, s)
+	id := uniq("byjobid")
+	script := `import json, sys, time
+from ray.job_submission import JobSubmissionClient, JobStatus
+c = JobSubmissionClient()
+sid = c.submit_job(entrypoint="python -c \"import ray; ray.init(); print('joined', ray.get_runtime_context().get_job_id())\"",
+    submission_id=sys.argv[1])
+deadline = time.time() + 180
+while c.get_job_status(sid) not in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED} and time.time() < deadline:
+    time.sleep(0.5)
+info = c.get_job_info(sid)
+by = c.get_job_info(info.job_id) if info.job_id else None
+print("RESULT " + json.dumps({"status": str(info.status.value), "job_id": info.job_id,
+    "by_job_id": by.submission_id if by else None, "logs": c.get_job_logs(info.job_id) if info.job_id else ""}))
+`
+	path := filepath.Join(t.TempDir(), "byjobid.py")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, env.python, path, id)
+	cmd.Env = d.env
+	outb, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sdk script: %v\n%s", err, outb)
+	}
+	i := bytes.LastIndex(outb, []byte("RESULT "))
+	if i < 0 {
+		t.Fatalf("no result:\n%s", outb)
+	}
+	var r struct {
+		Status  string  `json:"status"`
+		JobID   *string `json:"job_id"`
+		ByJobID *string `json:"by_job_id"`
+		Logs    string  `json:"logs"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(outb[i+len("RESULT "):]), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, outb)
+	}
+	if r.Status != "SUCCEEDED" || r.JobID == nil || r.ByJobID == nil || *r.ByJobID != id || !strings.Contains(r.Logs, "joined "+*r.JobID) {
+		t.Errorf("a job found by the Ray job id the door shows: %+v\n%s", r, outb)
+	}
+}

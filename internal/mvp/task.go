@@ -364,6 +364,9 @@ type Store interface {
 	// TaskBySubmissionID returns the task (with its attempts) that the Ray-Jobs door knows by submissionID and that
 	// was not deleted through it, or ErrNotFound.
 	TaskBySubmissionID(ctx context.Context, submissionID string) (*Task, error)
+	// TaskByRayJobID returns the task (with its attempts), not deleted through the Ray-Jobs door, whose latest
+	// attempt Ray knows by the job id rayJobID (the newest such when Ray's ids repeat), or ErrNotFound.
+	TaskByRayJobID(ctx context.Context, rayJobID string) (*Task, error)
 	// DeleteFromDoor marks an ended task as deleted through the Ray-Jobs door (DoorDeleted) and records a
 	// DOOR_DELETED event; a task that has not ended is ErrConflict's code, an unknown one ErrNotFound.
 	DeleteFromDoor(ctx context.Context, taskID string, at time.Time) error

@@ -15,6 +15,7 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -263,7 +264,7 @@ func checkSubmissionID(id string) error {
 
 // find returns the task a path's {id} names: a submission id the door knows, else an mvp task id, else the Ray
 // submission id of one of a task's attempts (<task_id>--a01: the id the first line of the driver's log names, as
-// Ray's job manager writes it).
+// Ray's job manager writes it), else the Ray job id of a task's latest attempt (JobDetails.job_id).
 func (d *Door) find(r *http.Request) (*mvp.Task, error) {
 	id := r.PathValue("id")
 	t, err := d.Store.TaskBySubmissionID(r.Context(), id)
@@ -279,11 +280,19 @@ func (d *Door) find(r *http.Request) (*mvp.Task, error) {
 			}
 		}
 	}
+	if mvp.ErrorCode(err) == mvp.CodeNotFound && rayJobIDPattern.MatchString(id) {
+		// The job id the door shows (JobDetails.job_id, its latest attempt's driver's): Ray's own server looks a
+		// job up by it first (find_job_by_ids), and its SDK takes "the job ID or submission ID".
+		t, err = d.Store.TaskByRayJobID(r.Context(), id)
+	}
 	if mvp.ErrorCode(err) == mvp.CodeNotFound || (err == nil && t.DoorDeleted) {
 		return nil, mvp.Errorf(mvp.CodeNotFound, "", "Job %s does not exist", shown(id))
 	}
 	return t, err
 }
+
+// rayJobIDPattern is a Ray job id as its job server shows it: the hex of a few bytes ("02000000").
+var rayJobIDPattern = regexp.MustCompile(`^[0-9a-f]{8,40}$`)
 
 func (d *Door) get(w http.ResponseWriter, r *http.Request) error {
 	t, err := d.find(r)

@@ -1236,6 +1236,23 @@ func (db *DB) TaskBySubmissionID(ctx context.Context, submissionID string) (*mvp
 	return db.GetTask(ctx, id)
 }
 
+// TaskByRayJobID returns the task, not deleted through the Ray-Jobs door, whose latest attempt Ray knows by the job
+// id rayJobID, with its attempts; the newest such attempt when Ray's ids repeat (they start again with each head),
+// or mvp.ErrNotFound.
+func (db *DB) TaskByRayJobID(ctx context.Context, rayJobID string) (*mvp.Task, error) {
+	var id string
+	err := db.queryRowRead(ctx, `SELECT a.task_id FROM attempts a JOIN tasks t ON t.task_id = a.task_id
+		WHERE a.ray_job_id = ? AND a.ray_job_id != '' AND a.attempt_no = t.latest_attempt_no AND t.door_deleted = 0
+		ORDER BY a.created_at DESC, a.task_id DESC LIMIT 1`, rayJobID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("no job with Ray job id %q", rayJobID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("task of Ray job id %q: %w", rayJobID, db.mapErr(err))
+	}
+	return db.GetTask(ctx, id)
+}
+
 // DeleteFromDoor marks an ended task deleted through the Ray-Jobs door, with a DOOR_DELETED event, in one
 // transaction. A task that has not ended is a conflict and nothing is written.
 func (db *DB) DeleteFromDoor(ctx context.Context, taskID string, at time.Time) error {
