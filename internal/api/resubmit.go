@@ -68,15 +68,14 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 	// A default of the day the task was accepted is not the user's: a field the jobspec as sent did not give (or
 	// gave empty, or as 0 or "", the same as absent) is filled again with today's (a lowered cap refused a resubmit over a
 	// number nobody wrote).
-	given, err := jobspec.Given([]byte(origin.JobSpecYAML))
-	if err != nil {
-		// It was accepted as it is: not being able to read it now is mvp's fault, and guessing would lose what the
-		// user gave (a JSON jobspec's surrogate pairs once made every field read as left to default).
-		return fmt.Errorf("read the jobspec %s was submitted with: %w", origin.ID, err)
-	}
-	for _, k := range jobspec.DefaultedFields {
-		if jobspec.LeftToDefault(given, k) {
-			delete(doc, k)
+	// A text that cannot be read as a mapping (none is accepted so now; a task an older mvp stored) leaves every
+	// field as the origin ran with: reading it as empty took every field for left to default, and a JSON
+	// jobspec's surrogate pairs once did so with the priority and time limits its user gave.
+	if given, err := jobspec.Given([]byte(origin.JobSpecYAML)); err == nil {
+		for _, k := range jobspec.DefaultedFields {
+			if jobspec.LeftToDefault(given, k) {
+				delete(doc, k)
+			}
 		}
 	}
 	for i, kv := range req.Set {

@@ -1016,13 +1016,13 @@ func TestMigrationsAppliedToAnExistingDatabaseAreLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The database as the mvp before migration 0019 left it (of the migrations after 0019, 0021 adds a column,
-	// 0022 an index, 0023 a table and a column).
+	// 0022 an index, 0023 a table and a column, 0024 an index).
 	raw, err := sql.Open("sqlite3", cfg.V2.SQLite.DBPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 19`, `ALTER TABLE attempts DROP COLUMN placed_at`,
-		`ALTER TABLE instance DROP COLUMN packages_sealed`, `DROP INDEX tasks_by_resume_from`, `DROP TABLE gpu_nodes_known`,
+		`ALTER TABLE instance DROP COLUMN packages_sealed`, `DROP INDEX tasks_by_resume_from`, `DROP INDEX attempts_by_ray_job_id`, `DROP TABLE gpu_nodes_known`,
 		`ALTER TABLE gpu_nodes_seen DROP COLUMN most_gpu_nodes`} {
 		if _, err := raw.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -1074,7 +1074,7 @@ func TestTheFirstStartWithSealingSealsThePackagesKeptBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 21`, `ALTER TABLE instance DROP COLUMN packages_sealed`,
-		`DROP INDEX tasks_by_resume_from`, `DROP TABLE gpu_nodes_known`, `ALTER TABLE gpu_nodes_seen DROP COLUMN most_gpu_nodes`} {
+		`DROP INDEX tasks_by_resume_from`, `DROP INDEX attempts_by_ray_job_id`, `DROP TABLE gpu_nodes_known`, `ALTER TABLE gpu_nodes_seen DROP COLUMN most_gpu_nodes`} {
 		if _, err := raw.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
