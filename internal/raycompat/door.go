@@ -516,6 +516,15 @@ func (d *Door) putPackage(w http.ResponseWriter, r *http.Request) error {
 	if _, err := d.Packages.path(r.PathValue("protocol"), r.PathValue("name")); err != nil {
 		return err
 	}
+	// A package is held whole while it is read, sealed and written (up to 100 MiB): a few uploads at a time,
+	// the others wait their turn (Ray's client waits for its answer), so that a burst of `ray job submit
+	// --working-dir` cannot take the service's memory.
+	select {
+	case uploads <- struct{}{}:
+		defer func() { <-uploads }()
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
 	// The server gives a whole request a minute (its ReadTimeout), which a package of up to 100 MiB outlasts on a
 	// slow link: an upload is given the time it takes while its bytes keep coming.
 	body := &stallReader{r: http.MaxBytesReader(w, r.Body, MaxPackageBytes), rc: http.NewResponseController(w), stall: uploadStall}
@@ -537,6 +546,12 @@ func (d *Door) putPackage(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
+
+// uploads holds a place for each package upload being read and kept (MaxUploads at once).
+var uploads = make(chan struct{}, MaxUploads)
+
+// MaxUploads is how many package uploads the door reads and keeps at once; each holds its package whole.
+const MaxUploads = 2
 
 // uploadStall is how long a package upload may go without a byte arriving before it is given up.
 const uploadStall = time.Minute

@@ -242,14 +242,19 @@ func (p Packages) seal(name string, data []byte) string {
 
 // sealed is the file that keeps package name holding data (data itself without a key).
 func (p Packages) sealed(name string, data []byte) []byte {
+	return append(p.sealHeader(name, data), data...)
+}
+
+// sealHeader is what a sealed package's file holds before the package's bytes: the magic line and the seal's
+// (nothing without a key). It is written before data rather than joined to it: a package may be 100 MiB.
+func (p Packages) sealHeader(name string, data []byte) []byte {
 	if len(p.Key) == 0 {
-		return data
+		return nil
 	}
-	out := make([]byte, 0, len(sealMagic)+sealLen+1+len(data))
+	out := make([]byte, 0, len(sealMagic)+sealLen+1)
 	out = append(out, sealMagic...)
 	out = append(out, p.seal(name, data)...)
-	out = append(out, '\n')
-	return append(out, data...)
+	return append(out, '\n')
 }
 
 // open returns the package's bytes from its file, or why the file is not package name as mvp kept it.
@@ -316,7 +321,7 @@ func (p Packages) SealUnsealed() (int, error) {
 		if err != nil || bytes.HasPrefix(data, []byte(sealMagic)) {
 			continue // not a package mvp can keep (never uploaded: Has says it is not kept), or sealed
 		}
-		if err := p.writeAtomic(root, name, p.sealed(name, data)); err != nil {
+		if err := p.writeAtomic(root, name, p.sealHeader(name, data), data); err != nil {
 			return n, fmt.Errorf("seal the kept package %s: %w", name, err)
 		}
 		n++
@@ -340,7 +345,7 @@ func (p Packages) Put(protocol, name string, data []byte) error {
 		return fmt.Errorf("keep package %s: %w", name, err)
 	}
 	defer root.Close()
-	if err := p.writeAtomic(root, name, p.sealed(name, data)); err != nil {
+	if err := p.writeAtomic(root, name, p.sealHeader(name, data), data); err != nil {
 		return fmt.Errorf("keep package %s: %w", name, err)
 	}
 	return nil
@@ -371,9 +376,9 @@ func (p Packages) openDir() (*os.Root, error) {
 // uploadPrefix begins the name of a package's file while it is being written.
 const uploadPrefix = ".upload-"
 
-// writeAtomic writes the file name in root, atomically (a reader never sees half a file; a symlink in its place
-// is replaced, not followed).
-func (p Packages) writeAtomic(root *os.Root, name string, data []byte) error {
+// writeAtomic writes the file name in root holding parts one after the other, atomically (a reader never sees
+// half a file; a symlink in its place is replaced, not followed).
+func (p Packages) writeAtomic(root *os.Root, name string, parts ...[]byte) error {
 	var tmp *os.File
 	var tmpName string
 	for try := 0; ; try++ {
@@ -390,9 +395,11 @@ func (p Packages) writeAtomic(root *os.Root, name string, data []byte) error {
 		}
 	}
 	defer root.Remove(tmpName)
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+	for _, data := range parts {
+		if _, err := tmp.Write(data); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
