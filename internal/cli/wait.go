@@ -112,11 +112,25 @@ func waitTasks(ctx context.Context, c *api.Client, ids []string, timeout time.Du
 		began := time.Now()
 		var still []string
 		var outage error
+		timedOut := func(left []string) error {
+			return exitCode{ExitWaitTimeout, fmt.Sprintf("%s passed; %d of %d task(s) had not ended: %s",
+				timeout, len(left), len(ids), strings.Join(left, " "))}
+		}
 		for i, id := range left {
-			t, raw, err := c.Get(ctx, id)
+			// A request is bounded by --timeout too: a server that takes the connection and does not answer held
+			// the wait past it, to end with exit 1 where --timeout promises 4.
+			rctx, cancel := ctx, context.CancelFunc(func() {})
+			if !deadline.IsZero() {
+				rctx, cancel = context.WithDeadline(ctx, deadline)
+			}
+			t, raw, err := c.Get(rctx, id)
+			cancel()
 			if err != nil {
 				if ctx.Err() != nil {
 					return interrupted(append(still, left[i:]...))
+				}
+				if !deadline.IsZero() && !time.Now().Before(deadline) {
+					return timedOut(append(still, left[i:]...))
 				}
 				if !serverAway(err) {
 					return fmt.Errorf("%s: %w", id, err)
@@ -157,8 +171,7 @@ func waitTasks(ctx context.Context, c *api.Client, ids []string, timeout time.Du
 		pause := max(waitPoll, 10*time.Since(began))
 		if !deadline.IsZero() {
 			if now := time.Now(); !now.Before(deadline) {
-				return exitCode{ExitWaitTimeout, fmt.Sprintf("%s passed; %d of %d task(s) had not ended: %s",
-					timeout, len(left), len(ids), strings.Join(left, " "))}
+				return timedOut(left)
 			} else if d := deadline.Sub(now); d < pause {
 				pause = d
 			}
