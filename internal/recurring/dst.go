@@ -21,8 +21,10 @@ func (d dstSafe) Next(t time.Time) time.Time {
 	loc := d.spec.Location
 	c := d.spec.Next(t)
 	if d.spec.Hour&allHours != allHours {
-		// The clock went back: a wall time not after t's has run already (in the first pass of the hour).
-		for i := 0; i < 8 && !c.IsZero() && !naive(c.In(loc)).After(naive(t.In(loc))); i++ {
+		// The clock went back: a wall time not after t's has run already (in the first pass of the hour). Bounded
+		// by real time, not by a count: the clock goes back an hour at most (30 min in a few zones), and a count of
+		// 8 let an expression firing every 5 minutes in that hour run its last 4 wall times twice.
+		for !c.IsZero() && !naive(c.In(loc)).After(naive(t.In(loc))) && c.Sub(t) <= 2*time.Hour {
 			c = d.spec.Next(c)
 		}
 	}
