@@ -93,11 +93,19 @@ func (v *Vault) CheckKey(ctx context.Context) error {
 		if _, err := v.aead.Open(nil, s.Nonce, s.Ciphertext, []byte(name)); err != nil {
 			return fmt.Errorf("the key in $%s (v2.secrets.key_env) does not open the stored secrets (secret %q was "+
 				"stored with another key), so every task naming one would fail at its submit: set $%s to the key "+
-				"they were stored with%s", v.keyEnv, name, v.keyEnv, lostKey)
+				"they were stored with%s%w", v.keyEnv, name, v.keyEnv, lostKey, errWrongKey)
 		}
 	}
 	return nil
 }
+
+// errWrongKey marks CheckKey's refusal of a key that opens nothing stored (its text adds nothing): the one error
+// on which ForgetUnreadable deletes. A failure to read what is stored is not it.
+var errWrongKey = wrongKey{}
+
+type wrongKey struct{}
+
+func (wrongKey) Error() string { return "" }
 
 // lostKey ends CheckKey's refusal of a key that does not open the secrets: the way out when theirs is lost.
 const lostKey = "; if that key is lost, nobody can read them: " + forgetThem
@@ -110,8 +118,14 @@ const forgetThem = "start mvp serve once with --forget-secrets, which deletes th
 // key they were sealed with is lost; with no key at all it refuses) and returns what it deleted, so that mvp
 // serve can start (`--forget-secrets`). When the key opens them it deletes nothing: the flag left on a later start is harmless.
 func (v *Vault) ForgetUnreadable(ctx context.Context) ([]mvp.SecretInfo, error) {
-	if v.CheckKey(ctx) == nil {
+	err := v.CheckKey(ctx)
+	if err == nil {
 		return nil, nil
+	}
+	if v.Enabled() && !errors.Is(err, errWrongKey) {
+		// The secrets could not be read to be checked (an I/O error): not a lost key; the right key's secrets
+		// were all deleted so.
+		return nil, fmt.Errorf("--forget-secrets deletes nothing until the stored secrets can be read: %w", err)
 	}
 	if !v.Enabled() {
 		// No key at all is more often a variable not set on this start than a lost key: the right one would open
