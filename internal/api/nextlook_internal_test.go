@@ -55,7 +55,7 @@ func TestAWaitingPassIsSaidOnTheQueueAndOnAQueuedTask(t *testing.T) {
 			t.Errorf("last pass %s ago: the queue's scheduler note %q", c.ago, q.Scheduler)
 		}
 		task := newTask()
-		s.sayWhyWaiting([]*mvp.Task{task})
+		s.SayWhyWaiting([]*mvp.Task{task})
 		if !strings.HasPrefix(task.PendingReason, scheduler.NextLook) || strings.Contains(task.PendingReason, "25s ago") != c.stuck {
 			t.Errorf("last pass %s ago: the QUEUED task's reason %q", c.ago, task.PendingReason)
 		}

@@ -1014,7 +1014,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t.FillTimeLeft(s.Clock.Now())
-	s.sayWhyWaiting([]*mvp.Task{t})
+	s.SayWhyWaiting([]*mvp.Task{t})
 	if c := mvp.CallerOf(r.Context()); !c.Operator && len(t.Resubmits) == len(t.ResubmitOwners) {
 		var own []string
 		for k, id := range t.Resubmits {
@@ -1028,7 +1028,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// sayWhyWaiting gives each waiting task of tasks the reason it waits now. While the scheduler cannot read Ray, its
+// SayWhyWaiting gives each waiting task of tasks the reason it waits now. While the scheduler cannot read Ray, its
 // stored reason is the one the last pass that could decide wrote ("waiting for GPUs…", say), and nothing is
 // admitted until Ray can be read again, as GET /api/v2/queue says with cluster_unknown. The stored reason is
 // untouched (writing every waiting task's at each outage would cost a write per task); it is shown again once Ray
@@ -1036,7 +1036,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 //
 // A QUEUED task no pass has decided on yet has no stored reason: it is given scheduler.NextLook, and why that
 // look is late when the pass under way waits (passWaits).
-func (s *Server) sayWhyWaiting(tasks []*mvp.Task) {
+func (s *Server) SayWhyWaiting(tasks []*mvp.Task) {
 	var h scheduler.Health
 	if s.Health != nil {
 		h = s.Health()
@@ -1137,7 +1137,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if tasks == nil {
 		tasks = []*mvp.Task{}
 	}
-	s.sayWhyWaiting(tasks)
+	s.SayWhyWaiting(tasks)
 	writeJSON(w, http.StatusOK, map[string]any{"tasks": tasks, "next_cursor": next})
 	return nil
 }

@@ -335,7 +335,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	apiHandler := srv.Handler()
 	page := &web.Server{Store: m.store, Logouts: m.store, Snapshot: m.loop.Snapshot, API: apiHandler, Cancel: srv.Cancel,
-		Schedules: m.store, Token: token, Clock: clock, Logger: logger.With("component", "web")}
+		SayWhyWaiting: srv.SayWhyWaiting,
+		Schedules:     m.store, Token: token, Clock: clock, Logger: logger.With("component", "web")}
 	root := http.NewServeMux()
 	root.Handle("/", apiHandler)
 	pageHandler := page.Handler()

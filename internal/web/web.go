@@ -57,6 +57,9 @@ type Server struct {
 	API http.Handler
 	// Cancel cancels a task as the API does (api.Server.Cancel); by is recorded in its CANCEL_REQUESTED event.
 	Cancel func(ctx context.Context, taskID, by string) (*mvp.Task, error)
+	// SayWhyWaiting, when set, gives each waiting task the reason it waits now, as the API's answers do
+	// (api.Server.SayWhyWaiting: while Ray cannot be read, that; a task no pass has decided on yet, the next look).
+	SayWhyWaiting func([]*mvp.Task)
 	// Schedules, when set, lists the recurring schedules on the queue page.
 	Schedules mvp.ScheduleStore
 	// Token is the API token: the login form's password, and the key the session cookie is signed with.
@@ -333,6 +336,9 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
 		s.fail(w, r, fmt.Errorf("list recent tasks: %w", err))
 		return
 	}
+	if s.SayWhyWaiting != nil {
+		s.SayWhyWaiting(v.Recent)
+	}
 	if s.Schedules != nil {
 		if v.Schedules, err = s.Schedules.ListSchedules(ctx); err != nil {
 			s.fail(w, r, fmt.Errorf("list schedules: %w", err))
@@ -441,6 +447,9 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request, ss session) {
 	}
 	now := s.Clock.Now()
 	t.FillTimeLeft(now)
+	if s.SayWhyWaiting != nil {
+		s.SayWhyWaiting([]*mvp.Task{t}) // the stored reason is the last pass's: stale while Ray cannot be read
+	}
 	evs, _, err := s.Store.Events(r.Context(), t.ID, "", 1000)
 	if err != nil {
 		s.fail(w, r, fmt.Errorf("read events of %s: %w", t.ID, err))
