@@ -232,6 +232,15 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// counted reports whether an answer counts in mvp_http_request_duration_seconds (specs/metrics.md): not
+// /healthz's nor /metrics's (probes and scrapes), nor the web page's own reads of the API (mvp.Uncounted).
+func counted(r *http.Request, rt route) bool {
+	if rt.pattern == "/healthz" || rt.pattern == "/metrics" {
+		return false
+	}
+	return !mvp.Uncounted(r.Context())
+}
+
 // errorWriter is how a route answers errors: mvp's JSON shape, or plain text for the Ray door.
 func errorWriter(rt route) func(http.ResponseWriter, *slog.Logger, *http.Request, error) {
 	if rt.text {
@@ -242,7 +251,9 @@ func errorWriter(rt route) func(http.ResponseWriter, *slog.Logger, *http.Request
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	start, sw := time.Now(), &statusWriter{ResponseWriter: w}
-	defer func() { mvp.ObserverOr(s.Observer).HTTPRequest(rt.pattern, r.Method, sw.Status(), time.Since(start)) }()
+	if counted(r, rt) {
+		defer func() { mvp.ObserverOr(s.Observer).HTTPRequest(rt.pattern, r.Method, sw.Status(), time.Since(start)) }()
+	}
 	w = sw
 	writeError := errorWriter(rt)
 	defer func() {

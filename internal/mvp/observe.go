@@ -98,3 +98,16 @@ func ObserverOr(o Observer) Observer {
 	}
 	return o
 }
+
+type uncountedKey struct{}
+
+// WithoutCount marks ctx as a request the web page makes of the API's handler on its own behalf (its queue, a log
+// it shows): the answer is the page's, which the HTTP metrics do not count, not an API request.
+func WithoutCount(ctx context.Context) context.Context {
+	return context.WithValue(ctx, uncountedKey{}, true)
+}
+
+// Uncounted reports whether ctx was marked by WithoutCount.
+func Uncounted(ctx context.Context) bool {
+	return ctx.Value(uncountedKey{}) != nil
+}

@@ -520,7 +520,7 @@ func (s *Server) log(w http.ResponseWriter, r *http.Request, _ session) {
 
 // apiRequest is a request to the API's handler on behalf of a logged-in user of the page.
 func (s *Server) apiRequest(r *http.Request, method, path string, q url.Values) *http.Request {
-	r2 := r.Clone(r.Context())
+	r2 := r.Clone(mvp.WithoutCount(r.Context())) // the page's own read: not an API request in the metrics
 	r2.Method = method
 	r2.URL = &url.URL{Path: path, RawQuery: q.Encode()}
 	r2.RequestURI = r2.URL.RequestURI()
