@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -500,9 +501,19 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, _ session) {
 }
 
 // log streams the task's driver log from the API (the latest attempt, or ?attempt=N; ?follow=true follows it).
+// ?shown=N says the page already shows attempt N's log whole: while N is still the latest attempt, ended, and the
+// task waits to run again, the answer is 204 and nothing is read (the page read that log again, whole, every 2 s
+// for as long as the task waited: hundreds of MB for a long run, and its view jumped back to the end each time).
 func (s *Server) log(w http.ResponseWriter, r *http.Request, _ session) {
-	if _, ok := s.task(w, r); !ok {
+	t, ok := s.task(w, r)
+	if !ok {
 		return
+	}
+	if shown := r.URL.Query().Get("shown"); shown != "" && shown == strconv.Itoa(t.LatestAttemptNo) && !t.State.Terminal() {
+		if a := t.Latest(); a != nil && a.RayStatus.Terminal() {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 	}
 	q := url.Values{}
 	for _, k := range []string{"attempt", "follow"} {

@@ -574,3 +574,54 @@ func TestADoorJobWithoutAGangSaysSoOnThePage(t *testing.T) {
 		}
 	}
 }
+
+// TestTheLogOfAnEndedAttemptIsNotSentAgainWhileTheTaskWaits: the page follows the latest attempt's log and, while
+// the task may run again, asks every 2 s. When the attempt had ended and the task waited to run again (requeued
+// after a lost race for GPUs), each ask got that log again, whole (hundreds of MB for a long run). The page now
+// says which attempt it shows whole (shown=N): 204 while that one is the latest and ended; the log otherwise.
+func TestTheLogOfAnEndedAttemptIsNotSentAgainWhileTheTaskWaits(t *testing.T) {
+	ray := servicetest.NewRay()
+	m := servicetest.Start(t, &service.Main{Ray: ray})
+	ctx := context.Background()
+	raw, err := m.Client().Submit(ctx, []byte("workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /d/t.parquet\nval_file: /d/v.parquet\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	if err := json.Unmarshal(raw, &task); err != nil {
+		t.Fatal(err)
+	}
+	sid := task.ID + "--a01"
+	waitTask(t, m, task.ID, func(t *mvp.Task) bool { return t.LatestAttemptNo == 1 })
+	ray.Set(sid, mvp.RayRunning)
+	ray.AddLog(sid, "ValueError: Total available GPUs 0.0 is less than total desired GPUs 1\n")
+	ray.Set(sid, mvp.RayFailed)
+	waitTask(t, m, task.ID, func(t *mvp.Task) bool {
+		a := t.Latest()
+		return t.State.Waiting() && t.LatestAttemptNo == 1 && a != nil && a.RayStatus.Terminal()
+	})
+	c := login(t, m.URL(), servicetest.Token)
+	page := m.URL() + "/ui/tasks/" + task.ID + "/log?follow=true"
+	if resp, body := get(t, page+"&shown=1", c); resp.StatusCode != http.StatusNoContent || body != "" {
+		t.Errorf("the page shows attempt 1 whole, which ended, and the task waits: %s %q; want 204", resp.Status, body)
+	}
+	if resp, body := get(t, page, c); resp.StatusCode != http.StatusOK || !strings.Contains(body, "Total available GPUs") {
+		t.Errorf("the page shows no log yet: %s %q; want attempt 1's", resp.Status, body)
+	}
+}
+
+// waitTask polls task id until ok holds.
+func waitTask(t *testing.T, m *service.Main, id string, ok func(*mvp.Task) bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, _, err := m.Client().Get(context.Background(), id)
+		if err == nil && ok(got) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s never got there: %+v %v", id, got, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -24,8 +24,11 @@ const ansi = /\u001b\[[0-9;]*[A-Za-z]/g;
 // all of which the page held (appending each piece by reading the whole text back); `mvp logs ID` prints it whole.
 const keep = 1 << 20;
 
-// follow streams the latest attempt's driver log into the <pre> until the attempt ends, then reads it again
-// while the task may still make another attempt. It shows the log's last `keep` characters, from a line's start.
+// follow streams the latest attempt's driver log into the <pre> until the attempt ends, then, while the task may
+// still make another attempt, asks again every 2 s, saying which attempt it shows whole (shown=N): the server
+// answers 204 while that one is still the latest, and the next attempt's log once there is one. It shows the log's
+// last `keep` characters, from a line's start. The ended attempt's log was read again, whole, every 2 s while the
+// task waited (hundreds of MB for a long run), and the view jumped back to its end each time.
 function follow(pre) {
   const status = document.getElementById("log-status");
   const say = (s) => { if (status) status.textContent = s; };
@@ -34,16 +37,21 @@ function follow(pre) {
     const s = h ? h.dataset.state : "";
     return s === "SUCCEEDED" || s === "FAILED" || s === "CANCELED";
   };
+  let shown = ""; // the attempt whose log the page shows whole: its stream ended
   const run = async () => {
     const wasTerminal = terminal();
+    const h = document.getElementById("task-id");
     try {
-      const res = await fetch(pre.dataset.src + "?follow=true", { credentials: "same-origin", cache: "no-store" });
-      if (res.ok && res.body) {
+      const u = pre.dataset.src + "?follow=true" + (shown !== "" ? "&shown=" + encodeURIComponent(shown) : "");
+      const res = await fetch(u, { credentials: "same-origin", cache: "no-store" });
+      if (res.status === 204) {
+        // That attempt ended and is still the latest: the task waits to run again; its log stays as shown.
+      } else if (res.ok && res.body) {
+        const attempt = res.headers.get("X-Mvp-Log-Attempt") || "";
         say("(following)");
         pre.textContent = "";
         const reader = res.body.getReader();
         const dec = new TextDecoder();
-        const h = document.getElementById("task-id");
         const note = "(earlier lines not shown here: mvp logs " + (h ? h.textContent : "TASK_ID") + " prints the whole log)\n";
         let text = "", cut = false, drawn = true;
         const draw = () => {
@@ -67,6 +75,7 @@ function follow(pre) {
           }
         }
         draw();
+        shown = attempt;
         say("(attempt ended)");
       } else {
         say(res.status === 404 ? "(no log yet)" : "(log unavailable: " + res.status + ")");
