@@ -10,6 +10,11 @@
 #   RAY_GPUS_PER_WORKER  []                             GPU count when NVML cannot tell (handed over by name)
 #   RAY_WORKER_RESOURCES [{"worker_node": 100}]         the worker's custom resources
 #   RAY_BIN              [ray]                          the ray command inside the container
+#   MVP_WORKER_PASS_ENV  [RAY_AUTH_TOKEN]               variables handed to `ray start` and `mvp doctor` there, by
+#                                                       name, each when set: Ray's token on a cluster with
+#                                                       RAY_AUTH_MODE=token. Not MVP_PASS_ENV, which holds mvp's
+#                                                       own (users' tokens, the secrets key): every job run on the
+#                                                       worker inherits the raylet's environment
 # Arguments after `start --` go to `ray start` as they are (e.g. --node-ip-address=…).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -20,6 +25,10 @@ MVP_WORKER_CONTAINER="${MVP_WORKER_CONTAINER:-mvp-ray-worker}"
 RAY_HEAD_ADDRESS="${RAY_HEAD_ADDRESS:-}"
 RAY_WORKER_RESOURCES="${RAY_WORKER_RESOURCES:-{\"worker_node\": 100\}}"
 RAY_BIN="${RAY_BIN:-ray}"
+MVP_WORKER_PASS_ENV="${MVP_WORKER_PASS_ENV-RAY_AUTH_TOKEN}"
+for v in $MVP_WORKER_PASS_ENV; do
+  [[ "$v" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "MVP_WORKER_PASS_ENV: '${v:0:40}' is not a variable name"
+done
 
 usage() {
   echo "usage: worker.sh start [-- ray start arguments…] | worker.sh check"
@@ -28,9 +37,10 @@ usage() {
 }
 
 # in_worker SCRIPT ARGS…: run a bash script in the worker container (or here with MVP_LOCAL=1). Values travel as
-# positional arguments; RAY_GPUS_PER_WORKER and the variables of MVP_PASS_ENV (Ray's token: `ray start` and
+# positional arguments; RAY_GPUS_PER_WORKER and the variables of MVP_WORKER_PASS_ENV (Ray's token: `ray start` and
 # `mvp doctor` need it on a cluster with RAY_AUTH_MODE=token) travel by name, each only when it is set. mvp's
-# API token does not: nothing in the worker container needs it.
+# tokens and secrets key (MVP_PASS_ENV) do not: the raylet's environment is every job's on that worker, and they
+# were handed over, for any user's job to read.
 in_worker() {
   local script="$1"
   shift
@@ -40,7 +50,7 @@ in_worker() {
     local envs=()
     [[ -n "${RAY_GPUS_PER_WORKER:-}" ]] && envs+=(-e RAY_GPUS_PER_WORKER)
     local v
-    for v in $MVP_PASS_ENV; do # names checked by lib.sh
+    for v in $MVP_WORKER_PASS_ENV; do # names checked above
       if [[ -n "${!v:+set}" ]]; then envs+=(-e "$v"); fi
     done
     # ${envs[@]+…}: an empty array under set -u is an error before bash 4.4 (CentOS 7's bash is 4.2). No -i: the

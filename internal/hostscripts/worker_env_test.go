@@ -1,0 +1,44 @@
+package hostscripts
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestWorkerKeepsUsersTokensAndSecretsKeyFromRay: deploy.md tells operators to list every user's token_env
+// (and the secrets key) in MVP_PASS_ENV. worker.sh hands all of MVP_PASS_ENV to the worker container's `ray start`,
+// whose environment the raylet and every job's worker processes inherit: any user's job reads the other users'
+// tokens and the secrets key. Only Ray's token is needed there.
+func TestWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
+	r := newRig(t)
+	if err := os.WriteFile(filepath.Join(r.dir, "fakebin", "ray"), []byte(fakeRay), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, code := r.run("worker.sh", "start", "FAKE_RAY_LOG="+filepath.Join(r.dir, "ray.args"),
+		"MVP_WORKER_CONTAINER=ray-worker-test", "RAY_HEAD_ADDRESS=10.0.0.1:6379", "RAY_GPUS_PER_WORKER=2",
+		"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "MVP_SECRETS_KEY=k-0123456789abcdef",
+		"MVP_TOKEN_ALICE=alice-token-0123456789", "MVP_PASS_ENV=MVP_SECRETS_KEY RAY_AUTH_TOKEN MVP_TOKEN_ALICE")
+	if code != 0 {
+		t.Fatalf("worker.sh start: %d %s", code, out)
+	}
+	log, _ := os.ReadFile(filepath.Join(r.dir, "docker.log"))
+	seen := false
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.HasPrefix(l, "exec ") && strings.Contains(l, " ray-worker-test bash -c") {
+			for _, bad := range []string{"-e MVP_SECRETS_KEY", "-e MVP_TOKEN_ALICE"} {
+				if strings.Contains(l, bad) {
+					t.Errorf("worker.sh start hands %s to ray start in the worker container: %s", bad, l)
+				}
+			}
+			if !strings.Contains(l, "-e RAY_AUTH_TOKEN") {
+				t.Errorf("worker.sh start does not hand Ray's token over: %s", l)
+			}
+			seen = true
+		}
+	}
+	if !seen {
+		t.Errorf("no docker exec of ray start in the worker container:\n%s", log)
+	}
+}
