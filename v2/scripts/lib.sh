@@ -168,12 +168,16 @@ eval "$CLOCK"
 
 # The scripts that run in the target. Each reads only its positional arguments.
 # PID_OF PIDFILE BIN prints the pid in PIDFILE if that process is BIN's `serve` as start.sh runs it: a pidfile that
-# outlived its service (pids start again from 1 when the container restarts) may name another process.
+# outlived its service (pids start again from 1 when the container restarts) may name another process. BIN is
+# compared as a path, not as text: started with MVP_HOME=/x/ and stopped with MVP_HOME=/x, it was "not running".
 # shellcheck disable=SC2016
 PID_OF='pidfile="$1" bin="$2"; [[ -f "$pidfile" ]] || exit 1; pid="$(cat "$pidfile")"
 [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || exit 1
-cmd="$(tr "\0" " " <"/proc/$pid/cmdline" 2>/dev/null)" || exit 1
-[[ "$cmd" == "$bin serve "* ]] || exit 1
+argv0="$(tr "\0" "\n" <"/proc/$pid/cmdline" 2>/dev/null | sed -n 1p)" || exit 1
+[[ "$(tr "\0" "\n" <"/proc/$pid/cmdline" 2>/dev/null | sed -n 2p)" == serve ]] || exit 1
+if [[ "$argv0" != "$bin" ]]; then
+  command -v realpath >/dev/null && [[ "$(realpath -m -- "$argv0")" == "$(realpath -m -- "$bin")" ]] || exit 1
+fi
 echo "$pid"'
 # HEALTH URL prints /healthz's answer. Exit 0: it says "ok"; 3: it answers but is not ok (degraded: Ray, the
 # database or shared_root; the answer says which); 1: no answer.
@@ -189,8 +193,11 @@ def judge(status, body):
         print(body)
         ok = False
     sys.exit(0 if ok else 3)
+# No proxy: urllib sends even 127.0.0.1 through $http_proxy unless no_proxy lists it, and the answer of a proxy (a
+# 502) read as "something else answers here" (start.sh refused to start) or as a degraded mvp.
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 try:
-    with urllib.request.urlopen(sys.argv[1], timeout=3) as r:
+    with opener.open(sys.argv[1], timeout=3) as r:
         judge(r.status, r.read().decode())
 except urllib.error.HTTPError as e:
     judge(e.code, e.read().decode())

@@ -48,7 +48,13 @@ cd "$(dirname "$(dirname "$bin")")"
 from=$(( $( { wc -c <"$log"; } 2>/dev/null || echo 0) + 1 )) # where the lines of this start begin in the log
 nohup setsid "$bin" "${args[@]}" >>"$log" 2>&1 </dev/null 9>&- &
 pid=$!
-echo "$pid" >"$pidfile"
+if ! echo "$pid" >"$pidfile"; then
+  # Without its pidfile no script finds it again (status and stop say "not running", start refuses the port):
+  # stopped, and said so, rather than "started".
+  kill -TERM "$pid" 2>/dev/null
+  echo "could not write $pidfile (is its disk full or read-only?): the mvp serve just started (pid $pid) is stopped again; free space there, or set MVP_PIDFILE" >&2
+  exit 4
+fi
 for _ in {1..50}; do
   cmd="$({ tr "\0" " " <"/proc/$pid/cmdline"; } 2>/dev/null)" || break # gone: start.sh says so
   [[ "$cmd" == "$bin serve "* ]] && break
