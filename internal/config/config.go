@@ -931,8 +931,8 @@ func validateUsers(a Auth, reserved map[string]string) error {
 		}
 		names[u.Name] = true
 		if !validEnvName(u.TokenEnv) {
-			return fmt.Errorf("%s.token_env: %q is not an environment variable name (the token itself never goes in "+
-				"the file)", at, u.TokenEnv)
+			return fmt.Errorf("%s.token_env: %s is not an environment variable name (the token itself never goes in "+
+				"the file)", at, ShownEnvName(u.TokenEnv))
 		}
 		if what, ok := reserved[u.TokenEnv]; ok {
 			return fmt.Errorf("%s.token_env: %s is the variable of %s: the user's API token would be that value; "+
@@ -990,6 +990,21 @@ func validUserName(s string) bool {
 		}
 	}
 	return true
+}
+
+// ShownEnvName is a *_env setting's value as an error may show it: $NAME when it reads as a variable's name, cut
+// to its first characters when it looks like a secret pasted in its place (16 or more characters with a lower-case
+// letter, or no name at all), so that a token put in the file is not echoed to the terminal and the log.
+func ShownEnvName(name string) string {
+	if validEnvName(name) && (len(name) < 16 || strings.ToUpper(name) == name) {
+		return "$" + name
+	}
+	cut := []rune(name)
+	if len(cut) > 3 {
+		cut = cut[:3]
+	}
+	return fmt.Sprintf("%q… (%d characters, not shown whole: is it the token itself? name the variable that holds it)",
+		string(cut), len(name))
 }
 
 func validEnvName(s string) bool {

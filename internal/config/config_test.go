@@ -559,3 +559,26 @@ func TestPackageRetentionHasAFloor(t *testing.T) {
 		t.Errorf("default: %v, %v; want a week", c.V2.Ray.PackageRetention(), err)
 	}
 }
+
+// TestATokenPastedForItsVariableIsNotEchoed: users[].token_env names the variable that holds a user's token; a
+// token pasted there in its place was echoed whole in the refusal, which start.sh prints and mvp.log keeps.
+func TestATokenPastedForItsVariableIsNotEchoed(t *testing.T) {
+	for _, tok := range []string{"s3cr3t-alice-token-9f8e7d6c", "a9f8e7d6c5b4a3f2e1d0c9b8"} {
+		shown := ShownEnvName(tok)
+		if strings.Contains(shown, tok[3:]) {
+			t.Errorf("ShownEnvName(%q) = %q: the token is shown", tok, shown)
+		}
+	}
+	for _, name := range []string{"MVP_TOKEN_ALICE", "RAY_AUTH_TOKEN", "tok"} {
+		if got := ShownEnvName(name); got != "$"+name {
+			t.Errorf("ShownEnvName(%q) = %q; want $%s", name, got, name)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "dev.yaml")
+	if err := os.WriteFile(path, []byte("v2:\n  auth:\n    users: [{name: alice, token_env: s3cr3t-alice-token-9f8e7d6c}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || strings.Contains(err.Error(), "alice-token-9f8e7d6c") {
+		t.Errorf("a token in token_env: %v; want it refused without the token", err)
+	}
+}

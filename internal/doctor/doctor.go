@@ -79,8 +79,10 @@ func (r *Report) add(name string, ok bool, format string, args ...any) {
 	r.Checks = append(r.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
 }
 
-// GPUCount is what a worker should start with: NVML's count, else the configured one. It fails, saying what to
-// set, when neither is known.
+// GPUCount is what a worker should start with: NVML's count, else, where NVIDIA's library is missing, the
+// configured one. NVML present but failing (a driver upgraded without a reboot, a GPU fallen off the bus) is an
+// error whatever is configured: the configured count covered it, and the worker joined Ray with GPUs that do not
+// work. It fails, saying what to set or fix, when the count is not known.
 func GPUCount(o Options) (n int, from string, err error) {
 	inv, nerr := gpu.Read(o.NVML)
 	return gpuCount(o, inv, nerr)
@@ -89,6 +91,11 @@ func GPUCount(o Options) (n int, from string, err error) {
 func gpuCount(o Options, inv *gpu.Inventory, nerr error) (int, string, error) {
 	if nerr == nil {
 		return len(inv.Devices), "nvml", nil
+	}
+	if !errors.Is(nerr, gpu.ErrNoLibrary) {
+		return -1, "", fmt.Errorf("NVML is on this node but fails (%w): its GPUs cannot be counted, and the configured "+
+			"count is for nodes without NVIDIA's library; fix the driver (after a driver upgrade, reboot) and run "+
+			"mvp doctor", nerr)
 	}
 	if o.ConfiguredFrom != "" {
 		return o.ConfiguredGPUs, o.ConfiguredFrom, nil
@@ -112,8 +119,6 @@ func Run(ctx context.Context, o Options) *Report {
 		r.add("gpus", true, "NVML sees %d GPU(s); driver %s", n, inv.DriverVersion)
 	case errors.Is(nerr, gpu.ErrNoLibrary) && cerr == nil:
 		r.add("gpus", true, "%v; using the configured count %d (%s)", nerr, n, from)
-	case cerr == nil:
-		r.add("gpus", false, "NVML failed (%v); the configured count %d (%s) is not checked against the hardware", nerr, n, from)
 	default:
 		r.add("gpus", false, "%v", cerr)
 	}

@@ -372,8 +372,9 @@ func UsersOf(cfg *config.Config, operatorToken string) ([]mvp.User, error) {
 	for i, u := range cfg.V2.Auth.Users {
 		key := fmt.Sprintf("v2.auth.users[%d].token_env", i)
 		if strings.TrimSpace(os.Getenv(u.TokenEnv)) == "" {
-			return nil, fmt.Errorf("%s: $%s is not set or empty: set it to user %s's token (16 or more printable "+
-				"characters) in mvp's environment, or remove %s from v2.auth.users", key, u.TokenEnv, u.Name, u.Name)
+			return nil, fmt.Errorf("%s: %s is not set or empty: set it to user %s's token (16 or more "+
+				"printable characters) in mvp's environment, or remove %s from v2.auth.users", key,
+				config.ShownEnvName(u.TokenEnv), u.Name, u.Name)
 		}
 		tok, _, err := api.TokenFromEnv(u.TokenEnv, false)
 		if err != nil {
