@@ -1477,7 +1477,7 @@ func (l *Loop) writeFolder(t *mvp.Task, n int, payload *mvp.JobSubmission) error
 	}
 	l.mu.Lock()
 	l.folderErr = nil
-	if err != nil {
+	if err != nil && l.sharedRootDown(err) { // one task's own folder in the way is not the service's health
 		l.folderErr = fmt.Errorf("a task folder cannot be written on shared_root (%s): %w; free space there or make it "+
 			"writable (or set shared_root in dev.yaml); waiting tasks are submitted once it can be", l.Files.Root, err)
 	}
@@ -1506,6 +1506,14 @@ func (l *Loop) endFolderErr(queue []*mvp.Task) {
 func (l *Loop) holdForFolder(ctx context.Context, now time.Time, t *mvp.Task, err error) error {
 	reason := fmt.Sprintf(folderHold+" (%s): %v; free space there or make it "+
 		"writable (or set shared_root in dev.yaml); it is submitted once the folder can be written", l.Files.Root, err)
+	if !l.sharedRootDown(err) {
+		// shared_root can be written: this task's own folder is in the way. Its runs can write there, and one may
+		// have left something where the next attempt's files go; it waited as if shared_root were full, with the
+		// whole service's health degraded.
+		reason = fmt.Sprintf("its own task folder cannot be written (%v), while shared_root can: an earlier run "+
+			"of it may have left something in the way; remove that, or cancel the task; it is submitted once the "+
+			"folder can be written", err)
+	}
 	if t.State == mvp.StatePendingResources && t.PendingReason == reason {
 		return nil
 	}
