@@ -261,22 +261,6 @@ except RuntimeError as e:
     out["after_delete"] = str(e)
 print("RESULT " + json.dumps(out))
 `
-	path := filepath.Join(t.TempDir(), "sdk.py")
-	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, env.python, path, id)
-	cmd.Env = d.env
-	outb, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("sdk script: %v\n%s", err, outb)
-	}
-	i := bytes.LastIndex(outb, []byte("RESULT "))
-	if i < 0 {
-		t.Fatalf("no result:\n%s", outb)
-	}
 	var r struct {
 		SID         string            `json:"sid"`
 		Status      string            `json:"status"`
@@ -289,9 +273,7 @@ print("RESULT " + json.dumps(out))
 		Deleted     bool     `json:"deleted"`
 		AfterDelete string   `json:"after_delete"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(outb[i+len("RESULT "):]), &r); err != nil {
-		t.Fatalf("%v:\n%s", err, outb)
-	}
+	runSDKScript(t, d, script, id, &r)
 	if r.SID != id || r.Status != "SUCCEEDED" || !strings.Contains(r.Logs, "greeting hello sdk") || r.Metadata["owner"] != "alice" ||
 		r.Start == nil || r.End == nil || *r.End < *r.Start || r.Stopped || !r.Deleted ||
 		!strings.Contains(r.AfterDelete, "does not exist") {
@@ -677,7 +659,23 @@ by = c.get_job_info(info.job_id) if info.job_id else None
 print("RESULT " + json.dumps({"status": str(info.status.value), "job_id": info.job_id,
     "by_job_id": by.submission_id if by else None, "logs": c.get_job_logs(info.job_id) if info.job_id else ""}))
 `
-	path := filepath.Join(t.TempDir(), "byjobid.py")
+	var r struct {
+		Status  string  `json:"status"`
+		JobID   *string `json:"job_id"`
+		ByJobID *string `json:"by_job_id"`
+		Logs    string  `json:"logs"`
+	}
+	outb := runSDKScript(t, d, script, id, &r)
+	if r.Status != "SUCCEEDED" || r.JobID == nil || r.ByJobID == nil || *r.ByJobID != id || !strings.Contains(r.Logs, "joined "+*r.JobID) {
+		t.Errorf("a job found by the Ray job id the door shows: %+v\n%s", r, outb)
+	}
+}
+
+// runSDKScript runs a Python script of Ray's SDK against the door with id as its argument, and decodes into out the
+// JSON it prints after "RESULT " (its last such line); it returns all it printed.
+func runSDKScript(t *testing.T, d *rayDoor, script, id string, out any) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sdk.py")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -693,16 +691,8 @@ print("RESULT " + json.dumps({"status": str(info.status.value), "job_id": info.j
 	if i < 0 {
 		t.Fatalf("no result:\n%s", outb)
 	}
-	var r struct {
-		Status  string  `json:"status"`
-		JobID   *string `json:"job_id"`
-		ByJobID *string `json:"by_job_id"`
-		Logs    string  `json:"logs"`
-	}
-	if err := json.Unmarshal(bytes.TrimSpace(outb[i+len("RESULT "):]), &r); err != nil {
+	if err := json.Unmarshal(bytes.TrimSpace(outb[i+len("RESULT "):]), out); err != nil {
 		t.Fatalf("%v:\n%s", err, outb)
 	}
-	if r.Status != "SUCCEEDED" || r.JobID == nil || r.ByJobID == nil || *r.ByJobID != id || !strings.Contains(r.Logs, "joined "+*r.JobID) {
-		t.Errorf("a job found by the Ray job id the door shows: %+v\n%s", r, outb)
-	}
+	return outb
 }
