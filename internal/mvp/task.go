@@ -274,6 +274,9 @@ type Change struct {
 	// EventStateTransition. The payload gains "from" and "to".
 	EventType    string
 	EventPayload map[string]any
+	// Unrecorded writes no event: a renewal of what the task's history says already (a hold looked at again and
+	// kept, with the same reason), which would otherwise add one each time.
+	Unrecorded bool
 }
 
 // UsageSpan is one attempt's run as fair share counts it: GPUs held by Owner from Start to End (nil: still

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -242,7 +243,11 @@ func ExplainFor(now time.Time, s Snapshot, p Policy, wanted func(*mvp.Task) bool
 		if next := s.Queue[i].NextRunAt; next != nil {
 			again = "at " + next.UTC().Format(time.RFC3339)
 		}
-		add(i, CodeBackingOff, "backing off after an attempt that failed for lack of resources; looked at again "+again)
+		why := "backing off after an attempt that failed for lack of resources"
+		if r := s.Queue[i].PendingReason; strings.HasPrefix(r, OwnFolderHold) {
+			why = r // held out of the passes for its own folder (Loop.holdForFolder)
+		}
+		add(i, CodeBackingOff, why+"; looked at again "+again)
 	}
 	for _, i := range pl.order {
 		switch {

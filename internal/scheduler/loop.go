@@ -1411,8 +1411,8 @@ func (l *Loop) submit(ctx context.Context, now time.Time, s Submit) error {
 		// The task folder first: a run whose folder cannot be written (shared_root full or read-only) would fail
 		// as its own error, with nothing kept of it. It waits instead, and is submitted once the folder can be
 		// written.
-		if err := l.writeFolder(t, s.AttemptNo, payload); err != nil {
-			return l.holdForFolder(ctx, now, t, err)
+		if down, err := l.writeFolder(t, s.AttemptNo, payload); err != nil {
+			return l.holdForFolder(ctx, now, t, err, down)
 		}
 	}
 	att := &mvp.Attempt{TaskID: t.ID, No: s.AttemptNo, RaySubmissionID: payload.SubmissionID, CreatedAt: now}
@@ -1466,27 +1466,32 @@ func (l *Loop) keptEnd(t *mvp.Task, n int, submissionID string) (r Report, ok bo
 
 // writeFolder writes what the task folder holds before attempt n is sent: for the first, the jobspec as submitted
 // and the effective spec (the database holds both from the moment the task was accepted; the folder is for people
-// and tools on the shared disk); for every attempt, its payload and its results folder.
-func (l *Loop) writeFolder(t *mvp.Task, n int, payload *mvp.JobSubmission) error {
-	var err error
+// and tools on the shared disk); for every attempt, its payload and its results folder. down says whether a
+// failure is shared_root's as a whole (sharedRootDown, asked once: the health and the task's hold agree).
+func (l *Loop) writeFolder(t *mvp.Task, n int, payload *mvp.JobSubmission) (down bool, err error) {
 	if n == 1 {
 		err = l.Files.WriteTask(t.ID, []byte(t.JobSpecYAML), t.SpecJSON)
 	}
 	if err == nil {
 		err = l.Files.WriteSubmission(t.ID, n, payload)
 	}
+	down = err != nil && l.sharedRootDown(err)
 	l.mu.Lock()
 	l.folderErr = nil
-	if err != nil && l.sharedRootDown(err) { // one task's own folder in the way is not the service's health
+	if down { // one task's own folder in the way is not the service's health
 		l.folderErr = fmt.Errorf("a task folder cannot be written on shared_root (%s): %w; free space there or make it "+
 			"writable (or set shared_root in dev.yaml); waiting tasks are submitted once it can be", l.Files.Root, err)
 	}
 	l.mu.Unlock()
-	return err
+	return down, err
 }
 
 // folderHold begins the reason of a task held because its folder cannot be written.
 const folderHold = "its task folder cannot be written on shared_root"
+
+// OwnFolderHold begins the reason of a task held because its own folder is in the way while shared_root can be
+// written: it waits out of the passes until its next_run_at (listed as backing off, with this reason).
+const OwnFolderHold = "its own task folder cannot be written"
 
 // endFolderErr forgets the latest task folder's write error once no waiting task is held for its folder (in a pass
 // that wrote none): kept until the next write, it left /healthz degraded after the held task was canceled.
@@ -1501,28 +1506,45 @@ func (l *Loop) endFolderErr(queue []*mvp.Task) {
 	l.mu.Unlock()
 }
 
-// holdForFolder leaves a task whose folder cannot be written waiting, with a reason that names shared_root; the
-// next pass that admits it tries again. The reason is written only when it changes.
-func (l *Loop) holdForFolder(ctx context.Context, now time.Time, t *mvp.Task, err error) error {
+// holdForFolder leaves a task whose folder cannot be written (err) waiting. While shared_root as a whole cannot be
+// (down), every task the policy starts is held so, and the next pass that admits it tries again; the reason is
+// written only when it changes. Otherwise the task's own folder is in the way: it waits until its next_run_at,
+// one retry interval on, out of the passes (picked by each, it held the GPUs it could not use from the tasks
+// behind it), and a renewal of the same hold writes no event.
+func (l *Loop) holdForFolder(ctx context.Context, now time.Time, t *mvp.Task, err error, down bool) error {
+	c := mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StatePendingResources, At: now}
 	reason := fmt.Sprintf(folderHold+" (%s): %v; free space there or make it "+
 		"writable (or set shared_root in dev.yaml); it is submitted once the folder can be written", l.Files.Root, err)
-	if !l.sharedRootDown(err) {
+	if !down {
 		// shared_root can be written: this task's own folder is in the way. Its runs can write there, and one may
 		// have left something where the next attempt's files go; it waited as if shared_root were full, with the
 		// whole service's health degraded.
-		reason = fmt.Sprintf("its own task folder cannot be written (%v), while shared_root can: an earlier run "+
-			"of it may have left something in the way; remove that, or cancel the task; it is submitted once the "+
-			"folder can be written", err)
-	}
-	if t.State == mvp.StatePendingResources && t.PendingReason == reason {
+		reason = fmt.Sprintf(OwnFolderHold+" (%v), while shared_root can: an earlier run of it may have left "+
+			"something in the way; remove that, or cancel the task; it is tried again every %s", err, l.folderRetry())
+		next := now.Add(l.folderRetry())
+		nextp := &next
+		c.NextRunAt = &nextp
+		c.Unrecorded = t.State == mvp.StatePendingResources && t.PendingReason == reason
+	} else if t.State == mvp.StatePendingResources && t.PendingReason == reason {
 		return nil
 	}
-	l.Logger.Error("task folder cannot be written; the task waits", "task_id", t.ID, "err", err)
-	if aerr := l.Store.Apply(ctx, mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StatePendingResources, At: now,
-		PendingReason: &reason, EventPayload: map[string]any{"reason": reason}}); aerr != nil && !errors.Is(aerr, mvp.ErrConflict) {
+	if !c.Unrecorded {
+		l.Logger.Error("task folder cannot be written; the task waits", "task_id", t.ID, "err", err)
+	}
+	c.PendingReason, c.EventPayload = &reason, map[string]any{"reason": reason}
+	if aerr := l.Store.Apply(ctx, c); aerr != nil && !errors.Is(aerr, mvp.ErrConflict) {
 		return fmt.Errorf("hold %s for its folder: %w", t.ID, aerr)
 	}
 	return nil
+}
+
+// folderRetry is how long a task whose own folder is in the way waits before it is tried again: the retry
+// interval of attempts that lacked resources (a minute when none is set).
+func (l *Loop) folderRetry() time.Duration {
+	if l.Retry.RetryInterval > 0 {
+		return l.Retry.RetryInterval
+	}
+	return time.Minute
 }
 
 // callRay submits payload; on an unclear outcome it looks the job up before anything else. inGrace says that an

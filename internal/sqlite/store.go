@@ -549,8 +549,10 @@ func (p *change) write(w *wtx) error {
 			return err
 		}
 	}
-	if _, err := w.exec(insertEventSQL, c.TaskID, nanos(p.queued.At), p.typ, p.body); err != nil {
-		return fmt.Errorf("insert event: %w", err)
+	if !c.Unrecorded {
+		if _, err := w.exec(insertEventSQL, c.TaskID, nanos(p.queued.At), p.typ, p.body); err != nil {
+			return fmt.Errorf("insert event: %w", err)
+		}
 	}
 	w.wrote(nil, &p.queued)
 	return nil
