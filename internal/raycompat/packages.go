@@ -117,12 +117,13 @@ func (p Packages) path(protocol, name string) (string, error) {
 	return filepath.Join(p.Dir, name), nil
 }
 
-// WheelReference is how long after its last use (an upload, a check, a submission naming it) a wheel counts as
+// WheelReference is how long after its upload (not a check, nor a submission naming it) a wheel counts as
 // kept when no task still to run names it: Ray's own temporary reference to an upload (600 s). A wheel's package
 // name is its file name, not a hash of its bytes, so one rebuilt under the same version has the same name; Ray
 // keeps a package only while a job or that reference holds it, after which its client uploads the rebuilt
 // wheel. The door kept it for v2.ray.package_retention_s after its last check, and each check renewed that: a
-// rebuilt wheel was never uploaded again and every later job ran the old one.
+// rebuilt wheel was never uploaded again and every later job ran the old one (renewed by each check within 600 s,
+// the same held for a user who submits every few minutes).
 const WheelReference = 600 * time.Second
 
 // Has reports whether the package is kept: a regular file of its name that carries its seal. A job can write on
@@ -164,6 +165,12 @@ func (p Packages) Has(protocol, name string, named func() (bool, error)) (bool, 
 				return false, nil // the client uploads it, rebuilt or not, and Put replaces it
 			}
 		}
+	}
+	if strings.HasSuffix(name, ".whl") {
+		// Not renewed by a check: Ray's reference counts from the upload, and a check before every submission
+		// would keep a rebuilt wheel of the same name from ever being uploaded again. Prune keeps it while a task
+		// names it, and for at least WheelReference after the upload.
+		return true, nil
 	}
 	// The client will not upload it now: it must stay until its job is submitted. A package mvp cannot mark so
 	// is said not to be kept, and the client uploads it again.
@@ -438,12 +445,14 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 		return nil, false, fmt.Errorf("%w: the package kept at %s is refused: %w; submit the job again with Ray's "+
 			"client, which uploads the package again", mvp.ErrSubmitInfra, path, err)
 	}
-	_ = touch(path) // best effort: this submission has the bytes; a retry after a prune finds none (documented)
+	if !strings.HasSuffix(name, ".whl") { // a wheel's use counts from its upload (WheelReference)
+		_ = touch(path) // best effort: this submission has the bytes; a retry after a prune finds none (documented)
+	}
 	return data, true, nil
 }
 
 // Prune deletes the kept packages last used (kept, asked for by a client, named by a submission, or uploaded to
-// Ray for one) before cutoff that inUse does not name, and the files of uploads left half-written (mvp stopped
+// Ray for one; a wheel: uploaded, WheelReference) before cutoff that inUse does not name, and the files of uploads left half-written (mvp stopped
 // during one) older than cutoff. It returns how many packages it deleted and their bytes, and the files it could
 // not delete (it goes on past them). Only the folder itself is read, through an os.Root (a job can write on
 // shared_root: a symlink in the folder's place is refused, and one in a package's place is deleted, never

@@ -96,12 +96,40 @@ func TestAnOldWheelATaskStillNamesIsKept(t *testing.T) {
 	if !ok || err != nil || asked != 1 {
 		t.Errorf("a wheel a waiting task names: kept %v, err %v, asked %d; want kept", ok, err, asked)
 	}
-	// Just used (Has touched it): kept without asking.
-	if ok, err := p.Has(PackageProtocol, pkgD, func() (bool, error) { asked++; return false, nil }); !ok || err != nil || asked != 1 {
-		t.Errorf("a wheel used just now: kept %v, err %v, asked %d; want kept without asking", ok, err, asked)
+	// A check is not a use (TestACheckDoesNotRenewAWheelsReference): asked again, and no longer named, not kept.
+	if ok, err := p.Has(PackageProtocol, pkgD, func() (bool, error) { asked++; return false, nil }); ok || err != nil || asked != 2 {
+		t.Errorf("a wheel checked just now that no task names any more: kept %v, err %v, asked %d; want not kept, asked again", ok, err, asked)
 	}
 	put(t, p, pkgA, time.Now().Add(-time.Hour))
 	if ok, err := p.Has(PackageProtocol, pkgA, func() (bool, error) { return false, nil }); !ok || err != nil {
 		t.Errorf("a working_dir package (named by its hash) an hour old: kept %v, err %v; want kept", ok, err)
+	}
+}
+
+// TestACheckDoesNotRenewAWheelsReference: Ray's 600 s reference to an uploaded package counts from the upload, and
+// its client checks before every submission. When each check renewed the door's, a user who submits more often
+// than every 10 minutes never had a rebuilt wheel of the same version uploaded again: every job ran the old code.
+func TestACheckDoesNotRenewAWheelsReference(t *testing.T) {
+	p := Packages{Dir: t.TempDir(), Key: []byte("k"), Guard: &sync.RWMutex{}}
+	uploaded := time.Now().Add(-9 * time.Minute).Truncate(time.Second)
+	put(t, p, pkgD, uploaded)
+	if ok, err := p.Has(PackageProtocol, pkgD, nil); !ok || err != nil {
+		t.Fatalf("a wheel uploaded 9 minutes ago: kept %v, err %v; want kept (within Ray's 600 s)", ok, err)
+	}
+	info, err := os.Stat(filepath.Join(p.Dir, pkgD))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.ModTime().Equal(uploaded) {
+		t.Errorf("a check moved the wheel's last use from %s to %s: its 600 s would count from each check, and "+
+			"a rebuilt wheel submitted every few minutes is never uploaded again", uploaded, info.ModTime())
+	}
+	// Nor does a submission that names it (while its task lives, Has asks named: Ray keeps a job's packages).
+	if _, ok, err := p.Get(PackageProtocol + "://" + pkgD); !ok || err != nil {
+		t.Fatalf("Get of a kept wheel: ok %v, err %v", ok, err)
+	}
+	if info, err = os.Stat(filepath.Join(p.Dir, pkgD)); err != nil || !info.ModTime().Equal(uploaded) {
+		t.Errorf("a submission naming the wheel moved its last use from %s to %v (err %v); want it kept as uploaded",
+			uploaded, info.ModTime(), err)
 	}
 }
