@@ -133,3 +133,34 @@ func TestACheckDoesNotRenewAWheelsReference(t *testing.T) {
 			uploaded, info.ModTime(), err)
 	}
 }
+
+// TestTailOfAJobThatNeverHadALogEndsNormally: an attempt Ray refused (its runtime_env could not be set up, no
+// driver ran) has no log, and the logs answer is "" as Ray's is. The tail dropped the connection (1006) as if the
+// log had been cut: Ray's client (`ray job logs --follow`) then raised instead of ending as it does against Ray.
+func TestTailOfAJobThatNeverHadALogEndsNormally(t *testing.T) {
+	db := openDB(t)
+	doorTaskAt(t, db, "0902", "nolog", mvp.StateFailed, &mvp.Attempt{No: 1, RayStatus: mvp.RayFailed})
+	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond,
+		CopyLogFrom: func(context.Context, string, int, int64, io.Writer) (int64, bool, error) {
+			return 0, true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt 1")
+		}}
+	srv := serveDoor(t, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/nolog/logs/tail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	for {
+		typ, data, err := c.Read(ctx)
+		if err != nil {
+			if st := websocket.CloseStatus(err); st != websocket.StatusNormalClosure {
+				t.Errorf("the tail of a job that never had a log ended with close status %d (%v); want 1000, the "+
+					"end of an empty log, as the logs answer is \"\"", st, err)
+			}
+			return
+		}
+		t.Errorf("the tail of a job that never had a log sent a %v frame %q", typ, data)
+	}
+}

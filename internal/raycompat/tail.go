@@ -75,7 +75,9 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 		} else if n > 0 {
 			m, ok, err := d.sendLogFrom(ctx, c, cur.ID, n, sent, func(ended bool, err error) bool {
 				done = cur.State.Terminal() && (ended || err != nil)
-				cut = done && err != nil
+				// No log at all (no driver ran: Ray refused the attempt) is an empty log, as the logs answer
+				// says, not one cut short.
+				cut = done && err != nil && mvp.ErrorCode(err) != mvp.CodeNotFound
 				return done
 			})
 			sent += m
