@@ -42,3 +42,36 @@ func TestWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
 		t.Errorf("no docker exec of ray start in the worker container:\n%s", log)
 	}
 }
+
+// TestLocalWorkerKeepsUsersTokensAndSecretsKeyFromRay: with MVP_LOCAL=1 (no docker: worker.sh runs ray start on
+// this machine) the script's whole environment reached ray start, so the variables deploy.md has operators export
+// for mvp serve (every user's token, the API token, the secrets key) were the raylet's, and every job's on the worker.
+func TestLocalWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
+	r := newRig(t)
+	const rayEnv = "#!/usr/bin/env bash\nenv > \"$FAKE_RAY_ENV\"\n"
+	if err := os.WriteFile(filepath.Join(r.dir, "fakebin", "ray"), []byte(rayEnv), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	envFile := filepath.Join(r.dir, "ray.env")
+	out, code := r.run("worker.sh", "start", "MVP_LOCAL=1", "FAKE_RAY_ENV="+envFile,
+		"RAY_HEAD_ADDRESS=10.0.0.1:6379", "RAY_GPUS_PER_WORKER=2",
+		"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "MVP_SECRETS_KEY=k-0123456789abcdef",
+		"MVP_TOKEN_ALICE=alice-token-0123456789", "MVP_PASS_ENV=MVP_SECRETS_KEY RAY_AUTH_TOKEN MVP_TOKEN_ALICE")
+	if code != 0 {
+		t.Fatalf("worker.sh start with MVP_LOCAL=1: %d %s", code, out)
+	}
+	env, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatalf("ray start was not run: %v\n%s", err, out)
+	}
+	for _, bad := range []string{"MVP_SECRETS_KEY=", "MVP_TOKEN_ALICE=", "MVP_INTERNAL_TOKEN="} {
+		if strings.Contains("\n"+string(env), "\n"+bad) {
+			t.Errorf("worker.sh start (MVP_LOCAL=1) hands %s… to ray start, whose environment every job on the worker reads", bad)
+		}
+	}
+	for _, want := range []string{"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "PATH="} {
+		if !strings.Contains("\n"+string(env), "\n"+want) {
+			t.Errorf("ray start (MVP_LOCAL=1) lacks %s in its environment:\n%s", want, env)
+		}
+	}
+}

@@ -39,13 +39,19 @@ usage() {
 # in_worker SCRIPT ARGS…: run a bash script in the worker container (or here with MVP_LOCAL=1). Values travel as
 # positional arguments; RAY_GPUS_PER_WORKER and the variables of MVP_WORKER_PASS_ENV (Ray's token: `ray start` and
 # `mvp doctor` need it on a cluster with RAY_AUTH_MODE=token) travel by name, each only when it is set. mvp's
-# tokens and secrets key (MVP_PASS_ENV) do not: the raylet's environment is every job's on that worker, and they
-# were handed over, for any user's job to read.
+# tokens and secrets key (MVP_TOKEN_ENV's, MVP_PASS_ENV) do not, nor here with MVP_LOCAL=1: the raylet's
+# environment is every job's on that worker, and they were handed over, for any user's job to read.
 in_worker() {
   local script="$1"
   shift
   if [[ "$MVP_LOCAL" == 1 ]]; then
-    bash -c "$script" mvp "$@" </dev/null
+    # Here ray start would inherit this shell's whole environment: mvp's own variables (the API token's, each of
+    # MVP_PASS_ENV: users' tokens, the secrets key) are taken out of it, but those of MVP_WORKER_PASS_ENV.
+    local unset=() v
+    for v in "$MVP_TOKEN_ENV" $MVP_PASS_ENV; do # names checked by lib.sh
+      [[ " $MVP_WORKER_PASS_ENV " == *" $v "* ]] || unset+=(-u "$v")
+    done
+    env ${unset[@]+"${unset[@]}"} bash -c "$script" mvp "$@" </dev/null
   else
     local envs=()
     [[ -n "${RAY_GPUS_PER_WORKER:-}" ]] && envs+=(-e RAY_GPUS_PER_WORKER)
