@@ -895,15 +895,15 @@ func (c *Config) Validate() error {
 		}
 	}
 	if !validEnvName(v.Secrets.KeyEnv) {
-		return fmt.Errorf("v2.secrets.key_env: %q is not an environment variable name", v.Secrets.KeyEnv)
+		return fmt.Errorf("v2.secrets.key_env: %s is not an environment variable name", ShownEnvName(v.Secrets.KeyEnv))
 	}
 	if !validEnvName(v.Auth.TokenEnv) {
-		return fmt.Errorf("v2.auth.token_env: %q is not an environment variable name", v.Auth.TokenEnv)
+		return fmt.Errorf("v2.auth.token_env: %s is not an environment variable name", ShownEnvName(v.Auth.TokenEnv))
 	}
 	if !validEnvName(v.Ray.TokenEnv) {
 		// Read with os.Getenv: a name no variable can have found nothing, and Ray's token was never sent.
-		return fmt.Errorf("v2.ray.token_env: %q is not an environment variable name (name the variable that holds "+
-			"Ray's token, e.g. %s; the token itself never goes in the file)", v.Ray.TokenEnv, DefaultRayTokenEnv)
+		return fmt.Errorf("v2.ray.token_env: %s is not an environment variable name (name the variable that holds "+
+			"Ray's token, e.g. %s; the token itself never goes in the file)", ShownEnvName(v.Ray.TokenEnv), DefaultRayTokenEnv)
 	}
 	if s.StarvationS < 0 { // fair_share_half_life_s was refused above unless above 0
 		return fmt.Errorf("v2.scheduler.starvation_s: %s must not be negative (0 turns the starvation bound off; "+

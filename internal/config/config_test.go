@@ -582,3 +582,16 @@ func TestATokenPastedForItsVariableIsNotEchoed(t *testing.T) {
 		t.Errorf("a token in token_env: %v; want it refused without the token", err)
 	}
 }
+
+// TestATokenPastedForTheServicesVariablesIsNotEchoed: the same holds for the service's own *_env settings (the
+// API token's, Ray's token's, the secrets key's): their refusals echoed the value whole.
+func TestATokenPastedForTheServicesVariablesIsNotEchoed(t *testing.T) {
+	const tok = "s3cr3t-0123-token-9f8e7d6c"
+	for _, key := range []string{"auth: {token_env: %s}", "ray: {token_env: %s}", "secrets: {key_env: %s}"} {
+		doc := "v2:\n  " + fmt.Sprintf(key, tok) + "\n"
+		_, err := Parse([]byte(doc))
+		if err == nil || strings.Contains(err.Error(), "0123-token-9f8e7d6c") {
+			t.Errorf("%q: %v; want it refused without the token", doc, err)
+		}
+	}
+}
