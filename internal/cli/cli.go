@@ -979,9 +979,27 @@ func render(w io.Writer, format string, raw json.RawMessage, table func(io.Write
 // another tag: "2.10" stays a string, 2.10 a number).
 func blockStyle(n *yaml.Node) {
 	n.Style = 0
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && yaml11NotString(n.Value) {
+		// yaml.v3 resolves as YAML 1.2 does, where these are strings; PyYAML (YAML 1.1, which reads Ray's and
+		// verl's configs and many users' scripts) reads "on" as true and "1:20" as 80.
+		n.Style = yaml.DoubleQuotedStyle
+	}
 	for _, c := range n.Content {
 		blockStyle(c)
 	}
+}
+
+// base60 is a YAML 1.1 sexagesimal number (1:20 is 80, 1:20.5 is 80.5).
+var base60 = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$`)
+
+// yaml11NotString reports whether a YAML 1.1 reader takes s, written plain, for something other than a string: a
+// bool (y, no, on, OFF…) or a sexagesimal number. YAML 1.2 (yaml.v3) reads both as strings and leaves them plain.
+func yaml11NotString(s string) bool {
+	switch s {
+	case "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF":
+		return true
+	}
+	return base60.MatchString(s)
 }
 
 // stateNames lists mvp's states for a usage message: "QUEUED, PENDING_RESOURCES, …" (any case is taken).
