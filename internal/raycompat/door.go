@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -519,20 +520,39 @@ func (d *Door) putPackage(w http.ResponseWriter, r *http.Request) error {
 	// A package is held whole while it is read, sealed and written (up to 100 MiB): a few uploads at a time,
 	// the others wait their turn (Ray's client waits for its answer), so that a burst of `ray job submit
 	// --working-dir` cannot take the service's memory.
+	// The wait for a place is bounded: uploads that hold theirs end within their own time (below), but a client
+	// is told rather than left waiting behind a burst.
+	wait := time.NewTimer(uploadSlotWait)
+	defer wait.Stop()
 	select {
 	case uploads <- struct{}{}:
 		defer func() { <-uploads }()
+	case <-wait.C:
+		return mvp.Errorf(mvp.CodeUnavailable, "", "the Ray door was reading %d other package uploads for %s (it "+
+			"reads %d at a time, each held whole): submit the job again in a while", MaxUploads, uploadSlotWait, MaxUploads)
 	case <-r.Context().Done():
 		return r.Context().Err()
 	}
 	// The server gives a whole request a minute (its ReadTimeout), which a package of up to 100 MiB outlasts on a
-	// slow link: an upload is given the time it takes while its bytes keep coming.
-	body := &stallReader{r: http.MaxBytesReader(w, r.Body, MaxPackageBytes), rc: http.NewResponseController(w), stall: uploadStall}
+	// slow link: an upload is given the time it takes while its bytes keep coming, up to what its size takes at
+	// minUploadRate. Without that bound, bytes trickling in one at a time held a place for as long as they came.
+	size := r.ContentLength
+	if size <= 0 || size > MaxPackageBytes {
+		size = MaxPackageBytes
+	}
+	given := uploadStall + time.Duration(float64(size)/float64(minUploadRate)*float64(time.Second))
+	body := &stallReader{r: http.MaxBytesReader(w, r.Body, MaxPackageBytes), rc: http.NewResponseController(w),
+		stall: uploadStall, end: time.Now().Add(given)}
 	data, err := io.ReadAll(body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return mvp.Errorf(mvp.CodeTooLarge, "", "the package is larger than %d bytes (Ray's own limit)", MaxPackageBytes)
+		}
+		if errors.Is(err, errUploadTooSlow) {
+			return mvp.Errorf(mvp.CodeInvalid, "", "the package upload was given %s for its %d bytes (at least %d "+
+				"KiB/s after the first %s) and had sent %d: submit the job again from a faster link, or with a smaller "+
+				"working_dir", given.Round(time.Second), size, minUploadRate>>10, uploadStall, len(data))
 		}
 		return mvp.Errorf(mvp.CodeInvalid, "", "reading the package failed: %v", err)
 	}
@@ -553,8 +573,19 @@ var uploads = make(chan struct{}, MaxUploads)
 // MaxUploads is how many package uploads the door reads and keeps at once; each holds its package whole.
 const MaxUploads = 2
 
-// uploadStall is how long a package upload may go without a byte arriving before it is given up.
-const uploadStall = time.Minute
+// uploadStall is how long a package upload may go without a byte arriving before it is given up (a variable for
+// tests).
+var uploadStall = time.Minute
+
+// minUploadRate is the least average rate, in bytes per second, an upload is given its time by: its size (its
+// Content-Length, else MaxPackageBytes) at this rate, plus uploadStall. 100 MiB takes 27 minutes at 64 KiB/s.
+var minUploadRate int64 = 64 << 10
+
+// uploadSlotWait is how long an upload waits for one of the MaxUploads places before it is refused (503).
+var uploadSlotWait = 2 * time.Minute
+
+// errUploadTooSlow ends the read of an upload past its time.
+var errUploadTooSlow = errors.New("the upload was slower than the least rate")
 
 // stallReader reads r, moving the connection's read deadline to stall from now before each read: a request may
 // then take as long as its bytes keep coming, whatever the server's ReadTimeout.
@@ -562,11 +593,24 @@ type stallReader struct {
 	r     io.Reader
 	rc    *http.ResponseController
 	stall time.Duration
+	end   time.Time // the whole upload's time: no read past it
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
-	_ = s.rc.SetReadDeadline(time.Now().Add(s.stall)) // not every connection has deadlines; the read goes on
-	return s.r.Read(p)
+	now := time.Now()
+	if !now.Before(s.end) {
+		return 0, errUploadTooSlow
+	}
+	dl := now.Add(s.stall)
+	if dl.After(s.end) {
+		dl = s.end
+	}
+	_ = s.rc.SetReadDeadline(dl) // not every connection has deadlines; the read goes on
+	n, err := s.r.Read(p)
+	if err != nil && !time.Now().Before(s.end) && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = errUploadTooSlow
+	}
+	return n, err
 }
 
 // jobDetails is Ray's JobDetails as its client validates it: status in upper case, times in integer

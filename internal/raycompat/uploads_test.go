@@ -5,9 +5,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mvp2/mvp/internal/mvp"
 )
 
 // TestPackageUploadsAreReadAFewAtATime: each upload is held whole while it is read, sealed and kept (up to 100
@@ -64,5 +67,70 @@ func TestPackageUploadsAreReadAFewAtATime(t *testing.T) {
 		if code := <-done[i]; code != http.StatusOK {
 			t.Errorf("upload %d: %d", i, code)
 		}
+	}
+}
+
+// TestASlowUploadDoesNotHoldItsPlaceForever: an upload whose bytes trickle in (one now and then, each within
+// uploadStall) held one of the MaxUploads places as long as it went on: two such clients, slow links or not, kept
+// every other `ray job submit --working-dir` waiting without end. An upload is now given the time its size takes at
+// minUploadRate (plus uploadStall), and ends refused past it, freeing its place.
+func TestASlowUploadDoesNotHoldItsPlaceForever(t *testing.T) {
+	defer func(s time.Duration, r int64) { uploadStall, minUploadRate = s, r }(uploadStall, minUploadRate)
+	uploadStall, minUploadRate = 300*time.Millisecond, 1<<20 // 1 KiB declared: given about 0.3 s
+	d := &Door{Packages: Packages{Dir: t.TempDir(), Key: []byte("k"), Guard: &sync.RWMutex{}},
+		Logger: slog.New(slog.DiscardHandler)}
+	name := "_ray_pkg_0000000000000004.zip"
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	r := httptest.NewRequest("PUT", "/api/packages/gcs/"+name, pr)
+	r.ContentLength = 1024
+	r.SetPathValue("protocol", "gcs")
+	r.SetPathValue("name", name)
+	done := make(chan error, 1)
+	go func() { done <- d.putPackage(httptest.NewRecorder(), r) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "KiB/s") {
+				t.Fatalf("a trickling upload ended with %v; want it refused, saying the least rate", err)
+			}
+			return
+		default:
+		}
+		go pw.Write([]byte("P")) // a byte every 20 ms: each within uploadStall
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("an upload trickling one byte every 20 ms still held its place after 10 s")
+}
+
+// TestAnUploadWaitsForAPlaceBoundedly: while MaxUploads uploads are being read, the next waited for a place without
+// end; it now waits uploadSlotWait and is refused with 503, saying why and what to do.
+func TestAnUploadWaitsForAPlaceBoundedly(t *testing.T) {
+	defer func(w time.Duration) { uploadSlotWait = w }(uploadSlotWait)
+	uploadSlotWait = 100 * time.Millisecond
+	for range MaxUploads {
+		uploads <- struct{}{}
+	}
+	defer func() {
+		for range MaxUploads {
+			<-uploads
+		}
+	}()
+	d := &Door{Packages: Packages{Dir: t.TempDir(), Key: []byte("k"), Guard: &sync.RWMutex{}},
+		Logger: slog.New(slog.DiscardHandler)}
+	name := "_ray_pkg_0000000000000005.zip"
+	r := httptest.NewRequest("PUT", "/api/packages/gcs/"+name, strings.NewReader("PK"))
+	r.SetPathValue("protocol", "gcs")
+	r.SetPathValue("name", name)
+	done := make(chan error, 1)
+	go func() { done <- d.putPackage(httptest.NewRecorder(), r) }()
+	select {
+	case err := <-done:
+		if mvp.ErrorCode(err) != mvp.CodeUnavailable || !strings.Contains(err.Error(), "again") {
+			t.Errorf("an upload that found no place: %v; want 503 saying to try again", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an upload waited 10 s for a place; want it refused after uploadSlotWait")
 	}
 }
