@@ -639,8 +639,6 @@ type driverInfo struct {
 	PID           string `json:"pid"`
 }
 
-// ended reports whether the door shows t as ended: its task has ended, and a canceled one's attempt too (until
-// then its driver may still run, and the door shows it as it is).
 // stoppedWhileQueued reports whether t was canceled while it waited in mvp again after an attempt that ended
 // (failed, and queued again): its latest attempt ended before the cancel, and not by a stop.
 func stoppedWhileQueued(t *mvp.Task) bool {
@@ -649,6 +647,8 @@ func stoppedWhileQueued(t *mvp.Task) bool {
 		a.EndTime != nil && a.EndTime.Before(t.UpdatedAt)
 }
 
+// ended reports whether the door shows t as ended: its task has ended, and a canceled one's attempt too (until
+// then its driver may still run, and the door shows it as it is).
 func ended(t *mvp.Task) bool {
 	if !t.State.Terminal() {
 		return false
