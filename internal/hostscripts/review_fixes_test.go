@@ -57,6 +57,10 @@ func TestStartSaysStartedOnlyWhenThePidfileIsWritten(t *testing.T) {
 			}
 		}
 	}
+	if _, err := os.Lstat(pidfile); code != 0 && err == nil {
+		// A full disk leaves the pidfile truncated to nothing: taken away, not left for the next script to read.
+		t.Errorf("start.sh refused but left the pidfile it could not write at %s", pidfile)
+	}
 	if code == 0 {
 		st, sc := r.run("status.sh", env...)
 		sp, pc := r.run("stop.sh", env...)

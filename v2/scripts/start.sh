@@ -52,6 +52,7 @@ if ! echo "$pid" >"$pidfile"; then
   # Without its pidfile no script finds it again (status and stop say "not running", start refuses the port):
   # stopped, and said so, rather than "started".
   kill -TERM "$pid" 2>/dev/null
+  rm -f "$pidfile" # a full disk leaves it truncated to nothing
   echo "could not write $pidfile (is its disk full or read-only?): the mvp serve just started (pid $pid) is stopped again; free space there, or set MVP_PIDFILE" >&2
   exit 4
 fi
