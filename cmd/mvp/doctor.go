@@ -29,7 +29,7 @@ func runDoctor(ctx context.Context, args []string) error { return doctorTo(ctx, 
 func doctorTo(ctx context.Context, args []string, stderr io.Writer) error {
 	flags := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	cfgPath := flags.String("config", "configs/dev.yaml", "the cluster's dev.yaml (its address is Ray's Job server)")
-	gpus := flags.String("gpus", "", "GPU count of this node when NVML cannot tell (default $"+gpusEnv+")")
+	gpus := flags.String("gpus", "", "GPU count of this node when NVML is missing, or fails (default $"+gpusEnv+", which covers a missing NVML only)")
 	nodeIP := flags.String("node-ip", "", "this node's address as Ray knows it (default: every address of this machine)")
 	numGPUs := flags.Bool("num-gpus", false, "print only the GPU count to start a Ray worker with (NVML, else --gpus / $"+gpusEnv+")")
 	out := flags.String("o", "text", "output: text or json")

@@ -81,8 +81,9 @@ func (r *Report) add(name string, ok bool, format string, args ...any) {
 
 // GPUCount is what a worker should start with: NVML's count, else, where NVIDIA's library is missing, the
 // configured one. NVML present but failing (a driver upgraded without a reboot, a GPU fallen off the bus) is an
-// error whatever is configured: the configured count covered it, and the worker joined Ray with GPUs that do not
-// work. It fails, saying what to set or fix, when the count is not known.
+// error unless --gpus was given for this node (the operator's own word): RAY_GPUS_PER_WORKER, a fleet's default,
+// covered it, and the worker joined Ray with GPUs that do not work. It fails, saying what to set or fix, when the
+// count is not known.
 func GPUCount(o Options) (n int, from string, err error) {
 	inv, nerr := gpu.Read(o.NVML)
 	return gpuCount(o, inv, nerr)
@@ -92,10 +93,10 @@ func gpuCount(o Options, inv *gpu.Inventory, nerr error) (int, string, error) {
 	if nerr == nil {
 		return len(inv.Devices), "nvml", nil
 	}
-	if !errors.Is(nerr, gpu.ErrNoLibrary) {
+	if !errors.Is(nerr, gpu.ErrNoLibrary) && o.ConfiguredFrom != "--gpus" {
 		return -1, "", fmt.Errorf("NVML is on this node but fails (%w): its GPUs cannot be counted, and the configured "+
 			"count is for nodes without NVIDIA's library; fix the driver (after a driver upgrade, reboot) and run "+
-			"mvp doctor", nerr)
+			"mvp doctor, or, knowing which GPUs work, pass --gpus N for this node", nerr)
 	}
 	if o.ConfiguredFrom != "" {
 		return o.ConfiguredGPUs, o.ConfiguredFrom, nil
@@ -119,6 +120,8 @@ func Run(ctx context.Context, o Options) *Report {
 		r.add("gpus", true, "NVML sees %d GPU(s); driver %s", n, inv.DriverVersion)
 	case errors.Is(nerr, gpu.ErrNoLibrary) && cerr == nil:
 		r.add("gpus", true, "%v; using the configured count %d (%s)", nerr, n, from)
+	case cerr == nil: // NVML fails, and --gpus overrides it for this node: said, still a fault of the node's
+		r.add("gpus", false, "NVML is on this node but fails (%v); a worker starts with %d GPU(s) as %s says", nerr, n, from)
 	default:
 		r.add("gpus", false, "%v", cerr)
 	}
