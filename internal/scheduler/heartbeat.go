@@ -45,8 +45,14 @@ func heartbeats(now time.Time, s Snapshot, out []Action) []Action {
 			continue
 		}
 		since := "since the job started, no progress file was written"
-		if !a.ProgressAt.IsZero() && !a.ProgressAt.Before(last) {
+		switch placed := a.Attempt.RunStart() != nil && last.Equal(a.PlacedAt) && a.PlacedAt.After(*a.Attempt.RunStart()); {
+		case !a.ProgressAt.IsZero() && !a.ProgressAt.Before(last):
 			since = "mvp last saw its progress file change at " + a.ProgressAt.UTC().Format(time.RFC3339)
+		case placed && !a.ProgressAt.IsZero():
+			since = fmt.Sprintf("its progress file last changed at %s, before its gang was placed at %s, and not since",
+				a.ProgressAt.UTC().Format(time.RFC3339), a.PlacedAt.UTC().Format(time.RFC3339))
+		case placed:
+			since = "since its gang was placed at " + a.PlacedAt.UTC().Format(time.RFC3339) + ", no progress file was written"
 		}
 		out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: mvp.FailureHeartbeatLost,
 			Event: mvp.EventHeartbeatLost, Reason: fmt.Sprintf(

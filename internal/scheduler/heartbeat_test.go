@@ -71,3 +71,30 @@ func TestDecideHeartbeats(t *testing.T) {
 		}
 	}
 }
+
+// TestHeartbeatReasonAfterPlacement: the heartbeat counts from the gang's placement when that came after the job
+// started (and after the progress file's last change, written while the driver waited for it). The reason then
+// said "since the job started, no progress file was written", though one was: it names the placement, and the
+// progress file's last change when there was one.
+func TestHeartbeatReasonAfterPlacement(t *testing.T) {
+	started := t0.Add(-3 * time.Hour)
+	placed := t0.Add(-2 * time.Hour)
+	mk := func(progress time.Time) ActiveAttempt {
+		tk := task(mvp.WorkloadPPO, 1, 1, mvp.StateRunning)
+		tk.HeartbeatTimeoutS = 600
+		return ActiveAttempt{Task: tk, Attempt: &mvp.Attempt{No: 1, RayStatus: mvp.RayRunning, StartTime: &started},
+			PlacedAt: placed, ProgressAt: progress}
+	}
+	wrote, never := mk(t0.Add(-150*time.Minute)), mk(time.Time{})
+	for _, a := range Decide(t0, Snapshot{Active: []ActiveAttempt{wrote, never}}, policy()) {
+		s := a.(Stop)
+		if s.Task == wrote.Task {
+			if strings.Contains(s.Reason, "no progress file was written") || !strings.Contains(s.Reason, "placed at") ||
+				!strings.Contains(s.Reason, wrote.ProgressAt.UTC().Format(time.RFC3339)) {
+				t.Errorf("a run that wrote its progress file before its gang was placed, then nothing: reason %q", s.Reason)
+			}
+		} else if !strings.Contains(s.Reason, "since its gang was placed at") || !strings.Contains(s.Reason, "no progress file was written") {
+			t.Errorf("a run placed 2 h ago that never wrote: reason %q", s.Reason)
+		}
+	}
+}
