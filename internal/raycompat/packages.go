@@ -533,7 +533,7 @@ func (p Packages) pruneOne(root *os.Root, name string, cutoff time.Time) (size i
 	return fi.Size(), true, nil
 }
 
-// Used records that a submission names these URIs: each package the door keeps among them is touched, so that
+// Used records that a submission names these URIs: each package the door keeps among them (a wheel aside) is touched, so that
 // Prune, which reads the tasks still to run before it deletes, does not delete it under a task being made (a
 // client may name a package it uploaded days ago without asking for it again).
 func (p Packages) Used(uris []string) {
@@ -546,7 +546,10 @@ func (p Packages) Used(uris []string) {
 			continue
 		}
 		path, err := p.path(protocol, name)
-		if err != nil {
+		if err != nil || strings.HasSuffix(name, ".whl") {
+			// A wheel's use counts from its upload (WheelReference): Ray's client checks before it names one, and
+			// uploads it again when it is not said kept, so one named here was uploaded within 600 s or is named
+			// by a task still to run, which Prune keeps.
 			continue
 		}
 		func() {

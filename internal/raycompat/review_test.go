@@ -124,7 +124,13 @@ func TestACheckDoesNotRenewAWheelsReference(t *testing.T) {
 		t.Errorf("a check moved the wheel's last use from %s to %s: its 600 s would count from each check, and "+
 			"a rebuilt wheel submitted every few minutes is never uploaded again", uploaded, info.ModTime())
 	}
-	// Nor does a submission that names it (while its task lives, Has asks named: Ray keeps a job's packages).
+	// Nor does a submission that names it, at the door (Used) or to Ray (Get): while its task lives, Has asks named,
+	// as Ray keeps a job's packages.
+	p.Used([]string{PackageProtocol + "://" + pkgD})
+	if info, err = os.Stat(filepath.Join(p.Dir, pkgD)); err != nil || !info.ModTime().Equal(uploaded) {
+		t.Errorf("a submission at the door naming the wheel moved its last use from %s to %v (err %v); want it kept "+
+			"as uploaded", uploaded, info.ModTime(), err)
+	}
 	if _, ok, err := p.Get(PackageProtocol + "://" + pkgD); !ok || err != nil {
 		t.Fatalf("Get of a kept wheel: ok %v, err %v", ok, err)
 	}
