@@ -45,14 +45,18 @@ func heartbeats(now time.Time, s Snapshot, out []Action) []Action {
 			continue
 		}
 		since := "since the job started, no progress file was written"
-		switch placed := a.Attempt.RunStart() != nil && last.Equal(a.PlacedAt) && a.PlacedAt.After(*a.Attempt.RunStart()); {
+		// Counted from the gang's placement (this pass's view of it, or the attempt's saved one) when that came
+		// after the job started running.
+		rs, running := a.runStart(), a.Attempt.RunningSince()
+		placed := rs != nil && running != nil && rs.After(*running) && last.Equal(*rs)
+		switch {
 		case !a.ProgressAt.IsZero() && !a.ProgressAt.Before(last):
 			since = "mvp last saw its progress file change at " + a.ProgressAt.UTC().Format(time.RFC3339)
 		case placed && !a.ProgressAt.IsZero():
 			since = fmt.Sprintf("its progress file last changed at %s, before its gang was placed at %s, and not since",
-				a.ProgressAt.UTC().Format(time.RFC3339), a.PlacedAt.UTC().Format(time.RFC3339))
+				a.ProgressAt.UTC().Format(time.RFC3339), rs.UTC().Format(time.RFC3339))
 		case placed:
-			since = "since its gang was placed at " + a.PlacedAt.UTC().Format(time.RFC3339) + ", no progress file was written"
+			since = "since its gang was placed at " + rs.UTC().Format(time.RFC3339) + ", no progress file was written"
 		}
 		out = append(out, Stop{Task: a.Task, Attempt: a.Attempt, Kind: mvp.FailureHeartbeatLost,
 			Event: mvp.EventHeartbeatLost, Reason: fmt.Sprintf(

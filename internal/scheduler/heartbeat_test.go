@@ -86,7 +86,10 @@ func TestHeartbeatReasonAfterPlacement(t *testing.T) {
 			PlacedAt: placed, ProgressAt: progress}
 	}
 	wrote, never := mk(t0.Add(-150*time.Minute)), mk(time.Time{})
-	for _, a := range Decide(t0, Snapshot{Active: []ActiveAttempt{wrote, never}}, policy()) {
+	// As the database holds it once a status sync saved the placement: on the attempt, not only in this pass's view.
+	saved := mk(time.Time{})
+	saved.Attempt.PlacedAt, saved.PlacedAt = &placed, time.Time{}
+	for _, a := range Decide(t0, Snapshot{Active: []ActiveAttempt{wrote, never, saved}}, policy()) {
 		s := a.(Stop)
 		if s.Task == wrote.Task {
 			if strings.Contains(s.Reason, "no progress file was written") || !strings.Contains(s.Reason, "placed at") ||
