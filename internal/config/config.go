@@ -894,16 +894,15 @@ func (c *Config) Validate() error {
 				"names (entrypoint_num_cpus, entrypoint_resources); leave the key out", name, number(w.RunnerCPUs))
 		}
 	}
-	if !validEnvName(v.Secrets.KeyEnv) {
-		return fmt.Errorf("v2.secrets.key_env: %s is not an environment variable name", ShownEnvName(v.Secrets.KeyEnv))
+	if err := checkEnvName("v2.secrets.key_env", v.Secrets.KeyEnv, DefaultSecretsKeyEnv); err != nil {
+		return err
 	}
-	if !validEnvName(v.Auth.TokenEnv) {
-		return fmt.Errorf("v2.auth.token_env: %s is not an environment variable name", ShownEnvName(v.Auth.TokenEnv))
+	if err := checkEnvName("v2.auth.token_env", v.Auth.TokenEnv, DefaultTokenEnv); err != nil {
+		return err
 	}
-	if !validEnvName(v.Ray.TokenEnv) {
-		// Read with os.Getenv: a name no variable can have found nothing, and Ray's token was never sent.
-		return fmt.Errorf("v2.ray.token_env: %s is not an environment variable name (name the variable that holds "+
-			"Ray's token, e.g. %s; the token itself never goes in the file)", ShownEnvName(v.Ray.TokenEnv), DefaultRayTokenEnv)
+	// Read with os.Getenv: a name no variable can have found nothing, and Ray's token was never sent.
+	if err := checkEnvName("v2.ray.token_env", v.Ray.TokenEnv, DefaultRayTokenEnv); err != nil {
+		return err
 	}
 	if s.StarvationS < 0 { // fair_share_half_life_s was refused above unless above 0
 		return fmt.Errorf("v2.scheduler.starvation_s: %s must not be negative (0 turns the starvation bound off; "+
@@ -930,9 +929,16 @@ func validateUsers(a Auth, reserved map[string]string) error {
 			return fmt.Errorf("%s.name: %q is named twice", at, u.Name)
 		}
 		names[u.Name] = true
-		if !validEnvName(u.TokenEnv) {
-			return fmt.Errorf("%s.token_env: %s is not an environment variable name (the token itself never goes in "+
-				"the file)", at, ShownEnvName(u.TokenEnv))
+		if err := checkEnvName(at+".token_env", u.TokenEnv, "MVP_TOKEN_"+strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' {
+				return r - 'a' + 'A'
+			}
+			if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+				return r
+			}
+			return '_'
+		}, u.Name)); err != nil {
+			return err
 		}
 		if what, ok := reserved[u.TokenEnv]; ok {
 			return fmt.Errorf("%s.token_env: %s is the variable of %s: the user's API token would be that value; "+
@@ -1005,6 +1011,22 @@ func ShownEnvName(name string) string {
 	}
 	return fmt.Sprintf("%q… (%d characters, not shown whole: is it the token itself? name the variable that holds it)",
 		string(cut), len(name))
+}
+
+// checkEnvName refuses a *_env setting (key) whose value is not a variable's name, or looks like the secret
+// itself pasted in its place (ShownEnvName would not show it whole: 16 or more characters with a lower-case
+// letter). Such a value that was a valid name was accepted and then echoed ("no API token: set $<token>", the log).
+func checkEnvName(key, name, example string) error {
+	if !validEnvName(name) {
+		return fmt.Errorf("%s: %s is not an environment variable name (name the variable that holds the secret, "+
+			"e.g. %s; the secret itself never goes in the file)", key, ShownEnvName(name), example)
+	}
+	if ShownEnvName(name) != "$"+name {
+		return fmt.Errorf("%s: %s looks like the secret itself, not a variable's name (name the variable that "+
+			"holds it, e.g. %s; a name of 16 or more characters is taken for a variable's only in upper case)", key,
+			ShownEnvName(name), example)
+	}
+	return nil
 }
 
 func validEnvName(s string) bool {
