@@ -54,9 +54,12 @@ func TestLocalWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
 	}
 	envFile := filepath.Join(r.dir, "ray.env")
 	out, code := r.run("worker.sh", "start", "MVP_LOCAL=1", "FAKE_RAY_ENV="+envFile,
+		"MVP_WORKER_PASS_ENV=RAY_AUTH_TOKEN FAKE_RAY_ENV", // the fake's own variable reaches it as a listed one
 		"RAY_HEAD_ADDRESS=10.0.0.1:6379", "RAY_GPUS_PER_WORKER=2",
 		"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "MVP_SECRETS_KEY=k-0123456789abcdef",
-		"MVP_TOKEN_ALICE=alice-token-0123456789", "MVP_PASS_ENV=MVP_SECRETS_KEY RAY_AUTH_TOKEN MVP_TOKEN_ALICE")
+		"MVP_TOKEN_ALICE=alice-token-0123456789", "MVP_PASS_ENV=MVP_SECRETS_KEY RAY_AUTH_TOKEN MVP_TOKEN_ALICE",
+		// Run without docker, mvp serve reads this shell's variables whether MVP_PASS_ENV lists them or not.
+		"MVP_TOKEN_BOB=bob-token-0123456789")
 	if code != 0 {
 		t.Fatalf("worker.sh start with MVP_LOCAL=1: %d %s", code, out)
 	}
@@ -64,12 +67,12 @@ func TestLocalWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ray start was not run: %v\n%s", err, out)
 	}
-	for _, bad := range []string{"MVP_SECRETS_KEY=", "MVP_TOKEN_ALICE=", "MVP_INTERNAL_TOKEN="} {
+	for _, bad := range []string{"MVP_SECRETS_KEY=", "MVP_TOKEN_ALICE=", "MVP_INTERNAL_TOKEN=", "MVP_TOKEN_BOB="} {
 		if strings.Contains("\n"+string(env), "\n"+bad) {
 			t.Errorf("worker.sh start (MVP_LOCAL=1) hands %s… to ray start, whose environment every job on the worker reads", bad)
 		}
 	}
-	for _, want := range []string{"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "PATH="} {
+	for _, want := range []string{"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "PATH=", "HOME=", "RAY_GPUS_PER_WORKER=2"} {
 		if !strings.Contains("\n"+string(env), "\n"+want) {
 			t.Errorf("ray start (MVP_LOCAL=1) lacks %s in its environment:\n%s", want, env)
 		}

@@ -14,7 +14,9 @@
 #                                                       name, each when set: Ray's token on a cluster with
 #                                                       RAY_AUTH_MODE=token. Not MVP_PASS_ENV, which holds mvp's
 #                                                       own (users' tokens, the secrets key): every job run on the
-#                                                       worker inherits the raylet's environment
+#                                                       worker inherits the raylet's environment. With MVP_LOCAL=1
+#                                                       ray start gets these and the system's, Python's, CUDA_*,
+#                                                       NCCL_*, RAY_* and proxy variables, no others
 # Arguments after `start --` go to `ray start` as they are (e.g. --node-ip-address=…).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -45,13 +47,24 @@ in_worker() {
   local script="$1"
   shift
   if [[ "$MVP_LOCAL" == 1 ]]; then
-    # Here ray start would inherit this shell's whole environment: mvp's own variables (the API token's, each of
-    # MVP_PASS_ENV: users' tokens, the secrets key) are taken out of it, but those of MVP_WORKER_PASS_ENV.
-    local unset=() v
-    for v in "$MVP_TOKEN_ENV" $MVP_PASS_ENV; do # names checked by lib.sh
-      [[ " $MVP_WORKER_PASS_ENV " == *" $v "* ]] || unset+=(-u "$v")
+    # Here ray start would inherit this shell's whole environment, which holds mvp's own variables (the API
+    # token's, users' tokens, the secrets key: mvp serve run without docker reads them here, listed in MVP_PASS_ENV
+    # or not). It gets what a node's processes need (the system's, Python's, CUDA's, NCCL's, Ray's own RAY_*, the
+    # proxies) and the variables of MVP_WORKER_PASS_ENV; never those of MVP_TOKEN_ENV and MVP_PASS_ENV beyond them.
+    local keep=() v
+    for v in $(compgen -e); do
+      case "$v" in
+        PATH | HOME | USER | LOGNAME | SHELL | TERM | TZ | TMPDIR | LANG | LANGUAGE | LC_* | VIRTUAL_ENV | CONDA_* | \
+          PYTHONPATH | PYTHONHOME | LD_LIBRARY_PATH | CUDA_* | NVIDIA_* | NCCL_* | RAY_* | \
+          http_proxy | https_proxy | no_proxy | HTTP_PROXY | HTTPS_PROXY | NO_PROXY) ;;
+        *) [[ " $MVP_WORKER_PASS_ENV " == *" $v "* ]] || continue ;;
+      esac
+      if [[ " $MVP_TOKEN_ENV $MVP_PASS_ENV " == *" $v "* && " $MVP_WORKER_PASS_ENV " != *" $v "* ]]; then
+        continue
+      fi
+      keep+=("$v=${!v}")
     done
-    env ${unset[@]+"${unset[@]}"} bash -c "$script" mvp "$@" </dev/null
+    env -i ${keep[@]+"${keep[@]}"} bash -c "$script" mvp "$@" </dev/null
   else
     local envs=()
     [[ -n "${RAY_GPUS_PER_WORKER:-}" ]] && envs+=(-e RAY_GPUS_PER_WORKER)
