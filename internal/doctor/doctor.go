@@ -96,7 +96,7 @@ func gpuCount(o Options, inv *gpu.Inventory, nerr error) (int, string, error) {
 	if !errors.Is(nerr, gpu.ErrNoLibrary) && o.ConfiguredFrom != "--gpus" {
 		return -1, "", fmt.Errorf("NVML is on this node but fails (%w): its GPUs cannot be counted, and the configured "+
 			"count is for nodes without NVIDIA's library; fix the driver (after a driver upgrade, reboot) and run "+
-			"mvp doctor, or, knowing which GPUs work, pass --gpus N for this node", nerr)
+			"mvp doctor, or, knowing which GPUs work, pass --gpus N for this node (worker.sh: MVP_WORKER_GPUS=N)", nerr)
 	}
 	if o.ConfiguredFrom != "" {
 		return o.ConfiguredGPUs, o.ConfiguredFrom, nil

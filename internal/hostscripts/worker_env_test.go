@@ -78,3 +78,24 @@ func TestLocalWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerGPUsOverridesABrokenNVML: mvp doctor refuses to count a node whose NVML fails unless --gpus N is given
+// for it (RAY_GPUS_PER_WORKER, a fleet's default, does not cover it), and its refusal says so; worker.sh, the way
+// a worker is started, had no way to pass --gpus. MVP_WORKER_GPUS is that way. (This machine has no NVML: the
+// count given is taken over RAY_GPUS_PER_WORKER all the same.)
+func TestWorkerGPUsOverridesABrokenNVML(t *testing.T) {
+	r := newRig(t)
+	rayLog := filepath.Join(r.dir, "ray.args")
+	if err := os.WriteFile(filepath.Join(r.dir, "fakebin", "ray"), []byte(fakeRay), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, code := r.run("worker.sh", "start", "FAKE_RAY_LOG="+rayLog, "MVP_WORKER_CONTAINER=ray-worker-test",
+		"RAY_HEAD_ADDRESS=10.0.0.1:6379", "RAY_GPUS_PER_WORKER=8", "MVP_WORKER_GPUS=7")
+	if code != 0 || !strings.Contains(out, "--num-gpus=7") {
+		t.Fatalf("worker.sh start with MVP_WORKER_GPUS=7: %d %s", code, out)
+	}
+	if out, code := r.run("worker.sh", "start", "MVP_WORKER_CONTAINER=ray-worker-test", "RAY_HEAD_ADDRESS=10.0.0.1:6379",
+		"MVP_WORKER_GPUS=seven"); code == 0 || !strings.Contains(out, "MVP_WORKER_GPUS") {
+		t.Errorf("worker.sh start with MVP_WORKER_GPUS=seven: %d %s; want it refused, naming the setting", code, out)
+	}
+}

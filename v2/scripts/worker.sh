@@ -7,7 +7,11 @@
 # Settings beyond lib.sh's (environment; defaults in brackets):
 #   MVP_WORKER_CONTAINER [mvp-ray-worker]               the Ray worker container on this host
 #   RAY_HEAD_ADDRESS     (required for start)           the head's GCS, host:port (e.g. 10.0.0.1:6379)
-#   RAY_GPUS_PER_WORKER  []                             GPU count when NVML cannot tell (handed over by name)
+#   RAY_GPUS_PER_WORKER  []                             GPU count when NVIDIA's library is missing (handed over by
+#                                                       name); it does not cover an NVML that fails
+#   MVP_WORKER_GPUS      []                             this node's GPU count, passed as mvp doctor --gpus: taken
+#                                                       where NVML is missing or fails (a GPU fallen off the bus:
+#                                                       start with those that work), not over a working NVML
 #   RAY_WORKER_RESOURCES [{"worker_node": 100}]         the worker's custom resources
 #   RAY_BIN              [ray]                          the ray command inside the container
 #   MVP_WORKER_PASS_ENV  [RAY_AUTH_TOKEN]               variables handed to `ray start` and `mvp doctor` there, by
@@ -27,6 +31,7 @@ MVP_WORKER_CONTAINER="${MVP_WORKER_CONTAINER:-mvp-ray-worker}"
 RAY_HEAD_ADDRESS="${RAY_HEAD_ADDRESS:-}"
 RAY_WORKER_RESOURCES="${RAY_WORKER_RESOURCES:-{\"worker_node\": 100\}}"
 RAY_BIN="${RAY_BIN:-ray}"
+MVP_WORKER_GPUS="${MVP_WORKER_GPUS:-}"
 MVP_WORKER_PASS_ENV="${MVP_WORKER_PASS_ENV-RAY_AUTH_TOKEN}"
 for v in $MVP_WORKER_PASS_ENV; do
   [[ "$v" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "MVP_WORKER_PASS_ENV: '${v:0:40}' is not a variable name"
@@ -79,9 +84,10 @@ in_worker() {
 }
 
 # shellcheck disable=SC2016
-START_WORKER='bin="$1" ray="$2" head="$3" resources="$4"; shift 4
+START_WORKER='bin="$1" ray="$2" head="$3" resources="$4" given="$5"; shift 5
 [[ -x "$bin" ]] || { echo "mvp: no executable mvp binary at $bin in the worker container: set MVP_BIN, or MVP_HOME to the folder holding bin/mvp" >&2; exit 4; }
-gpus="$("$bin" doctor --num-gpus)" || exit 5
+if [[ -n "$given" ]]; then gpus="$("$bin" doctor --num-gpus --gpus "$given")" || exit 5
+else gpus="$("$bin" doctor --num-gpus)" || exit 5; fi
 [[ "$gpus" =~ ^[0-9]+$ ]] || { echo "mvp doctor --num-gpus answered \"$gpus\", not a count" >&2; exit 5; }
 echo "mvp: starting a Ray worker with --num-gpus=$gpus" >&2
 exec "$ray" start --address="$head" --num-gpus="$gpus" --resources="$resources" "$@"'
@@ -99,7 +105,9 @@ case "${1:-}" in
     [[ "${1:-}" == "--" ]] && shift
     [[ -n "$RAY_HEAD_ADDRESS" ]] || die "RAY_HEAD_ADDRESS is empty: set it to the head's GCS address, host:port (e.g. 10.0.0.1:6379)"
     need_named_container "$MVP_WORKER_CONTAINER" "MVP_WORKER_CONTAINER to the Ray worker container's name"
-    in_worker "$START_WORKER" "$MVP_BIN" "$RAY_BIN" "$RAY_HEAD_ADDRESS" "$RAY_WORKER_RESOURCES" "$@" ||
+    [[ -z "$MVP_WORKER_GPUS" || "$MVP_WORKER_GPUS" =~ ^[0-9]+$ ]] ||
+      die "MVP_WORKER_GPUS: '${MVP_WORKER_GPUS:0:40}' is not a GPU count (a whole number)"
+    in_worker "$START_WORKER" "$MVP_BIN" "$RAY_BIN" "$RAY_HEAD_ADDRESS" "$RAY_WORKER_RESOURCES" "$MVP_WORKER_GPUS" "$@" ||
       die "the worker did not start (see above)"
     ;;
   check)
