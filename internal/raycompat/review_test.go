@@ -170,3 +170,37 @@ func TestTailOfAJobThatNeverHadALogEndsNormally(t *testing.T) {
 		t.Errorf("the tail of a job that never had a log sent a %v frame %q", typ, data)
 	}
 }
+
+// TestTailOfALogLostPartWayIsNotClosedAsComplete: a normal close for "no log" is right only when none was sent.
+// A tail that sent lines and then finds no log kept (Ray lost the job, head restarted, before mvp kept its copy)
+// has lost the rest: dropped, as for a log cut short, so that Ray's client does not take the lines as the whole.
+func TestTailOfALogLostPartWayIsNotClosedAsComplete(t *testing.T) {
+	db := openDB(t)
+	doorTaskAt(t, db, "0903", "lost", mvp.StateFailed, &mvp.Attempt{No: 1, RayStatus: mvp.RayFailed})
+	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond,
+		CopyLogFrom: func(_ context.Context, _ string, _ int, skip int64, w io.Writer) (int64, bool, error) {
+			if skip == 0 {
+				n, _ := io.WriteString(w, "epoch 1\n")
+				return int64(n), false, nil // Ray's copy, the job not seen ended yet
+			}
+			return 0, true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt 1")
+		}}
+	srv := serveDoor(t, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/lost/logs/tail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	for {
+		_, _, err := c.Read(ctx)
+		if err != nil {
+			if st := websocket.CloseStatus(err); st != -1 {
+				t.Errorf("a log lost after its first lines ended the tail with close status %d (Ray's client takes it "+
+					"as the whole log); want the connection dropped (1006)", st)
+			}
+			return
+		}
+	}
+}

@@ -76,8 +76,8 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 			m, ok, err := d.sendLogFrom(ctx, c, cur.ID, n, sent, func(ended bool, err error) bool {
 				done = cur.State.Terminal() && (ended || err != nil)
 				// No log at all (no driver ran: Ray refused the attempt) is an empty log, as the logs answer
-				// says, not one cut short.
-				cut = done && err != nil && mvp.ErrorCode(err) != mvp.CodeNotFound
+				// says, not one cut short; but lines sent, and then no log, are a log lost part way.
+				cut = done && err != nil && (mvp.ErrorCode(err) != mvp.CodeNotFound || sent > 0)
 				return done
 			})
 			sent += m
