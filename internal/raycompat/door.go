@@ -550,9 +550,13 @@ func (d *Door) putPackage(w http.ResponseWriter, r *http.Request) error {
 			return mvp.Errorf(mvp.CodeTooLarge, "", "the package is larger than %d bytes (Ray's own limit)", MaxPackageBytes)
 		}
 		if errors.Is(err, errUploadTooSlow) {
-			return mvp.Errorf(mvp.CodeInvalid, "", "the package upload was given %s for its %d bytes (at least %d "+
-				"KiB/s after the first %s) and had sent %d: submit the job again from a faster link, or with a smaller "+
-				"working_dir", given.Round(time.Second), size, minUploadRate>>10, uploadStall, len(data))
+			of := fmt.Sprintf("its %d bytes", size)
+			if r.ContentLength <= 0 {
+				of = fmt.Sprintf("a package of unknown size (no Content-Length: the most, %d bytes)", size)
+			}
+			return mvp.Errorf(mvp.CodeInvalid, "", "the package upload was given %s for %s (at least %d KiB/s "+
+				"after the first %s) and had sent %d bytes: submit the job again from a faster link, or with a smaller "+
+				"working_dir", given.Round(time.Second), of, minUploadRate>>10, uploadStall, len(data))
 		}
 		return mvp.Errorf(mvp.CodeInvalid, "", "reading the package failed: %v", err)
 	}
