@@ -136,6 +136,11 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
 			own = append(own, withNext(sc))
 		}
 	}
+	if len(own) == 0 {
+		if err := s.unknownOwner(only, "schedules"); err != nil {
+			return err
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"schedules": own})
 	return nil
 }

@@ -71,6 +71,11 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
 			own = append(own, i)
 		}
 	}
+	if len(own) == 0 {
+		if err := s.unknownOwner(only, "secrets"); err != nil {
+			return err
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"secrets": own})
 	return nil
 }
@@ -194,6 +199,17 @@ func (s *Server) listedOwner(r *http.Request, what string) (string, error) {
 		return "", nil
 	}
 	return s.namedOwner(r, what, false)
+}
+
+// unknownOwner refuses a listing by owner= that found nothing (what: "secrets", "schedules") when owner names no
+// user of v2.auth.users nor the operator: a typo answered an empty list, as if that user had none. A user removed
+// from v2.auth.users whose items remain is listed (the listing found them).
+func (s *Server) unknownOwner(only, what string) error {
+	if only == "" || only == mvp.Operator || s.user(mvp.Caller{Name: only}) != nil {
+		return nil
+	}
+	return mvp.Errorf(mvp.CodeInvalid, "owner", "owner=%s is not a user of v2.auth.users (nor the operator), and owns "+
+		"no %s: is the name spelled as v2.auth.users has it?", clip(only), what)
 }
 
 // othersOf is, for the operator's request without owner= that found no what of its own, which users have one of
