@@ -59,7 +59,10 @@ func TestLocalWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
 		"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "MVP_SECRETS_KEY=k-0123456789abcdef",
 		"MVP_TOKEN_ALICE=alice-token-0123456789", "MVP_PASS_ENV=MVP_SECRETS_KEY RAY_AUTH_TOKEN MVP_TOKEN_ALICE",
 		// Run without docker, mvp serve reads this shell's variables whether MVP_PASS_ENV lists them or not.
-		"MVP_TOKEN_BOB=bob-token-0123456789")
+		"MVP_TOKEN_BOB=bob-token-0123456789",
+		// What a bare-metal node's processes need stays (an allow-list dropped GLOO_*, the CA bundle, and the mark
+		// by which ray-down.sh knows the e2e cluster's nodes).
+		"GLOO_SOCKET_IFNAME=eth1", "SSL_CERT_FILE=/etc/ssl/corp.pem", "MVP_RAY_NODE=/tmp/cluster")
 	if code != 0 {
 		t.Fatalf("worker.sh start with MVP_LOCAL=1: %d %s", code, out)
 	}
@@ -72,7 +75,8 @@ func TestLocalWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
 			t.Errorf("worker.sh start (MVP_LOCAL=1) hands %s… to ray start, whose environment every job on the worker reads", bad)
 		}
 	}
-	for _, want := range []string{"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "PATH=", "HOME=", "RAY_GPUS_PER_WORKER=2"} {
+	for _, want := range []string{"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "PATH=", "HOME=", "RAY_GPUS_PER_WORKER=2",
+		"GLOO_SOCKET_IFNAME=eth1", "SSL_CERT_FILE=/etc/ssl/corp.pem", "MVP_RAY_NODE=/tmp/cluster"} {
 		if !strings.Contains("\n"+string(env), "\n"+want) {
 			t.Errorf("ray start (MVP_LOCAL=1) lacks %s in its environment:\n%s", want, env)
 		}
@@ -94,8 +98,33 @@ func TestWorkerGPUsOverridesABrokenNVML(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "--num-gpus=7") {
 		t.Fatalf("worker.sh start with MVP_WORKER_GPUS=7: %d %s", code, out)
 	}
+	// worker.sh check, which an operator reruns after setting it, runs the doctor with it too.
+	if out, _ := r.run("worker.sh", "check", "MVP_WORKER_CONTAINER=ray-worker-test", "RAY_GPUS_PER_WORKER=8",
+		"MVP_WORKER_GPUS=7"); !strings.Contains(out, "count 7 (--gpus)") {
+		t.Errorf("worker.sh check with MVP_WORKER_GPUS=7 did not give the doctor --gpus 7:\n%s", out)
+	}
 	if out, code := r.run("worker.sh", "start", "MVP_WORKER_CONTAINER=ray-worker-test", "RAY_HEAD_ADDRESS=10.0.0.1:6379",
 		"MVP_WORKER_GPUS=seven"); code == 0 || !strings.Contains(out, "MVP_WORKER_GPUS") {
 		t.Errorf("worker.sh start with MVP_WORKER_GPUS=seven: %d %s; want it refused, naming the setting", code, out)
+	}
+}
+
+// TestLocalWorkerWithoutRaysTokenListedGetsNone: MVP_WORKER_PASS_ENV="" hands ray start no token through docker; run
+// here (MVP_LOCAL=1) RAY_AUTH_TOKEN reached it all the same.
+func TestLocalWorkerWithoutRaysTokenListedGetsNone(t *testing.T) {
+	r := newRig(t)
+	const rayEnv = "#!/usr/bin/env bash\nenv > \"$FAKE_RAY_ENV\"\n"
+	if err := os.WriteFile(filepath.Join(r.dir, "fakebin", "ray"), []byte(rayEnv), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	envFile := filepath.Join(r.dir, "ray.env")
+	out, code := r.run("worker.sh", "start", "MVP_LOCAL=1", "FAKE_RAY_ENV="+envFile, "MVP_WORKER_PASS_ENV=",
+		"RAY_HEAD_ADDRESS=10.0.0.1:6379", "RAY_GPUS_PER_WORKER=2", "RAY_AUTH_TOKEN=ray-token-0123456789abcdef")
+	if code != 0 {
+		t.Fatalf("worker.sh start: %d %s", code, out)
+	}
+	env, _ := os.ReadFile(envFile)
+	if strings.Contains("\n"+string(env), "\nRAY_AUTH_TOKEN=") {
+		t.Errorf("MVP_WORKER_PASS_ENV=\"\" still handed RAY_AUTH_TOKEN to ray start (MVP_LOCAL=1)")
 	}
 }

@@ -19,8 +19,10 @@
 #                                                       RAY_AUTH_MODE=token. Not MVP_PASS_ENV, which holds mvp's
 #                                                       own (users' tokens, the secrets key): every job run on the
 #                                                       worker inherits the raylet's environment. With MVP_LOCAL=1
-#                                                       ray start gets these and the system's, Python's, CUDA_*,
-#                                                       NCCL_*, RAY_* and proxy variables, no others
+#                                                       ray start gets this shell's environment but MVP_TOKEN_ENV's,
+#                                                       MVP_PASS_ENV's and those named like a secret (*TOKEN*,
+#                                                       *SECRET*, *PASSWORD*, *PASSWD*, *CREDENTIAL*, *_KEY,
+#                                                       *_KEY_*), unless this list names them
 # Arguments after `start --` go to `ray start` as they are (e.g. --node-ip-address=…).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -46,30 +48,31 @@ usage() {
 # in_worker SCRIPT ARGS…: run a bash script in the worker container (or here with MVP_LOCAL=1). Values travel as
 # positional arguments; RAY_GPUS_PER_WORKER and the variables of MVP_WORKER_PASS_ENV (Ray's token: `ray start` and
 # `mvp doctor` need it on a cluster with RAY_AUTH_MODE=token) travel by name, each only when it is set. mvp's
-# tokens and secrets key (MVP_TOKEN_ENV's, MVP_PASS_ENV) do not, nor here with MVP_LOCAL=1: the raylet's
+# tokens and secrets key (MVP_TOKEN_ENV's, MVP_PASS_ENV) do not, nor here with MVP_LOCAL=1 (below): the raylet's
 # environment is every job's on that worker, and they were handed over, for any user's job to read.
 in_worker() {
   local script="$1"
   shift
   if [[ "$MVP_LOCAL" == 1 ]]; then
-    # Here ray start would inherit this shell's whole environment, which holds mvp's own variables (the API
-    # token's, users' tokens, the secrets key: mvp serve run without docker reads them here, listed in MVP_PASS_ENV
-    # or not). It gets what a node's processes need (the system's, Python's, CUDA's, NCCL's, Ray's own RAY_*, the
-    # proxies) and the variables of MVP_WORKER_PASS_ENV; never those of MVP_TOKEN_ENV and MVP_PASS_ENV beyond them.
-    local keep=() v
-    for v in $(compgen -e); do
-      case "$v" in
-        PATH | HOME | USER | LOGNAME | SHELL | TERM | TZ | TMPDIR | LANG | LANGUAGE | LC_* | VIRTUAL_ENV | CONDA_* | \
-          PYTHONPATH | PYTHONHOME | LD_LIBRARY_PATH | CUDA_* | NVIDIA_* | NCCL_* | RAY_* | \
-          http_proxy | https_proxy | no_proxy | HTTP_PROXY | HTTPS_PROXY | NO_PROXY) ;;
-        *) [[ " $MVP_WORKER_PASS_ENV " == *" $v "* ]] || continue ;;
-      esac
-      if [[ " $MVP_TOKEN_ENV $MVP_PASS_ENV " == *" $v "* && " $MVP_WORKER_PASS_ENV " != *" $v "* ]]; then
-        continue
-      fi
-      keep+=("$v=${!v}")
-    done
-    env -i ${keep[@]+"${keep[@]}"} bash -c "$script" mvp "$@" </dev/null
+    # Here ray start inherits this shell's environment, which holds mvp's own secrets (the API token, users'
+    # tokens, the secrets key: mvp serve run without docker reads them here, listed in MVP_PASS_ENV or not), and
+    # the raylet's environment is every job's on the node. Taken out of it, in a subshell, by name (so that a trace
+    # shows no value): the variables of MVP_TOKEN_ENV and MVP_PASS_ENV, and every one whose name says it holds a
+    # secret, unless MVP_WORKER_PASS_ENV names it. What a node needs (PATH, CUDA_*, NCCL_*, GLOO_*, RAY_*, proxies,
+    # CA bundles…) stays.
+    # The lists are read first: MVP_TOKEN_ENV itself is named like a secret, and unset under set -u it would end
+    # the loop.
+    local pass=" $MVP_WORKER_PASS_ENV " mine=" $MVP_TOKEN_ENV $MVP_PASS_ENV "
+    (
+      for v in $(compgen -e); do
+        if [[ "$pass" == *" $v "* ]]; then continue; fi
+        case "$v" in
+          *TOKEN* | *SECRET* | *PASSWORD* | *PASSWD* | *CREDENTIAL* | *_KEY | *_KEY_*) unset "$v" 2>/dev/null || true ;;
+          *) if [[ "$mine" == *" $v "* ]]; then unset "$v" 2>/dev/null || true; fi ;;
+        esac
+      done
+      exec bash -c "$script" mvp "$@" </dev/null
+    )
   else
     local envs=()
     [[ -n "${RAY_GPUS_PER_WORKER:-}" ]] && envs+=(-e RAY_GPUS_PER_WORKER)
@@ -92,7 +95,9 @@ else gpus="$("$bin" doctor --num-gpus)" || exit 5; fi
 echo "mvp: starting a Ray worker with --num-gpus=$gpus" >&2
 exec "$ray" start --address="$head" --num-gpus="$gpus" --resources="$resources" "$@"'
 # shellcheck disable=SC2016
-CHECK='bin="$1" cfg="$2"; exec "$bin" doctor --config "$cfg"'
+CHECK='bin="$1" cfg="$2" given="$3"
+if [[ -n "$given" ]]; then exec "$bin" doctor --config "$cfg" --gpus "$given"; fi
+exec "$bin" doctor --config "$cfg"'
 
 case "${1:-}" in
   -h | --help | "")
@@ -112,7 +117,9 @@ case "${1:-}" in
     ;;
   check)
     need_named_container "$MVP_WORKER_CONTAINER" "MVP_WORKER_CONTAINER to the Ray worker container's name"
-    in_worker "$CHECK" "$MVP_BIN" "$MVP_CONFIG"
+    [[ -z "$MVP_WORKER_GPUS" || "$MVP_WORKER_GPUS" =~ ^[0-9]+$ ]] ||
+      die "MVP_WORKER_GPUS: '${MVP_WORKER_GPUS:0:40}' is not a GPU count (a whole number)"
+    in_worker "$CHECK" "$MVP_BIN" "$MVP_CONFIG" "$MVP_WORKER_GPUS"
     ;;
   *)
     usage >&2
