@@ -126,6 +126,11 @@ func (p Packages) path(protocol, name string) (string, error) {
 // the same held for a user who submits every few minutes).
 const WheelReference = 600 * time.Second
 
+// WheelMargin is how long before WheelReference's end a wheel no task names stops being said kept: Prune may
+// delete it once unused for package_retention_s (at least WheelReference), and a client that was told it is kept
+// submits a moment later; the margin keeps that moment clear of the prune.
+const WheelMargin = time.Minute
+
 // Has reports whether the package is kept: a regular file of its name that carries its seal. A job can write on
 // shared_root, so what it put there in the package's place (a symlink to a file on mvp's host, bytes of its own, a
 // file too large or unreadable) is not a kept package: Ray's client then uploads it again, and Put's rename
@@ -154,7 +159,7 @@ func (p Packages) Has(protocol, name string, named func() (bool, error)) (bool, 
 		if err != nil {
 			return false, nil
 		}
-		if time.Since(info.ModTime()) > WheelReference {
+		if time.Since(info.ModTime()) > WheelReference-WheelMargin {
 			kept := false
 			if named != nil {
 				if kept, err = named(); err != nil {
