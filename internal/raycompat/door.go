@@ -520,6 +520,9 @@ func (d *Door) putPackage(w http.ResponseWriter, r *http.Request) error {
 	// A package is held whole while it is read, sealed and written (up to 100 MiB): a few uploads at a time,
 	// the others wait their turn (Ray's client waits for its answer), so that a burst of `ray job submit
 	// --working-dir` cannot take the service's memory.
+	if r.ContentLength > MaxPackageBytes { // refused before it takes a place
+		return mvp.Errorf(mvp.CodeTooLarge, "", "the package is larger than %d bytes (Ray's own limit)", MaxPackageBytes)
+	}
 	// The wait for a place is bounded: uploads that hold theirs end within their own time (below), but a client
 	// is told rather than left waiting behind a burst.
 	wait := time.NewTimer(uploadSlotWait)
@@ -537,7 +540,7 @@ func (d *Door) putPackage(w http.ResponseWriter, r *http.Request) error {
 	// slow link: an upload is given the time it takes while its bytes keep coming, up to what its size takes at
 	// minUploadRate. Without that bound, bytes trickling in one at a time held a place for as long as they came.
 	size := r.ContentLength
-	if size <= 0 || size > MaxPackageBytes {
+	if size <= 0 {
 		size = MaxPackageBytes
 	}
 	given := uploadStall + time.Duration(float64(size)/float64(minUploadRate)*float64(time.Second))

@@ -134,3 +134,33 @@ func TestAnUploadWaitsForAPlaceBoundedly(t *testing.T) {
 		t.Fatal("an upload waited 10 s for a place; want it refused after uploadSlotWait")
 	}
 }
+
+// TestAnUploadDeclaredTooLargeIsRefusedAtOnce: a Content-Length past MaxPackageBytes was read into a place (and
+// held it) until the bytes passed the cap; it is refused (413) before it takes one.
+func TestAnUploadDeclaredTooLargeIsRefusedAtOnce(t *testing.T) {
+	for range MaxUploads {
+		uploads <- struct{}{}
+	}
+	defer func() {
+		for range MaxUploads {
+			<-uploads
+		}
+	}()
+	d := &Door{Packages: Packages{Dir: t.TempDir(), Key: []byte("k"), Guard: &sync.RWMutex{}},
+		Logger: slog.New(slog.DiscardHandler)}
+	name := "_ray_pkg_0000000000000006.zip"
+	r := httptest.NewRequest("PUT", "/api/packages/gcs/"+name, strings.NewReader("PK"))
+	r.ContentLength = MaxPackageBytes + 1
+	r.SetPathValue("protocol", "gcs")
+	r.SetPathValue("name", name)
+	done := make(chan error, 1)
+	go func() { done <- d.putPackage(httptest.NewRecorder(), r) }()
+	select {
+	case err := <-done:
+		if mvp.ErrorCode(err) != mvp.CodeTooLarge {
+			t.Errorf("an upload declaring %d bytes: %v; want 413", MaxPackageBytes+1, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an upload declaring more than MaxPackageBytes waited for a place")
+	}
+}
