@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,14 @@ func TestALogRayLostIsNotServedAsWhole(t *testing.T) {
 		!strings.Contains(resp.Trailer.Get(api.LogWhyTrailer), "lost") {
 		t.Errorf("status %d, body %q, trailers %v: want the copy, then %s: %s and why", resp.StatusCode, body,
 			resp.Trailer, api.LogEndTrailer, api.LogEndCut)
+	}
+	// A follower that had read the stream past the copy (`mvp logs -f` cut off and asking again from its offset,
+	// or the Ray door's tail) gets nothing more: that is lost too, not the log's end.
+	resp, body = do(t, m.URL(), "GET", fmt.Sprintf("/api/v2/tasks/%s/logs?attempt=1&offset=%d", task.ID, len(want)+7), "", "", nil)
+	if len(body) != 0 || resp.Trailer.Get(api.LogEndTrailer) != api.LogEndCut ||
+		!strings.Contains(resp.Trailer.Get(api.LogWhyTrailer), "lost") {
+		t.Errorf("from offset %d, past the copy: status %d, body %q, trailers %v: want nothing, then %s: %s and why",
+			len(want)+7, resp.StatusCode, body, resp.Trailer, api.LogEndTrailer, api.LogEndCut)
 	}
 	var out bytes.Buffer
 	err = m.Client().Logs(t.Context(), task.ID, 1, false, &out)

@@ -189,7 +189,7 @@ func (s *Server) Handler() http.Handler {
 		d.CopyLogFrom = func(ctx context.Context, id string, n int, skip int64, w io.Writer) (int64, bool, error) {
 			m, ended, err := s.copyLog(ctx, id, n, skip, w)
 			if errors.As(err, new(lostLogError)) {
-				err = nil // Ray's clients have no way to be told; the door answers the copy as it did
+				err = fmt.Errorf("%w: %w", raycompat.ErrLogLost, err) // the logs answer gives the copy; a tail is dropped
 			}
 			return m, ended, err
 		}
@@ -1393,7 +1393,7 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) error {
 		if cw.err != nil {
 			return nil // the client went away
 		}
-		if err != nil && sent == 0 && wrote == 0 {
+		if err != nil && sent == 0 && wrote == 0 && !errors.As(err, new(lostLogError)) {
 			// Nothing was sent: the answer is an error, in the one JSON shape, without the log's headers set above
 			// (a client took the attempt header and the declared trailer for an attempt's empty log).
 			for _, h := range []string{"Content-Type", "X-Content-Type-Options", "Trailer", LogAttemptHeader} {
@@ -1615,8 +1615,9 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 			return sw.written, ended, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's copy of the log was cut short: %v", err)
 		}
 		if m, ferr := s.Files.CopyLog(id, n, skip, w); ferr == nil {
-			if ended && m > 0 && errors.Is(err, mvp.ErrJobNotFound) {
-				// The copy made while it ran (log_kept is false): what the driver wrote after it went with the job.
+			if ended && (m > 0 || skip > 0) && errors.Is(err, mvp.ErrJobNotFound) {
+				// The copy made while it ran (log_kept is false): what the driver wrote after it went with the job,
+				// also when the reader already has the whole copy and more (a follower of Ray's stream).
 				return m, ended, lostLogError{fmt.Sprintf("attempt %d ended (%s) and Ray no longer has its job: this "+
 					"is the copy mvp made while it ran (every v2.ray.log_copy_s); what its driver wrote after that "+
 					"copy is lost", n, a.FailureKind)}

@@ -51,6 +51,7 @@ type Door struct {
 	// CopyLogFrom writes attempt n's log from byte skip on to w, streamed, and returns the bytes written and whether
 	// the attempt has ended (the logs answer and a tail send a log so, never holding it whole); nil means ReadLog's
 	// text (cut at skip).
+	// An error wrapping ErrLogLost says that what was written is all there is.
 	CopyLogFrom func(ctx context.Context, taskID string, n int, skip int64, w io.Writer) (int64, bool, error)
 	// FollowLogFrom writes attempt n's log from byte skip on to w as it grows, for as long as one stream from Ray
 	// lasts or until the attempt ends (then the log whole; ended); nil means a tail polls the log.
@@ -390,6 +391,9 @@ func (d *Door) logs(w http.ResponseWriter, r *http.Request) error {
 		// Streamed as it is read (a training's log may be gigabytes): the same JSON as writeJSON's.
 		jw := &jsonLogWriter{w: w}
 		_, _, err := d.CopyLogFrom(r.Context(), t.ID, t.LatestAttemptNo, 0, jw)
+		if errors.Is(err, ErrLogLost) {
+			err = nil // Ray's clients have no way to be told: the copy is answered as it is
+		}
 		if jw.werr != nil {
 			return nil // the client went away
 		}
@@ -573,6 +577,11 @@ func (d *Door) putPackage(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
+
+// ErrLogLost marks CopyLogFrom's error for an ended attempt whose Ray job is gone: what it wrote is the copy mvp made
+// while the job ran, and the rest of the log is lost. The logs answer gives the copy; a tail that has sent lines
+// is dropped, as for a log cut short, so that Ray's client does not take them for the whole.
+var ErrLogLost = errors.New("the rest of the log went with its Ray job")
 
 // uploads holds a place for each package upload being read and kept (MaxUploads at once).
 var uploads = make(chan struct{}, MaxUploads)

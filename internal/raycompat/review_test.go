@@ -2,8 +2,10 @@ package raycompat
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,5 +216,51 @@ func TestAWheelNearItsReferencesEndIsUploadedAgain(t *testing.T) {
 	put(t, p, pkgD, time.Now().Add(-WheelReference+WheelMargin/2))
 	if ok, err := p.Has(PackageProtocol, pkgD, nil); ok || err != nil {
 		t.Errorf("a wheel within %s of its 600 s end, named by no task: kept %v, err %v; want it uploaded again", WheelMargin/2, ok, err)
+	}
+}
+
+// TestTailOfALostLogIsNotClosedAsComplete: the usual shape of a log lost with its Ray job is the copy mvp made while
+// it ran (every v2.ray.log_copy_s), shorter than what the tail already sent from Ray's stream: the read from there
+// gives nothing more and says the rest is lost (ErrLogLost). The tail closed normally, and Ray's client took the
+// lines it had as the whole log. The logs answer still gives the copy, as before.
+func TestTailOfALostLogIsNotClosedAsComplete(t *testing.T) {
+	db := openDB(t)
+	doorTaskAt(t, db, "0904", "lostcopy", mvp.StateFailed, &mvp.Attempt{No: 1, RayStatus: mvp.RayFailed})
+	d := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond,
+		CopyLogFrom: func(_ context.Context, _ string, _ int, skip int64, w io.Writer) (int64, bool, error) {
+			if skip == 0 {
+				n, _ := io.WriteString(w, "epoch 1\n")
+				return int64(n), false, nil // as Ray's stream gave it while the job ran
+			}
+			return 0, true, fmt.Errorf("%w: attempt 1 ended and Ray no longer has its job", ErrLogLost)
+		}}
+	srv := serveDoor(t, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/lostcopy/logs/tail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	for {
+		if _, _, err := c.Read(ctx); err != nil {
+			if st := websocket.CloseStatus(err); st != -1 {
+				t.Errorf("a log lost with its Ray job ended the tail with close status %d; want the connection dropped (1006)", st)
+			}
+			break
+		}
+	}
+	d.CopyLogFrom = func(_ context.Context, _ string, _ int, _ int64, w io.Writer) (int64, bool, error) {
+		n, _ := io.WriteString(w, "epoch 1\n")
+		return int64(n), true, fmt.Errorf("%w: the rest went with the job", ErrLogLost)
+	}
+	resp, err := http.Get(srv.URL + "/api/jobs/lostcopy/logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "epoch 1") {
+		t.Errorf("the logs answer of a lost log: %d %s; want 200 with the copy", resp.StatusCode, b)
 	}
 }

@@ -77,6 +77,7 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 				done = cur.State.Terminal() && (ended || err != nil)
 				// No log at all (no driver ran: Ray refused the attempt) is an empty log, as the logs answer
 				// says, not one cut short; but lines sent, and then no log, are a log lost part way.
+				// (ErrLogLost: the copy made while it ran, the rest gone with its Ray job, is such a log too.)
 				cut = done && err != nil && (mvp.ErrorCode(err) != mvp.CodeNotFound || sent > 0)
 				return done
 			})
