@@ -89,7 +89,11 @@ func TestHeartbeatReasonAfterPlacement(t *testing.T) {
 	// As the database holds it once a status sync saved the placement: on the attempt, not only in this pass's view.
 	saved := mk(time.Time{})
 	saved.Attempt.PlacedAt, saved.PlacedAt = &placed, time.Time{}
-	for _, a := range Decide(t0, Snapshot{Active: []ActiveAttempt{wrote, never, saved}}, policy()) {
+	acts := Decide(t0, Snapshot{Active: []ActiveAttempt{wrote, never, saved}}, policy())
+	if len(acts) != 3 {
+		t.Fatalf("three runs silent for 2 h past their placement: %d actions %+v; want three stops", len(acts), acts)
+	}
+	for _, a := range acts {
 		s := a.(Stop)
 		if s.Task == wrote.Task {
 			if strings.Contains(s.Reason, "no progress file was written") || !strings.Contains(s.Reason, "placed at") ||
