@@ -250,11 +250,13 @@ func TestTailOfALostLogIsNotClosedAsComplete(t *testing.T) {
 			break
 		}
 	}
-	d.CopyLogFrom = func(_ context.Context, _ string, _ int, _ int64, w io.Writer) (int64, bool, error) {
-		n, _ := io.WriteString(w, "epoch 1\n")
-		return int64(n), true, fmt.Errorf("%w: the rest went with the job", ErrLogLost)
-	}
-	resp, err := http.Get(srv.URL + "/api/jobs/lostcopy/logs")
+	// A door of its own: the first one's handler may still be reading its CopyLogFrom.
+	d2 := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond,
+		CopyLogFrom: func(_ context.Context, _ string, _ int, _ int64, w io.Writer) (int64, bool, error) {
+			n, _ := io.WriteString(w, "epoch 1\n")
+			return int64(n), true, fmt.Errorf("%w: the rest went with the job", ErrLogLost)
+		}}
+	resp, err := http.Get(serveDoor(t, d2).URL + "/api/jobs/lostcopy/logs")
 	if err != nil {
 		t.Fatal(err)
 	}
