@@ -62,7 +62,11 @@ func TestLocalWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
 		"MVP_TOKEN_BOB=bob-token-0123456789",
 		// What a bare-metal node's processes need stays (an allow-list dropped GLOO_*, the CA bundle, and the mark
 		// by which ray-down.sh knows the e2e cluster's nodes).
-		"GLOO_SOCKET_IFNAME=eth1", "SSL_CERT_FILE=/etc/ssl/corp.pem", "MVP_RAY_NODE=/tmp/cluster")
+		"GLOO_SOCKET_IFNAME=eth1", "SSL_CERT_FILE=/etc/ssl/corp.pem", "MVP_RAY_NODE=/tmp/cluster",
+		// Named like secrets but paths and settings Ray and jobs need (RAY_USE_TLS=1 fails without the first two);
+		// and a secret in lower case.
+		"RAY_TLS_SERVER_KEY=/etc/ray/tls.key", "RAY_AUTH_TOKEN_PATH=/etc/ray/token", "TOKENIZERS_PARALLELISM=false",
+		"hf_token=hf-secret-0123456789")
 	if code != 0 {
 		t.Fatalf("worker.sh start with MVP_LOCAL=1: %d %s", code, out)
 	}
@@ -70,13 +74,14 @@ func TestLocalWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ray start was not run: %v\n%s", err, out)
 	}
-	for _, bad := range []string{"MVP_SECRETS_KEY=", "MVP_TOKEN_ALICE=", "MVP_INTERNAL_TOKEN=", "MVP_TOKEN_BOB="} {
+	for _, bad := range []string{"MVP_SECRETS_KEY=", "MVP_TOKEN_ALICE=", "MVP_INTERNAL_TOKEN=", "MVP_TOKEN_BOB=", "hf_token="} {
 		if strings.Contains("\n"+string(env), "\n"+bad) {
 			t.Errorf("worker.sh start (MVP_LOCAL=1) hands %s… to ray start, whose environment every job on the worker reads", bad)
 		}
 	}
 	for _, want := range []string{"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "PATH=", "HOME=", "RAY_GPUS_PER_WORKER=2",
-		"GLOO_SOCKET_IFNAME=eth1", "SSL_CERT_FILE=/etc/ssl/corp.pem", "MVP_RAY_NODE=/tmp/cluster"} {
+		"GLOO_SOCKET_IFNAME=eth1", "SSL_CERT_FILE=/etc/ssl/corp.pem", "MVP_RAY_NODE=/tmp/cluster",
+		"RAY_TLS_SERVER_KEY=/etc/ray/tls.key", "RAY_AUTH_TOKEN_PATH=/etc/ray/token", "TOKENIZERS_PARALLELISM=false"} {
 		if !strings.Contains("\n"+string(env), "\n"+want) {
 			t.Errorf("ray start (MVP_LOCAL=1) lacks %s in its environment:\n%s", want, env)
 		}

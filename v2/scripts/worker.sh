@@ -22,7 +22,9 @@
 #                                                       ray start gets this shell's environment but MVP_TOKEN_ENV's,
 #                                                       MVP_PASS_ENV's and those named like a secret (*TOKEN*,
 #                                                       *SECRET*, *PASSWORD*, *PASSWD*, *CREDENTIAL*, *_KEY,
-#                                                       *_KEY_*), unless this list names them
+#                                                       *_KEY_*, any case; not *_PATH, *_FILE, *_DIR, RAY_TLS_*,
+#                                                       TOKENIZERS_*), unless this list names them; list here
+#                                                       any other your nodes need (and RAY_AUTH_TOKEN with them)
 # Arguments after `start --` go to `ray start` as they are (e.g. --node-ip-address=…).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -64,13 +66,20 @@ in_worker() {
     # the loop.
     local pass=" $MVP_WORKER_PASS_ENV " mine=" $MVP_TOKEN_ENV $MVP_PASS_ENV "
     (
+      shopt -s nocasematch # hf_token is a secret as HF_TOKEN is
       for v in $(compgen -e); do
         if [[ "$pass" == *" $v "* ]]; then continue; fi
+        if [[ "$mine" == *" $v "* ]]; then
+          unset "$v" 2>/dev/null || true
+          continue
+        fi
         case "$v" in
+          # Named like a secret but holding a path or a setting that Ray, NCCL or a job needs.
+          RAY_TLS_* | *_PATH | *_FILE | *_DIR | TOKENIZERS_* | HF_HUB_DISABLE_IMPLICIT_TOKEN | GOOGLE_APPLICATION_CREDENTIALS) ;;
           *TOKEN* | *SECRET* | *PASSWORD* | *PASSWD* | *CREDENTIAL* | *_KEY | *_KEY_*) unset "$v" 2>/dev/null || true ;;
-          *) if [[ "$mine" == *" $v "* ]]; then unset "$v" 2>/dev/null || true; fi ;;
         esac
       done
+      shopt -u nocasematch
       exec bash -c "$script" mvp "$@" </dev/null
     )
   else
