@@ -405,7 +405,7 @@ func (c *Client) LogsFrom(ctx context.Context, id string, attempt int, offset in
 		return n, err
 	}
 	if why := resp.Trailer.Get(LogWhyTrailer); resp.Trailer.Get(LogEndTrailer) == LogEndCut && why != "" {
-		return n, fmt.Errorf("the log of %s is incomplete: %s", id, why)
+		return n, fmt.Errorf("the log of %s is incomplete: %s%w", id, why, ErrLogIncomplete)
 	}
 	if resp.Trailer.Get(LogEndTrailer) == LogEndCut {
 		return n, fmt.Errorf("the log of %s was cut short: the server could not read the rest from Ray (see its log); "+
@@ -417,6 +417,14 @@ func (c *Client) LogsFrom(ctx context.Context, id string, attempt int, offset in
 	}
 	return n, nil
 }
+
+// ErrLogIncomplete marks the error of a log answer that ended cut-short with the server's reason (its text adds
+// nothing): a follower of a task that runs again says it and follows on.
+var ErrLogIncomplete = incompleteLog{}
+
+type incompleteLog struct{}
+
+func (incompleteLog) Error() string { return "" }
 
 // ResultList is a task's result files.
 type ResultList struct {

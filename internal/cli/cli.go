@@ -482,8 +482,8 @@ func runClient(ctx context.Context, verb string, args []string, env Env) error {
 			return c.Logs(ctx, fs.Arg(0), *attempt, false, env.Stdout)
 		}
 		followed, err := followAttempt(ctx, c, fs.Arg(0), *attempt, env.Stdout, env.Stderr)
-		if err == nil && *attempt == 0 {
-			err = followOn(ctx, c, fs.Arg(0), followed, env.Stdout, env.Stderr)
+		if *attempt == 0 && (err == nil || errors.Is(err, api.ErrLogIncomplete) && ctx.Err() == nil) {
+			err = followOn(ctx, c, fs.Arg(0), followed, err, env.Stdout, env.Stderr)
 		}
 		if err != nil && ctx.Err() != nil {
 			// Ctrl-C or SIGTERM: not the server's refusal (exit 1) but an interrupt, as mvp wait's.
@@ -776,7 +776,15 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // failed and was requeued (a lost race for GPUs, a lost node) is not the task's end, and a stream that stopped on
 // its traceback read as if it were. followed is the attempt the first stream followed (0: not known). It says on w2
 // why it goes on.
-func followOn(ctx context.Context, c *api.Client, id string, followed int, w, w2 io.Writer) error {
+func followOn(ctx context.Context, c *api.Client, id string, followed int, incomplete error, w, w2 io.Writer) error {
+	// incomplete is the followed attempt's log's (lost with its Ray job): the command's error if the task ends
+	// with that attempt, else said on stderr as the task goes on (say).
+	say := func() {
+		if incomplete != nil {
+			fmt.Fprintf(w2, "mvp logs: %v\n", incomplete)
+			incomplete = nil
+		}
+	}
 	announced := 0
 	var downSince time.Time
 	for {
@@ -804,7 +812,7 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, w, w2
 		downSince = time.Time{}
 		last := t.Latest()
 		if last == nil {
-			return nil
+			return incomplete
 		}
 		if followed == 0 {
 			// A server that does not name the attempt it streamed (LogAttemptHeader): the latest one now, which is
@@ -812,9 +820,10 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, w, w2
 			followed = last.No
 		}
 		if last.No == followed && t.State.Terminal() {
-			return nil
+			return incomplete
 		}
 		if last.No != followed { // a newer attempt: its log, even if it has ended meanwhile (then the task's end)
+			say()
 			why := ""
 			if a := t.Attempt(followed); announced != followed && a != nil && (a.EndTime != nil || a.FailureKind != mvp.FailureNone) {
 				// Not said yet (its successor came in the pass that ended it): why the task goes on.
@@ -822,15 +831,17 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, w, w2
 			}
 			followed = last.No
 			fmt.Fprintf(w2, "mvp logs: %sfollowing attempt %d\n", why, last.No)
-			if _, err := followAttempt(ctx, c, id, last.No, w, w2); err != nil {
-				return err
+			_, incomplete = followAttempt(ctx, c, id, last.No, w, w2)
+			if incomplete != nil && (ctx.Err() != nil || !errors.Is(incomplete, api.ErrLogIncomplete)) {
+				return incomplete
 			}
 			continue
 		}
 		if last.EndTime == nil && last.FailureKind == mvp.FailureNone {
-			return nil // still running: the stream ended for a reason Logs has said
+			return incomplete // still running: the stream ended for a reason Logs has said
 		}
 		if announced != last.No {
+			say()
 			announced = last.No
 			fmt.Fprintf(w2, "mvp logs: attempt %d ended (%s); the task is %s and will run again: following its "+
 				"next attempt when it starts (Ctrl-C to stop)\n", last.No, endedHow(last), t.State)
