@@ -193,7 +193,13 @@ func (s *Server) Handler() http.Handler {
 			}
 			return m, ended, err
 		}
-		d.FollowLogFrom = s.followLog
+		d.FollowLogFrom = func(ctx context.Context, id string, n int, skip int64, w io.Writer) (int64, bool, bool, error) {
+			m, ended, streamed, err := s.followLog(ctx, id, n, skip, w)
+			if errors.As(err, new(lostLogError)) {
+				err = fmt.Errorf("%w: %w", raycompat.ErrLogLost, err)
+			}
+			return m, ended, streamed, err
+		}
 		d.Cancel = func(ctx context.Context, t *mvp.Task) (*mvp.Task, error) { return s.cancel(ctx, t, "ray door") }
 		if d.LogPoll == 0 {
 			d.LogPoll = s.LogPoll

@@ -134,7 +134,7 @@ const WheelMargin = time.Minute
 // Has reports whether the package is kept: a regular file of its name that carries its seal. A job can write on
 // shared_root, so what it put there in the package's place (a symlink to a file on mvp's host, bytes of its own, a
 // file too large or unreadable) is not a kept package: Ray's client then uploads it again, and Put's rename
-// replaces it. A wheel last used more than WheelReference ago counts as kept only while named reports that a task
+// replaces it. A wheel uploaded more than WheelReference-WheelMargin ago counts as kept only while named reports that a task
 // still to run names it (nil: none does), as Ray keeps it (WheelReference). Only a shared_root that is not
 // mounted, or named's error, is an error.
 func (p Packages) Has(protocol, name string, named func() (bool, error)) (bool, error) {

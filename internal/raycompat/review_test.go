@@ -266,3 +266,41 @@ func TestTailOfALostLogIsNotClosedAsComplete(t *testing.T) {
 		t.Errorf("the logs answer of a lost log: %d %s; want 200 with the copy", resp.StatusCode, b)
 	}
 }
+
+// TestATailWaitingOnALostLogDoesNotLogEachPoll: a task whose attempt's log was lost with its Ray job waits to run
+// again; its tail reads the ended attempt each poll meanwhile and logged "log not readable yet" every second, for
+// each open tail, for as long as the task waited.
+func TestATailWaitingOnALostLogDoesNotLogEachPoll(t *testing.T) {
+	db := openDB(t)
+	doorTaskAt(t, db, "0905", "waiting", mvp.StatePendingResources, &mvp.Attempt{No: 1, RayStatus: mvp.RayFailed})
+	var mu sync.Mutex
+	var logged strings.Builder
+	d := &Door{Store: db, LogPoll: 5 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logged.Write(p)
+		}), nil)),
+		CopyLogFrom: func(context.Context, string, int, int64, io.Writer) (int64, bool, error) { return 0, true, nil },
+		FollowLogFrom: func(context.Context, string, int, int64, io.Writer) (int64, bool, bool, error) {
+			return 0, true, false, fmt.Errorf("%w: attempt 1 ended and Ray no longer has its job", ErrLogLost)
+		}}
+	srv := serveDoor(t, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/waiting/logs/tail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	_, _, _ = c.Read(ctx) // nothing comes; the task waits (ctx ends the read)
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(logged.String(), "not readable"); n > 1 {
+		t.Errorf("a tail waiting on a lost log logged %d times in 300 ms:\n%.600s", n, logged.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

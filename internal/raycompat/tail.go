@@ -69,7 +69,7 @@ func (d *Door) streamLog(w http.ResponseWriter, r *http.Request, t *mvp.Task) er
 			if fw.err != nil || ctx.Err() != nil {
 				return nil // the client went away
 			}
-			if err != nil {
+			if err != nil && !errors.Is(err, ErrLogLost) { // a lost log is looked at each poll until the task ends
 				d.Logger.Info("log tail: log not readable yet", "task_id", cur.ID, "attempt_no", n, "err", err)
 			}
 		} else if n > 0 {
