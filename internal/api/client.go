@@ -419,7 +419,8 @@ func (c *Client) LogsFrom(ctx context.Context, id string, attempt int, offset in
 }
 
 // ErrLogIncomplete marks the error of a log answer that ended cut-short with the server's reason (its text adds
-// nothing): a follower of a task that runs again says it and follows on.
+// nothing): a log lost with its Ray job, or one Ray or the kept copy could not give to its end. A follower of a task
+// that runs again says it and follows on.
 var ErrLogIncomplete = incompleteLog{}
 
 type incompleteLog struct{}

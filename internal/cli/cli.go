@@ -777,13 +777,20 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // its traceback read as if it were. followed is the attempt the first stream followed (0: not known). It says on w2
 // why it goes on.
 func followOn(ctx context.Context, c *api.Client, id string, followed int, incomplete error, w, w2 io.Writer) error {
-	// incomplete is the followed attempt's log's (lost with its Ray job): the command's error if the task ends
-	// with that attempt, else said on stderr as the task goes on (say).
+	// incomplete is the followed attempt's log's (cut short, or lost with its Ray job): said on stderr as the task
+	// goes on (say), and the command's error if the task ends with that attempt (end), said once.
+	said := false
 	say := func() {
-		if incomplete != nil {
+		if incomplete != nil && !said {
 			fmt.Fprintf(w2, "mvp logs: %v\n", incomplete)
-			incomplete = nil
+			said = true
 		}
+	}
+	end := func() error {
+		if incomplete != nil && said {
+			return fmt.Errorf("the log of attempt %d of %s is incomplete (said above)%w", followed, id, api.ErrLogIncomplete)
+		}
+		return incomplete
 	}
 	announced := 0
 	var downSince time.Time
@@ -793,6 +800,7 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, incom
 			// Between attempts nothing streams: a restart of mvp (refused, cut, or 503 while it stops) is waited out.
 			var se *api.StatusError
 			if ctx.Err() != nil || (errors.As(err, &se) && se.Status != http.StatusServiceUnavailable) {
+				say()
 				return err
 			}
 			if downSince.IsZero() {
@@ -800,6 +808,7 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, incom
 				fmt.Fprintf(w2, "mvp logs: mvp at %s does not answer (%v): restarting? Still waiting for the next attempt "+
 					"of %s, for up to %s (Ctrl-C to stop)\n", c.Addr, err, id, followOutage)
 			} else if time.Since(downSince) > followOutage {
+				say()
 				return fmt.Errorf("%w: mvp did not answer for %s; run mvp logs -f %s again once it does", err, followOutage, id)
 			}
 			select {
@@ -812,7 +821,7 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, incom
 		downSince = time.Time{}
 		last := t.Latest()
 		if last == nil {
-			return incomplete
+			return end()
 		}
 		if followed == 0 {
 			// A server that does not name the attempt it streamed (LogAttemptHeader): the latest one now, which is
@@ -820,7 +829,7 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, incom
 			followed = last.No
 		}
 		if last.No == followed && t.State.Terminal() {
-			return incomplete
+			return end()
 		}
 		if last.No != followed { // a newer attempt: its log, even if it has ended meanwhile (then the task's end)
 			say()
@@ -832,13 +841,14 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, incom
 			followed = last.No
 			fmt.Fprintf(w2, "mvp logs: %sfollowing attempt %d\n", why, last.No)
 			_, incomplete = followAttempt(ctx, c, id, last.No, w, w2)
+			said = false
 			if incomplete != nil && (ctx.Err() != nil || !errors.Is(incomplete, api.ErrLogIncomplete)) {
 				return incomplete
 			}
 			continue
 		}
 		if last.EndTime == nil && last.FailureKind == mvp.FailureNone {
-			return incomplete // still running: the stream ended for a reason Logs has said
+			return end() // still running: the stream ended for a reason Logs has said
 		}
 		if announced != last.No {
 			say()
