@@ -57,7 +57,9 @@ func TestLocalWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
 		"MVP_WORKER_PASS_ENV=RAY_AUTH_TOKEN FAKE_RAY_ENV", // the fake's own variable reaches it as a listed one
 		"RAY_HEAD_ADDRESS=10.0.0.1:6379", "RAY_GPUS_PER_WORKER=2",
 		"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "MVP_SECRETS_KEY=k-0123456789abcdef",
-		"MVP_TOKEN_ALICE=alice-token-0123456789", "MVP_PASS_ENV=MVP_SECRETS_KEY RAY_AUTH_TOKEN MVP_TOKEN_ALICE",
+		"MVP_TOKEN_ALICE=alice-token-0123456789", "MVP_PASS_ENV=MVP_SECRETS_KEY RAY_AUTH_TOKEN MVP_TOKEN_ALICE HTTPS_PROXY",
+		// mvp serve's proxy (listed) is not the worker's; the lower-case one curl and pip read is another variable.
+		"HTTPS_PROXY=http://mvp-proxy:3128", "https_proxy=http://node-proxy:3128",
 		// Run without docker, mvp serve reads this shell's variables whether MVP_PASS_ENV lists them or not.
 		"MVP_TOKEN_BOB=bob-token-0123456789",
 		// What a bare-metal node's processes need stays (an allow-list dropped GLOO_*, the CA bundle, and the mark
@@ -81,7 +83,8 @@ func TestLocalWorkerKeepsUsersTokensAndSecretsKeyFromRay(t *testing.T) {
 	}
 	for _, want := range []string{"RAY_AUTH_TOKEN=ray-token-0123456789abcdef", "PATH=", "HOME=", "RAY_GPUS_PER_WORKER=2",
 		"GLOO_SOCKET_IFNAME=eth1", "SSL_CERT_FILE=/etc/ssl/corp.pem", "MVP_RAY_NODE=/tmp/cluster",
-		"RAY_TLS_SERVER_KEY=/etc/ray/tls.key", "RAY_AUTH_TOKEN_PATH=/etc/ray/token", "TOKENIZERS_PARALLELISM=false"} {
+		"RAY_TLS_SERVER_KEY=/etc/ray/tls.key", "RAY_AUTH_TOKEN_PATH=/etc/ray/token", "TOKENIZERS_PARALLELISM=false",
+		"https_proxy=http://node-proxy:3128"} {
 		if !strings.Contains("\n"+string(env), "\n"+want) {
 			t.Errorf("ray start (MVP_LOCAL=1) lacks %s in its environment:\n%s", want, env)
 		}

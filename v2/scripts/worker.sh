@@ -23,7 +23,9 @@
 #                                                       MVP_PASS_ENV's and those named like a secret (*TOKEN*,
 #                                                       *SECRET*, *PASSWORD*, *PASSWD*, *CREDENTIAL*, *_KEY,
 #                                                       *_KEY_*, any case; not *_PATH, *_FILE, *_DIR, RAY_TLS_*,
-#                                                       TOKENIZERS_*), unless this list names them; list here
+#                                                       TOKENIZERS_*, HF_HUB_DISABLE_IMPLICIT_TOKEN,
+#                                                       GOOGLE_APPLICATION_CREDENTIALS), unless this list names them
+#                                                       (by exact name, as the others); list here
 #                                                       any other your nodes need (and RAY_AUTH_TOKEN with them)
 # Arguments after `start --` go to `ray start` as they are (e.g. --node-ip-address=…).
 set -euo pipefail
@@ -66,20 +68,21 @@ in_worker() {
     # the loop.
     local pass=" $MVP_WORKER_PASS_ENV " mine=" $MVP_TOKEN_ENV $MVP_PASS_ENV "
     (
-      shopt -s nocasematch # hf_token is a secret as HF_TOKEN is
       for v in $(compgen -e); do
+        # The lists by exact name (variables' names are case-sensitive: https_proxy is not HTTPS_PROXY) ...
         if [[ "$pass" == *" $v "* ]]; then continue; fi
         if [[ "$mine" == *" $v "* ]]; then
           unset "$v" 2>/dev/null || true
           continue
         fi
+        shopt -s nocasematch # ... the patterns in any case: hf_token is a secret as HF_TOKEN is
         case "$v" in
           # Named like a secret but holding a path or a setting that Ray, NCCL or a job needs.
           RAY_TLS_* | *_PATH | *_FILE | *_DIR | TOKENIZERS_* | HF_HUB_DISABLE_IMPLICIT_TOKEN | GOOGLE_APPLICATION_CREDENTIALS) ;;
           *TOKEN* | *SECRET* | *PASSWORD* | *PASSWD* | *CREDENTIAL* | *_KEY | *_KEY_*) unset "$v" 2>/dev/null || true ;;
         esac
+        shopt -u nocasematch
       done
-      shopt -u nocasematch
       exec bash -c "$script" mvp "$@" </dev/null
     )
   else
