@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,23 +33,9 @@ func TestTailOfACutLogIsNotClosedAsComplete(t *testing.T) {
 			n, _ := io.WriteString(w, "epoch 1\n")
 			return int64(n), true, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's copy of the log was cut short")
 		}}
-	srv := serveDoor(t, d)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/cut/logs/tail", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	for {
-		_, _, err := c.Read(ctx)
-		if err != nil {
-			if st := websocket.CloseStatus(err); st != -1 {
-				t.Errorf("a log cut short ended the tail with close status %d (Ray's client takes it as the whole log); "+
-					"want the connection dropped (1006), as the logs answer is aborted", st)
-			}
-			return
-		}
+	if _, st := tailToItsEnd(t, serveDoor(t, d), "cut"); st != -1 {
+		t.Errorf("a log cut short ended the tail with close status %d (Ray's client takes it as the whole log); "+
+			"want the connection dropped (1006), as the logs answer is aborted", st)
 	}
 }
 
@@ -152,24 +139,10 @@ func TestTailOfAJobThatNeverHadALogEndsNormally(t *testing.T) {
 		CopyLogFrom: func(context.Context, string, int, int64, io.Writer) (int64, bool, error) {
 			return 0, true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt 1")
 		}}
-	srv := serveDoor(t, d)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/nolog/logs/tail", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	for {
-		typ, data, err := c.Read(ctx)
-		if err != nil {
-			if st := websocket.CloseStatus(err); st != websocket.StatusNormalClosure {
-				t.Errorf("the tail of a job that never had a log ended with close status %d (%v); want 1000, the "+
-					"end of an empty log, as the logs answer is \"\"", st, err)
-			}
-			return
-		}
-		t.Errorf("the tail of a job that never had a log sent a %v frame %q", typ, data)
+	frames, st := tailToItsEnd(t, serveDoor(t, d), "nolog")
+	if st != websocket.StatusNormalClosure || len(frames) > 0 {
+		t.Errorf("the tail of a job that never had a log sent %q and ended with close status %d; want nothing and "+
+			"1000, the end of an empty log, as the logs answer is \"\"", frames, st)
 	}
 }
 
@@ -187,23 +160,9 @@ func TestTailOfALogLostPartWayIsNotClosedAsComplete(t *testing.T) {
 			}
 			return 0, true, mvp.Errorf(mvp.CodeNotFound, "attempt", "no log is kept for attempt 1")
 		}}
-	srv := serveDoor(t, d)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/lost/logs/tail", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	for {
-		_, _, err := c.Read(ctx)
-		if err != nil {
-			if st := websocket.CloseStatus(err); st != -1 {
-				t.Errorf("a log lost after its first lines ended the tail with close status %d (Ray's client takes it "+
-					"as the whole log); want the connection dropped (1006)", st)
-			}
-			return
-		}
+	if _, st := tailToItsEnd(t, serveDoor(t, d), "lost"); st != -1 {
+		t.Errorf("a log lost after its first lines ended the tail with close status %d (Ray's client takes it "+
+			"as the whole log); want the connection dropped (1006)", st)
 	}
 }
 
@@ -234,21 +193,8 @@ func TestTailOfALostLogIsNotClosedAsComplete(t *testing.T) {
 			}
 			return 0, true, fmt.Errorf("%w: attempt 1 ended and Ray no longer has its job", ErrLogLost)
 		}}
-	srv := serveDoor(t, d)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/lostcopy/logs/tail", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	for {
-		if _, _, err := c.Read(ctx); err != nil {
-			if st := websocket.CloseStatus(err); st != -1 {
-				t.Errorf("a log lost with its Ray job ended the tail with close status %d; want the connection dropped (1006)", st)
-			}
-			break
-		}
+	if _, st := tailToItsEnd(t, serveDoor(t, d), "lostcopy"); st != -1 {
+		t.Errorf("a log lost with its Ray job ended the tail with close status %d; want the connection dropped (1006)", st)
 	}
 	// A door of its own: the first one's handler may still be reading its CopyLogFrom.
 	d2 := &Door{Store: db, Logger: slog.New(slog.DiscardHandler), LogPoll: 10 * time.Millisecond,
@@ -304,3 +250,27 @@ func TestATailWaitingOnALostLogDoesNotLogEachPoll(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// tailToItsEnd follows the door's tail of job sid until the door ends it, and returns the frames it sent and how it
+// ended: a close frame's status, or -1 when the connection was dropped without one (what Ray's client raises on).
+func tailToItsEnd(t *testing.T, srv *httptest.Server, sid string) ([]string, websocket.StatusCode) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/"+sid+"/logs/tail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	var frames []string
+	for {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("the tail of %s did not end within 10 s (sent %q)", sid, frames)
+			}
+			return frames, websocket.CloseStatus(err)
+		}
+		frames = append(frames, string(data))
+	}
+}

@@ -109,14 +109,7 @@ func TestASlowUploadDoesNotHoldItsPlaceForever(t *testing.T) {
 func TestAnUploadWaitsForAPlaceBoundedly(t *testing.T) {
 	defer func(w time.Duration) { uploadSlotWait = w }(uploadSlotWait)
 	uploadSlotWait = 100 * time.Millisecond
-	for range MaxUploads {
-		uploads <- struct{}{}
-	}
-	defer func() {
-		for range MaxUploads {
-			<-uploads
-		}
-	}()
+	holdEveryUploadPlace(t)
 	d := &Door{Packages: Packages{Dir: t.TempDir(), Key: []byte("k"), Guard: &sync.RWMutex{}},
 		Logger: slog.New(slog.DiscardHandler)}
 	name := "_ray_pkg_0000000000000005.zip"
@@ -138,14 +131,7 @@ func TestAnUploadWaitsForAPlaceBoundedly(t *testing.T) {
 // TestAnUploadDeclaredTooLargeIsRefusedAtOnce: a Content-Length past MaxPackageBytes was read into a place (and
 // held it) until the bytes passed the cap; it is refused (413) before it takes one.
 func TestAnUploadDeclaredTooLargeIsRefusedAtOnce(t *testing.T) {
-	for range MaxUploads {
-		uploads <- struct{}{}
-	}
-	defer func() {
-		for range MaxUploads {
-			<-uploads
-		}
-	}()
+	holdEveryUploadPlace(t)
 	d := &Door{Packages: Packages{Dir: t.TempDir(), Key: []byte("k"), Guard: &sync.RWMutex{}},
 		Logger: slog.New(slog.DiscardHandler)}
 	name := "_ray_pkg_0000000000000006.zip"
@@ -163,4 +149,17 @@ func TestAnUploadDeclaredTooLargeIsRefusedAtOnce(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("an upload declaring more than MaxPackageBytes waited for a place")
 	}
+}
+
+// holdEveryUploadPlace takes the MaxUploads places of uploads being read, as uploads in progress would, until the
+// test ends.
+func holdEveryUploadPlace(t *testing.T) {
+	for range MaxUploads {
+		uploads <- struct{}{}
+	}
+	t.Cleanup(func() {
+		for range MaxUploads {
+			<-uploads
+		}
+	})
 }
