@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
-	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/service"
 	"github.com/mvp2/mvp/internal/service/servicetest"
 )
@@ -36,19 +33,7 @@ func TestTheDoorsTailOfALostLogIsNotClosedAsComplete(t *testing.T) {
 	if err := json.Unmarshal(body, &rj); err != nil {
 		t.Fatal(err)
 	}
-	sub := mvp.SubmissionID(rj.SubmissionID, 1)
-	ray.WaitJob(t, sub)
-	ray.AddLog(sub, "step 1\n")
-	ray.Set(sub, mvp.RayRunning)
-	copyPath := filepath.Join(m.Config.SharedRoot, "jobs", rj.SubmissionID, "attempts", "a01", "driver.log")
-	want := "log of " + sub + "\nstep 1\n"
-	deadline := time.Now().Add(20 * time.Second)
-	for b, _ := os.ReadFile(copyPath); string(b) != want; b, _ = os.ReadFile(copyPath) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the running log was not copied: %q", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sub, want := runUntilCopied(t, m, ray, rj.SubmissionID)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(m.URL(), "http")+"/ray/api/jobs/"+rj.SubmissionID+"/logs/tail",

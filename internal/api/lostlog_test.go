@@ -33,20 +33,8 @@ func TestALogRayLostIsNotServedAsWhole(t *testing.T) {
 	if err := json.Unmarshal(raw, &task); err != nil {
 		t.Fatal(err)
 	}
-	sub := mvp.SubmissionID(task.ID, 1)
-	ray.WaitJob(t, sub)
-	ray.AddLog(sub, "step 1\n")
-	ray.Set(sub, mvp.RayRunning)
-	// The scheduler copies a running attempt's log at once when it sees it run, then every v2.ray.log_copy_s.
-	copyPath := filepath.Join(m.Config.SharedRoot, "jobs", task.ID, "attempts", "a01", "driver.log")
-	want := "log of " + sub + "\nstep 1\n"
+	sub, want := runUntilCopied(t, m, ray, task.ID)
 	deadline := time.Now().Add(20 * time.Second)
-	for b, _ := os.ReadFile(copyPath); string(b) != want; b, _ = os.ReadFile(copyPath) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the running log was not copied: %q", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	ray.AddLog(sub, "step 2\n")     // after the last copy: lost with the job
 	ray.DeleteJob(t.Context(), sub) // the Ray head restarted: the job is gone
 	for {
@@ -85,4 +73,25 @@ func TestALogRayLostIsNotServedAsWhole(t *testing.T) {
 		strings.Contains(err.Error(), "run the same command again") {
 		t.Errorf("client: %q, %v; want the copy and an error saying the rest is lost", out.String(), err)
 	}
+}
+
+// runUntilCopied runs attempt 1 of task id in ray, its driver having written "step 1", until mvp has copied its
+// running log to the task folder (at once when it sees it run, then every v2.ray.log_copy_s), and returns the
+// attempt's submission id and that copy.
+func runUntilCopied(t *testing.T, m *service.Main, ray *servicetest.Ray, id string) (sub, copied string) {
+	t.Helper()
+	sub = mvp.SubmissionID(id, 1)
+	ray.WaitJob(t, sub)
+	ray.AddLog(sub, "step 1\n")
+	ray.Set(sub, mvp.RayRunning)
+	copyPath := filepath.Join(m.Config.SharedRoot, "jobs", id, "attempts", "a01", "driver.log")
+	copied = "log of " + sub + "\nstep 1\n"
+	deadline := time.Now().Add(20 * time.Second)
+	for b, _ := os.ReadFile(copyPath); string(b) != copied; b, _ = os.ReadFile(copyPath) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the running log was not copied: %q", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return sub, copied
 }

@@ -186,20 +186,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	if d := s.RayDoor; d != nil {
 		d.ReadLog, d.NewID = s.readLog, NewTaskID
-		d.CopyLogFrom = func(ctx context.Context, id string, n int, skip int64, w io.Writer) (int64, bool, error) {
-			m, ended, err := s.copyLog(ctx, id, n, skip, w)
-			if errors.As(err, new(lostLogError)) {
-				err = fmt.Errorf("%w: %w", raycompat.ErrLogLost, err) // the logs answer gives the copy; a tail is dropped
-			}
-			return m, ended, err
-		}
-		d.FollowLogFrom = func(ctx context.Context, id string, n int, skip int64, w io.Writer) (int64, bool, bool, error) {
-			m, ended, streamed, err := s.followLog(ctx, id, n, skip, w)
-			if errors.As(err, new(lostLogError)) {
-				err = fmt.Errorf("%w: %w", raycompat.ErrLogLost, err)
-			}
-			return m, ended, streamed, err
-		}
+		d.CopyLogFrom, d.FollowLogFrom = s.copyLog, s.followLog // a lost log's error is raycompat.ErrLogLost
 		d.Cancel = func(ctx context.Context, t *mvp.Task) (*mvp.Task, error) { return s.cancel(ctx, t, "ray door") }
 		if d.LogPoll == 0 {
 			d.LogPoll = s.LogPoll
@@ -1650,10 +1637,14 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 }
 
 // lostLogError is copyLog's error after it wrote an ended attempt's running copy, the rest of whose log went with
-// its Ray job: the logs API ends such an answer cut-short, saying this; the Ray door answers the copy.
+// its Ray job: the logs API ends such an answer cut-short, saying this; to the Ray door it is raycompat.ErrLogLost
+// (its logs answer gives the copy, its tail is dropped).
 type lostLogError struct{ why string }
 
 func (e lostLogError) Error() string { return e.why }
+
+// Is makes a lost log raycompat.ErrLogLost, the door's word for it.
+func (e lostLogError) Is(target error) bool { return target == raycompat.ErrLogLost }
 
 // MaxLogOffset bounds a log request's offset (1 TiB: no driver log is longer).
 const MaxLogOffset = 1 << 40

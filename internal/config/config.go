@@ -929,15 +929,9 @@ func validateUsers(a Auth, reserved map[string]string) error {
 			return fmt.Errorf("%s.name: %q is named twice", at, u.Name)
 		}
 		names[u.Name] = true
-		if err := checkEnvName(at+".token_env", u.TokenEnv, "MVP_TOKEN_"+strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' {
-				return r - 'a' + 'A'
-			}
-			if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-				return r
-			}
-			return '_'
-		}, u.Name)); err != nil {
+		// A name is a-z 0-9 _ - (checked above): upper-cased, with _ for -, it is a variable's.
+		example := "MVP_TOKEN_" + strings.ToUpper(strings.ReplaceAll(u.Name, "-", "_"))
+		if err := checkEnvName(at+".token_env", u.TokenEnv, example); err != nil {
 			return err
 		}
 		if what, ok := reserved[u.TokenEnv]; ok {
@@ -1017,14 +1011,15 @@ func ShownEnvName(name string) string {
 // itself pasted in its place (ShownEnvName would not show it whole: 16 or more characters with a lower-case
 // letter). Such a value that was a valid name was accepted and then echoed ("no API token: set $<token>", the log).
 func checkEnvName(key, name, example string) error {
+	shown := ShownEnvName(name)
 	if !validEnvName(name) {
 		return fmt.Errorf("%s: %s is not an environment variable name (name the variable that holds the secret, "+
-			"e.g. %s; the secret itself never goes in the file)", key, ShownEnvName(name), example)
+			"e.g. %s; the secret itself never goes in the file)", key, shown, example)
 	}
-	if ShownEnvName(name) != "$"+name {
+	if shown != "$"+name {
 		return fmt.Errorf("%s: %s looks like the secret itself, not a variable's name (name the variable that "+
 			"holds it, e.g. %s; a name of 16 or more characters is taken for a variable's only in upper case)", key,
-			ShownEnvName(name), example)
+			shown, example)
 	}
 	return nil
 }

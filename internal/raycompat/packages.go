@@ -126,6 +126,9 @@ func (p Packages) path(protocol, name string) (string, error) {
 // the same held for a user who submits every few minutes).
 const WheelReference = 600 * time.Second
 
+// isWheel reports whether a package name is a wheel's (its file name: not content-addressed, see WheelReference).
+func isWheel(name string) bool { return strings.HasSuffix(name, ".whl") }
+
 // WheelMargin is how long before WheelReference's end a wheel no task names stops being said kept: Prune may
 // delete it once unused for package_retention_s (at least WheelReference), and a client that was told it is kept
 // submits a moment later; the margin keeps that moment clear of the prune.
@@ -154,7 +157,7 @@ func (p Packages) Has(protocol, name string, named func() (bool, error)) (bool, 
 	if p.check(name, fh, p.maxFile()) != nil {
 		return false, nil
 	}
-	if strings.HasSuffix(name, ".whl") {
+	if isWheel(name) {
 		info, err := fh.Stat()
 		if err != nil {
 			return false, nil
@@ -171,7 +174,7 @@ func (p Packages) Has(protocol, name string, named func() (bool, error)) (bool, 
 			}
 		}
 	}
-	if strings.HasSuffix(name, ".whl") {
+	if isWheel(name) {
 		// Not renewed by a check: Ray's reference counts from the upload, and a check before every submission
 		// would keep a rebuilt wheel of the same name from ever being uploaded again. Prune keeps it while a task
 		// names it, and for at least WheelReference after the upload.
@@ -450,7 +453,7 @@ func (p Packages) Get(uri string) (data []byte, ok bool, err error) {
 		return nil, false, fmt.Errorf("%w: the package kept at %s is refused: %w; submit the job again with Ray's "+
 			"client, which uploads the package again", mvp.ErrSubmitInfra, path, err)
 	}
-	if !strings.HasSuffix(name, ".whl") { // a wheel's use counts from its upload (WheelReference)
+	if !isWheel(name) { // a wheel's use counts from its upload (WheelReference)
 		_ = touch(path) // best effort: this submission has the bytes; a retry after a prune finds none (documented)
 	}
 	return data, true, nil
@@ -551,7 +554,7 @@ func (p Packages) Used(uris []string) {
 			continue
 		}
 		path, err := p.path(protocol, name)
-		if err != nil || strings.HasSuffix(name, ".whl") {
+		if err != nil || isWheel(name) {
 			// A wheel's use counts from its upload (WheelReference): Ray's client checks before it names one, and
 			// uploads it again when it is not said kept, so one named here was uploaded within 600 s or is named
 			// by a task still to run, which Prune keeps.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,27 +249,3 @@ func TestATailWaitingOnALostLogDoesNotLogEachPoll(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-// tailToItsEnd follows the door's tail of job sid until the door ends it, and returns the frames it sent and how it
-// ended: a close frame's status, or -1 when the connection was dropped without one (what Ray's client raises on).
-func tailToItsEnd(t *testing.T, srv *httptest.Server, sid string) ([]string, websocket.StatusCode) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/"+sid+"/logs/tail", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	var frames []string
-	for {
-		_, data, err := c.Read(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				t.Fatalf("the tail of %s did not end within 10 s (sent %q)", sid, frames)
-			}
-			return frames, websocket.CloseStatus(err)
-		}
-		frames = append(frames, string(data))
-	}
-}

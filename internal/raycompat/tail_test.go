@@ -390,6 +390,17 @@ func TestTailSendsARequeuedAttemptsLastLines(t *testing.T) {
 // readTail follows the door's log tail of the job sid and returns the frames it sent, once it closed normally.
 func readTail(t *testing.T, srv *httptest.Server, sid string) []string {
 	t.Helper()
+	frames, st := tailToItsEnd(t, srv, sid)
+	if st != websocket.StatusNormalClosure {
+		t.Fatalf("the tail ended with close status %d after %q; want a normal close", st, frames)
+	}
+	return frames
+}
+
+// tailToItsEnd follows the door's tail of job sid until the door ends it, and returns the frames it sent and how it
+// ended: a close frame's status, or -1 when the connection was dropped without one (what Ray's client raises on).
+func tailToItsEnd(t *testing.T, srv *httptest.Server, sid string) ([]string, websocket.StatusCode) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/jobs/"+sid+"/logs/tail", nil)
@@ -399,14 +410,14 @@ func readTail(t *testing.T, srv *httptest.Server, sid string) []string {
 	defer c.CloseNow()
 	var frames []string
 	for {
-		_, b, err := c.Read(ctx)
+		_, data, err := c.Read(ctx)
 		if err != nil {
-			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
-				t.Fatalf("the tail ended with %v", err)
+			if ctx.Err() != nil {
+				t.Fatalf("the tail of %s did not end within 20 s (sent %q)", sid, frames)
 			}
-			return frames
+			return frames, websocket.CloseStatus(err)
 		}
-		frames = append(frames, string(b))
+		frames = append(frames, string(data))
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -244,8 +243,8 @@ func ExplainFor(now time.Time, s Snapshot, p Policy, wanted func(*mvp.Task) bool
 			again = "at " + next.UTC().Format(time.RFC3339)
 		}
 		why := "backing off after an attempt that failed for lack of resources"
-		if r := s.Queue[i].PendingReason; strings.HasPrefix(r, OwnFolderHold) {
-			why = r // held out of the passes for its own folder (Loop.holdForFolder)
+		if t := s.Queue[i]; heldForOwnFolder(t) {
+			why = t.PendingReason // held out of the passes for its own folder (Loop.holdForFolder)
 		}
 		add(i, CodeBackingOff, why+"; looked at again "+again)
 	}

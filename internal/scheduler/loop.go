@@ -1493,6 +1493,9 @@ const folderHold = "its task folder cannot be written on shared_root"
 // written: it waits out of the passes until its next_run_at (listed as backing off, with this reason).
 const OwnFolderHold = "its own task folder cannot be written"
 
+// heldForOwnFolder reports whether t waits for its own folder (holdForFolder wrote its reason).
+func heldForOwnFolder(t *mvp.Task) bool { return strings.HasPrefix(t.PendingReason, OwnFolderHold) }
+
 // endFolderErr forgets the latest task folder's write error once no waiting task is held for its folder (in a pass
 // that wrote none): kept until the next write, it left /healthz degraded after the held task was canceled.
 func (l *Loop) endFolderErr(queue []*mvp.Task) {

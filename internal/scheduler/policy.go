@@ -622,7 +622,7 @@ func (pl *plan) classify() {
 		if rt := runtimeOf(t, pl.p) / time.Second; rt > 0 && rt < maxRuntimeS {
 			e.rtS = int32(rt)
 		}
-		if backoff && strings.HasPrefix(t.PendingReason, OwnFolderHold) {
+		if backoff && heldForOwnFolder(t) {
 			// Held for its own folder in the way: nothing says when it is cleared, so it neither keeps a place
 			// that holds the tasks behind it back nor reserves GPUs; it is looked at again at next_run_at.
 			e.kind = entSkip

@@ -39,6 +39,8 @@ RAY_WORKER_RESOURCES="${RAY_WORKER_RESOURCES:-{\"worker_node\": 100\}}"
 RAY_BIN="${RAY_BIN:-ray}"
 MVP_WORKER_GPUS="${MVP_WORKER_GPUS:-}"
 MVP_WORKER_PASS_ENV="${MVP_WORKER_PASS_ENV-RAY_AUTH_TOKEN}"
+[[ -z "$MVP_WORKER_GPUS" || "$MVP_WORKER_GPUS" =~ ^[0-9]+$ ]] ||
+  die "MVP_WORKER_GPUS: '${MVP_WORKER_GPUS:0:40}' is not a GPU count (a whole number)"
 for v in $MVP_WORKER_PASS_ENV; do
   [[ "$v" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "MVP_WORKER_PASS_ENV: '${v:0:40}' is not a variable name"
 done
@@ -101,15 +103,12 @@ in_worker() {
 # shellcheck disable=SC2016
 START_WORKER='bin="$1" ray="$2" head="$3" resources="$4" given="$5"; shift 5
 [[ -x "$bin" ]] || { echo "mvp: no executable mvp binary at $bin in the worker container: set MVP_BIN, or MVP_HOME to the folder holding bin/mvp" >&2; exit 4; }
-if [[ -n "$given" ]]; then gpus="$("$bin" doctor --num-gpus --gpus "$given")" || exit 5
-else gpus="$("$bin" doctor --num-gpus)" || exit 5; fi
+gpus="$("$bin" doctor --num-gpus ${given:+--gpus "$given"})" || exit 5
 [[ "$gpus" =~ ^[0-9]+$ ]] || { echo "mvp doctor --num-gpus answered \"$gpus\", not a count" >&2; exit 5; }
 echo "mvp: starting a Ray worker with --num-gpus=$gpus" >&2
 exec "$ray" start --address="$head" --num-gpus="$gpus" --resources="$resources" "$@"'
 # shellcheck disable=SC2016
-CHECK='bin="$1" cfg="$2" given="$3"
-if [[ -n "$given" ]]; then exec "$bin" doctor --config "$cfg" --gpus "$given"; fi
-exec "$bin" doctor --config "$cfg"'
+CHECK='bin="$1" cfg="$2" given="$3"; exec "$bin" doctor --config "$cfg" ${given:+--gpus "$given"}'
 
 case "${1:-}" in
   -h | --help | "")
@@ -122,15 +121,11 @@ case "${1:-}" in
     [[ "${1:-}" == "--" ]] && shift
     [[ -n "$RAY_HEAD_ADDRESS" ]] || die "RAY_HEAD_ADDRESS is empty: set it to the head's GCS address, host:port (e.g. 10.0.0.1:6379)"
     need_named_container "$MVP_WORKER_CONTAINER" "MVP_WORKER_CONTAINER to the Ray worker container's name"
-    [[ -z "$MVP_WORKER_GPUS" || "$MVP_WORKER_GPUS" =~ ^[0-9]+$ ]] ||
-      die "MVP_WORKER_GPUS: '${MVP_WORKER_GPUS:0:40}' is not a GPU count (a whole number)"
     in_worker "$START_WORKER" "$MVP_BIN" "$RAY_BIN" "$RAY_HEAD_ADDRESS" "$RAY_WORKER_RESOURCES" "$MVP_WORKER_GPUS" "$@" ||
       die "the worker did not start (see above)"
     ;;
   check)
     need_named_container "$MVP_WORKER_CONTAINER" "MVP_WORKER_CONTAINER to the Ray worker container's name"
-    [[ -z "$MVP_WORKER_GPUS" || "$MVP_WORKER_GPUS" =~ ^[0-9]+$ ]] ||
-      die "MVP_WORKER_GPUS: '${MVP_WORKER_GPUS:0:40}' is not a GPU count (a whole number)"
     in_worker "$CHECK" "$MVP_BIN" "$MVP_CONFIG" "$MVP_WORKER_GPUS"
     ;;
   *)
