@@ -122,13 +122,18 @@ fi
 for i in "${missing[@]}"; do
   echo "ray-up: starting worker $i ($gpus GPUs, $cpus CPUs)"
   base=$(( agent_base + 3 * i ))
+  # The nodes of this cluster share one host and one --temp-dir, and every node's log monitor forwards the
+  # worker logs of that folder to the drivers: with one per node, each line of a job's Ray tasks reached its driver
+  # log (mvp's copy, `make run`'s user) three times. The head's is the one log monitor ("only one log monitor
+  # should be started per physical host", ray start --help); a separate --temp-dir per worker is no way out: Ray's
+  # job agent then looks for the driver's log in the head's folder and answers with its first line only.
   # A worker's `ray start` gives up when the GCS does not answer within its connect timeout, as on a machine whose
   # cores are all busy (seen in CI beside a fuzz run: "Failed to connect to GCS"): tried up to 3 times, what is
   # left of a failed try stopped first.
   for try in 1 2 3; do
     start_node "worker$i" --address="127.0.0.1:$gcs_port" --node-ip-address=127.0.0.1 --num-cpus="$cpus" \
       --num-gpus="$gpus" --resources='{"worker_node": 100}' --labels="{\"mvp-dev/worker\": \"$i\"}" \
-      --object-store-memory=80000000 --disable-usage-stats \
+      --object-store-memory=80000000 --include-log-monitor=False --disable-usage-stats \
       --dashboard-agent-listen-port="$base" --dashboard-agent-grpc-port="$(( base + 1 ))" \
       --metrics-export-port="$(( base + 2 ))" && break
     (( try == 3 )) && exit 1

@@ -58,6 +58,23 @@ func TestStandInStraightToRay(t *testing.T) {
 	if !strings.Contains(logs, "verl-standin: workload=ppo nnodes=1 n_gpus_per_node=4") {
 		t.Errorf("log lacks the stand-in's first line:\n%s", tail(logs, 20))
 	}
+	// Each line its Ray task (the TaskRunner actor) prints reaches the driver's log once: with one Ray temp
+	// folder for all the local cluster's nodes, each node's log monitor forwarded it, three times in all.
+	seen, steps := map[string]int{}, 0
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "verl-standin: step") {
+			seen[line]++
+			steps++
+		}
+	}
+	if steps == 0 {
+		t.Errorf("log has no step line of the stand-in:\n%s", tail(logs, 20))
+	}
+	for line, n := range seen {
+		if n > 1 {
+			t.Errorf("%q is in the driver's log %d times", line, n)
+		}
+	}
 }
 
 // TestGangHangsWithoutMVP shows the problem mvp solves: on 4 + 4 free GPUs a 1×8 gang passes verl's total check
