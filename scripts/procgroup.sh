@@ -35,7 +35,8 @@ node_live() {
 }
 
 # node_has FILE COMM: the group recorded in FILE has a live process whose command name is COMM (a worker node is
-# alive while its raylet is: killed alone, it leaves the node's log monitor running in the group).
+# alive while its raylet is: killed alone, it may leave other processes of the node running in the group, such as
+# a log monitor on a node started without --include-log-monitor=False).
 node_has() {
   local pg p comm
   pg="$(cat "$1" 2>/dev/null)"

@@ -70,7 +70,7 @@ if [[ -f "$dir/cluster.env" ]] && node_live "$dir/head.pgid" && api_up; then
   for i in $(seq 1 "$workers"); do
     node_live "$dir/worker$i.pgid" && node_has "$dir/worker$i.pgid" raylet && continue
     missing+=("$i")
-    # A worker whose raylet died alone: what is left of its group (the log monitor, agents) is stopped first.
+    # A worker whose raylet died alone: what is left of its group (its agents, say) is stopped first.
     if node_live "$dir/worker$i.pgid"; then
       kill -KILL -- "-$(cat "$dir/worker$i.pgid")" 2>/dev/null || true
     fi

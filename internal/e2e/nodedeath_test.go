@@ -409,9 +409,11 @@ func TestAGangThatLostANodeIsJudgedByTheGangWait(t *testing.T) {
 // TestARayletKilledAloneIsRequeuedAndItsWorkerStartedAgain: only the raylet of the driver's worker is killed
 // (SIGKILL, as the kernel's OOM killer picks one process), not its whole process group. The node's core workers,
 // the job supervisor among them, die with it, and the driver with its supervisor: the attempt is INFRA and
-// requeued, and runs once on the other worker. The node's log monitor lives on in its group: ray-up.sh took the
-// group for a live node ("cluster already running") and never started the worker again, so the cluster stayed a
-// worker short (found in a fault walk-through). ray-up.sh must start it again.
+// requeued, and runs once on the other worker. The node's log monitor lived on in its group (before ray-up.sh
+// started workers without one): ray-up.sh took the group for a live node ("cluster already running") and never
+// started the worker again, so the cluster stayed a worker short (found in a fault walk-through). ray-up.sh must
+// start it again, whatever is left of the group (TestRayUpStartsAgainAWorkerWhoseRayletDied holds the case of a
+// group with no raylet left).
 func TestARayletKilledAloneIsRequeuedAndItsWorkerStartedAgain(t *testing.T) {
 	gpus, _ := twoWorkers(t)
 	waitIdle(t)

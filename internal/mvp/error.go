@@ -86,8 +86,8 @@ var ErrNotFound = &Error{Code: CodeNotFound, Message: "not found"}
 // ErrConflict is returned by stores when a compare-and-set finds another state than expected.
 var ErrConflict = &Error{Code: CodeConflict, Message: "the task changed state meanwhile"}
 
-// ErrTaskIDTaken is the ErrConflict of a new task whose id another task has (ids are drawn at random within a
-// second): the caller draws another. errors.Is matches both.
+// ErrTaskIDTaken is the ErrConflict of a new task whose id another task has (a restarted mvp counting through the
+// ids it made before in the same second, say): the caller makes another. errors.Is matches both.
 var ErrTaskIDTaken = &Error{Code: CodeConflict, Message: "the task id is taken"}
 
 // TooManyWaiting is the refusal of a submit past the owner's max_queued: n of their tasks wait already.

@@ -150,7 +150,7 @@ func TestClassifySummaryHasNoColourCodeMadeByRemovingOne(t *testing.T) {
 }
 
 // TestACrashSummaryIsTheExceptionNotAnActorsLaterLine: a run whose shared_root went read-only mid-run crashed with
-// OSError; Ray's log monitor forwards what an actor printed asynchronously (once per node on the local cluster), so
+// OSError; Ray's log monitor forwards what an actor printed asynchronously, so
 // the actor's last progress lines came after the driver's traceback, and the summary was "exit code 1: (TaskRunner
 // pid=2992) verl-standin: step 4 progress 0.12": not why it failed. The summary of a crash is its exception: the
 // traceback's last line of the driver's own. Log as measured on Ray 2.60 (found in a fault walk-through).
