@@ -44,7 +44,12 @@ if alive "$pid"; then
   fi
 fi
 echo "$how"
-rm -f "$pidfile"'
+# The pidfile goes only while it names the process stopped here, and under start.sh'"'"'s lock: a start.sh that found no
+# service once this one had gone may have written its own already, and without it nothing finds that service again.
+exec 9>>"$pidfile.lock" || true
+command -v flock >/dev/null 2>&1 && flock -w 10 9
+[[ "$(cat "$pidfile" 2>/dev/null)" == "$pid" ]] && rm -f "$pidfile"
+exit 0'
 how="$(in_target "$STOP" "$pid" "$MVP_STOP_TIMEOUT" "$MVP_PIDFILE")"
 if [[ "$how" == alive* ]]; then
   die "pid $pid is still alive 5 s after SIGKILL (process state ${how#alive }; D is stuck in the kernel, on a hung NFS server say): it ends when the kernel lets it go; its pidfile is kept, and status.sh says when it has gone (do not start another before)"
