@@ -33,6 +33,7 @@ func serveTo(ctx context.Context, args []string, stderr io.Writer) error {
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file (make bench)")
 	forgetSecrets := fs.Bool("forget-secrets", false, "when the stored secrets cannot be opened with the key in v2.secrets.key_env (it is lost), delete them and start (each logged); nothing when the key opens them")
 	printURL := fs.Bool("print-url", false, "print the URL at which the API answers with this config (v2.api; for scripts) and exit; refused for port 0")
+	printSecretEnvs := fs.Bool("print-secret-envs", false, "print the names of the environment variables this config has mvp read its secrets from (the API token, users' tokens, the secrets key), one a line, and exit (for scripts: v2/scripts/worker.sh keeps them from Ray)")
 	cli.SetUsage(fs, stderr, "serve")
 	if err := fs.Parse(args); err != nil {
 		return cli.FlagError(err) // said, with the usage, by the flag package
@@ -77,6 +78,14 @@ func serveTo(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		return err
+	}
+	if *printSecretEnvs {
+		for _, name := range cfg.SecretEnvs() {
+			if _, err := fmt.Println(name); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if *printURL {
 		if cfg.V2.API.Port == 0 {

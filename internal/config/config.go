@@ -91,6 +91,24 @@ type Auth struct {
 	Users []User `yaml:"users"`
 }
 
+// SecretEnvs returns the names of the environment variables the config has mvp read its own secrets from: the
+// operator's token (v2.auth.token_env), each user's (v2.auth.users[].token_env) and the secrets key
+// (v2.secrets.key_env), each once, in that order. Ray's token (v2.ray.token_env) is not among them: Ray's nodes
+// need it.
+func (c *Config) SecretEnvs() []string {
+	names := []string{c.V2.Auth.TokenEnv}
+	for _, u := range c.V2.Auth.Users {
+		names = append(names, u.TokenEnv)
+	}
+	var out []string
+	for _, n := range append(names, c.V2.Secrets.KeyEnv) {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // User is one named user: its token's environment variable and optional limits (0 or absent: none).
 type User struct {
 	Name     string `yaml:"name"`

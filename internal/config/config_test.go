@@ -599,3 +599,29 @@ func TestATokenPastedForTheServicesVariablesIsNotEchoed(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretEnvsNamesEveryVariableOfAnMVPSecret: the variables v2/scripts/worker.sh keeps from Ray's environment
+// (mvp serve --print-secret-envs): the operator's token, each user's, and the secrets key, defaults included, each
+// once (the operator's token and the key may share a variable); not Ray's own token, which the nodes need.
+func TestSecretEnvsNamesEveryVariableOfAnMVPSecret(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dev.yaml")
+	os.WriteFile(path, []byte("address: http://127.0.0.1:8265\nshared_root: /tmp/x\nv2:\n  auth:\n    users:\n"+
+		"      - {name: alice, token_env: TEAM_ALICE_PW}\n      - {name: bob, token_env: MVP_TOKEN_BOB}\n"+
+		"  ray: {token_env: RAY_AUTH_TOKEN}\n"), 0o644)
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.SecretEnvs(), " ")
+	if want := "MVP_INTERNAL_TOKEN TEAM_ALICE_PW MVP_TOKEN_BOB MVP_SECRETS_KEY"; got != want {
+		t.Errorf("SecretEnvs() = %q, want %q", got, want)
+	}
+	os.WriteFile(path, []byte("address: http://127.0.0.1:8265\nshared_root: /tmp/x\nv2:\n  auth: {token_env: OPS_K}\n"+
+		"  secrets: {key_env: OPS_K}\n"), 0o644)
+	if c, err = Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.SecretEnvs(), " "); got != "OPS_K" {
+		t.Errorf("SecretEnvs() of a token and key in one variable = %q, want it once", got)
+	}
+}

@@ -136,3 +136,48 @@ func TestLocalWorkerWithoutRaysTokenListedGetsNone(t *testing.T) {
 		t.Errorf("MVP_WORKER_PASS_ENV=\"\" still handed RAY_AUTH_TOKEN to ray start (MVP_LOCAL=1)")
 	}
 }
+
+// TestLocalWorkerKeepsTheConfigsSecretVariablesFromRay: with MVP_LOCAL=1, worker.sh took out of ray start's
+// environment MVP_TOKEN_ENV's and MVP_PASS_ENV's variables and those named like a secret; a user's token in a
+// variable named otherwise (dev.yaml's v2.auth.users[].token_env: TEAM_CAROL_PW, say), which MVP_PASS_ENV need not
+// list when mvp serve runs without docker, reached the raylet and every job on the node. worker.sh now also asks
+// mvp which variables its config names for its secrets (mvp serve --print-secret-envs) and keeps those out.
+func TestLocalWorkerKeepsTheConfigsSecretVariablesFromRay(t *testing.T) {
+	r := newRig(t)
+	cfg := filepath.Join(r.dir, "home", "configs", "dev.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, "  auth:\n    token_env: OPS_API_PASS\n    users: [{name: carol, token_env: TEAM_CAROL_PW}]\n"+
+		"  secrets: {key_env: VAULT_K}\n"...)
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const rayEnv = "#!/usr/bin/env bash\nenv > \"$FAKE_RAY_ENV\"\n"
+	if err := os.WriteFile(filepath.Join(r.dir, "fakebin", "ray"), []byte(rayEnv), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	envFile := filepath.Join(r.dir, "ray.env")
+	out, code := r.run("worker.sh", "start", "MVP_LOCAL=1", "FAKE_RAY_ENV="+envFile,
+		"MVP_WORKER_PASS_ENV=RAY_AUTH_TOKEN FAKE_RAY_ENV", "RAY_HEAD_ADDRESS=10.0.0.1:6379", "RAY_GPUS_PER_WORKER=2",
+		"MVP_PASS_ENV=RAY_AUTH_TOKEN", "OPS_API_PASS=ops-0123456789", "TEAM_CAROL_PW=carol-0123456789",
+		"VAULT_K=vault-0123456789", "TEAM_CAROL_HOME=/home/carol")
+	if code != 0 {
+		t.Fatalf("worker.sh start with MVP_LOCAL=1: %d %s", code, out)
+	}
+	env, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatalf("ray start was not run: %v\n%s", err, out)
+	}
+	for _, bad := range []string{"OPS_API_PASS=", "TEAM_CAROL_PW=", "VAULT_K="} {
+		if strings.Contains("\n"+string(env), "\n"+bad) {
+			t.Errorf("worker.sh start (MVP_LOCAL=1) hands %s… (named in dev.yaml for an mvp secret) to ray start", bad)
+		}
+	}
+	for _, want := range []string{"TEAM_CAROL_HOME=/home/carol", "RAY_GPUS_PER_WORKER=2", "PATH="} {
+		if !strings.Contains("\n"+string(env), "\n"+want) {
+			t.Errorf("ray start (MVP_LOCAL=1) lacks %s in its environment:\n%s", want, env)
+		}
+	}
+}

@@ -20,7 +20,9 @@
 #                                                       own (users' tokens, the secrets key): every job run on the
 #                                                       worker inherits the raylet's environment. With MVP_LOCAL=1
 #                                                       ray start gets this shell's environment but MVP_TOKEN_ENV's,
-#                                                       MVP_PASS_ENV's and those named like a secret (*TOKEN*,
+#                                                       MVP_PASS_ENV's, those MVP_CONFIG names for mvp's secrets
+#                                                       (mvp serve --print-secret-envs: the tokens' and the secrets
+#                                                       key's), and those named like a secret (*TOKEN*,
 #                                                       *SECRET*, *PASSWORD*, *PASSWD*, *CREDENTIAL*, *_KEY,
 #                                                       *_KEY_*, any case; not *_PATH, *_FILE, *_DIR, RAY_TLS_*,
 #                                                       TOKENIZERS_*, HF_HUB_DISABLE_IMPLICIT_TOKEN,
@@ -69,6 +71,14 @@ in_worker() {
     # The lists are read first: MVP_TOKEN_ENV itself is named like a secret, and unset under set -u it would end
     # the loop.
     local pass=" $MVP_WORKER_PASS_ENV " mine=" $MVP_TOKEN_ENV $MVP_PASS_ENV "
+    # And the variables dev.yaml names for mvp's secrets (a user's token_env need not look like a secret, nor be in
+    # MVP_PASS_ENV when mvp serve runs here), when mvp and its config are on this machine.
+    if [[ -x "$MVP_BIN" && -f "$MVP_CONFIG" ]]; then
+      local named
+      if named="$("$MVP_BIN" serve --config "$MVP_CONFIG" --print-secret-envs 2>/dev/null)"; then
+        mine+="$(tr '\n' ' ' <<<"$named") "
+      fi
+    fi
     (
       for v in $(compgen -e); do
         # The lists by exact name (variables' names are case-sensitive: https_proxy is not HTTPS_PROXY) ...
