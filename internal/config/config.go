@@ -93,8 +93,8 @@ type Auth struct {
 
 // SecretEnvs returns the names of the environment variables the config has mvp read its own secrets from: the
 // operator's token (v2.auth.token_env), each user's (v2.auth.users[].token_env) and the secrets key
-// (v2.secrets.key_env), each once, in that order. Ray's token (v2.ray.token_env) is not among them: Ray's nodes
-// need it.
+// (v2.secrets.key_env), each once, in that order. Ray's token (v2.ray.token_env) is not among them, even where
+// one of those variables is also Ray's token's: Ray's nodes need it.
 func (c *Config) SecretEnvs() []string {
 	names := []string{c.V2.Auth.TokenEnv}
 	for _, u := range c.V2.Auth.Users {
@@ -102,7 +102,7 @@ func (c *Config) SecretEnvs() []string {
 	}
 	var out []string
 	for _, n := range append(names, c.V2.Secrets.KeyEnv) {
-		if n != "" && !slices.Contains(out, n) {
+		if n != "" && n != c.V2.Ray.TokenEnv && !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}

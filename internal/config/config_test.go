@@ -602,7 +602,7 @@ func TestATokenPastedForTheServicesVariablesIsNotEchoed(t *testing.T) {
 
 // TestSecretEnvsNamesEveryVariableOfAnMVPSecret: the variables v2/scripts/worker.sh keeps from Ray's environment
 // (mvp serve --print-secret-envs): the operator's token, each user's, and the secrets key, defaults included, each
-// once (the operator's token and the key may share a variable); not Ray's own token, which the nodes need.
+// once (the operator's token and the key may share a variable); never Ray's own token's, which the nodes need.
 func TestSecretEnvsNamesEveryVariableOfAnMVPSecret(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "dev.yaml")
 	os.WriteFile(path, []byte("address: http://127.0.0.1:8265\nshared_root: /tmp/x\nv2:\n  auth:\n    users:\n"+
@@ -623,5 +623,13 @@ func TestSecretEnvsNamesEveryVariableOfAnMVPSecret(t *testing.T) {
 	}
 	if got := strings.Join(c.SecretEnvs(), " "); got != "OPS_K" {
 		t.Errorf("SecretEnvs() of a token and key in one variable = %q, want it once", got)
+	}
+	// The operator's token in Ray's token's variable: the nodes need that one, so it is not listed.
+	os.WriteFile(path, []byte("address: http://127.0.0.1:8265\nshared_root: /tmp/x\nv2:\n  auth: {token_env: RAY_AUTH_TOKEN}\n"), 0o644)
+	if c, err = Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.SecretEnvs(), " "); got != "MVP_SECRETS_KEY" {
+		t.Errorf("SecretEnvs() with the API token in Ray's token's variable = %q, want only MVP_SECRETS_KEY", got)
 	}
 }

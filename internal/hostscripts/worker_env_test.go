@@ -180,4 +180,14 @@ func TestLocalWorkerKeepsTheConfigsSecretVariablesFromRay(t *testing.T) {
 			t.Errorf("ray start (MVP_LOCAL=1) lacks %s in its environment:\n%s", want, env)
 		}
 	}
+	// A config mvp refuses: the worker starts all the same, and says what it could not keep out.
+	bad := filepath.Join(r.dir, "bad.yaml")
+	os.WriteFile(bad, []byte("v2: [not, a, mapping]\n"), 0o644)
+	os.Remove(envFile)
+	out, code = r.run("worker.sh", "start", "MVP_LOCAL=1", "MVP_CONFIG="+bad, "FAKE_RAY_ENV="+envFile,
+		"MVP_WORKER_PASS_ENV=RAY_AUTH_TOKEN FAKE_RAY_ENV", "RAY_HEAD_ADDRESS=10.0.0.1:6379", "RAY_GPUS_PER_WORKER=2")
+	if _, err := os.Stat(envFile); code != 0 || err != nil || !strings.Contains(out, "could not ask") {
+		t.Errorf("worker.sh start with a config mvp refuses: exit %d, ray start run: %v; want 0, run, and a line "+
+			"saying the config's secret variables could not be asked for:\n%s", code, err == nil, out)
+	}
 }

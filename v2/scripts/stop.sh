@@ -46,9 +46,11 @@ fi
 echo "$how"
 # The pidfile goes only while it names the process stopped here, and under start.sh'"'"'s lock: a start.sh that found no
 # service once this one had gone may have written its own already, and without it nothing finds that service again.
-exec 9>>"$pidfile.lock" || true
-command -v flock >/dev/null 2>&1 && flock -w 10 9
-[[ "$(cat "$pidfile" 2>/dev/null)" == "$pid" ]] && rm -f "$pidfile"
+# (A folder this user cannot write keeps the pidfile of a process that has gone, which no script takes for running.)
+if { exec 9>>"$pidfile.lock"; } 2>/dev/null && command -v flock >/dev/null 2>&1; then
+  flock -w 10 9 || true
+fi
+[[ "$(cat "$pidfile" 2>/dev/null)" == "$pid" ]] && rm -f "$pidfile" 2>/dev/null
 exit 0'
 how="$(in_target "$STOP" "$pid" "$MVP_STOP_TIMEOUT" "$MVP_PIDFILE")"
 if [[ "$how" == alive* ]]; then
