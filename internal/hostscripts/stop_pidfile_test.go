@@ -37,27 +37,11 @@ func main() {
 // now removes the pidfile, under start.sh's lock, only while it names the process it stopped; and still removes it
 // then.
 func TestStopLeavesThePidfileOfAServiceStartedMeanwhile(t *testing.T) {
-	dir := t.TempDir()
+	dir, env := buildStubOf(t, stubHandover)
 	home := filepath.Join(dir, "home")
-	for _, d := range []string{"bin", "configs", "run", "stub"} {
-		os.MkdirAll(filepath.Join(home, d), 0o755)
-	}
-	src := filepath.Join(home, "stub")
-	os.WriteFile(filepath.Join(src, "main.go"), []byte(stubHandover), 0o644)
-	os.WriteFile(filepath.Join(src, "go.mod"), []byte("module stub\n\ngo 1.21\n"), 0o644)
-	build := exec.Command("go", "build", "-o", filepath.Join(home, "bin", "stub-serve"), ".")
-	build.Dir = src
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the stub: %v\n%s", err, out)
-	}
-	wrapper := "#!/usr/bin/env bash\nexec -a \"$0\" \"$(dirname \"$0\")/stub-serve\" \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(home, "bin", "mvp"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(home, "configs", "dev.yaml"), []byte("{}\n"), 0o644)
 	pidfile := filepath.Join(home, "run", "mvp.pid")
-	env := append(os.Environ(), "MVP_LOCAL=1", "MVP_HOME="+home, "MVP_INTERNAL_TOKEN=host-token-0123456789abcdef",
-		"MVP_HEALTH_URL=http://127.0.0.1:1/healthz", "STUB_PIDFILE="+pidfile)
+	os.MkdirAll(filepath.Dir(pidfile), 0o755)
+	env = append(env, "STUB_PIDFILE="+pidfile)
 
 	stop := func(newPID string) string {
 		t.Helper()

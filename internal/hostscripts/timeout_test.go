@@ -45,7 +45,10 @@ exec -a "$0" "$(dirname "$0")/stub-serve" "$@"
 
 // buildStub builds stubServe as DIR/home/bin/stub-serve, started by DIR/home/bin/mvp (stubWrapper; MVP_HOME=DIR/home
 // puts MVP_BIN there), with a config beside it.
-func buildStub(t *testing.T) (dir string, env []string) {
+func buildStub(t *testing.T) (dir string, env []string) { return buildStubOf(t, stubServe) }
+
+// buildStubOf is buildStub with the stub's Go source given.
+func buildStubOf(t *testing.T, source string) (dir string, env []string) {
 	dir = t.TempDir()
 	src := filepath.Join(dir, "stub", "main.go")
 	bin := filepath.Join(dir, "home", "bin", "stub-serve")
@@ -55,7 +58,7 @@ func buildStub(t *testing.T) (dir string, env []string) {
 	}
 	os.MkdirAll(filepath.Dir(src), 0o755)
 	os.MkdirAll(filepath.Join(dir, "home", "configs"), 0o755)
-	if err := os.WriteFile(src, []byte(stubServe), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(source), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "stub", "go.mod"), []byte("module stub\n\ngo 1.21\n"), 0o644)

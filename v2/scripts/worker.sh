@@ -76,7 +76,7 @@ in_worker() {
     if [[ -x "$MVP_BIN" && -f "$MVP_CONFIG" ]]; then
       local named
       if named="$("$MVP_BIN" serve --config "$MVP_CONFIG" --print-secret-envs 2>/dev/null)"; then
-        mine+="$(tr '\n' ' ' <<<"$named") "
+        mine+="${named//$'\n'/ } "
       else
         echo "mvp: could not ask $MVP_BIN which variables $MVP_CONFIG names for mvp's secrets (an invalid config, or a binary older than --print-secret-envs): ray start keeps those not named like a secret nor in MVP_PASS_ENV" >&2
       fi
