@@ -61,15 +61,23 @@ func show(by map[string]float64) string {
 
 // quietDriver is a driver that makes its log file empty, says so (the file "emptied" in its folder), prints
 // nothing until the file "speak" exists, then one line, and nothing more until "end" exists, then a last line.
-// Ray 2.60's job supervisor writes "Running entrypoint for job …" into the driver log before the driver starts,
-// so a driver that is merely quiet still has a log whose first chunk Ray's state API sends at once; the driver
-// empties its own log (its stdout, which the supervisor opened for appending: later lines land at the start) to
-// give the stream the case its client must wait out: a running job's log with no first chunk yet.
+// Ray 2.60's job supervisor writes "Running entrypoint for job …" into the driver log, so a driver that is merely
+// quiet still has a log whose first chunk Ray's state API sends at once; the driver empties its own log (its
+// stdout, which the supervisor opened for appending: later lines land at the start) to give the stream the case
+// its client must wait out: a running job's log with no first chunk yet. It empties it only once that line is in
+// it: the supervisor writes the line through a buffered file that it flushes when it closes it, after it has
+// started the driver (job_supervisor.py, _exec_entrypoint), so on a busy machine the line can land after the
+// driver's first steps (a CI run saw it land after the emptying).
 const quietDriver = `import os, sys, time
 d = sys.argv[1]
+deadline = time.time() + 600
+while time.time() < deadline:
+    with open("/proc/self/fd/1", "rb") as f:
+        if b"Running entrypoint for job " in f.read():
+            break
+    time.sleep(0.05)
 os.ftruncate(1, 0)
 open(os.path.join(d, "emptied"), "w").close()
-deadline = time.time() + 600
 def wait(name):
     while not os.path.exists(os.path.join(d, name)) and time.time() < deadline:
         time.sleep(0.1)
