@@ -48,8 +48,9 @@ var userErrorMarkers = []string{
 // the driver log, and returns a short summary for the task's error_summary. The rules, in order, are written in
 // specs/failure-kinds.md.
 func Classify(info *mvp.JobInfo, log string) (mvp.FailureKind, string) {
-	// Ray logs the command line first ("Running entrypoint for job …: <command>"), and its message holds the log's
-	// tail: the user's own words there (a path, an override) are not what happened.
+	// Ray logs the command line ("Running entrypoint for job …: <command>"; usually the first line, but flushed
+	// after the driver starts, so not always), and its message holds the log's tail: the user's own words there (a
+	// path, an override) are not what happened. Every such line is dropped, wherever it is.
 	text := withoutCommandLine(info.Message) + "\n" + withoutCommandLine(log)
 	if m := InsufficientPattern.FindString(text); m != "" {
 		return mvp.FailureInsufficientResources, m
