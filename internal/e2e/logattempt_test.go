@@ -117,7 +117,7 @@ func TestALogAnswerNamesTheAttemptWhoseLogItHolds(t *testing.T) {
 }
 
 // checkAttemptLog checks that an answer naming attempt n (X-Mvp-Log-Attempt) names want and holds attempt want's
-// driver log and no other attempt's (marker(k) is the line Ray writes first in attempt k's log).
+// driver log and no other attempt's (marker(k) is the line Ray writes in attempt k's log, usually its first).
 func checkAttemptLog(t *testing.T, what string, n int, log string, want int, marker func(int) string) {
 	t.Helper()
 	if n != want {

@@ -547,7 +547,7 @@ func TestDoorRefusesALoneSurrogate(t *testing.T) {
 	}
 }
 
-// TestAJobIsFoundByTheIDItsLogNames: the first line of a door job's driver log is Ray's "Running entrypoint for
+// TestAJobIsFoundByTheIDItsLogNames: a door job's driver log holds (usually as its first line) Ray's "Running entrypoint for
 // job <task_id>--a01: …", the id mvp submitted the attempt to Ray under, which Ray's own server would have made the
 // user's submission id; `ray job status`, `ray job logs` with that id answered 404 "Job … does not exist". The door
 // finds the job by the id of any of its attempts; an attempt it has not made is still 404.
