@@ -1568,14 +1568,28 @@ func (l *Loop) callRay(ctx context.Context, t *mvp.Task, att *mvp.Attempt, paylo
 		}
 		return l.failSubmitting(ctx, t, att, err)
 	}
+	// The POST may become a job even if its answer is lost: the submit grace counts from it (LastPost). Set before
+	// the call, so that a pass that looks at the attempt meanwhile holds it too.
 	l.mu.Lock()
 	if l.posted == nil {
 		l.posted = map[string]time.Time{}
 	}
+	before, hadBefore := l.posted[att.RaySubmissionID]
 	l.posted[att.RaySubmissionID] = l.Clock.Now()
 	l.mu.Unlock()
 	err = l.Ray.SubmitJob(ctx, sent)
 	l.crash("submitting_after_ray")
+	if err != nil && !errors.Is(err, mvp.ErrJobExists) && ctx.Err() == nil && !errors.Is(err, mvp.ErrRayUnavailable) {
+		// An answer (Ray's refusal, or mvp's side failing before anything was sent): this POST made no job, so it
+		// does not move the grace. Moved, a resubmit refused at every pass was held SUBMITTING for ever.
+		l.mu.Lock()
+		if hadBefore {
+			l.posted[att.RaySubmissionID] = before
+		} else {
+			delete(l.posted, att.RaySubmissionID)
+		}
+		l.mu.Unlock()
+	}
 	switch {
 	case err == nil || errors.Is(err, mvp.ErrJobExists):
 		return l.markSubmitted(ctx, t, att)

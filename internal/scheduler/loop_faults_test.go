@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -263,4 +264,60 @@ func deref(p *int) any {
 		return nil
 	}
 	return *p
+}
+
+// A refused POST restarted the submit grace: the grace covers a POST whose answer was lost (it may still become a
+// job), but every POST moved the time it counts from, the refused ones too. A resubmit that Ray refused at every
+// pass (after a restart before the first POST, or after a first POST whose answer was lost) was held SUBMITTING
+// for ever, posted again at every pass, and its gang's GPUs stayed taken in admission. Found by a review.
+func TestARefusedResubmitAfterARestartFailsOnceTheGraceIsOver(t *testing.T) {
+	h := newHarness(t) // submit grace 1 min
+	task := h.task()
+	att := &mvp.Attempt{TaskID: task.ID, No: 1, RaySubmissionID: task.ID + "--a01", CreatedAt: h.clock.t}
+	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateQueued, To: mvp.StateSubmitting,
+		At: h.clock.t, NewAttempt: att}); err != nil {
+		t.Fatal(err)
+	}
+	h.ray.submitErr = func(string) error {
+		return &mvp.Error{Code: mvp.CodeInvalid, Message: "Ray refused the request (HTTP 400): ValueError: bad entrypoint_resources"}
+	}
+	h.loop = h.newLoop() // the restarted mvp: its start opens the grace
+	for i := 0; i < 20; i++ { // 3 minutes, a pass every 9 s
+		h.clock.t = h.clock.t.Add(9 * time.Second)
+		h.tick()
+	}
+	got := h.get(task.ID)
+	if got.State != mvp.StateFailed || !strings.Contains(got.ErrorSummary, "bad entrypoint_resources") {
+		t.Errorf("3 min after the restart (grace 1 min): %s %q after %d refused POSTs; want FAILED with Ray's refusal",
+			got.State, got.ErrorSummary, h.ray.submits)
+	}
+}
+
+func TestARefusedResubmitAfterALostAnswerFailsOnceTheGraceIsOverAndFreesItsGPUs(t *testing.T) {
+	h := newHarness(t)
+	first := h.task()
+	calls := 0
+	h.ray.submitErr = func(id string) error {
+		if id != first.ID+"--a01" {
+			return nil
+		}
+		calls++
+		if calls == 1 {
+			return fmt.Errorf("POST /api/jobs/: %w (timeout)", mvp.ErrRayUnavailable)
+		}
+		return &mvp.Error{Code: mvp.CodeInvalid, Message: "Ray refused the request (HTTP 400): ValueError: bad"}
+	}
+	h.tick() // the POST's answer is lost and no job shows: SUBMITTING, in the grace
+	big := h.taskOf(8)
+	for i := 0; i < 20; i++ {
+		h.clock.t = h.clock.t.Add(9 * time.Second)
+		h.tick()
+	}
+	if got := h.get(first.ID); got.State != mvp.StateFailed {
+		t.Errorf("3 min after the lost POST (grace 1 min): %s %q after %d POSTs; want FAILED", got.State,
+			got.ErrorSummary, calls)
+	}
+	if got := h.get(big.ID); got.State != mvp.StateSubmitted && got.State != mvp.StateRunning {
+		t.Errorf("the 8-GPU task behind it: %s %q; want it submitted once the first has failed", got.State, got.PendingReason)
+	}
 }
