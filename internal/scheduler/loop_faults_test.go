@@ -281,7 +281,7 @@ func TestARefusedResubmitAfterARestartFailsOnceTheGraceIsOver(t *testing.T) {
 	h.ray.submitErr = func(string) error {
 		return &mvp.Error{Code: mvp.CodeInvalid, Message: "Ray refused the request (HTTP 400): ValueError: bad entrypoint_resources"}
 	}
-	h.loop = h.newLoop() // the restarted mvp: its start opens the grace
+	h.loop = h.newLoop()      // the restarted mvp: its start opens the grace
 	for i := 0; i < 20; i++ { // 3 minutes, a pass every 9 s
 		h.clock.t = h.clock.t.Add(9 * time.Second)
 		h.tick()
