@@ -115,6 +115,15 @@ func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p
 	if up.EndTime == nil {
 		up.EndTime = &now
 	}
+	if up.RunningAt == nil && info.Status.Terminal() && (info.DriverExitCode != nil || up.PlacedAt != nil) {
+		// It ran (its driver exited, or its gang was seen placed) between two looks of mvp's, or while mvp was
+		// down: recorded as never started, its task was still bound by max_queued_s after a run of hours. Ray
+		// keeps no time of its RUNNING; its start_time is what RunningSince takes for an ended attempt.
+		up.RunningAt = up.StartTime
+		if up.RunningAt == nil {
+			up.RunningAt = up.EndTime
+		}
+	}
 	up.LogKept = r.LogKept
 	up.Message = cut(info.Message)
 	payload := map[string]any{"ray_status": info.Status}

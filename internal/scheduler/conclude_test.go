@@ -253,3 +253,43 @@ func TestACrashOnAFullSharedRootIsInfra(t *testing.T) {
 		})
 	}
 }
+
+// A job whose driver ran and ended between two looks of mvp's (or while mvp was down) was recorded as never
+// started: only mvp's own sight of RUNNING set running_at, so its task, requeued (INFRA), was still bound by
+// max_queued_s and expired as one that "waited … without starting" after a run of hours. Ray's report of the
+// driver's exit code, or the gang seen placed, says the run began; running_at is then Ray's start_time, as
+// RunningSince takes it for an ended attempt. Found by a review.
+func TestConcludeRecordsARunItDidNotSeeRunning(t *testing.T) {
+	rp := RetryPolicy{RetryInterval: time.Minute, MaxInfraRetries: 1, SubmitGrace: time.Minute}
+	exit := func(n int) *int { return &n }
+	start, end := t0.Add(-5*time.Hour), t0.Add(-time.Hour)
+	placed := t0.Add(-4 * time.Hour)
+	base := mvp.Attempt{TaskID: "t", No: 1, RaySubmissionID: "t--a01", RayStatus: mvp.RayPending, CreatedAt: start}
+	withPlaced := base
+	withPlaced.PlacedAt = &placed
+	seen := base
+	seenAt := t0.Add(-3 * time.Hour)
+	seen.RayStatus, seen.RunningAt = mvp.RayRunning, &seenAt
+	for _, c := range []struct {
+		name string
+		att  mvp.Attempt
+		info mvp.JobInfo
+		want *time.Time
+	}{
+		{"the driver exited: it ran", base, mvp.JobInfo{Status: mvp.RayFailed, Message: nodeDied, DriverExitCode: exit(1),
+			StartTime: start.UnixMilli(), EndTime: end.UnixMilli()}, &start},
+		{"the gang was seen placed: it ran", withPlaced, mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_SUPERVISOR_ACTOR_DIED",
+			Message: nodeDied, StartTime: start.UnixMilli(), EndTime: end.UnixMilli()}, &start},
+		{"no exit code, never placed: not known to have run", base, mvp.JobInfo{Status: mvp.RayFailed,
+			ErrorType: "JOB_SUPERVISOR_ACTOR_DIED", Message: nodeDied, StartTime: start.UnixMilli(), EndTime: end.UnixMilli()}, nil},
+		{"seen running: mvp's own time stands", seen, mvp.JobInfo{Status: mvp.RayFailed, Message: nodeDied, DriverExitCode: exit(1),
+			StartTime: start.UnixMilli(), EndTime: end.UnixMilli()}, &seenAt},
+	} {
+		info := c.info
+		o := Conclude(t0, &mvp.Task{ID: "t", State: mvp.StateSubmitted}, &c.att, Report{Info: &info}, History{}, rp)
+		got := o.Attempt.RunningAt
+		if (got == nil) != (c.want == nil) || got != nil && !got.Equal(*c.want) {
+			t.Errorf("%s: running_at %v, want %v", c.name, got, c.want)
+		}
+	}
+}

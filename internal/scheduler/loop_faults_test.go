@@ -321,3 +321,32 @@ func TestARefusedResubmitAfterALostAnswerFailsOnceTheGraceIsOverAndFreesItsGPUs(
 		t.Errorf("the 8-GPU task behind it: %s %q; want it submitted once the first has failed", got.State, got.PendingReason)
 	}
 }
+
+// The loop end of TestConcludeRecordsARunItDidNotSeeRunning: a task with max_queued_s 1 h whose job ran 4 h while
+// mvp was down and then lost a node is requeued (INFRA), not expired as never started.
+func TestARunThatRanWhileMvpWasDownIsNotExpiredAsNeverStarted(t *testing.T) {
+	h := newHarness(t)
+	tk := &mvp.Task{ID: "mvp2-ppo-20251223-143201-ee01", Workload: mvp.WorkloadPPO, State: mvp.StateQueued, NNodes: 1,
+		GPUsPerNode: 2, JobSpecYAML: "x", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t, MaxQueuedS: 3600}
+	if err := h.db.CreateTask(context.Background(), tk); err != nil {
+		t.Fatal(err)
+	}
+	h.tick() // submitted; Ray has it PENDING
+	sid := tk.ID + "--a01"
+	start := h.clock.t.Add(time.Minute)
+	h.clock.t = h.clock.t.Add(5 * time.Hour) // mvp is down; the job runs 4 h and loses a node
+	h.ray.set(sid, mvp.RayFailed, "ray.exceptions.ActorDiedError: The actor died because its node has died.", 1)
+	h.ray.mu.Lock()
+	h.ray.jobs[sid].StartTime, h.ray.jobs[sid].EndTime = start.UnixMilli(), start.Add(4*time.Hour).UnixMilli()
+	h.ray.mu.Unlock()
+	h.loop = h.newLoop()
+	h.tick()
+	h.tick()
+	got := h.get(tk.ID)
+	if got.Expired() || got.State == mvp.StateFailed {
+		t.Errorf("a run of 4 h was ended as never started: %s %q", got.State, got.ErrorSummary)
+	}
+	if len(got.Attempts) < 2 && got.State != mvp.StatePendingResources {
+		t.Errorf("want the INFRA retry (requeued or its second attempt submitted): %s, %d attempts", got.State, len(got.Attempts))
+	}
+}
