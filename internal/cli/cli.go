@@ -981,7 +981,9 @@ func render(w io.Writer, format string, raw json.RawMessage, table func(io.Write
 		return err
 	case "yaml":
 		var doc yaml.Node
-		if err := yaml.Unmarshal(raw, &doc); err != nil { // JSON is YAML
+		// JSON is YAML, once written so that YAML's reader takes what JSON carries raw (a DEL in a run's progress
+		// name would fail the listing).
+		if err := yaml.Unmarshal(mvp.JSONForYAML(raw), &doc); err != nil {
 			return err
 		}
 		blockStyle(&doc)

@@ -278,18 +278,21 @@ func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 	return root, nil
 }
 
-// YAMLText returns a jobspec's text as the YAML parser can read it. JSON escapes a character outside the Basic
-// Multilingual Plane as a UTF-16 surrogate pair (Python's json.dumps does by default), which the YAML parser
-// refuses: the pairs become their characters (the same JSON value), and a lone half, which is no character, is
-// refused saying so. Anything else is returned as it is. Every reader of a jobspec's text goes through it: the
-// submit, a resubmit reading what the user gave, and the CLI editing a file (-e) or sending a schedule's.
+// YAMLText returns a jobspec's text as the YAML parser can read it. A JSON jobspec is written so that YAML reads
+// the value JSON does (mvp.JSONForYAML: surrogate pairs, which Python's json.dumps writes for a character outside
+// the Basic Multilingual Plane; "\/"; characters JSON carries raw and YAML's reader refuses, such as DEL, which a
+// stored spec re-encoded for a resubmit holds when its YAML wrote them escaped), after a byte order mark, if any;
+// a lone surrogate half, which is no character, is refused saying so. Anything else is returned as it is. Every
+// reader of a jobspec's text goes through it: the submit, a resubmit reading what the user gave, and the CLI
+// editing a file (-e) or sending a schedule's.
 func YAMLText(body []byte) ([]byte, error) {
-	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '{' && bytes.Contains(body, []byte(`\u`)) &&
-		json.Valid(body) {
-		if mvp.LoneSurrogate(body) {
-			return nil, invalid("", "the jobspec %s", mvp.LoneSurrogateWhy)
+	if j := bytes.TrimPrefix(body, []byte("\ufeff")); len(j) > 0 {
+		if trimmed := bytes.TrimSpace(j); len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(j) {
+			if mvp.LoneSurrogate(j) {
+				return nil, invalid("", "the jobspec %s", mvp.LoneSurrogateWhy)
+			}
+			return mvp.JSONForYAML(j), nil
 		}
-		return mvp.JoinSurrogatePairs(body), nil
 	}
 	return body, nil
 }

@@ -21,9 +21,9 @@ func TestClipCutsBetweenCharacters(t *testing.T) {
 	}
 }
 
-// TestJoinSurrogatePairs: an escaped pair becomes its character; an escaped backslash before "u" is text; lone
+// TestJSONForYAML: an escaped pair becomes its character; an escaped backslash before "u" is text; lone
 // halves and other escapes stay as they are; the JSON value is the same.
-func TestJoinSurrogatePairs(t *testing.T) {
+func TestJSONForYAML(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{`{"x":"\ud83d\ude00"}`, `{"x":"😀"}`},
 		{`{"x":"a\ud83d\ude00b\ud83d\ude01"}`, `{"x":"a😀b😁"}`},
@@ -34,9 +34,9 @@ func TestJoinSurrogatePairs(t *testing.T) {
 		{`{"x":"\u00e9\n\""}`, `{"x":"\u00e9\n\""}`},
 		{`{"\ud83d\ude00":1}`, `{"😀":1}`},
 	} {
-		got := string(JoinSurrogatePairs([]byte(c.in)))
+		got := string(JSONForYAML([]byte(c.in)))
 		if got != c.want {
-			t.Errorf("JoinSurrogatePairs(%s) = %s; want %s", c.in, got, c.want)
+			t.Errorf("JSONForYAML(%s) = %s; want %s", c.in, got, c.want)
 		}
 		var a, b any
 		if err := json.Unmarshal([]byte(c.in), &a); err != nil {

@@ -114,34 +114,58 @@ func LoneSurrogate(body []byte) bool {
 	return false
 }
 
-// JoinSurrogatePairs returns the JSON text body with every escaped UTF-16 surrogate pair ("\ud83d\ude00", what
-// Python's json.dumps writes for a character outside the Basic Multilingual Plane) replaced by the character
-// itself in UTF-8: the same JSON value, which a YAML parser (which refuses such escapes) then reads as JSON does.
-// Everything else, lone halves included, is left as it is. body must be valid JSON (json.Valid): its escapes are
-// then all within strings.
-func JoinSurrogatePairs(body []byte) []byte {
+// JSONForYAML returns the JSON text body written so that a YAML parser (yaml.v3, which reads mvp's JSON
+// jobspecs) reads it as JSON does: the same JSON value, each string's text unchanged. It replaces an escaped UTF-16
+// surrogate pair ("\ud83d\ude00", what Python's json.dumps writes for a character outside the Basic Multilingual
+// Plane; YAML refuses such escapes) by the character itself in UTF-8, an escaped slash ("\/", which PHP's and some
+// Java encoders write; not a YAML escape) by the slash, and a character JSON carries raw but YAML's reader refuses
+// (DEL, the C1 controls, U+FFFE and U+FFFF: Go's encoder writes them raw), or reads as a line break inside a string
+// (NEL, U+2028, U+2029: a quoted scalar would fold it into a space), by its \u escape. Everything else,
+// lone halves included, is left as it is. body must be valid JSON (json.Valid): its escapes and any byte above
+// 0x7E are then all within strings.
+func JSONForYAML(body []byte) []byte {
 	var out []byte
 	last := 0
-	for i := 0; i < len(body); i++ {
-		if body[i] != '\\' {
-			continue
+	put := func(i, n int, repl []byte) { // body[i:i+n] becomes repl
+		out = append(append(out, body[last:i]...), repl...)
+		last = i + n
+	}
+	for i := 0; i < len(body); {
+		switch c := body[i]; {
+		case c == '\\' && i+1 < len(body) && body[i+1] == '/':
+			put(i, 2, []byte{'/'})
+			i += 2
+		case c == '\\':
+			if r, ok := surrogatePair(body, i); ok {
+				put(i, 12, utf8.AppendRune(nil, r))
+				i += 12
+			} else if _, ok := unicodeEscape(body, i); ok {
+				i += 6
+			} else {
+				i += 2 // \" \\ \n …: its character is not an escape's start
+			}
+		case c == 0x7f:
+			put(i, 1, []byte(`\u007f`))
+			i++
+		case c >= 0x80:
+			r, n := utf8.DecodeRune(body[i:])
+			if yamlAlters(r) {
+				put(i, n, fmt.Appendf(nil, `\u%04x`, r))
+			}
+			i += n
+		default:
+			i++
 		}
-		if _, ok := unicodeEscape(body, i); !ok {
-			i++ // \" \\ \n …: its character is not an escape's start
-			continue
-		}
-		r, ok := surrogatePair(body, i)
-		if !ok {
-			i += 5
-			continue
-		}
-		out = append(out, body[last:i]...)
-		out = utf8.AppendRune(out, r)
-		i += 11
-		last = i + 1
 	}
 	if out == nil {
 		return body
 	}
 	return append(out, body[last:]...)
+}
+
+// yamlAlters reports whether YAML's reader, given r (a character at or above U+0080) raw in a quoted scalar,
+// refuses it or reads it as a line break: it takes U+00A0 to U+D7FF, U+E000 to U+FFFD and U+10000 up, and NEL,
+// U+2028 and U+2029 are line breaks to it.
+func yamlAlters(r rune) bool {
+	return r == 0x2028 || r == 0x2029 || !(r >= 0xA0 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= utf8.MaxRune)
 }

@@ -11,12 +11,13 @@ import (
 
 // FuzzJSONEscapes feeds the two readers of a JSON body's \u escapes what a client may send. LoneSurrogate says
 // true exactly when Go's decoder would make an escape U+FFFD (the body holds no U+FFFD of its own); and
-// JoinSurrogatePairs gives JSON that decodes to the same value.
+// JSONForYAML gives JSON that decodes to the same value.
 func FuzzJSONEscapes(f *testing.F) {
 	for _, s := range []string{
 		`{"a": "\ud83d\ude00"}`, `{"a": "\ud800"}`, `{"a": "\udc00\ud800"}`, `{"a": "\\ud800"}`, `["\ud83d", "\ude00"]`,
 		`{"\ud800": 1}`, `"\u00e9\ud83d\ude00x"`, `{"a": "\ud83d\u0041"}`, `{"entrypoint": "echo \"\ud83d\ude00\""}`,
 		`{"a": "\\\ud83d\ude00"}`, `"\ud83d\uDE00"`, `"\uD83D\ude00"`, `{"a":1}`,
+		`{"a": "x\/y"}`, `{"a": "\\/"}`, "{\"a\": \"\x7f\u0085\u0090\u2028\ufffe\uffff\"}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -33,7 +34,7 @@ func FuzzJSONEscapes(f *testing.F) {
 				t.Fatalf("%q: decoded with U+FFFD %v, LoneSurrogate %v", b, replaced, !replaced)
 			}
 		}
-		joined := JoinSurrogatePairs(b)
+		joined := JSONForYAML(b)
 		w, err := decodeAny(joined)
 		if err != nil {
 			t.Fatalf("%q joined as %q, which does not decode: %v", b, joined, err)
