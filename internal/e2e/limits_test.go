@@ -409,3 +409,55 @@ func TestACanceledRunIsEstimatedToEndWithinItsGrace(t *testing.T) {
 		t.Errorf("the waiting gang was submitted at %v, before the canceled run's job ended (%v)", done.Attempts[0].CreatedAt, prev.EndTime)
 	}
 }
+
+// TestARunThatRanWhileMvpWasDownIsNotExpiredAsNeverStarted: a task's job ran, and failed as on a lost node, while
+// mvp was down (it stopped right after Ray took the submission: crash point submitting_after_ray), ending after
+// the task's max_queued_s. mvp never saw it RUNNING; Ray's report of its driver's exit code says it ran, so the
+// restarted mvp requeues it as INFRA (a task that has run is no longer bound by max_queued_s) instead of ending it
+// MAX_QUEUED_EXCEEDED "without starting", which it did before (found by a review; the unit test of the same name
+// failed then).
+func TestARunThatRanWhileMvpWasDownIsNotExpiredAsNeverStarted(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{retryS: 1, env: []string{"MVP_CRASH_POINT=submitting_after_ray"}})
+	const maxQueuedS = 20
+	task := s.submit(spec("ppo", 1, 1, maxQueuedS+10, "mvp_test.exit_code=1",
+		"mvp_test.last_words=ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 1234") +
+		fmt.Sprintf("max_queued_s: %d\n", maxQueuedS))
+	if code := s.waitExit(120 * time.Second); code != 86 {
+		t.Fatalf("exit code %d, want 86 from crash point submitting_after_ray", code)
+	}
+	sid := mvp.SubmissionID(task.ID, 1)
+	var ended *mvp.JobInfo
+	waitFor(t, 300*time.Second, "the job to run and fail in Ray while mvp is down", func() (bool, string) {
+		info, err := rayc.GetJob(ctxT(t), sid)
+		if err != nil {
+			return false, err.Error()
+		}
+		ended = info
+		return info.Status.Terminal(), string(info.Status)
+	})
+	if ended.Status != mvp.RayFailed || ended.DriverExitCode == nil {
+		t.Fatalf("the job ended %s, driver exit code %v: want FAILED with the driver's exit code", ended.Status, ended.DriverExitCode)
+	}
+	if since := time.Since(task.CreatedAt); since < maxQueuedS*time.Second {
+		t.Fatalf("the job ended %v after the task was created, within its max_queued_s: the test shows nothing", since)
+	}
+	s.extraEnv = nil
+	s.start()
+	var got *mvp.Task
+	waitFor(t, 120*time.Second, "the restarted mvp to conclude attempt 1", func() (bool, string) {
+		got = s.get(task.ID)
+		return len(got.Attempts) > 0 && got.Attempts[0].RayStatus.Terminal(), string(got.State)
+	})
+	a := got.Attempts[0]
+	if a.FailureKind != mvp.FailureInfra || a.RunningAt == nil {
+		t.Errorf("attempt 1: %s, running_at %v; want INFRA, with the time Ray says it began", a.FailureKind, a.RunningAt)
+	}
+	if strings.Contains(got.ErrorSummary, string(mvp.FailureMaxQueuedExceeded)) || got.State == mvp.StateFailed && len(got.Attempts) == 1 {
+		t.Errorf("a run that ran while mvp was down was ended as never started: %s %q", got.State, got.ErrorSummary)
+	}
+	if _, _, err := s.c.Cancel(ctxT(t), task.ID); err != nil {
+		t.Errorf("cancel: %v", err)
+	}
+	s.waitState(task.ID, mvp.StateCanceled, 60*time.Second)
+}

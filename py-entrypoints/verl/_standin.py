@@ -7,6 +7,8 @@ Keys read from the Hydra overrides (a leading "+" or "++" is accepted, the last 
   trainer.nnodes, trainer.n_gpus_per_node     the gang, as verl reads them
   mvp_test.hold_s        seconds to hold the GPUs once placed (default 5)
   mvp_test.exit_code     exit code at the end (default 0)
+  mvp_test.last_words    a line printed to stderr just before a non-zero exit code, as a run's traceback ends
+                         (tests give Ray's words for a lost node, so that the run is classed as one)
   mvp_test.wait_file     wait until this file exists before the resource check (tests make races exact with it)
   mvp_test.dump_args     write {"argv", "env", "cwd"} as JSON to this path first (tests check what arrived)
   mvp_test.stall_after   stop writing progress after this many steps but keep holding (a hung run)
@@ -288,4 +290,7 @@ def train(workload, cfg, nnodes, gpus, cpus_per_bundle, fail_fast_check):
         print(f"verl-standin: placement groups removed; going on for {linger_s:g} s (mvp_test.linger_s)", flush=True)
         time.sleep(linger_s)
     print(f"verl-standin: done after {step} step(s), exit code {exit_code}", flush=True)
+    last_words = cfg.get("mvp_test.last_words")
+    if last_words and exit_code != 0:
+        print(last_words, file=sys.stderr, flush=True)
     return exit_code
