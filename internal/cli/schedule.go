@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -139,12 +141,25 @@ func specJSON(spec []byte) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the jobspec is not a YAML or JSON mapping: %w", err)
 	}
+	for k, v := range doc {
+		// A number field written as a decimal JSON does not take (+1, 04) goes as its number: sent as text, it was
+		// refused ("write +1, not \"+1\""), where the submit of the same file is taken. Any other text goes as it is,
+		// for the server to take or refuse as a submit does.
+		if s, ok := v.(scalar); ok && jobspec.IntField(k) && s.n.ShortTag() == "!!int" && signedDecimal.MatchString(s.n.Value) {
+			if n, err := strconv.ParseInt(s.n.Value, 10, 64); err == nil {
+				doc[k] = json.Number(strconv.FormatInt(n, 10))
+			}
+		}
+	}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("the jobspec cannot be sent as JSON: %w", err)
 	}
 	return b, nil
 }
+
+// signedDecimal is an integer's text in decimal digits, with a sign or leading zeros that JSON does not take.
+var signedDecimal = regexp.MustCompile(`^[-+]?[0-9]+$`)
 
 func printSchedules(w io.Writer, list []*mvp.Schedule, detail bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

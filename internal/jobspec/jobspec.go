@@ -143,6 +143,9 @@ var listFields = map[string]bool{"overrides": true, "after_ok": true, "after_any
 var intFields = map[string]bool{"nnodes": true, "n_gpus_per_node": true, "max_runtime_s": true, "max_queued_s": true,
 	"heartbeat_timeout_s": true, "priority": true}
 
+// IntField reports whether the top-level field name holds an integer.
+func IntField(name string) bool { return intFields[name] }
+
 func invalid(field, format string, args ...any) error {
 	return mvp.Errorf(mvp.CodeInvalid, field, format, args...)
 }
