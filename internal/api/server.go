@@ -1631,14 +1631,32 @@ func (s *Server) copyLog(ctx context.Context, id string, n int, skip int64, w io
 					"is the copy mvp made while it ran (every v2.ray.log_copy_s); what its driver wrote after that "+
 					"copy is lost", n, a.FailureKind)}
 			}
+			if ended && !errors.Is(err, mvp.ErrJobNotFound) {
+				// Ray has the job but its log cannot be read now: the copy made while it ran is not the whole log
+				// (served as whole, a follower ended without the run's last lines, often its traceback).
+				return m, ended, mvp.Errorf(mvp.CodeUnavailable, "", "attempt %d ended, and Ray's log of it cannot be "+
+					"read now (%v): this is the copy mvp made while it ran (every v2.ray.log_copy_s); ask again for the "+
+					"rest", n, err)
+			}
 			return m, ended, nil
 		} else if m > 0 {
 			return m, ended, mvp.Errorf(mvp.CodeUnavailable, "", "Ray's log could not be read (%v), and the folder's copy "+
 				"was cut short: %v", err, ferr)
 		}
 		if errors.Is(err, mvp.ErrJobNotFound) {
-			if t.State.Waiting() || t.State == mvp.StateSubmitting {
-				return 0, false, nil
+			if !ended && (t.State.Waiting() || t.State == mvp.StateSubmitting) {
+				return 0, false, nil // not sent to Ray yet
+			}
+			if ended && !t.State.Terminal() {
+				// Ended with no job in Ray (it failed before or as it was sent, or Ray lost it while PENDING) while
+				// its task goes on: a log lost, as for a follower told so and following on to the next attempt.
+				// (Taken for "not ended" by the task's state, a follow of it hung until the next attempt was sent,
+				// then failed on a 404.)
+				why := fmt.Sprintf("attempt %d ended (%s) with no log: Ray holds no job for it and mvp kept none", n, a.FailureKind)
+				if a.Message != "" {
+					why += ": " + a.Message
+				}
+				return 0, true, lostLogError{why}
 			}
 			if ended && a.Message != "" {
 				// Ray holds no job for it (it failed before or as it was sent, or Ray lost it): its end says why.
