@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,17 +27,11 @@ func TestTheLogOfAnEndedAttemptWithNoJobWhileItsTaskGoesOn(t *testing.T) {
 	ray := servicetest.NewRay()
 	m := servicetest.Start(t, &service.Main{Ray: ray})
 	ctx := t.Context()
-	raw, err := m.Client().Submit(ctx, []byte(goodSpec), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var task mvp.Task
-	if err := json.Unmarshal(raw, &task); err != nil {
-		t.Fatal(err)
-	}
+	task := submitGoodTask(t, m)
 	// Wait until the loop has sent attempt 1 (the fake Ray then holds its job), then make it the attempt described
 	// above: ended INFRA with no job, the task backing off for an hour.
 	var got *mvp.Task
+	var err error
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if got, err = m.Store().GetTask(ctx, task.ID); err != nil {
@@ -107,35 +100,12 @@ func (r *flakyLogRay) CopyJobLog(ctx context.Context, id, node string, w io.Writ
 func TestAnEndedAttemptsRunningCopyIsNotServedAsWholeWhileRayCannotBeRead(t *testing.T) {
 	ray := &flakyLogRay{Ray: servicetest.NewRay()}
 	m := servicetest.Start(t, &service.Main{Ray: ray})
-	raw, err := m.Client().Submit(t.Context(), []byte(goodSpec), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var task mvp.Task
-	if err := json.Unmarshal(raw, &task); err != nil {
-		t.Fatal(err)
-	}
+	task := submitGoodTask(t, m)
 	sub, copied := runUntilCopied(t, m, ray.Ray, task.ID)
 	ray.down.Store(true)
 	ray.AddLog(sub, "step 2: the end\n") // after the last copy
 	ray.Set(sub, mvp.RaySucceeded)       // its log is kept after the pass, which fails while Ray cannot be read
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, err := m.Store().GetTask(t.Context(), task.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := got.Attempt(1); a != nil && a.RayStatus.Terminal() {
-			if a.LogKept {
-				t.Fatalf("attempt 1's log kept while Ray's log cannot be read: %+v", a)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("attempt 1 did not end: %+v", got.Attempt(1))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitEndedUnkept(t, m, task.ID, "Ray's log cannot be read")
 	resp, body := do(t, m.URL(), "GET", "/api/v2/tasks/"+task.ID+"/logs?attempt=1", "", "", nil)
 	if string(body) != copied || resp.Trailer.Get(api.LogEndTrailer) != api.LogEndCut {
 		t.Errorf("status %d, body %q, trailers %v: want the copy, then %s: %s", resp.StatusCode, body, resp.Trailer,

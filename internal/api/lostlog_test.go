@@ -25,34 +25,11 @@ import (
 func TestALogRayLostIsNotServedAsWhole(t *testing.T) {
 	ray := servicetest.NewRay()
 	m := servicetest.Start(t, &service.Main{Ray: ray})
-	raw, err := m.Client().Submit(t.Context(), []byte(goodSpec), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var task mvp.Task
-	if err := json.Unmarshal(raw, &task); err != nil {
-		t.Fatal(err)
-	}
+	task := submitGoodTask(t, m)
 	sub, want := runUntilCopied(t, m, ray, task.ID)
-	deadline := time.Now().Add(20 * time.Second)
 	ray.AddLog(sub, "step 2\n")     // after the last copy: lost with the job
 	ray.DeleteJob(t.Context(), sub) // the Ray head restarted: the job is gone
-	for {
-		got, err := m.Store().GetTask(t.Context(), task.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := got.Attempt(1); a != nil && a.RayStatus.Terminal() {
-			if a.LogKept {
-				t.Fatalf("attempt 1 of a vanished job has its log kept: %+v", a)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("attempt 1 did not end after its job vanished: %+v", got.Attempt(1))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitEndedUnkept(t, m, task.ID, "its job vanished")
 	resp, body := do(t, m.URL(), "GET", "/api/v2/tasks/"+task.ID+"/logs?attempt=1", "", "", nil)
 	if string(body) != want || resp.Trailer.Get(api.LogEndTrailer) != api.LogEndCut ||
 		!strings.Contains(resp.Trailer.Get(api.LogWhyTrailer), "lost") {
@@ -68,10 +45,47 @@ func TestALogRayLostIsNotServedAsWhole(t *testing.T) {
 			len(want)+7, resp.StatusCode, body, resp.Trailer, api.LogEndTrailer, api.LogEndCut)
 	}
 	var out bytes.Buffer
-	err = m.Client().Logs(t.Context(), task.ID, 1, false, &out)
+	err := m.Client().Logs(t.Context(), task.ID, 1, false, &out)
 	if out.String() != want || err == nil || !strings.Contains(err.Error(), "lost") ||
 		strings.Contains(err.Error(), "run the same command again") {
 		t.Errorf("client: %q, %v; want the copy and an error saying the rest is lost", out.String(), err)
+	}
+}
+
+// submitGoodTask submits goodSpec to m and returns the task the answer gives.
+func submitGoodTask(t *testing.T, m *service.Main) mvp.Task {
+	t.Helper()
+	raw, err := m.Client().Submit(t.Context(), []byte(goodSpec), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task mvp.Task
+	if err := json.Unmarshal(raw, &task); err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+// waitEndedUnkept waits (20 s at most) until attempt 1 of task id has ended, and fails the test if its log was kept
+// meanwhile; why says what ended it.
+func waitEndedUnkept(t *testing.T, m *service.Main, id, why string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := m.Store().GetTask(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := got.Attempt(1); a != nil && a.RayStatus.Terminal() {
+			if a.LogKept {
+				t.Fatalf("attempt 1 has its log kept although %s: %+v", why, a)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attempt 1 did not end after %s: %+v", why, got.Attempt(1))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -121,8 +121,8 @@ func LoneSurrogate(body []byte) bool {
 // Java encoders write; not a YAML escape) by the slash, and a character JSON carries raw but YAML's reader refuses
 // (DEL, the C1 controls, U+FFFE and U+FFFF: Go's encoder writes them raw), or reads as a line break inside a string
 // (NEL, U+2028, U+2029: a quoted scalar would fold it into a space), by its \u escape. Everything else,
-// lone halves included, is left as it is. body must be valid JSON (json.Valid): its escapes and any byte above
-// 0x7E are then all within strings.
+// lone halves included, is left as it is. body must be valid JSON (json.Valid): its escapes and any byte from
+// 0x7F up are then all within strings.
 func JSONForYAML(body []byte) []byte {
 	var out []byte
 	last := 0
@@ -144,10 +144,7 @@ func JSONForYAML(body []byte) []byte {
 			} else {
 				i += 2 // \" \\ \n …: its character is not an escape's start
 			}
-		case c == 0x7f:
-			put(i, 1, []byte(`\u007f`))
-			i++
-		case c >= 0x80:
+		case c >= 0x7f:
 			r, n := utf8.DecodeRune(body[i:])
 			if yamlAlters(r) {
 				put(i, n, fmt.Appendf(nil, `\u%04x`, r))
@@ -163,9 +160,9 @@ func JSONForYAML(body []byte) []byte {
 	return append(out, body[last:]...)
 }
 
-// yamlAlters reports whether YAML's reader, given r (a character at or above U+0080) raw in a quoted scalar,
-// refuses it or reads it as a line break: it takes U+00A0 to U+D7FF, U+E000 to U+FFFD and U+10000 up, and NEL,
-// U+2028 and U+2029 are line breaks to it.
+// yamlAlters reports whether YAML's reader, given r (DEL or a character above it) raw in a quoted scalar, refuses
+// it or reads it as a line break: it takes U+00A0 to U+D7FF, U+E000 to U+FFFD and U+10000 up, and NEL, U+2028 and
+// U+2029 are line breaks to it.
 func yamlAlters(r rune) bool {
 	return r == 0x2028 || r == 0x2029 || !(r >= 0xA0 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= utf8.MaxRune)
 }
