@@ -83,6 +83,10 @@ type Server struct {
 	SharedRoot func() error
 	// LogPoll is the period at which a followed log is read again.
 	LogPoll time.Duration
+	// NoLogStreams makes a follower read a running attempt's log by a copy at every poll, never through a stream
+	// from Ray (mvp.LogFollower; v2.ray.max_log_streams: 0). Ray 2.60 holds a place of its state API's requests
+	// for every stream whose log file has stopped growing, for good (a followed attempt's, once it ended).
+	NoLogStreams bool
 	// Crash, when set (tests only), is called at named points and may end the process there.
 	Crash func(point string)
 	// Observer is told of each task the API accepts; nil for none.
@@ -1477,7 +1481,7 @@ func (f flushWriter) Write(p []byte) (int, error) {
 // one copyLog.
 func (s *Server) followLog(ctx context.Context, id string, n int, skip int64, w io.Writer) (wrote int64, done, streamed bool, err error) {
 	f, ok := s.Ray.(mvp.LogFollower)
-	if !ok {
+	if !ok || s.NoLogStreams {
 		wrote, done, err = s.copyLog(ctx, id, n, skip, w)
 		return wrote, done, false, err
 	}

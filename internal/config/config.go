@@ -194,6 +194,12 @@ type Ray struct {
 	// PackageRetentionS is how long a package uploaded through the Ray door is kept once nothing uses it: no task
 	// still to run names it, and no client asked for it, uploaded it or named it in a submission.
 	PackageRetentionS float64 `yaml:"package_retention_s"`
+	// MaxLogStreams bounds the driver-log streams mvp holds open on Ray's state API at once (log follows: mvp logs
+	// -f, the web page's, the Ray door's tails); followers past it read the log by copies. 0 (the default): no
+	// streams, every follower reads by copies. Ray 2.60 holds one of its state API's places (it serves
+	// RAY_STATE_SERVER_MAX_HTTP_REQUEST requests at once, 100 by default, and refuses the rest: mvp's log copies
+	// among them) for every stream whose log stops growing, for good: each followed attempt that ends leaks one.
+	MaxLogStreams int `yaml:"max_log_streams"`
 }
 
 // WorkloadConfig is per-workload admission shape; the defaults are mvp.WorkloadTable's.
@@ -236,7 +242,11 @@ const (
 	MaxAttempts             = 999
 	DefaultRayTokenEnv      = "RAY_AUTH_TOKEN"
 	DefaultKeepFinishedJobs = 100
-	DefaultRequestTimeoutS  = 10.0
+	// DefaultMaxLogStreams is no log streams from Ray (Ray.MaxLogStreams says why); MaxLogStreamsCap is the most
+	// requests Ray's state API may be set to serve at once (RAY_STATE_SERVER_MAX_HTTP_REQUEST_ALLOWED).
+	DefaultMaxLogStreams   = 0
+	MaxLogStreamsCap       = 1000
+	DefaultRequestTimeoutS = 10.0
 	// DefaultPackageRetentionS keeps an unused Ray-door package a week; MinPackageRetentionS is Ray's own
 	// temporary reference (RAY_RUNTIME_ENV_TEMPORARY_REFERENCE_EXPIRATION_S): a client checks that a package is
 	// kept, then submits the job naming it, and it must not go in between.
@@ -708,6 +718,9 @@ func (c *Config) applyDefaults(present map[string]bool) {
 	if absent("v2.ray.package_retention_s") {
 		r.PackageRetentionS = DefaultPackageRetentionS
 	}
+	if absent("v2.ray.max_log_streams") {
+		r.MaxLogStreams = DefaultMaxLogStreams
+	}
 	if v.Workloads == nil {
 		v.Workloads = map[string]WorkloadConfig{}
 	}
@@ -849,6 +862,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s: %s s is more than ten years (%d s), the longest duration mvp takes", d.key, number(d.v),
 				MaxDurationS)
 		}
+	}
+	if n := v.Ray.MaxLogStreams; n < 0 || n > MaxLogStreamsCap {
+		return fmt.Errorf("v2.ray.max_log_streams: %d is not 0..%d (the most requests Ray's state API serves at once, "+
+			"RAY_STATE_SERVER_MAX_HTTP_REQUEST_ALLOWED); keep it well below the cluster's RAY_STATE_SERVER_MAX_HTTP_REQUEST "+
+			"(100 unless set), or leave it out for the default, %d: no streams", n, MaxLogStreamsCap, DefaultMaxLogStreams)
 	}
 	if r := v.Ray.PackageRetentionS; r < MinPackageRetentionS {
 		return fmt.Errorf("v2.ray.package_retention_s: %s s is too short: a client checks that mvp keeps a package, "+

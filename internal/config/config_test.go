@@ -258,6 +258,8 @@ func TestNegativeOrZeroWhereMeaningless(t *testing.T) {
 		"v2: {ray: {log_copy_s: 0}}\n",
 		"v2: {ray: {keep_finished_jobs: -3}}\n",
 		"v2: {ray: {keep_finished_jobs: 0}}\n",
+		"v2: {ray: {max_log_streams: -1}}\n",
+		"v2: {ray: {max_log_streams: 1001}}\n", // more than Ray's state API serves at its most
 		"v2: {api: {max_body_bytes: -1}}\n",
 		"v2: {api: {max_body_bytes: 0}}\n",
 		"entrypoint_num_cpus: -1\n",
@@ -631,5 +633,22 @@ func TestSecretEnvsNamesEveryVariableOfAnMVPSecret(t *testing.T) {
 	}
 	if got := strings.Join(c.SecretEnvs(), " "); got != "MVP_SECRETS_KEY" {
 		t.Errorf("SecretEnvs() with the API token in Ray's token's variable = %q, want only MVP_SECRETS_KEY", got)
+	}
+}
+
+// TestMaxLogStreamsDefaultsToNone: v2.ray.max_log_streams left out is 0, no streams from Ray's state API (Ray
+// 2.60 holds a place of its limited state API requests for good for each stream whose log stops growing); a
+// value is kept as written.
+func TestMaxLogStreamsDefaultsToNone(t *testing.T) {
+	d, err := Parse([]byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.V2.Ray.MaxLogStreams != 0 {
+		t.Errorf("max_log_streams %d by default; want 0", d.V2.Ray.MaxLogStreams)
+	}
+	c, err := Parse([]byte("v2: {ray: {max_log_streams: 400}}\n"))
+	if err != nil || c.V2.Ray.MaxLogStreams != 400 {
+		t.Errorf("max_log_streams: 400: %v, %d", err, c.V2.Ray.MaxLogStreams)
 	}
 }

@@ -239,6 +239,9 @@ type serviceOpts struct {
 	rayTokenEnv string
 	// logCopyS is v2.ray.log_copy_s (default 1 in tests).
 	logCopyS float64
+	// logStreams is v2.ray.max_log_streams (default 0: followers copy; Ray 2.60 keeps a place of its state API
+	// for good for each stream whose log stops growing, so a test that streams takes some of the cluster's 100).
+	logStreams int
 	// dataDir, when set, holds the database and the shared root (e.g. a small filesystem).
 	dataDir string
 	// sharedRoot, when set, is the shared root alone (the database stays in the test's folder).
@@ -319,9 +322,10 @@ entrypoint_resources: {worker_node: 1}
   auth: {token_env: MVP_E2E_TOKEN%s}
   sqlite: {db_path: %s, checkpoint_schedule: %q}
   scheduler: {tick_s: %g, retry_interval_s: %g, max_running_tasks: %d, gang_wait_s: %g%s}
-  ray: {gcs_address: %s, python: %s, probe_script: %s, token_env: %s, log_copy_s: %g}
+  ray: {gcs_address: %s, python: %s, probe_script: %s, token_env: %s, log_copy_s: %g, max_log_streams: %d}
 %s`, o.dashboard, s.sharedRoot, runtimeEnv, s.port, o.authExtra, s.dbPath, o.checkpoint, o.tickS, o.retryS,
-		o.maxRunning, o.gangWaitS, o.schedExtra, o.gcs, o.rayPython, env.probeScript, o.rayTokenEnv, o.logCopyS, o.extraV2)
+		o.maxRunning, o.gangWaitS, o.schedExtra, o.gcs, o.rayPython, env.probeScript, o.rayTokenEnv, o.logCopyS,
+		o.logStreams, o.extraV2)
 	if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

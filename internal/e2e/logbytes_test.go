@@ -47,7 +47,7 @@ func TestADriverLogThatIsNotUTF8IsKeptByteForByte(t *testing.T) {
 // not one per poll.
 func TestAFollowedLogIsOneStreamFromRay(t *testing.T) {
 	waitIdle(t)
-	s := startService(t, serviceOpts{logCopyS: 60}) // the loop's own running copies: once a minute here
+	s := startService(t, serviceOpts{logCopyS: 60, logStreams: 4}) // the loop's own running copies: once a minute here
 	// 24 s of lines: the follow begins once a poll has seen line 0 (a pass has recorded the driver's node, then a
 	// read through Ray's state API), which can take seconds on a loaded machine; it must still last a while.
 	entry := `python3 -c "import time

@@ -97,7 +97,7 @@ print("the last line", flush=True)
 func TestAFollowOfAQuietRunningLogIsOneStreamAndGetsItsFirstLine(t *testing.T) {
 	waitIdle(t)
 	// The loop's running copies: one when it first sees the job run (waited for below), then none for an hour.
-	s := startService(t, serviceOpts{logCopyS: 3600})
+	s := startService(t, serviceOpts{logCopyS: 3600, logStreams: 4})
 	dir := t.TempDir()
 	script := filepath.Join(dir, "quiet.py")
 	writeFile(t, script, quietDriver)

@@ -44,6 +44,7 @@ const (
 	OutcomeServerError = "server_error"
 	OutcomeUnreachable = "unreachable"
 	OutcomeCanceled    = "canceled"
+	OutcomeBusy        = "busy" // Ray's state API at its limit of requests in progress, or mvp's own bound on its log streams
 )
 
 // Observer is told what the service does as it happens, for the metrics. Every method must be cheap and safe for

@@ -87,6 +87,11 @@ var (
 	// ErrSubmitInfra: the submission failed on mvp's side before it reached Ray (a package mvp keeps for the job
 	// could not be read); the attempt ends INFRA and is retried as one Ray lost, not failed as one Ray refused.
 	ErrSubmitInfra = &Error{Code: CodeUnavailable, Message: "mvp could not prepare the submission"}
+	// ErrRayBusy: Ray is up but serves no more requests of this kind now: its state API is at its limit of
+	// requests in progress (RAY_STATE_SERVER_MAX_HTTP_REQUEST, 100 by default; log reads and streams count), or
+	// mvp holds as many log streams as it allows itself. Always wrapped together with ErrRayUnavailable: no
+	// verdict on the job, and no failed try of it either.
+	ErrRayBusy = &Error{Code: CodeUnavailable, Message: "ray is busy"}
 )
 
 // RayClient is the part of Ray's Job REST API mvp uses. Every call is keyed by submission id.

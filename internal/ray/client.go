@@ -3,6 +3,7 @@
 package ray
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,7 +39,17 @@ type Options struct {
 	HTTPClient *http.Client
 	// Observer is told each call's endpoint, outcome and duration; nil for none.
 	Observer mvp.Observer
+	// MaxLogStreams bounds the log streams (FollowJobLog) open at once; 0 for no bound. Each holds one of the
+	// requests Ray's state API serves at once (RAY_STATE_SERVER_MAX_HTTP_REQUEST, 100 by default) for as long as
+	// it lasts; a follow past the bound is refused at once with ErrRayBusy (its caller copies the log instead).
+	MaxLogStreams int
 }
+
+// MaxLogCopies bounds the copies of driver logs from Ray's state API (CopyJobLog) in flight at once; one more
+// waits for a place. With Options.MaxLogStreams it keeps mvp's own reads within Ray's state API limit, so that
+// many readers of logs (a follower past MaxLogStreams copies the log at every poll) leave room for the loop's
+// copies of ended jobs' logs and for Ray's other clients.
+const MaxLogCopies = 16
 
 // Client is the Job REST API client. It implements mvp.RayClient.
 type Client struct {
@@ -50,6 +61,9 @@ type Client struct {
 	stream *http.Client
 	follow *http.Client // stream's, without a bound on the wait for the answer's headers (FollowJobLog)
 	token  string
+
+	// streams holds a place for each log stream open (nil: no bound); copies for each log copy in flight.
+	streams, copies chan struct{}
 
 	mu          sync.Mutex
 	lastWarning string // the last incomplete-list warning logged
@@ -102,7 +116,12 @@ func New(o Options) *Client {
 		t.ResponseHeaderTimeout = 0
 		follow.Transport = t
 	}
-	return &Client{r: r, log: o.Logger, obs: mvp.ObserverOr(o.Observer), stream: stream, follow: follow, token: o.Token}
+	c := &Client{r: r, log: o.Logger, obs: mvp.ObserverOr(o.Observer), stream: stream, follow: follow, token: o.Token,
+		copies: make(chan struct{}, MaxLogCopies)}
+	if o.MaxLogStreams > 0 {
+		c.streams = make(chan struct{}, o.MaxLogStreams)
+	}
+	return c
 }
 
 type discardLogger struct{}
@@ -160,6 +179,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 		return resp, mvp.OutcomeServerError, fmt.Errorf("%s %s: %w (HTTP 404 that is not Ray's job server's: %s; "+
 			"check `address` in dev.yaml, and what answers in front of the dashboard)", method, path, mvp.ErrRayUnavailable,
 			lastLine(resp.Body()))
+	case stateAPIFull(code, resp.Body()):
+		return resp, mvp.OutcomeBusy, fmt.Errorf("%s %s: %w: %w (HTTP %d: %s)", method, path, mvp.ErrRayUnavailable, mvp.ErrRayBusy,
+			code, lastLine(resp.Body()))
 	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
 		// Not taken now (an overloaded dashboard, or a proxy in front of it): no verdict on the request. A submit
 		// so answered is looked up and sent again with the same id, not failed as the user's error.
@@ -189,6 +211,13 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*r
 		return resp, mvp.OutcomeRefused, fmt.Errorf("%s %s: %w", method, path, &mvp.Error{Code: mvp.CodeInvalid,
 			Message: fmt.Sprintf("Ray refused the request (HTTP %d): %s", code, lastLine(resp.Body()))})
 	}
+}
+
+// stateAPIFull reports whether an answer is Ray's state API refusing a request for its limit of requests in
+// progress (RAY_STATE_SERVER_MAX_HTTP_REQUEST): 429 in Ray 2.60 (state_head.py limit_handler_), 500 in older
+// Rays, both saying "Max number of in-progress requests".
+func stateAPIFull(code int, body []byte) bool {
+	return code >= 400 && bytes.Contains(body, []byte("Max number of in-progress requests"))
 }
 
 // agentRefusal finds, in a 5xx's traceback, the RuntimeError Ray's head raises for its job agent's 400
@@ -334,6 +363,12 @@ func (c *Client) CopyJobLog(ctx context.Context, id, driverNodeID string, w io.W
 // it sent nothing (Ray 2.60 answers 200 with no bytes for a file that is not there). Any other failure is err
 // with absent false: the job server's copy is not tried then (it is read by the same agent, decoded whole).
 func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer) (n int64, absent bool, err error) {
+	select {
+	case c.copies <- struct{}{}:
+		defer func() { <-c.copies }()
+	case <-ctx.Done():
+		return 0, false, ctx.Err()
+	}
 	q := url.Values{"node_id": {node}, "filename": {driverLogFile(id)}, "lines": {"-1"}}
 	// Ray bounds the whole stream by the request's timeout (30 s when none is given, then it closes the stream part
 	// way): the copy's own bound is given instead.
@@ -376,6 +411,15 @@ func (c *Client) FollowJobLog(ctx context.Context, id, driverNodeID string, inte
 		}
 		driverNodeID = node
 	}
+	if c.streams != nil {
+		select {
+		case c.streams <- struct{}{}:
+			defer func() { <-c.streams }()
+		default:
+			return 0, fmt.Errorf("follow the log of job %s: %w: %w (mvp has %d log streams from Ray open, as many as "+
+				"v2.ray.max_log_streams allows: read it by copies)", id, mvp.ErrRayUnavailable, mvp.ErrRayBusy, cap(c.streams))
+		}
+	}
 	q := url.Values{"node_id": {driverNodeID}, "filename": {driverLogFile(id)}, "lines": {"-1"},
 		"interval": {strconv.FormatFloat(max(interval, 100*time.Millisecond).Seconds(), 'f', -1, 64)}}
 	n, absent, err := c.getLog(ctx, c.follow, "stream", "log_stream", q, w)
@@ -416,6 +460,11 @@ func (c *Client) getLog(ctx context.Context, hc *http.Client, media, endpoint st
 	if resp.StatusCode != http.StatusOK {
 		outcome = mvp.OutcomeServerError
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if stateAPIFull(resp.StatusCode, body) {
+			outcome = mvp.OutcomeBusy
+			return 0, false, fmt.Errorf("%w: %w (the state API answered HTTP %d: %s)", mvp.ErrRayUnavailable, mvp.ErrRayBusy,
+				resp.StatusCode, lastLine(body))
+		}
 		gone := resp.StatusCode == http.StatusNotFound || strings.Contains(string(body), "doesn't exist")
 		return 0, gone, fmt.Errorf("%w (the state API answered HTTP %d: %s)", mvp.ErrRayUnavailable, resp.StatusCode, lastLine(body))
 	}

@@ -2001,7 +2001,6 @@ func (l *Loop) keepLogsSoon() {
 
 // keepLogs fetches the driver logs of ended jobs that are not kept yet (a success's, after the pass that concluded
 // it; one whose fetch failed when it ended), a few per pass and at most every keepLogEvery unless made due.
-
 func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 	l.mu.Lock()
 	due := now.Sub(l.lastKeep) >= keepLogEvery
@@ -2036,6 +2035,16 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 					"(said once for this log)", "task_id", a.TaskID, "submission_id", a.RaySubmissionID, "err", err)
 			}
 			continue
+		}
+		if errors.Is(err, mvp.ErrRayBusy) {
+			// Ray up, but its state API at its limit of requests in progress (others' log streams): not a try
+			// either (counted, every log ended while Ray was busy was given up within a minute), and the next
+			// job's log would be refused alike.
+			if l.sayUnkept(a.RaySubmissionID, true) {
+				l.Logger.Warn("keep driver log: Ray's state API is busy; will try again (said once for this log)",
+					"task_id", a.TaskID, "submission_id", a.RaySubmissionID, "err", err)
+			}
+			return
 		}
 		l.sayUnkept(a.RaySubmissionID, false)
 		l.keepResult(a)

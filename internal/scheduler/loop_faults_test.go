@@ -350,3 +350,52 @@ func TestARunThatRanWhileMvpWasDownIsNotExpiredAsNeverStarted(t *testing.T) {
 		t.Errorf("want the INFRA retry (requeued or its second attempt submitted): %s, %d attempts", got.State, len(got.Attempts))
 	}
 }
+
+// Ray's state API at its limit of requests in progress (RAY_STATE_SERVER_MAX_HTTP_REQUEST: others' log streams,
+// or the follows mvp serves) refuses every read of an ended job's log with 429 while Ray is up. Each refusal was
+// a failed try, so after MaxLogTries (under a minute) the log was given up for lost and the job pruned from Ray
+// without it. A busy Ray is not a try, as a Ray that is down is not: the job stays in Ray, its log is kept once
+// Ray has room.
+func TestABusyStateAPIIsNotALogTry(t *testing.T) {
+	h := newHarness(t) // KeepFinishedJobs 1
+	h.loop.MaxLogTries = 2
+	busy := true
+	h.ray.logsErr = func(string) error {
+		if busy {
+			return fmt.Errorf("logs: %w: %w (the state API answered HTTP 429: Max number of in-progress requests=100 reached)",
+				mvp.ErrRayUnavailable, mvp.ErrRayBusy)
+		}
+		return nil
+	}
+	var ended []*mvp.Task
+	for range 3 {
+		x := h.task()
+		h.tick()
+		h.ray.set(x.ID+"--a01", mvp.RaySucceeded, "", 0)
+		h.tick()
+		ended = append(ended, x)
+	}
+	for range 30 {
+		h.clock.t = h.clock.t.Add(10 * time.Second)
+		h.tick()
+	}
+	for _, x := range ended {
+		a := h.get(x.ID).Attempts[0]
+		if a.LogTries != 0 || a.LogKept {
+			t.Errorf("%s after 5 minutes of a busy state API: tries %d, kept %v; want no try counted", x.ID, a.LogTries, a.LogKept)
+		}
+		for _, e := range h.eventsOf(x.ID, mvp.EventLogNotKept) {
+			t.Errorf("%s: %s %s while Ray was only busy", x.ID, e.Type, e.Payload)
+		}
+	}
+	busy = false
+	for range 5 {
+		h.clock.t = h.clock.t.Add(10 * time.Second)
+		h.tick()
+	}
+	for _, x := range ended {
+		if a := h.get(x.ID).Attempts[0]; !a.LogKept {
+			t.Errorf("%s: log not kept once Ray had room (tries %d)", x.ID, a.LogTries)
+		}
+	}
+}

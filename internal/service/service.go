@@ -215,7 +215,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	rc := ray.New(ray.Options{DashboardURL: cfg.Address, Token: rayToken, Timeout: cfg.V2.Ray.RequestTimeout(), Logger: logger,
-		Observer: obs})
+		MaxLogStreams: cfg.V2.Ray.MaxLogStreams, Observer: obs})
 	var rayClient mvp.RayClient = rc
 	if m.Ray != nil {
 		rayClient = m.Ray
@@ -315,7 +315,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			}
 			return m.loop.SharedRootError()
 		},
-		Secrets: vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public, RayDoor: door}
+		NoLogStreams: cfg.V2.Ray.MaxLogStreams == 0,
+		Secrets:      vault, Observer: obs, Metrics: metricsHandler, MetricsPublic: cfg.V2.Metrics.Public, RayDoor: door}
 	if met != nil {
 		if err := met.CollectHealth(api.HealthComponents, srv.Degraded); err != nil {
 			return err

@@ -675,8 +675,15 @@ func (w *signalWriter) String() string {
 // moved to SUBMITTING (submitting), with its attempt's job RUNNING in ray.
 func runningInRay(t *testing.T, ray *servicetest.Ray, id string) (*service.Main, time.Time, *mvp.Attempt) {
 	t.Helper()
+	return runningInRayWith(t, ray, id, 0)
+}
+
+// runningInRayWith is runningInRay with v2.ray.max_log_streams set to streams.
+func runningInRayWith(t *testing.T, ray *servicetest.Ray, id string, streams int) (*service.Main, time.Time, *mvp.Attempt) {
+	t.Helper()
 	cfg := servicetest.Config(t)
 	cfg.V2.Scheduler.TickS = 3600
+	cfg.V2.Ray.MaxLogStreams = streams
 	m := servicetest.Start(t, &service.Main{Config: cfg, Ray: ray})
 	at, att := submitting(t, m, id)
 	if err := ray.SubmitJob(context.Background(), &mvp.JobSubmission{SubmissionID: att.RaySubmissionID}); err != nil {
@@ -710,9 +717,22 @@ func submitting(t *testing.T, m *service.Main, id string) (time.Time, *mvp.Attem
 // the file at every poll, which made Ray read a log of hundreds of MB again every second for every follower. What
 // the driver appends arrives as it comes, and the follow ends, byte for byte, with the attempt.
 func TestAFollowerReadsARunningLogInOneStream(t *testing.T) {
+	followRunningLog(t, 4)
+}
+
+// TestAFollowerCopiesARunningLogWithoutStreams: with v2.ray.max_log_streams 0 (the default: Ray 2.60 keeps a place
+// of its state API for good for each stream whose log stops growing), a follower opens no stream; it copies the
+// log at each poll and gets the same bytes, to the attempt's end.
+func TestAFollowerCopiesARunningLogWithoutStreams(t *testing.T) {
+	followRunningLog(t, 0)
+}
+
+// followRunningLog follows a running attempt's log with v2.ray.max_log_streams set to streams: its lines arrive
+// as they come, by one stream (streams > 0) or by copies (0), and the follow ends with the attempt, byte for byte.
+func followRunningLog(t *testing.T, streams int) {
 	ray := servicetest.NewRay()
 	id := "mvp2-ppo-20251223-143201-0f01"
-	m, at, att := runningInRay(t, ray, id)
+	m, at, att := runningInRayWith(t, ray, id, streams)
 	ctx, db, sub := context.Background(), m.Store(), att.RaySubmissionID
 	up := *att
 	up.RayStatus, up.DriverNodeID = mvp.RayRunning, "w1"
@@ -735,7 +755,7 @@ func TestAFollowerReadsARunningLogInOneStream(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the first line did not arrive")
 	}
-	// Three more lines, one a poll apart (LogPoll is 1 s): each must arrive without a copy of the whole log.
+	// Three more lines, one a poll apart (LogPoll is 1 s): each must arrive while the attempt runs.
 	for i := 2; i <= 4; i++ {
 		line := fmt.Sprintf("step %d\n", i)
 		ray.AddLog(sub, line)
@@ -748,8 +768,13 @@ func TestAFollowerReadsARunningLogInOneStream(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	if copies, follows := ray.LogReads(); copies != 0 || follows != 1 {
+	copies, follows := ray.LogReads()
+	if streams > 0 && (copies != 0 || follows != 1) {
 		t.Fatalf("while the attempt ran: %d whole copies and %d streams of its log; want 0 and 1", copies, follows)
+	}
+	if streams == 0 && (copies < 4 || follows != 0) {
+		t.Fatalf("while the attempt ran, without streams: %d whole copies and %d streams of its log; want a copy "+
+			"per poll and no stream", copies, follows)
 	}
 	ray.AddLog(sub, "last words, no newline")
 	end := at.Add(time.Second)
