@@ -22,7 +22,10 @@ func startKeepingOneJob(t *testing.T) *service {
 	// keep_finished_jobs sits in the ray section of the harness config: restart with it set.
 	s.stop()
 	cfg := readFile(t, s.cfgPath)
-	cfg = strings.Replace(cfg, "log_copy_s: 1}", "log_copy_s: 1, keep_finished_jobs: 1}", 1)
+	if !strings.Contains(cfg, "log_copy_s: 1,") {
+		t.Fatalf("the harness config no longer has log_copy_s in its ray mapping:\n%s", cfg)
+	}
+	cfg = strings.Replace(cfg, "log_copy_s: 1,", "log_copy_s: 1, keep_finished_jobs: 1,", 1)
 	writeFile(t, s.cfgPath, cfg)
 	s.start()
 	return s

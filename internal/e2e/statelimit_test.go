@@ -4,11 +4,8 @@ package e2e
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,90 +139,4 @@ func TestManyFollowsOfALogDoNotCostAnotherJobItsLog(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, fmt.Sprintf("a node list answers %d", resp.StatusCode)
 	})
-}
-
-// TestALogFetchRefusedByABusyStateAPIIsNotATry: Ray's state API at its limit of requests in progress (others'
-// streams: the dashboard's log viewer, `ray logs -f`) refuses a fetch of an ended job's driver log with 429. mvp
-// counted each refusal as a failed try, and after ten (under a minute) gave the log up for lost. A busy Ray is
-// not a try, as a Ray that is down is not: the tries stay at none while Ray is busy, and once Ray has room the
-// log is kept.
-func TestALogFetchRefusedByABusyStateAPIIsNotATry(t *testing.T) {
-	waitIdle(t)
-	s := startService(t, serviceOpts{logCopyS: 3600})
-	id, _ := startChattyJob(t, s)
-	a := s.get(id).Attempts[0]
-
-	// Fill Ray's state API with streams of the running job's log, as other clients of Ray would.
-	sctx, release := context.WithCancel(context.Background())
-	defer release()
-	q := url.Values{"node_id": {a.DriverNodeID}, "filename": {"job-driver-" + a.RaySubmissionID + ".log"},
-		"lines": {"10"}, "interval": {"1"}}
-	var held sync.WaitGroup
-	streams := make(chan int, rayStateLimit)
-	for range rayStateLimit {
-		held.Add(1)
-		go func() {
-			defer held.Done()
-			req, _ := http.NewRequestWithContext(sctx, http.MethodGet, env.dashboard+"/api/v0/logs/stream?"+q.Encode(), nil)
-			if env.rayToken != "" {
-				req.Header.Set("Authorization", "Bearer "+env.rayToken)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return
-			}
-			defer resp.Body.Close()
-			streams <- resp.StatusCode
-			_, _ = io.Copy(io.Discard, resp.Body)
-		}()
-	}
-	defer held.Wait()
-	defer release()
-	waitFor(t, 2*time.Minute, "Ray's state API to be full", func() (bool, string) {
-		if len(streams) < rayStateLimit {
-			return false, fmt.Sprintf("%d streams answered", len(streams))
-		}
-		resp, err := dashboardGet(t, "/api/v0/nodes?limit=1")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusTooManyRequests, fmt.Sprintf("a node list answers %d", resp.StatusCode)
-	})
-
-	b := s.submit(spec("ppo", 1, 1, 0))
-	s.waitState(b.ID, mvp.StateSucceeded, 2*time.Minute)
-	// Three passes of keepLogs (one every 5 s) have asked Ray for the log since the job ended.
-	before := rayLogCalls(t, s)
-	waitFor(t, time.Minute, "three refused fetches of the ended job's log", func() (bool, string) {
-		n, by := since(before, rayLogCalls(t, s), "log_file")
-		return n >= 3, show(by)
-	})
-	if tries := logTries(t, s, b.ID); tries != 0 {
-		t.Errorf("log_tries %d while Ray's state API was full; want 0: a busy Ray is not a try", tries)
-	}
-	if s.get(b.ID).Attempts[0].LogKept {
-		t.Fatal("the log was kept while Ray's state API refused every read: the test did not fill it")
-	}
-
-	release()
-	held.Wait()
-	waitFor(t, 90*time.Second, "the log to be kept once Ray has room", func() (bool, string) {
-		return s.get(b.ID).Attempts[0].LogKept && keptLog(s, b.ID) != "", fmt.Sprintf("log_tries %d", logTries(t, s, b.ID))
-	})
-}
-
-// logTries reads attempt 1's log_tries of task id from the service's database (read-only, beside the service).
-func logTries(t *testing.T, s *service, id string) int {
-	t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+s.dbPath+"?mode=ro&_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRow(`SELECT log_tries FROM attempts WHERE task_id = ? AND attempt_no = 1`, id).Scan(&n); err != nil {
-		t.Fatalf("read log_tries: %v", err)
-	}
-	return n
 }
