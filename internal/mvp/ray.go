@@ -110,6 +110,21 @@ type RayClient interface {
 	UploadPackage(ctx context.Context, uri string, data []byte) error
 }
 
+type schedulerReadKey struct{}
+
+// WithSchedulerRead marks ctx as the scheduler's own read of a driver log (keeping an ended job's log, copying a
+// running one, reading a failed run's last lines to judge it). A Ray client gives such reads places of their own:
+// readers of logs through the API (a follower copies the log at every poll) may take every place it allows
+// readers, and the scheduler's pass, which waits for its copy, must not wait behind them.
+func WithSchedulerRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, schedulerReadKey{}, true)
+}
+
+// SchedulerRead reports whether ctx was marked by WithSchedulerRead.
+func SchedulerRead(ctx context.Context) bool {
+	return ctx.Value(schedulerReadKey{}) != nil
+}
+
 // LogFollower is a RayClient that can follow a running job's driver log in one stream (the ray package's client
 // can). FollowJobLog writes the driver log file on driverNodeID from its first byte to w and goes on writing what
 // the driver appends, looking every interval, until ctx is done (its error is returned) or Ray ends the stream.

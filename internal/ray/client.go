@@ -45,11 +45,15 @@ type Options struct {
 	MaxLogStreams int
 }
 
-// MaxLogCopies bounds the copies of driver logs from Ray's state API (CopyJobLog) in flight at once; one more
-// waits for a place. With Options.MaxLogStreams it keeps mvp's own reads within Ray's state API limit, so that
-// many readers of logs (a follower past MaxLogStreams copies the log at every poll) leave room for the loop's
-// copies of ended jobs' logs and for Ray's other clients.
+// MaxLogCopies bounds the copies of driver logs from Ray's state API (CopyJobLog) in flight at once for readers
+// of logs; one more waits for a place. With Options.MaxLogStreams it keeps mvp's own reads within Ray's state API
+// limit, so that many readers of logs (a follower past MaxLogStreams copies the log at every poll) leave room for
+// Ray's other clients.
 const MaxLogCopies = 16
+
+// MaxSchedulerLogCopies bounds the scheduler's own copies (a context marked mvp.WithSchedulerRead), which have
+// places of their own: its pass waits for its copy, and it waited behind readers' copies of long logs.
+const MaxSchedulerLogCopies = 2
 
 // Client is the Job REST API client. It implements mvp.RayClient.
 type Client struct {
@@ -62,8 +66,9 @@ type Client struct {
 	follow *http.Client // stream's, without a bound on the wait for the answer's headers (FollowJobLog)
 	token  string
 
-	// streams holds a place for each log stream open (nil: no bound); copies for each log copy in flight.
-	streams, copies chan struct{}
+	// streams holds a place for each log stream open (nil: no bound); copies for each reader's log copy in flight,
+	// ownCopies for each of the scheduler's.
+	streams, copies, ownCopies chan struct{}
 
 	mu          sync.Mutex
 	lastWarning string // the last incomplete-list warning logged
@@ -117,7 +122,7 @@ func New(o Options) *Client {
 		follow.Transport = t
 	}
 	c := &Client{r: r, log: o.Logger, obs: mvp.ObserverOr(o.Observer), stream: stream, follow: follow, token: o.Token,
-		copies: make(chan struct{}, MaxLogCopies)}
+		copies: make(chan struct{}, MaxLogCopies), ownCopies: make(chan struct{}, MaxSchedulerLogCopies)}
 	if o.MaxLogStreams > 0 {
 		c.streams = make(chan struct{}, o.MaxLogStreams)
 	}
@@ -363,9 +368,13 @@ func (c *Client) CopyJobLog(ctx context.Context, id, driverNodeID string, w io.W
 // it sent nothing (Ray 2.60 answers 200 with no bytes for a file that is not there). Any other failure is err
 // with absent false: the job server's copy is not tried then (it is read by the same agent, decoded whole).
 func (c *Client) streamLogFile(ctx context.Context, id, node string, w io.Writer) (n int64, absent bool, err error) {
+	places := c.copies
+	if mvp.SchedulerRead(ctx) {
+		places = c.ownCopies
+	}
 	select {
-	case c.copies <- struct{}{}:
-		defer func() { <-c.copies }()
+	case places <- struct{}{}:
+		defer func() { <-places }()
 	case <-ctx.Done():
 		return 0, false, ctx.Err()
 	}

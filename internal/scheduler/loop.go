@@ -1972,10 +1972,11 @@ func (l *Loop) readLogTail(ctx context.Context, id, node string) (string, error)
 	return taskfs.ReadTail(LogTail, l.copyFromRay(ctx, id, node))
 }
 
-// copyContext bounds a copy of a driver log so that the pass can go on after it (copyTime).
+// copyContext bounds a copy of a driver log so that the pass can go on after it (copyTime), and marks it as the
+// scheduler's own read (mvp.WithSchedulerRead: readers' copies do not hold it up).
 func copyContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	deadline, ok := ctx.Deadline()
-	return context.WithTimeout(ctx, copyTime(time.Now(), deadline, ok))
+	return context.WithTimeout(mvp.WithSchedulerRead(ctx), copyTime(time.Now(), deadline, ok))
 }
 
 // copyFromRay writes job id's driver log (its driver on node) as Ray gives it.
