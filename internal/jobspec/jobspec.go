@@ -192,6 +192,76 @@ func jsonThenMore(body []byte) bool {
 	return len(bytes.TrimSpace(body[dec.InputOffset():])) > 0
 }
 
+// maxKeySpan is the most characters yaml.v3 reads from a key's first character (a quote included) to its colon.
+const maxKeySpan = 1024
+
+// longKey finds a key longer than maxKeySpan in body: a quoted string followed by a colon (JSON, or YAML in quotes),
+// a plain key at a line's start (after its indent and any "- ") or after a flow mapping's "{" or ",", on one line. It returns the key's line (from
+// 1) and its length to its colon, in characters. Only asked of a body the parser refused, whose own words for
+// this ("did not find expected ',' or '}'" of valid JSON) say nothing of the key.
+func longKey(body []byte) (line, n int, ok bool) {
+	for i, l := range strings.Split(string(body), "\n") {
+		if n := longKeyIn(l); n > 0 {
+			return i + 1, n, true
+		}
+	}
+	return 0, 0, false
+}
+
+// longKeyIn is the length to its colon of a key longer than maxKeySpan in line l, or 0.
+func longKeyIn(l string) int {
+	rest := strings.TrimLeft(l, " ")
+	for strings.HasPrefix(rest, "- ") {
+		rest = strings.TrimLeft(rest[2:], " ")
+	}
+	if rest != "" && rest[0] != '"' && rest[0] != '\'' && rest[0] != '#' {
+		if c := strings.Index(rest+" ", ": "); c >= 0 && utf8.RuneCountInString(rest[:c]) > maxKeySpan {
+			return utf8.RuneCountInString(rest[:c])
+		}
+	}
+	for i := 0; i < len(l); i++ {
+		q := l[i]
+		if q == '{' || q == ',' { // a plain key in a flow mapping
+			start := i + 1
+			for start < len(l) && l[start] == ' ' {
+				start++
+			}
+			if start < len(l) && l[start] != '"' && l[start] != '\'' {
+				if c := strings.IndexAny(l[start:], ":,}"); c >= 0 && l[start+c] == ':' {
+					if n := utf8.RuneCountInString(l[start : start+c]); n > maxKeySpan {
+						return n
+					}
+				}
+			}
+			continue
+		}
+		if q != '"' && q != '\'' {
+			continue
+		}
+		j := i + 1
+		for j < len(l) && l[j] != q {
+			if q == '"' && l[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j >= len(l) {
+			return 0 // the string goes on past the line
+		}
+		k := j + 1
+		for k < len(l) && (l[k] == ' ' || l[k] == '\t') {
+			k++
+		}
+		if k < len(l) && l[k] == ':' {
+			if n := utf8.RuneCountInString(l[i:k]); n > maxKeySpan {
+				return n
+			}
+		}
+		i = j
+	}
+	return 0
+}
+
 // parseShape reads one document and checks its shape (CheckShape); it returns the root mapping.
 func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 	if l.MaxBytes > 0 && len(body) > l.MaxBytes {
@@ -226,6 +296,10 @@ func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 		}
 		if jsonThenMore(body) {
 			return nil, invalid("", jsonThenMoreMsg)
+		}
+		if line, n, ok := longKey(body); ok {
+			return nil, invalid("", "the key on line %d is %d characters long to its colon: YAML (and so a JSON "+
+				"jobspec) reads a key of at most %d; shorten it", line, n, maxKeySpan)
 		}
 		msg := yamlMsg(err)
 		if strings.Contains(msg, "cannot start any token") && bytes.ContainsRune(body, '\t') {

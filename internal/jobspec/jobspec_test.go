@@ -538,3 +538,33 @@ func TestAJSONJobspecWithSomethingAfterItSaysSo(t *testing.T) {
 		t.Errorf("one object: %v", err)
 	}
 }
+
+// TestAKeyTooLongForYAMLSaysSo: YAML reads a key of at most 1024 characters (from its first character, quotes
+// included, to its colon). A longer one, in JSON as in YAML, was refused in the parser's words ("did not find
+// expected ',' or '}'" of a valid JSON object; "could not find expected ':'"), which do not say what to change.
+// The answer names the key's line and length and the limit; a key within it is taken as before.
+func TestAKeyTooLongForYAMLSaysSo(t *testing.T) {
+	const base = "workload: ppo\nnnodes: 1\nn_gpus_per_node: 1\nmodel_path: /m\ntrain_file: /d/t.parquet\nval_file: /d/v.parquet\n"
+	long := strings.Repeat("K", 1100)
+	for name, body := range map[string]string{
+		"json":            `{"workload":"ppo","nnodes":1,"n_gpus_per_node":1,"env_vars":{"` + long + `":"1"}}`,
+		"yaml plain":      base + "env_vars:\n  " + long + ": 1\n",
+		"yaml in a list":  base + "env_vars:\n  - " + long + ": 1\n",
+		"yaml quoted":     base + "env_vars:\n  '" + long + "': 1\n",
+		"yaml flow":       base + "env_vars: {" + long + ": 1}\n",
+		"just past, json": `{"workload":"ppo","nnodes":1,"n_gpus_per_node":1,"env_vars":{"` + strings.Repeat("é", 1023) + `":"1"}}`,
+	} {
+		_, err := Parse([]byte(body), Limits{})
+		msg := fmt.Sprint(err)
+		if err == nil || !strings.Contains(msg, "1024") || !strings.Contains(msg, "line ") || !strings.Contains(msg, "shorten") {
+			t.Errorf("%s: %v; want the key's line, its length and YAML's limit of 1024", name, err)
+		}
+	}
+	// Within the limit the key is read (and refused or taken for what it is, not for its length).
+	for _, n := range []int{1022} {
+		body := `{"workload":"ppo","nnodes":1,"n_gpus_per_node":1,"env_vars":{"` + strings.Repeat("é", n) + `":"1"}}`
+		if _, err := Parse([]byte(body), Limits{}); err != nil && strings.Contains(err.Error(), "1024") {
+			t.Errorf("a key of %d characters in quotes: %v", n, err)
+		}
+	}
+}
