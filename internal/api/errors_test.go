@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -161,5 +162,44 @@ func TestHealthzSaysHowLongTheFirstLookAtRayHasTaken(t *testing.T) {
 		if !strings.Contains(strings.Join(strings.Fields(body), ""), `"status":"degraded"`) || !strings.Contains(body, c.want) {
 			t.Errorf("started %s ago, no pass yet: %s; want degraded, saying %q", now.Sub(c.started), body, c.want)
 		}
+	}
+}
+
+// TestHealthzSaysWhenRaysStateAPIKeepsRefusingLogs: Ray's state API at its limit of requests in progress (taken by
+// others' log streams, which Ray 2.60 does not free once a followed log stops growing) refuses every log read:
+// ended jobs' logs are not kept, and so their jobs are not pruned from Ray, while the scheduler runs on. mvp said so
+// only once per log in its own log. Past a minute of refusals /healthz is degraded with a ray_logs sentence that
+// says what to do; a refusal of moments ago is not yet a condition.
+func TestHealthzSaysWhenRaysStateAPIKeepsRefusingLogs(t *testing.T) {
+	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		since    time.Duration
+		degraded bool
+	}{{0, false}, {10 * time.Second, false}, {5 * time.Minute, true}} {
+		var since *time.Time
+		if c.since > 0 {
+			at := now.Add(-c.since)
+			since = &at
+		}
+		s := &Server{Clock: fixedClock{now}, StaleTick: 15 * time.Second, Logger: slog.New(slog.DiscardHandler),
+			Health: func() scheduler.Health {
+				return scheduler.Health{RayOK: true, LastTick: now.Add(-time.Second), RayLogsBusySince: since}
+			}}
+		body, degraded := s.health()
+		if got := body["status"] == "degraded"; got != c.degraded || degraded["ray_logs"] != c.degraded {
+			t.Errorf("refused for %s: %v (components %v); want degraded %v", c.since, body, degraded, c.degraded)
+		}
+		if !c.degraded {
+			continue
+		}
+		why := fmt.Sprint(body["ray_logs"])
+		for _, want := range []string{"5m0s", "RAY_STATE_SERVER_MAX_HTTP_REQUEST", "not kept", "dashboard"} {
+			if !strings.Contains(why, want) {
+				t.Errorf("ray_logs %q does not say %q", why, want)
+			}
+		}
+	}
+	if !slices.Contains(HealthComponents, "ray_logs") {
+		t.Errorf("HealthComponents %v lack ray_logs: mvp_health_degraded would not show it", HealthComponents)
 	}
 }

@@ -465,7 +465,11 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 
 // HealthComponents are the parts of mvp /healthz judges, each degraded with a sentence (ray_error for ray) under
 // its name; the metric mvp_health_degraded has one series per component.
-var HealthComponents = []string{"ray", "scheduler", "database", "shared_root"}
+var HealthComponents = []string{"ray", "scheduler", "database", "shared_root", "ray_logs"}
+
+// RayLogsBusyAfter is how long Ray's state API may refuse the scheduler's reads of ended jobs' logs as busy before
+// /healthz is degraded with a ray_logs sentence (a refusal of moments ago, many readers at once, passes by itself).
+const RayLogsBusyAfter = time.Minute
 
 // Degraded reports, for each of HealthComponents, whether /healthz would say it is degraded now (for the metrics).
 func (s *Server) Degraded() map[string]bool {
@@ -501,6 +505,17 @@ func (s *Server) health() (map[string]any, map[string]bool) {
 				body["scheduler"] = fmt.Sprintf("mvp has not looked at Ray yet: its first look at Ray began %s ago "+
 					"and Ray has not answered it (the dashboard at dev.yaml's address, the GCS the probe reads; "+
 					"see ray_error and mvp's log)", age.Round(time.Second))
+			}
+		}
+		if since := h.RayLogsBusySince; since != nil && h.RayOK {
+			if d := s.Clock.Now().Sub(*since); d >= RayLogsBusyAfter {
+				body["status"] = "degraded"
+				body["ray_logs"] = fmt.Sprintf("Ray's state API has refused mvp's reads of ended jobs' logs as busy for "+
+					"%s: its limit of requests in progress (RAY_STATE_SERVER_MAX_HTTP_REQUEST on the head, 100 unless "+
+					"set) is taken, often by log streams of other clients whose readers left (Ray 2.60 frees such a "+
+					"place only when the log grows again). Ended jobs' logs are not kept meanwhile, so those jobs stay "+
+					"in Ray; nothing is lost while Ray keeps them. Restart Ray's dashboard (the head) to free the "+
+					"places, or raise the limit on the head", d.Round(time.Second))
 			}
 		}
 		// While Ray is down, or the database takes no writes, the loop backs off (fewer passes), and ray_error or

@@ -158,6 +158,9 @@ type Health struct {
 	LastTick      time.Time `json:"last_tick"`
 	// ProbeError says why the live probe did not answer while the view is the dashboard's fallback.
 	ProbeError string `json:"probe_error,omitempty"`
+	// RayLogsBusySince is when Ray's state API began refusing the loop's reads of ended jobs' logs as busy (its
+	// limit of requests in progress taken); nil once a read gets through, or none was refused.
+	RayLogsBusySince *time.Time `json:"ray_logs_busy_since,omitempty"`
 }
 
 // Health returns the latest health reading.
@@ -2017,6 +2020,9 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 		l.Logger.Error("list unkept logs", "err", err)
 		return
 	}
+	if len(todo) == 0 {
+		l.logsBusy(now, false) // no log waits to be kept: nothing for /healthz to say
+	}
 	start := l.Clock.Now()
 	for _, a := range todo {
 		if l.Clock.Now().Sub(start) >= keepLogBudget {
@@ -2045,8 +2051,10 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 				l.Logger.Warn("keep driver log: Ray's state API is busy; will try again (said once for this log)",
 					"task_id", a.TaskID, "submission_id", a.RaySubmissionID, "err", err)
 			}
+			l.logsBusy(now, true)
 			return
 		}
+		l.logsBusy(now, false)
 		l.sayUnkept(a.RaySubmissionID, false)
 		l.keepResult(a)
 		if errors.Is(err, mvp.ErrJobNotFound) {
@@ -2089,6 +2097,19 @@ func (l *Loop) sharedRootDown(err error) bool {
 	}
 	_, werr := l.Files.CheckWritable()
 	return werr != nil
+}
+
+// logsBusy records whether Ray's state API refused a read of an ended job's log as busy at now, for /healthz
+// (Health.RayLogsBusySince: from the first refusal until a read gets through).
+func (l *Loop) logsBusy(now time.Time, busy bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case !busy:
+		l.health.RayLogsBusySince = nil
+	case l.health.RayLogsBusySince == nil:
+		l.health.RayLogsBusySince = &now
+	}
 }
 
 // sayUnkept records whether the driver log of job id could not be written on shared_root (failed) or was written,

@@ -388,6 +388,10 @@ func TestABusyStateAPIIsNotALogTry(t *testing.T) {
 			t.Errorf("%s: %s %s while Ray was only busy", x.ID, e.Type, e.Payload)
 		}
 	}
+	// /healthz says so from the first refusal's time on.
+	if since := h.loop.Health().RayLogsBusySince; since == nil || h.clock.t.Sub(*since) < 4*time.Minute {
+		t.Errorf("after 5 minutes of a busy state API the health says busy since %v (now %v)", since, h.clock.t)
+	}
 	busy = false
 	for range 5 {
 		h.clock.t = h.clock.t.Add(10 * time.Second)
@@ -397,5 +401,8 @@ func TestABusyStateAPIIsNotALogTry(t *testing.T) {
 		if a := h.get(x.ID).Attempts[0]; !a.LogKept {
 			t.Errorf("%s: log not kept once Ray had room (tries %d)", x.ID, a.LogTries)
 		}
+	}
+	if since := h.loop.Health().RayLogsBusySince; since != nil {
+		t.Errorf("logs kept again, and the health still says the state API is busy since %v", since)
 	}
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # status.sh — is `mvp serve` running, and does /healthz answer? Exit 0: running and healthy; 1: not running (or
 # the container is missing); 2: running but /healthz does not answer (or its URL cannot be read from dev.yaml);
-# 3: running and answering, but degraded (Ray unreachable, the database, or shared_root; the answer says which);
+# 3: running and answering, but degraded (Ray unreachable, the database, shared_root, or Ray's state API refusing
+# log reads; the answer says which);
 # 4: unknown: docker cannot be used here (not installed, or its daemon cannot be reached: not running, this user may
 # not use its socket, or DOCKER_HOST / the docker context names another daemon); MVP_LOCAL=1 needs no docker.
 # Settings: see lib.sh or --help.
