@@ -92,6 +92,7 @@ type healthBody struct {
 	Status    string           `json:"status"`
 	Scheduler string           `json:"scheduler"`
 	Database  string           `json:"database"`
+	RayLogs   string           `json:"ray_logs"`
 	Ray       scheduler.Health `json:"ray"`
 }
 

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -98,10 +97,10 @@ func TestAStateAPIRaysOtherClientsFilledIsNotALogTryAndIsInTheHealth(t *testing.
 	}
 	var why string
 	waitFor(t, 2*time.Minute, "/healthz to say Ray's state API refuses log reads", func() (bool, string) {
-		h := health(t, s)
-		why, _ = h["ray_logs"].(string)
+		h, _ := healthz(t, s)
+		why = h.RayLogs
 		_, by := since(before, rayLogCalls(t, s), "log_file")
-		return h["status"] == "degraded" && why != "", fmt.Sprintf("%v; log kept %v, %d streams held, mvp's log reads %s",
+		return h.Status == "degraded" && why != "", fmt.Sprintf("%+v; log kept %v, %d streams held, mvp's log reads %s",
 			h, s.get(b.ID).Attempts[0].LogKept, len(streams), show(by))
 	})
 	for _, want := range []string{"RAY_STATE_SERVER_MAX_HTTP_REQUEST", "not kept"} {
@@ -119,24 +118,9 @@ func TestAStateAPIRaysOtherClientsFilledIsNotALogTryAndIsInTheHealth(t *testing.
 		return s.get(b.ID).Attempts[0].LogKept && keptLog(s, b.ID) != "", fmt.Sprintf("log_tries %d", logTries(t, s, b.ID))
 	})
 	waitFor(t, 30*time.Second, "/healthz to be ok again", func() (bool, string) {
-		h := health(t, s)
-		return h["status"] == "ok" && h["ray_logs"] == nil, fmt.Sprint(h)
+		h, _ := healthz(t, s)
+		return h.Status == "ok" && h.RayLogs == "", fmt.Sprintf("%+v", h)
 	})
-}
-
-// health is the service's /healthz answer.
-func health(t *testing.T, s *service) map[string]any {
-	t.Helper()
-	resp, err := http.Get(s.c.Addr + "/healthz")
-	if err != nil {
-		t.Fatalf("/healthz: %v", err)
-	}
-	defer resp.Body.Close()
-	var h map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
-		t.Fatalf("/healthz: %v", err)
-	}
-	return h
 }
 
 // logTries reads attempt 1's log_tries of task id from the service's database (read-only, beside the service).
