@@ -360,6 +360,33 @@ func TestARunThatIgnoresSIGTERMIsKilledAfterTheGrace(t *testing.T) {
 	}
 }
 
+// TestARunCanceledWhileStoppedForItsTimeLimitSaysBoth: a user cancels a run that mvp is already stopping for its
+// max_runtime_s (Ray's stop wait, runtime_grace_s, under way). The task is CANCELED; its attempt keeps mvp's
+// judgement, MAX_RUNTIME_EXCEEDED, and its message says both. Before, the message was only "canceled by user" beside
+// MAX_RUNTIME_EXCEEDED: the judgement's reason was lost.
+func TestARunCanceledWhileStoppedForItsTimeLimitSaysBoth(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{schedExtra: ", runtime_grace_s: 30"})
+	// max_runtime_s: 20 leaves the driver time to set its SIGTERM handler (see the test above).
+	task := s.submit(spec("ppo", 1, 1, 300, "mvp_test.ignore_sigterm=1") + "max_runtime_s: 20\n")
+	s.waitState(task.ID, mvp.StateRunning, 90*time.Second)
+	judged := s.waitJudged(task.ID, 90*time.Second)
+	if a := judged.Attempts[0]; a.FailureKind != mvp.FailureMaxRuntimeExceeded || judged.State != mvp.StateRunning {
+		t.Fatalf("%s, attempt %s %q: want RUNNING and judged MAX_RUNTIME_EXCEEDED, still in Ray's stop wait",
+			judged.State, a.FailureKind, a.Message)
+	}
+	if _, _, err := s.c.Cancel(ctxT(t), task.ID); err != nil {
+		t.Fatalf("cancel during the stop wait: %v", err)
+	}
+	done := s.waitCanceled(task.ID, 90*time.Second)
+	a := done.Attempts[0]
+	if len(done.Attempts) != 1 || a.RayStatus != mvp.RayStopped || a.FailureKind != mvp.FailureMaxRuntimeExceeded ||
+		!strings.Contains(a.Message, "max_runtime_s") || !strings.HasSuffix(a.Message, "; then canceled by user") {
+		t.Errorf("%d attempts, attempt 1 %s %s %q: want one, STOPPED, MAX_RUNTIME_EXCEEDED, its reason then "+
+			"\"; then canceled by user\"", len(done.Attempts), a.RayStatus, a.FailureKind, a.Message)
+	}
+}
+
 // TestACanceledRunIsEstimatedToEndWithinItsGrace: a canceled run goes on through Ray's stop wait (SIGTERM, then
 // SIGKILL after runtime_grace_s) and then frees its GPUs; the task waiting for them was planned and estimated at
 // the canceled run's declared end (an hour here) until 6995811. The queue now estimates it at most the grace after

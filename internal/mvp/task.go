@@ -327,6 +327,11 @@ type Store interface {
 	// as a compare-and-set on the attempt's Ray status: only if it is still from (what the caller read), else
 	// ErrConflict and nothing is written.
 	UpdateAttempt(ctx context.Context, from RayStatus, a *Attempt, eventType string, payload map[string]any) error
+	// JudgeAttempt records mvp's judgement of a live attempt (its failure kind and message, with the rest of a as
+	// UpdateAttempt writes it) before mvp stops its job: a compare-and-set on the attempt's Ray status and on its
+	// task's state (taskState, as read), so that a cancel recorded meanwhile wins (ErrConflict, nothing written):
+	// a canceled task is never judged.
+	JudgeAttempt(ctx context.Context, taskState State, from RayStatus, a *Attempt, eventType string, payload map[string]any) error
 	// CountWaiting returns how many of owner's tasks wait (QUEUED or PENDING_RESOURCES): max_queued.
 	CountWaiting(ctx context.Context, owner string) (int, error)
 	// CheckpointWriters returns the tasks, with their states, that write or may still write the checkpoint folder

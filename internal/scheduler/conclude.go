@@ -134,6 +134,13 @@ func Conclude(now time.Time, t *mvp.Task, a *mvp.Attempt, r Report, h History, p
 		if t.ErrorSummary != "" { // mvp canceled it (a schedule's newer run replaced it): say why
 			up.Message = cut("canceled: " + t.ErrorSummary)
 		}
+		up.FailureKind = mvp.FailureNone
+		if info.Status == mvp.RayStopped && a.FailureKind != mvp.FailureNone {
+			// mvp was stopping it (time limit, stuck gang, lost heartbeat) when the task was canceled: a judgement is
+			// written only on a task not canceled yet (Store.JudgeAttempt), so it came first, and both stand.
+			up.FailureKind = a.FailureKind
+			up.Message = cut(a.Message + "; then " + up.Message)
+		}
 		return Outcome{Verdict: Close, To: t.State, Attempt: up, EventType: mvp.EventRayStatusSync, EventPayload: payload}
 	case info.Status == mvp.RaySucceeded:
 		up.FailureKind = mvp.FailureNone

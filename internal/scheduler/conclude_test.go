@@ -82,6 +82,19 @@ func TestConclude(t *testing.T) {
 			verdict: Transition, to: mvp.StateFailed, kind: mvp.FailureInfra, summary: "max_infra_retries = 1"},
 		{name: "SUBMITTING and absent: submit again with the same id", state: mvp.StateSubmitting, att: base,
 			verdict: Resubmit, to: mvp.StateSubmitting},
+		// Judged before the cancel (its stop waits out Ray's grace while the user cancels): the judgement and the
+		// cancel both stand, and the attempt's message says both (it said "canceled by user" beside
+		// MAX_RUNTIME_EXCEEDED, the judgement's reason lost).
+		{name: "a run being stopped for its time limit when its task is canceled keeps the judgement", state: mvp.StateCanceled,
+			att: overstayed, r: Report{Info: &mvp.JobInfo{Status: mvp.RayStopped}}, verdict: Close, to: mvp.StateCanceled,
+			kind: mvp.FailureMaxRuntimeExceeded, summary: "ran past max_runtime_s; then canceled by user"},
+		{name: "… and says who canceled it when mvp did", state: mvp.StateCanceled, att: overstayed,
+			canceledFor: "replaced by t2, the next run of schedule nightly (overlap: replace)",
+			r:           Report{Info: &mvp.JobInfo{Status: mvp.RayStopped}}, verdict: Close, to: mvp.StateCanceled,
+			kind: mvp.FailureMaxRuntimeExceeded, summary: "ran past max_runtime_s; then canceled: replaced by t2"},
+		{name: "a judged run that ended on its own before the stop: canceled, no judgement", state: mvp.StateCanceled,
+			att: overstayed, r: Report{Info: &mvp.JobInfo{Status: mvp.RaySucceeded}}, verdict: Close, to: mvp.StateCanceled,
+			summary: "canceled by user"},
 		{name: "canceled, never seen by Ray, within the grace: keep following", state: mvp.StateCanceled, att: base,
 			verdict: Follow, to: mvp.StateCanceled},
 		{name: "canceled, never seen by Ray, past the grace: closed", state: mvp.StateCanceled, att: old,

@@ -1369,13 +1369,22 @@ func (l *Loop) apply(ctx context.Context, now time.Time, a Action) error {
 }
 
 // stop records the judgement on the attempt (unless already recorded), then asks Ray to stop the job. A failed
-// call is returned; Decide emits Stop again on the next pass while Ray reports the job live.
+// call is returned; Decide emits Stop again on the next pass while Ray reports the job live. A judgement whose
+// task or attempt changed since the pass read them (a cancel landed while an earlier action of the pass waited on
+// Ray; the attempt moved on) is not written nor acted on: the next pass decides on what is true then, and a
+// canceled task is never judged (the cancel stops its job).
 func (l *Loop) stop(ctx context.Context, a Stop) error {
 	att := *a.Attempt
 	if !a.Retry {
 		att.FailureKind, att.Message = a.Kind, a.Reason
-		if err := l.Store.UpdateAttempt(ctx, a.Attempt.RayStatus, &att, a.Event, map[string]any{"reason": a.Reason,
-			"attempt_no": att.No, "failure_kind": a.Kind}); err != nil {
+		err := l.Store.JudgeAttempt(ctx, a.Task.State, a.Attempt.RayStatus, &att, a.Event, map[string]any{
+			"reason": a.Reason, "attempt_no": att.No, "failure_kind": a.Kind})
+		if errors.Is(err, mvp.ErrConflict) {
+			l.Logger.Info("not stopping attempt: its task or attempt changed since the pass read it", "task_id",
+				a.Task.ID, "submission_id", att.RaySubmissionID, "failure_kind", a.Kind, "err", err)
+			return nil
+		}
+		if err != nil {
 			return fmt.Errorf("record stop of attempt %s: %w", att.RaySubmissionID, err)
 		}
 		l.Logger.Warn("stopping attempt", "task_id", a.Task.ID, "submission_id", att.RaySubmissionID,

@@ -70,3 +70,69 @@ func TestATimeLimitStopThatRacesTheRunsOwnEndKeepsTheSuccess(t *testing.T) {
 		t.Errorf("%s, attempt %s %s; want SUCCEEDED without a failure kind", got.State, a.RayStatus, a.FailureKind)
 	}
 }
+
+// onStop is Ray that runs then once, as it is first asked to stop a job: something that happens while a pass's
+// earlier stop waits on Ray (up to the request timeout) before the pass writes its next action.
+type onStop struct {
+	*fakeRay
+	then func(id string)
+}
+
+func (r *onStop) StopJob(ctx context.Context, id string) error {
+	if r.then != nil {
+		then := r.then
+		r.then = nil
+		then(id)
+	}
+	return r.fakeRay.StopJob(ctx, id)
+}
+
+// A cancel that lands between the pass's read of a run past its max_runtime_s and mvp's judgement of it wins: a
+// canceled task is never judged (stops), so its attempt closes as canceled, not MAX_RUNTIME_EXCEEDED with the
+// user's "canceled by user" beside it. Two runs overstay; the cancel of one lands while the pass's stop of the
+// other waits on Ray. Found by reading the apply path: the judgement's write was a compare-and-set on the
+// attempt's Ray status only, not on its task's state.
+func TestACancelThatLandsBeforeATimeLimitJudgementWins(t *testing.T) {
+	h := newHarness(t)
+	a := h.running(t, "mvp2-ppo-20251223-143201-dd03", func(t *mvp.Task) { t.MaxRuntimeS = 60 })
+	b := h.running(t, "mvp2-ppo-20251223-143201-dd04", func(t *mvp.Task) { t.MaxRuntimeS = 60 })
+	h.clock.t = h.clock.t.Add(2 * time.Minute)
+	var canceled *mvp.Task
+	h.loop.Ray = &onStop{fakeRay: h.ray, then: func(id string) {
+		canceled = b
+		if id == b.ID+"--a01" {
+			canceled = a
+		}
+		if err := h.db.Apply(context.Background(), mvp.Change{TaskID: canceled.ID, From: mvp.StateRunning,
+			To: mvp.StateCanceled, At: h.clock.t, EventType: mvp.EventCancelRequested}); err != nil {
+			t.Error(err)
+		}
+	}}
+	h.tick() // both read RUNNING past their limit; one canceled while the other's stop waits on Ray
+	if canceled == nil || h.get(canceled.ID).State != mvp.StateCanceled {
+		t.Fatalf("the race was not set up")
+	}
+	sid := canceled.ID + "--a01"
+	if at := h.get(canceled.ID).Attempts[0]; at.FailureKind != mvp.FailureNone {
+		t.Errorf("a canceled task's attempt was judged %s (%q) after the cancel", at.FailureKind, at.Message)
+	}
+	h.ray.set(sid, mvp.RayStopped, "Job was intentionally stopped.", 0)
+	h.tick()
+	got := h.get(canceled.ID)
+	if at := got.Attempts[0]; got.State != mvp.StateCanceled || at.RayStatus != mvp.RayStopped ||
+		at.FailureKind != mvp.FailureNone || at.Message != "canceled by user" {
+		t.Errorf("%s, attempt %s %s %q; want CANCELED, attempt STOPPED without a failure kind, canceled by user",
+			got.State, at.RayStatus, at.FailureKind, at.Message)
+	}
+	for _, e := range h.eventsOf(canceled.ID, mvp.EventStopRequested) {
+		t.Errorf("a STOP_REQUESTED event for the time limit of a task canceled before it: %s", e.Payload)
+	}
+	// The other was judged and stopped as before.
+	other := a
+	if canceled == a {
+		other = b
+	}
+	if at := h.get(other.ID).Attempts[0]; at.FailureKind != mvp.FailureMaxRuntimeExceeded {
+		t.Errorf("the other overstayed run: attempt %s %q, want MAX_RUNTIME_EXCEEDED", at.FailureKind, at.Message)
+	}
+}

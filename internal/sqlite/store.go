@@ -565,6 +565,20 @@ func (p *change) write(w *wtx) error {
 // mvp.ErrNotFound, and then nothing is written. The event is stamped with the wall clock: the interface carries
 // no time.
 func (db *DB) UpdateAttempt(ctx context.Context, from mvp.RayStatus, a *mvp.Attempt, eventType string, payload map[string]any) error {
+	return db.updateAttempt(ctx, "", from, a, eventType, payload)
+}
+
+// JudgeAttempt is UpdateAttempt that also requires the attempt's task to be in taskState: a task whose state
+// changed since it was read (canceled) is mvp.ErrConflict, and nothing is written.
+func (db *DB) JudgeAttempt(ctx context.Context, taskState mvp.State, from mvp.RayStatus, a *mvp.Attempt, eventType string, payload map[string]any) error {
+	if taskState == "" {
+		return mvp.Errorf(mvp.CodeInvalid, "state", "judge attempt: no task state given")
+	}
+	return db.updateAttempt(ctx, taskState, from, a, eventType, payload)
+}
+
+// updateAttempt is UpdateAttempt, and JudgeAttempt when taskState is not empty.
+func (db *DB) updateAttempt(ctx context.Context, taskState mvp.State, from mvp.RayStatus, a *mvp.Attempt, eventType string, payload map[string]any) error {
 	if a == nil {
 		return mvp.Errorf(mvp.CodeInvalid, "attempt", "update attempt: no attempt given")
 	}
@@ -583,22 +597,31 @@ func (db *DB) UpdateAttempt(ctx context.Context, from mvp.RayStatus, a *mvp.Atte
 	args := attemptUpdateArgs(a.TaskID, a)
 	ts := nanos(time.Now())
 	err = db.exec(ctx, func(w *wtx) error {
-		res, err := w.exec(updateAttemptSQL+` AND ray_status = ?`, append(args, from)...)
+		q, qargs := updateAttemptSQL+` AND ray_status = ?`, append(args, from)
+		if taskState != "" {
+			q, qargs = q+` AND EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = ? AND t.state = ?)`, append(qargs, a.TaskID, taskState)
+		}
+		res, err := w.exec(q, qargs...)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			st, err := w.stmt(`SELECT ray_status FROM attempts WHERE task_id = ? AND attempt_no = ?`)
+			st, err := w.stmt(`SELECT a.ray_status, t.state FROM attempts a JOIN tasks t ON t.task_id = a.task_id
+				WHERE a.task_id = ? AND a.attempt_no = ?`)
 			if err != nil {
 				return err
 			}
 			var now mvp.RayStatus
-			if err := st.QueryRowContext(context.Background(), a.TaskID, a.No).Scan(&now); errors.Is(err, sql.ErrNoRows) {
+			var state mvp.State
+			if err := st.QueryRowContext(context.Background(), a.TaskID, a.No).Scan(&now, &state); errors.Is(err, sql.ErrNoRows) {
 				return notFound("task %s has no attempt %d", a.TaskID, a.No)
 			} else if err != nil {
 				return err
+			}
+			if now == from {
+				return conflict("its task is %s, not %s as read", state, taskState)
 			}
 			return conflict("its Ray status is %q, not %q as read", now, from)
 		}

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) mvp.Store) {
 		{"ConcurrentApplyOneWinner", testConcurrentApplyOneWinner},
 		{"ApplyAllIsApplyForEach", testApplyAllIsApplyForEach},
 		{"UpdateAttempt", testUpdateAttempt},
+		{"JudgeAttemptIsCompareAndSetOnTheTaskToo", testJudgeAttempt},
 		{"RunnableOrder", testRunnableOrder},
 		{"RanIsReadFromTheAttempts", testRanIsReadFromTheAttempts},
 		{"Active", testActive},
@@ -1026,6 +1027,45 @@ func testUpdateAttempt(h *harness) {
 		}
 	}
 	h.unchanged("updates of unknown attempts", s)
+}
+
+func testJudgeAttempt(h *harness) {
+	task := h.create(t0)
+	h.submit(task.ID, mvp.StateQueued, 1, t0)
+	judged := &mvp.Attempt{TaskID: task.ID, No: 1, FailureKind: mvp.FailureMaxRuntimeExceeded, Message: "ran too long"}
+
+	// The task's state read: SUBMITTING, not RUNNING (nor CANCELED, as a cancel that landed since would make it).
+	before := h.snap(task.ID)
+	for _, st := range []mvp.State{mvp.StateRunning, mvp.StateCanceled} {
+		err := h.s.JudgeAttempt(h.ctx, st, mvp.RayUnknown, judged, mvp.EventStopRequested, map[string]any{"x": 1})
+		if !errors.Is(err, mvp.ErrConflict) {
+			h.t.Errorf("judged on a task read %s (it is SUBMITTING): %v, want ErrConflict", st, err)
+		}
+	}
+	h.unchanged("judgements on a task whose state changed", before)
+	// The attempt's status read is stale: refused as UpdateAttempt refuses it.
+	if err := h.s.JudgeAttempt(h.ctx, mvp.StateSubmitting, mvp.RayRunning, judged, mvp.EventStopRequested, nil); !errors.Is(err, mvp.ErrConflict) {
+		h.t.Errorf("judged on a stale Ray status: %v, want ErrConflict", err)
+	}
+	h.unchanged("a judgement on a stale Ray status", before)
+	if err := h.s.JudgeAttempt(h.ctx, "", mvp.RayUnknown, judged, mvp.EventStopRequested, nil); mvp.ErrorCode(err) != mvp.CodeInvalid {
+		h.t.Errorf("judged with no task state: %v, want invalid", err)
+	}
+	// Both as read: written, with its event.
+	h.must(h.s.JudgeAttempt(h.ctx, mvp.StateSubmitting, mvp.RayUnknown, judged, mvp.EventStopRequested,
+		map[string]any{"failure_kind": string(mvp.FailureMaxRuntimeExceeded)}))
+	s := h.snap(task.ID)
+	if a := s.Task.Attempts[0]; a.FailureKind != mvp.FailureMaxRuntimeExceeded || a.Message != "ran too long" {
+		h.t.Errorf("attempt %+v, want the judgement", a)
+	}
+	h.checkTask("the task under a judgement", s.Task, before.Task)
+	if last := s.Events[len(s.Events)-1]; last.Type != mvp.EventStopRequested || h.payload(last)["attempt_no"] != float64(1) {
+		h.t.Errorf("event %+v payload %s", last, last.Payload)
+	}
+	if err := h.s.JudgeAttempt(h.ctx, mvp.StateSubmitting, mvp.RayUnknown, &mvp.Attempt{TaskID: task.ID, No: 2},
+		"", nil); !errors.Is(err, mvp.ErrNotFound) {
+		h.t.Errorf("an unknown attempt: %v, want ErrNotFound", err)
+	}
 }
 
 func testRunnableOrder(h *harness) {
