@@ -275,6 +275,9 @@ func TestDoorRefusals(t *testing.T) {
 		{"POST", "/api/jobs/", `{"Entrypoint":"x"}`, 400, `unknown field "Entrypoint"`},
 		{"POST", "/api/jobs/", `{"entrypoint":"x","Runtime_Env":{}}`, 400, `unknown field "Runtime_Env"`},
 		{"POST", "/api/jobs/", `{"runtime_env":{}}`, 400, "entrypoint is required"},
+		// Only blanks is no command either: it was taken, held its driver's place in the queue and "succeeded"
+		// having run nothing (found by a user's-eye drill).
+		{"POST", "/api/jobs/", `{"entrypoint":"  \t\n "}`, 400, "entrypoint is required"},
 		{"POST", "/api/jobs/", `{"entrypoint":"x","submission_id":"a/b"}`, 400, "submission_id"},
 		{"POST", "/api/jobs/", `{"entrypoint":"x","metadata":{"mvp.nnodes":"2"}}`, 400, "give both or neither"},
 		{"GET", "/api/jobs/nope", "", 404, "Job nope does not exist"},

@@ -19,7 +19,7 @@ import (
 // no gang, admitted on the driver's own resources), its driver's resources, the configured time limits, and the
 // request itself as its effective spec. A request that names no driver resources gets dev.yaml's.
 func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
-	if req.Entrypoint == "" {
+	if strings.TrimSpace(req.Entrypoint) == "" { // blanks only: /bin/sh runs nothing and the job "succeeds"
 		return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint", "entrypoint is required: the shell command the job runs")
 	}
 	// Ray runs the entrypoint as one argument of /bin/sh and hands the driver its variables and (in its job config)
