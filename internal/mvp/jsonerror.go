@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -23,6 +24,16 @@ func JSONError(err error) error {
 	if i := strings.LastIndex(key, "."); i >= 0 {
 		key = key[i+1:] // the JSON key (the path before it names Go's structs)
 	}
+	if num, ok := strings.CutPrefix(te.Value, "number "); ok {
+		// encoding/json's words for a number its field cannot hold: too large for it, or a fraction for a whole
+		// number. "must be a number, got number 1e400" told the sender nothing.
+		if msg := numberMisfit(num, te.Type); msg != "" {
+			if key == "" {
+				return fmt.Errorf("the body %s", msg)
+			}
+			return fmt.Errorf("%q %s", key, msg)
+		}
+	}
 	got := map[string]string{"string": "a string", "number": "a number", "object": "an object", "array": "a list",
 		"bool": "true or false"}[te.Value]
 	if got == "" {
@@ -32,6 +43,34 @@ func JSONError(err error) error {
 		return fmt.Errorf("the body must be %s, got %s", jsonKind(te.Type), got)
 	}
 	return fmt.Errorf("%q must be %s, got %s", key, jsonKind(te.Type), got)
+}
+
+// numberMisfit says why the JSON number num does not fit a field of type t ("is out of range: …" or "must be a
+// whole number, got 1.5"), or "" when t is not a number's type.
+func numberMisfit(num string, t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return fmt.Sprintf("is out of range: %.40s does not fit in a number", num)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if strings.ContainsAny(num, ".eE") {
+			if f, err := strconv.ParseFloat(num, 64); err == nil && f == math.Trunc(f) {
+				// 1e3 and 2.0 are whole, but Go's decoder reads a whole number in digits only.
+				return fmt.Sprintf("must be a whole number written in digits, got %.40s", num)
+			}
+			return fmt.Sprintf("must be a whole number, got %.40s", num)
+		}
+		lo := "0"
+		if t.Kind() < reflect.Uint {
+			lo = strconv.FormatInt(-1<<(t.Bits()-1), 10)
+			return fmt.Sprintf("is out of range: %.40s is not from %s to %d", num, lo, int64(1<<(t.Bits()-1)-1))
+		}
+		return fmt.Sprintf("is out of range: %.40s is not from %s to %d", num, lo, uint64(1<<t.Bits()-1))
+	}
+	return ""
 }
 
 // jsonKind says in JSON's words what a Go type takes.

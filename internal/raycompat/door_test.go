@@ -279,6 +279,11 @@ func TestDoorRefusals(t *testing.T) {
 		// having run nothing (found by a user's-eye drill).
 		{"POST", "/api/jobs/", `{"entrypoint":"  \t\n "}`, 400, "entrypoint is required"},
 		{"POST", "/api/jobs/", `{"entrypoint":"x","submission_id":"a/b"}`, 400, "submission_id"},
+		// A number too large for its field said "must be a number, got number" (a drill found it).
+		{"POST", "/api/jobs/", `{"entrypoint":"x","entrypoint_num_gpus":1e400}`, 400,
+			`"entrypoint_num_gpus" is out of range: 1e400 does not fit in a number`},
+		{"POST", "/api/jobs/", `{"entrypoint":"x","entrypoint_num_gpus":"1"}`, 400,
+			`"entrypoint_num_gpus" must be a number, got a string`},
 		{"POST", "/api/jobs/", `{"entrypoint":"x","metadata":{"mvp.nnodes":"2"}}`, 400, "give both or neither"},
 		{"GET", "/api/jobs/nope", "", 404, "Job nope does not exist"},
 		{"POST", "/api/jobs/nope/stop", "", 404, "Job nope does not exist"},
