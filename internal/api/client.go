@@ -136,6 +136,12 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 		return nil, fmt.Errorf("%s %s: MVP_ADDR %s ends in /api/v2: set it to mvp's address without /api/v2 (%s, "+
 			"as mvp serve printed it)", method, path, c.Addr, strings.TrimSuffix(base, "/api/v2"))
 	}
+	if strings.HasSuffix(base, RayPrefix) {
+		// The Ray door's address (what Ray's own client is given) pasted into MVP_ADDR: every verb got a bare 404.
+		return nil, fmt.Errorf("%s %s: MVP_ADDR %s ends in %s, the address of mvp's door for Ray's own client "+
+			"(RAY_ADDRESS); mvp's verbs talk to mvp's address without it: set MVP_ADDR=%s", method, path, c.Addr,
+			RayPrefix, strings.TrimSuffix(base, RayPrefix))
+	}
 	if a, err := url.Parse(base); err != nil || (a.Scheme != "http" && a.Scheme != "https") || a.Host == "" {
 		why := "its scheme is not http or https"
 		if err != nil {
