@@ -12,7 +12,9 @@ import (
 // form of every verb's help. hidden are flags the verb defines only to refuse them with a reason (logs' -o): not
 // listed, since the verb does not take them.
 func setUsage(fs *flag.FlagSet, w io.Writer, head string, hidden ...string) {
-	fs.SetOutput(w)
+	// The flag package writes only its error line to the output (the usage below writes to w itself): it gets
+	// mvp's prefix, as every other mistake in a command does, and mvp's words.
+	fs.SetOutput(flagErrorWriter{w: w, fs: fs})
 	fs.Usage = func() {
 		fmt.Fprintln(w, head)
 		listed := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
@@ -54,4 +56,53 @@ func given(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// flagErrorWriter writes the flag package's error line as "mvp VERB: …", and a value it could not read in mvp's
+// words: `invalid value "abc" for flag -attempt: parse error` says --attempt must be a whole number. Its other
+// lines ("flag provided but not defined: -x", "flag needs an argument: -f") keep their words.
+type flagErrorWriter struct {
+	w  io.Writer
+	fs *flag.FlagSet
+}
+
+func (f flagErrorWriter) Write(p []byte) (int, error) {
+	line := strings.TrimSuffix(string(p), "\n")
+	if rest, ok := strings.CutPrefix(line, "invalid value "); ok {
+		if i := strings.LastIndex(rest, " for flag -"); i > 0 {
+			value, name, why := rest[:i], rest[i+len(" for flag -"):], ""
+			if j := strings.Index(name, ": "); j > 0 {
+				name, why = name[:j], name[j+2:]
+			}
+			mine := ""
+			if fl := f.fs.Lookup(name); fl != nil && (why == "parse error" || why == "value out of range") {
+				if g, ok := fl.Value.(flag.Getter); ok {
+					switch g.Get().(type) {
+					case int, int64, uint, uint64:
+						mine = "must be a whole number"
+						if why == "value out of range" {
+							mine = "is out of range"
+						}
+					case float64:
+						mine = "must be a number"
+					}
+				}
+			}
+			if mine != "" {
+				line = fmt.Sprintf("%s %s, got %s", dashes(name), mine, value)
+			}
+		}
+	}
+	if _, err := fmt.Fprintf(f.w, "mvp %s: %s\n", f.fs.Name(), line); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// dashes writes a flag as mvp's help does: -f, --attempt.
+func dashes(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
