@@ -1492,7 +1492,7 @@ func (l *Loop) writeFolder(t *mvp.Task, n int, payload *mvp.JobSubmission) (down
 	l.folderErr = nil
 	if down { // one task's own folder in the way is not the service's health
 		l.folderErr = fmt.Errorf("a task folder cannot be written on shared_root (%s): %w; free space there or make it "+
-			"writable (or set shared_root in dev.yaml); waiting tasks are submitted once it can be", l.Files.Root, err)
+			"writable (or set shared_root in dev.yaml); waiting tasks are submitted once it can be", l.Files.Root, sharedRootErr(err))
 	}
 	l.mu.Unlock()
 	return down, err
@@ -1529,7 +1529,7 @@ func (l *Loop) endFolderErr(queue []*mvp.Task) {
 func (l *Loop) holdForFolder(ctx context.Context, now time.Time, t *mvp.Task, err error, down bool) error {
 	c := mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StatePendingResources, At: now}
 	reason := fmt.Sprintf(folderHold+" (%s): %v; free space there or make it "+
-		"writable (or set shared_root in dev.yaml); it is submitted once the folder can be written", l.Files.Root, err)
+		"writable (or set shared_root in dev.yaml); it is submitted once the folder can be written", l.Files.Root, sharedRootErr(err))
 	if !down {
 		// shared_root can be written: this task's own folder is in the way. Its runs can write there, and one may
 		// have left something where the next attempt's files go; it waited as if shared_root were full, with the
@@ -2096,16 +2096,34 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 // sharedRootDown reports whether err, a failure to write one task's folder, is shared_root's as a whole: full,
 // over quota, read-only or failing (by its errno), not mounted, or not writable where mvp checks it at start.
 func (l *Loop) sharedRootDown(err error) bool {
-	for _, e := range []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO} {
-		if errors.Is(err, e) {
-			return true
-		}
+	if wholeDiskCause(err) != nil {
+		return true
 	}
 	if l.Files.CheckMounted() != nil {
 		return true
 	}
 	_, werr := l.Files.CheckWritable()
 	return werr != nil
+}
+
+// wholeDiskCause returns the cause of err when it is one of the whole disk (full, over quota, read-only, failing),
+// or nil. Such a failure is said by its cause alone: the file it hit (one task's folder) is not where the fault
+// is, and a held task's reason or /healthz quoting it named some other task's folder.
+func wholeDiskCause(err error) error {
+	for _, e := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO} {
+		if errors.Is(err, e) {
+			return e
+		}
+	}
+	return nil
+}
+
+// sharedRootErr is err as said of shared_root as a whole: its cause when the whole disk is at fault.
+func sharedRootErr(err error) error {
+	if c := wholeDiskCause(err); c != nil {
+		return c
+	}
+	return err
 }
 
 // logsBusy records whether Ray's state API refused a read of an ended job's log as busy at now, for /healthz

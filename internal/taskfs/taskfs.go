@@ -480,30 +480,45 @@ func (f FS) writeFrom(id, rel string, fill func(io.Writer) error) error {
 	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+"."+hex.EncodeToString(suffix[:]))
 	fh, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return &DiskError{fmt.Errorf("write %s: %w", rel, err)}
+		return &DiskError{fmt.Errorf("write %s: %w", rel, untemp(err, tmp))}
 	}
 	dw := &diskWriter{w: fh}
 	if err := fill(dw); err != nil || dw.err != nil {
 		fh.Close()
 		root.Remove(tmp)
 		if dw.err != nil {
-			return &DiskError{fmt.Errorf("write %s: %w", rel, dw.err)}
+			return &DiskError{fmt.Errorf("write %s: %w", rel, untemp(dw.err, tmp))}
 		}
 		return err
 	}
 	if err := fh.Close(); err != nil {
 		root.Remove(tmp)
-		return &DiskError{fmt.Errorf("write %s: %w", rel, err)}
+		return &DiskError{fmt.Errorf("write %s: %w", rel, untemp(err, tmp))}
 	}
 	if err := root.Chmod(tmp, 0o644); err != nil { // whatever the umask: the folder is read by people and tools
 		root.Remove(tmp)
-		return &DiskError{fmt.Errorf("write %s: %w", rel, err)}
+		return &DiskError{fmt.Errorf("write %s: %w", rel, untemp(err, tmp))}
 	}
 	if err := root.Rename(tmp, rel); err != nil {
 		root.Remove(tmp)
-		return &DiskError{fmt.Errorf("write %s: %w", rel, err)}
+		return &DiskError{fmt.Errorf("write %s: %w", rel, untemp(err, tmp))}
 	}
 	return nil
+}
+
+// untemp drops the temporary file's name from err (an *fs.PathError or *os.LinkError on tmp): the name is random,
+// and a failure said with it read differently each time (a task held for its folder on a full shared_root rewrote
+// its reason at every pass). What is left is the cause (no space left on device…), under the file's own name.
+func untemp(err error, tmp string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && filepath.Base(pe.Path) == filepath.Base(tmp) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) && filepath.Base(le.Old) == filepath.Base(tmp) {
+		return le.Err
+	}
+	return err
 }
 
 // diskWriter remembers the first error of the file it writes to.
