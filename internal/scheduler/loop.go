@@ -42,6 +42,10 @@ type Loop struct {
 	Clock   mvp.Clock
 	Logger  *slog.Logger
 	Policy  Policy
+	// ReaderWait is how long Snapshot (the queue view, dry runs, the web page) waits for a reading of the cluster
+	// before it answers with the cluster unknown (3 s when zero): a Ray that does not answer (its GCS hung) must
+	// not hold the service's answers.
+	ReaderWait time.Duration
 	// Tick is the period of Run.
 	Tick time.Duration
 	// StopGrace is how long a tick in progress when Run's context ends may go on; 0 means 5 s.
@@ -145,6 +149,8 @@ type Loop struct {
 	// folderErr is why the latest task folder could not be written (nil once one is written again): the held
 	// task's reason said so, /healthz did not (SharedRootError).
 	folderErr error
+	// readerRead is the reading of the cluster under way for readers (readForReader), nil when none is.
+	readerRead *clusterRead
 }
 
 // Health is what /healthz reports of the scheduler's view of Ray.
@@ -997,8 +1003,8 @@ func (e saidError) Unwrap() error { return e.error }
 // what the loop keeps between ticks (since when each gang is unplaceable, what it read of progress files) is the
 // loop's own.
 func (l *Loop) Snapshot(ctx context.Context) (Snapshot, error) {
+	view, cerr := l.readForReader(ctx)
 	now := l.Clock.Now()
-	view, cerr := l.Cluster.ReadCluster(ctx)
 	if cerr != nil {
 		view = nil
 	}
@@ -1015,6 +1021,57 @@ func (l *Loop) Snapshot(ctx context.Context) (Snapshot, error) {
 		view = l.withDown(view, false)
 	}
 	return l.snapshot(ctx, now, view, cerr, false)
+}
+
+// readerReadLimit bounds a reading of the cluster made for readers (Snapshot), which runs on after the reader
+// that asked for it has stopped waiting, so that the next readers share it instead of asking for another.
+const readerReadLimit = 30 * time.Second
+
+// clusterRead is a reading of the cluster under way for readers; done is closed once view and err are set.
+type clusterRead struct {
+	done chan struct{}
+	view *mvp.ClusterView
+	err  error
+}
+
+// readForReader reads the cluster for a reader, waiting at most ReaderWait: one reading at a time, shared by the
+// readers that ask while it is under way (the web page, mvp list and mvp queue at once took a reading each, in line
+// behind a hung one). A reading that does not come in time leaves the cluster unknown, saying so; it is not
+// abandoned (an abandoned probe reading restarts the probe), and the next reader takes its answer if it has come.
+func (l *Loop) readForReader(ctx context.Context) (*mvp.ClusterView, error) {
+	wait := l.ReaderWait
+	if wait <= 0 {
+		wait = 3 * time.Second
+	}
+	l.mu.Lock()
+	r := l.readerRead
+	if r == nil {
+		r = &clusterRead{done: make(chan struct{})}
+		l.readerRead = r
+		go func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readerReadLimit)
+			defer cancel()
+			v, err := l.Cluster.ReadCluster(rctx)
+			l.mu.Lock()
+			r.view, r.err = v, err
+			l.readerRead = nil
+			l.mu.Unlock()
+			close(r.done)
+		}()
+	}
+	l.mu.Unlock()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-r.done:
+		return r.view, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("read the cluster: %w", ctx.Err())
+	case <-timer.C:
+		return nil, fmt.Errorf("%w: a reading of the cluster did not answer within %s (Ray's GCS, or mvp's probe of "+
+			"it, is not answering; the scheduler's passes wait on it too, and admit nothing until it answers)",
+			mvp.ErrRayUnavailable, wait)
+	}
 }
 
 // snapshot reads what Decide looks at; record is true for the loop's own tick, which updates what the loop keeps
