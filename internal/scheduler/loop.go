@@ -151,6 +151,8 @@ type Loop struct {
 	folderErr error
 	// readerRead is the reading of the cluster under way for readers (readForReader), nil when none is.
 	readerRead *clusterRead
+	// logQuiet: node id → until when its driver logs are not asked of Ray (noteLogRead).
+	logQuiet map[string]time.Time
 }
 
 // Health is what /healthz reports of the scheduler's view of Ray.
@@ -1994,6 +1996,8 @@ func (l *Loop) copyRunningLog(ctx context.Context, t *mvp.Task, a *mvp.Attempt, 
 	switch {
 	case errors.As(err, &de):
 		l.Logger.Error("write running log", "task_id", t.ID, "err", err)
+	case errors.Is(err, errLogNodeQuiet):
+		l.Logger.Debug("copy running log", "task_id", t.ID, "err", err) // noteLogRead said it once
 	case err != nil:
 		l.Logger.Warn("copy running log", "task_id", t.ID, "err", err)
 	}
@@ -2048,12 +2052,91 @@ func copyContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(mvp.WithSchedulerRead(ctx), copyTime(time.Now(), deadline, ok))
 }
 
-// copyFromRay writes job id's driver log (its driver on node) as Ray gives it.
+// copyFromRay writes job id's driver log (its driver on node) as Ray gives it. A node whose last read went
+// unanswered for slowLogRead is not asked again for logQuiet (errLogNodeQuiet): see quietNode.
 func (l *Loop) copyFromRay(ctx context.Context, id, node string) func(io.Writer) error {
 	return func(w io.Writer) error {
-		_, err := l.Ray.CopyJobLog(ctx, id, node, w)
+		if err := l.quietNode(id, node); err != nil {
+			return err
+		}
+		start := l.Clock.Now()
+		rw := &recordingWriter{w: w}
+		_, err := l.Ray.CopyJobLog(ctx, id, node, rw)
+		if rw.err == nil { // a copy cut by mvp's own disk says nothing of the node
+			l.noteLogRead(node, start, err)
+		}
 		return err
 	}
+}
+
+// recordingWriter remembers the first error of the writer it writes to.
+type recordingWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (r *recordingWriter) Write(p []byte) (int, error) {
+	n, err := r.w.Write(p)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// slowLogRead is how long a failed read of a driver log from a node takes before the node counts as not
+// answering: Ray's state API waits 20 s for a node's agent that does not answer (its processes stopped, or cut
+// off; measured on Ray 2.60) before it fails the read, until Ray marks the node dead a minute or so later.
+const slowLogRead = 10 * time.Second
+
+// logQuiet is how long the logs of a node that did not answer are not asked of Ray. Read one after the other in
+// the pass (each ended attempt's, then keepLogs's), they held the pass 20 s each: 91 s for one pass measured,
+// while a task that fit waited.
+const logQuiet = time.Minute
+
+// errLogNodeQuiet marks a log not asked of Ray because its node did not answer the last read (quietNode): not a
+// try of keeping it.
+var errLogNodeQuiet = errors.New("its driver's node did not answer a read of a log just before")
+
+// quietNode returns errLogNodeQuiet, wrapped with when it may be asked again, while node is not asked for logs.
+func (l *Loop) quietNode(id, node string) error {
+	if node == "" {
+		return nil
+	}
+	now := l.Clock.Now()
+	l.mu.Lock()
+	until, ok := l.logQuiet[node]
+	l.mu.Unlock()
+	if !ok || !now.Before(until) {
+		return nil
+	}
+	return fmt.Errorf("logs of job %s: %w (node %s): not asked again before %s", id, errLogNodeQuiet, node,
+		until.UTC().Format(time.RFC3339))
+}
+
+// noteLogRead records the outcome of a read of a log from node that began at start: one that failed after
+// slowLogRead makes the node quiet for logQuiet (said once); one that succeeded ends its quiet.
+func (l *Loop) noteLogRead(node string, start time.Time, err error) {
+	if node == "" {
+		return
+	}
+	now := l.Clock.Now()
+	took := now.Sub(start)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		delete(l.logQuiet, node)
+		return
+	}
+	if took < slowLogRead || errors.Is(err, context.Canceled) {
+		return
+	}
+	if l.logQuiet == nil {
+		l.logQuiet = map[string]time.Time{}
+	}
+	l.logQuiet[node] = now.Add(logQuiet)
+	l.Logger.Warn("a node did not answer a read of a driver log; its logs are not asked of Ray for a while, so "+
+		"that the scheduler's passes go on", "node_id", node, "took", took.Round(time.Millisecond).String(),
+		"quiet_for", logQuiet.String(), "err", err)
 }
 
 // keepLogEvery spaces the retries of a failed driver-log fetch.
@@ -2108,6 +2191,9 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 					"(said once for this log)", "task_id", a.TaskID, "submission_id", a.RaySubmissionID, "err", err)
 			}
 			continue
+		}
+		if errors.Is(err, errLogNodeQuiet) {
+			continue // not asked: kept once its node answers again (or is known dead: Ray then says so at once)
 		}
 		if errors.Is(err, mvp.ErrRayBusy) {
 			// Ray up, but its state API at its limit of requests in progress (others' log streams): not a try
