@@ -162,6 +162,9 @@ func TestHealthzSaysHowLongTheFirstLookAtRayHasTaken(t *testing.T) {
 		if !strings.Contains(strings.Join(strings.Fields(body), ""), `"status":"degraded"`) || !strings.Contains(body, c.want) {
 			t.Errorf("started %s ago, no pass yet: %s; want degraded, saying %q", now.Sub(c.started), body, c.want)
 		}
+		if strings.Contains(body, "see ray_error") { // there is none before the first look ends
+			t.Errorf("started %s ago, no pass yet: %s points at a ray_error it does not have", now.Sub(c.started), body)
+		}
 	}
 }
 

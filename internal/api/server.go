@@ -453,8 +453,11 @@ func (s *Server) passWaits(h scheduler.Health) string {
 	if s.StaleTick <= 0 || !h.RayOK || h.LastTick.IsZero() || s.Clock.Now().Sub(h.LastTick) <= s.StaleTick {
 		return ""
 	}
-	return fmt.Sprintf("the scheduler's last pass began %s ago: it is waiting, on Ray perhaps (see ray_error, and "+
-		"mvp's log)", s.Clock.Now().Sub(h.LastTick).Round(time.Second))
+	age := s.Clock.Now().Sub(h.LastTick).Round(time.Second)
+	if h.WaitingOn == "" {
+		return fmt.Sprintf("the scheduler's last pass began %s ago: it is waiting, on Ray perhaps (mvp's log says more)", age)
+	}
+	return fmt.Sprintf("the scheduler's last pass began %s ago: it is waiting, %s (mvp's log says more)", age, h.WaitingOn)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
@@ -502,9 +505,12 @@ func (s *Server) health() (map[string]any, map[string]bool) {
 		if h.LastTick.IsZero() {
 			body["status"], body["scheduler"] = "degraded", NotLookedYet
 			if age := s.Clock.Now().Sub(s.Started); !s.Started.IsZero() && s.StaleTick > 0 && age > s.StaleTick {
+				doing := "(the dashboard at dev.yaml's address, the GCS the probe reads)"
+				if h.WaitingOn != "" {
+					doing = "(" + h.WaitingOn + ")"
+				}
 				body["scheduler"] = fmt.Sprintf("mvp has not looked at Ray yet: its first look at Ray began %s ago "+
-					"and Ray has not answered it (the dashboard at dev.yaml's address, the GCS the probe reads; "+
-					"see ray_error and mvp's log)", age.Round(time.Second))
+					"and Ray has not answered it %s; mvp's log says more", age.Round(time.Second), doing)
 			}
 		}
 		if since := h.RayLogsBusySince; since != nil && h.RayOK {

@@ -153,6 +153,8 @@ type Loop struct {
 	readerRead *clusterRead
 	// logQuiet: node id → until when its driver logs are not asked of Ray (noteLogRead).
 	logQuiet map[string]time.Time
+	// passStep is what the pass under way is doing (step).
+	passStep string
 }
 
 // Health is what /healthz reports of the scheduler's view of Ray.
@@ -169,13 +171,33 @@ type Health struct {
 	// RayLogsBusySince is when Ray's state API began refusing the loop's reads of ended jobs' logs as busy (its
 	// limit of requests in progress taken); nil once a read gets through, or none was refused.
 	RayLogsBusySince *time.Time `json:"ray_logs_busy_since,omitempty"`
+	// WaitingOn is what the scheduler's pass under way is doing (one of the Step sentences), "" between passes:
+	// /healthz says it of a pass that waits.
+	WaitingOn string `json:"waiting_on,omitempty"`
 }
+
+// What a pass does, in the order it does it (Health.WaitingOn).
+const (
+	StepCluster = "reading the cluster from Ray's GCS (mvp's live probe; then the dashboard's view, at `address` in dev.yaml)"
+	StepJobs    = "asking Ray's job server (the dashboard at `address` in dev.yaml) about the live attempts, and reading the driver logs of those that ended"
+	StepSubmit  = "deciding and submitting to Ray's job server (the dashboard at `address` in dev.yaml)"
+	StepLogs    = "keeping the driver logs of ended jobs and deleting kept jobs from Ray (Ray's state API and job server)"
+)
 
 // Health returns the latest health reading.
 func (l *Loop) Health() Health {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.health
+	h := l.health
+	h.WaitingOn = l.passStep
+	return h
+}
+
+// step records what the pass under way is doing (Health.WaitingOn); "" once it has ended.
+func (l *Loop) step(what string) {
+	l.mu.Lock()
+	l.passStep = what
+	l.mu.Unlock()
 }
 
 // SharedRootError says why the latest task folder the loop tried to write on shared_root could not be written (a
@@ -397,6 +419,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	obs := mvp.ObserverOr(l.Observer)
 	start := time.Now() // the pass's own duration, for the metrics; decisions use l.Clock
 	defer func() { obs.SchedulerPass(time.Since(start)) }()
+	defer l.step("")
 	active, err := l.Store.Active(ctx)
 	if err != nil {
 		return fmt.Errorf("load active tasks: %w", err)
@@ -404,7 +427,9 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	// The cluster is read before the attempts are synced, so that what the pass knows of its attempts is never
 	// older than the reading: a driver that placed its gang between a sync and a later reading showed CREATED
 	// groups of a job id its attempt did not know yet, and the gang was counted twice (walk-through 14).
+	l.step(StepCluster)
 	view, cerr := l.Cluster.ReadCluster(ctx)
+	l.step(StepJobs)
 	if ctx.Err() != nil {
 		// The tick was cut (the stop, past StopGrace): what follows would fail on the dead context and read as an
 		// outage of Ray (sync errors, "Ray is unavailable", outage events).
@@ -469,6 +494,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	// Decided at the time the snapshot is read, not when the pass began: what the sync above wrote is stamped when
 	// written (an attempt lost by Ray is requeued at once, next_run_at that time), and with the pass's start the
 	// requeued task looked as if it were backing off while a newer one took its GPUs.
+	l.step(StepSubmit)
 	decideAt := l.Clock.Now()
 	snap, err := l.snapshot(ctx, decideAt, view, cerr, true)
 	if err != nil {
@@ -538,6 +564,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		l.endFolderErr(snap.Queue)
 	}
 	// Keeping logs and deleting old jobs from Ray come after the decisions, which do not depend on them.
+	l.step(StepLogs)
 	if rayErr == nil {
 		l.prune(ctx, now)
 		if syncErr == nil {

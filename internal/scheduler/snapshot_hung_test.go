@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // stuckCluster is a cluster reading that does not answer (Ray's GCS stopped, a probe waiting on it) until
@@ -104,5 +105,34 @@ func TestASnapshotDoesNotWaitForAClusterThatDoesNotAnswer(t *testing.T) {
 			t.Fatalf("the cluster answers again but snapshots still say %v", s.ClusterErr)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAPassSaysWhatItWaitsOn: a pass waiting on a cluster reading that does not come (Ray's GCS hung) says so in
+// the health the service reports (/healthz's scheduler sentence said "on Ray perhaps"), and says nothing once it
+// has ended.
+func TestAPassSaysWhatItWaitsOn(t *testing.T) {
+	h := newHarness(t)
+	stuck := &stuckCluster{view: h.view, release: make(chan struct{})}
+	h.loop.Cluster = stuck
+	ended := make(chan error, 1)
+	go func() { ended <- h.loop.RunOnce(context.Background()) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for stuck.calls.Load() == 0 {
+		if time.Now().After(deadline) {
+			close(stuck.release)
+			t.Fatal("the pass did not read the cluster")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if w := h.loop.Health().WaitingOn; w != scheduler.StepCluster {
+		t.Errorf("a pass waiting on the cluster's reading says it waits on %q; want %q", w, scheduler.StepCluster)
+	}
+	close(stuck.release)
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+	if w := h.loop.Health().WaitingOn; w != "" {
+		t.Errorf("after the pass: waiting on %q; want nothing", w)
 	}
 }
