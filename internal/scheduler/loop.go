@@ -463,6 +463,8 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 		view = nil
 		if rayErr == nil {
 			rayErr = cerr
+		} else {
+			rayErr = &clusterAndJobsDown{cluster: cerr, jobs: rayErr} // the GCS's failure first (the dashboard reads it)
 		}
 	} else {
 		obs.ClusterRead(view)
@@ -1205,6 +1207,10 @@ func outageCause(err error) string {
 	if jd := (*ErrJobServerDown)(nil); errors.As(err, &jd) {
 		return jd.Error() // its cause is one already
 	}
+	if both := (*clusterAndJobsDown)(nil); errors.As(err, &both) {
+		// The cluster's reading names no job: said whole (its cause may come before "ray is unavailable").
+		return calledURL.ReplaceAllString(both.cluster.Error(), "") + jobsDownToo + outageCause(both.jobs)
+	}
 	s := err.Error()
 	if i := strings.Index(s, mvp.ErrRayUnavailable.Error()); i >= 0 {
 		s = s[i:]
@@ -1212,6 +1218,16 @@ func outageCause(err error) string {
 	// Go's own error for the call names it too (Get "http://…/api/jobs/<submission id>": …).
 	return calledURL.ReplaceAllString(s, "")
 }
+
+// clusterAndJobsDown is a pass's failure to read the cluster (the GCS, through the probe, then the dashboard's
+// view) and to reach Ray's job server. The cluster's comes first: the dashboard reads the GCS too, and with the GCS
+// hung the job server's timeouts alone sent the operator to the dashboard's `address`.
+type clusterAndJobsDown struct{ cluster, jobs error }
+
+const jobsDownToo = "; Ray's job server did not answer either: "
+
+func (e *clusterAndJobsDown) Error() string   { return e.cluster.Error() + jobsDownToo + e.jobs.Error() }
+func (e *clusterAndJobsDown) Unwrap() []error { return []error{e.cluster, e.jobs} }
 
 // calledURL matches the call and URL that net/http's errors begin with (`Get "http://…": `).
 var calledURL = regexp.MustCompile(`\b(Get|Post|Put|Patch|Delete|Head) "[^"]*": `)
