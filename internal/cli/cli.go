@@ -170,8 +170,10 @@ func Run(ctx context.Context, args []string, env Env) int {
 				err = fmt.Errorf("%w: MVP_TOKEN begins with %q, which mvp adds itself: set it to the token alone, "+
 					"without \"Bearer \"", err, tok[:7])
 			} else {
-				err = fmt.Errorf("%w: the server at MVP_ADDR takes no such token; set MVP_TOKEN to yours (make run, "+
-					"without MVP_INTERNAL_TOKEN set, prints a new token at each start)", err)
+				err = fmt.Errorf("%w: the server at MVP_ADDR takes no such token; set MVP_TOKEN to yours (a named "+
+					"user's token stops working when the operator has rotated it or removed the user: ask the operator "+
+					"for the current one; a local make run, without MVP_INTERNAL_TOKEN set, prints a new token at each "+
+					"start)", err)
 			}
 		}
 		fmt.Fprintf(env.Stderr, "mvp %s: %v\n", verb, err)

@@ -11,7 +11,9 @@ import (
 
 // TestAStaleTokenSaysWhatToSet: after `make run` was started again it printed a new token, and every command with
 // the old MVP_TOKEN said only "the token is not valid (HTTP 403 forbidden)"; a missing token already said to set
-// MVP_TOKEN. A token the server does not take now says so too, and why it may have changed.
+// MVP_TOKEN. A token the server does not take now says so too, and why it may have changed: for a named user,
+// because the operator rotated it or removed the user (the hint spoke of make run alone, which a user of a shared
+// mvp never runs: found by a drill).
 func TestAStaleTokenSaysWhatToSet(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -23,7 +25,7 @@ func TestAStaleTokenSaysWhatToSet(t *testing.T) {
 	if code := Run(context.Background(), []string{"list"}, env); code != 1 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	for _, want := range []string{"the token is not valid", "MVP_TOKEN", "new token"} {
+	for _, want := range []string{"the token is not valid", "MVP_TOKEN", "new token", "rotated", "removed", "ask the operator"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("the error lacks %q: %s", want, errb.String())
 		}
