@@ -803,7 +803,11 @@ func (s *Server) checkCaps(ctx context.Context, t *mvp.Task) error {
 	}
 	if gang := t.NNodes * t.GPUsPerNode; u.MaxGPUs > 0 && gang > u.MaxGPUs {
 		// It would wait for ever with "quota": its own gang passes the cap with nothing else of the user's live.
-		return mvp.Errorf(mvp.CodeInvalid, "n_gpus_per_node", "this task's gang takes %d GPUs (nnodes %d × "+
+		field := "n_gpus_per_node"
+		if t.GPUsPerNode <= u.MaxGPUs {
+			field = "nnodes" // each node's share is within the cap: the node count is what to lower
+		}
+		return mvp.Errorf(mvp.CodeInvalid, field, "this task's gang takes %d GPUs (nnodes %d × "+
 			"n_gpus_per_node %d), more than %s's max_gpus %d allows at once: it could never start; ask for %s or "+
 			"fewer, or ask the operator for a higher max_gpus", gang, t.NNodes, t.GPUsPerNode, u.Name, u.MaxGPUs, gpuCount(u.MaxGPUs))
 	}

@@ -496,6 +496,13 @@ func TestAGangOverTheQuotaIsRefused(t *testing.T) {
 	if resp.StatusCode != 400 || !strings.Contains(string(b), "max_gpus 2") {
 		t.Errorf("alice's schedule of a 4-GPU gang: %d %s, want 400", resp.StatusCode, b)
 	}
+	// A gang over the cap by its node count names nnodes: each node's 2 GPUs are within it (the refusal named
+	// n_gpus_per_node, found by a drill).
+	twoByTwo := strings.Replace(strings.Replace(goodSpec, "n_gpus_per_node: 4", "n_gpus_per_node: 2", 1), "nnodes: 1", "nnodes: 2", 1)
+	resp, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", twoByTwo, as(aliceToken))
+	if resp.StatusCode != 400 || !strings.Contains(string(b), `"field":"nnodes"`) {
+		t.Errorf("a 2 × 2 gang for alice (max_gpus 2): %d %s, want 400 naming the field nnodes", resp.StatusCode, b)
+	}
 	resp, b = do(t, base, "POST", "/api/v2/tasks", "application/yaml", strings.Replace(goodSpec, "n_gpus_per_node: 4", "n_gpus_per_node: 2", 1), as(aliceToken))
 	if resp.StatusCode != 201 {
 		t.Errorf("a 2-GPU gang for alice (max_gpus 2): %d %s, want 201", resp.StatusCode, b)
