@@ -125,9 +125,10 @@ func (s *Server) resubmitTask(w http.ResponseWriter, r *http.Request) error {
 	if owner := origin.Owner; owner != "" && owner != mvp.Operator && mvp.CallerOf(r.Context()).Name != owner {
 		c := mvp.Caller{Name: owner}
 		if s.user(c) == nil {
-			// Hers, it would be held for ever with no limits to apply (as a schedule of hers is refused).
+			// The owner's, it would be held for ever with no limits to apply (as a schedule of theirs is refused).
 			return mvp.Errorf(mvp.CodeForbidden, "task_id", "task %s's owner %q is no longer a user in "+
-				"v2.auth.users, so its resubmit would be hers and held; add the user back, or submit its jobspec "+
+				"v2.auth.users, and a resubmit stays the owner's: it would be held for ever with no limits to apply; "+
+				"add the user back, or submit its jobspec "+
 				"yourself (mvp get %s -o json shows it)", origin.ID, owner, origin.ID)
 		}
 		// Who asked stays known: a refusal tells the operator what to fix in alice's name, not in its own.
