@@ -1077,7 +1077,8 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// SayWhyWaiting gives each waiting task of tasks the reason it waits now. While the scheduler cannot read Ray, its
+// SayWhyWaiting gives each waiting task of tasks the reason it waits now, and each task with a Ray job the outage
+// of Ray (RayOutage) while Ray cannot be read. While the scheduler cannot read Ray, its
 // stored reason is the one the last pass that could decide wrote ("waiting for GPUs…", say), and nothing is
 // admitted until Ray can be read again, as GET /api/v2/queue says with cluster_unknown. The stored reason is
 // untouched (writing every waiting task's at each outage would cost a write per task); it is shown again once Ray
@@ -1109,9 +1110,20 @@ func (s *Server) SayWhyWaiting(tasks []*mvp.Task) {
 	if h.RayDownSince != nil {
 		why += " (since " + h.RayDownSince.UTC().Format(time.RFC3339) + ")"
 	}
+	live := "Ray cannot be read, so this state is what Ray last said: mvp follows the run again once Ray answers " +
+		"(a run that ended meanwhile is concluded then)"
+	if h.RayError != "" {
+		live += "; " + h.RayError
+	}
+	if h.RayDownSince != nil {
+		live += " (since " + h.RayDownSince.UTC().Format(time.RFC3339) + ")"
+	}
 	for _, t := range tasks {
-		if t.State.Waiting() {
+		switch {
+		case t.State.Waiting():
 			t.PendingReason = why
+		case t.State.Active():
+			t.RayOutage = live
 		}
 	}
 }

@@ -1071,6 +1071,9 @@ func printTask(w io.Writer, t *mvp.Task) error {
 	if t.PendingReason != "" {
 		fmt.Fprintf(tw, "pending_reason:\t%s\n", safe(t.PendingReason))
 	}
+	if t.RayOutage != "" {
+		fmt.Fprintf(tw, "ray_outage:\t%s\n", safe(t.RayOutage))
+	}
 	if t.NextRunAt != nil {
 		fmt.Fprintf(tw, "next_run_at:\t%s\n", ts(t.NextRunAt))
 	}

@@ -947,3 +947,14 @@ func TestQueueSaysTheStartWaitsForAPassUnderWay(t *testing.T) {
 		t.Errorf("mvp queue (%v):\n%s", err, b.String())
 	}
 }
+
+// TestGetSaysRaysOutageOfARunningTask: mvp get of a RUNNING task while Ray cannot be read showed RUNNING and
+// nothing else (found by a drill); the service's ray_outage is printed.
+func TestGetSaysRaysOutageOfARunningTask(t *testing.T) {
+	var b bytes.Buffer
+	task := &mvp.Task{ID: "x", State: mvp.StateRunning, RayOutage: "Ray cannot be read, so this state is what Ray last said"}
+	if err := printTask(&b, task); err != nil || !strings.Contains(b.String(), "ray_outage:") ||
+		!strings.Contains(b.String(), "what Ray last said") {
+		t.Errorf("a running task during Ray's outage: %v\n%s", err, b.String())
+	}
+}

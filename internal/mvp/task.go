@@ -21,6 +21,9 @@ type Task struct {
 	NextRunAt       *time.Time `json:"next_run_at"`
 	PendingReason   string     `json:"pending_reason"`
 	LatestAttemptNo int        `json:"latest_attempt_no"`
+	// RayOutage says, of a task with a Ray job (SUBMITTING, SUBMITTED, RUNNING), that Ray cannot be read now, since
+	// when and why: its state is what Ray last said. Filled by the API from the scheduler's health; not stored.
+	RayOutage string `json:"ray_outage,omitempty"`
 	// Owner is the user whose token submitted the task (Operator for the internal token): only they and the
 	// operator may see, cancel or read it.
 	Owner string `json:"owner"`
