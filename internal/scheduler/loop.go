@@ -2075,17 +2075,31 @@ func copyTime(now, deadline time.Time, ok bool) time.Duration {
 // caller that does not classify the run). A failure to write the task folder is a *taskfs.DiskError; any other
 // error is Ray's. The copy ends in time for the pass to go on (copyTime): one cut short is an error like any other.
 func (l *Loop) keepLog(ctx context.Context, taskID string, no int, id, node string, tail int) (string, error) {
+	if err := l.quietNode(id, node); err != nil {
+		return "", err
+	}
 	ctx, cancel := copyContext(ctx)
 	defer cancel()
-	return l.Files.KeepLog(taskID, no, tail, l.copyFromRay(ctx, id, node))
+	start := l.Clock.Now()
+	logs, err := l.Files.KeepLog(taskID, no, tail, l.copyFromRay(ctx, id, node))
+	if de := (*taskfs.DiskError)(nil); !errors.As(err, &de) { // a copy cut by mvp's own disk says nothing of the node
+		l.noteLogRead(node, start, err)
+	}
+	return logs, err
 }
 
 // readLogTail reads the last LogTail bytes of a job's driver log from Ray without keeping them, in the time
 // keepLog has.
 func (l *Loop) readLogTail(ctx context.Context, id, node string) (string, error) {
+	if err := l.quietNode(id, node); err != nil {
+		return "", err
+	}
 	ctx, cancel := copyContext(ctx)
 	defer cancel()
-	return taskfs.ReadTail(LogTail, l.copyFromRay(ctx, id, node))
+	start := l.Clock.Now()
+	logs, err := taskfs.ReadTail(LogTail, l.copyFromRay(ctx, id, node))
+	l.noteLogRead(node, start, err)
+	return logs, err
 }
 
 // copyContext bounds a copy of a driver log so that the pass can go on after it (copyTime), and marks it as the
@@ -2095,40 +2109,18 @@ func copyContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(mvp.WithSchedulerRead(ctx), copyTime(time.Now(), deadline, ok))
 }
 
-// copyFromRay writes job id's driver log (its driver on node) as Ray gives it. A node whose last read went
-// unanswered for slowLogRead is not asked again for logQuiet (errLogNodeQuiet): see quietNode.
+// copyFromRay writes job id's driver log (its driver on node) as Ray gives it.
 func (l *Loop) copyFromRay(ctx context.Context, id, node string) func(io.Writer) error {
 	return func(w io.Writer) error {
-		if err := l.quietNode(id, node); err != nil {
-			return err
-		}
-		start := l.Clock.Now()
-		rw := &recordingWriter{w: w}
-		_, err := l.Ray.CopyJobLog(ctx, id, node, rw)
-		if rw.err == nil { // a copy cut by mvp's own disk says nothing of the node
-			l.noteLogRead(node, start, err)
-		}
+		_, err := l.Ray.CopyJobLog(ctx, id, node, w)
 		return err
 	}
 }
 
-// recordingWriter remembers the first error of the writer it writes to.
-type recordingWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (r *recordingWriter) Write(p []byte) (int, error) {
-	n, err := r.w.Write(p)
-	if err != nil && r.err == nil {
-		r.err = err
-	}
-	return n, err
-}
-
-// slowLogRead is how long a failed read of a driver log from a node takes before the node counts as not
-// answering: Ray's state API waits 20 s for a node's agent that does not answer (its processes stopped, or cut
-// off; measured on Ray 2.60) before it fails the read, until Ray marks the node dead a minute or so later.
+// slowLogRead is how long a failed read of a driver log from a node (keepLog, readLogTail) takes before the node
+// counts as not answering, and is not asked for logs for logQuiet (quietNode): Ray's state API waits 20 s for a
+// node's agent that does not answer (its processes stopped, or cut off; measured on Ray 2.60) before it fails the
+// read, until Ray marks the node dead a minute or so later.
 const slowLogRead = 10 * time.Second
 
 // logQuiet is how long the logs of a node that did not answer are not asked of Ray. Read one after the other in
