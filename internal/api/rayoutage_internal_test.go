@@ -25,7 +25,7 @@ func TestALiveTaskSaysRayCannotBeRead(t *testing.T) {
 		s := &Server{Clock: fixedClock{now}, StaleTick: 15 * time.Second, Logger: slog.New(slog.DiscardHandler),
 			Health: func() scheduler.Health { return h }}
 		tasks := []*mvp.Task{{ID: "a", State: mvp.StateRunning}, {ID: "b", State: mvp.StateSubmitted},
-			{ID: "c", State: mvp.StateSucceeded}, {ID: "d", State: mvp.StateQueued}}
+			{ID: "c", State: mvp.StateSucceeded}, {ID: "d", State: mvp.StateQueued}, {ID: "e", State: mvp.StateSubmitting}}
 		s.SayWhyWaiting(tasks)
 		for _, task := range tasks {
 			live := task.State.Active()
@@ -35,6 +35,8 @@ func TestALiveTaskSaysRayCannotBeRead(t *testing.T) {
 				t.Errorf("Ray down: %s task's ray_outage %q; want the outage, its cause and since when", task.State, said)
 			case (ok || !live) && said != "":
 				t.Errorf("Ray ok %v: %s task's ray_outage %q; want none", ok, task.State, said)
+			case !ok && task.State == mvp.StateSubmitting && strings.Contains(said, "what Ray last said"):
+				t.Errorf("a SUBMITTING task's state is mvp's own, not Ray's: %q", said)
 			}
 		}
 	}

@@ -1110,18 +1110,23 @@ func (s *Server) SayWhyWaiting(tasks []*mvp.Task) {
 	if h.RayDownSince != nil {
 		why += " (since " + h.RayDownSince.UTC().Format(time.RFC3339) + ")"
 	}
-	live := "Ray cannot be read, so this state is what Ray last said: mvp follows the run again once Ray answers " +
-		"(a run that ended meanwhile is concluded then)"
+	outage := ""
 	if h.RayError != "" {
-		live += "; " + h.RayError
+		outage += "; " + h.RayError
 	}
 	if h.RayDownSince != nil {
-		live += " (since " + h.RayDownSince.UTC().Format(time.RFC3339) + ")"
+		outage += " (since " + h.RayDownSince.UTC().Format(time.RFC3339) + ")"
 	}
+	live := "Ray cannot be read, so this state is what Ray last said: mvp follows the run again once Ray answers " +
+		"(a run that ended meanwhile is concluded then)" + outage
+	sending := "Ray cannot be read, so this attempt's submission waits: it is sent, or looked up in Ray if it was " +
+		"sent, once Ray answers" + outage
 	for _, t := range tasks {
 		switch {
 		case t.State.Waiting():
 			t.PendingReason = why
+		case t.State == mvp.StateSubmitting:
+			t.RayOutage = sending
 		case t.State.Active():
 			t.RayOutage = live
 		}

@@ -37,13 +37,25 @@ func TestARunOnAFrozenNodeIsRetriedAndItsDriverEndsOnceTheNodeIsBack(t *testing.
 		return got.State == mvp.StateRunning && first != nil && first.DriverNodeID != "", string(got.State)
 	})
 	driver := driverProcess(t, jobSupervisorPID(t, first.RaySubmissionID), task.ID)
-	t.Cleanup(func() { _ = syscall.Kill(driver, syscall.SIGKILL) }) // an orphan left by a failure
+	t.Cleanup(func() { // an orphan left by a failure (the pid checked to be the driver's still)
+		if !gone(driver) && strings.Contains(cmdline(driver), task.ID) {
+			_ = syscall.Kill(driver, syscall.SIGKILL)
+		}
+	})
 
 	heal := healer(t)
 	frozen := nodeDaemons(t, first.DriverNodeID)
+	raylet := frozen[0]
+	// resume lets the node's daemons go on. A raylet Ray has marked dead then exits, within seconds: healing before
+	// it has would find it alive ("cluster already running") and leave the cluster a worker short.
 	resume := func() {
 		for _, p := range frozen {
 			_ = syscall.Kill(p, syscall.SIGCONT)
+		}
+		if frozen != nil {
+			for deadline := time.Now().Add(30 * time.Second); !gone(raylet) && time.Now().Before(deadline); {
+				time.Sleep(200 * time.Millisecond)
+			}
 		}
 		frozen = nil
 	}

@@ -21,9 +21,6 @@ type Task struct {
 	NextRunAt       *time.Time `json:"next_run_at"`
 	PendingReason   string     `json:"pending_reason"`
 	LatestAttemptNo int        `json:"latest_attempt_no"`
-	// RayOutage says, of a task with a Ray job (SUBMITTING, SUBMITTED, RUNNING), that Ray cannot be read now, since
-	// when and why: its state is what Ray last said. Filled by the API from the scheduler's health; not stored.
-	RayOutage string `json:"ray_outage,omitempty"`
 	// Owner is the user whose token submitted the task (Operator for the internal token): only they and the
 	// operator may see, cancel or read it.
 	Owner string `json:"owner"`
@@ -74,9 +71,13 @@ type Task struct {
 	DoorDeleted bool `json:"door_deleted,omitempty"`
 	// RuntimeLeftS and QueuedLeftS are shown, not stored: the seconds left before the running attempt reaches
 	// max_runtime_s, and before a task never started reaches max_queued_s (see FillTimeLeft).
-	RuntimeLeftS *int       `json:"runtime_left_s,omitempty"`
-	QueuedLeftS  *int       `json:"queued_left_s,omitempty"`
-	Attempts     []*Attempt `json:"attempts"`
+	RuntimeLeftS *int `json:"runtime_left_s,omitempty"`
+	QueuedLeftS  *int `json:"queued_left_s,omitempty"`
+	// RayOutage says, of a task with a Ray job (SUBMITTING, SUBMITTED, RUNNING), that Ray cannot be read now, since
+	// when and why: its state is what Ray last said (a SUBMITTING attempt's waits to be sent or looked up). Filled by
+	// the API from the scheduler's health (SayWhyWaiting); not stored. Kept out of the first bytes Decide reads.
+	RayOutage string     `json:"ray_outage,omitempty"`
+	Attempts  []*Attempt `json:"attempts"`
 	// JobSpecYAML is the body exactly as submitted. It and SpecJSON are empty on the tasks of Store.Runnable.
 	JobSpecYAML string `json:"-"`
 	// SpecJSON is the effective spec: defaults applied, as JSON.

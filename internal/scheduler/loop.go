@@ -1068,7 +1068,8 @@ type clusterRead struct {
 // readForReader reads the cluster for a reader, waiting at most ReaderWait: one reading at a time, shared by the
 // readers that ask while it is under way (the web page, mvp list and mvp queue at once took a reading each, in line
 // behind a hung one). A reading that does not come in time leaves the cluster unknown, saying so; it is not
-// abandoned (an abandoned probe reading restarts the probe), and the next reader takes its answer if it has come.
+// abandoned (an abandoned probe reading restarts the probe): the readers that come while it is still under way
+// wait on it rather than starting another.
 func (l *Loop) readForReader(ctx context.Context) (*mvp.ClusterView, error) {
 	wait := l.ReaderWait
 	if wait <= 0 {
@@ -1099,9 +1100,13 @@ func (l *Loop) readForReader(ctx context.Context) (*mvp.ClusterView, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("read the cluster: %w", ctx.Err())
 	case <-timer.C:
-		return nil, fmt.Errorf("%w: a reading of the cluster did not answer within %s (Ray's GCS, or mvp's probe of "+
-			"it, is not answering; the scheduler's passes wait on it too, and admit nothing until it answers)",
-			mvp.ErrRayUnavailable, wait)
+		why := "Ray's GCS may not be answering, or mvp's probe of it is starting"
+		l.mu.Lock()
+		if l.passStep == StepCluster {
+			why += "; the scheduler's pass waits on its own reading too, and admits nothing until it comes"
+		}
+		l.mu.Unlock()
+		return nil, fmt.Errorf("%w: no reading of the cluster came within %s (%s)", mvp.ErrRayUnavailable, wait, why)
 	}
 }
 
@@ -1822,6 +1827,8 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 				if tail, err := l.readLogTail(ctx, a.RaySubmissionID, node); err == nil {
 					r.Log = tail
 				}
+			case errors.Is(err, errLogNodeQuiet):
+				l.Logger.Debug("fetch driver log; will try again", "task_id", t.ID, "err", err) // noteLogRead said it once
 			case err != nil:
 				l.Logger.Warn("fetch driver log; will try again", "task_id", t.ID, "submission_id", a.RaySubmissionID, "err", err)
 			default:
@@ -2081,9 +2088,10 @@ func (l *Loop) keepLog(ctx context.Context, taskID string, no int, id, node stri
 	ctx, cancel := copyContext(ctx)
 	defer cancel()
 	start := l.Clock.Now()
-	logs, err := l.Files.KeepLog(taskID, no, tail, l.copyFromRay(ctx, id, node))
+	var got int64
+	logs, err := l.Files.KeepLog(taskID, no, tail, l.copyFromRay(ctx, id, node, &got))
 	if de := (*taskfs.DiskError)(nil); !errors.As(err, &de) { // a copy cut by mvp's own disk says nothing of the node
-		l.noteLogRead(node, start, err)
+		l.noteLogRead(node, start, got, err)
 	}
 	return logs, err
 }
@@ -2097,8 +2105,9 @@ func (l *Loop) readLogTail(ctx context.Context, id, node string) (string, error)
 	ctx, cancel := copyContext(ctx)
 	defer cancel()
 	start := l.Clock.Now()
-	logs, err := taskfs.ReadTail(LogTail, l.copyFromRay(ctx, id, node))
-	l.noteLogRead(node, start, err)
+	var got int64
+	logs, err := taskfs.ReadTail(LogTail, l.copyFromRay(ctx, id, node, &got))
+	l.noteLogRead(node, start, got, err)
 	return logs, err
 }
 
@@ -2109,16 +2118,17 @@ func copyContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(mvp.WithSchedulerRead(ctx), copyTime(time.Now(), deadline, ok))
 }
 
-// copyFromRay writes job id's driver log (its driver on node) as Ray gives it.
-func (l *Loop) copyFromRay(ctx context.Context, id, node string) func(io.Writer) error {
+// copyFromRay writes job id's driver log (its driver on node) as Ray gives it, counting the bytes in got.
+func (l *Loop) copyFromRay(ctx context.Context, id, node string, got *int64) func(io.Writer) error {
 	return func(w io.Writer) error {
-		_, err := l.Ray.CopyJobLog(ctx, id, node, w)
+		n, err := l.Ray.CopyJobLog(ctx, id, node, w)
+		*got = n
 		return err
 	}
 }
 
-// slowLogRead is how long a failed read of a driver log from a node (keepLog, readLogTail) takes before the node
-// counts as not answering, and is not asked for logs for logQuiet (quietNode): Ray's state API waits 20 s for a
+// slowLogRead is how long a failed read of a driver log from a node (keepLog, readLogTail) that got no byte takes
+// before the node counts as not answering, and is not asked for logs for logQuiet (quietNode): Ray's state API waits 20 s for a
 // node's agent that does not answer (its processes stopped, or cut off; measured on Ray 2.60) before it fails the
 // read, until Ray marks the node dead a minute or so later.
 const slowLogRead = 10 * time.Second
@@ -2129,7 +2139,8 @@ const slowLogRead = 10 * time.Second
 const logQuiet = time.Minute
 
 // errLogNodeQuiet marks a log not asked of Ray because its node did not answer the last read (quietNode): not a
-// try of keeping it.
+// try of keeping it. The read after the quiet minute is one (keepLogs's, every keepLogEvery, comes first but for
+// an attempt ending there then), so a node that never answers has its logs given up as any failing log is.
 var errLogNodeQuiet = errors.New("its driver's node did not answer a read of a log just before")
 
 // quietNode returns errLogNodeQuiet, wrapped with when it may be asked again, while node is not asked for logs.
@@ -2148,9 +2159,10 @@ func (l *Loop) quietNode(id, node string) error {
 		until.UTC().Format(time.RFC3339))
 }
 
-// noteLogRead records the outcome of a read of a log from node that began at start: one that failed after
-// slowLogRead makes the node quiet for logQuiet (said once); one that succeeded ends its quiet.
-func (l *Loop) noteLogRead(node string, start time.Time, err error) {
+// noteLogRead records the outcome of a read of a log from node that began at start and got bytes: one that failed
+// after slowLogRead with no byte makes the node quiet for logQuiet (said once); one that succeeded ends its quiet.
+// A read that got bytes (a big log cut by its copy's time) says the node answers.
+func (l *Loop) noteLogRead(node string, start time.Time, got int64, err error) {
 	if node == "" {
 		return
 	}
@@ -2158,7 +2170,7 @@ func (l *Loop) noteLogRead(node string, start time.Time, err error) {
 	took := now.Sub(start)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err == nil {
+	if err == nil || got > 0 {
 		delete(l.logQuiet, node)
 		return
 	}
@@ -2176,6 +2188,9 @@ func (l *Loop) noteLogRead(node string, start time.Time, err error) {
 
 // keepLogEvery spaces the retries of a failed driver-log fetch.
 const keepLogEvery = 5 * time.Second
+
+// keepLogQuietSkip is how many unkept logs of quiet nodes keepLogs may pass over in one run to reach ten others.
+const keepLogQuietSkip = 40
 
 // keepLogBudget bounds the time one pass spends keeping ended jobs' logs: no new copy starts past it.
 const keepLogBudget = 20 * time.Second
@@ -2199,7 +2214,9 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 	if !due {
 		return
 	}
-	todo, err := l.Store.UnkeptLogs(ctx, l.maxLogTries(), 10)
+	// More than the ten a pass reads: the logs of a quiet node are skipped, and those oldest must not hold every
+	// other node's (keepLogQuietSkip).
+	todo, err := l.Store.UnkeptLogs(ctx, l.maxLogTries(), 10+keepLogQuietSkip)
 	if err != nil {
 		l.Logger.Error("list unkept logs", "err", err)
 		return
@@ -2208,11 +2225,15 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 		l.logsBusy(now, false) // no log waits to be kept: nothing for /healthz to say
 	}
 	start := l.Clock.Now()
+	read := 0
 	for _, a := range todo {
-		if l.Clock.Now().Sub(start) >= keepLogBudget {
+		if l.Clock.Now().Sub(start) >= keepLogBudget || read == 10 {
 			break // big logs: the rest at the next pass, so that the pass goes on deciding
 		}
 		_, err := l.keepLog(ctx, a.TaskID, a.No, a.RaySubmissionID, a.DriverNodeID, 0)
+		if !errors.Is(err, errLogNodeQuiet) {
+			read++
+		}
 		var de *taskfs.DiskError
 		if errors.As(err, &de) && l.sharedRootDown(err) {
 			// mvp's own disk failing (shared_root full or read-only) is not a try: the job stays in Ray, which

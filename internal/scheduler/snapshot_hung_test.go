@@ -79,7 +79,7 @@ func TestASnapshotDoesNotWaitForAClusterThatDoesNotAnswer(t *testing.T) {
 		if r.known {
 			t.Errorf("a snapshot taken while the cluster does not answer shows a cluster")
 		}
-		if r.cerr == nil || !strings.Contains(r.cerr.Error(), "did not answer") || !errors.Is(r.cerr, mvp.ErrRayUnavailable) {
+		if r.cerr == nil || !strings.Contains(r.cerr.Error(), "no reading of the cluster came") || !errors.Is(r.cerr, mvp.ErrRayUnavailable) {
 			t.Errorf("cluster error %v; want Ray unavailable, saying the reading did not answer", r.cerr)
 		}
 	}

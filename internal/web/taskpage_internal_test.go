@@ -56,3 +56,18 @@ func TestTheRunningTableShowsProgress(t *testing.T) {
 		t.Errorf("a run without progress:\n%s", page)
 	}
 }
+
+// TestTheTaskPageSaysRaysOutage: mvp get says a running task's ray_outage while Ray cannot be read; the task's page
+// did not (found in review).
+func TestTheTaskPageSaysRaysOutage(t *testing.T) {
+	at := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
+	task := &mvp.Task{ID: "mvp2-ppo-20251223-143201-0e3a", Workload: mvp.WorkloadPPO, State: mvp.StateRunning,
+		NNodes: 1, GPUsPerNode: 4, CreatedAt: at, UpdatedAt: at, RayOutage: "Ray cannot be read, so this state is what Ray last said"}
+	var b strings.Builder
+	if err := pages["task"].ExecuteTemplate(&b, "live", taskView{Now: at, Task: task}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "what Ray last said") {
+		t.Errorf("the task's page lacks ray_outage:\n%s", b.String())
+	}
+}
