@@ -112,12 +112,7 @@ func nodeDaemons(t *testing.T, id string) []int {
 	ps := []int{raylet}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(fields) < 2 || fields[1] != strconv.Itoa(raylet) {
+		if ppidOf(f) != raylet {
 			continue
 		}
 		cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "cmdline"))

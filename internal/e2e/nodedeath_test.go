@@ -293,15 +293,8 @@ func childOf(t *testing.T, parent int, word string) int {
 	waitFor(t, 30*time.Second, fmt.Sprintf("a child of process %d running %s", parent, word), func() (bool, string) {
 		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 		for _, f := range stats {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				continue // ended meanwhile
-			}
-			// pid (comm) state ppid …: comm may hold blanks and parentheses, so read after the last ')'.
-			rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
-			fields := strings.Fields(rest)
-			if len(fields) < 2 || fields[1] != strconv.Itoa(parent) {
-				continue
+			if ppidOf(f) != parent {
+				continue // another's child, or ended meanwhile
 			}
 			cmd, err := os.ReadFile(filepath.Join(filepath.Dir(f), "cmdline"))
 			if err == nil && strings.Contains(string(cmd), word) {
@@ -312,6 +305,21 @@ func childOf(t *testing.T, parent int, word string) int {
 		return false, "none"
 	})
 	return child
+}
+
+// ppidOf is the parent of the process whose /proc/<pid>/stat is stat, 0 once it has ended.
+func ppidOf(stat string) int {
+	b, err := os.ReadFile(stat)
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid …: comm may hold blanks and parentheses, so read after the last ')'.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
 
 // TestARestartedMvpWaitsForTheNodesItSawBefore: mvp and one of its two workers go down together (the head

@@ -2082,23 +2082,23 @@ func copyTime(now, deadline time.Time, ok bool) time.Duration {
 // caller that does not classify the run). A failure to write the task folder is a *taskfs.DiskError; any other
 // error is Ray's. The copy ends in time for the pass to go on (copyTime): one cut short is an error like any other.
 func (l *Loop) keepLog(ctx context.Context, taskID string, no int, id, node string, tail int) (string, error) {
-	if err := l.quietNode(id, node); err != nil {
-		return "", err
-	}
-	ctx, cancel := copyContext(ctx)
-	defer cancel()
-	start := l.Clock.Now()
-	var got int64
-	logs, err := l.Files.KeepLog(taskID, no, tail, l.copyFromRay(ctx, id, node, &got))
-	if de := (*taskfs.DiskError)(nil); !errors.As(err, &de) { // a copy cut by mvp's own disk says nothing of the node
-		l.noteLogRead(node, start, got, err)
-	}
-	return logs, err
+	return l.readFromNode(ctx, id, node, func(fill func(io.Writer) error) (string, error) {
+		return l.Files.KeepLog(taskID, no, tail, fill)
+	})
 }
 
 // readLogTail reads the last LogTail bytes of a job's driver log from Ray without keeping them, in the time
 // keepLog has.
 func (l *Loop) readLogTail(ctx context.Context, id, node string) (string, error) {
+	return l.readFromNode(ctx, id, node, func(fill func(io.Writer) error) (string, error) {
+		return taskfs.ReadTail(LogTail, fill)
+	})
+}
+
+// readFromNode runs read on job id's driver log as Ray gives it from node, in the time a copy has (copyContext),
+// unless the node is quiet (quietNode); what the read got and how long it took tell whether the node answers
+// (noteLogRead). A failure of mvp's own disk (*taskfs.DiskError) says nothing of the node.
+func (l *Loop) readFromNode(ctx context.Context, id, node string, read func(fill func(io.Writer) error) (string, error)) (string, error) {
 	if err := l.quietNode(id, node); err != nil {
 		return "", err
 	}
@@ -2106,9 +2106,11 @@ func (l *Loop) readLogTail(ctx context.Context, id, node string) (string, error)
 	defer cancel()
 	start := l.Clock.Now()
 	var got int64
-	logs, err := taskfs.ReadTail(LogTail, l.copyFromRay(ctx, id, node, &got))
-	l.noteLogRead(node, start, got, err)
-	return logs, err
+	out, err := read(l.copyFromRay(ctx, id, node, &got))
+	if de := (*taskfs.DiskError)(nil); !errors.As(err, &de) {
+		l.noteLogRead(node, start, got, err)
+	}
+	return out, err
 }
 
 // copyContext bounds a copy of a driver log so that the pass can go on after it (copyTime), and marks it as the
