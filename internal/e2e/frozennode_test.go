@@ -19,10 +19,9 @@ import (
 // (its raylet and agents stopped, as a node that hangs or is cut off; the run's own processes go on), the fault a
 // drill found unwatched. About a minute later Ray marks the node dead and fails the job "because its node has
 // died": INFRA, and the retry is sent while the first driver still runs (mvp cannot reach that node: both run
-// for as long as it stays frozen). When the node comes back its raylet exits, and the first driver, a Ray driver
-// connected to it as verl's is, ends with it. (A driver that is no Ray driver does not: measured on Ray 2.60, the
-// raylet kills its workers' children, Ray's shell, not the shell's child, which lives on as an orphan; see
-// specs/reliability.md.)
+// for as long as it stays frozen). When the node comes back its raylet exits, and the first driver ends with it: a
+// Ray driver connected to it, as verl's is, and the child of its job supervisor (mvp's entrypoint execs it; the
+// raylet kills its workers' children, not their grandchildren; see specs/reliability.md).
 func TestARunOnAFrozenNodeIsRetriedAndItsDriverEndsOnceTheNodeIsBack(t *testing.T) {
 	gpus, _ := twoWorkers(t)
 	waitIdle(t)

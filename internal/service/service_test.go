@@ -76,7 +76,7 @@ func TestEveryWorkloadSubmitGetBuild(t *testing.T) {
 	for _, s := range subs {
 		info := ids[s.Metadata["task_id"]]
 		if info.Name == "" || s.Metadata["workload"] != string(info.Name) || s.SubmissionID != s.Metadata["task_id"]+"--a01" ||
-			!strings.HasPrefix(s.Entrypoint, "python3 -m "+info.Module+" ") ||
+			!strings.HasPrefix(s.Entrypoint, "exec python3 -m "+info.Module+" ") ||
 			!strings.Contains(s.Entrypoint, "trainer.n_gpus_per_node=1") {
 			t.Errorf("submission of %s (%s): %+v", s.Metadata["task_id"], info.Name, s)
 		}

@@ -147,7 +147,7 @@ func TestEveryWorkloadBuilds(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no submission for workload %s: %v", info.Name, err)
 			}
-			if want := "python3 -m " + info.Module + " "; !strings.HasPrefix(got.Entrypoint, want) {
+			if want := "exec python3 -m " + info.Module + " "; !strings.HasPrefix(got.Entrypoint, want) {
 				t.Errorf("entrypoint %q does not start with %q", got.Entrypoint, want)
 			}
 			if got.Metadata["workload"] != string(info.Name) || !strings.Contains(got.Entrypoint, "trainer.n_gpus_per_node=2") {
