@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,7 +123,8 @@ func freeGPUs(t testing.TB) []float64 {
 
 // waitIdle waits until every worker GPU is free again, so a test starts on an idle cluster. A test waits for its
 // own jobs to end; jobs still holding GPUs after 30 s were left by a test that failed (mvp's SIGTERM leaves Ray's
-// jobs running, by design): they are stopped, so that one failure does not fail every test after it.
+// jobs running, by design): they are stopped, and drivers left with no parent are killed, so that one failure does
+// not fail every test after it.
 func waitIdle(t testing.TB) {
 	t.Helper()
 	idle := func() (bool, string) {
@@ -178,6 +180,26 @@ func stopLeftovers(t testing.TB) {
 			err := rayc.StopJob(context.Background(), *j.SubmissionID)
 			t.Logf("stopping job %s, which a test before this one left %s: %v", *j.SubmissionID, j.Status, err)
 		}
+	}
+	killOrphanedDrivers(t)
+}
+
+// killOrphanedDrivers kills the test workloads' drivers that run with no parent: Ray no longer follows them (its
+// job ended, e.g. stopped while its shell was starting the command), so no stop reaches them, and they hold their
+// GPUs until their run ends.
+func killOrphanedDrivers(t testing.TB) {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		if ppidOf(f) != 1 {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join(filepath.Dir(f), "cmdline"))
+		if err != nil || !(bytes.Contains(cmd, []byte("verl.trainer.")) || bytes.Contains(cmd, []byte("mvp_testkit."))) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		t.Logf("killing process %d, a driver that a test before this one left with no parent: %s", pid, cmdline(pid))
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
