@@ -1586,20 +1586,22 @@ func (l *Loop) keptEnd(t *mvp.Task, n int, submissionID string) (r Report, ok bo
 // writeFolder writes what the task folder holds before attempt n is sent: for the first, the jobspec as submitted
 // and the effective spec (the database holds both from the moment the task was accepted; the folder is for people
 // and tools on the shared disk); for every attempt, its payload and its results folder. down says whether a
-// failure is shared_root's as a whole (sharedRootDown, asked once: the health and the task's hold agree).
-func (l *Loop) writeFolder(t *mvp.Task, n int, payload *mvp.JobSubmission) (down bool, err error) {
+// failure is shared_root's as a whole, and why (sharedRootDown, asked once: the health and the task's hold agree).
+func (l *Loop) writeFolder(t *mvp.Task, n int, payload *mvp.JobSubmission) (down, err error) {
 	if n == 1 {
 		err = l.Files.WriteTask(t.ID, []byte(t.JobSpecYAML), t.SpecJSON)
 	}
 	if err == nil {
 		err = l.Files.WriteSubmission(t.ID, n, payload)
 	}
-	down = err != nil && l.sharedRootDown(err)
+	if err != nil {
+		down = l.sharedRootDown(err)
+	}
 	l.mu.Lock()
 	l.folderErr = nil
-	if down { // one task's own folder in the way is not the service's health
+	if down != nil { // one task's own folder in the way is not the service's health
 		l.folderErr = fmt.Errorf("a task folder cannot be written on shared_root (%s): %w; free space there or make it "+
-			"writable (or set shared_root in dev.yaml); waiting tasks are submitted once it can be", l.Files.Root, sharedRootErr(err))
+			"writable (or set shared_root in dev.yaml); waiting tasks are submitted once it can be", l.Files.Root, down)
 	}
 	l.mu.Unlock()
 	return down, err
@@ -1629,15 +1631,15 @@ func (l *Loop) endFolderErr(queue []*mvp.Task) {
 }
 
 // holdForFolder leaves a task whose folder cannot be written (err) waiting. While shared_root as a whole cannot be
-// (down), every task the policy starts is held so, and the next pass that admits it tries again; the reason is
+// (down, why), every task the policy starts is held so, and the next pass that admits it tries again; the reason is
 // written only when it changes. Otherwise the task's own folder is in the way: it waits until its next_run_at,
 // one retry interval on, out of the passes (picked by each, it held the GPUs it could not use from the tasks
 // behind it), and a renewal of the same hold writes no event.
-func (l *Loop) holdForFolder(ctx context.Context, now time.Time, t *mvp.Task, err error, down bool) error {
+func (l *Loop) holdForFolder(ctx context.Context, now time.Time, t *mvp.Task, err, down error) error {
 	c := mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StatePendingResources, At: now}
 	reason := fmt.Sprintf(folderHold+" (%s): %v; free space there or make it "+
-		"writable (or set shared_root in dev.yaml); it is submitted once the folder can be written", l.Files.Root, sharedRootErr(err))
-	if !down {
+		"writable (or set shared_root in dev.yaml); it is submitted once the folder can be written", l.Files.Root, down)
+	if down == nil {
 		// shared_root can be written: this task's own folder is in the way. Its runs can write there, and one may
 		// have left something where the next attempt's files go; it waited as if shared_root were full, with the
 		// whole service's health degraded.
@@ -2237,7 +2239,7 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 			read++
 		}
 		var de *taskfs.DiskError
-		if errors.As(err, &de) && l.sharedRootDown(err) {
+		if errors.As(err, &de) && l.sharedRootDown(err) != nil {
 			// mvp's own disk failing (shared_root full or read-only) is not a try: the job stays in Ray, which
 			// keeps its log, until the folder can be written. Said once per log: every 5 s for each (2,000 lines
 			// an hour a log) said nothing more, and /healthz names the condition. A folder of its own that cannot
@@ -2294,17 +2296,19 @@ func (l *Loop) keepLogs(ctx context.Context, now time.Time) {
 	}
 }
 
-// sharedRootDown reports whether err, a failure to write one task's folder, is shared_root's as a whole: full,
-// over quota, read-only or failing (by its errno), not mounted, or not writable where mvp checks it at start.
-func (l *Loop) sharedRootDown(err error) bool {
-	if wholeDiskCause(err) != nil {
-		return true
+// sharedRootDown says why err, a failure to write one task's folder, is shared_root's as a whole, or nil when it is
+// not: full, over quota, read-only or failing (its errno), not mounted, or not writable where mvp checks it at
+// start (what the check found). The answer names no task's folder: it is the same for every task it holds, and
+// the held reasons and /healthz said whichever task's folder the pass tried.
+func (l *Loop) sharedRootDown(err error) error {
+	if c := wholeDiskCause(err); c != nil {
+		return c
 	}
-	if l.Files.CheckMounted() != nil {
-		return true
+	if merr := l.Files.CheckMounted(); merr != nil {
+		return merr
 	}
 	_, werr := l.Files.CheckWritable()
-	return werr != nil
+	return werr
 }
 
 // wholeDiskCause returns the cause of err when it is one of the whole disk (full, over quota, read-only, failing),
@@ -2317,14 +2321,6 @@ func wholeDiskCause(err error) error {
 		}
 	}
 	return nil
-}
-
-// sharedRootErr is err as said of shared_root as a whole: its cause when the whole disk is at fault.
-func sharedRootErr(err error) error {
-	if c := wholeDiskCause(err); c != nil {
-		return c
-	}
-	return err
 }
 
 // logsBusy records whether Ray's state API refused a read of an ended job's log as busy at now, for /healthz

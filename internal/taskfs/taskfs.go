@@ -73,11 +73,19 @@ func (f FS) CheckWritable() (made bool, err error) {
 	}
 	tmp, err := os.CreateTemp(jobs, ".mvp-write-check-*")
 	if err != nil {
-		return made, err
+		// The folder and the cause, not the check file's random name: a held task's reason quotes this.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return made, fmt.Errorf("create a file in %s: %w", jobs, err)
 	}
 	name := tmp.Name()
 	tmp.Close()
-	return made, os.Remove(name)
+	if err := os.Remove(name); err != nil {
+		return made, fmt.Errorf("remove a file in %s: %w", jobs, untemp(err, name))
+	}
+	return made, nil
 }
 
 // CheckMounted refuses a write while Root/jobs, there when mvp started (Mounted), is not: the shared filesystem is
