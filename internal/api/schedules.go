@@ -183,7 +183,9 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ids, err := s.Schedules.ScheduleTasks(r.Context(), sc.Owner, sc.Name, 100)
+	// Its tasks by the run the schedule as read last recorded: a run recorded between the two reads made a task
+	// listed while last_task_id and next_run_at said the run before (seen in CI).
+	ids, err := s.Schedules.ScheduleTasks(r.Context(), sc.Owner, sc.Name, sc.LastFireAt, 100)
 	if err != nil {
 		return err
 	}

@@ -261,10 +261,10 @@ func (w *wtx) cancelReplaced(r mvp.ScheduleRun, at time.Time) (was mvp.State, er
 	return state, nil
 }
 
-// ScheduleTasks returns the ids of the tasks a schedule made, newest first, at most limit.
-func (db *DB) ScheduleTasks(ctx context.Context, owner, name string, limit int) ([]string, error) {
+// ScheduleTasks returns the ids of the tasks a schedule made by its run of through, newest first, at most limit.
+func (db *DB) ScheduleTasks(ctx context.Context, owner, name string, through time.Time, limit int) ([]string, error) {
 	rows, err := db.queryRead(ctx, `SELECT task_id FROM schedule_tasks WHERE schedule_owner = ? AND schedule_name = ?
-		ORDER BY fire_at DESC, task_id DESC LIMIT ?`, mvp.OwnerName(owner), name, limit)
+		AND fire_at <= ? ORDER BY fire_at DESC, task_id DESC LIMIT ?`, mvp.OwnerName(owner), name, nanos(through), limit)
 	if err != nil {
 		return nil, fmt.Errorf("tasks of schedule %s: %w", name, db.mapErr(err))
 	}
