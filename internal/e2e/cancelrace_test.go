@@ -3,7 +3,11 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,6 +78,97 @@ func killProcessesOf(t *testing.T, id string) {
 	for _, p := range processesOf(id) {
 		pid, _ := strconv.Atoi(p[:strings.IndexByte(p, ':')])
 		t.Logf("killing process %s, left by task %s", p, id)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// TestARayDoorStopAsRayStartsTheJobLeavesNoDriver: the same race through the Ray door, whose entrypoints are the
+// users' own shell commands. One that is a plain command (`python3 -m …`, as most are) is sent with exec before
+// it; before, a stop right as Ray started the job left the driver running, Ray saying STOPPED.
+func TestARayDoorStopAsRayStartsTheJobLeavesNoDriver(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	const n = 10
+	for i := 1; i <= n; i++ {
+		sid := uniq("door-stop-race")
+		body := fmt.Sprintf(`{"entrypoint": "python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 1 --hold 600", "submission_id": %q}`, sid)
+		if code, out := doorCall(t, s, http.MethodPost, "/api/jobs/", body); code != http.StatusOK {
+			t.Fatalf("submit through the door: %d %s", code, out)
+		}
+		var job struct {
+			Status   string            `json:"status"`
+			Metadata map[string]string `json:"metadata"`
+		}
+		code, out := doorCall(t, s, http.MethodGet, "/api/jobs/"+sid, "")
+		if err := json.Unmarshal(out, &job); code != http.StatusOK || err != nil || job.Metadata[mvp.MetaDoorTaskID] == "" {
+			t.Fatalf("the door's job %s: %d %s (%v)", sid, code, out, err)
+		}
+		id := job.Metadata[mvp.MetaDoorTaskID]
+		t.Cleanup(func() { killProcessesWithEnv(t, "MVP_TASK_ID="+id) })
+		sub := mvp.SubmissionID(id, 1)
+		waitFor(t, 60*time.Second, "Ray to know "+sub, func() (bool, string) {
+			_, err := rayc.GetJob(ctxT(t), sub)
+			return err == nil, fmt.Sprint(err)
+		})
+		if code, out := doorCall(t, s, http.MethodPost, "/api/jobs/"+sid+"/stop", ""); code != http.StatusOK {
+			t.Fatalf("stop through the door: %d %s", code, out)
+		}
+		waitFor(t, 60*time.Second, sub+" ended in Ray", func() (bool, string) {
+			info, err := rayc.GetJob(ctxT(t), sub)
+			return err == nil && info.Status.Terminal(), fmt.Sprint(info, err)
+		})
+		waitFor(t, 5*time.Second, fmt.Sprintf("no process of %s (%d of %d) once Ray said its job ended", id, i, n), func() (bool, string) {
+			ps := processesWithEnv("MVP_TASK_ID=" + id)
+			return len(ps) == 0, fmt.Sprint(ps)
+		})
+	}
+	waitIdle(t)
+}
+
+// doorCall sends a request to mvp's Ray door (Ray's Jobs REST API under /ray) with mvp's token; it returns the
+// status and the body.
+func doorCall(t *testing.T, s *service, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctxT(t), method, s.c.Addr+"/ray"+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// processesWithEnv lists the processes whose environment holds kv ("KEY=value"), as "pid: command".
+func processesWithEnv(kv string) []string {
+	var out []string
+	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range envs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(append([]byte{0}, b...), []byte("\x00"+kv+"\x00")) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if gone(pid) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d: %s", pid, cmdline(pid)))
+	}
+	return out
+}
+
+// killProcessesWithEnv kills what processesWithEnv lists for kv.
+func killProcessesWithEnv(t *testing.T, kv string) {
+	for _, p := range processesWithEnv(kv) {
+		pid, _ := strconv.Atoi(p[:strings.IndexByte(p, ':')])
+		t.Logf("killing process %s, left with %s", p, kv)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

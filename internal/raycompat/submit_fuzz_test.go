@@ -95,8 +95,10 @@ func FuzzSubmit(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%q taken, but its first attempt does not build: %v", body, err)
 		}
-		// What Ray is sent is what was sent, with mvp's own keys and variables added.
-		if sub.Entrypoint != sent.Entrypoint || !reflect.DeepEqual(sub.EntrypointLabelSelector, sent.EntrypointLabelSelector) {
+		// What Ray is sent is what was sent, with mvp's own keys and variables added (and exec before an entrypoint
+		// that is one plain command: workload.execEntrypoint).
+		execed := "exec " + strings.TrimLeft(sent.Entrypoint, " ")
+		if sub.Entrypoint != sent.Entrypoint && sub.Entrypoint != execed || !reflect.DeepEqual(sub.EntrypointLabelSelector, sent.EntrypointLabelSelector) {
 			t.Fatalf("%q taken, sent to Ray as entrypoint %q, label selector %v", body, sub.Entrypoint, sub.EntrypointLabelSelector)
 		}
 		for k, v := range sent.Metadata {

@@ -205,7 +205,7 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 	maps.Copy(meta, map[string]string{"mvp": "v2", "task_id": t.ID, "attempt_no": fmt.Sprint(n),
 		"workload": string(t.Workload), "submission_id": req.SubmissionID})
 	return &mvp.JobSubmission{
-		Entrypoint:              req.Entrypoint,
+		Entrypoint:              execEntrypoint(req.Entrypoint),
 		SubmissionID:            mvp.SubmissionID(t.ID, n),
 		RuntimeEnv:              runtimeEnv,
 		Metadata:                meta,
@@ -215,4 +215,38 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 		EntrypointResources:     req.EntrypointResources,
 		EntrypointLabelSelector: req.EntrypointLabelSelector,
 	}, nil
+}
+
+// execEntrypoint is a Ray-door entrypoint with exec before it when it is one simple command: words of plain
+// characters (no quote, expansion, redirection or operator), the first a program (not a shell builtin or keyword,
+// nor a variable assignment). Ray runs the entrypoint with /bin/sh -c, whose dash does not exec a lone command, so
+// the driver was the shell's child, and a stop while the shell was starting it left it running with no parent,
+// its resources held, while Ray said STOPPED (see Build). Any other entrypoint runs as written, as under Ray; the
+// door shows the entrypoint as submitted.
+func execEntrypoint(e string) string {
+	words := strings.Fields(e)
+	if len(words) == 0 {
+		return e
+	}
+	for _, r := range e {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" _./:=,@%+-", r)) {
+			return e
+		}
+	}
+	first := words[0]
+	if strings.Contains(first, "=") || strings.HasPrefix(first, "-") || shellBuiltins[first] {
+		return e
+	}
+	return "exec " + strings.TrimLeft(e, " ")
+}
+
+// shellBuiltins are the words /bin/sh (dash) takes as its own: exec runs a program of that name instead, or none.
+var shellBuiltins = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(". : [ alias bg break cd command continue echo eval exec exit export false fg " +
+		"getopts hash jobs kill local printf pwd read readonly return set shift test times trap true type ulimit " +
+		"umask unalias unset wait if then else elif fi for while until do done case esac") {
+		shellBuiltins[w] = true
+	}
 }

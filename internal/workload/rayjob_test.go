@@ -237,3 +237,41 @@ func TestARayJobMayNotSetMvpsVariables(t *testing.T) {
 		}
 	}
 }
+
+// TestARayDoorCommandIsExecedWhenItIsOne: a Ray-door entrypoint that is one plain command is sent with exec before
+// it, so the process Ray stops is the driver (a stop while /bin/sh was starting it left it running: see Build);
+// anything the shell must read (quotes, expansions, operators, builtins, assignments) is sent as written.
+func TestARayDoorCommandIsExecedWhenItIsOne(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"python script.py --lr 0.1", "exec python script.py --lr 0.1"},
+		{"  python3 -m pkg.train a=1 b=x,y @f %p +z", "exec python3 -m pkg.train a=1 b=x,y @f %p +z"},
+		{"/opt/venv/bin/python train.py", "exec /opt/venv/bin/python train.py"},
+		{"python script.py --x 'a b'", "python script.py --x 'a b'"},
+		{`python -c "print(1)"`, `python -c "print(1)"`},
+		{"python a.py; python b.py", "python a.py; python b.py"},
+		{"python a.py && echo done", "python a.py && echo done"},
+		{"python a.py > out.log", "python a.py > out.log"},
+		{"python $SCRIPT", "python $SCRIPT"},
+		{"python ~/a.py", "python ~/a.py"},
+		{"python a.py*", "python a.py*"},
+		{"A=1 python a.py", "A=1 python a.py"},
+		{"cd /work", "cd /work"},
+		{"echo hi", "echo hi"},
+		{"exec python a.py", "exec python a.py"},
+		{"python a.py\tb", "python a.py\tb"},
+		{"python a.py\npython b.py", "python a.py\npython b.py"},
+	} {
+		if got := execEntrypoint(c.in); got != c.want {
+			t.Errorf("%q: sent %q, want %q", c.in, got, c.want)
+		}
+	}
+	task, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "python train.py"}, settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.ID = "mvp2-ray_job-20251223-143201-7f3a"
+	got, err := BuildTask(task, 1, settings())
+	if err != nil || got.Entrypoint != "exec python train.py" {
+		t.Errorf("built: %v, %v", got, err)
+	}
+}
