@@ -34,52 +34,14 @@ func TestACancelAsRayStartsTheRunLeavesNoDriver(t *testing.T) {
 	const n = 10
 	for i := 1; i <= n; i++ {
 		task := s.submit(spec("ppo", 1, 1, 600))
-		t.Cleanup(func() { killProcessesOf(t, task.ID) }) // a driver left by a failure must not hold its GPU for 600 s
-		sub := mvp.SubmissionID(task.ID, 1)
-		waitFor(t, 60*time.Second, "Ray to know "+sub, func() (bool, string) {
-			_, err := rayc.GetJob(ctxT(t), sub)
-			return err == nil, fmt.Sprint(err)
-		})
-		if _, _, err := s.c.Cancel(ctxT(t), task.ID); err != nil {
-			t.Fatalf("cancel %s: %v", task.ID, err)
-		}
-		s.waitCanceled(task.ID, 60*time.Second)
-		// Ray stops a job's processes before it says STOPPED: one still running seconds later is one Ray no longer
-		// follows.
-		waitFor(t, 5*time.Second, fmt.Sprintf("no process of %s (%d of %d) once Ray said its job ended", task.ID, i, n), func() (bool, string) {
-			ps := processesOf(task.ID)
-			return len(ps) == 0, fmt.Sprint(ps)
+		stopAsRayStarts(t, task.ID, fmt.Sprintf("%d of %d", i, n), func() {
+			if _, _, err := s.c.Cancel(ctxT(t), task.ID); err != nil {
+				t.Fatalf("cancel %s: %v", task.ID, err)
+			}
+			s.waitCanceled(task.ID, 60*time.Second)
 		})
 	}
 	waitIdle(t)
-}
-
-// processesOf lists the processes whose command line names task id (a run's driver has the task id in its
-// arguments), as "pid: command".
-func processesOf(id string) []string {
-	var out []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(b), id) {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if gone(pid) || pid == os.Getpid() {
-			continue
-		}
-		out = append(out, fmt.Sprintf("%d: %s", pid, cmdline(pid)))
-	}
-	return out
-}
-
-// killProcessesOf kills what processesOf lists for task id.
-func killProcessesOf(t *testing.T, id string) {
-	for _, p := range processesOf(id) {
-		pid, _ := strconv.Atoi(p[:strings.IndexByte(p, ':')])
-		t.Logf("killing process %s, left by task %s", p, id)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
 }
 
 // TestARayDoorStopAsRayStartsTheJobLeavesNoDriver: the same race through the Ray door, whose entrypoints are the
@@ -96,7 +58,6 @@ func TestARayDoorStopAsRayStartsTheJobLeavesNoDriver(t *testing.T) {
 			t.Fatalf("submit through the door: %d %s", code, out)
 		}
 		var job struct {
-			Status   string            `json:"status"`
 			Metadata map[string]string `json:"metadata"`
 		}
 		code, out := doorCall(t, s, http.MethodGet, "/api/jobs/"+sid, "")
@@ -104,25 +65,42 @@ func TestARayDoorStopAsRayStartsTheJobLeavesNoDriver(t *testing.T) {
 			t.Fatalf("the door's job %s: %d %s (%v)", sid, code, out, err)
 		}
 		id := job.Metadata[mvp.MetaDoorTaskID]
-		t.Cleanup(func() { killProcessesWithEnv(t, "MVP_TASK_ID="+id) })
-		sub := mvp.SubmissionID(id, 1)
-		waitFor(t, 60*time.Second, "Ray to know "+sub, func() (bool, string) {
-			_, err := rayc.GetJob(ctxT(t), sub)
-			return err == nil, fmt.Sprint(err)
-		})
-		if code, out := doorCall(t, s, http.MethodPost, "/api/jobs/"+sid+"/stop", ""); code != http.StatusOK {
-			t.Fatalf("stop through the door: %d %s", code, out)
-		}
-		waitFor(t, 60*time.Second, sub+" ended in Ray", func() (bool, string) {
-			info, err := rayc.GetJob(ctxT(t), sub)
-			return err == nil && info.Status.Terminal(), fmt.Sprint(info, err)
-		})
-		waitFor(t, 5*time.Second, fmt.Sprintf("no process of %s (%d of %d) once Ray said its job ended", id, i, n), func() (bool, string) {
-			ps := processesWithEnv("MVP_TASK_ID=" + id)
-			return len(ps) == 0, fmt.Sprint(ps)
+		stopAsRayStarts(t, id, fmt.Sprintf("%d of %d", i, n), func() {
+			if code, out := doorCall(t, s, http.MethodPost, "/api/jobs/"+sid+"/stop", ""); code != http.StatusOK {
+				t.Fatalf("stop through the door: %d %s", code, out)
+			}
+			waitFor(t, 60*time.Second, mvp.SubmissionID(id, 1)+" to end in Ray", func() (bool, string) {
+				info, err := rayc.GetJob(ctxT(t), mvp.SubmissionID(id, 1))
+				return err == nil && info.Status.Terminal(), fmt.Sprint(info, err)
+			})
 		})
 	}
 	waitIdle(t)
+}
+
+// stopAsRayStarts waits until Ray knows attempt 1 of task id, then runs stop, which returns once Ray says the job
+// ended, and checks that no process of the task is left: Ray stops a job's processes before it says so, and one
+// still running seconds later is one Ray no longer follows (it holds its resources for its whole run).
+func stopAsRayStarts(t *testing.T, id, which string, stop func()) {
+	t.Helper()
+	kv := "MVP_TASK_ID=" + id
+	t.Cleanup(func() { // a driver left by a failure must not hold its GPU for its whole run
+		for _, p := range processesWithEnv(kv) {
+			pid, _ := strconv.Atoi(p[:strings.IndexByte(p, ':')])
+			t.Logf("killing process %s, left with %s", p, kv)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	sub := mvp.SubmissionID(id, 1)
+	waitFor(t, 60*time.Second, "Ray to know "+sub, func() (bool, string) {
+		_, err := rayc.GetJob(ctxT(t), sub)
+		return err == nil, fmt.Sprint(err)
+	})
+	stop()
+	waitFor(t, 5*time.Second, fmt.Sprintf("no process of %s (%s) once Ray said its job ended", id, which), func() (bool, string) {
+		ps := processesWithEnv(kv)
+		return len(ps) == 0, fmt.Sprint(ps)
+	})
 }
 
 // doorCall sends a request to mvp's Ray door (Ray's Jobs REST API under /ray) with mvp's token; it returns the
@@ -162,13 +140,4 @@ func processesWithEnv(kv string) []string {
 		out = append(out, fmt.Sprintf("%d: %s", pid, cmdline(pid)))
 	}
 	return out
-}
-
-// killProcessesWithEnv kills what processesWithEnv lists for kv.
-func killProcessesWithEnv(t *testing.T, kv string) {
-	for _, p := range processesWithEnv(kv) {
-		pid, _ := strconv.Atoi(p[:strings.IndexByte(p, ':')])
-		t.Logf("killing process %s, left with %s", p, kv)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
 }
