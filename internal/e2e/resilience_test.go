@@ -176,6 +176,12 @@ func TestRayOutage(t *testing.T) {
 				t.Fatalf("%s became %s while Ray was away", id, st)
 			}
 		}
+		// A running task's answer says that its state is what Ray last said, and since when (it said RUNNING and
+		// nothing more).
+		if r := s.get(running.ID); r.State == mvp.StateRunning && (!strings.Contains(r.RayOutage, "what Ray last said") ||
+			!strings.Contains(r.RayOutage, "since ")) {
+			t.Errorf("the running task's ray_outage during the outage: %q", r.RayOutage)
+		}
 		if _, _, err := s.c.List(ctxT(t), "", "", 10, ""); err != nil {
 			t.Fatalf("list during the outage: %v", err)
 		}
@@ -201,6 +207,9 @@ func TestRayOutage(t *testing.T) {
 		h := health()
 		return h.RayOK, h.RayError
 	})
+	if r := s.get(running.ID); r.RayOutage != "" {
+		t.Errorf("ray_outage once Ray answers again: %q", r.RayOutage)
+	}
 	// The running attempt's job vanished with the old head: INFRA, retried; the waiting task runs too.
 	waitFor(t, 120*time.Second, "the lost attempt to be classed INFRA", func() (bool, string) {
 		task := s.get(running.ID)
