@@ -7,19 +7,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // TestAHungGCSDoesNotHoldTheQueueView: Ray's GCS stops answering (SIGSTOPped: hung, not down, so connections
 // open and no answer comes). The queue view, the dry runs, the users' view and the web page read the cluster, and
 // each waited for its own reading in line behind the others' (about 30 s a call, found by a fault drill). The
-// queue view answers without the reading it could not get, saying so, and shows the cluster again once the GCS
-// answers.
+// queue view answers without the reading it could not get, saying so, /healthz says the pass waits on the cluster's
+// reading, and the queue view shows the cluster again once the GCS answers.
 func TestAHungGCSDoesNotHoldTheQueueView(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
@@ -45,6 +48,20 @@ func TestAHungGCSDoesNotHoldTheQueueView(t *testing.T) {
 	// The reading the call asks for cannot come (the probe waits 5 s for the GCS, then the dashboard's view, which
 	// reads the GCS too): the answer says that none came, rather than the reading's own failure once it ends.
 	_, raw, err := s.c.Queue(ctxT(t))
+	// /healthz says what the scheduler's pass waits on: the cluster's reading (it said "see ray_error", a field it
+	// did not have then).
+	waitFor(t, 30*time.Second, "/healthz to say the pass waits on the cluster's reading", func() (bool, string) {
+		resp, herr := http.Get(s.c.Addr + "/healthz")
+		if herr != nil {
+			return false, herr.Error()
+		}
+		defer resp.Body.Close()
+		var h struct {
+			Ray scheduler.Health `json:"ray"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&h)
+		return h.Ray.WaitingOn == scheduler.StepCluster, h.Ray.WaitingOn
+	})
 	resume()
 	if err != nil {
 		t.Fatalf("queue while the GCS is stopped: %v", err)
