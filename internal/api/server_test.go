@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -268,11 +269,12 @@ func TestTwoCredentialsAreRefused(t *testing.T) {
 // task waited) has no log; mvp logs said only "no log is kept for attempt 1". It now gives the attempt's own
 // message. Found in walk-through 7.
 func TestTheLogOfAnAttemptNeverSentSaysWhy(t *testing.T) {
-	// Ray cannot be read: the loop admits nothing, so the task written below by hand is not picked up by a pass
-	// between those writes (one did in CI: it failed the bare task, and the next write found it FAILED).
+	// Ray cannot be read (neither the cluster nor its jobs): the loop admits nothing and follows no attempt, so the
+	// task written below by hand is not picked up by a pass between those writes (one did in CI: it failed the
+	// bare task, and the next write found it FAILED).
 	cl := &downCluster{Cluster: servicetest.OneNode(4)}
 	cl.down.Store(true)
-	m := servicetest.Start(t, &service.Main{Cluster: cl})
+	m := servicetest.Start(t, &service.Main{Cluster: cl, Ray: jobsDown{servicetest.NewRay()}})
 	base, db := m.URL(), m.Store()
 	ctx := t.Context()
 	id := "mvp2-ppo-20251223-143201-0a0a"
@@ -294,4 +296,11 @@ func TestTheLogOfAnAttemptNeverSentSaysWhy(t *testing.T) {
 	if resp.StatusCode != 404 || !strings.Contains(string(body), "no secret named hf") {
 		t.Errorf("the log of an attempt never sent: %d %s, want 404 with the attempt's message", resp.StatusCode, body)
 	}
+}
+
+// jobsDown is a Ray whose Job server cannot be reached for a job's status.
+type jobsDown struct{ *servicetest.Ray }
+
+func (jobsDown) GetJob(context.Context, string) (*mvp.JobInfo, error) {
+	return nil, fmt.Errorf("get job: %w: dial tcp 127.0.0.1:8265: connect: connection refused", mvp.ErrRayUnavailable)
 }

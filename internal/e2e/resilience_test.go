@@ -178,9 +178,9 @@ func TestRayOutage(t *testing.T) {
 		}
 		// A running task's answer says that its state is what Ray last said, and since when (it said RUNNING and
 		// nothing more).
-		if r := s.get(running.ID); r.State == mvp.StateRunning && (!strings.Contains(r.RayOutage, "what Ray last said") ||
-			!strings.Contains(r.RayOutage, "since ")) {
-			t.Errorf("the running task's ray_outage during the outage: %q", r.RayOutage)
+		if r := s.get(running.ID); r.State != mvp.StateRunning || !strings.Contains(r.RayOutage, "what Ray last said") ||
+			!strings.Contains(r.RayOutage, "since ") {
+			t.Errorf("the running task during the outage: %s, ray_outage %q", r.State, r.RayOutage)
 		}
 		if _, _, err := s.c.List(ctxT(t), "", "", 10, ""); err != nil {
 			t.Fatalf("list during the outage: %v", err)

@@ -98,8 +98,8 @@ type ScheduleStore interface {
 	DeleteSchedule(ctx context.Context, owner, name string) error
 	// RecordScheduleRun writes one run (see ScheduleRun).
 	RecordScheduleRun(ctx context.Context, r ScheduleRun) error
-	// ScheduleTasks returns the ids of the tasks a schedule made by its run of through, newest first, at most limit.
-	// Given the schedule's last_fire_at as read, the list agrees with it: a run recorded since is not listed
-	// while last_task_id does not name it.
+	// ScheduleTasks returns the ids of the tasks a schedule made by its run of through (the zero time: all), newest
+	// first, at most limit. Given the schedule's last_fire_at as read, the list agrees with it: a run recorded since
+	// is not listed while last_task_id does not name it.
 	ScheduleTasks(ctx context.Context, owner, name string, through time.Time, limit int) ([]string, error)
 }

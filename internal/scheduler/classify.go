@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -91,6 +92,19 @@ func Classify(info *mvp.JobInfo, log string) (mvp.FailureKind, string) {
 	}
 	if info.DriverExitCode != nil && *info.DriverExitCode == 2 {
 		return mvp.FailureUserError, fmt.Sprintf("exit code 2 (bad arguments): %s", lastLine(text))
+	}
+	if info.DriverExitCode != nil && *info.DriverExitCode < 0 {
+		// The driver is the process Ray started (the entrypoint execs it): killed by signal N, it ends with Ray's
+		// exit code -N (Python's Popen.returncode), where a shell in between said 128+N.
+		sig := syscall.Signal(-*info.DriverExitCode)
+		name, ok := signalNames[sig]
+		if !ok {
+			name = sig.String()
+		}
+		if sig == syscall.SIGKILL {
+			name += ", as the kernel's OOM killer does"
+		}
+		return mvp.FailureRuntimeError, fmt.Sprintf("killed by signal %d (%s): %s", int(sig), name, crashLine(text))
 	}
 	if info.DriverExitCode != nil && *info.DriverExitCode != 0 {
 		return mvp.FailureRuntimeError, fmt.Sprintf("exit code %d: %s", *info.DriverExitCode, crashLine(text))
@@ -227,3 +241,8 @@ func cut(s string) string {
 	s = strings.ReplaceAll(s, "\x1b", "")
 	return mvp.Clip(strings.TrimSpace(s), 300)
 }
+
+// signalNames are the names of the signals that end a driver most often; others are said by Go's description.
+var signalNames = map[syscall.Signal]string{syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGILL: "SIGILL",
+	syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+	syscall.SIGSEGV: "SIGSEGV", syscall.SIGTERM: "SIGTERM"}

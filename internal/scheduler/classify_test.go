@@ -210,3 +210,24 @@ func TestACrashSummaryWithoutTheLogIsTheExceptionToo(t *testing.T) {
 		t.Errorf("without an exception: %q; want the last line as before", summary)
 	}
 }
+
+// TestADriverKilledBySignalSaysTheSignal: the driver is the process Ray started (mvp's entrypoint execs it), so a
+// driver killed by a signal (the kernel's OOM killer, a kill -9) ends with Ray's exit code -N (Python's
+// Popen.returncode), where the shell in between used to say 128+N; "exit code -9" said neither. It says the signal.
+func TestADriverKilledBySignalSaysTheSignal(t *testing.T) {
+	code := func(n int) *int { return &n }
+	log := "verl-standin: step 2 progress 0.33\n"
+	for _, c := range []struct {
+		code int
+		want string
+	}{
+		{-9, "killed by signal 9 (SIGKILL, as the kernel's OOM killer does): verl-standin: step 2 progress 0.33"},
+		{-11, "killed by signal 11 (SIGSEGV): verl-standin: step 2 progress 0.33"},
+		{137, "exit code 137: verl-standin: step 2 progress 0.33"},
+	} {
+		kind, summary := Classify(&mvp.JobInfo{Status: mvp.RayFailed, ErrorType: "JOB_ENTRYPOINT_COMMAND_ERROR", DriverExitCode: code(c.code)}, log)
+		if kind != mvp.FailureRuntimeError || summary != c.want {
+			t.Errorf("exit code %d: %s %q, want RUNTIME_ERROR %q", c.code, kind, summary, c.want)
+		}
+	}
+}

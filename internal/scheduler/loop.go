@@ -1637,9 +1637,14 @@ func (l *Loop) endFolderErr(queue []*mvp.Task) {
 // behind it), and a renewal of the same hold writes no event.
 func (l *Loop) holdForFolder(ctx context.Context, now time.Time, t *mvp.Task, err, down error) error {
 	c := mvp.Change{TaskID: t.ID, From: t.State, To: mvp.StatePendingResources, At: now}
-	reason := fmt.Sprintf(folderHold+" (%s): %v; free space there or make it "+
-		"writable (or set shared_root in dev.yaml); it is submitted once the folder can be written", l.Files.Root, down)
-	if down == nil {
+	var reason string
+	if down != nil {
+		reason = fmt.Sprintf(folderHold+" (%s): %v; free space there or make it "+
+			"writable (or set shared_root in dev.yaml); it is submitted once the folder can be written", l.Files.Root, down)
+		if t.State == mvp.StatePendingResources && t.PendingReason == reason {
+			return nil
+		}
+	} else {
 		// shared_root can be written: this task's own folder is in the way. Its runs can write there, and one may
 		// have left something where the next attempt's files go; it waited as if shared_root were full, with the
 		// whole service's health degraded.
@@ -1649,8 +1654,6 @@ func (l *Loop) holdForFolder(ctx context.Context, now time.Time, t *mvp.Task, er
 		nextp := &next
 		c.NextRunAt = &nextp
 		c.Unrecorded = t.State == mvp.StatePendingResources && t.PendingReason == reason
-	} else if t.State == mvp.StatePendingResources && t.PendingReason == reason {
-		return nil
 	}
 	if !c.Unrecorded {
 		l.Logger.Error("task folder cannot be written; the task waits", "task_id", t.ID, "err", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
@@ -261,10 +262,15 @@ func (w *wtx) cancelReplaced(r mvp.ScheduleRun, at time.Time) (was mvp.State, er
 	return state, nil
 }
 
-// ScheduleTasks returns the ids of the tasks a schedule made by its run of through, newest first, at most limit.
+// ScheduleTasks returns the ids of the tasks a schedule made by its run of through (the zero time: all), newest
+// first, at most limit.
 func (db *DB) ScheduleTasks(ctx context.Context, owner, name string, through time.Time, limit int) ([]string, error) {
+	bound := int64(math.MaxInt64) // the zero time: every run's
+	if !through.IsZero() {
+		bound = nanos(through)
+	}
 	rows, err := db.queryRead(ctx, `SELECT task_id FROM schedule_tasks WHERE schedule_owner = ? AND schedule_name = ?
-		AND fire_at <= ? ORDER BY fire_at DESC, task_id DESC LIMIT ?`, mvp.OwnerName(owner), name, nanos(through), limit)
+		AND fire_at <= ? ORDER BY fire_at DESC, task_id DESC LIMIT ?`, mvp.OwnerName(owner), name, bound, limit)
 	if err != nil {
 		return nil, fmt.Errorf("tasks of schedule %s: %w", name, db.mapErr(err))
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -217,15 +219,16 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 	}, nil
 }
 
-// execEntrypoint is a Ray-door entrypoint with exec before it when it is one simple command: words of plain
-// characters (no quote, expansion, redirection or operator), the first a program (not a shell builtin or keyword,
-// nor a variable assignment). Ray runs the entrypoint with /bin/sh -c, whose dash does not exec a lone command, so
-// the driver was the shell's child, and a stop while the shell was starting it left it running with no parent,
-// its resources held, while Ray said STOPPED (see Build). Any other entrypoint runs as written, as under Ray; the
-// door shows the entrypoint as submitted.
+// execEntrypoint is a Ray-door entrypoint with exec before it when it is one plain Python command: words of plain
+// characters (no quote, expansion, redirection or operator), the first python, python3 or python3.N (or a path to
+// one). Ray runs the entrypoint with /bin/sh -c, whose dash does not exec a lone command, so the driver was the
+// shell's child, and a stop while the shell was starting it left it running with no parent, its resources held,
+// while Ray said STOPPED (see Build). Only Python is exec'd: another program may act on being the session's
+// leader, which exec makes it (setsid forks and its first process exits at once, so the job "succeeded"), or be
+// none (a shell builtin). Any other entrypoint runs as written, as under Ray; the door shows it as submitted.
 func execEntrypoint(e string) string {
 	words := strings.Fields(e)
-	if len(words) == 0 {
+	if len(words) == 0 || !pythonProgram.MatchString(path.Base(words[0])) {
 		return e
 	}
 	for _, r := range e {
@@ -233,20 +236,8 @@ func execEntrypoint(e string) string {
 			return e
 		}
 	}
-	first := words[0]
-	if strings.Contains(first, "=") || strings.HasPrefix(first, "-") || shellBuiltins[first] {
-		return e
-	}
 	return "exec " + strings.TrimLeft(e, " ")
 }
 
-// shellBuiltins are the words /bin/sh (dash) takes as its own: exec runs a program of that name instead, or none.
-var shellBuiltins = map[string]bool{}
-
-func init() {
-	for _, w := range strings.Fields(". : [ alias bg break cd command continue echo eval exec exit export false fg " +
-		"getopts hash jobs kill local printf pwd read readonly return set shift test times trap true type ulimit " +
-		"umask unalias unset wait if then else elif fi for while until do done case esac") {
-		shellBuiltins[w] = true
-	}
-}
+// pythonProgram is the name of a Python interpreter's program.
+var pythonProgram = regexp.MustCompile(`^python(3(\.[0-9]+)?)?$`)

@@ -238,9 +238,10 @@ func TestARayJobMayNotSetMvpsVariables(t *testing.T) {
 	}
 }
 
-// TestARayDoorCommandIsExecedWhenItIsOne: a Ray-door entrypoint that is one plain command is sent with exec before
-// it, so the process Ray stops is the driver (a stop while /bin/sh was starting it left it running: see Build);
-// anything the shell must read (quotes, expansions, operators, builtins, assignments) is sent as written.
+// TestARayDoorCommandIsExecedWhenItIsOne: a Ray-door entrypoint that is one plain Python command is sent with exec
+// before it, so the process Ray stops is the driver (a stop while /bin/sh was starting it left it running: see
+// Build); anything the shell must read (quotes, expansions, operators, builtins, assignments) and any other program
+// (setsid, exec'd as the session's leader, forks and exits at once) is sent as written.
 func TestARayDoorCommandIsExecedWhenItIsOne(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"python script.py --lr 0.1", "exec python script.py --lr 0.1"},
@@ -258,6 +259,13 @@ func TestARayDoorCommandIsExecedWhenItIsOne(t *testing.T) {
 		{"cd /work", "cd /work"},
 		{"echo hi", "echo hi"},
 		{"exec python a.py", "exec python a.py"},
+		{"python3.11 -m pkg", "exec python3.11 -m pkg"},
+		{"setsid python a.py", "setsid python a.py"},
+		{"time python a.py", "time python a.py"},
+		{"./run.sh --x 1", "./run.sh --x 1"},
+		{"torchrun --nproc_per_node 8 train.py", "torchrun --nproc_per_node 8 train.py"},
+		{"pythonista a.py", "pythonista a.py"},
+		{"python2 a.py", "python2 a.py"},
 		{"python a.py\tb", "python a.py\tb"},
 		{"python a.py\npython b.py", "python a.py\npython b.py"},
 	} {
