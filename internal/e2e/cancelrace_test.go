@@ -4,14 +4,11 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -54,20 +51,19 @@ func TestARayDoorStopAsRayStartsTheJobLeavesNoDriver(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		sid := uniq("door-stop-race")
 		body := fmt.Sprintf(`{"entrypoint": "python3 -m mvp_testkit.hold --bundles 1 --gpus-per-bundle 1 --hold 600", "submission_id": %q}`, sid)
-		if code, out := doorCall(t, s, http.MethodPost, "/api/jobs/", body); code != http.StatusOK {
-			t.Fatalf("submit through the door: %d %s", code, out)
+		if _, err := s.c.JSON(ctxT(t), http.MethodPost, "/ray/api/jobs/", nil, []byte(body), "application/json", nil); err != nil {
+			t.Fatalf("submit through the door: %v", err)
 		}
 		var job struct {
 			Metadata map[string]string `json:"metadata"`
 		}
-		code, out := doorCall(t, s, http.MethodGet, "/api/jobs/"+sid, "")
-		if err := json.Unmarshal(out, &job); code != http.StatusOK || err != nil || job.Metadata[mvp.MetaDoorTaskID] == "" {
-			t.Fatalf("the door's job %s: %d %s (%v)", sid, code, out, err)
+		if _, err := s.c.JSON(ctxT(t), http.MethodGet, "/ray/api/jobs/"+sid, nil, nil, "", &job); err != nil || job.Metadata[mvp.MetaDoorTaskID] == "" {
+			t.Fatalf("the door's job %s: %+v (%v)", sid, job, err)
 		}
 		id := job.Metadata[mvp.MetaDoorTaskID]
 		stopAsRayStarts(t, id, fmt.Sprintf("%d of %d", i, n), func() {
-			if code, out := doorCall(t, s, http.MethodPost, "/api/jobs/"+sid+"/stop", ""); code != http.StatusOK {
-				t.Fatalf("stop through the door: %d %s", code, out)
+			if _, err := s.c.JSON(ctxT(t), http.MethodPost, "/ray/api/jobs/"+sid+"/stop", nil, nil, "", nil); err != nil {
+				t.Fatalf("stop through the door: %v", err)
 			}
 			waitFor(t, 60*time.Second, mvp.SubmissionID(id, 1)+" to end in Ray", func() (bool, string) {
 				info, err := rayc.GetJob(ctxT(t), mvp.SubmissionID(id, 1))
@@ -86,9 +82,8 @@ func stopAsRayStarts(t *testing.T, id, which string, stop func()) {
 	t.Helper()
 	kv := "MVP_TASK_ID=" + id
 	t.Cleanup(func() { // a driver left by a failure must not hold its GPU for its whole run
-		for _, p := range processesWithEnv(kv) {
-			pid, _ := strconv.Atoi(p[:strings.IndexByte(p, ':')])
-			t.Logf("killing process %s, left with %s", p, kv)
+		for _, pid := range processesWithEnv(kv) {
+			t.Logf("killing process %d (%s), left with %s", pid, cmdline(pid), kv)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
@@ -99,46 +94,26 @@ func stopAsRayStarts(t *testing.T, id, which string, stop func()) {
 	})
 	stop()
 	waitFor(t, 30*time.Second, fmt.Sprintf("no process of %s (%s) once Ray said its job ended", id, which), func() (bool, string) {
-		ps := processesWithEnv(kv)
-		return len(ps) == 0, fmt.Sprint(ps)
+		var left []string
+		for _, pid := range processesWithEnv(kv) {
+			left = append(left, fmt.Sprintf("%d: %s", pid, cmdline(pid)))
+		}
+		return len(left) == 0, fmt.Sprint(left)
 	})
 }
 
-// doorCall sends a request to mvp's Ray door (Ray's Jobs REST API under /ray) with mvp's token; it returns the
-// status and the body.
-func doorCall(t *testing.T, s *service, method, path, body string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctxT(t), method, s.c.Addr+"/ray"+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
-}
-
-// processesWithEnv lists the processes whose environment holds kv ("KEY=value"), as "pid: command".
-func processesWithEnv(kv string) []string {
-	var out []string
+// processesWithEnv lists the processes whose environment holds kv ("KEY=value").
+func processesWithEnv(kv string) []int {
+	var out []int
 	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, p := range envs {
 		b, err := os.ReadFile(p)
 		if err != nil || !bytes.Contains(append([]byte{0}, b...), []byte("\x00"+kv+"\x00")) {
 			continue
 		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if gone(pid) {
-			continue
+		if pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p))); !gone(pid) {
+			out = append(out, pid)
 		}
-		out = append(out, fmt.Sprintf("%d: %s", pid, cmdline(pid)))
 	}
 	return out
 }
