@@ -20,7 +20,6 @@ import (
 	"github.com/mvp2/mvp/internal/mvp"
 	"github.com/mvp2/mvp/internal/service"
 	"github.com/mvp2/mvp/internal/service/servicetest"
-	"github.com/mvp2/mvp/internal/workload"
 )
 
 // door talks to a running service's Ray door as Ray's client does.
@@ -178,7 +177,7 @@ func TestDoorJobLifecycle(t *testing.T) {
 	s := waitSubmissions(t, ray, 1)[0]
 	j := d.waitStatus("job-1", "PENDING", "submitted to Ray")
 	taskID := j.Metadata["mvp.task_id"]
-	if s.Entrypoint != workload.LaunchedEntrypoint("python script.py --name 'a b'") || s.SubmissionID != taskID+"--a01" || s.EntrypointNumCPUs != 1.5 ||
+	if s.Entrypoint != "python script.py --name 'a b'" || s.SubmissionID != taskID+"--a01" || s.EntrypointNumCPUs != 1.5 ||
 		s.EntrypointMemory != 1<<30 || s.EntrypointLabelSelector["ray.io/node-type"] != "worker" ||
 		s.Metadata["owner"] != "alice" || s.Metadata["task_id"] != taskID || s.RuntimeEnv["working_dir"] != "gcs://"+pkg {
 		t.Errorf("submission to Ray: %+v", s)
@@ -186,7 +185,7 @@ func TestDoorJobLifecycle(t *testing.T) {
 	if got, ok := ray.Package("gcs://" + pkg); !ok || !bytes.Equal(got, zip) {
 		t.Errorf("the package was not uploaded to Ray before the submission: %q %v", got, ok)
 	}
-	if j.Type != "SUBMISSION" || j.SubmissionID != "job-1" || j.Entrypoint != "python script.py --name 'a b'" || j.StartTime == nil ||
+	if j.Type != "SUBMISSION" || j.SubmissionID != "job-1" || j.Entrypoint != s.Entrypoint || j.StartTime == nil ||
 		j.EndTime != nil || j.RuntimeEnv["working_dir"] != "gcs://"+pkg || j.Metadata["owner"] != "alice" {
 		t.Errorf("job: %+v", j)
 	}

@@ -96,14 +96,11 @@ func FuzzSubmit(f *testing.F) {
 			t.Fatalf("%q taken, but its first attempt does not build: %v", body, err)
 		}
 		// What Ray is sent is what was sent, with mvp's own keys and variables added (and exec before an entrypoint
-		// that is one plain Python command, nothing a shell would read; any other under the door's launcher, which
-		// gets the command only as one word the shell does not read: workload.execEntrypoint).
+		// that is one plain Python command, nothing a shell would read: workload.execEntrypoint).
 		execed := sub.Entrypoint == "exec "+strings.TrimLeft(sent.Entrypoint, " ") &&
 			strings.HasPrefix(strings.TrimLeft(sent.Entrypoint, " "), "python") &&
 			!strings.ContainsAny(sent.Entrypoint, "'\"`$;&|<>(){}[]*?~#!\\\t\n\r")
-		launched := sub.Entrypoint == workload.LaunchedEntrypoint(sent.Entrypoint) &&
-			strings.HasSuffix(sub.Entrypoint, "; fi; exec /bin/sh -c "+workload.ShellQuote(sent.Entrypoint))
-		if sub.Entrypoint != sent.Entrypoint && !execed && !launched || !reflect.DeepEqual(sub.EntrypointLabelSelector, sent.EntrypointLabelSelector) {
+		if sub.Entrypoint != sent.Entrypoint && !execed || !reflect.DeepEqual(sub.EntrypointLabelSelector, sent.EntrypointLabelSelector) {
 			t.Fatalf("%q taken, sent to Ray as entrypoint %q, label selector %v", body, sub.Entrypoint, sub.EntrypointLabelSelector)
 		}
 		for k, v := range sent.Metadata {

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -87,8 +86,7 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 			}
 			if slices.Contains(RayJobEnvKeys, k) {
 				return nil, mvp.Errorf(mvp.CodeInvalid, "runtime_env", "runtime_env.env_vars.%s is mvp's own: it is set "+
-					"for every attempt (the task's id, the attempt's number, the task's folder, the door's launcher) and would "+
-					"replace yours; "+
+					"for every attempt (the task's id, the attempt's number, the task's folder) and would replace yours; "+
 					"name your variable otherwise", k)
 			}
 		}
@@ -97,7 +95,7 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 	// metadata together, as JSON with every non-ASCII character escaped, in one environment variable
 	// (RAY_JOB_CONFIG_JSON_ENV_VAR), which Linux caps like any other.
 	envBytes, metaBytes := mvp.PyJSONBytes(req.RuntimeEnv), mvp.PyJSONBytes(req.Metadata)
-	if n := envBytes + metaBytes + mvp.PyJSONBytes(s.RuntimeEnv) + rayConfigReserve + doorLauncherBytes; n > maxRayArg {
+	if n := envBytes + metaBytes + mvp.PyJSONBytes(s.RuntimeEnv) + rayConfigReserve; n > maxRayArg {
 		field := "runtime_env"
 		if metaBytes > envBytes {
 			field = "metadata"
@@ -153,9 +151,6 @@ const (
 	rayConfigReserve = 4 << 10
 )
 
-// doorLauncherBytes is the door's launcher as Ray hands it to the driver among the job's variables.
-var doorLauncherBytes = mvp.PyJSONBytes(map[string]any{DoorLauncherEnv: doorLauncher})
-
 // metaInt reads an optional integer metadata value from 1 to max; 0 when it is absent.
 func metaInt(meta map[string]string, key string, max int) (int, error) {
 	v, ok := meta[key]
@@ -173,7 +168,7 @@ func clip(s string) string { return mvp.Clip(s, 80) }
 
 // RayJobEnvKeys are the variables mvp sets in a ray_job's runtime_env.env_vars for every attempt (buildRayJob): a
 // request may not set them (its value would be replaced without a word).
-var RayJobEnvKeys = []string{"MVP_TASK_ID", "MVP_ATTEMPT_NO", "MVP_TASK_DIR", DoorLauncherEnv}
+var RayJobEnvKeys = []string{"MVP_TASK_ID", "MVP_ATTEMPT_NO", "MVP_TASK_DIR"}
 
 // buildRayJob returns the Ray submission of attempt n of a ray_job task: the entrypoint, runtime_env, metadata and
 // entrypoint resources as the user sent them (dev.yaml's runtime_env env_vars under the job's own), with the
@@ -204,10 +199,6 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 		env["RAY_JOB_STOP_WAIT_TIME_S"] = fmt.Sprint(*s.StopGraceS)
 	}
 	env["MVP_TASK_ID"], env["MVP_ATTEMPT_NO"], env["MVP_TASK_DIR"] = t.ID, fmt.Sprint(n), taskDir // RayJobEnvKeys
-	entrypoint := execEntrypoint(req.Entrypoint)
-	if entrypoint != req.Entrypoint && !strings.HasPrefix(entrypoint, "exec ") {
-		env[DoorLauncherEnv] = doorLauncher
-	}
 	runtimeEnv["env_vars"] = env
 	meta := maps.Clone(req.Metadata)
 	if meta == nil {
@@ -216,7 +207,7 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 	maps.Copy(meta, map[string]string{"mvp": "v2", "task_id": t.ID, "attempt_no": fmt.Sprint(n),
 		"workload": string(t.Workload), "submission_id": req.SubmissionID})
 	return &mvp.JobSubmission{
-		Entrypoint:              entrypoint,
+		Entrypoint:              execEntrypoint(req.Entrypoint),
 		SubmissionID:            mvp.SubmissionID(t.ID, n),
 		RuntimeEnv:              runtimeEnv,
 		Metadata:                meta,
@@ -228,63 +219,25 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 	}, nil
 }
 
-// execEntrypoint is what mvp sends Ray for a Ray-door entrypoint e. Ray runs an entrypoint with /bin/sh -c, whose
-// dash does not exec a lone command, and Ray 2.60 stops a job by signalling the entrypoint's process and the
-// children it lists at that instant: a driver the shell started a moment after a stop (one sent as Ray started the
-// job) ran on with no parent, its resources held, while Ray said STOPPED (6 of 20 such stops of a plain
-// `python3 -c …`; 5 of 12 of `cd /tmp && python3 -c …`). So:
-//   - one plain Python command (words of plain characters, no quote, expansion, redirection or operator; the first
-//     python, python3 or python3.N, or a path to one) gets exec before it: the process Ray signals is the driver.
-//     Only Python is exec'd: another program may act on being the session's leader, which exec makes it (setsid
-//     forks and its first process exits at once, so the job "succeeded"), or be none (a shell builtin);
-//   - any other command runs under mvp's launcher (doorlaunch.py, exec'd as python3 -c "$MVP_DOOR_LAUNCHER", the
-//     variable set for the attempt): it runs e with /bin/sh -c in the process group Ray made for the job and passes
-//     a stop's signal to every process of that group, those started after the stop came included, until all have
-//     ended (0 of 50 such stops left one). Where the node has no python3 the shell runs e as before, and so does an
-//     e too long to be written twice in Linux's one argument.
-//
-// The door shows the entrypoint as submitted, never this.
+// execEntrypoint is a Ray-door entrypoint with exec before it when it is one plain Python command: words of plain
+// characters (no quote, expansion, redirection or operator), the first python, python3 or python3.N (or a path to
+// one). Ray runs the entrypoint with /bin/sh -c, whose dash does not exec a lone command, so the driver was the
+// shell's child, and a stop while the shell was starting it left it running with no parent, its resources held,
+// while Ray said STOPPED (see Build). Only Python is exec'd: another program may act on being the session's
+// leader, which exec makes it (setsid forks and its first process exits at once, so the job "succeeded"), or be
+// none (a shell builtin). Any other entrypoint runs as written, as under Ray; the door shows it as submitted.
 func execEntrypoint(e string) string {
 	words := strings.Fields(e)
-	plain := len(words) > 0 && pythonProgram.MatchString(path.Base(words[0])) &&
-		strings.IndexFunc(e, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" _./:=,@%+-", r))
-		}) < 0
-	if plain {
-		return "exec " + strings.TrimLeft(e, " ")
+	if len(words) == 0 || !pythonProgram.MatchString(path.Base(words[0])) {
+		return e
 	}
-	if l := LaunchedEntrypoint(e); len(l) <= maxRayArg {
-		return l
-	}
-	return e
-}
-
-// LaunchedEntrypoint is the shell command that runs entrypoint e under mvp's door launcher, read from the variable
-// DoorLauncherEnv, where the node has python3, and as written where it has not. The user's command is one word
-// the shell does not read until the launcher's own /bin/sh -c runs it.
-func LaunchedEntrypoint(e string) string {
-	q := ShellQuote(e)
-	return `if command -v python3 >/dev/null 2>&1; then exec python3 -c "$` + DoorLauncherEnv + `" ` + q +
-		"; fi; exec /bin/sh -c " + q
-}
-
-// DoorLauncherEnv is the variable that holds the door's launcher (doorlaunch.py) in an attempt that runs under it.
-// Passed so rather than in the entrypoint, which Ray writes at the head of the job's log.
-const DoorLauncherEnv = "MVP_DOOR_LAUNCHER"
-
-//go:embed doorlaunch.py
-var doorLaunchFile string
-
-// doorLauncher is doorlaunch.py without its comment lines and blank lines.
-var doorLauncher = func() string {
-	var b strings.Builder
-	for _, l := range strings.Split(doorLaunchFile, "\n") {
-		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
-			b.WriteString(l + "\n")
+	for _, r := range e {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" _./:=,@%+-", r)) {
+			return e
 		}
 	}
-	return b.String()
-}()
+	return "exec " + strings.TrimLeft(e, " ")
+}
 
 // pythonProgram is the name of a Python interpreter's program.
 var pythonProgram = regexp.MustCompile(`^python(3(\.[0-9]+)?)?$`)
