@@ -1299,7 +1299,10 @@ func (s *Server) cancel(ctx context.Context, t *mvp.Task, by string) (*mvp.Task,
 	s.crash("cancel_before_stop")
 	if t.LatestAttemptNo > 0 && t.State.Active() {
 		sid := mvp.SubmissionID(t.ID, t.LatestAttemptNo)
-		if err := s.Ray.StopJob(ctx, sid); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
+		if scheduler.StopTooSoon(s.Build, t, t.Latest(), s.Clock.Now()) {
+			// A shell that may not have started its driver yet: the scheduler stops the job once it has.
+			s.Logger.Info("stop of a job just started left to the scheduler", "task_id", t.ID, "submission_id", sid)
+		} else if err := s.Ray.StopJob(ctx, sid); err != nil && !errors.Is(err, mvp.ErrJobNotFound) {
 			s.Logger.Warn("stop job on cancel; the scheduler will retry", "task_id", t.ID, "err", err)
 		}
 	}

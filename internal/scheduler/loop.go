@@ -1778,7 +1778,11 @@ func (l *Loop) markSubmitted(ctx context.Context, t *mvp.Task, att *mvp.Attempt)
 			"attempt_no", att.No, "workload", t.Workload, "nnodes", t.NNodes, "n_gpus_per_node", t.GPUsPerNode)
 	}
 	if errors.Is(err, mvp.ErrConflict) {
-		// Canceled while the call was in flight: the job must not run.
+		// Canceled while the call was in flight: the job must not run (a shell's is stopped by sync once it has
+		// started its command: StopTooSoon).
+		if StopTooSoon(l.Build, t, &up, l.Clock.Now()) {
+			return nil
+		}
 		if serr := l.askStop(ctx, att.RaySubmissionID, true); serr != nil {
 			return fmt.Errorf("stop canceled attempt %s: %w", att.RaySubmissionID, serr)
 		}
@@ -1857,8 +1861,9 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		up.RunningAt = &now
 	}
 	up.PlacedAt = l.withPlacement(a).PlacedAt
-	if t.State == mvp.StateCanceled {
-		// Canceled, and the job is (still, or late) alive: stop it, whenever it appeared.
+	if t.State == mvp.StateCanceled && !StopTooSoon(l.Build, t, &up, now) {
+		// Canceled, and the job is (still, or late) alive: stop it, whenever it appeared (a shell's, once it has
+		// started its command: StopTooSoon).
 		if err := l.askStop(ctx, a.RaySubmissionID, false); err != nil {
 			return fmt.Errorf("stop canceled attempt %s: %w", a.RaySubmissionID, err)
 		}
