@@ -19,6 +19,10 @@ type JobSubmission struct {
 	// EntrypointMemory is the driver's memory in bytes; EntrypointLabelSelector the labels its node must have.
 	EntrypointMemory        int64             `json:"entrypoint_memory,omitempty"`
 	EntrypointLabelSelector map[string]string `json:"entrypoint_label_selector,omitempty"`
+	// ShellStartsDriver says that Ray's /bin/sh -c runs the entrypoint as a shell that starts the driver as its
+	// child (a Ray-door command that is not one plain Python command, which mvp would exec): a stop sent as Ray
+	// starts it misses the driver (scheduler.StopTooSoon). Not sent to Ray.
+	ShellStartsDriver bool `json:"-"`
 }
 
 // MaxRayConfigBytes is the most a job's runtime_env and metadata may come to as Ray's job supervisor hands them to

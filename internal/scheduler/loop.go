@@ -92,6 +92,9 @@ type Loop struct {
 	started time.Time
 	// stopAsked: submission id → when this process last asked Ray to stop its job (askStop); only live attempts.
 	stopAsked map[string]time.Time
+	// runningSeen is when this mvp first saw each live attempt RUNNING (by submission id), for StopTooSoon: the
+	// attempt's running_at counts only once written, and a pass whose write failed would set it again.
+	runningSeen map[string]time.Time
 	// unkeptSaid: submission id of an ended job whose driver log could not be written on shared_root, said once
 	// (keepLogs) until it is kept.
 	unkeptSaid map[string]bool
@@ -927,8 +930,13 @@ func (l *Loop) stopClosed(ctx context.Context, now time.Time, j *mvp.JobInfo) bo
 	if a == nil || (!a.RayStatus.Terminal() && a.EndTime == nil) {
 		return false
 	}
-	if info, err := l.Ray.GetJob(ctx, j.SubmissionID); err != nil || info.Status.Terminal() {
+	info, err := l.Ray.GetJob(ctx, j.SubmissionID)
+	if err != nil || info.Status.Terminal() {
 		return err == nil // ended since the listing: nothing to stop
+	}
+	if info.Status == mvp.RayPending && StopTooSoon(l.Build, t, &mvp.Attempt{No: a.No, RayStatus: info.Status}, now) {
+		// A shell that has not started its driver: a stop now could miss it. The next listing stops it.
+		return true
 	}
 	why := fmt.Sprintf("the Ray job of attempt %d appeared after mvp had closed the attempt (%s): a submission "+
 		"whose answer was lost reached Ray late; stopped by mvp", a.No, a.RayStatus)
@@ -1334,7 +1342,35 @@ func (l *Loop) activeAttempts(now time.Time, view *mvp.ClusterView, tasks []*mvp
 			delete(l.stopAsked, id)
 		}
 	}
+	for id := range l.runningSeen {
+		if !live[id] {
+			delete(l.runningSeen, id)
+		}
+	}
 	return out
+}
+
+// seenRunning is attempt a with its RunningAt no later than when this mvp first saw it RUNNING (runningSeen).
+func (l *Loop) seenRunning(a *mvp.Attempt, now time.Time) *mvp.Attempt {
+	if a.RayStatus != mvp.RayRunning {
+		return a
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.runningSeen == nil {
+		l.runningSeen = map[string]time.Time{}
+	}
+	seen, ok := l.runningSeen[a.RaySubmissionID]
+	if !ok {
+		seen = now
+		l.runningSeen[a.RaySubmissionID] = now
+	}
+	if a.RunningAt != nil && !seen.Before(*a.RunningAt) {
+		return a
+	}
+	c := *a
+	c.RunningAt = &seen
+	return &c
 }
 
 // askStop asks Ray to stop job id. Asked again while Ray still reports the job live (its stop wait runs), it asks
@@ -1861,7 +1897,7 @@ func (l *Loop) sync(ctx context.Context, t *mvp.Task) error {
 		up.RunningAt = &now
 	}
 	up.PlacedAt = l.withPlacement(a).PlacedAt
-	if t.State == mvp.StateCanceled && !StopTooSoon(l.Build, t, &up, now) {
+	if t.State == mvp.StateCanceled && !StopTooSoon(l.Build, t, l.seenRunning(&up, now), now) {
 		// Canceled, and the job is (still, or late) alive: stop it, whenever it appeared (a shell's, once it has
 		// started its command: StopTooSoon).
 		if err := l.askStop(ctx, a.RaySubmissionID, false); err != nil {

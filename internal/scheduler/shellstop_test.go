@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,14 +10,15 @@ import (
 	"github.com/mvp2/mvp/internal/scheduler"
 )
 
-// buildAs is a Builder whose entrypoint is door's for Ray-door tasks and "exec python3 -m x" for the others.
-func buildAs(door string) scheduler.Builder {
+// buildAs is a Builder whose Ray-door tasks are sent with entrypoint door, run by a shell that starts the driver
+// as its child when shell (as workload's builder says), and whose other tasks are exec'd.
+func buildAs(door string, shell bool) scheduler.Builder {
 	return func(t *mvp.Task, n int) (*mvp.JobSubmission, error) {
-		e := "exec python3 -m x"
+		sub := &mvp.JobSubmission{Entrypoint: "exec python3 -m x", SubmissionID: mvp.SubmissionID(t.ID, n)}
 		if t.Workload == mvp.WorkloadRayJob {
-			e = door
+			sub.Entrypoint, sub.ShellStartsDriver = door, shell
 		}
-		return &mvp.JobSubmission{Entrypoint: e, SubmissionID: mvp.SubmissionID(t.ID, n)}, nil
+		return sub, nil
 	}
 }
 
@@ -34,15 +36,19 @@ func TestStopTooSoon(t *testing.T) {
 		a    *mvp.Attempt
 		want bool
 	}{
-		{"a shell's job, PENDING", door, buildAs("cd /tmp && python3 a.py"), &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}, true},
-		{"a shell's job, not yet followed", door, buildAs("bash run.sh"), &mvp.Attempt{No: 1}, true},
-		{"a shell's job, RUNNING for 0.5 s", door, buildAs("bash run.sh"), &mvp.Attempt{No: 1, RayStatus: mvp.RayRunning, RunningAt: at(500 * time.Millisecond)}, true},
-		{"a shell's job, RUNNING for 1 s", door, buildAs("bash run.sh"), &mvp.Attempt{No: 1, RayStatus: mvp.RayRunning, RunningAt: at(time.Second)}, false},
-		{"a shell's job that ended", door, buildAs("bash run.sh"), &mvp.Attempt{No: 1, RayStatus: mvp.RayFailed}, false},
-		{"an exec'd door job, PENDING", door, buildAs("exec python3 a.py"), &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}, false},
-		{"mvp's own job, PENDING", own, buildAs("bash run.sh"), &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}, false},
+		{"a shell's job, PENDING", door, buildAs("cd /tmp && python3 a.py", true), &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}, true},
+		{"a shell's job, not yet followed", door, buildAs("bash run.sh", true), &mvp.Attempt{No: 1}, true},
+		{"a shell's job, RUNNING for 0.5 s", door, buildAs("bash run.sh", true), &mvp.Attempt{No: 1, RayStatus: mvp.RayRunning, RunningAt: at(500 * time.Millisecond)}, true},
+		{"a shell's job, RUNNING for 1 s", door, buildAs("bash run.sh", true), &mvp.Attempt{No: 1, RayStatus: mvp.RayRunning, RunningAt: at(time.Second)}, false},
+		{"a shell's job recorded RUNNING with no time", door, buildAs("bash run.sh", true), &mvp.Attempt{No: 1, RayStatus: mvp.RayRunning}, false},
+		{"a shell's job recorded RUNNING, Ray's start 0.5 s ago", door, buildAs("bash run.sh", true), &mvp.Attempt{No: 1, RayStatus: mvp.RayRunning, StartTime: at(500 * time.Millisecond)}, true},
+		{"a shell's job that ended", door, buildAs("bash run.sh", true), &mvp.Attempt{No: 1, RayStatus: mvp.RayFailed}, false},
+		{"a user's own exec of a shell, PENDING", door, buildAs("exec bash run.sh", true), &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}, true},
+		{"a door job mvp exec'd, PENDING", door, buildAs("exec python3 a.py", false), &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}, false},
+		{"mvp's own job, PENDING", own, buildAs("bash run.sh", true), &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}, false},
 		{"no builder", door, nil, &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}, false},
-		{"no attempt", door, buildAs("bash run.sh"), nil, false},
+		{"a builder that fails", door, func(*mvp.Task, int) (*mvp.JobSubmission, error) { return nil, errors.New("no") }, &mvp.Attempt{No: 1, RayStatus: mvp.RayPending}, false},
+		{"no attempt", door, buildAs("bash run.sh", true), nil, false},
 	} {
 		if got := scheduler.StopTooSoon(c.b, c.t, c.a, now); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
@@ -57,14 +63,15 @@ func TestStopTooSoon(t *testing.T) {
 func TestACanceledShellJobIsStoppedOnceItHasStartedItsCommand(t *testing.T) {
 	for _, c := range []struct {
 		entrypoint string
+		shell      bool
 		stoppedAt  string // "pending": at the pass after the cancel; "after a second": once RUNNING for 1 s
 	}{
-		{"cd /tmp && python3 a.py", "after a second"},
-		{"exec python3 a.py", "pending"},
+		{"cd /tmp && python3 a.py", true, "after a second"},
+		{"exec python3 a.py", false, "pending"},
 	} {
 		t.Run(c.entrypoint, func(t *testing.T) {
 			h := newHarness(t)
-			h.loop.Build = buildAs(c.entrypoint)
+			h.loop.Build = buildAs(c.entrypoint, c.shell)
 			task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-5701", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
 				JobSpecYAML: "{}", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
 			if err := h.db.CreateTask(context.Background(), task); err != nil {
@@ -107,8 +114,8 @@ func TestACanceledShellJobIsStoppedOnceItHasStartedItsCommand(t *testing.T) {
 				t.Fatalf("stops once mvp has seen it RUNNING for a second: %v, want [%s]", h.ray.stopped, sid)
 			}
 			h.tick()
-			if s := h.get(task.ID).State; s != mvp.StateCanceled {
-				t.Errorf("state %s, want CANCELED", s)
+			if got := h.get(task.ID); got.State != mvp.StateCanceled || got.Latest().RayStatus != mvp.RayStopped {
+				t.Errorf("state %s, attempt %s; want CANCELED, STOPPED", got.State, got.Latest().RayStatus)
 			}
 		})
 	}

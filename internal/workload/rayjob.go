@@ -208,6 +208,7 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 		"workload": string(t.Workload), "submission_id": req.SubmissionID})
 	return &mvp.JobSubmission{
 		Entrypoint:              execEntrypoint(req.Entrypoint),
+		ShellStartsDriver:       execEntrypoint(req.Entrypoint) == req.Entrypoint,
 		SubmissionID:            mvp.SubmissionID(t.ID, n),
 		RuntimeEnv:              runtimeEnv,
 		Metadata:                meta,

@@ -279,7 +279,17 @@ func TestARayDoorCommandIsExecedWhenItIsOne(t *testing.T) {
 	}
 	task.ID = "mvp2-ray_job-20251223-143201-7f3a"
 	got, err := BuildTask(task, 1, settings())
-	if err != nil || got.Entrypoint != "exec python train.py" {
-		t.Errorf("built: %v, %v", got, err)
+	if err != nil || got.Entrypoint != "exec python train.py" || got.ShellStartsDriver {
+		t.Errorf("built: %+v, %v", got, err)
+	}
+	for _, e := range []string{"cd /tmp && python train.py", "exec bash run.sh"} { // a shell starts the driver
+		task, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: e}, settings())
+		if err != nil {
+			t.Fatal(err)
+		}
+		task.ID = "mvp2-ray_job-20251223-143201-7f3b"
+		if got, err := BuildTask(task, 1, settings()); err != nil || got.Entrypoint != e || !got.ShellStartsDriver {
+			t.Errorf("%q built: %+v, %v", e, got, err)
+		}
 	}
 }
