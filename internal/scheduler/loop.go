@@ -92,8 +92,9 @@ type Loop struct {
 	started time.Time
 	// stopAsked: submission id → when this process last asked Ray to stop its job (askStop); only live attempts.
 	stopAsked map[string]time.Time
-	// runningSeen is when this mvp first saw each live attempt RUNNING (by submission id), for StopTooSoon: the
-	// attempt's running_at counts only once written, and a pass whose write failed would set it again.
+	// runningSeen is when this mvp first saw a canceled task's live attempt RUNNING (by submission id), for
+	// StopTooSoon: the attempt's running_at counts only once written, and a pass whose write failed would set it
+	// again.
 	runningSeen map[string]time.Time
 	// unkeptSaid: submission id of an ended job whose driver log could not be written on shared_root, said once
 	// (keepLogs) until it is kept.
