@@ -206,9 +206,10 @@ func buildRayJob(t *mvp.Task, n int, s Settings) (*mvp.JobSubmission, error) {
 	}
 	maps.Copy(meta, map[string]string{"mvp": "v2", "task_id": t.ID, "attempt_no": fmt.Sprint(n),
 		"workload": string(t.Workload), "submission_id": req.SubmissionID})
+	entrypoint := execEntrypoint(req.Entrypoint)
 	return &mvp.JobSubmission{
-		Entrypoint:              execEntrypoint(req.Entrypoint),
-		ShellStartsDriver:       execEntrypoint(req.Entrypoint) == req.Entrypoint,
+		Entrypoint:              entrypoint,
+		ShellStartsDriver:       entrypoint == req.Entrypoint, // not exec'd: the shell starts the driver
 		SubmissionID:            mvp.SubmissionID(t.ID, n),
 		RuntimeEnv:              runtimeEnv,
 		Metadata:                meta,
