@@ -118,6 +118,9 @@ type Loop struct {
 	// lastUnfollowed is when checkUnfollowed last listed Ray's jobs; unfollowedWarned the jobs it has logged.
 	lastUnfollowed   time.Time
 	unfollowedWarned map[string]bool
+	// heldLate: submission id → a job of a closed attempt whose stop stopClosed holds back (StopTooSoon), looked
+	// at again every pass until it is stopped or ends.
+	heldLate map[string]*heldJob
 	// While Ray is unreachable, ticks back off (doubling from Tick to MaxBackoff, jittered) instead of calling
 	// Ray every tick.
 	backoff   time.Duration
@@ -869,6 +872,17 @@ func (l *Loop) checkUnfollowed(ctx context.Context, now time.Time) {
 		return
 	}
 	l.mu.Lock()
+	held := make([]*mvp.JobInfo, 0, len(l.heldLate))
+	for _, h := range l.heldLate {
+		held = append(held, h.job)
+	}
+	l.mu.Unlock()
+	looked := make(map[string]bool, len(held))
+	for _, j := range held {
+		l.stopClosed(ctx, now, j)
+		looked[j.SubmissionID] = true
+	}
+	l.mu.Lock()
 	due := l.lastUnfollowed.IsZero() || now.Sub(l.lastUnfollowed) >= unfollowedEvery
 	if due {
 		l.lastUnfollowed = now
@@ -894,7 +908,8 @@ func (l *Loop) checkUnfollowed(ctx context.Context, now time.Time) {
 		}
 	}
 	for _, j := range jobs {
-		if j == nil || j.Metadata[mvp.MetaInstance] != l.Instance || j.Status.Terminal() || followed[j.SubmissionID] {
+		if j == nil || j.Metadata[mvp.MetaInstance] != l.Instance || j.Status.Terminal() || followed[j.SubmissionID] ||
+			looked[j.SubmissionID] || l.isHeld(j.SubmissionID) {
 			continue
 		}
 		if l.stopClosed(ctx, now, j) {
@@ -920,7 +935,10 @@ func (l *Loop) stopClosed(ctx context.Context, now time.Time, j *mvp.JobInfo) bo
 	}
 	t, err := l.Store.GetTask(ctx, id)
 	if err != nil {
-		return false // not known (or not readable now: the next listing looks again)
+		if errors.Is(err, mvp.ErrNotFound) {
+			l.hold(j, "", now, false)
+		}
+		return false // not known (or not readable now: the next listing, or pass for a held job, looks again)
 	}
 	var a *mvp.Attempt
 	for _, x := range t.Attempts {
@@ -929,14 +947,21 @@ func (l *Loop) stopClosed(ctx context.Context, now time.Time, j *mvp.JobInfo) bo
 		}
 	}
 	if a == nil || (!a.RayStatus.Terminal() && a.EndTime == nil) {
+		l.hold(j, "", now, false)
 		return false
 	}
 	info, err := l.Ray.GetJob(ctx, j.SubmissionID)
-	if err != nil || info.Status.Terminal() {
-		return err == nil // ended since the listing: nothing to stop
+	if err != nil {
+		return l.isHeld(j.SubmissionID) // a held job is looked at again at the next pass
 	}
-	if info.Status == mvp.RayPending && StopTooSoon(l.Build, t, &mvp.Attempt{No: a.No, RayStatus: info.Status}, now) {
-		// A shell that has not started its driver: a stop now could miss it. The next listing stops it.
+	if info.Status.Terminal() {
+		l.hold(j, info.Status, now, false) // ended since the listing: nothing to stop
+		return true
+	}
+	if StopTooSoon(l.Build, t, &mvp.Attempt{No: a.No, RayStatus: info.Status,
+		RunningAt: l.hold(j, info.Status, now, true)}, now) {
+		// A shell that may not have started its driver yet: a stop now could miss it. Held, and looked at again
+		// at every pass.
 		return true
 	}
 	why := fmt.Sprintf("the Ray job of attempt %d appeared after mvp had closed the attempt (%s): a submission "+
@@ -944,10 +969,12 @@ func (l *Loop) stopClosed(ctx context.Context, now time.Time, j *mvp.JobInfo) bo
 	l.Logger.Warn("stopping a Ray job of an attempt mvp had closed", "task_id", t.ID, "submission_id", j.SubmissionID,
 		"task_state", t.State)
 	if err := l.askStop(ctx, j.SubmissionID, true); err != nil {
-		l.Logger.Warn("stop a job of a closed attempt; will try again at the next listing", "task_id", t.ID,
+		l.Logger.Warn("stop a job of a closed attempt; will try again at the next pass", "task_id", t.ID,
 			"submission_id", j.SubmissionID, "err", err)
+		l.hold(j, info.Status, now, true)
 		return true
 	}
+	l.hold(j, info.Status, now, false)
 	if l.firstTime(&l.unfollowedWarned, j.SubmissionID) {
 		b, _ := json.Marshal(map[string]any{"submission_id": j.SubmissionID, "attempt_no": a.No, "reason": why})
 		if err := l.Store.AddEvent(ctx, &mvp.Event{TaskID: t.ID, TS: now, Type: mvp.EventStopRequested, Payload: b}); err != nil {
@@ -955,6 +982,47 @@ func (l *Loop) stopClosed(ctx context.Context, now time.Time, j *mvp.JobInfo) bo
 		}
 	}
 	return true
+}
+
+// heldJob is a job of a closed attempt whose stop stopClosed holds back: the job as the listing gave it, and when
+// this mvp first saw it RUNNING (zero while it has not).
+type heldJob struct {
+	job     *mvp.JobInfo
+	running time.Time
+}
+
+// hold notes, when keep is set, that job j (whose status is now st) is held by stopClosed, and returns when this
+// mvp first saw it RUNNING (nil while it has not); when keep is not set, j is held no more (stopped, or ended).
+func (l *Loop) hold(j *mvp.JobInfo, st mvp.RayStatus, now time.Time, keep bool) *time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !keep {
+		delete(l.heldLate, j.SubmissionID)
+		return nil
+	}
+	if l.heldLate == nil {
+		l.heldLate = map[string]*heldJob{}
+	}
+	h := l.heldLate[j.SubmissionID]
+	if h == nil {
+		h = &heldJob{job: j}
+		l.heldLate[j.SubmissionID] = h
+	}
+	if st == mvp.RayRunning && h.running.IsZero() {
+		h.running = now
+	}
+	if h.running.IsZero() {
+		return nil
+	}
+	at := h.running
+	return &at
+}
+
+// isHeld reports whether stopClosed holds back the stop of the job with submission id sid.
+func (l *Loop) isHeld(sid string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.heldLate[sid] != nil
 }
 
 // firstTime reports whether key is new to the set *m (made on first use), and adds it: what is logged once per
