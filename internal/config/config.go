@@ -277,7 +277,7 @@ func Parse(b []byte) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			root = yaml.Node{}
 		} else {
-			return nil, fmt.Errorf("parse yaml: %w", err)
+			return nil, fmt.Errorf("parse yaml: %s", jobspec.YAMLProblem(b, err))
 		}
 	}
 	var c Config

@@ -652,3 +652,12 @@ func TestMaxLogStreamsDefaultsToNone(t *testing.T) {
 		t.Errorf("max_log_streams: 400: %v, %d", err, c.V2.Ray.MaxLogStreams)
 	}
 }
+
+// TestAYAMLErrorInDevYAMLNamesItsLine: yaml.v3 named the line of its parser's context, often one before the line
+// at fault (an unclosed "[" on line 3 read "line 2"); the error names the line where the file stops being YAML.
+func TestAYAMLErrorInDevYAMLNamesItsLine(t *testing.T) {
+	_, err := Parse([]byte("address: http://127.0.0.1:8265\nv2:\n  api: [1\n  scheduler: {}\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 3:") {
+		t.Fatalf("%v, want it to name line 3", err)
+	}
+}

@@ -301,7 +301,7 @@ func parseShape(body []byte, l Limits) (*yaml.Node, error) {
 			return nil, invalid("", "the key on line %d is %d characters long to its colon: YAML (and so a JSON "+
 				"jobspec) reads a key of at most %d; shorten it", line, n, maxKeySpan)
 		}
-		msg := yamlMsg(err)
+		msg := YAMLProblem(body, err)
 		if strings.Contains(msg, "cannot start any token") && bytes.ContainsRune(body, '\t') {
 			msg += " (the jobspec holds a tab: YAML indents with spaces only)"
 		}
@@ -992,6 +992,39 @@ func kindName(k yaml.Kind) string {
 func yamlMsg(err error) string {
 	s := strings.TrimPrefix(err.Error(), "yaml: ")
 	return clip(s)
+}
+
+// yamlLineSearch is the most lines a document may have for YAMLProblem to look for where a YAML error is by parsing
+// its prefixes (only a document that failed: at most that many parses of at most that many lines).
+const yamlLineSearch = 200
+
+var yamlLineRe = regexp.MustCompile(`^yaml: line \d+: `)
+
+// YAMLProblem is what yaml.v3's err, the error of parsing body, says (clipped, without its "yaml: "), with the line
+// where body stops being YAML: yaml.v3 names the line of its parser's context, counted from 0 for many errors (an
+// unclosed "[" on line 2 read "line 1"; a tab on line 3, "line 2"). That line is the first whose prefix of body
+// fails with the same problem. A body longer than yamlLineSearch lines, or a problem no prefix shows, keeps
+// yaml.v3's line. Every reader of a YAML file a user writes (jobspecs, dev.yaml) says its errors with it.
+func YAMLProblem(body []byte, err error) string {
+	loc := yamlLineRe.FindStringIndex(err.Error())
+	if loc == nil || bytes.Count(body, []byte("\n")) > yamlLineSearch {
+		return yamlMsg(err)
+	}
+	problem := err.Error()[loc[1]:]
+	end := 0
+	for k := 1; end < len(body); k++ {
+		if nl := bytes.IndexByte(body[end:], '\n'); nl < 0 {
+			end = len(body)
+		} else {
+			end += nl + 1
+		}
+		var n yaml.Node
+		if perr := yaml.NewDecoder(bytes.NewReader(body[:end])).Decode(&n); perr != nil &&
+			strings.HasSuffix(perr.Error(), ": "+problem) {
+			return clip(fmt.Sprintf("line %d: %s", k, problem))
+		}
+	}
+	return yamlMsg(err)
 }
 
 func clip(s string) string { return mvp.Clip(s, 80) }

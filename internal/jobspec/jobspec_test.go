@@ -568,3 +568,23 @@ func TestAKeyTooLongForYAMLSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestAYAMLErrorNamesTheLineWhereItIs: yaml.v3 names the line of its parser's context, counted from 0, for many
+// errors (an unclosed flow sequence on line 2 read "line 1"; a tab on line 3, "line 2"), so a user looked at the
+// wrong line. mvp names the line where the document stops being YAML (found in a user walk-through).
+func TestAYAMLErrorNamesTheLineWhereItIs(t *testing.T) {
+	for _, c := range []struct{ body, line string }{
+		{"workload: ppo\nnnodes: [1\nn_gpus_per_node: 1\n", "line 2:"},
+		{"workload: ppo\nnnodes: 1\n\tn_gpus_per_node: 1\n", "line 3:"},
+		{"workload: ppo\n- nnodes\nn_gpus_per_node: 1\n", "line 2:"},
+		{"workload: ppo\noverrides:\n  - a=1\n b: 1\n", "line 4:"},
+		{"workload: ppo\nnnodes: {x\nn_gpus_per_node: 1\n", "line 2:"},
+		{"workload: ppo\nnnodes: 1\nn_gpus_per_node: [\n", "line 3:"},
+		{"workload: ppo\nnnodes: 1: 2\n", "line 2:"},
+	} {
+		_, err := Parse([]byte(c.body), DefaultLimits)
+		if err == nil || !strings.Contains(err.Error(), c.line) {
+			t.Errorf("%q: %v, want it to name %q", c.body, err, c.line)
+		}
+	}
+}
