@@ -6,7 +6,8 @@ kernel's ephemeral port range (net.ipv4.ip_local_port_range) and above Ray's wor
 connection can take one of them before the listener that is meant for it binds (Ray's dashboard agents bind a
 block of ports per node; in the ephemeral range a gRPC client's socket sometimes held one first, and that node's
 agent then ran without its HTTP server, so no job could be submitted). --avoid names ports that are chosen but not
-bound yet (ray-up's GCS, dashboard and client ports): a block holding one of them made Ray refuse to start."""
+bound yet (ray-up's GCS, dashboard and client ports): a block holding one of them made Ray refuse to start.
+free-ports.py --free P — exit 0 when a server could listen on port P now on 127.0.0.1 and 0.0.0.0, 1 when not."""
 import random
 import socket
 import sys
@@ -37,6 +38,25 @@ def block(n, avoid=()):
             return base
     sys.exit(f"free-ports.py: no block of {n} free ports between {lo} and {low}")
 
+
+def listenable(port):
+    """Whether a server could listen on port now, as Ray's do (SO_REUSEADDR: connections of a stopped cluster
+    still in TIME_WAIT do not hold the port)."""
+    for host in ("127.0.0.1", "0.0.0.0"):
+        s = socket.socket()
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+            s.listen(1)
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+
+
+if len(sys.argv) > 2 and sys.argv[1] == "--free":
+    sys.exit(0 if listenable(int(sys.argv[2])) else 1)
 
 if len(sys.argv) > 2 and sys.argv[1] == "--block":
     avoid = set()

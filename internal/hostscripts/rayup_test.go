@@ -2,6 +2,7 @@ package hostscripts
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -121,5 +122,53 @@ func TestRayUpStartsAgainAWorkerWhoseRayletDied(t *testing.T) {
 	}
 	if head.exited() {
 		t.Errorf("ray-up.sh stopped the live head:\n%s", out)
+	}
+}
+
+// TestRayUpSaysWhichPortIsTaken: ray-up.sh beside a cluster already on the default ports started a head anyway;
+// Ray then failed after some 40 lines of traceback ("Session name … does not match persisted value", its head
+// having reached the other cluster's GCS), naming neither the port nor the setting to change (found in a user
+// walk-through). It now checks its GCS, dashboard and Ray client ports first and names the one taken and its
+// variable, starting nothing.
+func TestRayUpSaysWhichPortIsTaken(t *testing.T) {
+	free := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	for _, v := range []string{"MVP_RAY_PORT", "MVP_RAY_DASHBOARD_PORT", "MVP_RAY_CLIENT_PORT"} {
+		t.Run(v, func(t *testing.T) {
+			taken, err := net.Listen("tcp", "127.0.0.1:0") // another cluster's port
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer taken.Close()
+			port := taken.Addr().(*net.TCPAddr).Port
+			ports := map[string]int{"MVP_RAY_PORT": free(), "MVP_RAY_DASHBOARD_PORT": free(), "MVP_RAY_CLIENT_PORT": 20000 + free()%10000}
+			ports[v] = port
+			venv := t.TempDir()
+			os.MkdirAll(filepath.Join(venv, "bin"), 0o755)
+			os.WriteFile(filepath.Join(venv, ".mvp-ray-2.60.0-ok"), nil, 0o644)
+			os.WriteFile(filepath.Join(venv, "bin", "ray"), []byte("#!/bin/sh\necho fake ray started: $* >&2\nexit 1\n"), 0o755)
+			cmd := exec.Command("bash", filepath.Join(repoRoot(t), "scripts", "ray-up.sh"))
+			cmd.Env = append(os.Environ(), "MVP_CLUSTER_DIR="+t.TempDir(), "RAY_WORKERS=1", "MVP_RAY_VENV="+venv,
+				"MVP_RAY_START_TIMEOUT=5")
+			for k, p := range ports {
+				cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", k, p))
+			}
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("ray-up.sh succeeded with port %d taken:\n%s", port, out)
+			}
+			if !strings.Contains(string(out), fmt.Sprintf("port %d", port)) || !strings.Contains(string(out), v) {
+				t.Errorf("ray-up.sh does not name the taken port %d and %s:\n%s", port, v, out)
+			}
+			if strings.Contains(string(out), "fake ray started") {
+				t.Errorf("ray-up.sh started Ray on a taken port:\n%s", out)
+			}
+		})
 	}
 }
