@@ -831,6 +831,11 @@ func followOn(ctx context.Context, c *api.Client, id string, followed int, incom
 			followed = last.No
 		}
 		if last.No == followed && t.State.Terminal() {
+			if t.State != mvp.StateSucceeded && announced != last.No {
+				// Not a run that simply finished: say how (each attempt before it was said as it ended).
+				say()
+				fmt.Fprintf(w2, "mvp logs: attempt %d ended (%s); the task is %s\n", last.No, endedHow(last), t.State)
+			}
 			return end()
 		}
 		if last.No != followed { // a newer attempt: its log, even if it has ended meanwhile (then the task's end)

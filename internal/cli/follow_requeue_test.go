@@ -68,3 +68,53 @@ func TestLogsFollowWhenTheNextAttemptIsAlreadyThere(t *testing.T) {
 		t.Errorf("stderr %q does not say how attempt 1 ended", errb.String())
 	}
 }
+
+// TestLogsFollowSaysHowTheTaskEnded: `mvp logs -f` of a task retried after HEARTBEAT_LOST said, for attempts 1 to
+// 3, how each ended and that it followed the next; when attempt 4 ended the task FAILED, it stopped without a word,
+// as if the run had simply finished (found in a user walk-through). A task that ends other than SUCCEEDED is said
+// on stderr, with how its last attempt ended.
+func TestLogsFollowSaysHowTheTaskEnded(t *testing.T) {
+	const id = "mvp2-sft-20251223-143201-7f3b"
+	defer func(p time.Duration) { followPoll = p }(followPoll)
+	followPoll = 10 * time.Millisecond
+	var mu sync.Mutex
+	gets := 0
+	const ended1 = `{"attempt_no": 1, "ray_status": "STOPPED", "failure_kind": "HEARTBEAT_LOST", "end_time": "2025-12-23T14:33:01Z"}`
+	const ended2 = `{"attempt_no": 2, "ray_status": "STOPPED", "failure_kind": "HEARTBEAT_LOST", "end_time": "2025-12-23T14:40:01Z"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/api/v2/tasks/" + id + "/logs":
+			switch r.URL.Query().Get("attempt") {
+			case "":
+				w.Header().Set("X-Mvp-Log-Attempt", "1")
+				io.WriteString(w, "attempt one: step 1\n")
+			case "2":
+				io.WriteString(w, "attempt two: step 1\n")
+			default:
+				http.NotFound(w, r)
+			}
+		case "/api/v2/tasks/" + id:
+			gets++
+			w.Header().Set("Content-Type", "application/json")
+			if gets <= 2 { // the command's first look, and the look after attempt 1's stream
+				io.WriteString(w, `{"task_id": "`+id+`", "state": "RUNNING", "latest_attempt_no": 2, "attempts": [`+ended1+
+					`, {"attempt_no": 2, "ray_status": "RUNNING"}]}`)
+				return
+			}
+			io.WriteString(w, `{"task_id": "`+id+`", "state": "FAILED", "latest_attempt_no": 2, "attempts": [`+ended1+`, `+ended2+`]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	out, errb, env := serverEnv(srv.URL)
+	code := Run(context.Background(), []string{"logs", "-f", id}, env)
+	if code != 0 || !strings.Contains(out.String(), "attempt two: step 1") {
+		t.Errorf("exit %d, stdout %q, stderr %q: want both attempts' logs", code, out.String(), errb.String())
+	}
+	if !strings.HasSuffix(errb.String(), "mvp logs: attempt 2 ended (HEARTBEAT_LOST); the task is FAILED\n") {
+		t.Errorf("stderr %q does not end saying how the task ended", errb.String())
+	}
+}
