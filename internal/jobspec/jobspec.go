@@ -593,11 +593,16 @@ func (s *Spec) Validate() error {
 	if len(missing) > 1 {
 		return invalid(missing[0], "missing required fields: %s", strings.Join(missing, ", "))
 	}
-	if s.NNodes < 1 || s.NNodes > MaxNNodes {
-		return invalid("nnodes", "nnodes is required and must be from 1 to %d, got %d", MaxNNodes, s.NNodes)
-	}
-	if s.GPUsPerNode < 1 || s.GPUsPerNode > MaxGPUsPerNode {
-		return invalid("n_gpus_per_node", "n_gpus_per_node is required and must be from 1 to %d, got %d", MaxGPUsPerNode, s.GPUsPerNode)
+	for _, f := range []struct {
+		name   string
+		n, max int
+	}{{"nnodes", s.NNodes, MaxNNodes}, {"n_gpus_per_node", s.GPUsPerNode, MaxGPUsPerNode}} {
+		switch {
+		case f.n == 0:
+			return invalid(f.name, "%s is required and must be from 1 to %d (0 or none given)", f.name, f.max)
+		case f.n < 1 || f.n > f.max:
+			return invalid(f.name, "%s must be from 1 to %d, got %d", f.name, f.max, f.n)
+		}
 	}
 	if s.MaxRuntimeS < 0 {
 		return invalid("max_runtime_s", "max_runtime_s must be a whole number of seconds ≥ 1, or 0 or leave it out for "+

@@ -588,3 +588,19 @@ func TestAYAMLErrorNamesTheLineWhereItIs(t *testing.T) {
 		}
 	}
 }
+
+// TestAGangSizeOutOfRangeIsNotCalledMissing: n_gpus_per_node: 17 was refused as "n_gpus_per_node is required and
+// must be from 1 to 16, got 17", though it was given (found in a user walk-through).
+func TestAGangSizeOutOfRangeIsNotCalledMissing(t *testing.T) {
+	for _, c := range []struct{ body, field, want string }{
+		{"workload: ppo\nnnodes: 1\nn_gpus_per_node: 17\n", "n_gpus_per_node", "n_gpus_per_node must be from 1 to 16, got 17"},
+		{"workload: ppo\nnnodes: -1\nn_gpus_per_node: 1\n", "nnodes", "nnodes must be from 1 to"},
+		{"workload: ppo\nnnodes: 0\nn_gpus_per_node: 1\n", "nnodes", "nnodes is required"},
+		{"workload: ppo\nn_gpus_per_node: 1\n", "nnodes", "nnodes is required"},
+	} {
+		_, err := Parse([]byte(c.body+"model_path: /m\ntrain_file: /t\nval_file: /v\n"), DefaultLimits)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.body, err, c.want)
+		}
+	}
+}
