@@ -42,7 +42,7 @@ func TestASubmitThatCanNeverStartIsWarned(t *testing.T) {
 	big := submit(strings.Replace(goodSpec, "nnodes: 1", "nnodes: 2", 1))
 	w, _ := big["warning"].(string)
 	for _, want := range []string{"queued, but it cannot start on the cluster as it is now", "needs 2 node(s) with 4 GPU",
-		"1 of 1 alive GPU node(s)", "mvp cancel " + big["task_id"].(string)} {
+		"the cluster has 1 alive GPU node(s)", "mvp cancel " + big["task_id"].(string)} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warning %q lacks %q", w, want)
 		}

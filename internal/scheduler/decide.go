@@ -710,6 +710,10 @@ func neverFits(c *mvp.ClusterView, d Demand, driver map[string]float64) (string,
 				"starts once enough of them are back", d.Groups, d.GPUs, d.CPUs, fitting, alive, len(down),
 				strings.Join(down, "; ")), cNodesDown
 		}
+		if fitting == alive { // every node is large enough: there are too few of them
+			return fmt.Sprintf("can never fit on this cluster: needs %d node(s) with %g GPU and %g CPU each; the "+
+				"cluster has %d alive %snode(s)", d.Groups, d.GPUs, d.CPUs, alive, gpuWord), cNeverFits
+		}
 		return fmt.Sprintf("can never fit on this cluster: needs %d node(s) with %g GPU and %g CPU each; "+
 			"%d of %d alive %snode(s) are that large (they have at most %g GPU and %g CPU)", d.Groups, d.GPUs, d.CPUs,
 			fitting, alive, gpuWord, maxGPU, maxCPU), cNeverFits

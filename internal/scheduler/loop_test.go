@@ -1007,7 +1007,7 @@ func TestARequeuedGangIsDecidedInTheSamePass(t *testing.T) {
 // TestNeverFitsIsJudgedOnTheClusterTheLastPassSaw: a submit is warned (api.Server.NeverFits) when its gang could not
 // start even on the empty cluster the loop last read; before any pass there is nothing to judge by.
 func TestNeverFitsIsJudgedOnTheClusterTheLastPassSaw(t *testing.T) {
-	h := newHarness(t) // one 8-GPU worker, and a head without GPUs (not counted: walk-through 9 read "1 of 2")
+	h := newHarness(t) // one 8-GPU worker, and a head without GPUs (not counted: walk-through 9 read "1 of 2", where "1 of 1" was right)
 	h.view.Nodes = append(h.view.Nodes, mvp.Node{ID: "head", Alive: true, Total: map[string]float64{"CPU": 8},
 		Available: map[string]float64{"CPU": 8}})
 	big := &mvp.Task{Workload: mvp.WorkloadPPO, NNodes: 2, GPUsPerNode: 8}
@@ -1017,7 +1017,7 @@ func TestNeverFitsIsJudgedOnTheClusterTheLastPassSaw(t *testing.T) {
 	}
 	h.tick()
 	why, never := h.loop.NeverFits(big)
-	if !never || !strings.Contains(why, "needs 2 node(s) with 8 GPU") || !strings.Contains(why, "1 of 1 alive GPU node(s)") {
+	if !never || !strings.Contains(why, "needs 2 node(s) with 8 GPU") || !strings.Contains(why, "the cluster has 1 alive GPU node(s)") {
 		t.Errorf("2 × 8 on one 8-GPU worker: %v %q", never, why)
 	}
 	if why, never := h.loop.NeverFits(small); never {

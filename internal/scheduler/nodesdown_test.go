@@ -72,3 +72,21 @@ func TestExplainListsNodesDownBeforeNeverFitsInPositionOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestANeverFitsReasonSaysTheClusterHasTooFewNodes: a 4 × 4 gang on two 4-GPU workers was told "2 of 2 alive GPU
+// node(s) are that large", which reads as if size were the problem; it is the number of nodes (found in a user
+// walk-through). One with nodes too small still says how large they are.
+func TestANeverFitsReasonSaysTheClusterHasTooFewNodes(t *testing.T) {
+	c := cluster(worker("n1", 4, 48), worker("n2", 4, 48))
+	many := task(mvp.WorkloadPPO, 4, 4, mvp.StateQueued)
+	large := task(mvp.WorkloadPPO, 1, 8, mvp.StateQueued)
+	acts := Decide(t0, Snapshot{Cluster: c, Queue: []*mvp.Task{many, large}}, named(DefaultPolicy))
+	if w := waitOf(acts, many); w == nil || w.Code() != CodeNeverFits ||
+		!strings.Contains(w.Reason, "needs 4 node(s) with 4 GPU and 12 CPU each; the cluster has 2 alive GPU node(s)") {
+		t.Errorf("the 4 × 4 gang: %+v", w)
+	}
+	if w := waitOf(acts, large); w == nil || w.Code() != CodeNeverFits ||
+		!strings.Contains(w.Reason, "0 of 2 alive GPU node(s) are that large (they have at most 4 GPU") {
+		t.Errorf("the 1 × 8 task: %+v", w)
+	}
+}
