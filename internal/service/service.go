@@ -352,6 +352,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	fmt.Fprintf(stdout, "mvp: web page at %s/ui (log in with the API token)\n", m.url)
 	if generated {
 		fmt.Fprintf(stdout, "mvp: generated API token (shown once): %s\n", token)
+		fmt.Fprintf(stdout, "mvp: a restart without %[1]s set generates another, and clients holding this one (mvp logs "+
+			"-f among them) get 403: to keep it, start mvp serve again with %[1]s set to it\n", cfg.V2.Auth.TokenEnv)
 	}
 	if metricsHandler != nil {
 		access := "with the API token"

@@ -83,7 +83,8 @@ func TestEveryWorkloadSubmitGetBuild(t *testing.T) {
 	}
 }
 
-// TestOpenRunClose: Open prints where the API listens, a generated token and where the metrics are, Run serves until its context ends
+// TestOpenRunClose: Open prints where the API listens, a generated token (and how to keep it across a restart: a
+// user walk-through's `mvp logs -f` lost its token to a `make run` restart) and where the metrics are, Run serves until its context ends
 // and returns nil, and Close closes the database.
 func TestOpenRunClose(t *testing.T) {
 	cfg := servicetest.Config(t)
@@ -98,6 +99,7 @@ func TestOpenRunClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := regexp.MustCompile(`^mvp: API listening on (http://127\.0\.0\.1:\d+)\nmvp: web page at http://127\.0\.0\.1:\d+/ui \(log in with the API token\)\nmvp: generated API token \(shown once\): ([0-9a-f]{48})\n` +
+		`mvp: a restart without MVP_SERVICE_TEST_TOKEN set generates another, and clients holding this one \(mvp logs -f among them\) get 403: to keep it, start mvp serve again with MVP_SERVICE_TEST_TOKEN set to it\n` +
 		`mvp: Prometheus metrics at (http://127\.0\.0\.1:\d+)/metrics \(with the API token; see specs/metrics\.md\)\n$`)
 	g := want.FindStringSubmatch(out.String())
 	if g == nil || g[1] != m.URL() || g[2] != m.APIToken() || g[3] != m.URL() {
