@@ -65,7 +65,7 @@ func Parse(expr, timezone string) (cron.Schedule, error) {
 	}
 	s, err := parser.Parse(expr)
 	if err != nil {
-		return nil, mvp.Errorf(mvp.CodeInvalid, "cron", "cron %q: %v; use 5 fields (minute hour day month weekday) or @hourly, @daily, @every 10m", expr, err)
+		return nil, mvp.Errorf(mvp.CodeInvalid, "cron", "cron %q: %s; use 5 fields (minute hour day month weekday) or @hourly, @daily, @every 10m", expr, fieldAtFault(expr, err))
 	}
 	if spec, ok := s.(*cron.SpecSchedule); ok {
 		spec.Location = loc
@@ -167,4 +167,29 @@ func NextRun(s *mvp.Schedule, c cron.Schedule) *time.Time {
 	}
 	n = n.UTC()
 	return &n
+}
+
+// cronFields names the five fields of a cron expression, with the range of each.
+var cronFields = [5]struct {
+	name     string
+	min, max int
+	names    string // the names it takes too
+}{{"minute", 0, 59, ""}, {"hour", 0, 23, ""}, {"day", 1, 31, ""}, {"month", 1, 12, " or JAN-DEC"}, {"weekday", 0, 6, " or SUN-SAT"}}
+
+// fieldAtFault says what is wrong with expr, which failed to parse with err: the first of its five fields that
+// fails alone (the others "*"), with that field's range; err as it is for an expression of another shape.
+func fieldAtFault(expr string, err error) string {
+	fields := strings.Fields(expr)
+	if len(fields) != len(cronFields) {
+		return err.Error()
+	}
+	for i, f := range fields {
+		probe := []string{"*", "*", "*", "*", "*"}
+		probe[i] = f
+		if _, ferr := parser.Parse(strings.Join(probe, " ")); ferr != nil {
+			c := cronFields[i]
+			return fmt.Sprintf("its %s field (%s) must be from %d to %d%s (%v)", c.name, f, c.min, c.max, c.names, ferr)
+		}
+	}
+	return err.Error()
 }

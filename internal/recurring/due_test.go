@@ -117,6 +117,11 @@ func TestParse(t *testing.T) {
 	for _, c := range []struct{ cron, tz, field, says string }{
 		{"* * *", "", "cron", "5 fields"},
 		{"61 * * * *", "", "cron", "5 fields"},
+		// The field at fault is named, with its range (robfig/cron said "end of range (61) above maximum (59): 61").
+		{"61 * * * *", "", "cron", "its minute field (61) must be from 0 to 59"},
+		{"0 2 * 13 *", "", "cron", "its month field (13) must be from 1 to 12"},
+		{"0 2 * * 1-9", "", "cron", "its weekday field (1-9) must be from 0 to 6"},
+		{"0 x * * *", "", "cron", "its hour field (x)"},
 		{"@every 500ms", "", "cron", "at least 1s"},
 		{"CRON_TZ=UTC 0 * * * *", "", "cron", "timezone field"},
 		{"0 * * * *", "Mars/Olympus", "timezone", "IANA"},
