@@ -24,6 +24,17 @@ func buildAs(door string, shell bool) scheduler.Builder {
 	}
 }
 
+// doorTask queues a Ray-door task with id id.
+func (h *harness) doorTask(id string) *mvp.Task {
+	h.t.Helper()
+	task := &mvp.Task{ID: id, Workload: mvp.WorkloadRayJob, State: mvp.StateQueued, JobSpecYAML: "{}",
+		SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
+	if err := h.db.CreateTask(context.Background(), task); err != nil {
+		h.t.Fatal(err)
+	}
+	return task
+}
+
 // TestStopTooSoon: only a Ray-door job run by a shell that starts its driver as a child waits, and only until mvp
 // has seen it RUNNING for ShellStartWait.
 func TestStopTooSoon(t *testing.T) {
@@ -74,11 +85,7 @@ func TestACanceledShellJobIsStoppedOnceItHasStartedItsCommand(t *testing.T) {
 		t.Run(c.entrypoint, func(t *testing.T) {
 			h := newHarness(t)
 			h.loop.Build = buildAs(c.entrypoint, c.shell)
-			task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-5701", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
-				JobSpecYAML: "{}", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
-			if err := h.db.CreateTask(context.Background(), task); err != nil {
-				t.Fatal(err)
-			}
+			task := h.doorTask("mvp2-ray_job-20251223-143201-5701")
 			sid := task.ID + "--a01"
 			h.tick()
 			if s := h.get(task.ID).State; s != mvp.StateSubmitted {
@@ -140,11 +147,7 @@ func TestALateShellJobOfAClosedAttemptIsStoppedOnceItHasStartedItsCommand(t *tes
 			h.loop.Build = buildAs("cd /tmp && python3 a.py", true)
 			lr := listingRay{fakeRay: h.ray, meta: map[string]map[string]string{}}
 			h.loop.Jobs, h.loop.Instance = lr, "db1"
-			task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-5702", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
-				JobSpecYAML: "{}", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
-			if err := h.db.CreateTask(context.Background(), task); err != nil {
-				t.Fatal(err)
-			}
+			task := h.doorTask("mvp2-ray_job-20251223-143201-5702")
 			h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable } // the answer is lost; no job yet
 			h.tick()
 			if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting,
@@ -245,11 +248,7 @@ func (s failRunningWrites) UpdateAttempt(ctx context.Context, from mvp.RayStatus
 func TestACanceledShellJobIsStoppedThoughItsRunningIsNotWritten(t *testing.T) {
 	h := newHarness(t)
 	h.loop.Build = buildAs("cd /tmp && python3 a.py", true)
-	task := &mvp.Task{ID: "mvp2-ray_job-20251223-143201-5703", Workload: mvp.WorkloadRayJob, State: mvp.StateQueued,
-		JobSpecYAML: "{}", SpecJSON: []byte("{}"), CreatedAt: h.clock.t, UpdatedAt: h.clock.t}
-	if err := h.db.CreateTask(context.Background(), task); err != nil {
-		t.Fatal(err)
-	}
+	task := h.doorTask("mvp2-ray_job-20251223-143201-5703")
 	sid := task.ID + "--a01"
 	h.tick()
 	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateSubmitted,
