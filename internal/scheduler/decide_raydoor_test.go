@@ -1,8 +1,10 @@
 package scheduler
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
 )
@@ -172,5 +174,68 @@ func TestADriversMemoryIsShownInBytes(t *testing.T) {
 	as := Decide(t0, Snapshot{Cluster: cluster(worker("w1", 4, 48)), Queue: []*mvp.Task{tk}}, named(DefaultPolicy))
 	if w, ok := as[0].(*Wait); !ok || !strings.Contains(w.Reason, "{CPU=1, memory=999999999999999}") {
 		t.Errorf("never-fits reason %+v", as[0])
+	}
+}
+
+// TestADoorDriverWithGPUsDoesNotJumpAReservation: a Ray-door job that asks GPUs for its driver alone (no gang:
+// `entrypoint_num_gpus`) and outlives a waiting gang's reserved start was admitted past the reservation: the check
+// that the reserved gang still fits wherever Ray may place the newcomer ran for gangs only, so a door job declaring
+// days took a GPU the 2 × 4 gang needed at its start and pushed that start out by days (found in a user
+// walk-through on the local cluster). It waits behind the reservation as a one-GPU task of the same length does;
+// one that ends before the reserved start still backfills.
+func TestADoorDriverWithGPUsDoesNotJumpAReservation(t *testing.T) {
+	h := time.Hour
+	for _, pol := range []string{PolicyEASY, PolicyXFBF, DefaultPolicy} {
+		b := newBench("w1", "w2")
+		b.run(2, 4*time.Minute, time.Minute, true, "w1")
+		b.run(2, 4*time.Minute, time.Minute, true, "w2")
+		gang := timed(2, 4, 2*h, 10*time.Minute)
+		door := timed(0, 0, 72*h, 5*time.Minute)
+		door.Workload, door.NNodes, door.GPUsPerNode = mvp.WorkloadRayJob, 0, 0
+		door.Driver = map[string]float64{"GPU": 1}
+		one := timed(1, 1, 72*h, 5*time.Minute) // the same length as a one-GPU jobspec task: held
+		acts := Decide(t0, b.snap(gang, door, one), named(pol))
+		if w := waitOf(acts, door); w == nil || w.Code() != CodeBehindReservation || w.YieldsTo != gang.ID {
+			t.Errorf("%s: the 3-day door job with a GPU for its driver: %v (%+v), want it behind %s's reservation", pol, summary(acts), w, gang.ID)
+		}
+		if w := waitOf(acts, one); w == nil || w.Code() != CodeBehindReservation {
+			t.Errorf("%s: the 3-day one-GPU task: %v", pol, summary(acts))
+		}
+		short := timed(0, 0, time.Minute, 5*time.Minute)
+		short.Workload, short.NNodes, short.GPUsPerNode = mvp.WorkloadRayJob, 0, 0
+		short.Driver = map[string]float64{"GPU": 1}
+		if acts := Decide(t0, b.snap(gang, short), named(pol)); !slices.Contains(summary(acts), "submit:"+short.ID) {
+			t.Errorf("%s: a one-minute door job that ends before the reserved start did not backfill: %v", pol, summary(acts))
+		}
+	}
+}
+
+// TestADoorDriverWithGPUsDoesNotRaceAGangBeingPlaced: a gang admitted in a pass is placed when its driver asks for
+// its groups, seconds later; a Ray-door job whose driver alone asks for a GPU, admitted in the same pass, is placed
+// by Ray's job supervisor on a node of Ray's choosing, which may be the one the gang needs. mayRace checked only
+// tasks with groups, so the driver went, and the gang could wait for it (found in a user walk-through: a 1 × 4 gang
+// stayed unplaced for 32 s). The driver waits until the gang is placed, unless every node it may take leaves room.
+func TestADoorDriverWithGPUsDoesNotRaceAGangBeingPlaced(t *testing.T) {
+	for _, pol := range []string{PolicyFIFO, PolicyEASY, DefaultPolicy} {
+		b := newBench("w1", "w2")
+		b.run(1, time.Hour, time.Minute, true, "w2") // w2: 3 GPUs free, w1: 4
+		gang := timed(1, 4, time.Hour, 10*time.Minute)
+		door := timed(0, 0, time.Hour, 5*time.Minute)
+		door.Workload, door.NNodes, door.GPUsPerNode = mvp.WorkloadRayJob, 0, 0
+		door.Driver = map[string]float64{"GPU": 1}
+		acts := Decide(t0, b.snap(gang, door), named(pol))
+		if !slices.Contains(summary(acts), "submit:"+gang.ID) {
+			t.Fatalf("%s: the 1 × 4 gang was not admitted: %v", pol, summary(acts))
+		}
+		if w := waitOf(acts, door); w == nil || w.YieldsTo != gang.ID {
+			t.Errorf("%s: the door job whose driver may take w1's GPU: %v (%+v), want it to wait for %s's placement", pol, summary(acts), w, gang.ID)
+		}
+		// With room for both wherever the driver lands, it goes at once.
+		b = newBench("w1", "w2")
+		gang = timed(1, 4, time.Hour, 10*time.Minute)
+		acts = Decide(t0, b.snap(gang, door), named(pol))
+		if !slices.Contains(summary(acts), "submit:"+gang.ID) || !slices.Contains(summary(acts), "submit:"+door.ID) {
+			t.Errorf("%s: on two empty workers both should start: %v", pol, summary(acts))
+		}
 	}
 }

@@ -844,7 +844,9 @@ const rayScoreSlack = 0.05
 // bundle_scheduling_policy.cc). fit plans the same, but where scores tie (or nearly, as mvp's view may lag Ray's)
 // Ray's choice is not known. For a single group the nodes Ray may choose are those within rayScoreSlack of the
 // best score now, each tried alone; for several groups, which Ray places one by one and may pack onto one node,
-// every node with room for a group takes as many as it has room for, all at once.
+// every node with room for a group takes as many as it has room for, all at once. A driver that asks for GPUs (a
+// Ray-door job's entrypoint_num_gpus) is placed by Ray's job supervisor, not by mvp's plan: each node with room for
+// it is tried, and a task of no groups (such a driver alone) is checked too.
 func rayMayPlace(now, atT []*node, d Demand, drv int, driver map[string]float64, ok func([]*node) bool) ([]*node, bool) {
 	room, scores, best := rayScores(now, d)
 	var may []int
@@ -853,11 +855,63 @@ func rayMayPlace(now, atT []*node, d Demand, drv int, driver map[string]float64,
 			may = append(may, k)
 		}
 	}
+	// The driver goes where mvp planned it (drv), unless it asks for GPUs (a Ray-door job's entrypoint_num_gpus):
+	// Ray's job supervisor, not mvp, picks its node, so every node with room for it now is tried.
+	var planned [1]int
+	planned[0] = drv
+	drvAt := planned[:]
+	if driver[ResGPU] > 0 {
+		var at []int
+		for k, n := range now {
+			if driverRoom(n, driver) {
+				at = append(at, k)
+			}
+		}
+		if len(at) > 0 {
+			drvAt = at
+		}
+	}
+	// check reports whether ok holds with the driver taken from v on each node of drvAt in turn (v is put back).
+	check := func(v []*node) bool {
+		for _, j := range drvAt {
+			if j < 0 {
+				if !ok(v) {
+					return false
+				}
+				continue
+			}
+			n := v[j]
+			type was struct {
+				r   string
+				v   float64
+				had bool
+			}
+			var buf [8]was
+			old := buf[:0]
+			for r := range driver {
+				x, had := n.free[r]
+				old = append(old, was{r, x, had})
+			}
+			n.addDriver(driver, -1)
+			good := ok(v)
+			for _, o := range old { // exactly as it was, whatever the rounding
+				if o.had {
+					n.free[o.r] = o.v
+				} else {
+					delete(n.free, o.r)
+				}
+			}
+			if !good {
+				return false
+			}
+		}
+		return true
+	}
 	if d.Groups == 1 {
 		for _, k := range may {
 			v := cloneNodes(atT)
-			take(v, []int{k}, drv, d, driver)
-			if !ok(v) {
+			take(v, []int{k}, -1, d, nil)
+			if !check(v) {
 				return nil, false
 			}
 		}
@@ -869,13 +923,26 @@ func rayMayPlace(now, atT []*node, d Demand, drv int, driver map[string]float64,
 			v[k].free[ResCPU] -= d.CPUs
 		}
 	}
-	if drv >= 0 {
-		v[drv].addDriver(driver, -1)
-	}
-	if d.Groups > 1 && !ok(v) {
+	// A task of several groups, or of none (a Ray-door job's driver alone), is checked with all of it taken.
+	if d.Groups != 1 && !check(v) {
 		return nil, false
 	}
+	for _, j := range drvAt {
+		if j >= 0 {
+			v[j].addDriver(driver, -1)
+		}
+	}
 	return v, true
+}
+
+// driverRoom reports whether n has room for driver now.
+func driverRoom(n *node, driver map[string]float64) bool {
+	for r, v := range driver {
+		if !offers(n.labels, r, v, n.free[r]) {
+			return false
+		}
+	}
+	return true
 }
 
 // rayScores returns, for each node, how many groups of d it has room for now (groupsRoom) and Ray's score for one
@@ -946,7 +1013,10 @@ func (pl *plan) addPlacing(g placing) {
 // otherwise it waits until they are placed. Orders of three or more asks are not checked.
 func (pl *plan) mayRace(sh *shape) (int32, bool) {
 	d := sh.d
-	if len(pl.placing) == 0 || d.Groups <= 0 {
+	if d.Groups <= 0 {
+		return pl.driverMayRace(sh)
+	}
+	if len(pl.placing) == 0 {
 		return 0, false
 	}
 	if sh.raceKnown {
@@ -1018,6 +1088,38 @@ func (pl *plan) mayRace(sh *shape) (int32, bool) {
 			return yields, true
 		}
 		passed = append(passed, class)
+	}
+	return 0, false
+}
+
+// driverMayRace is mayRace for a task with no gang whose driver asks for GPUs (a Ray-door job's
+// entrypoint_num_gpus): Ray's job supervisor, not mvp, picks the driver's node, any node with room for it now. It
+// starts now only if every gang being placed still fits, in order, wherever the driver lands; otherwise it waits
+// until they are placed.
+func (pl *plan) driverMayRace(sh *shape) (int32, bool) {
+	gpus := sh.driver[ResGPU]
+	if len(pl.placing) == 0 || gpus <= 0 {
+		return 0, false
+	}
+	if sh.raceKnown {
+		return sh.raceYields, sh.raced
+	}
+	sh.raceKnown = true
+	for k, n := range pl.ray {
+		if !driverRoom(n, sh.driver) {
+			continue
+		}
+		v := cloneNodes(pl.ray)
+		v[k].free[ResGPU] -= gpus
+		v[k].free[ResCPU] -= sh.driver[ResCPU]
+		for _, g := range pl.placing {
+			chosen, _, ok := fitCheck(v, g.d, nil)
+			if !ok {
+				sh.raced, sh.raceYields = true, g.yields
+				return g.yields, true
+			}
+			take(v, chosen, -1, g.d, nil)
+		}
 	}
 	return 0, false
 }
