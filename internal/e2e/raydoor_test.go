@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
+	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // rayDoor runs Ray 2.60's own client (the `ray` CLI and JobSubmissionClient of the pinned wheel) against a
@@ -695,4 +696,63 @@ func runSDKScript(t *testing.T, d *rayDoor, script, id string, out any) []byte {
 		t.Fatalf("%v:\n%s", err, outb)
 	}
 	return outb
+}
+
+// TestARayDoorDriverWithAGPUWaitsBehindAReservation (found in a user walk-through): a Ray-door job whose driver
+// alone asks for a GPU (`ray job submit --entrypoint-num-gpus 1`, no mvp gang) and that declares no run time (so
+// mvp plans it for the default, days) went past a waiting 2 × 4 gang's reservation and took a GPU the gang needed
+// at its reserved start, moving that start by days. It waits behind the reservation, naming the gang, as a 1-GPU
+// jobspec task of that length does; the gang then starts no later than its reservation.
+func TestARayDoorDriverWithAGPUWaitsBehindAReservation(t *testing.T) {
+	waitIdle(t)
+	s := startService(t, serviceOpts{})
+	d := newRayDoor(t, s)
+	ns := workers(t)
+	if len(ns) != 2 || ns[0].Total["GPU"] != 4 || ns[1].Total["GPU"] != 4 {
+		t.Skipf("needs two 4-GPU workers: %+v", ns)
+	}
+	busy := s.submit(spec("ppo", 2, 2, 25) + "max_runtime_s: 90\n").ID // 2 GPUs on each worker, for 25 s
+	s.waitState(busy, mvp.StateRunning, 90*time.Second)
+	waitFor(t, 60*time.Second, "two GPUs free on each worker", func() (bool, string) {
+		g := freeGPUs(t)
+		return len(g) == 2 && g[0] == 2 && g[1] == 2, fmt.Sprint(g)
+	})
+	gang := s.submit(spec("ppo", 2, 4, 2) + "max_runtime_s: 60\n").ID
+	s.waitState(gang, mvp.StatePendingResources, 30*time.Second)
+	id := uniq("driver-gpu")
+	out, code := d.run(time.Minute, nil, "job", "submit", "--no-wait", "--submission-id", id, "--entrypoint-num-gpus", "1",
+		"--", "python", "-c", "import time; time.sleep(20)")
+	if code != 0 {
+		t.Fatalf("submit (exit %d):\n%s", code, out)
+	}
+	task := mustTask(t, d, id)
+	var reserved time.Time
+	waitFor(t, 30*time.Second, "the door job waiting behind the gang's reservation", func() (bool, string) {
+		if st := s.get(task.ID).State; st != mvp.StateQueued && st != mvp.StatePendingResources {
+			t.Fatalf("the door job with a GPU for its driver was admitted (%s) past the 2 × 4 gang's reservation", st)
+		}
+		v, _, err := s.c.Queue(ctxT(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(v.Reservations) > 0 && v.Reservations[0].TaskID == gang && v.Reservations[0].Start != nil {
+			reserved = *v.Reservations[0].Start
+		}
+		for _, e := range v.Queue {
+			if e.TaskID == task.ID {
+				return e.Code == scheduler.CodeBehindReservation && e.YieldsTo == gang && !reserved.IsZero(),
+					fmt.Sprintf("%s %q yields to %q; reservations %+v", e.Code, e.Reason, e.YieldsTo, v.Reservations)
+			}
+		}
+		return false, "not in the queue yet"
+	})
+	if st, msg := d.status(id); st != "PENDING" {
+		t.Errorf("Ray's client sees the waiting door job as %s %q, want PENDING", st, msg)
+	}
+	g := s.waitState(gang, mvp.StateSucceeded, 240*time.Second)
+	if start := startOf(g); start.After(reserved.Add(10 * time.Second)) {
+		t.Errorf("the gang started at %s, after its reservation at %s", start.Format(time.RFC3339), reserved.Format(time.RFC3339))
+	}
+	d.waitStatus(id, "SUCCEEDED", "", 3*time.Minute)
+	s.waitState(busy, mvp.StateSucceeded, 60*time.Second)
 }
