@@ -239,3 +239,23 @@ func TestADoorDriverWithGPUsDoesNotRaceAGangBeingPlaced(t *testing.T) {
 		}
 	}
 }
+
+// TestADoorDriverWaitingForCPUsSaysCPUs: a Ray-door job whose driver asks only for CPUs and waits for them was
+// coded gpus_busy (found in a user walk-through); it is cpus_busy, with the driver's sentence. One whose driver asks
+// for a GPU stays gpus_busy.
+func TestADoorDriverWaitingForCPUsSaysCPUs(t *testing.T) {
+	c := cluster(worker("w1", 0, 10)) // no GPU free, 10 CPUs
+	cpu := task(mvp.WorkloadRayJob, 0, 0, mvp.StateQueued)
+	cpu.Driver = map[string]float64{"CPU": 40}
+	gpu := task(mvp.WorkloadRayJob, 0, 0, mvp.StateQueued)
+	gpu.Driver = map[string]float64{"GPU": 1}
+	for _, pol := range []string{PolicyFIFO, PolicyEASY, DefaultPolicy} {
+		acts := Decide(t0, Snapshot{Cluster: c, Queue: []*mvp.Task{cpu, gpu}}, named(pol))
+		if w := waitOf(acts, cpu); w == nil || w.Code() != CodeCPUsBusy || !strings.Contains(w.Reason, "waiting for room for its driver: needs a node with {CPU=40} free") {
+			t.Errorf("%s: the driver waiting for 40 CPUs: %+v", pol, w)
+		}
+		if w := waitOf(acts, gpu); w == nil || (w.Code() != CodeGPUsBusy && w.Code() != CodeBehindReservation) {
+			t.Errorf("%s: the driver waiting for a GPU: %+v", pol, w)
+		}
+	}
+}

@@ -59,7 +59,8 @@ const (
 	// how many the largest free node has).
 	CodeFragmented WaitCode = "fragmented"
 	// CodeCPUsBusy: enough nodes have the gang's GPUs free, but not the CPUs that go with them (its bundles', and
-	// its driver's with the workload's runner_cpus, on one of them).
+	// its driver's with the workload's runner_cpus, on one of them); or a Ray-door job's driver alone, which asks
+	// for no GPU, waits for room.
 	CodeCPUsBusy WaitCode = "cpus_busy"
 	// CodeBehindReservation: the task would fit now but starting it would delay the task named in YieldsTo,
 	// which holds a reservation (under fifo: the first task in line that does not fit).
@@ -1197,7 +1198,8 @@ func (pl *plan) wait(i int32, code waitCode, yields int32) {
 // notFit records why task i does not fit now: too few GPUs free; enough but on too few nodes; or enough nodes
 // with its GPUs free, but not with the CPUs (or the driver's resources) too.
 func (pl *plan) notFit(i int32) {
-	d := pl.shapes[pl.ents[i].shape].d
+	sh := &pl.shapes[pl.ents[i].shape]
+	d := sh.d
 	if !pl.freeKnown {
 		pl.freeGPU, pl.largest = 0, 0
 		pl.freeGPUs = pl.freeGPUs[:0]
@@ -1213,6 +1215,8 @@ func (pl *plan) notFit(i int32) {
 	e := &pl.ents[i]
 	e.kind = entWait
 	switch {
+	case d.Groups <= 0 && sh.driver[ResGPU] <= 0: // a driver alone (a ray_job) that asks for no GPU
+		e.code = cCPUsBusy
 	case d.Groups <= 0 || d.GPUs <= 0 || pl.freeGPU < float64(d.Groups)*d.GPUs:
 		e.code = cGPUsBusy
 	case d.Groups > len(pl.freeGPUs) || pl.freeGPUs[d.Groups-1] < d.GPUs:
@@ -1560,28 +1564,29 @@ func (pl *plan) reasonOf(e *entry) string {
 	switch e.code {
 	case cNeverFits, cNodesDown:
 		return sh.reason
-	case cGPUsBusy:
+	case cGPUsBusy, cCPUsBusy:
 		if sh.busy == "" && d.Groups == 0 {
 			// No gang (a ray_job): only its driver's own resources are asked for.
 			res, labelled := describeDriver(sh.driver)
 			sh.busy = fmt.Sprintf("waiting for room for its driver: needs a node%s with %s free", labelled, res)
+		}
+		if e.code == cCPUsBusy && d.Groups > 0 {
+			if sh.cpus == "" {
+				runner := ""
+				if strings.HasPrefix(sh.drvKey, "workload ") {
+					runner = " (entrypoint_num_cpus with the workload's runner_cpus, for the actor its driver starts first)"
+				}
+				res, labelled := describeDriver(sh.driver)
+				sh.cpus = fmt.Sprintf("waiting for CPUs: enough nodes have %g GPU free, but not also %g CPU each for the "+
+					"gang and %s on a node%s for its driver%s", d.GPUs, d.CPUs, res, labelled, runner)
+			}
+			return sh.cpus
 		}
 		if sh.busy == "" {
 			sh.busy = fmt.Sprintf("waiting for GPUs: needs %d node(s) with %g GPU and %g CPU free each, and fewer GPUs are free now",
 				d.Groups, d.GPUs, d.CPUs)
 		}
 		return sh.busy
-	case cCPUsBusy:
-		if sh.cpus == "" {
-			runner := ""
-			if strings.HasPrefix(sh.drvKey, "workload ") {
-				runner = " (entrypoint_num_cpus with the workload's runner_cpus, for the actor its driver starts first)"
-			}
-			res, labelled := describeDriver(sh.driver)
-			sh.cpus = fmt.Sprintf("waiting for CPUs: enough nodes have %g GPU free, but not also %g CPU each for the "+
-				"gang and %s on a node%s for its driver%s", d.GPUs, d.CPUs, res, labelled, runner)
-		}
-		return sh.cpus
 	case cFragmented:
 		if sh.frag == "" || sh.fragAt != e.largest {
 			sh.frag = fmt.Sprintf("fragmented: needs %d node(s) with %g GPU and %g CPU free each; enough GPUs are free "+
