@@ -957,7 +957,13 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 	admission := map[string]any{"verdict": verdict, "reason": reason}
 	if snap.Cluster != nil && !held && verdict != VerdictNeverFits && verdict != VerdictDepFailed {
 		v := scheduler.ExplainFor(s.Clock.Now(), snap, s.Policy, func(x *mvp.Task) bool { return x == t })
-		admission["est_start"] = estStart(v, t)
+		est := estStart(v, t)
+		admission["est_start"] = est
+		if until, ok := t.QueuedUntil(); ok && est != nil && est.After(until) {
+			// The user can still change it: submitted as it is, the task would end MAX_QUEUED_EXCEEDED first.
+			admission["queued_until"], admission["expires_before_start"] = until, true
+			admission["reason"] = reason + scheduler.ExpiryNote(*est, until)
+		}
 	}
 	answer := map[string]any{
 		"dry_run":        true,

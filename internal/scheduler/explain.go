@@ -218,8 +218,7 @@ func ExplainFor(now time.Time, s Snapshot, p Policy, wanted func(*mvp.Task) bool
 		q.QueuedUntil = &until
 		if q.EstStart != nil && q.EstStart.After(until) {
 			q.ExpiresBeforeStart = true
-			q.Reason += fmt.Sprintf("; at the estimated start (%s) it would already have ended MAX_QUEUED_EXCEEDED: "+
-				"its max_queued_s ends at %s", q.EstStart.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+			q.Reason += ExpiryNote(*q.EstStart, until)
 		}
 	}
 	add := func(i int32, code WaitCode, reason string) {
@@ -561,4 +560,11 @@ func (h *releaseHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// ExpiryNote is what a waiting task's sentence adds when its estimated start est comes after until, the end of
+// its max_queued_s.
+func ExpiryNote(est, until time.Time) string {
+	return fmt.Sprintf("; at the estimated start (%s) it would already have ended MAX_QUEUED_EXCEEDED: its "+
+		"max_queued_s ends at %s", est.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
 }
