@@ -24,6 +24,13 @@ const (
 	MetaGPUsPerNode = "mvp.n_gpus_per_node"
 )
 
+// The metadata keys by which a ray_job declares its time limits, as a jobspec's max_runtime_s and max_queued_s
+// (whole seconds, within the same caps); absent, the configured defaults.
+const (
+	MetaMaxRuntimeS = "mvp.max_runtime_s"
+	MetaMaxQueuedS  = "mvp.max_queued_s"
+)
+
 // Driver is what the request's driver takes, in Ray's resource names: entrypoint_num_cpus as CPU,
 // entrypoint_num_gpus as GPU, entrypoint_memory as memory, and entrypoint_resources; and each constraint of
 // entrypoint_label_selector as a key of its own (DriverLabelKey), which only a node whose labels match offers. It

@@ -18,8 +18,8 @@ import (
 
 // PrepareRayJob checks a submission made through the Ray Jobs door and returns the ray_job task it describes (no
 // id, no state): its gang from the metadata keys mvp.nnodes and mvp.n_gpus_per_node (both or neither; neither:
-// no gang, admitted on the driver's own resources), its driver's resources, the configured time limits, and the
-// request itself as its effective spec. A request that names no driver resources gets dev.yaml's.
+// no gang, admitted on the driver's own resources), its driver's resources, its time limits from mvp.max_runtime_s
+// and mvp.max_queued_s (or the configured defaults), and the request itself as its effective spec. A request that names no driver resources gets dev.yaml's.
 func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 	if strings.TrimSpace(req.Entrypoint) == "" { // blanks only: /bin/sh runs nothing and the job "succeeds"
 		return nil, mvp.Errorf(mvp.CodeInvalid, "entrypoint", "entrypoint is required: the shell command the job runs")
@@ -130,14 +130,50 @@ func PrepareRayJob(req *mvp.RayJobRequest, s Settings) (*mvp.Task, error) {
 		return nil, mvp.Errorf(mvp.CodeInvalid, "metadata", "metadata %s and %s name the gang together: give both or neither",
 			mvp.MetaNNodes, mvp.MetaGPUsPerNode)
 	}
+	maxRuntime, err := metaSeconds(req.Metadata, mvp.MetaMaxRuntimeS, s.TimeLimits.MaxRuntimeCapS, "v2.scheduler.max_runtime_cap_s")
+	if err != nil {
+		return nil, err
+	}
+	maxQueued, err := metaSeconds(req.Metadata, mvp.MetaMaxQueuedS, s.TimeLimits.MaxQueuedCapS, "v2.scheduler.max_queued_cap_s")
+	if err != nil {
+		return nil, err
+	}
+	if maxRuntime == 0 {
+		maxRuntime = s.TimeLimits.DefaultMaxRuntimeS
+	}
+	if maxQueued == 0 {
+		maxQueued = s.TimeLimits.DefaultMaxQueuedS
+	}
 	spec, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("encode the ray job request: %w", err)
 	}
 	return &mvp.Task{Workload: mvp.WorkloadRayJob, Name: "ray-job", NNodes: nnodes, GPUsPerNode: gpus,
 		SubmissionID: req.SubmissionID, Driver: req.Driver(), JobSpecYAML: string(spec), SpecJSON: spec,
-		MaxRuntimeS: s.TimeLimits.DefaultMaxRuntimeS, MaxQueuedS: s.TimeLimits.DefaultMaxQueuedS,
+		MaxRuntimeS: maxRuntime, MaxQueuedS: maxQueued,
 		Priority: mvp.DefaultPriority, PriorityDefaulted: true}, nil // a Ray request names no priority
+}
+
+// metaSeconds reads an optional time limit in whole seconds from metadata key, from 1 to capS (capSetting names
+// that cap; 0: no cap); 0 when it is absent.
+func metaSeconds(meta map[string]string, key string, capS int, capSetting string) (int, error) {
+	v, ok := meta[key]
+	if !ok {
+		return 0, nil
+	}
+	most := capS
+	if most <= 0 {
+		most = math.MaxInt32
+	}
+	n, err := strconv.Atoi(v)
+	if err == nil && n > most && capS > 0 {
+		return 0, mvp.Errorf(mvp.CodeInvalid, "metadata", "metadata %s %d is above this cluster's cap of %d s (%s)",
+			key, n, capS, capSetting)
+	}
+	if err != nil || n < 1 || n > most {
+		return 0, mvp.Errorf(mvp.CodeInvalid, "metadata", "metadata %s must be whole seconds from 1 to %d, got %q", key, most, clip(v))
+	}
+	return n, nil
 }
 
 // RayJobMetadataKeys are the metadata keys mvp sets on a Ray-door job it submits (buildRayJob, BuildTask) and in

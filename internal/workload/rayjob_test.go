@@ -293,3 +293,35 @@ func TestARayDoorCommandIsExecedWhenItIsOne(t *testing.T) {
 		}
 	}
 }
+
+// TestARayJobDeclaresItsTimeLimitsInMetadata: a Ray-door job had no way to declare its run time, so mvp planned
+// every one for v2.scheduler.default_max_runtime_s (days): a job of a minute could never backfill before a
+// reservation and made every estimate behind it days long (found in a user walk-through). The metadata keys
+// mvp.max_runtime_s and mvp.max_queued_s declare them, as a jobspec's fields do, within the same caps; absent, the
+// defaults; mvp enforces them as for any task.
+func TestARayJobDeclaresItsTimeLimitsInMetadata(t *testing.T) {
+	s := settings()
+	s.TimeLimits.DefaultMaxRuntimeS, s.TimeLimits.MaxRuntimeCapS = 259200, 604800
+	s.TimeLimits.DefaultMaxQueuedS, s.TimeLimits.MaxQueuedCapS = 604800, 1209600
+	task, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "python a.py",
+		Metadata: map[string]string{mvp.MetaMaxRuntimeS: "600", mvp.MetaMaxQueuedS: "3600"}}, s)
+	if err != nil || task.MaxRuntimeS != 600 || task.MaxQueuedS != 3600 {
+		t.Fatalf("declared 600 s and 3600 s: %+v, %v", task, err)
+	}
+	task, err = PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "python a.py"}, s)
+	if err != nil || task.MaxRuntimeS != 259200 || task.MaxQueuedS != 604800 {
+		t.Fatalf("none declared: %+v, %v", task, err)
+	}
+	for meta, says := range map[[2]string]string{
+		{mvp.MetaMaxRuntimeS, "0"}:      "from 1 to 604800",
+		{mvp.MetaMaxRuntimeS, "soon"}:   "from 1 to 604800",
+		{mvp.MetaMaxRuntimeS, "604801"}: "v2.scheduler.max_runtime_cap_s",
+		{mvp.MetaMaxQueuedS, "1209601"}: "v2.scheduler.max_queued_cap_s",
+		{mvp.MetaMaxQueuedS, "-5"}:      "from 1 to 1209600",
+	} {
+		_, err := PrepareRayJob(&mvp.RayJobRequest{Entrypoint: "python a.py", Metadata: map[string]string{meta[0]: meta[1]}}, s)
+		if mvp.ErrorCode(err) != mvp.CodeInvalid || !strings.Contains(err.Error(), meta[0]) || !strings.Contains(err.Error(), says) {
+			t.Errorf("metadata %s=%q: %v, want a 400 naming it and saying %q", meta[0], meta[1], err, says)
+		}
+	}
+}
