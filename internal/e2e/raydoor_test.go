@@ -702,7 +702,8 @@ func runSDKScript(t *testing.T, d *rayDoor, script, id string, out any) []byte {
 // alone asks for a GPU (`ray job submit --entrypoint-num-gpus 1`, no mvp gang) and that declares no run time (so
 // mvp plans it for the default, days) went past a waiting 2 × 4 gang's reservation and took a GPU the gang needed
 // at its reserved start, moving that start by days. It waits behind the reservation, naming the gang, as a 1-GPU
-// jobspec task of that length does; the gang then starts no later than its reservation.
+// jobspec task of that length does; the gang then starts no later than its reservation. A door job that declares
+// a short run (metadata mvp.max_runtime_s) backfills before the reservation.
 func TestARayDoorDriverWithAGPUWaitsBehindAReservation(t *testing.T) {
 	waitIdle(t)
 	s := startService(t, serviceOpts{})
@@ -748,6 +749,18 @@ func TestARayDoorDriverWithAGPUWaitsBehindAReservation(t *testing.T) {
 	})
 	if st, msg := d.status(id); st != "PENDING" {
 		t.Errorf("Ray's client sees the waiting door job as %s %q, want PENDING", st, msg)
+	}
+	// One that declares a short run (metadata mvp.max_runtime_s) ends before the reserved start: it backfills.
+	short := uniq("driver-gpu-short")
+	out, code = d.run(time.Minute, nil, "job", "submit", "--no-wait", "--submission-id", short, "--entrypoint-num-gpus", "1",
+		"--metadata-json", `{"mvp.max_runtime_s": "15"}`, "--", "python", "-c", "import time; time.sleep(2)")
+	if code != 0 {
+		t.Fatalf("submit of the short job (exit %d):\n%s", code, out)
+	}
+	d.waitStatus(short, "SUCCEEDED", "", 2*time.Minute)
+	if sh := mustTask(t, d, short); sh.MaxRuntimeS != 15 || startOf(sh).After(reserved) {
+		t.Errorf("the door job declaring 15 s: max_runtime_s %d, started %s (reservation %s); want it backfilled before the reservation",
+			sh.MaxRuntimeS, startOf(sh).Format(time.RFC3339), reserved.Format(time.RFC3339))
 	}
 	g := s.waitState(gang, mvp.StateSucceeded, 240*time.Second)
 	if start := startOf(g); start.After(reserved.Add(10 * time.Second)) {
