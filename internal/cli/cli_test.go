@@ -909,7 +909,7 @@ func TestADoorJobWithoutAGangSaysSo(t *testing.T) {
 	if err := printTask(&b, task); err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^gang:\s+none \(the Ray driver alone\)$`).MatchString(b.String()) ||
+	if !regexp.MustCompile(`(?m)^gang:\s+none \(the Ray driver alone, with 1 GPU\)$`).MatchString(b.String()) ||
 		!regexp.MustCompile(`(?m)^driver:\s+CPU=2, GPU=1$`).MatchString(b.String()) {
 		t.Errorf("mvp get of a door job without a gang:\n%s", b.String())
 	}

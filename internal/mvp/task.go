@@ -94,9 +94,12 @@ type Task struct {
 }
 
 // Gang is the task's gang as people read it: "2 × 8 GPU", or "none (the Ray driver alone)" for a Ray door job
-// that declared none (its driver alone takes resources).
+// that declared none (its driver alone takes resources), with the driver's GPUs when it asks for some.
 func (t *Task) Gang() string {
 	if t.NNodes == 0 {
+		if g := t.Driver["GPU"]; g > 0 {
+			return fmt.Sprintf("none (the Ray driver alone, with %g GPU)", g)
+		}
 		return "none (the Ray driver alone)"
 	}
 	return fmt.Sprintf("%d × %d GPU", t.NNodes, t.GPUsPerNode)
