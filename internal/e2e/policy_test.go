@@ -111,6 +111,34 @@ func runThreeGPUs(t *testing.T, s *service, hold float64, maxRuntimeS int) strin
 	return id
 }
 
+// waitBehindReservation waits until task id waits behind gang's reservation (code behind_reservation, naming
+// gang, with gang's reservation listed) and returns the reservation's start; it fails the test at once, saying
+// admitted, if the task is admitted meanwhile.
+func (s *service) waitBehindReservation(id, gang, admitted string) time.Time {
+	s.t.Helper()
+	var reserved time.Time
+	waitFor(s.t, 30*time.Second, id+" waiting behind the reservation of "+gang, func() (bool, string) {
+		if st := s.get(id).State; st != mvp.StateQueued && st != mvp.StatePendingResources {
+			s.t.Fatalf("%s (%s)", admitted, st)
+		}
+		v, _, err := s.c.Queue(ctxT(s.t))
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(v.Reservations) > 0 && v.Reservations[0].TaskID == gang && v.Reservations[0].Start != nil {
+			reserved = *v.Reservations[0].Start
+		}
+		for _, e := range v.Queue {
+			if e.TaskID == id {
+				return e.Code == scheduler.CodeBehindReservation && e.YieldsTo == gang && !reserved.IsZero(),
+					fmt.Sprintf("%s %q yields to %q; reservations %+v", e.Code, e.Reason, e.YieldsTo, v.Reservations)
+			}
+		}
+		return false, "not in the queue yet"
+	})
+	return reserved
+}
+
 // TestBackfillYieldsWhereRayMayPutItOnTheReservation (issue 13, found by a drill on this cluster): with one GPU
 // free on each worker and a 1×4 gang reserved on the worker that frees first, a 1-GPU task declaring 600 s may not
 // be backfilled: mvp planned it on the other worker, but Ray puts a placement group on the node with the most room
@@ -133,27 +161,8 @@ func TestBackfillYieldsWhereRayMayPutItOnTheReservation(t *testing.T) {
 	gang := s.submit(spec("ppo", 1, 4, 2) + "max_runtime_s: 60\n").ID
 	s.waitState(gang, mvp.StatePendingResources, 30*time.Second)
 	small := s.submit(spec("ppo", 1, 1, 30) + "max_runtime_s: 600\n").ID
-	var reserved time.Time
-	waitFor(t, 30*time.Second, "the 1-GPU task waiting behind the gang's reservation", func() (bool, string) {
-		if st := s.get(small).State; st != mvp.StateQueued && st != mvp.StatePendingResources {
-			t.Fatalf("the 1-GPU task that outlives the reserved start was admitted (%s) while Ray may put it on the "+
-				"reserved worker", st)
-		}
-		v, _, err := s.c.Queue(ctxT(t))
-		if err != nil {
-			return false, err.Error()
-		}
-		if len(v.Reservations) > 0 && v.Reservations[0].TaskID == gang && v.Reservations[0].Start != nil {
-			reserved = *v.Reservations[0].Start
-		}
-		for _, e := range v.Queue {
-			if e.TaskID == small {
-				return e.Code == scheduler.CodeBehindReservation && e.YieldsTo == gang && !reserved.IsZero(),
-					fmt.Sprintf("%s %q yields to %q; reservations %+v", e.Code, e.Reason, e.YieldsTo, v.Reservations)
-			}
-		}
-		return false, "not in the queue yet"
-	})
+	reserved := s.waitBehindReservation(small, gang, "the 1-GPU task that outlives the reserved start was admitted "+
+		"while Ray may put it on the reserved worker")
 	g := s.waitState(gang, mvp.StateSucceeded, 240*time.Second)
 	if start := startOf(g); start.After(reserved.Add(10 * time.Second)) {
 		t.Errorf("the gang started at %s, after its reservation at %s", start.Format(time.RFC3339), reserved.Format(time.RFC3339))

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/mvp2/mvp/internal/mvp"
-	"github.com/mvp2/mvp/internal/scheduler"
 )
 
 // rayDoor runs Ray 2.60's own client (the `ray` CLI and JobSubmissionClient of the pinned wheel) against a
@@ -727,26 +726,8 @@ func TestARayDoorDriverWithAGPUWaitsBehindAReservation(t *testing.T) {
 		t.Fatalf("submit (exit %d):\n%s", code, out)
 	}
 	task := mustTask(t, d, id)
-	var reserved time.Time
-	waitFor(t, 30*time.Second, "the door job waiting behind the gang's reservation", func() (bool, string) {
-		if st := s.get(task.ID).State; st != mvp.StateQueued && st != mvp.StatePendingResources {
-			t.Fatalf("the door job with a GPU for its driver was admitted (%s) past the 2 × 4 gang's reservation", st)
-		}
-		v, _, err := s.c.Queue(ctxT(t))
-		if err != nil {
-			return false, err.Error()
-		}
-		if len(v.Reservations) > 0 && v.Reservations[0].TaskID == gang && v.Reservations[0].Start != nil {
-			reserved = *v.Reservations[0].Start
-		}
-		for _, e := range v.Queue {
-			if e.TaskID == task.ID {
-				return e.Code == scheduler.CodeBehindReservation && e.YieldsTo == gang && !reserved.IsZero(),
-					fmt.Sprintf("%s %q yields to %q; reservations %+v", e.Code, e.Reason, e.YieldsTo, v.Reservations)
-			}
-		}
-		return false, "not in the queue yet"
-	})
+	reserved := s.waitBehindReservation(task.ID, gang, "the door job with a GPU for its driver was admitted past the "+
+		"2 × 4 gang's reservation")
 	if st, msg := d.status(id); st != "PENDING" {
 		t.Errorf("Ray's client sees the waiting door job as %s %q, want PENDING", st, msg)
 	}
