@@ -114,14 +114,14 @@ start_node() {
 if [[ "$heal" == 0 ]]; then
   # A port another cluster (or service) holds: Ray would start anyway and fail late, its head having reached the
   # other cluster's GCS ("Session name … does not match persisted value"), naming neither the port nor the setting.
-  for spec in "MVP_RAY_PORT $gcs_port GCS" "MVP_RAY_DASHBOARD_PORT $dash_port dashboard" \
-    "MVP_RAY_CLIENT_PORT $client_port Ray-client-server"; do
-    read -r var p what <<<"$spec"
-    if ! python3 "$repo/scripts/free-ports.py" --free "$p"; then
-      echo "ray-up: port $p for Ray's ${what//-/ } is taken on this machine (another Ray cluster, or another service): set $var to a free port (and MVP_CLUSTER_DIR to a folder of its own for a second cluster)" >&2
-      exit 1
-    fi
-  done
+  need_free() { # VAR PORT WHAT
+    python3 "$repo/scripts/free-ports.py" --free "$2" && return
+    echo "ray-up: port $2 for Ray's $3 is taken on this machine (another Ray cluster, or another service): set $1 to a free port (and MVP_CLUSTER_DIR to a folder of its own for a second cluster)" >&2
+    exit 1
+  }
+  need_free MVP_RAY_PORT "$gcs_port" GCS
+  need_free MVP_RAY_DASHBOARD_PORT "$dash_port" dashboard
+  need_free MVP_RAY_CLIENT_PORT "$client_port" "Ray client server"
   echo "ray-up: starting head (GCS 127.0.0.1:$gcs_port, dashboard $dash_url) in $dir"
   start_node head --head --node-ip-address=127.0.0.1 --port="$gcs_port" --dashboard-host=127.0.0.1 \
     --dashboard-port="$dash_port" --ray-client-server-port="$client_port" --num-cpus=0 --num-gpus=0 \

@@ -957,12 +957,12 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 	admission := map[string]any{"verdict": verdict, "reason": reason}
 	if snap.Cluster != nil && !held && verdict != VerdictNeverFits && verdict != VerdictDepFailed {
 		v := scheduler.ExplainFor(s.Clock.Now(), snap, s.Policy, func(x *mvp.Task) bool { return x == t })
-		est := estStart(v, t)
+		est, e := estStart(v, t)
 		admission["est_start"] = est
-		if until, ok := t.QueuedUntil(); ok && est != nil && est.After(until) {
+		if e != nil && e.ExpiresBeforeStart {
 			// The user can still change it: submitted as it is, the task would end MAX_QUEUED_EXCEEDED first.
-			admission["queued_until"], admission["expires_before_start"] = until, true
-			admission["reason"] = reason + scheduler.ExpiryNote(*est, until)
+			admission["queued_until"], admission["expires_before_start"] = e.QueuedUntil, true
+			admission["reason"] = reason + scheduler.ExpiryNote(*est, *e.QueuedUntil)
 		}
 	}
 	answer := map[string]any{
@@ -979,17 +979,17 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, t *mvp.Task, dep
 }
 
 // estStart is when the queue's forecast v starts t: the view's time when the next pass would start it, its
-// entry's estimate otherwise (nil: unknown).
-func estStart(v scheduler.QueueView, t *mvp.Task) *time.Time {
+// entry's estimate otherwise (nil: unknown); and t's entry, if it waits.
+func estStart(v scheduler.QueueView, t *mvp.Task) (*time.Time, *scheduler.QueueEntry) {
 	if slices.Contains(v.Starting, t.ID) {
-		return &v.At
+		return &v.At, nil
 	}
-	for _, e := range v.Queue {
-		if e.TaskID == t.ID {
-			return e.EstStart
+	for i := range v.Queue {
+		if e := &v.Queue[i]; e.TaskID == t.ID {
+			return e.EstStart, e
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // queue answers the whole picture of the queue as the policy sees it now: per-node free GPUs, the reservation and

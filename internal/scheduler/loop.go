@@ -871,15 +871,18 @@ func (l *Loop) checkUnfollowed(ctx context.Context, now time.Time) {
 	if l.Instance == "" || l.Jobs == nil {
 		return
 	}
+	var looked map[string]bool // the held jobs this pass looked at: the listing below does not look again
 	l.mu.Lock()
-	held := make([]*mvp.JobInfo, 0, len(l.heldLate))
+	var held []*mvp.JobInfo
 	for _, h := range l.heldLate {
 		held = append(held, h.job)
 	}
 	l.mu.Unlock()
-	looked := make(map[string]bool, len(held))
 	for _, j := range held {
 		l.stopClosed(ctx, now, j)
+		if looked == nil {
+			looked = map[string]bool{}
+		}
 		looked[j.SubmissionID] = true
 	}
 	l.mu.Lock()
@@ -909,7 +912,7 @@ func (l *Loop) checkUnfollowed(ctx context.Context, now time.Time) {
 	}
 	for _, j := range jobs {
 		if j == nil || j.Metadata[mvp.MetaInstance] != l.Instance || j.Status.Terminal() || followed[j.SubmissionID] ||
-			looked[j.SubmissionID] || l.isHeld(j.SubmissionID) {
+			looked[j.SubmissionID] {
 			continue
 		}
 		if l.stopClosed(ctx, now, j) {
@@ -936,7 +939,7 @@ func (l *Loop) stopClosed(ctx context.Context, now time.Time, j *mvp.JobInfo) bo
 	t, err := l.Store.GetTask(ctx, id)
 	if err != nil {
 		if errors.Is(err, mvp.ErrNotFound) {
-			l.hold(j, "", now, false)
+			l.release(j)
 		}
 		return false // not known (or not readable now: the next listing, or pass for a held job, looks again)
 	}
@@ -947,7 +950,7 @@ func (l *Loop) stopClosed(ctx context.Context, now time.Time, j *mvp.JobInfo) bo
 		}
 	}
 	if a == nil || (!a.RayStatus.Terminal() && a.EndTime == nil) {
-		l.hold(j, "", now, false)
+		l.release(j)
 		return false
 	}
 	info, err := l.Ray.GetJob(ctx, j.SubmissionID)
@@ -955,11 +958,11 @@ func (l *Loop) stopClosed(ctx context.Context, now time.Time, j *mvp.JobInfo) bo
 		return l.isHeld(j.SubmissionID) // a held job is looked at again at the next pass
 	}
 	if info.Status.Terminal() {
-		l.hold(j, info.Status, now, false) // ended since the listing: nothing to stop
+		l.release(j) // ended since the listing: nothing to stop
 		return true
 	}
 	if StopTooSoon(l.Build, t, &mvp.Attempt{No: a.No, RayStatus: info.Status,
-		RunningAt: l.hold(j, info.Status, now, true)}, now) {
+		RunningAt: l.hold(j, info.Status, now)}, now) {
 		// A shell that may not have started its driver yet: a stop now could miss it. Held, and looked at again
 		// at every pass.
 		return true
@@ -971,10 +974,10 @@ func (l *Loop) stopClosed(ctx context.Context, now time.Time, j *mvp.JobInfo) bo
 	if err := l.askStop(ctx, j.SubmissionID, true); err != nil {
 		l.Logger.Warn("stop a job of a closed attempt; will try again at the next pass", "task_id", t.ID,
 			"submission_id", j.SubmissionID, "err", err)
-		l.hold(j, info.Status, now, true)
+		l.hold(j, info.Status, now)
 		return true
 	}
-	l.hold(j, info.Status, now, false)
+	l.release(j)
 	if l.firstTime(&l.unfollowedWarned, j.SubmissionID) {
 		b, _ := json.Marshal(map[string]any{"submission_id": j.SubmissionID, "attempt_no": a.No, "reason": why})
 		if err := l.Store.AddEvent(ctx, &mvp.Event{TaskID: t.ID, TS: now, Type: mvp.EventStopRequested, Payload: b}); err != nil {
@@ -991,15 +994,11 @@ type heldJob struct {
 	running time.Time
 }
 
-// hold notes, when keep is set, that job j (whose status is now st) is held by stopClosed, and returns when this
-// mvp first saw it RUNNING (nil while it has not); when keep is not set, j is held no more (stopped, or ended).
-func (l *Loop) hold(j *mvp.JobInfo, st mvp.RayStatus, now time.Time, keep bool) *time.Time {
+// hold notes that job j (whose status is now st) is held by stopClosed, and returns when this mvp first saw it
+// RUNNING (nil while it has not).
+func (l *Loop) hold(j *mvp.JobInfo, st mvp.RayStatus, now time.Time) *time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !keep {
-		delete(l.heldLate, j.SubmissionID)
-		return nil
-	}
 	if l.heldLate == nil {
 		l.heldLate = map[string]*heldJob{}
 	}
@@ -1016,6 +1015,13 @@ func (l *Loop) hold(j *mvp.JobInfo, st mvp.RayStatus, now time.Time, keep bool) 
 	}
 	at := h.running
 	return &at
+}
+
+// release notes that job j is held no more (stopped, ended, or not a job to stop).
+func (l *Loop) release(j *mvp.JobInfo) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.heldLate, j.SubmissionID)
 }
 
 // isHeld reports whether stopClosed holds back the stop of the job with submission id sid.

@@ -583,18 +583,8 @@ func TestAJobThatAppearsAfterTheGraceOfACanceledTaskIsStopped(t *testing.T) {
 	h := newHarness(t) // SubmitGrace: 1 min
 	lr := listingRay{fakeRay: h.ray, meta: map[string]map[string]string{}}
 	h.loop.Jobs, h.loop.Instance = lr, "db1"
-	h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable } // the answer is lost; no job yet
 	task := h.task()
-	h.tick()
-	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting,
-		To: mvp.StateCanceled, At: h.clock.t}); err != nil {
-		t.Fatal(err)
-	}
-	h.clock.t = h.clock.t.Add(2 * time.Minute)
-	h.tick() // past the grace: the attempt is closed
-	if a := h.get(task.ID).Attempts[0]; !a.RayStatus.Terminal() {
-		t.Fatalf("attempt not closed after the grace: %+v", a)
-	}
+	h.closeCanceledLostSubmit(task)
 	sid := task.ID + "--a01"
 	h.ray.mu.Lock()
 	h.ray.jobs[sid] = &mvp.JobInfo{SubmissionID: sid, Status: mvp.RayRunning, JobID: "02000000"}
@@ -617,6 +607,23 @@ func TestAJobThatAppearsAfterTheGraceOfACanceledTaskIsStopped(t *testing.T) {
 	}
 	if !strings.Contains(fmt.Sprint(h.events(task.ID)), mvp.EventStopRequested) {
 		t.Errorf("the task's history does not say its late job was stopped: %v", h.events(task.ID))
+	}
+}
+
+// closeCanceledLostSubmit makes task's first attempt one that mvp closed: its submit's answer is lost (no job in
+// Ray), the user cancels, and the submit grace passes. Ray's submits fail until the caller clears h.ray.submitErr.
+func (h *harness) closeCanceledLostSubmit(task *mvp.Task) {
+	h.t.Helper()
+	h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable } // the answer is lost; no job yet
+	h.tick()
+	if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting,
+		To: mvp.StateCanceled, At: h.clock.t}); err != nil {
+		h.t.Fatal(err)
+	}
+	h.clock.t = h.clock.t.Add(2 * time.Minute)
+	h.tick() // past the grace: the attempt is closed
+	if a := h.get(task.ID).Attempts[0]; !a.RayStatus.Terminal() {
+		h.t.Fatalf("attempt not closed after the grace: %+v", a)
 	}
 }
 

@@ -881,28 +881,7 @@ func rayMayPlace(now, atT []*node, d Demand, drv int, driver map[string]float64,
 				}
 				continue
 			}
-			n := v[j]
-			type was struct {
-				r   string
-				v   float64
-				had bool
-			}
-			var buf [8]was
-			old := buf[:0]
-			for r := range driver {
-				x, had := n.free[r]
-				old = append(old, was{r, x, had})
-			}
-			n.addDriver(driver, -1)
-			good := ok(v)
-			for _, o := range old { // exactly as it was, whatever the rounding
-				if o.had {
-					n.free[o.r] = o.v
-				} else {
-					delete(n.free, o.r)
-				}
-			}
-			if !good {
+			if !v[j].withDriver(driver, func() bool { return ok(v) }) {
 				return false
 			}
 		}
@@ -934,6 +913,31 @@ func rayMayPlace(now, atT []*node, d Demand, drv int, driver map[string]float64,
 		}
 	}
 	return v, true
+}
+
+// withDriver reports f() with driver taken from n, and puts n back exactly as it was (whatever the rounding).
+func (n *node) withDriver(driver map[string]float64, f func() bool) bool {
+	type was struct {
+		r   string
+		v   float64
+		had bool
+	}
+	var buf [8]was
+	old := buf[:0]
+	for r := range driver {
+		x, had := n.free[r]
+		old = append(old, was{r, x, had})
+	}
+	n.addDriver(driver, -1)
+	got := f()
+	for _, o := range old {
+		if o.had {
+			n.free[o.r] = o.v
+		} else {
+			delete(n.free, o.r)
+		}
+	}
+	return got
 }
 
 // driverRoom reports whether n has room for driver now.
@@ -1026,15 +1030,9 @@ func (pl *plan) mayRace(sh *shape) (int32, bool) {
 	sh.raceKnown = true
 	var yields int32
 	rest := func(v []*node) bool {
-		for _, g := range pl.placing {
-			chosen, _, ok := fitCheck(v, g.d, nil)
-			if !ok {
-				yields = g.yields
-				return false
-			}
-			take(v, chosen, -1, g.d, nil)
-		}
-		return true
+		y, ok := pl.placingFit(v)
+		yields = y
+		return ok
 	}
 	room, scores, best := rayScores(pl.ray, d)
 	one, others := Demand{Groups: 1, GPUs: d.GPUs, CPUs: d.CPUs}, Demand{Groups: d.Groups - 1, GPUs: d.GPUs, CPUs: d.CPUs}
@@ -1113,16 +1111,25 @@ func (pl *plan) driverMayRace(sh *shape) (int32, bool) {
 		v := cloneNodes(pl.ray)
 		v[k].free[ResGPU] -= gpus
 		v[k].free[ResCPU] -= sh.driver[ResCPU]
-		for _, g := range pl.placing {
-			chosen, _, ok := fitCheck(v, g.d, nil)
-			if !ok {
-				sh.raced, sh.raceYields = true, g.yields
-				return g.yields, true
-			}
-			take(v, chosen, -1, g.d, nil)
+		if y, ok := pl.placingFit(v); !ok {
+			sh.raced, sh.raceYields = true, y
+			return y, true
 		}
 	}
 	return 0, false
+}
+
+// placingFit takes every gang being placed from v, in order, where fit plans it, and reports whether each fits;
+// when one does not, it names that gang (as entry.yields).
+func (pl *plan) placingFit(v []*node) (int32, bool) {
+	for _, g := range pl.placing {
+		chosen, _, ok := fitCheck(v, g.d, nil)
+		if !ok {
+			return g.yields, false
+		}
+		take(v, chosen, -1, g.d, nil)
+	}
+	return 0, true
 }
 
 // full reports whether max_running_tasks is reached.
@@ -1565,28 +1572,30 @@ func (pl *plan) reasonOf(e *entry) string {
 	case cNeverFits, cNodesDown:
 		return sh.reason
 	case cGPUsBusy, cCPUsBusy:
-		if sh.busy == "" && d.Groups == 0 {
-			// No gang (a ray_job): only its driver's own resources are asked for.
-			res, labelled := describeDriver(sh.driver)
-			sh.busy = fmt.Sprintf("waiting for room for its driver: needs a node%s with %s free", labelled, res)
-		}
-		if e.code == cCPUsBusy && d.Groups > 0 {
-			if sh.cpus == "" {
-				runner := ""
-				if strings.HasPrefix(sh.drvKey, "workload ") {
-					runner = " (entrypoint_num_cpus with the workload's runner_cpus, for the actor its driver starts first)"
-				}
+		if d.Groups == 0 { // no gang (a ray_job): only its driver's own resources are asked for
+			if sh.busy == "" {
 				res, labelled := describeDriver(sh.driver)
-				sh.cpus = fmt.Sprintf("waiting for CPUs: enough nodes have %g GPU free, but not also %g CPU each for the "+
-					"gang and %s on a node%s for its driver%s", d.GPUs, d.CPUs, res, labelled, runner)
+				sh.busy = fmt.Sprintf("waiting for room for its driver: needs a node%s with %s free", labelled, res)
 			}
-			return sh.cpus
+			return sh.busy
 		}
-		if sh.busy == "" {
-			sh.busy = fmt.Sprintf("waiting for GPUs: needs %d node(s) with %g GPU and %g CPU free each, and fewer GPUs are free now",
-				d.Groups, d.GPUs, d.CPUs)
+		if e.code == cGPUsBusy {
+			if sh.busy == "" {
+				sh.busy = fmt.Sprintf("waiting for GPUs: needs %d node(s) with %g GPU and %g CPU free each, and fewer GPUs are free now",
+					d.Groups, d.GPUs, d.CPUs)
+			}
+			return sh.busy
 		}
-		return sh.busy
+		if sh.cpus == "" {
+			runner := ""
+			if strings.HasPrefix(sh.drvKey, "workload ") {
+				runner = " (entrypoint_num_cpus with the workload's runner_cpus, for the actor its driver starts first)"
+			}
+			res, labelled := describeDriver(sh.driver)
+			sh.cpus = fmt.Sprintf("waiting for CPUs: enough nodes have %g GPU free, but not also %g CPU each for the "+
+				"gang and %s on a node%s for its driver%s", d.GPUs, d.CPUs, res, labelled, runner)
+		}
+		return sh.cpus
 	case cFragmented:
 		if sh.frag == "" || sh.fragAt != e.largest {
 			sh.frag = fmt.Sprintf("fragmented: needs %d node(s) with %g GPU and %g CPU free each; enough GPUs are free "+

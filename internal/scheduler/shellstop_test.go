@@ -148,17 +148,7 @@ func TestALateShellJobOfAClosedAttemptIsStoppedOnceItHasStartedItsCommand(t *tes
 			lr := listingRay{fakeRay: h.ray, meta: map[string]map[string]string{}}
 			h.loop.Jobs, h.loop.Instance = lr, "db1"
 			task := h.doorTask("mvp2-ray_job-20251223-143201-5702")
-			h.ray.submitErr = func(string) error { return mvp.ErrRayUnavailable } // the answer is lost; no job yet
-			h.tick()
-			if err := h.db.Apply(context.Background(), mvp.Change{TaskID: task.ID, From: mvp.StateSubmitting,
-				To: mvp.StateCanceled, At: h.clock.t}); err != nil {
-				t.Fatal(err)
-			}
-			h.clock.t = h.clock.t.Add(2 * time.Minute)
-			h.tick() // past the grace: the attempt is closed
-			if a := h.get(task.ID).Attempts[0]; !a.RayStatus.Terminal() {
-				t.Fatalf("attempt not closed after the grace: %+v", a)
-			}
+			h.closeCanceledLostSubmit(task)
 			sid := task.ID + "--a01"
 			h.ray.mu.Lock()
 			h.ray.jobs[sid] = &mvp.JobInfo{SubmissionID: sid, Status: found, JobID: "02000000"}
